@@ -1,0 +1,1 @@
+//! CUDA C++ code generation (NVRTC, cudarc) for sinter.

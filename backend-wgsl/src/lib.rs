@@ -1,0 +1,1 @@
+//! WGSL code generation and the wgpu runtime for sinter.

@@ -1,0 +1,374 @@
+//! Host tensors: the values that go in and come out of a graph.
+
+use crate::dtype::DType;
+use half::{bf16, f16};
+use serde::{Deserialize, Serialize};
+
+/// Typed host storage, one variant per [`DType`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum TensorData {
+    /// f32 values.
+    F32(Vec<f32>),
+    /// f16 values.
+    F16(Vec<f16>),
+    /// bf16 values.
+    BF16(Vec<bf16>),
+    /// f64 values.
+    F64(Vec<f64>),
+    /// i8 values.
+    I8(Vec<i8>),
+    /// i16 values.
+    I16(Vec<i16>),
+    /// i32 values.
+    I32(Vec<i32>),
+    /// i64 values.
+    I64(Vec<i64>),
+    /// u8 values.
+    U8(Vec<u8>),
+    /// u16 values.
+    U16(Vec<u16>),
+    /// u32 values.
+    U32(Vec<u32>),
+    /// u64 values.
+    U64(Vec<u64>),
+    /// bool values.
+    Bool(Vec<bool>),
+}
+
+macro_rules! each_variant {
+    ($data:expr, $v:ident => $body:expr) => {
+        match $data {
+            TensorData::F32($v) => $body,
+            TensorData::F16($v) => $body,
+            TensorData::BF16($v) => $body,
+            TensorData::F64($v) => $body,
+            TensorData::I8($v) => $body,
+            TensorData::I16($v) => $body,
+            TensorData::I32($v) => $body,
+            TensorData::I64($v) => $body,
+            TensorData::U8($v) => $body,
+            TensorData::U16($v) => $body,
+            TensorData::U32($v) => $body,
+            TensorData::U64($v) => $body,
+            TensorData::Bool($v) => $body,
+        }
+    };
+}
+
+impl TensorData {
+    /// The dtype of this storage.
+    pub fn dtype(&self) -> DType {
+        match self {
+            TensorData::F32(_) => DType::F32,
+            TensorData::F16(_) => DType::F16,
+            TensorData::BF16(_) => DType::BF16,
+            TensorData::F64(_) => DType::F64,
+            TensorData::I8(_) => DType::I8,
+            TensorData::I16(_) => DType::I16,
+            TensorData::I32(_) => DType::I32,
+            TensorData::I64(_) => DType::I64,
+            TensorData::U8(_) => DType::U8,
+            TensorData::U16(_) => DType::U16,
+            TensorData::U32(_) => DType::U32,
+            TensorData::U64(_) => DType::U64,
+            TensorData::Bool(_) => DType::Bool,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        each_variant!(self, v => v.len())
+    }
+
+    /// True when there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A dense, row-major tensor in host memory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostTensor {
+    /// Static extents.
+    pub shape: Vec<usize>,
+    /// The elements, `shape.iter().product()` of them.
+    pub data: TensorData,
+}
+
+/// Rounds an `f64` to the nearest value representable in `dtype` (saturating/wrapping for ints as
+/// a cast would), returned as `f64`. This is how the CPU reference emulates storage precision.
+pub fn round_to(dtype: DType, x: f64) -> f64 {
+    match dtype {
+        DType::F64 => x,
+        DType::F32 => x as f32 as f64,
+        DType::F16 => f16::from_f64(x).to_f64(),
+        DType::BF16 => bf16::from_f64(x).to_f64(),
+        DType::Bool => (x != 0.0) as i64 as f64,
+        _ => cast_int(dtype, float_to_i64(x)) as f64,
+    }
+}
+
+/// Converts a float to i64 the way a C cast does for in-range values (truncation toward zero);
+/// NaN becomes 0 and out-of-range values saturate.
+pub fn float_to_i64(x: f64) -> i64 {
+    if x.is_nan() { 0 } else { x as i64 }
+}
+
+/// Wraps an i64 into the range of an integer dtype (two's complement truncation, as a cast does).
+pub fn cast_int(dtype: DType, x: i64) -> i64 {
+    match dtype {
+        DType::I8 => x as i8 as i64,
+        DType::I16 => x as i16 as i64,
+        DType::I32 => x as i32 as i64,
+        DType::U8 => x as u8 as i64,
+        DType::U16 => x as u16 as i64,
+        DType::U32 => x as u32 as i64,
+        DType::U64 => x,
+        DType::Bool => (x != 0) as i64,
+        _ => x,
+    }
+}
+
+impl HostTensor {
+    /// A tensor from storage and extents. Fails when the element count does not match.
+    pub fn new(shape: Vec<usize>, data: TensorData) -> Result<HostTensor, crate::Error> {
+        let n: usize = shape.iter().product();
+        if n != data.len() {
+            return Err(crate::Error::Tensor(format!(
+                "shape {shape:?} holds {n} elements but the data has {}",
+                data.len()
+            )));
+        }
+        Ok(HostTensor { shape, data })
+    }
+
+    /// An f32 tensor.
+    pub fn f32(shape: impl Into<Vec<usize>>, v: Vec<f32>) -> Result<HostTensor, crate::Error> {
+        HostTensor::new(shape.into(), TensorData::F32(v))
+    }
+
+    /// A rank-0 tensor of `dtype` holding `x` (rounded to the dtype).
+    pub fn scalar(dtype: DType, x: f64) -> HostTensor {
+        HostTensor::from_f64(dtype, vec![], &[x])
+    }
+
+    /// The dtype.
+    pub fn dtype(&self) -> DType {
+        self.data.dtype()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Size of the data in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.numel() * self.dtype().size_bytes()
+    }
+
+    /// Builds a tensor of `dtype` from f64 values, rounding each as [`round_to`] does.
+    pub fn from_f64(dtype: DType, shape: Vec<usize>, v: &[f64]) -> HostTensor {
+        let data = match dtype {
+            DType::F32 => TensorData::F32(v.iter().map(|&x| x as f32).collect()),
+            DType::F16 => TensorData::F16(v.iter().map(|&x| f16::from_f64(x)).collect()),
+            DType::BF16 => TensorData::BF16(v.iter().map(|&x| bf16::from_f64(x)).collect()),
+            DType::F64 => TensorData::F64(v.to_vec()),
+            _ => return HostTensor::from_i64(dtype, shape, &v.iter().map(|&x| float_to_i64(x)).collect::<Vec<_>>()),
+        };
+        HostTensor { shape, data }
+    }
+
+    /// Builds a tensor of `dtype` from i64 values (wrapped as a cast would; floats converted).
+    pub fn from_i64(dtype: DType, shape: Vec<usize>, v: &[i64]) -> HostTensor {
+        let data = match dtype {
+            DType::I8 => TensorData::I8(v.iter().map(|&x| x as i8).collect()),
+            DType::I16 => TensorData::I16(v.iter().map(|&x| x as i16).collect()),
+            DType::I32 => TensorData::I32(v.iter().map(|&x| x as i32).collect()),
+            DType::I64 => TensorData::I64(v.to_vec()),
+            DType::U8 => TensorData::U8(v.iter().map(|&x| x as u8).collect()),
+            DType::U16 => TensorData::U16(v.iter().map(|&x| x as u16).collect()),
+            DType::U32 => TensorData::U32(v.iter().map(|&x| x as u32).collect()),
+            DType::U64 => TensorData::U64(v.iter().map(|&x| x as u64).collect()),
+            DType::Bool => TensorData::Bool(v.iter().map(|&x| x != 0).collect()),
+            _ => return HostTensor::from_f64(dtype, shape, &v.iter().map(|&x| x as f64).collect::<Vec<_>>()),
+        };
+        HostTensor { shape, data }
+    }
+
+    /// All elements as f64 (integers converted; u64 above 2^53 loses precision).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        match &self.data {
+            TensorData::F32(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::F16(v) => v.iter().map(|x| x.to_f64()).collect(),
+            TensorData::BF16(v) => v.iter().map(|x| x.to_f64()).collect(),
+            TensorData::F64(v) => v.clone(),
+            TensorData::I8(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::I16(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::I32(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::I64(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::U8(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::U16(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::U32(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::U64(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::Bool(v) => v.iter().map(|&x| x as u8 as f64).collect(),
+        }
+    }
+
+    /// All elements as i64 (floats truncated toward zero, NaN to 0; u64 reinterpreted).
+    pub fn to_i64_vec(&self) -> Vec<i64> {
+        match &self.data {
+            TensorData::I8(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::I16(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::I32(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::I64(v) => v.clone(),
+            TensorData::U8(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::U16(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::U32(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::U64(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::Bool(v) => v.iter().map(|&x| x as i64).collect(),
+            _ => self.to_f64_vec().into_iter().map(float_to_i64).collect(),
+        }
+    }
+
+    /// The raw little-endian bytes of the elements (bool as one byte 0/1).
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.size_bytes());
+        match &self.data {
+            TensorData::F32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            TensorData::F16(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            TensorData::BF16(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            TensorData::F64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            TensorData::I8(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            TensorData::I16(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            TensorData::I32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            TensorData::I64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            TensorData::U8(v) => out.extend_from_slice(v),
+            TensorData::U16(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            TensorData::U32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            TensorData::U64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            TensorData::Bool(v) => v.iter().for_each(|&x| out.push(x as u8)),
+        }
+        out
+    }
+
+    /// Builds a tensor from little-endian bytes. Fails when the byte count does not match.
+    pub fn from_le_bytes(dtype: DType, shape: Vec<usize>, bytes: &[u8]) -> Result<HostTensor, crate::Error> {
+        let n: usize = shape.iter().product();
+        let need = n.checked_mul(dtype.size_bytes());
+        if need != Some(bytes.len()) {
+            return Err(crate::Error::Tensor(format!(
+                "{dtype} tensor of shape {shape:?} needs {} bytes, got {}",
+                need.map_or("too many".to_string(), |b| b.to_string()),
+                bytes.len()
+            )));
+        }
+        macro_rules! chunks {
+            ($t:ty, $w:expr) => {
+                bytes.chunks_exact($w).map(|c| <$t>::from_le_bytes(c.try_into().unwrap())).collect()
+            };
+        }
+        let data = match dtype {
+            DType::F32 => TensorData::F32(chunks!(f32, 4)),
+            DType::F16 => TensorData::F16(chunks!(f16, 2)),
+            DType::BF16 => TensorData::BF16(chunks!(bf16, 2)),
+            DType::F64 => TensorData::F64(chunks!(f64, 8)),
+            DType::I8 => TensorData::I8(chunks!(i8, 1)),
+            DType::I16 => TensorData::I16(chunks!(i16, 2)),
+            DType::I32 => TensorData::I32(chunks!(i32, 4)),
+            DType::I64 => TensorData::I64(chunks!(i64, 8)),
+            DType::U8 => TensorData::U8(bytes.to_vec()),
+            DType::U16 => TensorData::U16(chunks!(u16, 2)),
+            DType::U32 => TensorData::U32(chunks!(u32, 4)),
+            DType::U64 => TensorData::U64(chunks!(u64, 8)),
+            DType::Bool => TensorData::Bool(bytes.iter().map(|&b| b != 0).collect()),
+        };
+        Ok(HostTensor { shape, data })
+    }
+
+    /// Deterministic pseudo-random values of `dtype` in `[lo, hi)` (integers: that range truncated;
+    /// bool: a coin flip), from `seed`. Used for differential tests and benchmarks.
+    pub fn random(dtype: DType, shape: Vec<usize>, seed: u64, lo: f64, hi: f64) -> HostTensor {
+        let n: usize = shape.iter().product();
+        let mut rng = SplitMix64::new(seed);
+        let v: Vec<f64> = (0..n)
+            .map(|_| {
+                let u = rng.next_f64();
+                if dtype == DType::Bool { (u < 0.5) as u8 as f64 } else { lo + (hi - lo) * u }
+            })
+            .collect();
+        if dtype.is_float() {
+            HostTensor::from_f64(dtype, shape, &v)
+        } else {
+            HostTensor::from_i64(dtype, shape, &v.iter().map(|x| x.floor() as i64).collect::<Vec<_>>())
+        }
+    }
+
+    /// Largest elementwise error of `self` against `reference`, scaled as
+    /// `|a - b| / (atol + rtol * |b|)`: a value at most 1 means "within tolerance". NaN in both
+    /// places counts as equal; NaN in only one gives infinity. Shapes or dtypes that differ give
+    /// infinity.
+    pub fn tolerance_ratio(&self, reference: &HostTensor, rtol: f64, atol: f64) -> f64 {
+        if self.shape != reference.shape || self.dtype() != reference.dtype() {
+            return f64::INFINITY;
+        }
+        let (a, b) = (self.to_f64_vec(), reference.to_f64_vec());
+        let mut worst = 0.0f64;
+        for (&x, &y) in a.iter().zip(&b) {
+            let r = if x.is_nan() || y.is_nan() {
+                if x.is_nan() && y.is_nan() { 0.0 } else { f64::INFINITY }
+            } else if x == y {
+                0.0
+            } else {
+                (x - y).abs() / (atol + rtol * y.abs())
+            };
+            worst = worst.max(r);
+        }
+        worst
+    }
+
+    /// Largest absolute difference against `other` (NaN-aware as [`HostTensor::tolerance_ratio`]).
+    pub fn max_abs_diff(&self, other: &HostTensor) -> f64 {
+        if self.shape != other.shape {
+            return f64::INFINITY;
+        }
+        let (a, b) = (self.to_f64_vec(), other.to_f64_vec());
+        a.iter()
+            .zip(&b)
+            .map(|(&x, &y)| {
+                if x.is_nan() && y.is_nan() || x == y {
+                    0.0
+                } else if x.is_nan() || y.is_nan() {
+                    f64::INFINITY
+                } else {
+                    (x - y).abs()
+                }
+            })
+            .fold(0.0, f64::max)
+    }
+}
+
+/// A small deterministic generator (SplitMix64) so tests and benchmarks need no RNG crate.
+#[derive(Clone, Debug)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform value in `[0, 1)`.
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}

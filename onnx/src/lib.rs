@@ -1,0 +1,1 @@
+//! ONNX importer and conformance runner for sinter.

@@ -1,0 +1,1 @@
+//! egui desktop viewer for sinter profiles and fusion diagrams.
