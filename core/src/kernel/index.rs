@@ -1,0 +1,476 @@
+//! Symbolic index expressions over loop variables, with range-aware simplification.
+//!
+//! All indices the scheduler builds are non-negative integers; `Div` is floor division and `Mod`
+//! the non-negative remainder. [`Index::simplify`] uses the ranges of the loop variables to drop
+//! divisions and remainders that cannot matter, so a row-broadcast reads `lane % 4096` and an
+//! identity reshape reads `lane`.
+
+use super::{ExprId, Var};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// An integer index expression.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Index {
+    /// A literal.
+    Const(i64),
+    /// A loop variable.
+    Var(Var),
+    /// The integer value of an expression of the kernel (a gathered index). Its range is unknown,
+    /// so it is always wrapped in [`Index::Clamp`] before use as an address.
+    Value(ExprId),
+    /// Sum of terms.
+    Sum(Vec<Index>),
+    /// Product with a constant.
+    Mul(Box<Index>, i64),
+    /// Floor division by a positive constant.
+    Div(Box<Index>, i64),
+    /// Remainder by a positive constant (non-negative result).
+    Mod(Box<Index>, i64),
+    /// `min(max(x, lo), hi)`.
+    Clamp(Box<Index>, i64, i64),
+}
+
+/// Inclusive value range.
+pub type Range = (i64, i64);
+
+impl Index {
+    /// A variable.
+    pub fn var(v: Var) -> Index {
+        Index::Var(v)
+    }
+
+    /// `self + other`.
+    pub fn add(self, other: Index) -> Index {
+        Index::Sum(vec![self, other])
+    }
+
+    /// `self * c`.
+    pub fn mul(self, c: i64) -> Index {
+        Index::Mul(Box::new(self), c)
+    }
+
+    /// `self / c` (floor).
+    pub fn div(self, c: i64) -> Index {
+        Index::Div(Box::new(self), c)
+    }
+
+    /// `self % c`.
+    pub fn rem(self, c: i64) -> Index {
+        Index::Mod(Box::new(self), c)
+    }
+
+    /// `clamp(self, lo, hi)`.
+    pub fn clamp(self, lo: i64, hi: i64) -> Index {
+        Index::Clamp(Box::new(self), lo, hi)
+    }
+
+    /// The constant value, if this is a literal.
+    pub fn as_const(&self) -> Option<i64> {
+        match self {
+            Index::Const(c) => Some(*c),
+            _ => None,
+        }
+    }
+
+    /// Evaluates with the given variable and value bindings.
+    pub fn eval(&self, var: &dyn Fn(Var) -> i64, value: &dyn Fn(ExprId) -> i64) -> i64 {
+        match self {
+            Index::Const(c) => *c,
+            Index::Var(v) => var(*v),
+            Index::Value(e) => value(*e),
+            Index::Sum(ts) => ts.iter().map(|t| t.eval(var, value)).sum(),
+            Index::Mul(x, c) => x.eval(var, value) * c,
+            Index::Div(x, c) => x.eval(var, value).div_euclid(*c),
+            Index::Mod(x, c) => x.eval(var, value).rem_euclid(*c),
+            Index::Clamp(x, lo, hi) => x.eval(var, value).max(*lo).min(*hi),
+        }
+    }
+
+    /// The inclusive range of values, given the ranges of the variables; `None` if unbounded.
+    pub fn range(&self, vr: &dyn Fn(Var) -> Option<Range>) -> Option<Range> {
+        match self {
+            Index::Const(c) => Some((*c, *c)),
+            Index::Var(v) => vr(*v),
+            Index::Value(_) => None,
+            Index::Sum(ts) => {
+                let mut lo = 0i64;
+                let mut hi = 0i64;
+                for t in ts {
+                    let (a, b) = t.range(vr)?;
+                    lo = lo.checked_add(a)?;
+                    hi = hi.checked_add(b)?;
+                }
+                Some((lo, hi))
+            }
+            Index::Mul(x, c) => {
+                let (a, b) = x.range(vr)?;
+                let (p, q) = (a.checked_mul(*c)?, b.checked_mul(*c)?);
+                Some((p.min(q), p.max(q)))
+            }
+            Index::Div(x, c) => {
+                let (a, b) = x.range(vr)?;
+                Some((a.div_euclid(*c), b.div_euclid(*c)))
+            }
+            Index::Mod(x, c) => match x.range(vr) {
+                Some((a, b)) if a >= 0 && b < *c => Some((a, b)),
+                _ => Some((0, c - 1)),
+            },
+            Index::Clamp(x, lo, hi) => match x.range(vr) {
+                Some((a, b)) => Some((a.max(*lo).min(*hi), b.max(*lo).min(*hi))),
+                None => Some((*lo, *hi)),
+            },
+        }
+    }
+
+    /// Simplifies using the variable ranges. The result evaluates to the same value for every
+    /// assignment of the variables inside their ranges.
+    pub fn simplify(&self, vr: &dyn Fn(Var) -> Option<Range>) -> Index {
+        match self {
+            Index::Const(_) | Index::Var(_) | Index::Value(_) => self.clone(),
+            Index::Sum(ts) => {
+                let mut terms: Vec<Index> = Vec::new();
+                let mut k = 0i64;
+                for t in ts {
+                    match t.simplify(vr) {
+                        Index::Const(c) => k += c,
+                        Index::Sum(inner) => {
+                            for i in inner {
+                                match i {
+                                    Index::Const(c) => k += c,
+                                    other => terms.push(other),
+                                }
+                            }
+                        }
+                        other => terms.push(other),
+                    }
+                }
+                let terms = merge_like_terms(terms);
+                if k != 0 {
+                    let mut terms = terms;
+                    terms.push(Index::Const(k));
+                    return make_sum(terms);
+                }
+                make_sum(terms)
+            }
+            Index::Mul(x, c) => {
+                let x = x.simplify(vr);
+                match (x, *c) {
+                    (_, 0) => Index::Const(0),
+                    (x, 1) => x,
+                    (Index::Const(a), c) => Index::Const(a * c),
+                    (Index::Mul(y, a), c) => Index::Mul(y, a * c).simplify(vr),
+                    (Index::Sum(ts), c) => {
+                        Index::Sum(ts.into_iter().map(|t| Index::Mul(Box::new(t), c)).collect()).simplify(vr)
+                    }
+                    (x, c) => Index::Mul(Box::new(x), c),
+                }
+            }
+            Index::Div(x, c) => {
+                let c = *c;
+                let x = x.simplify(vr);
+                if c == 1 {
+                    return x;
+                }
+                if let Index::Const(a) = x {
+                    return Index::Const(a.div_euclid(c));
+                }
+                if let Some((lo, hi)) = x.range(vr)
+                    && lo >= 0
+                    && hi < c
+                {
+                    return Index::Const(0);
+                }
+                if let Index::Div(y, a) = &x {
+                    return Index::Div(y.clone(), a * c).simplify(vr);
+                }
+                // Split off terms whose coefficient is a multiple of c when the rest stays in [0, c).
+                let terms = as_terms(&x);
+                let (multiples, rest): (Vec<_>, Vec<_>) = terms.into_iter().partition(|(_, coef)| coef % c == 0);
+                if !multiples.is_empty() {
+                    let rest_sum = make_sum(rest.iter().map(|(t, k)| scaled(t.clone(), *k)).collect());
+                    if let Some((lo, hi)) = rest_sum.range(vr)
+                        && lo >= 0
+                    {
+                        let q = make_sum(multiples.iter().map(|(t, k)| scaled(t.clone(), k / c)).collect());
+                        if hi < c {
+                            return q.simplify(vr);
+                        }
+                        return Index::Sum(vec![q, Index::Div(Box::new(rest_sum), c)]).simplify(vr);
+                    }
+                }
+                Index::Div(Box::new(x), c)
+            }
+            Index::Mod(x, c) => {
+                let c = *c;
+                let x = x.simplify(vr);
+                if c == 1 {
+                    return Index::Const(0);
+                }
+                if let Index::Const(a) = x {
+                    return Index::Const(a.rem_euclid(c));
+                }
+                if let Some((lo, hi)) = x.range(vr)
+                    && lo >= 0
+                    && hi < c
+                {
+                    return x;
+                }
+                if let Index::Mod(y, a) = &x
+                    && a % c == 0
+                {
+                    return Index::Mod(y.clone(), c).simplify(vr);
+                }
+                let terms = as_terms(&x);
+                if terms.iter().any(|(_, coef)| coef % c == 0) {
+                    let rest: Vec<Index> =
+                        terms.into_iter().filter(|(_, coef)| coef % c != 0).map(|(t, k)| scaled(t, k)).collect();
+                    let rest = make_sum(rest);
+                    if rest.range(vr).is_some_and(|(lo, _)| lo >= 0) {
+                        return Index::Mod(Box::new(rest), c).simplify(vr);
+                    }
+                }
+                Index::Mod(Box::new(x), c)
+            }
+            Index::Clamp(x, lo, hi) => {
+                let x = x.simplify(vr);
+                if let Some((a, b)) = x.range(vr)
+                    && a >= *lo
+                    && b <= *hi
+                {
+                    return x;
+                }
+                if let Index::Const(a) = x {
+                    return Index::Const(a.max(*lo).min(*hi));
+                }
+                Index::Clamp(Box::new(x), *lo, *hi)
+            }
+        }
+    }
+
+    /// True if the expression mentions `v`.
+    pub fn uses(&self, v: Var) -> bool {
+        match self {
+            Index::Var(w) => *w == v,
+            Index::Const(_) | Index::Value(_) => false,
+            Index::Sum(ts) => ts.iter().any(|t| t.uses(v)),
+            Index::Mul(x, _) | Index::Div(x, _) | Index::Mod(x, _) | Index::Clamp(x, _, _) => x.uses(v),
+        }
+    }
+
+    /// Replaces every occurrence of variable `v` by `with`.
+    pub fn substitute(&self, v: Var, with: &Index) -> Index {
+        match self {
+            Index::Var(w) if *w == v => with.clone(),
+            Index::Var(_) | Index::Const(_) | Index::Value(_) => self.clone(),
+            Index::Sum(ts) => Index::Sum(ts.iter().map(|t| t.substitute(v, with)).collect()),
+            Index::Mul(x, c) => Index::Mul(Box::new(x.substitute(v, with)), *c),
+            Index::Div(x, c) => Index::Div(Box::new(x.substitute(v, with)), *c),
+            Index::Mod(x, c) => Index::Mod(Box::new(x.substitute(v, with)), *c),
+            Index::Clamp(x, lo, hi) => Index::Clamp(Box::new(x.substitute(v, with)), *lo, *hi),
+        }
+    }
+
+    /// Calls `f` on every [`Index::Value`] operand.
+    pub fn values(&self, f: &mut dyn FnMut(ExprId)) {
+        match self {
+            Index::Value(e) => f(*e),
+            Index::Var(_) | Index::Const(_) => {}
+            Index::Sum(ts) => ts.iter().for_each(|t| t.values(f)),
+            Index::Mul(x, _) | Index::Div(x, _) | Index::Mod(x, _) | Index::Clamp(x, _, _) => x.values(f),
+        }
+    }
+}
+
+/// A term and its constant coefficient.
+fn as_terms(x: &Index) -> Vec<(Index, i64)> {
+    match x {
+        Index::Sum(ts) => ts.iter().flat_map(as_terms).collect(),
+        Index::Mul(y, c) => as_terms(y).into_iter().map(|(t, k)| (t, k * c)).collect(),
+        Index::Const(c) => vec![(Index::Const(1), *c)],
+        other => vec![(other.clone(), 1)],
+    }
+}
+
+fn scaled(t: Index, k: i64) -> Index {
+    match (t, k) {
+        (Index::Const(1), k) => Index::Const(k),
+        (t, 1) => t,
+        (t, k) => Index::Mul(Box::new(t), k),
+    }
+}
+
+fn merge_like_terms(terms: Vec<Index>) -> Vec<Index> {
+    let mut out: Vec<(Index, i64)> = Vec::new();
+    for t in terms {
+        let (base, k) = match t {
+            Index::Mul(b, k) => (*b, k),
+            other => (other, 1),
+        };
+        match out.iter_mut().find(|(b, _)| *b == base) {
+            Some((_, kk)) => *kk += k,
+            None => out.push((base, k)),
+        }
+    }
+    // (x / c) * (c * k) + (x % c) * k == x * k
+    loop {
+        let mut found = None;
+        'search: for (i, (bi, ki)) in out.iter().enumerate() {
+            // bi is x / c (merged: x) or (x / c) % a (merged: x % (a * c)).
+            let (x, c, wrap) = match bi {
+                Index::Div(x, c) => (x, *c, None),
+                Index::Mod(inner, a) => match &**inner {
+                    Index::Div(x, c) => (x, *c, Some(*a)),
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            if ki % c != 0 {
+                continue;
+            }
+            for (j, (bj, kj)) in out.iter().enumerate() {
+                if let Index::Mod(y, d) = bj
+                    && *d == c
+                    && y == x
+                    && *kj * c == *ki
+                {
+                    let merged = match wrap {
+                        None => (**x).clone(),
+                        Some(a) => Index::Mod(x.clone(), a * c),
+                    };
+                    found = Some((i, j, merged, *kj));
+                    break 'search;
+                }
+            }
+        }
+        let Some((i, j, x, k)) = found else { break };
+        let (hi, lo) = if i > j { (i, j) } else { (j, i) };
+        out.remove(hi);
+        out.remove(lo);
+        match out.iter_mut().find(|(b, _)| *b == x) {
+            Some((_, kk)) => *kk += k,
+            None => out.push((x, k)),
+        }
+    }
+    out.into_iter().filter(|(_, k)| *k != 0).map(|(b, k)| scaled(b, k)).collect()
+}
+
+fn make_sum(mut terms: Vec<Index>) -> Index {
+    match terms.len() {
+        0 => Index::Const(0),
+        1 => terms.pop().unwrap_or(Index::Const(0)),
+        _ => Index::Sum(terms),
+    }
+}
+
+impl fmt::Display for Var {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Var::Lane => "lane",
+            Var::Row => "row",
+            Var::Red => "red",
+            Var::Batch => "batch",
+            Var::M => "m",
+            Var::N => "n",
+        })
+    }
+}
+
+impl fmt::Display for Index {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Index::Const(c) => write!(f, "{c}"),
+            Index::Var(v) => write!(f, "{v}"),
+            Index::Value(e) => write!(f, "v{}", e.0),
+            Index::Sum(ts) => {
+                for (i, t) in ts.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" + ")?;
+                    }
+                    write!(f, "{t}")?;
+                }
+                Ok(())
+            }
+            Index::Mul(x, c) => match **x {
+                Index::Sum(_) => write!(f, "({x}) * {c}"),
+                _ => write!(f, "{x} * {c}"),
+            },
+            Index::Div(x, c) => match **x {
+                Index::Sum(_) | Index::Mul(..) => write!(f, "({x}) / {c}"),
+                _ => write!(f, "{x} / {c}"),
+            },
+            Index::Mod(x, c) => match **x {
+                Index::Sum(_) | Index::Mul(..) => write!(f, "({x}) % {c}"),
+                _ => write!(f, "{x} % {c}"),
+            },
+            Index::Clamp(x, lo, hi) => write!(f, "clamp({x}, {lo}, {hi})"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lane(n: i64) -> impl Fn(Var) -> Option<Range> {
+        move |v| (v == Var::Lane).then_some((0, n - 1))
+    }
+
+    #[test]
+    fn identity_reshape_collapses() {
+        // [8, 4096] row-major coordinates of lane, re-linearized.
+        let l = Index::var(Var::Lane);
+        let i = l.clone().div(4096).rem(8).mul(4096).add(l.clone().rem(4096));
+        assert_eq!(i.simplify(&lane(8 * 4096)), l);
+    }
+
+    #[test]
+    fn identity_reshape_3d_collapses() {
+        let l = Index::var(Var::Lane);
+        let (a, b, c) = (5, 6, 7);
+        let i = l.clone().div(a * b).rem(c).mul(a * b).add(l.clone().div(b).rem(a).mul(b)).add(l.clone().rem(b));
+        assert_eq!(i.simplify(&lane(a * b * c)), l);
+    }
+
+    #[test]
+    fn broadcast_row_is_mod() {
+        let l = Index::var(Var::Lane);
+        let i = l.clone().div(1).rem(4096);
+        assert_eq!(i.simplify(&lane(8 * 4096)).to_string(), "lane % 4096");
+        assert_eq!(l.clone().rem(4096).simplify(&lane(100)), l);
+    }
+
+    #[test]
+    fn div_of_sum_splits() {
+        let l = Index::var(Var::Lane);
+        let r = |v| match v {
+            Var::Lane => Some((0, 63)),
+            Var::Row => Some((0, 9)),
+            _ => None,
+        };
+        let i = Index::var(Var::Row).mul(64).add(l.clone()).div(64);
+        assert_eq!(i.simplify(&r), Index::var(Var::Row));
+        let j = Index::var(Var::Row).mul(64).add(l.clone()).rem(64);
+        assert_eq!(j.simplify(&r), l);
+    }
+
+    #[test]
+    fn simplify_preserves_value_exhaustively() {
+        let l = Index::var(Var::Lane);
+        let exprs = vec![
+            l.clone().div(6).rem(5).mul(7).add(l.clone().rem(6)).add(Index::Const(3)),
+            l.clone().mul(4).add(Index::Const(2)).div(8),
+            l.clone().mul(6).add(l.clone().rem(3)).rem(12),
+            l.clone().add(Index::Const(-2)).clamp(0, 20),
+            l.clone().div(3).div(2).mul(2).add(l.clone().rem(6).div(3)),
+        ];
+        for e in exprs {
+            let s = e.simplify(&lane(60));
+            for x in 0..60 {
+                let a = e.eval(&|_| x, &|_| 0);
+                let b = s.eval(&|_| x, &|_| 0);
+                assert_eq!(a, b, "{e} vs {s} at lane={x}");
+            }
+        }
+    }
+}

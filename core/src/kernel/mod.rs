@@ -1,0 +1,413 @@
+//! The kernel IR: what the scheduler produces and every backend renders.
+//!
+//! A [`Program`] is a list of [`Kernel`]s in launch order over a set of [`BufferDecl`]s. A kernel
+//! binds some buffers ([`KernelArg`]) and has one of three bodies:
+//!
+//! * [`KernelBody::Pointwise`]: one lane per element of a flat iteration space `0..numel`
+//!   (variable [`Var::Lane`]); a DAG of scalar [`Expr`]s loads from arguments at symbolic
+//!   [`Index`] expressions and [`Store`]s results. Broadcasts, permutes, reshapes, slices, pads
+//!   and concats are index arithmetic here, never kernels of their own.
+//! * [`KernelBody::Reduce`]: `rows` independent rows ([`Var::Row`]), each reducing `len` elements
+//!   ([`Var::Red`]) through one or more sequential [`Reduction`]s (a later one may use an earlier
+//!   one's result through [`Expr::Acc`], as softmax's sum uses its max), followed by per-element
+//!   stores (the epilogue, e.g. softmax's division) and per-row stores (e.g. a plain sum).
+//! * [`KernelBody::Matmul`]: a batched `m x n x k` product of two strided operands with an
+//!   elementwise epilogue over the accumulator ([`Expr::Acc`] with slot 0) and [`Var::Batch`],
+//!   [`Var::M`], [`Var::N`] (bias, activation, residual, scale, cast).
+//!
+//! Index expressions are simplified symbolically ([`Index::simplify`]) with the known ranges of
+//! the loop variables, so a broadcast reads `i % 4096` rather than a chain of divisions.
+//! Renderers are pure functions of this data; the [`interp`] module executes it on the host, so
+//! the scheduler is tested without a GPU.
+
+pub mod index;
+pub mod print;
+
+pub use index::Index;
+
+use crate::dtype::DType;
+use crate::ir::{BinaryOp, UnaryOp};
+use crate::tensor::HostTensor;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// Loop variables a kernel body can refer to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Var {
+    /// Pointwise: the flat element index, `0..numel`.
+    Lane,
+    /// Reduce: the row, `0..rows`.
+    Row,
+    /// Reduce: the position inside the row, `0..len`.
+    Red,
+    /// Matmul: the batch index.
+    Batch,
+    /// Matmul: the output row.
+    M,
+    /// Matmul: the output column.
+    N,
+}
+
+/// Identifies a buffer of a [`Program`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct BufferId(pub u32);
+
+/// What a buffer holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum BufferKind {
+    /// The graph input with this position.
+    Input(usize),
+    /// The graph output with this position.
+    Output(usize),
+    /// A constant, uploaded once.
+    Constant(Arc<HostTensor>),
+    /// A value produced by one kernel and consumed by later ones.
+    Intermediate,
+}
+
+/// A buffer of the program: a dense array of `numel` elements of `dtype`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BufferDecl {
+    /// Its id (equal to its position in [`Program::buffers`]).
+    pub id: BufferId,
+    /// Element type as stored.
+    pub dtype: DType,
+    /// Element count.
+    pub numel: usize,
+    /// Role.
+    pub kind: BufferKind,
+    /// The graph node whose value it holds (for debugging and the viewer).
+    pub node: Option<u32>,
+}
+
+/// How a kernel uses a bound buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Access {
+    /// Only loaded.
+    Read,
+    /// Only stored.
+    Write,
+}
+
+/// A buffer bound to a kernel. Loads and stores name the argument by its position.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelArg {
+    /// The buffer.
+    pub buffer: BufferId,
+    /// Element type as stored.
+    pub dtype: DType,
+    /// Element count.
+    pub numel: usize,
+    /// Read or write.
+    pub access: Access,
+}
+
+/// Identifies an [`Expr`] in a kernel's expression arena ([`Kernel::exprs`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ExprId(pub u32);
+
+/// Comparison of two indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum IndexCmp {
+    /// a < b
+    Lt,
+    /// a >= b
+    Ge,
+    /// a == b
+    Eq,
+}
+
+/// A scalar expression. Every expression has a dtype: the dtype of the graph value it computes;
+/// renderers pick the compute type (f16/bf16 are computed in f32 by the WGSL backend).
+/// Operands always have smaller ids (the arena is in evaluation order).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Expr {
+    /// Load element `index` of argument `arg`. Renderers may assume `index` is in range.
+    Load {
+        /// Argument position.
+        arg: usize,
+        /// Element index.
+        index: Index,
+    },
+    /// A literal.
+    Const(f64),
+    /// An index used as an integer value.
+    IndexValue(Index),
+    /// Compare two indices (bool), e.g. to mask a pad or pick a concat input.
+    IndexCmp(IndexCmp, Index, Index),
+    /// Elementwise unary op.
+    Unary(UnaryOp, ExprId),
+    /// Elementwise binary op.
+    Binary(BinaryOp, ExprId, ExprId),
+    /// `cond ? a : b`.
+    Where(ExprId, ExprId, ExprId),
+    /// Conversion to this expression's dtype from the operand's.
+    Cast(ExprId),
+    /// Reduce kernels: the finished result of reduction `slot` for the current row. Matmul
+    /// kernels: slot 0 is the accumulator for the current output element.
+    Acc(usize),
+}
+
+/// An expression with its dtype.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TypedExpr {
+    /// The expression.
+    pub expr: Expr,
+    /// Its dtype.
+    pub dtype: DType,
+}
+
+/// Store `value` at element `index` of argument `arg`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Store {
+    /// Argument position (an [`Access::Write`] argument).
+    pub arg: usize,
+    /// Element index.
+    pub index: Index,
+    /// The value (cast to the argument's dtype when stored).
+    pub value: ExprId,
+}
+
+/// Reduction operators of a [`Reduction`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RedOp {
+    /// Sum (accumulated in f32 at least, f64 for f64).
+    Sum,
+    /// Product.
+    Prod,
+    /// Maximum (NaN propagates).
+    Max,
+    /// Minimum (NaN propagates).
+    Min,
+    /// Index (i64) of the first maximum.
+    ArgMax,
+    /// Index (i64) of the first minimum.
+    ArgMin,
+}
+
+/// One reduction of a row: folds `value` (an expression of [`Var::Row`], [`Var::Red`] and earlier
+/// reductions' [`Expr::Acc`]) over `Red in 0..len` into accumulator `slot`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Reduction {
+    /// The operator.
+    pub op: RedOp,
+    /// The value folded.
+    pub value: ExprId,
+    /// The slot [`Expr::Acc`] reads it from; equals the reduction's position.
+    pub slot: usize,
+    /// Accumulator dtype (f32 for f32/f16/bf16 inputs, f64 for f64, i64 for arg reductions).
+    pub dtype: DType,
+}
+
+/// How a reduce kernel is mapped to the device. Chosen by the scheduler from [`Capabilities`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReduceStrategy {
+    /// One workgroup per row; the row is held in registers (len <= threads * per_thread), so the
+    /// input is read once even with several reductions.
+    Persistent,
+    /// One workgroup per row; each reduction loops over the row (the row is re-read per phase).
+    Looped,
+    /// One thread per row looping serially: for many short rows (e.g. pooling windows, conv).
+    ThreadPerRow,
+}
+
+/// A reduce body.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReduceBody {
+    /// Number of independent rows.
+    pub rows: usize,
+    /// Elements per row.
+    pub len: usize,
+    /// Sequential reductions.
+    pub reductions: Vec<Reduction>,
+    /// Stores for every (row, red) after all reductions (the epilogue).
+    pub elem_stores: Vec<Store>,
+    /// Stores once per row (index uses only [`Var::Row`]).
+    pub row_stores: Vec<Store>,
+    /// Device mapping.
+    pub strategy: ReduceStrategy,
+}
+
+/// A strided matrix operand: element (batch, r, c) is at `offset + batch*s_batch + r*s_row +
+/// c*s_col` of argument `arg`. For A, (r, c) = (m, k); for B, (k, n).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatOperand {
+    /// Argument position.
+    pub arg: usize,
+    /// Element offset.
+    pub offset: usize,
+    /// Batch stride (0 for a broadcast operand).
+    pub s_batch: usize,
+    /// Row stride.
+    pub s_row: usize,
+    /// Column stride.
+    pub s_col: usize,
+}
+
+/// A matmul body.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatmulBody {
+    /// Batch count.
+    pub batch: usize,
+    /// Output rows.
+    pub m: usize,
+    /// Output columns.
+    pub n: usize,
+    /// Reduction extent.
+    pub k: usize,
+    /// Left operand (m x k).
+    pub a: MatOperand,
+    /// Right operand (k x n).
+    pub b: MatOperand,
+    /// Input dtype of both operands.
+    pub in_dtype: DType,
+    /// Accumulator dtype.
+    pub acc_dtype: DType,
+    /// Epilogue stores (values built from [`Expr::Acc`]`(0)` and loads at Batch/M/N indices).
+    pub stores: Vec<Store>,
+}
+
+/// The body of a kernel.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum KernelBody {
+    /// One lane per element.
+    Pointwise {
+        /// Number of lanes.
+        numel: usize,
+        /// Stores per lane.
+        stores: Vec<Store>,
+    },
+    /// Row reductions with prologue and epilogue.
+    Reduce(ReduceBody),
+    /// Batched matrix product with an epilogue.
+    Matmul(MatmulBody),
+}
+
+/// One kernel.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Kernel {
+    /// A stable, readable name (`k3_softmax`).
+    pub name: String,
+    /// Bound buffers.
+    pub args: Vec<KernelArg>,
+    /// The expression arena.
+    pub exprs: Vec<TypedExpr>,
+    /// The body.
+    pub body: KernelBody,
+    /// Captured-graph node ids (origins) fused into this kernel.
+    pub origins: Vec<u32>,
+    /// The user-level op names fused (in order, deduplicated).
+    pub ops: Vec<String>,
+    /// Floating-point operations per launch (model count).
+    pub flops: f64,
+    /// Bytes that must move per launch (each argument read or written once).
+    pub bytes: f64,
+}
+
+impl Kernel {
+    /// The expression with this id.
+    pub fn expr(&self, id: ExprId) -> &TypedExpr {
+        &self.exprs[id.0 as usize]
+    }
+
+    /// Appends an expression, returning its id.
+    pub fn push_expr(&mut self, expr: Expr, dtype: DType) -> ExprId {
+        self.exprs.push(TypedExpr { expr, dtype });
+        ExprId(self.exprs.len() as u32 - 1)
+    }
+}
+
+/// A fusion decision of the scheduler, with its reason, for `fusion.json` and the viewer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FusionDecision {
+    /// Graph nodes concerned (post-decomposition ids).
+    pub nodes: Vec<u32>,
+    /// True when fused.
+    pub fused: bool,
+    /// Why (a named reason, e.g. `vertical pointwise`, `refused: reduction followed by broadcast
+    /// into a different loop range`).
+    pub reason: String,
+}
+
+/// Where an intermediate buffer lives after memory planning.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryPlan {
+    /// Byte size of each pooled slot.
+    pub slots: Vec<usize>,
+    /// For each buffer (by id), its slot if it is an intermediate.
+    pub slot_of: Vec<Option<usize>>,
+    /// Peak bytes of all device buffers (inputs, outputs, constants, slots).
+    pub peak_bytes: usize,
+    /// Bytes if every intermediate had its own allocation (for comparison).
+    pub unplanned_bytes: usize,
+}
+
+/// A scheduled graph: what backends compile and run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Program {
+    /// Every buffer.
+    pub buffers: Vec<BufferDecl>,
+    /// Kernels in launch order.
+    pub kernels: Vec<Kernel>,
+    /// Graph inputs: (name, buffer, shape, dtype).
+    pub inputs: Vec<IoDecl>,
+    /// Graph outputs: (name, buffer, shape, dtype).
+    pub outputs: Vec<IoDecl>,
+    /// Intermediate buffer reuse.
+    pub memory: MemoryPlan,
+    /// Every fusion decision taken.
+    pub decisions: Vec<FusionDecision>,
+}
+
+/// An input or output of a [`Program`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IoDecl {
+    /// Name.
+    pub name: String,
+    /// Buffer holding it.
+    pub buffer: BufferId,
+    /// Static shape.
+    pub shape: Vec<usize>,
+    /// Dtype.
+    pub dtype: DType,
+}
+
+/// What the scheduler may assume about a backend. The scheduler reads only this.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// Backend name (`wgsl`, `cuda`, `interp`).
+    pub backend: String,
+    /// Max threads per workgroup/block.
+    pub max_workgroup_size: u32,
+    /// Shared (workgroup) memory per workgroup, bytes.
+    pub max_shared_bytes: u32,
+    /// Max storage buffers one kernel may bind.
+    pub max_bindings: u32,
+    /// Max bytes one binding may cover.
+    pub max_binding_bytes: u64,
+    /// Subgroup (warp) size, if subgroup operations exist.
+    pub subgroup_size: Option<u32>,
+    /// Dtypes the backend can store and compute.
+    pub dtypes: Vec<DType>,
+    /// Number of compute units (SMs), to decide split reductions; 0 if unknown.
+    pub compute_units: u32,
+    /// Matrix units (tensor cores / cooperative matrices) usable for these input dtypes.
+    pub matrix_dtypes: Vec<DType>,
+}
+
+impl Capabilities {
+    /// Capabilities of the host interpreter ([`interp`]): everything allowed.
+    pub fn host() -> Capabilities {
+        Capabilities {
+            backend: "interp".into(),
+            max_workgroup_size: 1024,
+            max_shared_bytes: 48 * 1024,
+            max_bindings: 64,
+            max_binding_bytes: u64::MAX,
+            subgroup_size: Some(32),
+            dtypes: DType::ALL.to_vec(),
+            compute_units: 0,
+            matrix_dtypes: vec![],
+        }
+    }
+}
