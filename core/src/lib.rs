@@ -3,15 +3,19 @@
 //! kernel IR and the backend boundary. It knows nothing of wgpu or CUDA.
 #![warn(missing_docs)]
 
+pub mod cpu;
 pub mod dtype;
 pub mod error;
 pub mod infer;
 pub mod ir;
+pub mod passes;
+pub mod profile;
 pub mod shape;
 pub mod tensor;
 pub mod text;
 pub mod trace;
 pub mod verify;
+pub mod workloads;
 
 pub use dtype::DType;
 pub use error::Error;
@@ -29,3 +33,7 @@ pub mod prelude {
     pub use crate::tensor::HostTensor;
     pub use crate::trace::{Graph, Tensor};
 }
+pub mod backend;
+pub mod compile;
+pub mod kernel;
+pub mod schedule;

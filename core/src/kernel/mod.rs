@@ -19,8 +19,31 @@
 //! the loop variables, so a broadcast reads `i % 4096` rather than a chain of divisions.
 //! Renderers are pure functions of this data; the [`interp`] module executes it on the host, so
 //! the scheduler is tested without a GPU.
+//!
+//! # Invariants (checked by [`interp::validate`])
+//!
+//! * Every [`Expr::Load`] and [`Store`] index is provably in range: [`Index::range`] over the
+//!   ranges of the kernel's loop variables lies inside `0..numel` of the argument. Renderers need
+//!   no bounds checks.
+//! * Every operand of an [`Index::Div`], [`Index::Mod`] and [`Expr::IndexCmp`], and every
+//!   [`Index::Clamp`] operand that contains no [`Index::Value`], is provably non-negative. Sums may
+//!   hold negative constants or coefficients, but only where the whole sum is non-negative, so
+//!   indices can be rendered in wrapping unsigned arithmetic. A `Clamp` of a gathered
+//!   [`Index::Value`] must be evaluated in signed arithmetic (the value may be negative or huge
+//!   for bad input; the clamp keeps the address in range).
+//! * Operands precede their users in [`Kernel::exprs`]; a reduction's value reads only
+//!   [`Expr::Acc`] slots of earlier reductions; row stores never use [`Var::Red`].
+//!
+//! # Numerics
+//!
+//! Expressions of dtype f16 and bf16 are computed in f32 (the value is carried in f32 between
+//! expressions); an [`Expr::Cast`] *to* f16 or bf16 rounds to that precision (and the rounded value
+//! is then carried in f32), as does a store into an f16/bf16 buffer. Integer expressions wrap to
+//! their dtype. Reductions accumulate in [`Reduction::dtype`], matmuls in
+//! [`MatmulBody::acc_dtype`].
 
 pub mod index;
+pub mod interp;
 pub mod print;
 
 pub use index::Index;
@@ -179,9 +202,9 @@ pub enum RedOp {
     Max,
     /// Minimum (NaN propagates).
     Min,
-    /// Index (i64) of the first maximum.
+    /// Index (i64) of the first maximum (a NaN counts as the maximum; the first NaN wins).
     ArgMax,
-    /// Index (i64) of the first minimum.
+    /// Index (i64) of the first minimum (a NaN counts as the minimum; the first NaN wins).
     ArgMin,
 }
 
@@ -327,6 +350,10 @@ pub struct FusionDecision {
     /// Why (a named reason, e.g. `vertical pointwise`, `refused: reduction followed by broadcast
     /// into a different loop range`).
     pub reason: String,
+    /// The kernels concerned (names as in [`Kernel::name`]): the one they ended up in when fused,
+    /// the ones kept apart when refused; filled in once kernels are named.
+    #[serde(default)]
+    pub kernels: Vec<String>,
 }
 
 /// Where an intermediate buffer lives after memory planning.

@@ -1,0 +1,611 @@
+//! The compile driver, what `torch.compile` is to a model: it takes a captured graph and a
+//! backend and returns a [`CompiledGraph`] that
+//!
+//! * **guards** each call on the inputs' dtypes and shapes, reusing the specialization that
+//!   matches and recompiling (bounded by [`CompileOptions::max_recompiles`], each reason logged on
+//!   the `sinter::recompiles` target) when they change;
+//! * runs the pipeline: re-type/specialize → named passes (decompose, …) → schedule (fusion) →
+//!   backend load (render + device compile);
+//! * keeps an **on-disk cache** of scheduled programs keyed by a stable hash of the graph, the
+//!   input signature, the backend and its capabilities, the mode and the sinter version, so a
+//!   second process skips passes, scheduling and rendering; an entry is stored with a checksum, and
+//!   a corrupt one is detected, logged and rebuilt, never trusted;
+//! * writes **debug artifacts** (`SINTER_DEBUG=dir` or [`CompileOptions::debug_dir`]): `graph.txt`,
+//!   `graph.json`, `passes/NN_<pass>.txt`, `ir_pre_fusion.txt`, `ir_post_fusion.txt`,
+//!   `program.json`, `fusion.json` and `kernels/<name>.<ext>`.
+
+use crate::backend::{Backend, BackendError, Executable, KernelSource, KernelTiming, Mode};
+use crate::dtype::DType;
+use crate::error::Error;
+use crate::ir::{Graph as IrGraph, Op};
+use crate::kernel::Program;
+use crate::schedule::{ScheduleOptions, schedule};
+use crate::shape::{Dim, Shape};
+use crate::tensor::HostTensor;
+use crate::trace::AsGraph;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Instant;
+
+/// Errors of the compile driver.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    /// The graph or the inputs are wrong.
+    #[error(transparent)]
+    Graph(#[from] Error),
+    /// The backend failed.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// The guard failed and the recompile limit was reached.
+    #[error("recompile limit ({limit}) reached; last guard failure: {reason}")]
+    RecompileLimit {
+        /// The limit.
+        limit: usize,
+        /// Why the guard failed.
+        reason: String,
+    },
+    /// Writing debug artifacts failed.
+    #[error("writing artifacts to {path}: {msg}")]
+    Artifacts {
+        /// The path.
+        path: String,
+        /// The I/O error.
+        msg: String,
+    },
+}
+
+/// Options of [`compile`].
+#[derive(Clone, Debug)]
+pub struct CompileOptions {
+    /// Compile mode.
+    pub mode: Mode,
+    /// Fusion on (compiled) or off (eager: one kernel per primitive op).
+    pub fusion: bool,
+    /// Specializations allowed after the first (Inductor uses 8).
+    pub max_recompiles: usize,
+    /// Program cache folder; `None` disables the disk cache.
+    pub cache_dir: Option<PathBuf>,
+    /// Where to write debug artifacts; `None` writes none.
+    pub debug_dir: Option<PathBuf>,
+}
+
+impl Default for CompileOptions {
+    /// Mode default, fusion on, 8 recompiles, the cache at `SINTER_CACHE_DIR` or
+    /// `~/.cache/sinter` (unless `SINTER_CACHE=0`), artifacts at `SINTER_DEBUG` if set.
+    fn default() -> CompileOptions {
+        CompileOptions {
+            mode: Mode::Default,
+            fusion: true,
+            max_recompiles: 8,
+            cache_dir: default_cache_dir(),
+            debug_dir: std::env::var_os("SINTER_DEBUG").filter(|v| !v.is_empty()).map(PathBuf::from),
+        }
+    }
+}
+
+/// The cache folder: `SINTER_CACHE_DIR`, else `$XDG_CACHE_HOME/sinter`, else `~/.cache/sinter`;
+/// `None` when `SINTER_CACHE=0`.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    if std::env::var("SINTER_CACHE").is_ok_and(|v| v == "0") {
+        return None;
+    }
+    if let Some(d) = std::env::var_os("SINTER_CACHE_DIR").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(d).join("sinter"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("sinter"))
+}
+
+/// The dtypes and shapes of one call's inputs: what the guards compare.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Signature(pub Vec<(DType, Vec<usize>)>);
+
+impl Signature {
+    /// The signature of some inputs.
+    pub fn of(inputs: &[HostTensor]) -> Signature {
+        Signature(inputs.iter().map(|t| (t.dtype(), t.shape.clone())).collect())
+    }
+
+    /// The signature a graph declares, if all its input dims are static.
+    pub fn declared(g: &IrGraph) -> Option<Signature> {
+        g.inputs.iter().map(|&i| Some((g.ty(i).dtype, g.ty(i).shape.as_static()?))).collect::<Option<Vec<_>>>().map(Signature)
+    }
+
+    fn describe_difference(&self, other: &Signature, names: &[&str]) -> String {
+        if self.0.len() != other.0.len() {
+            return format!("{} inputs instead of {}", other.0.len(), self.0.len());
+        }
+        for (i, (a, b)) in self.0.iter().zip(&other.0).enumerate() {
+            let name = names.get(i).copied().unwrap_or("?");
+            if a.0 != b.0 {
+                return format!("input {name:?} dtype {} != {}", b.0, a.0);
+            }
+            if a.1 != b.1 {
+                return format!("input {name:?} shape {:?} != {:?}", b.1, a.1);
+            }
+        }
+        "identical".into()
+    }
+}
+
+/// Wall time of each compile phase, seconds.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CompileStats {
+    /// `(phase, seconds)` in order: `specialize`, each pass, `schedule`, `backend_load`, ...
+    pub phases: Vec<(String, f64)>,
+    /// The program came from the disk cache.
+    pub cache_hit: bool,
+    /// Total seconds.
+    pub total_s: f64,
+}
+
+/// One recompilation (or the first compilation), for logs and the profile.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CompileEvent {
+    /// Why it happened.
+    pub reason: String,
+    /// The signature compiled for.
+    pub signature: Signature,
+    /// Timings.
+    pub stats: CompileStats,
+}
+
+struct Specialization {
+    signature: Signature,
+    program: Program,
+    exe: Box<dyn Executable>,
+}
+
+/// A compiled graph: guards plus one executable per input signature seen.
+pub struct CompiledGraph {
+    graph: IrGraph,
+    backend: Rc<dyn Backend>,
+    opts: CompileOptions,
+    specs: RefCell<Vec<Specialization>>,
+    events: RefCell<Vec<CompileEvent>>,
+    last: Cell<usize>,
+}
+
+/// Compiles `g` for `backend`. Graphs whose inputs are all static are compiled now (so errors
+/// surface here); graphs with symbolic dims are compiled at the first call.
+pub fn compile(g: &impl AsGraph, backend: Rc<dyn Backend>, opts: CompileOptions) -> Result<CompiledGraph, CompileError> {
+    let graph = g.to_ir()?.into_owned();
+    let c = CompiledGraph {
+        graph,
+        backend,
+        opts,
+        specs: RefCell::new(Vec::new()),
+        events: RefCell::new(Vec::new()),
+        last: Cell::new(0),
+    };
+    if let Some(sig) = Signature::declared(&c.graph) {
+        c.specialize(sig, "first compilation".into())?;
+    }
+    Ok(c)
+}
+
+impl CompiledGraph {
+    /// Runs with inputs in the graph's input order. Checks the guards first, recompiling when the
+    /// inputs' dtypes or shapes differ from every specialization so far.
+    pub fn run(&self, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, CompileError> {
+        let i = self.guard(inputs)?;
+        Ok(self.specs.borrow_mut()[i].exe.run(inputs)?)
+    }
+
+    /// Runs `iters` times and returns the last outputs and per-kernel device timings of each run.
+    pub fn run_timed(
+        &self,
+        inputs: &[HostTensor],
+        iters: usize,
+    ) -> Result<(Vec<HostTensor>, Vec<Vec<KernelTiming>>), CompileError> {
+        let i = self.guard(inputs)?;
+        Ok(self.specs.borrow_mut()[i].exe.run_timed(inputs, iters)?)
+    }
+
+    fn guard(&self, inputs: &[HostTensor]) -> Result<usize, CompileError> {
+        let sig = Signature::of(inputs);
+        if let Some(i) = self.specs.borrow().iter().position(|s| s.signature == sig) {
+            self.last.set(i);
+            return Ok(i);
+        }
+        let names = self.graph.input_names();
+        let reason = match self.specs.borrow().last() {
+            None => "first call".to_string(),
+            Some(s) => format!("guard failed: {}", s.signature.describe_difference(&sig, &names)),
+        };
+        if self.specs.borrow().len() > self.opts.max_recompiles {
+            return Err(CompileError::RecompileLimit { limit: self.opts.max_recompiles, reason });
+        }
+        if inputs.len() != self.graph.inputs.len() {
+            return Err(Error::Input(format!("expected {} input(s) {names:?}, got {}", names.len(), inputs.len())).into());
+        }
+        self.specialize(sig, reason)?;
+        Ok(self.last.get())
+    }
+
+    fn specialize(&self, sig: Signature, reason: String) -> Result<(), CompileError> {
+        let t0 = Instant::now();
+        let mut stats = CompileStats::default();
+        tracing::info!(target: "sinter::recompiles", "compiling for {:?}: {reason}", sig.0);
+        let key = self.cache_key(&sig);
+        let cached = self.opts.cache_dir.as_deref().and_then(|d| cache_load(d, &key));
+        let mut artifacts: Vec<(String, String)> = Vec::new();
+        let program = match cached {
+            Some(p) => {
+                tracing::info!(target: "sinter::cache", "program cache hit {key}");
+                stats.cache_hit = true;
+                p
+            }
+            None => {
+                let t = Instant::now();
+                let g = retype(&self.graph, &sig)?;
+                stats.phases.push(("specialize".into(), t.elapsed().as_secs_f64()));
+                let mut prev = g;
+                for (k, pass) in crate::passes::pipeline().iter().enumerate() {
+                    let t = Instant::now();
+                    let next = (pass.run)(&prev).map_err(|e| match e {
+                        Error::Verify(v) => Error::Verify(v.into_iter().map(|m| format!("after {}: {m}", pass.name)).collect()),
+                        other => other,
+                    })?;
+                    stats.phases.push((pass.name.to_string(), t.elapsed().as_secs_f64()));
+                    artifacts.push((format!("passes/{:02}_{}.txt", k + 1, pass.name), crate::text::print(&next)));
+                    prev = next;
+                }
+                let t = Instant::now();
+                let sched = ScheduleOptions { fusion: self.opts.fusion, ..ScheduleOptions::default() };
+                let program = schedule(&prev, self.backend.caps(), &sched)?;
+                stats.phases.push(("schedule".into(), t.elapsed().as_secs_f64()));
+                for d in &program.decisions {
+                    tracing::debug!(target: "sinter::fusion", "{} {:?}: {}", if d.fused { "fused" } else { "refused" }, d.nodes, d.reason);
+                }
+                artifacts.push(("ir_pre_fusion.txt".into(), crate::text::print(&prev)));
+                if let Some(d) = self.opts.cache_dir.as_deref() {
+                    if let Err(e) = cache_store(d, &key, &program) {
+                        tracing::warn!(target: "sinter::cache", "could not store program {key}: {e}");
+                    }
+                }
+                program
+            }
+        };
+        let t = Instant::now();
+        let exe = self.backend.load(&program, self.opts.mode)?;
+        stats.phases.push(("backend_load".into(), t.elapsed().as_secs_f64()));
+        stats.total_s = t0.elapsed().as_secs_f64();
+        for s in exe.sources() {
+            tracing::debug!(target: "sinter::output_code", "kernel {}:\n{}", s.name, s.source);
+        }
+        if let Some(dir) = self.opts.debug_dir.clone() {
+            write_artifacts(&dir, &self.graph, &program, &exe.sources(), &artifacts)?;
+        }
+        self.events.borrow_mut().push(CompileEvent { reason, signature: sig.clone(), stats });
+        let mut specs = self.specs.borrow_mut();
+        specs.push(Specialization { signature: sig, program, exe });
+        self.last.set(specs.len() - 1);
+        Ok(())
+    }
+
+    fn cache_key(&self, sig: &Signature) -> String {
+        let mut h = blake3::Hasher::new();
+        h.update(env!("CARGO_PKG_VERSION").as_bytes());
+        h.update(crate::text::print(&self.graph).as_bytes());
+        // Constants are printed as summaries; hash their bytes too.
+        for n in &self.graph.nodes {
+            if let Op::Constant(t) = &n.op {
+                h.update(&t.to_le_bytes());
+            }
+        }
+        h.update(serde_json::to_string(sig).unwrap_or_default().as_bytes());
+        h.update(self.backend.name().as_bytes());
+        h.update(serde_json::to_string(self.backend.caps()).unwrap_or_default().as_bytes());
+        h.update(format!("{:?} fusion={}", self.opts.mode, self.opts.fusion).as_bytes());
+        h.finalize().to_hex()[..32].to_string()
+    }
+
+    /// The captured graph.
+    pub fn graph(&self) -> &IrGraph {
+        &self.graph
+    }
+
+    /// The program of the most recently used specialization.
+    pub fn program(&self) -> Option<Program> {
+        self.specs.borrow().get(self.last.get()).map(|s| s.program.clone())
+    }
+
+    /// The generated sources of the most recently used specialization.
+    pub fn sources(&self) -> Vec<KernelSource> {
+        self.specs.borrow().get(self.last.get()).map(|s| s.exe.sources()).unwrap_or_default()
+    }
+
+    /// Every compilation so far, with its reason and timings.
+    pub fn events(&self) -> Vec<CompileEvent> {
+        self.events.borrow().clone()
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Rc<dyn Backend> {
+        &self.backend
+    }
+
+    /// The options.
+    pub fn options(&self) -> &CompileOptions {
+        &self.opts
+    }
+}
+
+/// Re-types the captured graph for a signature: symbolic dims are bound, and where a static dim
+/// or a dtype differs from the captured one, types are re-inferred through the graph (scalar
+/// float constants follow the dtype of the tensor they combine with). Ops whose attributes bake in
+/// a shape (reshape, expand, slice, pad) fail with an error naming the node if the new shape does
+/// not fit.
+pub fn retype(g: &IrGraph, sig: &Signature) -> Result<IrGraph, Error> {
+    if sig.0.len() != g.inputs.len() {
+        return Err(Error::Input(format!("expected {} inputs, got {}", g.inputs.len(), sig.0.len())));
+    }
+    let names = g.input_names();
+    let mut bind: BTreeMap<String, usize> = BTreeMap::new();
+    let mut same = true;
+    for (k, ((&id, (dt, shape)), name)) in g.inputs.iter().zip(&sig.0).zip(&names).enumerate() {
+        let want = g.ty(id);
+        if want.shape.rank() != shape.len() {
+            return Err(Error::Input(format!("input {k} {name:?}: expected rank {}, got {:?}", want.shape.rank(), shape)));
+        }
+        if *dt != want.dtype {
+            same = false;
+        }
+        for (d, &n) in want.shape.dims().iter().zip(shape) {
+            match d {
+                Dim::Sym(s) => match bind.insert(s.to_string(), n) {
+                    Some(prev) if prev != n => {
+                        return Err(Error::Input(format!("symbol {s} bound to both {prev} and {n} (input {name:?})")));
+                    }
+                    _ => {}
+                },
+                Dim::Static(m) if *m != n => same = false,
+                Dim::Static(_) => {}
+            }
+        }
+    }
+    let g = if bind.is_empty() { g.clone() } else { crate::passes::specialize(g, &bind)? };
+    if same {
+        return Ok(g);
+    }
+    // Re-infer every node with the new input types.
+    let mut out = IrGraph::default();
+    let mut map = Vec::with_capacity(g.nodes.len());
+    let mut input_k = 0;
+    for (id, n) in g.iter() {
+        let new_id = match &n.op {
+            Op::Input { name } => {
+                let (dt, shape) = &sig.0[input_k];
+                input_k += 1;
+                let nid = out.add_input(name, *dt, Shape::new(shape));
+                out.nodes[nid.index()].origin = n.origin.clone();
+                nid
+            }
+            op => {
+                let mut ins: Vec<crate::ir::NodeId> = n.inputs.iter().map(|i| map[i.index()]).collect();
+                if op.is_elementwise() {
+                    let float = ins.iter().map(|&i| out.ty(i)).find(|t| t.dtype.is_float() && t.shape.rank() > 0).map(|t| t.dtype);
+                    if let Some(fd) = float {
+                        for i in ins.iter_mut() {
+                            let t = out.ty(*i).clone();
+                            if t.shape.rank() == 0 && t.dtype.is_float() && t.dtype != fd {
+                                if let Op::Constant(c) = &out.node(*i).op {
+                                    let v = c.to_f64_vec();
+                                    let c2 = HostTensor::from_f64(fd, vec![], &v);
+                                    *i = out.add(Op::Constant(std::sync::Arc::new(c2)), vec![], Some(out.node(*i).origin.clone()))?;
+                                }
+                            }
+                        }
+                    }
+                }
+                out.add(op.clone(), ins, Some(n.origin.clone())).map_err(|e| match e {
+                    Error::Build { op, operands, msg } => Error::Build {
+                        op: format!("{op} at {id} (captured for other input types)"),
+                        operands,
+                        msg,
+                    },
+                    other => other,
+                })?
+            }
+        };
+        map.push(new_id);
+    }
+    for o in &g.outputs {
+        out.add_output(&o.name, map[o.node.index()]);
+    }
+    Ok(out)
+}
+
+#[derive(Serialize, Deserialize)]
+struct CacheEntry {
+    checksum: String,
+    program: String,
+}
+
+fn cache_path(dir: &Path, key: &str) -> PathBuf {
+    dir.join("programs").join(format!("{key}.json"))
+}
+
+fn cache_load(dir: &Path, key: &str) -> Option<Program> {
+    let path = cache_path(dir, key);
+    let bytes = std::fs::read(&path).ok()?;
+    let parsed = serde_json::from_slice::<CacheEntry>(&bytes).ok().and_then(|e| {
+        (blake3::hash(e.program.as_bytes()).to_hex().as_str() == e.checksum)
+            .then(|| serde_json::from_str::<Program>(&e.program).ok())
+            .flatten()
+    });
+    if parsed.is_none() {
+        tracing::warn!(target: "sinter::cache", "corrupt cache entry {} ignored; rebuilding", path.display());
+        let _ = std::fs::remove_file(&path);
+    }
+    parsed
+}
+
+fn cache_store(dir: &Path, key: &str, p: &Program) -> std::io::Result<()> {
+    let program = serde_json::to_string(p).map_err(std::io::Error::other)?;
+    let entry = CacheEntry { checksum: blake3::hash(program.as_bytes()).to_hex().to_string(), program };
+    let path = cache_path(dir, key);
+    std::fs::create_dir_all(path.parent().unwrap_or(dir))?;
+    // Write then rename, so a crash never leaves a half-written entry under the real name.
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, serde_json::to_vec(&entry).map_err(std::io::Error::other)?)?;
+    std::fs::rename(&tmp, &path)
+}
+
+/// Writes the debug artifacts of one compilation into `dir`.
+pub fn write_artifacts(
+    dir: &Path,
+    captured: &IrGraph,
+    program: &Program,
+    sources: &[KernelSource],
+    extra: &[(String, String)],
+) -> Result<(), CompileError> {
+    let err = |p: &Path, e: std::io::Error| CompileError::Artifacts { path: p.display().to_string(), msg: e.to_string() };
+    let write = |rel: &str, text: &str| -> Result<(), CompileError> {
+        let p = dir.join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| err(parent, e))?;
+        }
+        std::fs::write(&p, text).map_err(|e| err(&p, e))
+    };
+    write("graph.txt", &crate::text::print(captured))?;
+    write("graph.json", &serde_json::to_string(captured).unwrap_or_default())?;
+    for (rel, text) in extra {
+        write(rel, text)?;
+    }
+    write("ir_post_fusion.txt", &crate::kernel::print::print_program(program))?;
+    write("program.json", &serde_json::to_string(program).unwrap_or_default())?;
+    write("fusion.json", &serde_json::to_string_pretty(&program.decisions).unwrap_or_default())?;
+    for s in sources {
+        write(&format!("kernels/{}.{}", s.name, s.ext), &s.source)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::interp::InterpBackend;
+    use crate::prelude::*;
+
+    fn opts(cache: Option<PathBuf>) -> CompileOptions {
+        CompileOptions { cache_dir: cache, debug_dir: None, ..CompileOptions::default() }
+    }
+
+    fn tmpdir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("sinter-compile-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    fn softmax_graph(batch: Dim) -> Graph {
+        let g = Graph::new();
+        let x = g.input("x", DType::F32, vec![batch, Dim::Static(37)]);
+        let b = g.input("b", DType::F32, [37]);
+        g.output(&(&x + &b).softmax(-1));
+        g
+    }
+
+    #[test]
+    fn compiled_matches_reference_and_guards_recompile() {
+        let g = softmax_graph(Dim::sym("batch"));
+        let c = compile(&g, Rc::new(InterpBackend::new()), opts(None)).unwrap();
+        assert!(c.events().is_empty(), "symbolic graphs compile at the first call");
+        for (k, rows) in [5usize, 5, 9, 5].into_iter().enumerate() {
+            let x = HostTensor::random(DType::F32, vec![rows, 37], k as u64, -3.0, 3.0);
+            let b = HostTensor::random(DType::F32, vec![37], 100 + k as u64, -1.0, 1.0);
+            let got = c.run(&[x.clone(), b.clone()]).unwrap();
+            let want = crate::cpu::run(&g, &[x, b]).unwrap();
+            assert!(got[0].tolerance_ratio(&want[0], 1e-5, 1e-7) <= 1.0);
+        }
+        let ev = c.events();
+        assert_eq!(ev.len(), 2, "one compile per distinct signature: {ev:?}");
+        assert!(ev[1].reason.contains("shape"), "{}", ev[1].reason);
+    }
+
+    #[test]
+    fn static_shape_change_retypes_and_dtype_change_follows_constants() {
+        let g = Graph::new();
+        let x = g.input("x", DType::F32, [4, 6]);
+        g.output(&((x.relu() * 2.0) + 1.0));
+        let c = compile(&g, Rc::new(InterpBackend::new()), opts(None)).unwrap();
+        assert_eq!(c.events().len(), 1);
+        let x2 = HostTensor::random(DType::F16, vec![3, 10], 7, -2.0, 2.0);
+        let got = c.run(std::slice::from_ref(&x2)).unwrap();
+        assert_eq!(got[0].dtype(), DType::F16);
+        let want: Vec<f64> = x2.to_f64_vec().iter().map(|v| v.max(0.0) * 2.0 + 1.0).collect();
+        let want = HostTensor::from_f64(DType::F16, vec![3, 10], &want);
+        assert!(got[0].tolerance_ratio(&want, 4e-3, 1e-3) <= 1.0);
+        assert_eq!(c.events().len(), 2);
+    }
+
+    #[test]
+    fn wrong_inputs_are_errors() {
+        let g = softmax_graph(Dim::Static(4));
+        let c = compile(&g, Rc::new(InterpBackend::new()), opts(None)).unwrap();
+        let x = HostTensor::random(DType::F32, vec![4, 37], 1, -1.0, 1.0);
+        assert!(c.run(std::slice::from_ref(&x)).is_err(), "missing input");
+        let bad = HostTensor::random(DType::F32, vec![4, 36], 1, -1.0, 1.0);
+        let b = HostTensor::random(DType::F32, vec![37], 1, -1.0, 1.0);
+        let e = c.run(&[bad, b]).unwrap_err().to_string();
+        assert!(e.contains("add"), "names the op that no longer fits: {e}");
+    }
+
+    #[test]
+    fn recompile_limit() {
+        let g = softmax_graph(Dim::sym("n"));
+        let o = CompileOptions { max_recompiles: 1, ..opts(None) };
+        let c = compile(&g, Rc::new(InterpBackend::new()), o).unwrap();
+        let b = HostTensor::random(DType::F32, vec![37], 1, -1.0, 1.0);
+        for rows in [1, 2] {
+            c.run(&[HostTensor::random(DType::F32, vec![rows, 37], 1, -1.0, 1.0), b.clone()]).unwrap();
+        }
+        let e = c.run(&[HostTensor::random(DType::F32, vec![3, 37], 1, -1.0, 1.0), b]).unwrap_err();
+        assert!(matches!(e, CompileError::RecompileLimit { .. }), "{e}");
+    }
+
+    #[test]
+    fn disk_cache_hit_and_corrupt_entry_rebuilt() {
+        let dir = tmpdir("cache");
+        let g = softmax_graph(Dim::Static(3));
+        let first = compile(&g, Rc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+        assert!(!first.events()[0].stats.cache_hit);
+        let second = compile(&g, Rc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+        assert!(second.events()[0].stats.cache_hit, "a second compile of the same graph hits the cache");
+        assert_eq!(first.program(), second.program());
+        // Corrupt every entry: the next compile must rebuild, not trust it.
+        for e in std::fs::read_dir(dir.join("programs")).unwrap() {
+            let p = e.unwrap().path();
+            let mut bytes = std::fs::read(&p).unwrap();
+            let n = bytes.len();
+            bytes[n / 2] ^= 0x5a;
+            std::fs::write(&p, bytes).unwrap();
+        }
+        let third = compile(&g, Rc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+        assert!(!third.events()[0].stats.cache_hit);
+        let x = HostTensor::random(DType::F32, vec![3, 37], 5, -1.0, 1.0);
+        let b = HostTensor::random(DType::F32, vec![37], 6, -1.0, 1.0);
+        let want = crate::cpu::run(&g, &[x.clone(), b.clone()]).unwrap();
+        assert!(third.run(&[x, b]).unwrap()[0].tolerance_ratio(&want[0], 1e-5, 1e-7) <= 1.0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn artifacts_written() {
+        let dir = tmpdir("artifacts");
+        let g = softmax_graph(Dim::Static(3));
+        let o = CompileOptions { debug_dir: Some(dir.clone()), ..opts(None) };
+        compile(&g, Rc::new(InterpBackend::new()), o).unwrap();
+        for f in ["graph.txt", "graph.json", "ir_pre_fusion.txt", "ir_post_fusion.txt", "fusion.json", "program.json"] {
+            assert!(dir.join(f).is_file(), "{f} missing");
+        }
+        assert!(std::fs::read_dir(dir.join("passes")).unwrap().count() >= 3);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,1099 @@
+//! The host interpreter of the kernel IR: executes a [`Program`] with the numeric conventions of a
+//! GPU backend, so the scheduler and every fused pattern are tested without a device.
+//!
+//! * f32, f16 and bf16 expressions compute in f32 (each result rounded to f32); f64 in f64;
+//!   integers wrap to their dtype after every operation (u64 held as its bit pattern). A cast to
+//!   f16/bf16, and a store into an f16/bf16 buffer, rounds to that precision.
+//! * Reductions accumulate in [`Reduction::dtype`] in order of [`Var::Red`]; matmuls accumulate in
+//!   [`MatmulBody::acc_dtype`] in order of `k`, each step a fused multiply-add.
+//! * Intermediate buffers live in the slots of the program's [`MemoryPlan`], so a wrong plan
+//!   corrupts results; slots and output buffers start poisoned (all bytes `0xFF`: NaN for
+//!   floats, all ones for integers), so a missing store shows.
+//! * [`validate`] runs first and checks the IR invariants (in-range indices, operand order,
+//!   phases); any violation is an error, never a panic.
+//!
+//! [`InterpBackend`] wraps it as a [`Backend`] with configurable [`Capabilities`] (e.g. 8
+//! bindings, to exercise the scheduler's splitting).
+
+use super::{
+    Access, BufferKind, Capabilities, Expr, ExprId, Index, IndexCmp, Kernel, KernelBody, MatmulBody, Program, RedOp,
+    Reduction, Store, Var,
+};
+use crate::backend::{Backend, BackendError, Executable, KernelSource, KernelTiming, Mode};
+use crate::dtype::DType;
+use crate::error::Error;
+use crate::ir::{BinaryOp, UnaryOp};
+use crate::tensor::{HostTensor, cast_int, float_to_i64};
+use half::{bf16, f16};
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+/// A scalar during interpretation: floats as f64 (already rounded to their compute precision),
+/// integers and bools as i64.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Val {
+    F(f64),
+    I(i64),
+}
+
+impl Val {
+    fn f(self) -> f64 {
+        match self {
+            Val::F(x) => x,
+            Val::I(i) => i as f64,
+        }
+    }
+
+    fn i(self) -> i64 {
+        match self {
+            Val::I(i) => i,
+            Val::F(x) => float_to_i64(x),
+        }
+    }
+}
+
+fn err(kernel: &str, msg: impl Into<String>) -> Error {
+    Error::Eval { node: format!("kernel {kernel}"), msg: msg.into() }
+}
+
+/// Rounds to the precision an expression of `dt` is computed in.
+fn compute(dt: DType, x: f64) -> f64 {
+    if dt == DType::F64 { x } else { x as f32 as f64 }
+}
+
+/// Rounds to the storage precision of `dt` (for casts and stores).
+fn storage(dt: DType, x: f64) -> f64 {
+    match dt {
+        DType::F64 => x,
+        DType::F16 => f16::from_f64(x).to_f64(),
+        DType::BF16 => bf16::from_f64(x).to_f64(),
+        _ => x as f32 as f64,
+    }
+}
+
+/// Converts `v` of dtype `from` to dtype `to` as a cast does.
+fn cast(v: Val, from: DType, to: DType) -> Val {
+    match (v, to.is_float()) {
+        (Val::F(x), true) => Val::F(storage(to, x)),
+        (Val::F(x), false) if to == DType::Bool => Val::I((x != 0.0) as i64),
+        (Val::F(x), false) => {
+            let i = if to == DType::U64 && x >= 9_223_372_036_854_775_808.0 { x as u64 as i64 } else { float_to_i64(x) };
+            Val::I(cast_int(to, i))
+        }
+        (Val::I(i), true) => Val::F(storage(to, if from == DType::U64 { i as u64 as f64 } else { i as f64 })),
+        (Val::I(i), false) => Val::I(cast_int(to, i)),
+    }
+}
+
+fn int_key(x: i64, u64_bits: bool) -> i64 {
+    if u64_bits { x ^ i64::MIN } else { x }
+}
+
+fn fmax_nan(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }
+}
+
+fn fmin_nan(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() { f64::NAN } else { a.min(b) }
+}
+
+fn sigmoid(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
+fn unary(op: UnaryOp, v: Val, od: DType, dt: DType) -> Result<Val, String> {
+    if let Val::F(x) = v {
+        let r = match op {
+            UnaryOp::IsNan => return Ok(Val::I(x.is_nan() as i64)),
+            UnaryOp::IsInf => return Ok(Val::I(x.is_infinite() as i64)),
+            UnaryOp::Not => return Err("not of a float".into()),
+            UnaryOp::Neg => -x,
+            UnaryOp::Abs => x.abs(),
+            UnaryOp::Exp => x.exp(),
+            UnaryOp::Log => x.ln(),
+            UnaryOp::Sqrt => x.sqrt(),
+            UnaryOp::Rsqrt => 1.0 / x.sqrt(),
+            UnaryOp::Sin => x.sin(),
+            UnaryOp::Cos => x.cos(),
+            UnaryOp::Tan => x.tan(),
+            UnaryOp::Asin => x.asin(),
+            UnaryOp::Acos => x.acos(),
+            UnaryOp::Atan => x.atan(),
+            UnaryOp::Sinh => x.sinh(),
+            UnaryOp::Cosh => x.cosh(),
+            UnaryOp::Asinh => x.asinh(),
+            UnaryOp::Acosh => x.acosh(),
+            UnaryOp::Atanh => x.atanh(),
+            UnaryOp::Tanh => x.tanh(),
+            UnaryOp::Sigmoid => sigmoid(x),
+            UnaryOp::Erf => crate::cpu::math::erf(x),
+            UnaryOp::Relu => {
+                if x > 0.0 || x.is_nan() {
+                    x
+                } else {
+                    0.0
+                }
+            }
+            UnaryOp::Floor => x.floor(),
+            UnaryOp::Ceil => x.ceil(),
+            UnaryOp::Round => x.round_ties_even(),
+            UnaryOp::Sign => {
+                if x > 0.0 {
+                    1.0
+                } else if x < 0.0 {
+                    -1.0
+                } else {
+                    x
+                }
+            }
+            UnaryOp::Reciprocal => 1.0 / x,
+        };
+        return Ok(Val::F(compute(dt, r)));
+    }
+    let x = v.i();
+    let unsigned = matches!(od, DType::U8 | DType::U16 | DType::U32 | DType::U64);
+    let r = match op {
+        UnaryOp::Neg => x.wrapping_neg(),
+        UnaryOp::Abs if unsigned => x,
+        UnaryOp::Abs => x.wrapping_abs(),
+        UnaryOp::Relu if unsigned => x,
+        UnaryOp::Relu => x.max(0),
+        UnaryOp::Sign if unsigned => (x != 0) as i64,
+        UnaryOp::Sign => x.signum(),
+        UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => x,
+        UnaryOp::Not => (x == 0) as i64,
+        _ => return Err(format!("{} of an integer", op.name())),
+    };
+    Ok(Val::I(cast_int(dt, r)))
+}
+
+fn binary(op: BinaryOp, a: Val, b: Val, od: DType, dt: DType) -> Result<Val, String> {
+    if od.is_float() {
+        let (x, y) = (a.f(), b.f());
+        let c = |p: bool| Ok(Val::I(p as i64));
+        let r = match op {
+            BinaryOp::Add => x + y,
+            BinaryOp::Sub => x - y,
+            BinaryOp::Mul => x * y,
+            BinaryOp::Div => x / y,
+            BinaryOp::Pow => x.powf(y),
+            BinaryOp::Max => fmax_nan(x, y),
+            BinaryOp::Min => fmin_nan(x, y),
+            BinaryOp::Mod => {
+                let r = x % y;
+                if r != 0.0 && ((r < 0.0) != (y < 0.0)) { r + y } else { r }
+            }
+            BinaryOp::FMod => x % y,
+            BinaryOp::Eq => return c(x == y),
+            BinaryOp::Ne => return c(x != y),
+            BinaryOp::Lt => return c(x < y),
+            BinaryOp::Le => return c(x <= y),
+            BinaryOp::Gt => return c(x > y),
+            BinaryOp::Ge => return c(x >= y),
+            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => return Err(format!("{} of floats", op.name())),
+        };
+        return Ok(Val::F(compute(dt, r)));
+    }
+    let (x, y) = (a.i(), b.i());
+    let u = od == DType::U64;
+    let (kx, ky) = (int_key(x, u), int_key(y, u));
+    let nz = |w: &str| if y == 0 { Err(format!("integer {w} by zero")) } else { Ok(()) };
+    let r = match op {
+        BinaryOp::Add => x.wrapping_add(y),
+        BinaryOp::Sub => x.wrapping_sub(y),
+        BinaryOp::Mul => x.wrapping_mul(y),
+        BinaryOp::Div => {
+            nz("division")?;
+            if u { ((x as u64) / (y as u64)) as i64 } else { x.wrapping_div(y) }
+        }
+        BinaryOp::Mod => {
+            nz("modulo")?;
+            if u {
+                ((x as u64) % (y as u64)) as i64
+            } else {
+                let r = x.wrapping_rem(y);
+                if r != 0 && ((r < 0) != (y < 0)) { r + y } else { r }
+            }
+        }
+        BinaryOp::FMod => {
+            nz("fmod")?;
+            if u { ((x as u64) % (y as u64)) as i64 } else { x.wrapping_rem(y) }
+        }
+        BinaryOp::Pow => {
+            if !u && y < 0 {
+                return Err(format!("integer power with negative exponent {y}"));
+            }
+            let (mut base, mut e, mut acc) = (x, y as u64, 1i64);
+            while e > 0 {
+                if e & 1 == 1 {
+                    acc = acc.wrapping_mul(base);
+                }
+                base = base.wrapping_mul(base);
+                e >>= 1;
+            }
+            acc
+        }
+        BinaryOp::Max => {
+            if kx >= ky {
+                x
+            } else {
+                y
+            }
+        }
+        BinaryOp::Min => {
+            if kx <= ky {
+                x
+            } else {
+                y
+            }
+        }
+        BinaryOp::Eq => (x == y) as i64,
+        BinaryOp::Ne => (x != y) as i64,
+        BinaryOp::Lt => (kx < ky) as i64,
+        BinaryOp::Le => (kx <= ky) as i64,
+        BinaryOp::Gt => (kx > ky) as i64,
+        BinaryOp::Ge => (kx >= ky) as i64,
+        BinaryOp::And => ((x != 0) && (y != 0)) as i64,
+        BinaryOp::Or => ((x != 0) || (y != 0)) as i64,
+        BinaryOp::Xor => ((x != 0) != (y != 0)) as i64,
+    };
+    Ok(Val::I(cast_int(dt, r)))
+}
+
+/// Calls `f` on every expression operand of `e` (including values used inside indices).
+fn operands(e: &Expr, f: &mut dyn FnMut(ExprId)) {
+    match e {
+        Expr::Load { index, .. } | Expr::IndexValue(index) => index.values(f),
+        Expr::IndexCmp(_, a, b) => {
+            a.values(f);
+            b.values(f);
+        }
+        Expr::Unary(_, a) | Expr::Cast(a) => f(*a),
+        Expr::Binary(_, a, b) => {
+            f(*a);
+            f(*b);
+        }
+        Expr::Where(c, a, b) => {
+            f(*c);
+            f(*a);
+            f(*b);
+        }
+        Expr::Const(_) | Expr::Acc(_) => {}
+    }
+}
+
+/// The expressions needed to evaluate `roots` and the indices of `stores`: a flag per expression.
+pub(crate) fn needed(k: &Kernel, roots: &[ExprId], stores: &[Store]) -> Vec<bool> {
+    let n = k.exprs.len();
+    let mut need = vec![false; n];
+    let mark = |id: ExprId, need: &mut Vec<bool>| {
+        if let Some(x) = need.get_mut(id.0 as usize) {
+            *x = true;
+        }
+    };
+    for &r in roots {
+        mark(r, &mut need);
+    }
+    for s in stores {
+        s.index.values(&mut |v| mark(v, &mut need));
+    }
+    for i in (0..n).rev() {
+        if need[i] {
+            operands(&k.exprs[i].expr, &mut |o| {
+                if (o.0 as usize) < i {
+                    need[o.0 as usize] = true;
+                }
+            });
+        }
+    }
+    need
+}
+
+// ------------------------------------------------------------------------------------ validation
+
+/// Every index inside an expression, with a label.
+fn indices(e: &Expr) -> Vec<&Index> {
+    match e {
+        Expr::Load { index, .. } | Expr::IndexValue(index) => vec![index],
+        Expr::IndexCmp(_, a, b) => vec![a, b],
+        _ => vec![],
+    }
+}
+
+fn contains_value(i: &Index) -> bool {
+    let mut any = false;
+    i.values(&mut |_| any = true);
+    any
+}
+
+/// Checks that every division, remainder and (value-free) clamp operand is non-negative.
+fn check_nonneg(i: &Index, vr: &dyn Fn(Var) -> Option<(i64, i64)>) -> Result<(), String> {
+    let nonneg = |x: &Index| x.range(vr).is_some_and(|(lo, _)| lo >= 0);
+    match i {
+        Index::Const(_) | Index::Var(_) | Index::Value(_) => Ok(()),
+        Index::Sum(ts) => ts.iter().try_for_each(|t| check_nonneg(t, vr)),
+        Index::Mul(x, _) => check_nonneg(x, vr),
+        Index::Div(x, _) | Index::Mod(x, _) => {
+            if !nonneg(x) {
+                return Err(format!("operand of `{i}` may be negative"));
+            }
+            check_nonneg(x, vr)
+        }
+        Index::Clamp(x, _, _) => {
+            if !contains_value(x) && !nonneg(x) {
+                return Err(format!("operand of `{i}` may be negative"));
+            }
+            check_nonneg(x, vr)
+        }
+    }
+}
+
+/// The loop variables a kernel body defines, with their ranges.
+fn var_ranges(k: &Kernel) -> impl Fn(Var) -> Option<(i64, i64)> + '_ {
+    let r = |n: usize| if n == 0 { None } else { Some((0, n as i64 - 1)) };
+    move |v| match (&k.body, v) {
+        (KernelBody::Pointwise { numel, .. }, Var::Lane) => r(*numel),
+        (KernelBody::Reduce(b), Var::Row) => r(b.rows),
+        (KernelBody::Reduce(b), Var::Red) => r(b.len),
+        (KernelBody::Matmul(m), Var::Batch) => r(m.batch),
+        (KernelBody::Matmul(m), Var::M) => r(m.m),
+        (KernelBody::Matmul(m), Var::N) => r(m.n),
+        _ => None,
+    }
+}
+
+fn uses_var(i: &Index, v: Var) -> bool {
+    i.uses(v)
+}
+
+fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
+    for a in &k.args {
+        let d = p.buffers.get(a.buffer.0 as usize).ok_or_else(|| format!("argument binds missing buffer {}", a.buffer.0))?;
+        if d.dtype != a.dtype || d.numel != a.numel {
+            return Err(format!("argument for buffer b{} says {}x{}, the buffer is {}x{}", a.buffer.0, a.dtype, a.numel, d.dtype, d.numel));
+        }
+        if a.access == Access::Write && matches!(d.kind, BufferKind::Input(_) | BufferKind::Constant(_)) {
+            return Err(format!("writes input/constant buffer b{}", a.buffer.0));
+        }
+    }
+    let reads: BTreeSet<u32> = k.args.iter().filter(|a| a.access == Access::Read).map(|a| a.buffer.0).collect();
+    if let Some(a) = k.args.iter().find(|a| a.access == Access::Write && reads.contains(&a.buffer.0)) {
+        return Err(format!("reads and writes buffer b{}", a.buffer.0));
+    }
+    // Which slots a memory-planned buffer shares: reading one buffer and writing another in the
+    // same slot is a hazard too.
+    let slot = |b: u32| p.memory.slot_of.get(b as usize).copied().flatten();
+    let read_slots: BTreeSet<usize> = k.args.iter().filter(|a| a.access == Access::Read).filter_map(|a| slot(a.buffer.0)).collect();
+    if let Some(a) = k.args.iter().find(|a| a.access == Access::Write && slot(a.buffer.0).is_some_and(|s| read_slots.contains(&s))) {
+        return Err(format!("writes buffer b{} into a memory slot it also reads", a.buffer.0));
+    }
+    let vr = var_ranges(k);
+    let allowed: &[Var] = match &k.body {
+        KernelBody::Pointwise { .. } => &[Var::Lane],
+        KernelBody::Reduce(_) => &[Var::Row, Var::Red],
+        KernelBody::Matmul(_) => &[Var::Batch, Var::M, Var::N],
+    };
+    let empty = match &k.body {
+        KernelBody::Pointwise { numel, .. } => *numel == 0,
+        KernelBody::Reduce(b) => b.rows == 0,
+        KernelBody::Matmul(m) => m.batch * m.m * m.n == 0,
+    };
+    let n_acc = match &k.body {
+        KernelBody::Reduce(b) => b.reductions.len(),
+        KernelBody::Matmul(_) => 1,
+        KernelBody::Pointwise { .. } => 0,
+    };
+    // Per expression: the variables it uses and the highest accumulator slot it reads.
+    let mut uses: Vec<BTreeSet<Var>> = Vec::with_capacity(k.exprs.len());
+    let mut max_acc: Vec<Option<usize>> = Vec::with_capacity(k.exprs.len());
+    for (i, te) in k.exprs.iter().enumerate() {
+        let mut u = BTreeSet::new();
+        let mut acc: Option<usize> = None;
+        let mut bad = None;
+        operands(&te.expr, &mut |o| {
+            if o.0 as usize >= i {
+                bad = Some(o.0);
+            } else {
+                u.extend(uses[o.0 as usize].iter().copied());
+                acc = acc.max(max_acc[o.0 as usize]);
+            }
+        });
+        if let Some(o) = bad {
+            return Err(format!("v{i} uses v{o}, which does not come before it"));
+        }
+        for ix in indices(&te.expr) {
+            for &v in &[Var::Lane, Var::Row, Var::Red, Var::Batch, Var::M, Var::N] {
+                if uses_var(ix, v) {
+                    if !allowed.contains(&v) {
+                        return Err(format!("v{i} uses loop variable {v}, which this kernel lacks"));
+                    }
+                    u.insert(v);
+                }
+            }
+            if !empty {
+                check_nonneg(ix, &vr).map_err(|m| format!("v{i}: {m}"))?;
+            }
+        }
+        match &te.expr {
+            Expr::Load { arg, index } => {
+                let a = k.args.get(*arg).ok_or_else(|| format!("v{i} loads missing argument {arg}"))?;
+                if a.access != Access::Read {
+                    return Err(format!("v{i} loads write-only argument {arg}"));
+                }
+                if a.dtype != te.dtype {
+                    return Err(format!("v{i} loads {} from a {} argument", te.dtype, a.dtype));
+                }
+                if !empty {
+                    match index.range(&vr) {
+                        Some((lo, hi)) if lo >= 0 && hi < a.numel as i64 => {}
+                        r => return Err(format!("v{i} loads a{arg}[{index}] with index range {r:?} outside 0..{}", a.numel)),
+                    }
+                }
+            }
+            Expr::Acc(s) => {
+                if *s >= n_acc {
+                    return Err(format!("v{i} reads accumulator {s}, which does not exist"));
+                }
+                acc = acc.max(Some(*s));
+            }
+            Expr::Cast(_) | Expr::Unary(..) | Expr::Binary(..) | Expr::Where(..) => {}
+            Expr::Const(c) => {
+                if c.is_nan() && !te.dtype.is_float() {
+                    return Err(format!("v{i} is a NaN integer literal"));
+                }
+            }
+            Expr::IndexValue(_) | Expr::IndexCmp(..) => {}
+        }
+        uses.push(u);
+        max_acc.push(acc);
+    }
+    let check_store = |s: &Store, what: &str, no_red: bool| -> Result<(), String> {
+        let a = k.args.get(s.arg).ok_or_else(|| format!("{what} store to missing argument {}", s.arg))?;
+        if a.access != Access::Write {
+            return Err(format!("{what} store to read-only argument {}", s.arg));
+        }
+        let v = s.value.0 as usize;
+        if v >= k.exprs.len() {
+            return Err(format!("{what} store of missing value v{v}"));
+        }
+        for var in [Var::Lane, Var::Row, Var::Red, Var::Batch, Var::M, Var::N] {
+            if uses_var(&s.index, var) && !allowed.contains(&var) {
+                return Err(format!("{what} store index uses loop variable {var}, which this kernel lacks"));
+            }
+        }
+        if no_red && (uses[v].contains(&Var::Red) || uses_var(&s.index, Var::Red)) {
+            return Err(format!("{what} store a{}[{}] = v{v} depends on red", s.arg, s.index));
+        }
+        if !empty {
+            check_nonneg(&s.index, &vr).map_err(|m| format!("{what} store: {m}"))?;
+            match s.index.range(&vr) {
+                Some((lo, hi)) if lo >= 0 && hi < a.numel as i64 => {}
+                r => return Err(format!("{what} store a{}[{}] has index range {r:?} outside 0..{}", s.arg, s.index, a.numel)),
+            }
+        }
+        Ok(())
+    };
+    match &k.body {
+        KernelBody::Pointwise { stores, .. } => {
+            for s in stores {
+                check_store(s, "pointwise", false)?;
+            }
+        }
+        KernelBody::Reduce(b) => {
+            for (j, r) in b.reductions.iter().enumerate() {
+                if r.slot != j {
+                    return Err(format!("reduction {j} has slot {}", r.slot));
+                }
+                let v = r.value.0 as usize;
+                if v >= k.exprs.len() {
+                    return Err(format!("reduction {j} folds missing value v{v}"));
+                }
+                if max_acc[v].is_some_and(|s| s >= j) {
+                    return Err(format!("reduction {j} reads its own or a later accumulator"));
+                }
+                if matches!(r.op, RedOp::ArgMax | RedOp::ArgMin) && r.dtype != DType::I64 {
+                    return Err(format!("arg reduction {j} accumulates in {}", r.dtype));
+                }
+            }
+            for s in &b.elem_stores {
+                check_store(s, "element", false)?;
+            }
+            for s in &b.row_stores {
+                check_store(s, "row", true)?;
+            }
+        }
+        KernelBody::Matmul(m) => {
+            for (name, o) in [("a", &m.a), ("b", &m.b)] {
+                let a = k.args.get(o.arg).ok_or_else(|| format!("matmul operand {name} binds missing argument"))?;
+                if a.access != Access::Read || a.dtype != m.in_dtype {
+                    return Err(format!("matmul operand {name} must read {} data", m.in_dtype));
+                }
+                let (rows, cols) = if name == "a" { (m.m, m.k) } else { (m.k, m.n) };
+                if m.batch * rows * cols > 0 {
+                    let hi = o.offset + (m.batch - 1) * o.s_batch + (rows - 1) * o.s_row + (cols - 1) * o.s_col;
+                    if hi >= a.numel {
+                        return Err(format!("matmul operand {name} reads element {hi} of {}", a.numel));
+                    }
+                }
+            }
+            for s in &m.stores {
+                check_store(s, "matmul", false)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks the invariants of the kernel IR (see the module docs of [`crate::kernel`]): buffers and
+/// arguments agree, operands come first, every load and store index is provably in range, every
+/// division/remainder/comparison/clamp operand is non-negative, reductions read only earlier
+/// accumulators, row stores do not depend on `red`, no kernel reads and writes one buffer or one
+/// memory slot, and the memory plan fits.
+pub fn validate(p: &Program) -> Result<(), Error> {
+    let perr = |m: String| Error::Eval { node: "program".into(), msg: m };
+    for (i, b) in p.buffers.iter().enumerate() {
+        if b.id.0 as usize != i {
+            return Err(perr(format!("buffer {i} has id {}", b.id.0)));
+        }
+        if let BufferKind::Constant(t) = &b.kind
+            && (t.dtype() != b.dtype || t.numel() != b.numel)
+        {
+            return Err(perr(format!("constant buffer b{i} does not match its tensor")));
+        }
+    }
+    for (list, what) in [(&p.inputs, "input"), (&p.outputs, "output")] {
+        for (k, io) in list.iter().enumerate() {
+            let b = p.buffers.get(io.buffer.0 as usize).ok_or_else(|| perr(format!("{what} {k} has no buffer")))?;
+            let kind_ok = match b.kind {
+                BufferKind::Input(j) => what == "input" && j == k,
+                BufferKind::Output(j) => what == "output" && j == k,
+                _ => false,
+            };
+            if !kind_ok || b.dtype != io.dtype || b.numel != io.shape.iter().product::<usize>() {
+                return Err(perr(format!("{what} {k} ({:?}) does not match buffer b{}", io.name, b.id.0)));
+            }
+        }
+    }
+    if p.memory.slot_of.len() != p.buffers.len() {
+        return Err(perr("memory plan does not cover every buffer".into()));
+    }
+    for (i, s) in p.memory.slot_of.iter().enumerate() {
+        if let Some(s) = s {
+            let b = &p.buffers[i];
+            if !matches!(b.kind, BufferKind::Intermediate) {
+                return Err(perr(format!("buffer b{i} is not an intermediate but has a slot")));
+            }
+            match p.memory.slots.get(*s) {
+                Some(&size) if size >= b.numel * b.dtype.size_bytes() => {}
+                _ => return Err(perr(format!("buffer b{i} does not fit slot {s}"))),
+            }
+        }
+    }
+    for k in &p.kernels {
+        validate_kernel(p, k).map_err(|m| err(&k.name, m))?;
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------- execution
+
+/// Device memory of the interpreter: one byte array per storage, buffers mapped onto storages.
+struct Memory {
+    storage: Vec<Vec<u8>>,
+    of: Vec<usize>,
+}
+
+fn read(dt: DType, bytes: &[u8], i: usize) -> Val {
+    let s = dt.size_bytes();
+    let b = &bytes[i * s..(i + 1) * s];
+    let arr = |n: usize| -> [u8; 8] {
+        let mut a = [0u8; 8];
+        a[..n].copy_from_slice(&b[..n]);
+        a
+    };
+    match dt {
+        DType::F32 => Val::F(f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64),
+        DType::F16 => Val::F(f16::from_le_bytes([b[0], b[1]]).to_f64()),
+        DType::BF16 => Val::F(bf16::from_le_bytes([b[0], b[1]]).to_f64()),
+        DType::F64 => Val::F(f64::from_le_bytes(arr(8))),
+        DType::I8 => Val::I(b[0] as i8 as i64),
+        DType::I16 => Val::I(i16::from_le_bytes([b[0], b[1]]) as i64),
+        DType::I32 => Val::I(i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64),
+        DType::I64 | DType::U64 => Val::I(i64::from_le_bytes(arr(8))),
+        DType::U8 => Val::I(b[0] as i64),
+        DType::U16 => Val::I(u16::from_le_bytes([b[0], b[1]]) as i64),
+        DType::U32 => Val::I(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64),
+        DType::Bool => Val::I((b[0] != 0) as i64),
+    }
+}
+
+fn write(dt: DType, bytes: &mut [u8], i: usize, v: Val) {
+    let s = dt.size_bytes();
+    let out = &mut bytes[i * s..(i + 1) * s];
+    match dt {
+        DType::F32 => out.copy_from_slice(&(v.f() as f32).to_le_bytes()),
+        DType::F16 => out.copy_from_slice(&f16::from_f64(v.f()).to_le_bytes()),
+        DType::BF16 => out.copy_from_slice(&bf16::from_f64(v.f()).to_le_bytes()),
+        DType::F64 => out.copy_from_slice(&v.f().to_le_bytes()),
+        _ => out.copy_from_slice(&v.i().to_le_bytes()[..s]),
+    }
+}
+
+/// Evaluation state of one kernel.
+struct Run<'k> {
+    k: &'k Kernel,
+    vals: Vec<Val>,
+    /// Loop variables: lane, row, red, batch, m, n.
+    vars: [i64; 6],
+    acc: Vec<Val>,
+    acc_dt: Vec<DType>,
+}
+
+fn var_slot(v: Var) -> usize {
+    match v {
+        Var::Lane => 0,
+        Var::Row => 1,
+        Var::Red => 2,
+        Var::Batch => 3,
+        Var::M => 4,
+        Var::N => 5,
+    }
+}
+
+impl Run<'_> {
+    fn index(&self, i: &Index) -> i64 {
+        i.eval(&|v| self.vars[var_slot(v)], &|e| self.vals[e.0 as usize].i())
+    }
+
+    /// Evaluates the flagged expressions in order.
+    fn eval(&mut self, need: &[bool], mem: &Memory) -> Result<(), String> {
+        for (i, te) in self.k.exprs.iter().enumerate() {
+            if !need[i] {
+                continue;
+            }
+            let dt = te.dtype;
+            let v = match &te.expr {
+                Expr::Load { arg, index } => {
+                    let a = &self.k.args[*arg];
+                    let at = self.index(index);
+                    if at < 0 || at as usize >= a.numel {
+                        return Err(format!("v{i} loads a{arg}[{at}] outside 0..{}", a.numel));
+                    }
+                    read(a.dtype, &mem.storage[mem.of[a.buffer.0 as usize]], at as usize)
+                }
+                Expr::Const(c) => {
+                    if dt.is_float() {
+                        Val::F(compute(dt, *c))
+                    } else {
+                        Val::I(cast_int(dt, float_to_i64(*c)))
+                    }
+                }
+                Expr::IndexValue(ix) => cast(Val::I(self.index(ix)), DType::I64, dt),
+                Expr::IndexCmp(op, a, b) => {
+                    let (x, y) = (self.index(a), self.index(b));
+                    Val::I(match op {
+                        IndexCmp::Lt => x < y,
+                        IndexCmp::Ge => x >= y,
+                        IndexCmp::Eq => x == y,
+                    } as i64)
+                }
+                Expr::Unary(op, a) => {
+                    let od = self.k.exprs[a.0 as usize].dtype;
+                    unary(*op, self.vals[a.0 as usize], od, dt).map_err(|m| format!("v{i}: {m}"))?
+                }
+                Expr::Binary(op, a, b) => {
+                    let od = self.k.exprs[a.0 as usize].dtype;
+                    binary(*op, self.vals[a.0 as usize], self.vals[b.0 as usize], od, dt).map_err(|m| format!("v{i}: {m}"))?
+                }
+                Expr::Where(c, a, b) => {
+                    if self.vals[c.0 as usize].i() != 0 {
+                        self.vals[a.0 as usize]
+                    } else {
+                        self.vals[b.0 as usize]
+                    }
+                }
+                Expr::Cast(a) => {
+                    let od = self.k.exprs[a.0 as usize].dtype;
+                    cast(self.vals[a.0 as usize], od, dt)
+                }
+                Expr::Acc(s) => {
+                    let (v, adt) = (self.acc[*s], self.acc_dt[*s]);
+                    match cast(v, adt, if dt.is_float() { DType::F64 } else { dt }) {
+                        Val::F(x) => Val::F(compute(dt, x)),
+                        other => other,
+                    }
+                }
+            };
+            self.vals[i] = v;
+        }
+        Ok(())
+    }
+
+    fn store(&self, stores: &[Store], mem: &mut Memory) -> Result<(), String> {
+        for s in stores {
+            let a = &self.k.args[s.arg];
+            let at = self.index(&s.index);
+            if at < 0 || at as usize >= a.numel {
+                return Err(format!("store to a{}[{at}] outside 0..{}", s.arg, a.numel));
+            }
+            let vd = self.k.exprs[s.value.0 as usize].dtype;
+            let v = cast(self.vals[s.value.0 as usize], vd, a.dtype);
+            let st = mem.of[a.buffer.0 as usize];
+            write(a.dtype, &mut mem.storage[st], at as usize, v);
+        }
+        Ok(())
+    }
+}
+
+/// The initial accumulator of a reduction.
+fn acc_init(op: RedOp, dt: DType) -> Val {
+    let float = dt.is_float();
+    match op {
+        RedOp::Sum => if float { Val::F(0.0) } else { Val::I(0) },
+        RedOp::Prod => if float { Val::F(1.0) } else { Val::I(1) },
+        RedOp::Max if float => Val::F(f64::NEG_INFINITY),
+        RedOp::Min if float => Val::F(f64::INFINITY),
+        RedOp::Max => Val::I(match dt {
+            DType::I8 => i8::MIN as i64,
+            DType::I16 => i16::MIN as i64,
+            DType::I32 => i32::MIN as i64,
+            DType::I64 => i64::MIN,
+            _ => 0,
+        }),
+        RedOp::Min => Val::I(match dt {
+            DType::I8 => i8::MAX as i64,
+            DType::I16 => i16::MAX as i64,
+            DType::I32 => i32::MAX as i64,
+            DType::I64 => i64::MAX,
+            DType::U8 => u8::MAX as i64,
+            DType::U16 => u16::MAX as i64,
+            DType::U32 => u32::MAX as i64,
+            DType::U64 => -1,
+            _ => 1,
+        }),
+        RedOp::ArgMax | RedOp::ArgMin => Val::I(0),
+    }
+}
+
+/// Folds `x` (of dtype `vd`) into a reduction's accumulator; arg reductions also track the best
+/// value in `best`.
+fn fold(r: &Reduction, acc: &mut Val, best: &mut Option<Val>, x: Val, vd: DType, pos: i64) {
+    let ad = r.dtype;
+    match r.op {
+        RedOp::Sum | RedOp::Prod if ad.is_float() => {
+            let (a, b) = (acc.f(), x.f());
+            *acc = Val::F(compute(ad, if r.op == RedOp::Sum { a + b } else { a * b }));
+        }
+        RedOp::Sum => *acc = Val::I(cast_int(ad, acc.i().wrapping_add(x.i()))),
+        RedOp::Prod => *acc = Val::I(cast_int(ad, acc.i().wrapping_mul(x.i()))),
+        RedOp::Max | RedOp::Min if ad.is_float() => {
+            let f = if r.op == RedOp::Max { fmax_nan } else { fmin_nan };
+            *acc = Val::F(compute(ad, f(acc.f(), x.f())));
+        }
+        RedOp::Max | RedOp::Min => {
+            let u = ad == DType::U64;
+            let (a, b) = (int_key(acc.i(), u), int_key(x.i(), u));
+            let take = if r.op == RedOp::Max { b > a } else { b < a };
+            if take {
+                *acc = Val::I(x.i());
+            }
+        }
+        RedOp::ArgMax | RedOp::ArgMin => {
+            let better = match *best {
+                None => true,
+                Some(b) => {
+                    if vd.is_float() {
+                        let (v, b) = (x.f(), b.f());
+                        match (v.is_nan(), b.is_nan()) {
+                            (true, false) => true,
+                            (_, true) => false,
+                            _ => if r.op == RedOp::ArgMax { v > b } else { v < b },
+                        }
+                    } else {
+                        let u = vd == DType::U64;
+                        let (v, b) = (int_key(x.i(), u), int_key(b.i(), u));
+                        if r.op == RedOp::ArgMax { v > b } else { v < b }
+                    }
+                }
+            };
+            if better {
+                *best = Some(x);
+                *acc = Val::I(pos);
+            }
+        }
+    }
+}
+
+fn run_kernel(k: &Kernel, mem: &mut Memory) -> Result<(), String> {
+    let mut run = Run { k, vals: vec![Val::I(0); k.exprs.len()], vars: [0; 6], acc: Vec::new(), acc_dt: Vec::new() };
+    let ids = |st: &[Store]| -> Vec<ExprId> { st.iter().map(|s| s.value).collect() };
+    match &k.body {
+        KernelBody::Pointwise { numel, stores } => {
+            let need = needed(k, &ids(stores), stores);
+            for lane in 0..*numel {
+                run.vars[0] = lane as i64;
+                run.eval(&need, mem)?;
+                run.store(stores, mem)?;
+            }
+        }
+        KernelBody::Reduce(b) => {
+            let red_need: Vec<Vec<bool>> = b.reductions.iter().map(|r| needed(k, &[r.value], &[])).collect();
+            let elem_need = needed(k, &ids(&b.elem_stores), &b.elem_stores);
+            let row_need = needed(k, &ids(&b.row_stores), &b.row_stores);
+            run.acc_dt = b.reductions.iter().map(|r| r.dtype).collect();
+            for row in 0..b.rows {
+                run.vars[1] = row as i64;
+                run.vars[2] = 0;
+                run.acc.clear();
+                for (r, need) in b.reductions.iter().zip(&red_need) {
+                    let mut acc = acc_init(r.op, r.dtype);
+                    let mut best = None;
+                    let vd = k.exprs[r.value.0 as usize].dtype;
+                    for red in 0..b.len {
+                        run.vars[2] = red as i64;
+                        run.eval(need, mem)?;
+                        fold(r, &mut acc, &mut best, run.vals[r.value.0 as usize], vd, red as i64);
+                    }
+                    run.acc.push(acc);
+                }
+                if !b.elem_stores.is_empty() {
+                    for red in 0..b.len {
+                        run.vars[2] = red as i64;
+                        run.eval(&elem_need, mem)?;
+                        run.store(&b.elem_stores, mem)?;
+                    }
+                }
+                run.vars[2] = 0;
+                run.eval(&row_need, mem)?;
+                run.store(&b.row_stores, mem)?;
+            }
+        }
+        KernelBody::Matmul(m) => run_matmul(&mut run, m, mem)?,
+    }
+    Ok(())
+}
+
+fn run_matmul(run: &mut Run, m: &MatmulBody, mem: &mut Memory) -> Result<(), String> {
+    let k = run.k;
+    let need = needed(k, &m.stores.iter().map(|s| s.value).collect::<Vec<_>>(), &m.stores);
+    let (aa, ba) = (&k.args[m.a.arg], &k.args[m.b.arg]);
+    let (sa, sb) = (mem.of[aa.buffer.0 as usize], mem.of[ba.buffer.0 as usize]);
+    run.acc_dt = vec![m.acc_dtype];
+    let float = m.acc_dtype.is_float();
+    for b in 0..m.batch {
+        for i in 0..m.m {
+            for j in 0..m.n {
+                let mut acc = if float { Val::F(0.0) } else { Val::I(0) };
+                for p in 0..m.k {
+                    let ia = m.a.offset + b * m.a.s_batch + i * m.a.s_row + p * m.a.s_col;
+                    let ib = m.b.offset + b * m.b.s_batch + p * m.b.s_row + j * m.b.s_col;
+                    if ia >= aa.numel || ib >= ba.numel {
+                        return Err(format!("matmul reads outside its operands ({ia}, {ib})"));
+                    }
+                    let (x, y) = (read(aa.dtype, &mem.storage[sa], ia), read(ba.dtype, &mem.storage[sb], ib));
+                    acc = if float {
+                        Val::F(compute(m.acc_dtype, acc.f() + x.f() * y.f()))
+                    } else {
+                        Val::I(acc.i().wrapping_add(x.i().wrapping_mul(y.i())))
+                    };
+                }
+                run.acc = vec![acc];
+                run.vars[3] = b as i64;
+                run.vars[4] = i as i64;
+                run.vars[5] = j as i64;
+                run.eval(&need, mem)?;
+                run.store(&m.stores, mem)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Allocates the program's memory: inputs and constants filled, outputs and slots poisoned.
+fn setup(p: &Program, inputs: &[HostTensor]) -> Result<Memory, Error> {
+    if inputs.len() != p.inputs.len() {
+        return Err(Error::Input(format!("the program takes {} inputs, got {}", p.inputs.len(), inputs.len())));
+    }
+    for (io, t) in p.inputs.iter().zip(inputs) {
+        if t.dtype() != io.dtype || t.shape != io.shape {
+            return Err(Error::Input(format!(
+                "input {:?} must be {}{:?}, got {}{:?}",
+                io.name,
+                io.dtype,
+                io.shape,
+                t.dtype(),
+                t.shape
+            )));
+        }
+    }
+    let mut storage: Vec<Vec<u8>> = p.memory.slots.iter().map(|&s| vec![0xFF; s]).collect();
+    let mut of = vec![0usize; p.buffers.len()];
+    for (i, b) in p.buffers.iter().enumerate() {
+        let bytes = b.numel * b.dtype.size_bytes();
+        of[i] = match (&b.kind, p.memory.slot_of.get(i).copied().flatten()) {
+            (BufferKind::Intermediate, Some(s)) => s,
+            (kind, _) => {
+                storage.push(match kind {
+                    BufferKind::Input(k) => inputs[*k].to_le_bytes(),
+                    BufferKind::Constant(t) => t.to_le_bytes(),
+                    _ => vec![0xFF; bytes],
+                });
+                storage.len() - 1
+            }
+        };
+    }
+    Ok(Memory { storage, of })
+}
+
+fn outputs(p: &Program, mem: &Memory) -> Result<Vec<HostTensor>, Error> {
+    p.outputs
+        .iter()
+        .map(|io| {
+            let b = &p.buffers[io.buffer.0 as usize];
+            let bytes = &mem.storage[mem.of[io.buffer.0 as usize]][..b.numel * b.dtype.size_bytes()];
+            HostTensor::from_le_bytes(io.dtype, io.shape.clone(), bytes)
+        })
+        .collect()
+}
+
+/// Runs `p` on `inputs` (in program order) and returns its outputs. Validates first.
+pub fn run_program(p: &Program, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, Error> {
+    validate(p)?;
+    let mut mem = setup(p, inputs)?;
+    for k in &p.kernels {
+        run_kernel(k, &mut mem).map_err(|m| err(&k.name, m))?;
+    }
+    outputs(p, &mem)
+}
+
+/// A [`Backend`] executing programs with this interpreter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InterpBackend {
+    caps: Capabilities,
+}
+
+impl InterpBackend {
+    /// With [`Capabilities::host`].
+    pub fn new() -> InterpBackend {
+        InterpBackend { caps: Capabilities::host() }
+    }
+
+    /// With the given capabilities (the scheduler plans for them; loading checks a program
+    /// against them).
+    pub fn with_caps(caps: Capabilities) -> InterpBackend {
+        InterpBackend { caps }
+    }
+}
+
+impl Default for InterpBackend {
+    fn default() -> InterpBackend {
+        InterpBackend::new()
+    }
+}
+
+impl Backend for InterpBackend {
+    fn name(&self) -> &str {
+        "interp"
+    }
+
+    fn device_name(&self) -> String {
+        "host kernel-IR interpreter".into()
+    }
+
+    fn caps(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    fn load(&self, program: &Program, _mode: Mode) -> Result<Box<dyn Executable>, BackendError> {
+        validate(program).map_err(|e| BackendError::Render { kernel: "program".into(), msg: e.to_string() })?;
+        for k in &program.kernels {
+            if k.args.len() > self.caps.max_bindings as usize {
+                return Err(BackendError::Unsupported {
+                    backend: "interp".into(),
+                    what: format!("kernel {} binds {} buffers > {}", k.name, k.args.len(), self.caps.max_bindings),
+                });
+            }
+            if let Some(a) = k.args.iter().find(|a| !self.caps.dtypes.contains(&a.dtype)) {
+                return Err(BackendError::Unsupported {
+                    backend: "interp".into(),
+                    what: format!("kernel {} uses dtype {}", k.name, a.dtype),
+                });
+            }
+        }
+        Ok(Box::new(InterpExecutable { program: program.clone() }))
+    }
+}
+
+/// A loaded program of the [`InterpBackend`].
+struct InterpExecutable {
+    program: Program,
+}
+
+impl InterpExecutable {
+    fn run_once(&self, inputs: &[HostTensor], times: Option<&mut Vec<KernelTiming>>) -> Result<Vec<HostTensor>, BackendError> {
+        let p = &self.program;
+        let mut mem = setup(p, inputs).map_err(|e| BackendError::Input(e.to_string()))?;
+        let t0 = Instant::now();
+        let mut timings = Vec::new();
+        for k in &p.kernels {
+            let s = Instant::now();
+            run_kernel(k, &mut mem).map_err(|m| BackendError::Device(format!("kernel {}: {m}", k.name)))?;
+            timings.push(KernelTiming {
+                kernel: k.name.clone(),
+                start_ns: (s - t0).as_nanos() as f64,
+                dur_ns: s.elapsed().as_nanos() as f64,
+            });
+        }
+        if let Some(t) = times {
+            *t = timings;
+        }
+        outputs(p, &mem).map_err(|e| BackendError::Device(e.to_string()))
+    }
+}
+
+impl Executable for InterpExecutable {
+    fn run(&mut self, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, BackendError> {
+        self.run_once(inputs, None)
+    }
+
+    fn run_timed(
+        &mut self,
+        inputs: &[HostTensor],
+        iters: usize,
+    ) -> Result<(Vec<HostTensor>, Vec<Vec<KernelTiming>>), BackendError> {
+        let mut all = Vec::with_capacity(iters);
+        let mut out = Vec::new();
+        for _ in 0..iters.max(1) {
+            let mut t = Vec::new();
+            out = self.run_once(inputs, Some(&mut t))?;
+            all.push(t);
+        }
+        Ok((out, all))
+    }
+
+    fn sources(&self) -> Vec<KernelSource> {
+        self.program
+            .kernels
+            .iter()
+            .map(|k| {
+                let work = match &k.body {
+                    KernelBody::Pointwise { numel, .. } => *numel,
+                    KernelBody::Reduce(b) => b.rows,
+                    KernelBody::Matmul(m) => m.batch * m.m * m.n,
+                };
+                KernelSource {
+                    name: k.name.clone(),
+                    ext: "kir".into(),
+                    source: super::print::print_kernel(k),
+                    grid: [work.min(u32::MAX as usize) as u32, 1, 1],
+                    block: [1, 1, 1],
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,129 @@
+//! `algebraic`: simplifications that never change a result:
+//!
+//! - `x * 1`, `1 * x`, `x / 1`, `x + 0`, `0 + x`, `x - 0` become `x`, only when the result has
+//!   `x`'s shape and dtype (a constant that broadcasts `x` to a larger shape is kept). The one
+//!   visible difference: `-0.0 + 0.0` is `+0.0`, so `x + 0` may turn a `+0.0` result into `-0.0`
+//!   (equal under `==`).
+//! - `reshape(reshape(x))` becomes one reshape; `permute(permute(x))` one permute;
+//!   `expand(expand(x))` one expand;
+//! - a reshape, permute or expand that changes nothing, a cast to the same dtype, and a round trip
+//!   through a wider type (`cast(cast(x: bf16, f32), bf16)`), disappear.
+
+use super::rewrite::{Rewriter, as_constant};
+use crate::dtype::DType;
+use crate::error::Error;
+use crate::ir::{BinaryOp, Graph, NodeId, Op};
+
+/// The pass name.
+pub const NAME: &str = "algebraic";
+
+/// True when every value of `from` is exactly representable in `to`.
+fn widens_exactly(from: DType, to: DType) -> bool {
+    use DType::*;
+    match (from, to) {
+        (a, b) if a == b => true,
+        (F16 | BF16, F32 | F64) | (F32, F64) => true,
+        (I8, I16 | I32 | I64) | (I16, I32 | I64) | (I32, I64) => true,
+        (U8, U16 | U32 | U64 | I16 | I32 | I64) | (U16, U32 | U64 | I32 | I64) | (U32, U64 | I64) => true,
+        (Bool, _) => true,
+        (I8 | I16 | U8 | U16, F32 | F64) | (I32 | U32, F64) => true,
+        _ => false,
+    }
+}
+
+fn all_equal(g: &Graph, id: NodeId, v: f64) -> bool {
+    as_constant(g, id).is_some_and(|t| t.numel() > 0 && t.to_f64_vec().iter().all(|&x| x == v))
+}
+
+/// Applies the simplifications above in one forward walk. Nodes left without users are removed by
+/// `dce`.
+pub fn algebraic(g: &Graph) -> Result<Graph, Error> {
+    let mut rw = Rewriter::new(g);
+    for (id, node) in g.iter() {
+        if matches!(node.op, Op::Input { .. }) {
+            rw.copy(id)?;
+            continue;
+        }
+        let ins = rw.mapped_inputs(id)?;
+        let ng = rw.new_graph();
+        // The node's value is that of an existing new node.
+        let mut alias: Option<NodeId> = None;
+        // Or the node is rebuilt as `op` applied to `src`.
+        let mut rebuilt: Option<(Op, NodeId)> = None;
+        match &node.op {
+            Op::Binary(b) => {
+                let (x, y) = (ins[0], ins[1]);
+                let keeps = |v: NodeId| ng.ty(v) == &node.ty;
+                alias = match b {
+                    BinaryOp::Mul if all_equal(ng, y, 1.0) && keeps(x) => Some(x),
+                    BinaryOp::Mul if all_equal(ng, x, 1.0) && keeps(y) => Some(y),
+                    BinaryOp::Div if all_equal(ng, y, 1.0) && keeps(x) => Some(x),
+                    BinaryOp::Add if all_equal(ng, y, 0.0) && keeps(x) => Some(x),
+                    BinaryOp::Add if all_equal(ng, x, 0.0) && keeps(y) => Some(y),
+                    BinaryOp::Sub if all_equal(ng, y, 0.0) && keeps(x) => Some(x),
+                    _ => None,
+                };
+            }
+            Op::Cast(d) if ng.ty(ins[0]).dtype == *d => alias = Some(ins[0]),
+            // cast(cast(x, wider), x's dtype) is x when the inner cast is exact.
+            Op::Cast(d) => {
+                let inner = ng.node(ins[0]);
+                if let Op::Cast(mid) = inner.op {
+                    let src = inner.inputs[0];
+                    if ng.ty(src).dtype == *d && widens_exactly(*d, mid) {
+                        alias = Some(src);
+                    }
+                }
+            }
+            Op::Reshape(s) => {
+                let x = ins[0];
+                let src = match &ng.node(x).op {
+                    Op::Reshape(_) => ng.node(x).inputs[0],
+                    _ => x,
+                };
+                if &ng.ty(src).shape == s {
+                    alias = Some(src);
+                } else if src != x {
+                    rebuilt = Some((Op::Reshape(s.clone()), src));
+                }
+            }
+            Op::Expand(s) => {
+                let x = ins[0];
+                let src = match &ng.node(x).op {
+                    Op::Expand(_) => ng.node(x).inputs[0],
+                    _ => x,
+                };
+                if &ng.ty(src).shape == s {
+                    alias = Some(src);
+                } else if src != x {
+                    rebuilt = Some((Op::Expand(s.clone()), src));
+                }
+            }
+            Op::Permute(p) => {
+                let x = ins[0];
+                // permute(permute(y, p1), p) reads output axis i from y's axis p1[p[i]].
+                let (src, q) = match &ng.node(x).op {
+                    Op::Permute(p1) if p1.len() == p.len() => {
+                        (ng.node(x).inputs[0], p.iter().map(|&i| p1[i]).collect::<Vec<_>>())
+                    }
+                    _ => (x, p.clone()),
+                };
+                if q.iter().enumerate().all(|(i, &a)| i == a) {
+                    alias = Some(src);
+                } else if src != x {
+                    rebuilt = Some((Op::Permute(q), src));
+                }
+            }
+            _ => {}
+        }
+        if let Some(a) = alias {
+            rw.replace(id, a);
+        } else if let Some((op, src)) = rebuilt {
+            let new = rw.emit(op, vec![src], &node.origin)?;
+            rw.replace(id, new);
+        } else {
+            rw.copy(id)?;
+        }
+    }
+    rw.finish()
+}

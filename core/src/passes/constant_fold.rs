@@ -1,0 +1,56 @@
+//! `constant_fold`: evaluates, with the CPU reference, every node whose operands are all
+//! constants and whose result is small, and replaces it by a constant. Folding cascades: a folded
+//! node is a constant for the nodes after it. Large results are left alone (a broadcast of a
+//! scalar to a big shape is cheaper to compute than to store). A node the CPU reference cannot
+//! evaluate is kept as is, so its error surfaces when the graph runs.
+
+use super::rewrite::{Rewriter, as_constant};
+use crate::error::Error;
+use crate::ir::{Graph, NodeId, Op, TensorType};
+use crate::shape::Shape;
+use crate::tensor::HostTensor;
+
+/// The pass name.
+pub const NAME: &str = "constant_fold";
+
+/// Largest result (in elements) that is folded.
+pub const FOLD_LIMIT: usize = 4096;
+
+/// Largest constant operand (in elements) a folded node may read.
+const OPERAND_LIMIT: usize = 16 * FOLD_LIMIT;
+
+/// Replaces small all-constant computations by their values.
+pub fn constant_fold(g: &Graph) -> Result<Graph, Error> {
+    let mut rw = Rewriter::new(g);
+    for (id, node) in g.iter() {
+        if node.inputs.is_empty() {
+            rw.copy(id)?;
+            continue;
+        }
+        let ins = rw.mapped_inputs(id)?;
+        let ng = rw.new_graph();
+        let small = node.ty.shape.numel().is_some_and(|n| n <= FOLD_LIMIT);
+        let all_const = ins.iter().all(|&i| as_constant(ng, i).is_some_and(|t| t.numel() <= OPERAND_LIMIT));
+        if small
+            && all_const
+            && let Some(t) = evaluate(ng, &node.op, &ins, &node.ty)
+        {
+            let c = rw.emit_constant(t, &node.origin)?;
+            rw.replace(id, c);
+            continue;
+        }
+        rw.copy(id)?;
+    }
+    rw.finish()
+}
+
+/// Runs `op` on the constants `ins` of `g` with the CPU reference; `None` if that fails or gives a
+/// value of another type than `ty`.
+fn evaluate(g: &Graph, op: &Op, ins: &[NodeId], ty: &TensorType) -> Option<HostTensor> {
+    let mut tiny = Graph::default();
+    let ids: Vec<NodeId> = ins.iter().map(|&i| tiny.push(g.node(i).clone())).collect();
+    let out = tiny.add(op.clone(), ids, None).ok()?;
+    tiny.add_output("value", out);
+    let t = crate::cpu::run(&tiny, &[]).ok()?.pop()?;
+    (t.dtype() == ty.dtype && Shape::new(&t.shape) == ty.shape).then_some(t)
+}

@@ -1,0 +1,894 @@
+//! Tests of the scheduler: every op and fused pattern is scheduled, run on the kernel-IR
+//! interpreter (which honours the memory plan and poisons buffers) and compared with the CPU
+//! reference on the *original* graph (before decomposition), fused and eager.
+
+use super::*;
+use crate::backend::{Backend, Mode};
+use crate::dtype::DType;
+use crate::ir::{Graph as IrGraph, PadMode};
+use crate::kernel::interp::{InterpBackend, run_program, validate};
+use crate::kernel::print::print_program;
+use crate::kernel::{BufferKind, KernelBody, ReduceStrategy};
+use crate::tensor::HostTensor;
+use crate::trace::{Graph, Tensor};
+use crate::workloads::{self, Scale};
+
+fn caps_with_bindings(n: u32) -> Capabilities {
+    Capabilities { max_bindings: n, ..Capabilities::host() }
+}
+
+/// Largest finite magnitude of a tensor (at least 1e-3).
+fn scale(t: &HostTensor) -> f64 {
+    t.to_f64_vec().iter().filter(|x| x.is_finite()).fold(1e-3f64, |m, x| m.max(x.abs()))
+}
+
+/// Compares within the dtype's tolerance, the absolute part scaled by the reference's magnitude
+/// (reductions accumulate in f32 here and in f64 in the reference; 16-bit intermediates are kept
+/// in f32 here and rounded there).
+fn assert_close(got: &HostTensor, want: &HostTensor, ctx: &str) {
+    assert_eq!(got.shape, want.shape, "{ctx}: shape");
+    assert_eq!(got.dtype(), want.dtype(), "{ctx}: dtype");
+    let dt = want.dtype();
+    if !dt.is_float() {
+        assert_eq!(got.to_i64_vec(), want.to_i64_vec(), "{ctx}: values");
+        return;
+    }
+    let rtol = dt.rel_tolerance();
+    let r = got.tolerance_ratio(want, rtol, rtol * scale(want));
+    if r > 1.0 {
+        let (a, b) = (got.to_f64_vec(), want.to_f64_vec());
+        let worst = (0..a.len())
+            .max_by(|&i, &j| {
+                let e = |k: usize| if a[k].is_nan() != b[k].is_nan() { f64::INFINITY } else { (a[k] - b[k]).abs() };
+                e(i).partial_cmp(&e(j)).unwrap_or(std::cmp::Ordering::Equal)
+            })
+            .unwrap_or(0);
+        panic!("{ctx}: ratio {r}; worst at {worst}: got {} want {}", a[worst], b[worst]);
+    }
+}
+
+/// Decomposes `g`, schedules it, runs it on the interpreter and compares every output with the
+/// CPU reference of `g` itself. Returns the program.
+fn check_with(g: &IrGraph, inputs: &[HostTensor], caps: &Capabilities, opts: &ScheduleOptions) -> Program {
+    let ir = crate::passes::optimize(g).expect("passes");
+    let p = schedule(&ir, caps, opts).unwrap_or_else(|e| panic!("schedule: {e}\n{}", crate::text::print(&ir)));
+    validate(&p).unwrap_or_else(|e| panic!("invalid program: {e}\n{}", print_program(&p)));
+    for k in &p.kernels {
+        assert!(k.args.len() <= caps.max_bindings as usize, "{} binds {} buffers\n{}", k.name, k.args.len(), print_program(&p));
+    }
+    let got = run_program(&p, inputs).unwrap_or_else(|e| panic!("interp: {e}\n{}", print_program(&p)));
+    let want = crate::cpu::run(g, inputs).expect("cpu reference");
+    assert_eq!(got.len(), want.len());
+    for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+        let ctx = format!("output {i} (fusion {})\n{}\n{}", opts.fusion, crate::text::print(&ir), print_program(&p));
+        assert_close(a, b, &ctx);
+    }
+    p
+}
+
+/// Fused and eager, both against the CPU reference; returns the fused program.
+fn check(g: &IrGraph, inputs: &[HostTensor]) -> Program {
+    check_with(g, inputs, &Capabilities::host(), &ScheduleOptions::eager());
+    check_with(g, inputs, &Capabilities::host(), &ScheduleOptions::default())
+}
+
+fn rnd(dt: DType, shape: &[usize], seed: u64) -> HostTensor {
+    HostTensor::random(dt, shape.to_vec(), seed, -2.0, 2.0)
+}
+
+fn graph1(dt: DType, shape: &[usize], f: impl Fn(&Tensor) -> Tensor) -> IrGraph {
+    let g = Graph::new();
+    let x = g.input("x", dt, shape.to_vec());
+    g.output(&f(&x));
+    g.build().expect("build")
+}
+
+fn graph2(dt: DType, a: &[usize], b: &[usize], f: impl Fn(&Tensor, &Tensor) -> Tensor) -> IrGraph {
+    let g = Graph::new();
+    let x = g.input("x", dt, a.to_vec());
+    let y = g.input("y", dt, b.to_vec());
+    g.output(&f(&x, &y));
+    g.build().expect("build")
+}
+
+// ------------------------------------------------------------------------------- workloads
+
+fn workload(name: &str) -> (IrGraph, Vec<HostTensor>, Program) {
+    let w = workloads::get(name).expect("workload");
+    let g = w.build(Scale::Reduced).expect("build");
+    let inputs = w.inputs(Scale::Reduced, 7);
+    let p = check(&g, &inputs);
+    (g, inputs, p)
+}
+
+#[test]
+fn workload_kernel_counts() {
+    let cases: &[(&str, usize)] = &[
+        ("add_relu_mul_10M_f32", 1),
+        ("cos_16M_f32", 1),
+        ("cos_cos_16M_f32", 1),
+        ("softmax_8192x8192_f32", 1),
+        ("layernorm_gelu_8192x4096_f32", 1),
+        ("pointwise_chain64_1024_f32", 1),
+        ("matmul_softmax_100_f32", 2),
+        ("matmul_softmax_4096_bf16", 2),
+        ("mlp_8192x4096x16384_bf16", 2),
+        ("matmul_4096_f32", 1),
+        ("matmul_8192_bf16", 1),
+        ("attention_b8h16s1024d64_bf16", 3),
+    ];
+    for &(name, want) in cases {
+        let (_, _, p) = workload(name);
+        assert_eq!(p.kernels.len(), want, "{name}\n{}", print_program(&p));
+    }
+}
+
+#[test]
+fn softmax_is_one_reduce_kernel_with_two_reductions() {
+    let (_, _, p) = workload("softmax_8192x8192_f32");
+    let KernelBody::Reduce(b) = &p.kernels[0].body else { panic!("not a reduce kernel") };
+    assert_eq!(b.reductions.len(), 2);
+    assert_eq!(b.elem_stores.len(), 1);
+    assert!(b.row_stores.is_empty());
+    assert_eq!(p.kernels[0].name, "k0_softmax");
+    assert_eq!(p.kernels[0].ops, vec!["softmax".to_string()]);
+    assert_eq!(b.strategy, ReduceStrategy::Persistent);
+}
+
+#[test]
+fn layernorm_gelu_is_one_kernel() {
+    let (_, _, p) = workload("layernorm_gelu_8192x4096_f32");
+    let KernelBody::Reduce(b) = &p.kernels[0].body else { panic!("not a reduce kernel") };
+    assert_eq!(b.reductions.len(), 2);
+    assert_eq!(p.kernels[0].name, "k0_layer_norm_gelu");
+}
+
+#[test]
+fn resnet18_reduced_runs_and_fuses_batchnorm_relu_into_convs() {
+    let w = workloads::get("resnet18_b32_f32").expect("workload");
+    let g = w.build(Scale::Reduced).expect("build");
+    let inputs = w.inputs(Scale::Reduced, 3);
+    let p = check_with(&g, &inputs, &Capabilities::host(), &ScheduleOptions::default());
+    let convs = g.nodes.iter().filter(|n| matches!(n.op, crate::ir::Op::Conv2d { .. })).count();
+    // Every conv is one kernel with its batch norm, residual add and relu as epilogue; plus the
+    // max pool, the global average pool and the classifier.
+    assert!(p.kernels.len() <= convs + 3, "{} kernels for {convs} convs\n{}", p.kernels.len(), print_program(&p));
+    assert!(p.memory.peak_bytes < p.memory.unplanned_bytes);
+}
+
+// ------------------------------------------------------------------------------- elementwise
+
+#[test]
+fn unary_ops() {
+    use crate::ir::UnaryOp::*;
+    for (i, u) in [Neg, Abs, Exp, Sin, Cos, Tan, Atan, Sinh, Cosh, Asinh, Tanh, Sigmoid, Erf, Relu, Floor, Ceil, Round, Sign]
+        .into_iter()
+        .enumerate()
+    {
+        let g = graph1(DType::F32, &[7, 3], |x| x.unary(u));
+        check(&g, &[rnd(DType::F32, &[7, 3], i as u64)]);
+    }
+    // Domain-restricted ones on positive inputs.
+    for (i, u) in [Log, Sqrt, Rsqrt, Reciprocal, Acosh].into_iter().enumerate() {
+        let g = graph1(DType::F32, &[1023], |x| (x.abs() + 1.5).unary(u));
+        check(&g, &[rnd(DType::F32, &[1023], 40 + i as u64)]);
+    }
+    for (i, u) in [Asin, Acos, Atanh].into_iter().enumerate() {
+        let g = graph1(DType::F32, &[5], |x| (x * 0.4).unary(u));
+        check(&g, &[rnd(DType::F32, &[5], 50 + i as u64)]);
+    }
+    // Bool results and integer ops.
+    let g = graph1(DType::F32, &[9], |x| x.unary(IsNan).cast(DType::F32) + (x / 0.0).unary(IsInf).cast(DType::F32));
+    check(&g, &[rnd(DType::F32, &[9], 3)]);
+    for dt in [DType::I32, DType::I8, DType::U8, DType::I64] {
+        let g = graph1(dt, &[17], |x| x.unary(Neg).unary(Abs).unary(Relu) + x.unary(Sign));
+        check(&g, &[rnd(dt, &[17], 4)]);
+    }
+}
+
+#[test]
+fn binary_ops_with_broadcasting() {
+    use crate::ir::BinaryOp::*;
+    for (i, b) in [Add, Sub, Mul, Div, Max, Min, Pow, Mod, FMod].into_iter().enumerate() {
+        let g = graph2(DType::F32, &[4, 1, 5], &[3, 1], |x, y| {
+            if matches!(b, Pow | Div | Mod | FMod) { x.abs().binary(b, &(y.abs() + 0.5)) } else { x.binary(b, y) }
+        });
+        check(&g, &[rnd(DType::F32, &[4, 1, 5], i as u64), rnd(DType::F32, &[3, 1], 100 + i as u64)]);
+    }
+    for (i, b) in [Eq, Ne, Lt, Le, Gt, Ge].into_iter().enumerate() {
+        let g = graph2(DType::I32, &[6, 7], &[7], |x, y| x.binary(b, y).cast(DType::I32) + x);
+        check(&g, &[rnd(DType::I32, &[6, 7], i as u64), rnd(DType::I32, &[7], 9 + i as u64)]);
+    }
+    for (i, b) in [And, Or, Xor].into_iter().enumerate() {
+        let g = graph2(DType::Bool, &[2, 5], &[2, 1], |x, y| x.binary(b, y));
+        check(&g, &[rnd(DType::Bool, &[2, 5], i as u64), rnd(DType::Bool, &[2, 1], 20 + i as u64)]);
+    }
+    // Integer arithmetic wraps to the dtype.
+    let g = graph2(DType::I8, &[33], &[33], |x, y| (x * y * y + x) * x);
+    check(&g, &[HostTensor::random(DType::I8, vec![33], 1, -100.0, 100.0), HostTensor::random(DType::I8, vec![33], 2, -100.0, 100.0)]);
+    let g = graph2(DType::U64, &[8], &[8], |x, y| x.binary(Max, y) - y);
+    check(&g, &[rnd(DType::U64, &[8], 5), rnd(DType::U64, &[8], 6)]);
+}
+
+#[test]
+fn where_and_casts() {
+    let g = Graph::new();
+    let c = g.input("c", DType::Bool, [3, 1]);
+    let a = g.input("a", DType::F16, [3, 4]);
+    let b = g.input("b", DType::F16, [4]);
+    g.output(&c.where_(&a, &b));
+    g.output(&a.cast(DType::I32).cast(DType::F64));
+    g.output(&(a.cast(DType::F32) * 1000.5).cast(DType::BF16));
+    g.output(&a.cast(DType::Bool));
+    g.output(&(a.cast(DType::F32) * 100.0).cast(DType::U8));
+    let ir = g.build().expect("build");
+    let p = check(&ir, &[rnd(DType::Bool, &[3, 1], 1), rnd(DType::F16, &[3, 4], 2), rnd(DType::F16, &[4], 3)]);
+    // Five outputs of one iteration space from shared inputs: one kernel (horizontal fusion).
+    assert_eq!(p.kernels.len(), 1, "{}", print_program(&p));
+}
+
+#[test]
+fn awkward_sizes() {
+    for n in [1usize, 7, 1023, 4097] {
+        let g = graph2(DType::F32, &[n], &[n], |x, y| (x + y).relu() * 2.0);
+        check(&g, &[rnd(DType::F32, &[n], n as u64), rnd(DType::F32, &[n], 1 + n as u64)]);
+        let g = graph1(DType::F32, &[3, n], |x| x.softmax(-1));
+        check(&g, &[rnd(DType::F32, &[3, n], n as u64)]);
+        let g = graph1(DType::F32, &[n, 5], |x| x.sum(&[0], false));
+        check(&g, &[rnd(DType::F32, &[n, 5], n as u64)]);
+    }
+}
+
+// ------------------------------------------------------------------------------- reductions
+
+#[test]
+fn reductions_over_any_axes() {
+    use crate::ir::ReduceOp::*;
+    let shape = [3, 4, 5];
+    let axes_list: &[&[i64]] = &[&[0], &[1], &[2], &[0, 2], &[0, 1], &[1, 2], &[0, 1, 2]];
+    for (i, axes) in axes_list.iter().enumerate() {
+        for op in [Sum, Max, Min, Prod, Mean] {
+            for keep in [false, true] {
+                let g = graph1(DType::F32, &shape, |x| x.reduce(op, axes, keep));
+                check(&g, &[rnd(DType::F32, &shape, i as u64)]);
+            }
+        }
+    }
+    for dt in [DType::I32, DType::U8, DType::I64] {
+        let g = graph1(dt, &[6, 5], |x| x.sum(&[1], false) + x.max(&[1], false) - x.min(&[1], false));
+        check(&g, &[rnd(dt, &[6, 5], 8)]);
+    }
+}
+
+#[test]
+fn reduction_strategies() {
+    let m = DefaultCostModel::default();
+    let caps = Capabilities::host();
+    assert_eq!(m.reduce_strategy(10, 4096, &caps), ReduceStrategy::Persistent);
+    assert_eq!(m.reduce_strategy(10, 4097, &caps), ReduceStrategy::Looped);
+    assert_eq!(m.reduce_strategy(4096, 64, &caps), ReduceStrategy::ThreadPerRow);
+    let g = graph1(DType::F32, &[2, 5000], |x| x.softmax(-1));
+    let p = check(&g, &[rnd(DType::F32, &[2, 5000], 1)]);
+    let KernelBody::Reduce(b) = &p.kernels[0].body else { panic!("not a reduce kernel") };
+    assert_eq!(b.strategy, ReduceStrategy::Looped);
+}
+
+#[test]
+fn arg_reductions_with_ties_and_select_last() {
+    // Values with many ties (integers in a small range, as floats).
+    let x = HostTensor::from_f64(DType::F32, vec![5, 6], &(0..30).map(|i| ((i * 7) % 4) as f64).collect::<Vec<_>>());
+    for axis in [0i64, 1] {
+        for keep in [false, true] {
+            let g = graph1(DType::F32, &[5, 6], |t| t.argmax(axis, keep));
+            check(&g, std::slice::from_ref(&x));
+            let g = graph1(DType::F32, &[5, 6], |t| t.argmin(axis, keep));
+            check(&g, std::slice::from_ref(&x));
+        }
+    }
+    for (op, last) in [(crate::ir::ArgOp::ArgMax, true), (crate::ir::ArgOp::ArgMin, true)] {
+        let g = graph1(DType::F32, &[5, 6], |t| {
+            t.apply(crate::ir::Op::ArgReduce { op, axis: 1, keepdim: false, select_last: last }, &[])
+        });
+        check(&g, std::slice::from_ref(&x));
+    }
+    // argmax and a sum over the same rows share one kernel.
+    let g = Graph::new();
+    let t = g.input("x", DType::F32, [5, 6]);
+    g.output(&t.argmax(1, false));
+    g.output(&t.sum(&[1], false));
+    let p = check(&g.build().expect("build"), std::slice::from_ref(&x));
+    assert_eq!(p.kernels.len(), 1, "{}", print_program(&p));
+}
+
+#[test]
+fn reduction_epilogues_and_refusals() {
+    // Row-shaped epilogue: mean = sum * (1/n) stored per row.
+    let g = graph1(DType::F32, &[9, 13], |x| x.mean(&[1], false).exp());
+    let p = check(&g, &[rnd(DType::F32, &[9, 13], 1)]);
+    assert_eq!(p.kernels.len(), 1);
+    let KernelBody::Reduce(b) = &p.kernels[0].body else { panic!("not a reduce kernel") };
+    assert_eq!(b.row_stores.len(), 1);
+    // A reduction result broadcast into a different row space must not fuse.
+    let g = graph1(DType::F32, &[7, 7], |x| x + x.sum(&[1], true).transpose(0, 1));
+    let p = check(&g, &[rnd(DType::F32, &[7, 7], 2)]);
+    assert_eq!(p.kernels.len(), 2, "{}", print_program(&p));
+    assert!(
+        p.decisions.iter().any(|d| !d.fused && d.reason.contains("broadcast into a different row space")),
+        "{}",
+        print_program(&p)
+    );
+    // Reductions over different rows: separate kernels, the second reads the first's result.
+    let g = graph1(DType::F32, &[6, 8], |x| (x - x.max(&[0], true)).exp().sum(&[1], false));
+    let p = check(&g, &[rnd(DType::F32, &[6, 8], 3)]);
+    assert_eq!(p.kernels.len(), 2, "{}", print_program(&p));
+    // log_softmax along a middle axis.
+    let g = graph1(DType::F32, &[3, 5, 4], |x| x.log_softmax(1));
+    let p = check(&g, &[rnd(DType::F32, &[3, 5, 4], 4)]);
+    assert_eq!(p.kernels.len(), 1, "{}", print_program(&p));
+}
+
+// ------------------------------------------------------------------------------- movement
+
+#[test]
+fn movement_ops_are_index_arithmetic() {
+    let g = graph1(DType::F32, &[4, 6], |x| x.reshape([3, 8]).transpose(0, 1).reshape([2, 12]).exp());
+    let p = check(&g, &[rnd(DType::F32, &[4, 6], 1)]);
+    assert_eq!(p.kernels.len(), 1);
+    let g = graph1(DType::F32, &[5, 1, 3], |x| x.expand([2, 5, 4, 3]).permute(&[3, 0, 2, 1]).sin());
+    check(&g, &[rnd(DType::F32, &[5, 1, 3], 2)]);
+    let g = graph1(DType::F32, &[10, 9], |x| x.slice(0, 1, 9, 3).slice(1, 8, -100, -2).cos());
+    check(&g, &[rnd(DType::F32, &[10, 9], 3)]);
+    let g = graph1(DType::F32, &[2, 3, 4], |x| x.flatten(0, 1).unsqueeze(1).squeeze(&[1]) * 3.0);
+    check(&g, &[rnd(DType::F32, &[2, 3, 4], 4)]);
+}
+
+#[test]
+fn concat_and_pad() {
+    let g = Graph::new();
+    let a = g.input("a", DType::F32, [2, 3]);
+    let b = g.input("b", DType::F32, [2, 1]);
+    let c = g.input("c", DType::F32, [2, 4]);
+    g.output(&(g.concat(&[&a, &b, &c.relu()], 1) * 2.0));
+    g.output(&g.concat(&[&a, &a], 0));
+    let ir = g.build().expect("build");
+    let p = check(&ir, &[rnd(DType::F32, &[2, 3], 1), rnd(DType::F32, &[2, 1], 2), rnd(DType::F32, &[2, 4], 3)]);
+    assert!(p.kernels.len() <= 2);
+    for mode in [PadMode::Constant(1.5), PadMode::Reflect, PadMode::Edge, PadMode::Wrap] {
+        let g = graph1(DType::F32, &[4, 5], |x| x.pad(&[(2, 1), (-1, 3)], mode).exp());
+        check(&g, &[rnd(DType::F32, &[4, 5], 5)]);
+        let g = graph1(DType::F32, &[6], |x| x.pad(&[(3, 4)], mode));
+        check(&g, &[rnd(DType::F32, &[6], 6)]);
+    }
+    let g = graph1(DType::I32, &[3, 3], |x| x.pad(&[(1, 1), (0, 2)], PadMode::Constant(-7.0)));
+    check(&g, &[rnd(DType::I32, &[3, 3], 7)]);
+}
+
+#[test]
+fn gathers_with_negative_indices() {
+    let g = Graph::new();
+    let d = g.input("d", DType::F32, [5, 4]);
+    let i = g.input("i", DType::I64, [2, 3]);
+    g.output(&d.gather(0, &i).exp());
+    g.output(&d.gather(1, &(i.binary_scalar(crate::ir::BinaryOp::Mod, 4.0))));
+    let ir = g.build().expect("build");
+    let idx = HostTensor::from_i64(DType::I64, vec![2, 3], &[0, -1, 4, -5, 2, 3]);
+    check(&ir, &[rnd(DType::F32, &[5, 4], 1), idx]);
+    let g = Graph::new();
+    let d = g.input("d", DType::F32, [3, 4]);
+    let i = g.input("i", DType::I32, [2, 4]);
+    g.output(&d.gather_elements(0, &i));
+    g.output(&d.gather_elements(1, &i.binary_scalar(crate::ir::BinaryOp::Sub, 1.0)));
+    let idx = HostTensor::from_i64(DType::I32, vec![2, 4], &[0, 1, 2, -1, -3, 2, 1, 0]);
+    check(&g.build().expect("build"), &[rnd(DType::F32, &[3, 4], 2), idx]);
+}
+
+// ------------------------------------------------------------------------------- matmul
+
+#[test]
+fn matmuls_strided_broadcast_and_copied() {
+    // Plain, transposed operand (strides), batched with a broadcast operand.
+    let g = graph2(DType::F32, &[7, 5], &[3, 5], |a, b| a.matmul(&b.transpose(0, 1)));
+    let p = check(&g, &[rnd(DType::F32, &[7, 5], 1), rnd(DType::F32, &[3, 5], 2)]);
+    assert_eq!(p.kernels.len(), 1);
+    let g = graph2(DType::F32, &[2, 3, 4, 5], &[5, 6], |a, b| a.matmul(b));
+    let p = check(&g, &[rnd(DType::F32, &[2, 3, 4, 5], 3), rnd(DType::F32, &[5, 6], 4)]);
+    assert_eq!(p.kernels.len(), 1);
+    // 1-D operands.
+    let g = graph2(DType::F32, &[5], &[5, 3], |a, b| a.matmul(b));
+    check(&g, &[rnd(DType::F32, &[5], 5), rnd(DType::F32, &[5, 3], 6)]);
+    let g = graph2(DType::F32, &[2, 4, 5], &[5], |a, b| a.matmul(b));
+    check(&g, &[rnd(DType::F32, &[2, 4, 5], 7), rnd(DType::F32, &[5], 8)]);
+    // Partially broadcast batch: not affine in the batch index, so the operand is copied.
+    let g = graph2(DType::F32, &[2, 1, 3, 4], &[1, 3, 4, 2], |a, b| a.matmul(b));
+    let p = check(&g, &[rnd(DType::F32, &[2, 1, 3, 4], 9), rnd(DType::F32, &[1, 3, 4, 2], 10)]);
+    assert!(p.decisions.iter().any(|d| d.reason.contains("not expressible by strides")), "{}", print_program(&p));
+    // A computed operand is materialized; the epilogue (bias, activation, residual, scale) fuses.
+    let g = Graph::new();
+    let a = g.input("a", DType::F32, [6, 4]);
+    let w = g.input("w", DType::F32, [5, 4]);
+    let bias = g.input("bias", DType::F32, [5]);
+    let r = g.input("r", DType::F32, [6, 5]);
+    let y = ((a.exp().matmul(&w.transpose(0, 1)) + &bias).relu() + &r) * 0.5;
+    g.output(&y);
+    let p = check(&g.build().expect("build"), &[rnd(DType::F32, &[6, 4], 11), rnd(DType::F32, &[5, 4], 12), rnd(DType::F32, &[5], 13), rnd(DType::F32, &[6, 5], 14)]);
+    assert_eq!(p.kernels.len(), 2, "{}", print_program(&p));
+    // Integer matmul.
+    let g = graph2(DType::I32, &[3, 4], &[4, 2], |a, b| a.matmul(b));
+    check(&g, &[rnd(DType::I32, &[3, 4], 15), rnd(DType::I32, &[4, 2], 16)]);
+}
+
+// ------------------------------------------------------------------------------- windows
+
+#[test]
+fn conv2d_variants() {
+    let cases: &[([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2], usize, bool)] = &[
+        ([1, 3, 7, 6], [4, 3, 3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 1, true),
+        ([2, 4, 9, 8], [6, 2, 3, 2], [2, 1], [0, 2, 1, 0], [1, 2], 2, false),
+        ([1, 2, 5, 5], [2, 1, 1, 1], [1, 1], [0, 0, 0, 0], [1, 1], 2, true),
+        ([1, 1, 6, 7], [1, 1, 2, 3], [3, 2], [2, 2, 2, 2], [2, 1], 1, true),
+    ];
+    for (i, &(xs, ws, stride, pad, dil, groups, bias)) in cases.iter().enumerate() {
+        let g = Graph::new();
+        let x = g.input("x", DType::F32, xs);
+        let w = g.input("w", DType::F32, ws);
+        let b = g.input("b", DType::F32, [ws[0]]);
+        let y = x.conv2d(&w, bias.then_some(&b), stride, pad, dil, groups);
+        g.output(&(y.relu() + 1.0));
+        let ir = g.build().expect("build");
+        let ins = [rnd(DType::F32, &xs, i as u64), rnd(DType::F32, &ws, 10 + i as u64), rnd(DType::F32, &[ws[0]], 20)];
+        let p = check(&ir, &ins);
+        assert_eq!(p.kernels.len(), 1, "{}", print_program(&p));
+        let KernelBody::Reduce(r) = &p.kernels[0].body else { panic!("conv is not a reduce kernel") };
+        assert_eq!(r.strategy, ReduceStrategy::ThreadPerRow);
+    }
+}
+
+#[test]
+fn pool2d_variants() {
+    for (i, (kind, ceil, cip, pad)) in [
+        (crate::ir::PoolKind::Max, false, false, [1, 1, 1, 1]),
+        (crate::ir::PoolKind::Max, true, false, [0, 1, 0, 1]),
+        (crate::ir::PoolKind::Avg, false, false, [1, 1, 1, 1]),
+        (crate::ir::PoolKind::Avg, false, true, [1, 0, 1, 2]),
+        (crate::ir::PoolKind::Avg, true, true, [1, 1, 1, 1]),
+        (crate::ir::PoolKind::Avg, true, false, [0, 0, 0, 0]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let g = graph1(DType::F32, &[2, 3, 7, 8], |x| {
+            let window = crate::ir::Window2d { kernel: [3, 2], stride: [2, 2], padding: pad, dilation: [1, 1] };
+            x.apply(crate::ir::Op::Pool2d { kind, window, ceil_mode: ceil, count_include_pad: cip }, &[]) * 2.0
+        });
+        check(&g, &[rnd(DType::F32, &[2, 3, 7, 8], i as u64)]);
+    }
+    let g = graph1(DType::I32, &[1, 2, 5, 5], |x| x.max_pool2d([2, 2], [1, 1], [1, 1, 1, 1]));
+    check(&g, &[rnd(DType::I32, &[1, 2, 5, 5], 9)]);
+}
+
+// ------------------------------------------------------------------------------- outputs
+
+#[test]
+fn outputs_that_are_inputs_views_constants_or_shared() {
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, [3, 4]);
+    g.output(&x);
+    g.output(&x.transpose(0, 1));
+    g.output(&g.constant(HostTensor::f32([2], vec![1.0, 2.0]).expect("tensor")));
+    g.output(&g.scalar(DType::F32, 3.0));
+    let y = x.exp();
+    g.output(&y);
+    g.output(&y);
+    g.output(&(y.sum(&[1], false)));
+    let ir = g.build().expect("build");
+    let p = check(&ir, &[rnd(DType::F32, &[3, 4], 1)]);
+    // Every output has its own buffer, distinct from the input's.
+    let outs: std::collections::BTreeSet<u32> = p.outputs.iter().map(|o| o.buffer.0).collect();
+    assert_eq!(outs.len(), 7);
+    assert!(p.outputs.iter().all(|o| matches!(p.buffers[o.buffer.0 as usize].kind, BufferKind::Output(_))));
+}
+
+// ------------------------------------------------------------------------------- limits
+
+#[test]
+fn binding_limit_splits_kernels() {
+    // Eight inputs summed: one kernel would bind 9 buffers.
+    let g = Graph::new();
+    let xs: Vec<Tensor> = (0..8).map(|i| g.input(&format!("x{i}"), DType::F32, [37])).collect();
+    let mut acc = xs[0].clone();
+    for x in &xs[1..] {
+        acc = (&acc + x).relu();
+    }
+    g.output(&acc);
+    let ir = g.build().expect("build");
+    let ins: Vec<HostTensor> = (0..8).map(|i| rnd(DType::F32, &[37], i)).collect();
+    for limit in [4u32, 5, 8] {
+        let p = check_with(&ir, &ins, &caps_with_bindings(limit), &ScheduleOptions::default());
+        assert!(p.kernels.len() > 1, "limit {limit}\n{}", print_program(&p));
+        assert!(p.decisions.iter().any(|d| d.reason.contains("binding limit")));
+        // The backend with the same limit accepts it.
+        let be = InterpBackend::with_caps(caps_with_bindings(limit));
+        let mut exe = be.load(&p, Mode::Default).expect("load");
+        let out = exe.run(&ins).expect("run");
+        assert_close(&out[0], &crate::cpu::run(&ir, &ins).expect("cpu")[0], "backend");
+    }
+    let p = check_with(&ir, &ins, &Capabilities::host(), &ScheduleOptions::default());
+    assert_eq!(p.kernels.len(), 1);
+    // A wide concat of inputs is written box by box.
+    let g = Graph::new();
+    let xs: Vec<Tensor> = (0..7).map(|i| g.input(&format!("x{i}"), DType::F32, [2, i + 1])).collect();
+    let refs: Vec<&Tensor> = xs.iter().collect();
+    g.output(&g.concat(&refs, 1).exp());
+    let ir = g.build().expect("build");
+    let ins: Vec<HostTensor> = (0..7).map(|i| rnd(DType::F32, &[2, i + 1], i as u64)).collect();
+    let p = check_with(&ir, &ins, &caps_with_bindings(4), &ScheduleOptions::default());
+    assert!(p.decisions.iter().any(|d| d.reason.starts_with("split: concat")), "{}", print_program(&p));
+    // A fused epilogue that would exceed the limit is refused with a named reason.
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, [5, 6]);
+    let ys: Vec<Tensor> = (0..3).map(|i| g.input(&format!("y{i}"), DType::F32, [5, 6])).collect();
+    let s = x.softmax(-1);
+    g.output(&(&(&(&s + &ys[0]) + &ys[1]) + &ys[2]));
+    let ir = g.build().expect("build");
+    let ins: Vec<HostTensor> = (0..4).map(|i| rnd(DType::F32, &[5, 6], i)).collect();
+    let p = check_with(&ir, &ins, &caps_with_bindings(4), &ScheduleOptions::default());
+    assert!(p.decisions.iter().any(|d| d.reason.starts_with("refused: would bind")), "{}", print_program(&p));
+    // Fewer than 4 bindings cannot work at all.
+    assert!(schedule(&crate::passes::optimize(&ir).expect("passes"), &caps_with_bindings(3), &ScheduleOptions::default()).is_err());
+}
+
+#[test]
+fn max_group_nodes_limits_horizontal_fusion() {
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, [11]);
+    for i in 0..6 {
+        g.output(&(&x * (i as f64 + 1.0)).exp());
+    }
+    let ir = g.build().expect("build");
+    let ins = [rnd(DType::F32, &[11], 1)];
+    let p = check_with(&ir, &ins, &Capabilities::host(), &ScheduleOptions::default());
+    assert_eq!(p.kernels.len(), 1, "{}", print_program(&p));
+    let opts = ScheduleOptions { max_group_nodes: 2, ..ScheduleOptions::default() };
+    let p = check_with(&ir, &ins, &Capabilities::host(), &opts);
+    assert_eq!(p.kernels.len(), 3, "{}", print_program(&p));
+    assert!(p.decisions.iter().any(|d| d.reason == "refused: would exceed 2 nodes"));
+}
+
+#[test]
+fn expensive_shared_producer_is_materialized() {
+    // A costly value used by two reductions over different rows: materialized once.
+    let g = graph1(DType::F32, &[6, 7], |x| {
+        let mut e = x.clone();
+        for _ in 0..8 {
+            e = e.sin().exp();
+        }
+        e.sum(&[0], false).sum(&[0], false) + e.sum(&[1], false).sum(&[0], false)
+    });
+    let p = check(&g, &[rnd(DType::F32, &[6, 7], 1)]);
+    assert!(p.decisions.iter().any(|d| d.reason.contains("users and expensive")), "{}", print_program(&p));
+}
+
+// ------------------------------------------------------------------------------- memory
+
+#[test]
+fn memory_plan_reuses_slots_and_interp_honours_it() {
+    let g = graph1(DType::F32, &[64, 33], |x| {
+        let mut y = x.clone();
+        for _ in 0..6 {
+            y = (&y - y.max(&[1], true)).exp();
+        }
+        y
+    });
+    let ins = [rnd(DType::F32, &[64, 33], 1)];
+    let p = check_with(&g, &ins, &Capabilities::host(), &ScheduleOptions::eager());
+    let inter = p.buffers.iter().filter(|b| matches!(b.kind, BufferKind::Intermediate)).count();
+    assert!(inter >= 10);
+    assert!(p.memory.slots.len() < inter, "{}", print_program(&p));
+    assert!(p.memory.peak_bytes < p.memory.unplanned_bytes);
+    // Breaking the plan (everything in one slot) corrupts the result: the interpreter really
+    // uses the slots.
+    let mut bad = p.clone();
+    let big = bad.memory.slots.iter().copied().max().unwrap_or(0);
+    bad.memory.slots = vec![big];
+    for s in bad.memory.slot_of.iter_mut().flatten() {
+        *s = 0;
+    }
+    let out = run_program(&bad, &ins);
+    let want = crate::cpu::run(&g, &ins).expect("cpu");
+    match out {
+        Err(_) => {}
+        Ok(o) => assert!(o[0].tolerance_ratio(&want[0], 1e-4, 1e-5) > 1.0, "a collapsed plan went unnoticed"),
+    }
+}
+
+#[test]
+fn plan_memory_best_fit() {
+    use crate::kernel::{Access, BufferDecl, BufferId, Kernel, KernelArg};
+    let buf = |i: u32, numel: usize| BufferDecl { id: BufferId(i), dtype: DType::F32, numel, kind: BufferKind::Intermediate, node: None };
+    let buffers = vec![buf(0, 100), buf(1, 10), buf(2, 50), buf(3, 10)];
+    let k = |reads: &[u32], writes: &[u32]| Kernel {
+        name: "k".into(),
+        args: reads
+            .iter()
+            .map(|&b| (b, Access::Read))
+            .chain(writes.iter().map(|&b| (b, Access::Write)))
+            .map(|(b, access)| KernelArg { buffer: BufferId(b), dtype: DType::F32, numel: buffers[b as usize].numel, access })
+            .collect(),
+        exprs: vec![],
+        body: KernelBody::Pointwise { numel: 0, stores: vec![] },
+        origins: vec![],
+        ops: vec![],
+        flops: 0.0,
+        bytes: 0.0,
+    };
+    // b0 and b1 live together; b2 after b0 dies reuses b0's slot (best fit: 400 B >= 200 B);
+    // b3 after b1 dies takes b1's 40 B slot rather than the bigger one.
+    let kernels = vec![k(&[], &[0, 1]), k(&[0], &[]), k(&[1], &[2]), k(&[2], &[3]), k(&[3], &[])];
+    let plan = plan_memory(&buffers, &kernels);
+    assert_eq!(plan.slot_of, vec![Some(0), Some(1), Some(0), Some(1)]);
+    assert_eq!(plan.slots, vec![400, 40]);
+    assert_eq!(plan.peak_bytes, 440);
+    assert_eq!(plan.unplanned_bytes, 680);
+}
+
+// ------------------------------------------------------------------------------- IR checks
+
+#[test]
+fn validation_rejects_out_of_range_indices() {
+    let g = graph1(DType::F32, &[8], |x| x.exp());
+    let p = schedule(&crate::passes::optimize(&g).expect("passes"), &Capabilities::host(), &ScheduleOptions::default()).expect("schedule");
+    validate(&p).expect("valid");
+    let mut bad = p.clone();
+    if let crate::kernel::Expr::Load { index, .. } = &mut bad.kernels[0].exprs[0].expr {
+        *index = crate::kernel::Index::var(crate::kernel::Var::Lane).add(crate::kernel::Index::Const(1));
+    }
+    assert!(validate(&bad).is_err());
+    assert!(run_program(&bad, &[rnd(DType::F32, &[8], 1)]).is_err());
+    let mut bad = p.clone();
+    if let KernelBody::Pointwise { stores, .. } = &mut bad.kernels[0].body {
+        stores[0].index = crate::kernel::Index::var(crate::kernel::Var::Lane).div(2).add(crate::kernel::Index::Const(5));
+    }
+    assert!(validate(&bad).is_err());
+    // Wrong input types are errors, not panics.
+    assert!(run_program(&p, &[rnd(DType::F32, &[9], 1)]).is_err());
+    assert!(run_program(&p, &[]).is_err());
+}
+
+#[test]
+fn rejects_composites_and_symbolic_shapes() {
+    let g = graph1(DType::F32, &[4, 4], |x| x.softmax(-1));
+    let e = schedule(&g, &Capabilities::host(), &ScheduleOptions::default()).expect_err("composite");
+    assert!(e.to_string().contains("decompose"), "{e}");
+    let gr = Graph::new();
+    let x = gr.input("x", DType::F32, crate::shape::Shape(vec![crate::shape::Dim::sym("n"), 4.into()]));
+    gr.output(&x.exp());
+    let e = schedule(&gr.build().expect("build"), &Capabilities::host(), &ScheduleOptions::default()).expect_err("symbolic");
+    assert!(e.to_string().contains("symbolic"), "{e}");
+    let caps = Capabilities { dtypes: vec![DType::F32], ..Capabilities::host() };
+    let g = graph1(DType::F16, &[4], |x| x.exp());
+    assert!(schedule(&g, &caps, &ScheduleOptions::default()).is_err());
+}
+
+#[test]
+fn interp_backend_runs_and_reports_sources() {
+    let (g, inputs, p) = workload("softmax_8192x8192_f32");
+    let be = InterpBackend::new();
+    assert_eq!(be.name(), "interp");
+    let mut exe = be.load(&p, Mode::Default).expect("load");
+    let (out, times) = exe.run_timed(&inputs, 2).expect("run");
+    assert_eq!(times.len(), 2);
+    assert_eq!(times[0].len(), p.kernels.len());
+    assert_close(&out[0], &crate::cpu::run(&g, &inputs).expect("cpu")[0], "backend");
+    let src = exe.sources();
+    assert_eq!(src.len(), 1);
+    assert!(src[0].source.contains("k0_softmax"));
+    // A program binding more buffers than the backend allows is refused at load.
+    let (_, _, p) = workload("layernorm_gelu_8192x4096_f32");
+    assert!(InterpBackend::with_caps(caps_with_bindings(3)).load(&p, Mode::Default).is_err());
+}
+
+#[test]
+fn kernel_names_ops_and_cost_counts() {
+    let (_, _, p) = workload("matmul_softmax_100_f32");
+    let names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["k0_matmul", "k1_softmax"]);
+    let KernelBody::Matmul(m) = &p.kernels[0].body else { panic!("not a matmul") };
+    assert_eq!(p.kernels[0].flops, 2.0 * (m.m * m.n * m.k) as f64);
+    let bytes: usize = p.kernels[0].args.iter().map(|a| a.numel * 4).sum();
+    assert_eq!(p.kernels[0].bytes, bytes as f64);
+    assert!(p.decisions.iter().all(|d| !d.kernels.is_empty() || d.reason.starts_with("materialized")));
+}
+
+// ------------------------------------------------------------------------------- snapshots
+
+fn snapshot_of(name: &str) -> String {
+    let w = workloads::get(name).expect("workload");
+    let g = w.build(Scale::Reduced).expect("build");
+    let ir = crate::passes::optimize(&g).expect("passes");
+    print_program(&schedule(&ir, &Capabilities::host(), &ScheduleOptions::default()).expect("schedule"))
+}
+
+#[test]
+fn snapshot_softmax() {
+    insta::assert_snapshot!(snapshot_of("softmax_8192x8192_f32"));
+}
+
+#[test]
+fn snapshot_layernorm_gelu() {
+    insta::assert_snapshot!(snapshot_of("layernorm_gelu_8192x4096_f32"));
+}
+
+#[test]
+fn snapshot_add_relu_mul() {
+    insta::assert_snapshot!(snapshot_of("add_relu_mul_10M_f32"));
+}
+
+#[test]
+fn snapshot_matmul_softmax() {
+    insta::assert_snapshot!(snapshot_of("matmul_softmax_100_f32"));
+}
+
+// ------------------------------------------------------------------------------- random graphs
+
+mod random {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One step of a random program, interpreted against the tensors built so far.
+    #[derive(Clone, Debug)]
+    enum Step {
+        Unary(u8, usize),
+        Binary(u8, usize, usize),
+        Reduce(u8, usize, u8, bool),
+        Reshape(usize),
+        Permute(usize, u8),
+        Slice(usize, u8),
+        Expand(usize),
+        BroadcastReduce(usize, u8),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (0u8..6, 0usize..64).prop_map(|(a, b)| Step::Unary(a, b)),
+            (0u8..4, 0usize..64, 0usize..64).prop_map(|(a, b, c)| Step::Binary(a, b, c)),
+            (0u8..3, 0usize..64, 0u8..8, any::<bool>()).prop_map(|(a, b, c, d)| Step::Reduce(a, b, c, d)),
+            (0usize..64).prop_map(Step::Reshape),
+            (0usize..64, 0u8..6).prop_map(|(a, b)| Step::Permute(a, b)),
+            (0usize..64, 0u8..4).prop_map(|(a, b)| Step::Slice(a, b)),
+            (0usize..64).prop_map(Step::Expand),
+            (0usize..64, 0u8..3).prop_map(|(a, b)| Step::BroadcastReduce(a, b)),
+        ]
+    }
+
+    fn build(shape: &[usize], steps: &[Step], outs: &[usize]) -> Option<IrGraph> {
+        let g = Graph::new();
+        let mut ts = vec![g.input("x", DType::F32, shape.to_vec()), g.input("y", DType::F32, shape.to_vec())];
+        for s in steps {
+            let pick = |i: usize| ts[i % ts.len()].clone();
+            let t = match s {
+                Step::Unary(op, a) => {
+                    let x = pick(*a);
+                    match op {
+                        0 => x.sin(),
+                        1 => x.tanh(),
+                        2 => x.relu(),
+                        3 => x.abs(),
+                        4 => x.sigmoid(),
+                        _ => x.neg(),
+                    }
+                }
+                Step::Binary(op, a, b) => {
+                    let (x, y) = (pick(*a), pick(*b));
+                    if x.shape() != y.shape() {
+                        continue;
+                    }
+                    match op {
+                        0 => &x + &y,
+                        1 => &x * &y,
+                        2 => &x - &y,
+                        _ => x.maximum(&y),
+                    }
+                }
+                Step::Reduce(op, a, mask, keep) => {
+                    let x = pick(*a);
+                    let r = x.shape().rank() as i64;
+                    let axes: Vec<i64> = (0..r).filter(|i| mask & (1 << i) != 0).collect();
+                    if axes.is_empty() {
+                        continue;
+                    }
+                    match op {
+                        0 => x.sum(&axes, *keep),
+                        1 => x.max(&axes, *keep),
+                        _ => x.mean(&axes, *keep),
+                    }
+                }
+                Step::Reshape(a) => {
+                    let x = pick(*a);
+                    let n = x.shape().numel().unwrap_or(0);
+                    if n % 2 == 0 && n > 0 { x.reshape([2, n / 2]) } else { x.reshape([n]) }
+                }
+                Step::Permute(a, p) => {
+                    let x = pick(*a);
+                    let r = x.shape().rank();
+                    if r < 2 {
+                        continue;
+                    }
+                    let mut perm: Vec<usize> = (0..r).collect();
+                    perm.rotate_left(*p as usize % r);
+                    x.permute(&perm)
+                }
+                Step::Slice(a, k) => {
+                    let x = pick(*a);
+                    let dims = x.shape().as_static().unwrap_or_default();
+                    if dims.is_empty() || dims[0] < 2 {
+                        continue;
+                    }
+                    if k % 2 == 0 { x.slice(0, 1, dims[0] as i64, 1) } else { x.slice(0, dims[0] as i64 - 1, -100, -2) }
+                }
+                Step::Expand(a) => {
+                    let x = pick(*a);
+                    let mut dims = x.shape().as_static().unwrap_or_default();
+                    dims.insert(0, 3);
+                    x.expand(dims)
+                }
+                Step::BroadcastReduce(a, ax) => {
+                    let x = pick(*a);
+                    let r = x.shape().rank();
+                    if r == 0 {
+                        continue;
+                    }
+                    let axis = (*ax as usize % r) as i64;
+                    &x - &x.max(&[axis], true)
+                }
+            };
+            if t.id().is_none() || t.shape().numel().unwrap_or(0) > 4096 {
+                return None;
+            }
+            ts.push(t);
+        }
+        for &o in outs {
+            g.output(&ts[o % ts.len()]);
+        }
+        g.build().ok()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, .. ProptestConfig::default() })]
+        #[test]
+        fn fused_equals_eager_equals_reference(
+            shape in prop::sample::select(vec![vec![5usize], vec![3, 4], vec![2, 3, 5], vec![1, 7], vec![4, 1, 3]]),
+            steps in prop::collection::vec(step(), 1..10),
+            outs in prop::collection::vec(0usize..64, 1..3),
+            seed in 0u64..1000,
+        ) {
+            let Some(g) = build(&shape, &steps, &outs) else { return Ok(()) };
+            let ins = [rnd(DType::F32, &shape, seed), rnd(DType::F32, &shape, seed + 1)];
+            let fused = check_with(&g, &ins, &caps_with_bindings(4), &ScheduleOptions::default());
+            let eager = check_with(&g, &ins, &Capabilities::host(), &ScheduleOptions::eager());
+            prop_assert!(fused.kernels.len() <= eager.kernels.len() + fused.outputs.len());
+            let a = run_program(&fused, &ins).expect("fused");
+            let b = run_program(&eager, &ins).expect("eager");
+            for (x, y) in a.iter().zip(&b) {
+                assert_close(x, y, "fused vs eager");
+            }
+        }
+    }
+}
+
+#[test]
+fn zz_explore() {
+    for name in ["resnet18_b32_f32"] {
+        let w = workloads::get(name).unwrap();
+        let g = w.build(Scale::Reduced).unwrap();
+        let opt = crate::passes::optimize(&g).unwrap();
+        let p = schedule(&opt, &Capabilities::host(), &ScheduleOptions::default()).unwrap();
+        for k in &p.kernels { println!("{} {:?} args {}", k.name, std::mem::discriminant(&k.body), k.args.len()); }
+        println!("{}", p.decisions.iter().map(|d| crate::kernel::print::print_decision(d)).collect::<String>());
+        println!("{}", crate::kernel::print::print_kernel(&p.kernels[1]));
+        println!("{}", crate::kernel::print::print_kernel(&p.kernels[2]));
+        println!("peak {} unplanned {}", p.memory.peak_bytes, p.memory.unplanned_bytes);
+    }
+    let w = workloads::get("softmax_8192x8192_f32").unwrap();
+    let g = crate::passes::optimize(&w.build(Scale::Reduced).unwrap()).unwrap();
+    println!("{}", print_program(&schedule(&g, &Capabilities::host(), &ScheduleOptions::eager()).unwrap()));
+}

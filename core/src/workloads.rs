@@ -1,0 +1,987 @@
+//! The built-in benchmark workloads, one definition each, named and shaped as in the PyTorch
+//! anchor script (`bench/torch_anchor.py`). Each builds its graph at two scales: [`Scale::Full`]
+//! (the benchmark) and [`Scale::Reduced`] (small, deliberately odd sizes for tests and the CPU
+//! demo). Each also makes its random inputs, states its FLOPs and minimum bytes moved, and has an
+//! independent reference written in plain f64 loops (no IR, no interpreter) that rounds to the
+//! storage dtype where PyTorch stores a tensor, so the CPU interpreter can be checked against it.
+//!
+//! ```
+//! use sinter_core::workloads::{self, Scale};
+//! let w = workloads::get("softmax_8192x8192_f32").unwrap();
+//! let g = w.build(Scale::Reduced).unwrap();
+//! assert_eq!(g.inputs.len(), 1);
+//! assert_eq!(w.min_bytes(Scale::Full), 2.0 * 8192.0 * 8192.0 * 4.0);
+//! ```
+
+use crate::dtype::DType;
+use crate::error::Error;
+use crate::ir::{Graph as IrGraph, Op};
+use crate::tensor::{HostTensor, SplitMix64, round_to};
+use crate::trace::{Graph, Tensor};
+use std::collections::HashMap;
+
+/// Which size to build a workload at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scale {
+    /// The benchmark size (as in `torch_anchor.py`).
+    Full,
+    /// A small size with odd extents, for tests and the CPU demo.
+    Reduced,
+}
+
+impl Scale {
+    /// `full` or `reduced`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scale::Full => "full",
+            Scale::Reduced => "reduced",
+        }
+    }
+
+    /// Parses [`Scale::name`]'s output.
+    pub fn parse(s: &str) -> Option<Scale> {
+        match s {
+            "full" => Some(Scale::Full),
+            "reduced" => Some(Scale::Reduced),
+            _ => None,
+        }
+    }
+}
+
+/// Which computation a workload is (sizes come from the scale).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    AddReluMul,
+    Cos,
+    CosCos,
+    MatmulSoftmax { dtype: DType, full: usize },
+    Softmax,
+    LayerNormGelu,
+    Mlp,
+    Matmul { dtype: DType, full: usize },
+    Chain,
+    Attention,
+    ResNet18,
+}
+
+/// A built-in workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Workload {
+    /// The name, as in `torch_anchor.py`.
+    pub name: &'static str,
+    /// What it computes, in PyTorch terms.
+    pub description: &'static str,
+    kind: Kind,
+}
+
+/// Every workload, in the anchor script's order.
+pub fn all() -> Vec<Workload> {
+    let w = |name, description, kind| Workload { name, description, kind };
+    vec![
+        w("add_relu_mul_10M_f32", "torch.relu(x + b) * 2.0", Kind::AddReluMul),
+        w("cos_16M_f32", "x.cos()", Kind::Cos),
+        w("cos_cos_16M_f32", "x.cos().cos()", Kind::CosCos),
+        w("matmul_softmax_100_f32", "F.softmax(x @ y, dim=1)", Kind::MatmulSoftmax { dtype: DType::F32, full: 100 }),
+        w(
+            "matmul_softmax_4096_bf16",
+            "F.softmax(x @ y, dim=1)",
+            Kind::MatmulSoftmax { dtype: DType::BF16, full: 4096 },
+        ),
+        w("softmax_8192x8192_f32", "F.softmax(x, dim=-1)", Kind::Softmax),
+        w("layernorm_gelu_8192x4096_f32", "F.gelu(F.layer_norm(x, (C,), w, b))", Kind::LayerNormGelu),
+        w("mlp_8192x4096x16384_bf16", "F.linear(F.gelu(F.linear(x, w1, b1)), w2, b2)", Kind::Mlp),
+        w("matmul_8192_bf16", "a @ b", Kind::Matmul { dtype: DType::BF16, full: 8192 }),
+        w("matmul_4096_f32", "a @ b", Kind::Matmul { dtype: DType::F32, full: 4096 }),
+        w(
+            "pointwise_chain64_1024_f32",
+            "64 steps: i odd -> sin(x) * 1.0001 + 0.001, i even -> relu(x) - 0.5",
+            Kind::Chain,
+        ),
+        w(
+            "attention_b8h16s1024d64_bf16",
+            "softmax((q @ k.transpose(-1, -2)) * (1 / sqrt(64)), dim=-1) @ v",
+            Kind::Attention,
+        ),
+        w("resnet18_b32_f32", "torchvision resnet18 (eval) on [32, 3, 224, 224]", Kind::ResNet18),
+    ]
+}
+
+/// The workload with this name.
+pub fn get(name: &str) -> Option<Workload> {
+    all().into_iter().find(|w| w.name == name)
+}
+
+/// The names of every workload.
+pub fn names() -> Vec<&'static str> {
+    all().iter().map(|w| w.name).collect()
+}
+
+/// How an input's values are drawn.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Dist {
+    /// Normal with mean 0 and this standard deviation (`torch.randn * std`).
+    Normal(f64),
+    /// Uniform in `[lo, hi)`.
+    Uniform(f64, f64),
+}
+
+/// One graph input: name, dtype, shape and distribution.
+#[derive(Clone, Debug)]
+struct InputSpec {
+    name: String,
+    dtype: DType,
+    shape: Vec<usize>,
+    dist: Dist,
+}
+
+fn spec(name: &str, dtype: DType, shape: &[usize], dist: Dist) -> InputSpec {
+    InputSpec { name: name.to_string(), dtype, shape: shape.to_vec(), dist }
+}
+
+/// Normal samples (Box-Muller over SplitMix64), rounded to `dtype`.
+fn randn(dtype: DType, shape: Vec<usize>, seed: u64, std: f64) -> HostTensor {
+    let n: usize = shape.iter().product();
+    let mut rng = SplitMix64::new(seed);
+    let mut v = Vec::with_capacity(n + 1);
+    while v.len() < n {
+        let u1 = 1.0 - rng.next_f64(); // (0, 1]
+        let u2 = rng.next_f64();
+        let r = (-2.0 * u1.ln()).sqrt() * std;
+        let t = std::f64::consts::TAU * u2;
+        v.push(r * t.cos());
+        v.push(r * t.sin());
+    }
+    v.truncate(n);
+    HostTensor::from_f64(dtype, shape, &v)
+}
+
+/// torchvision's ResNet-18 stage widths and first-block strides.
+const RESNET_STAGES: [(usize, usize); 4] = [(64, 1), (128, 2), (256, 2), (512, 2)];
+
+impl Workload {
+    /// Main sizes at a scale (meaning depends on the kind).
+    fn dims(&self, scale: Scale) -> Vec<usize> {
+        let full = scale == Scale::Full;
+        match self.kind {
+            Kind::AddReluMul => vec![if full { 10_000_000 } else { 4099 }],
+            Kind::Cos | Kind::CosCos => vec![if full { 1 << 24 } else { 4097 }],
+            // [M, K, N]
+            Kind::MatmulSoftmax { full: n, dtype } => match (full, dtype) {
+                (true, _) => vec![n, n, n],
+                (false, DType::F32) => vec![37, 29, 41],
+                (false, _) => vec![67, 33, 45],
+            },
+            Kind::Matmul { full: n, dtype } => match (full, dtype) {
+                (true, _) => vec![n, n, n],
+                (false, DType::F32) => vec![67, 33, 45],
+                (false, _) => vec![71, 39, 53],
+            },
+            // [R, C]
+            Kind::Softmax => {
+                if full {
+                    vec![8192, 8192]
+                } else {
+                    vec![67, 129]
+                }
+            }
+            Kind::LayerNormGelu => {
+                if full {
+                    vec![8192, 4096]
+                } else {
+                    vec![61, 257]
+                }
+            }
+            // [T, D, H]
+            Kind::Mlp => {
+                if full {
+                    vec![8192, 4096, 16384]
+                } else {
+                    vec![37, 33, 67]
+                }
+            }
+            Kind::Chain => vec![if full { 1024 } else { 1023 }],
+            // [B, H, S, D]
+            Kind::Attention => {
+                if full {
+                    vec![8, 16, 1024, 64]
+                } else {
+                    vec![1, 2, 33, 8]
+                }
+            }
+            // [batch, image extent]
+            Kind::ResNet18 => {
+                if full {
+                    vec![32, 224]
+                } else {
+                    vec![1, 32]
+                }
+            }
+        }
+    }
+
+    /// The storage dtype of the workload's tensors.
+    pub fn dtype(&self) -> DType {
+        match self.kind {
+            Kind::MatmulSoftmax { dtype, .. } | Kind::Matmul { dtype, .. } => dtype,
+            Kind::Mlp | Kind::Attention => DType::BF16,
+            _ => DType::F32,
+        }
+    }
+
+    fn input_specs(&self, scale: Scale) -> Vec<InputSpec> {
+        let d = self.dims(scale);
+        let dt = self.dtype();
+        let n1 = Dist::Normal(1.0);
+        match self.kind {
+            Kind::AddReluMul => vec![spec("x", dt, &d, n1), spec("b", dt, &d, n1)],
+            Kind::Cos | Kind::CosCos | Kind::Chain => vec![spec("x", dt, &d, n1)],
+            Kind::MatmulSoftmax { .. } => vec![spec("x", dt, &[d[0], d[1]], n1), spec("y", dt, &[d[1], d[2]], n1)],
+            Kind::Matmul { .. } => vec![spec("a", dt, &[d[0], d[1]], n1), spec("b", dt, &[d[1], d[2]], n1)],
+            Kind::Softmax => vec![spec("x", dt, &d, n1)],
+            Kind::LayerNormGelu => {
+                vec![spec("x", dt, &d, n1), spec("w", dt, &[d[1]], n1), spec("b", dt, &[d[1]], n1)]
+            }
+            Kind::Mlp => {
+                let (t, dm, h) = (d[0], d[1], d[2]);
+                vec![
+                    spec("x", dt, &[t, dm], n1),
+                    spec("w1", dt, &[h, dm], Dist::Normal(0.02)),
+                    spec("b1", dt, &[h], n1),
+                    spec("w2", dt, &[dm, h], Dist::Normal(0.02)),
+                    spec("b2", dt, &[dm], n1),
+                ]
+            }
+            Kind::Attention => ["q", "k", "v"].iter().map(|n| spec(n, dt, &d, n1)).collect(),
+            Kind::ResNet18 => resnet_specs(d[0], d[1]),
+        }
+    }
+
+    /// The captured graph at a scale.
+    pub fn build(&self, scale: Scale) -> Result<IrGraph, Error> {
+        let g = Graph::new();
+        let specs = self.input_specs(scale);
+        let ins: Vec<Tensor> = specs.iter().map(|s| g.input(&s.name, s.dtype, s.shape.clone())).collect();
+        let d = self.dims(scale);
+        let y = match self.kind {
+            Kind::AddReluMul => (&ins[0] + &ins[1]).relu() * 2.0,
+            Kind::Cos => ins[0].cos(),
+            Kind::CosCos => ins[0].cos().cos(),
+            Kind::MatmulSoftmax { .. } => ins[0].matmul(&ins[1]).softmax(1),
+            Kind::Softmax => ins[0].softmax(-1),
+            Kind::LayerNormGelu => ins[0].layer_norm(&ins[1], &ins[2], 1e-5).gelu(),
+            Kind::Mlp => {
+                let h = ins[0].matmul(&ins[1].transpose(0, 1)) + &ins[2];
+                h.gelu().matmul(&ins[3].transpose(0, 1)) + &ins[4]
+            }
+            Kind::Matmul { .. } => ins[0].matmul(&ins[1]),
+            Kind::Chain => {
+                let mut x = ins[0].clone();
+                for i in 0..64 {
+                    x = if i % 2 == 1 { x.sin() * 1.0001 + 0.001 } else { x.relu() - 0.5 };
+                }
+                x
+            }
+            Kind::Attention => {
+                let s = ins[0].matmul(&ins[1].transpose(-1, -2)) * (1.0 / (d[3] as f64).sqrt());
+                s.softmax(-1).matmul(&ins[2])
+            }
+            Kind::ResNet18 => {
+                let by_name: HashMap<&str, &Tensor> = specs.iter().map(|s| s.name.as_str()).zip(&ins).collect();
+                resnet_graph(&by_name)?
+            }
+        };
+        g.output(&y);
+        g.build()
+    }
+
+    /// Random inputs for a scale, drawn as `torch_anchor.py` draws them (`randn`, weights of the MLP
+    /// scaled by 0.02; ResNet weights as torchvision initializes them, with random batch-norm
+    /// statistics so the normalization does some work).
+    pub fn inputs(&self, scale: Scale, seed: u64) -> Vec<HostTensor> {
+        self.input_specs(scale)
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let seed = seed.wrapping_mul(0x1000_0000_01B3).wrapping_add(i as u64 * 0x9E37);
+                match s.dist {
+                    Dist::Normal(std) => randn(s.dtype, s.shape, seed, std),
+                    Dist::Uniform(lo, hi) => HostTensor::random(s.dtype, s.shape, seed, lo, hi),
+                }
+            })
+            .collect()
+    }
+
+    /// Floating-point operations at a scale, as `torch_anchor.py` counts them (0 where it reports
+    /// none, the memory-bound workloads): `2*M*N*K` per matmul, ResNet-18 as `batch * 2 * 1.82e9` at
+    /// full size and by counting its convolutions and the classifier otherwise.
+    pub fn flops(&self, scale: Scale) -> f64 {
+        let d: Vec<f64> = self.dims(scale).iter().map(|&x| x as f64).collect();
+        match self.kind {
+            Kind::MatmulSoftmax { .. } | Kind::Matmul { .. } => 2.0 * d[0] * d[1] * d[2],
+            Kind::Mlp => 2.0 * 2.0 * d[0] * d[1] * d[2],
+            Kind::Attention => 4.0 * d[0] * d[1] * d[2] * d[2] * d[3],
+            Kind::ResNet18 if scale == Scale::Full => d[0] * 2.0 * 1.82e9,
+            Kind::ResNet18 => self.build(scale).map(|g| graph_flops(&g)).unwrap_or(0.0),
+            _ => 0.0,
+        }
+    }
+
+    /// The fewest bytes any implementation must move: `torch_anchor.py`'s formula where it has one
+    /// (e.g. `3*N*4` for add_relu_mul, read x and write y for the row-wise ones), else every input
+    /// read once plus every output written once.
+    pub fn min_bytes(&self, scale: Scale) -> f64 {
+        let d: Vec<f64> = self.dims(scale).iter().map(|&x| x as f64).collect();
+        let e = self.dtype().size_bytes() as f64;
+        match self.kind {
+            Kind::AddReluMul => 3.0 * d[0] * e,
+            Kind::Cos | Kind::CosCos | Kind::Chain => 2.0 * d[0] * e,
+            Kind::MatmulSoftmax { .. } => (d[0] * d[1] + d[1] * d[2] + d[0] * d[2]) * e,
+            Kind::Softmax | Kind::LayerNormGelu => 2.0 * d[0] * d[1] * e,
+            _ => {
+                let ins: f64 = self
+                    .input_specs(scale)
+                    .iter()
+                    .map(|s| (s.shape.iter().product::<usize>() * s.dtype.size_bytes()) as f64)
+                    .sum();
+                let out = self.output_shape(scale).iter().product::<usize>() as f64 * e;
+                ins + out
+            }
+        }
+    }
+
+    /// The shape of the (single) output.
+    pub fn output_shape(&self, scale: Scale) -> Vec<usize> {
+        let d = self.dims(scale);
+        match self.kind {
+            Kind::AddReluMul | Kind::Cos | Kind::CosCos | Kind::Chain => d,
+            Kind::MatmulSoftmax { .. } | Kind::Matmul { .. } => vec![d[0], d[2]],
+            Kind::Softmax | Kind::LayerNormGelu | Kind::Attention => d,
+            Kind::Mlp => vec![d[0], d[1]],
+            Kind::ResNet18 => vec![d[0], 1000],
+        }
+    }
+
+    /// `(rtol, atol)` for comparing a result with [`Workload::reference`], by dtype: the
+    /// reference rounds where PyTorch stores, so what is left is accumulation-order noise.
+    pub fn tolerance(&self) -> (f64, f64) {
+        tolerance(self.dtype())
+    }
+
+    /// The expected outputs for `inputs`, computed independently: plain loops in f64, rounded to the
+    /// storage dtype wherever PyTorch materializes a tensor. Fails when `inputs` do not match the
+    /// workload's input types.
+    pub fn reference(&self, scale: Scale, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, Error> {
+        let specs = self.input_specs(scale);
+        if inputs.len() != specs.len() {
+            return Err(Error::Input(format!("{} takes {} inputs, got {}", self.name, specs.len(), inputs.len())));
+        }
+        for (s, t) in specs.iter().zip(inputs) {
+            if t.dtype() != s.dtype || t.shape != s.shape {
+                return Err(Error::Input(format!(
+                    "{} input {:?} must be {}{:?}, got {}{:?}",
+                    self.name,
+                    s.name,
+                    s.dtype,
+                    s.shape,
+                    t.dtype(),
+                    t.shape
+                )));
+            }
+        }
+        let v: Vec<Vec<f64>> = inputs.iter().map(|t| t.to_f64_vec()).collect();
+        let d = self.dims(scale);
+        let dt = self.dtype();
+        let rd = |x: Vec<f64>| -> Vec<f64> { x.into_iter().map(|a| round_to(dt, a)).collect() };
+        let map2 = |a: &[f64], b: &[f64], f: &dyn Fn(f64, f64) -> f64| -> Vec<f64> {
+            a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
+        };
+        let map = |a: &[f64], f: &dyn Fn(f64) -> f64| -> Vec<f64> { a.iter().map(|&x| f(x)).collect() };
+        let out = match self.kind {
+            Kind::AddReluMul => {
+                let s = rd(map2(&v[0], &v[1], &|x, y| x + y));
+                let r = map(&s, &|x| x.max(0.0));
+                rd(map(&r, &|x| x * 2.0))
+            }
+            Kind::Cos => rd(map(&v[0], &f64::cos)),
+            Kind::CosCos => {
+                let c = rd(map(&v[0], &f64::cos));
+                rd(map(&c, &f64::cos))
+            }
+            Kind::MatmulSoftmax { .. } => {
+                let p = rd(ref_matmul(&v[0], &v[1], 1, d[0], d[1], d[2], false));
+                rd(ref_softmax_rows(&p, d[2]))
+            }
+            Kind::Matmul { .. } => rd(ref_matmul(&v[0], &v[1], 1, d[0], d[1], d[2], false)),
+            Kind::Softmax => rd(ref_softmax_rows(&v[0], d[1])),
+            Kind::LayerNormGelu => {
+                let c = d[1];
+                let mut y = Vec::with_capacity(v[0].len());
+                for row in v[0].chunks(c) {
+                    let mean = row.iter().sum::<f64>() / c as f64;
+                    let var = row.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / c as f64;
+                    for (j, &x) in row.iter().enumerate() {
+                        y.push((x - mean) / (var + 1e-5).sqrt() * v[1][j] + v[2][j]);
+                    }
+                }
+                let y = rd(y);
+                rd(map(&y, &gelu_erf))
+            }
+            Kind::Mlp => {
+                let (t, dm, h) = (d[0], d[1], d[2]);
+                // F.linear(x, w, b) = x @ w^T + b, one rounding (addmm).
+                let mut a = ref_matmul(&v[0], &v[1], 1, t, dm, h, true);
+                a.iter_mut().enumerate().for_each(|(i, x)| *x += v[2][i % h]);
+                let a = rd(map(&rd(a), &gelu_erf));
+                let mut y = ref_matmul(&a, &v[3], 1, t, h, dm, true);
+                y.iter_mut().enumerate().for_each(|(i, x)| *x += v[4][i % dm]);
+                rd(y)
+            }
+            Kind::Chain => {
+                let mut x = v[0].clone();
+                for i in 0..64 {
+                    x = if i % 2 == 1 {
+                        let s = rd(map(&x, &f64::sin));
+                        let m = rd(map(&s, &|a| a * round_to(dt, 1.0001)));
+                        rd(map(&m, &|a| a + round_to(dt, 0.001)))
+                    } else {
+                        let r = map(&x, &|a| a.max(0.0));
+                        rd(map(&r, &|a| a - 0.5))
+                    };
+                }
+                x
+            }
+            Kind::Attention => {
+                let (b, h, s, dh) = (d[0], d[1], d[2], d[3]);
+                let scores = rd(ref_matmul(&v[0], &v[1], b * h, s, dh, s, true));
+                let scale = round_to(dt, 1.0 / (dh as f64).sqrt());
+                let scaled = rd(map(&scores, &|x| x * scale));
+                let p = rd(ref_softmax_rows(&scaled, s));
+                rd(ref_matmul(&p, &v[2], b * h, s, s, dh, false))
+            }
+            Kind::ResNet18 => {
+                let by_name: HashMap<&str, &[f64]> =
+                    specs.iter().map(|s| s.name.as_str()).zip(v.iter().map(|x| x.as_slice())).collect();
+                ref_resnet(&by_name, d[0], d[1])?
+            }
+        };
+        Ok(vec![HostTensor::from_f64(dt, self.output_shape(scale), &out)])
+    }
+}
+
+/// The outcome of [`Workload::check_cpu`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpuCheck {
+    /// Nodes in the captured graph.
+    pub nodes_captured: usize,
+    /// Nodes after `decompose`.
+    pub nodes_decomposed: usize,
+    /// Nodes after the whole pipeline.
+    pub nodes_optimized: usize,
+    /// Worst [`HostTensor::tolerance_ratio`] of the captured graph's CPU result against
+    /// [`Workload::reference`], with [`Workload::tolerance`].
+    pub ratio_captured: f64,
+    /// The same for the graph after the whole pipeline.
+    pub ratio_optimized: f64,
+}
+
+impl CpuCheck {
+    /// True when both results are within tolerance (ratios at most 1; NaN fails).
+    pub fn passed(&self) -> bool {
+        self.ratio_captured <= 1.0 && self.ratio_optimized <= 1.0
+    }
+}
+
+fn worst_ratio(got: &[HostTensor], want: &[HostTensor], (rtol, atol): (f64, f64)) -> f64 {
+    if got.len() != want.len() {
+        return f64::INFINITY;
+    }
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| g.tolerance_ratio(w, rtol, atol))
+        .fold(0.0, |a, r| if r.is_nan() { r } else { a.max(r) })
+}
+
+impl Workload {
+    /// Builds the workload, runs the pass pipeline, evaluates the captured and the optimized graphs
+    /// with the CPU interpreter on [`Workload::inputs`] and compares both with
+    /// [`Workload::reference`].
+    pub fn check_cpu(&self, scale: Scale, seed: u64) -> Result<CpuCheck, Error> {
+        let g = self.build(scale)?;
+        let steps = crate::passes::run_pipeline(&g)?;
+        let decomposed =
+            steps.iter().find(|s| s.0 == crate::passes::DECOMPOSE).map_or(g.nodes.len(), |s| s.1.nodes.len());
+        let optimized = steps.last().map_or(&g, |s| &s.1);
+        let inputs = self.inputs(scale, seed);
+        let want = self.reference(scale, &inputs)?;
+        let tol = self.tolerance();
+        let ratio_captured = worst_ratio(&crate::cpu::run(&g, &inputs)?, &want, tol);
+        let ratio_optimized = worst_ratio(&crate::cpu::run(optimized, &inputs)?, &want, tol);
+        Ok(CpuCheck {
+            nodes_captured: g.nodes.len(),
+            nodes_decomposed: decomposed,
+            nodes_optimized: optimized.nodes.len(),
+            ratio_captured,
+            ratio_optimized,
+        })
+    }
+}
+
+/// `(rtol, atol)` for comparing a computed `dtype` result with an f64 reference rounded to
+/// `dtype`: a few units in the last place of the storage type, relative and absolute.
+pub fn tolerance(dtype: DType) -> (f64, f64) {
+    let r = dtype.rel_tolerance();
+    (r, r * 0.1)
+}
+
+/// FLOPs of the matmuls and convolutions of a graph (2 per multiply-add); 0 for symbolic shapes.
+pub fn graph_flops(g: &IrGraph) -> f64 {
+    let mut f = 0.0;
+    for n in &g.nodes {
+        let out = n.ty.shape.numel().unwrap_or(0) as f64;
+        match &n.op {
+            Op::MatMul => {
+                let a = &g.ty(n.inputs[0]).shape;
+                let k = a.0.last().and_then(|d| d.as_static()).unwrap_or(0) as f64;
+                f += 2.0 * out * k;
+            }
+            Op::Conv2d { window, groups } => {
+                let cin = g.ty(n.inputs[0]).shape.0.get(1).and_then(|d| d.as_static()).unwrap_or(0) as f64;
+                let taps = (window.kernel[0] * window.kernel[1]) as f64;
+                f += 2.0 * out * taps * cin / *groups as f64;
+            }
+            _ => {}
+        }
+    }
+    f
+}
+
+fn resnet_specs(batch: usize, hw: usize) -> Vec<InputSpec> {
+    let dt = DType::F32;
+    let mut v = vec![spec("x", dt, &[batch, 3, hw, hw], Dist::Normal(1.0))];
+    // torchvision: kaiming_normal_(mode="fan_out", nonlinearity="relu").
+    let conv = |v: &mut Vec<InputSpec>, name: String, co: usize, ci: usize, k: usize| {
+        let std = (2.0 / (co * k * k) as f64).sqrt();
+        v.push(spec(&name, dt, &[co, ci, k, k], Dist::Normal(std)));
+    };
+    let bn = |v: &mut Vec<InputSpec>, p: String, c: usize| {
+        v.push(spec(&format!("{p}.weight"), dt, &[c], Dist::Uniform(0.5, 1.5)));
+        v.push(spec(&format!("{p}.bias"), dt, &[c], Dist::Uniform(-0.2, 0.2)));
+        v.push(spec(&format!("{p}.running_mean"), dt, &[c], Dist::Uniform(-0.2, 0.2)));
+        v.push(spec(&format!("{p}.running_var"), dt, &[c], Dist::Uniform(0.5, 1.5)));
+    };
+    conv(&mut v, "conv1.weight".into(), 64, 3, 7);
+    bn(&mut v, "bn1".into(), 64);
+    let mut cin = 64;
+    for (li, &(c, stride)) in RESNET_STAGES.iter().enumerate() {
+        for bi in 0..2 {
+            let p = format!("layer{}.{bi}", li + 1);
+            let ci = if bi == 0 { cin } else { c };
+            conv(&mut v, format!("{p}.conv1.weight"), c, ci, 3);
+            bn(&mut v, format!("{p}.bn1"), c);
+            conv(&mut v, format!("{p}.conv2.weight"), c, c, 3);
+            bn(&mut v, format!("{p}.bn2"), c);
+            if bi == 0 && (stride != 1 || ci != c) {
+                conv(&mut v, format!("{p}.downsample.0.weight"), c, ci, 1);
+                bn(&mut v, format!("{p}.downsample.1"), c);
+            }
+        }
+        cin = c;
+    }
+    // nn.Linear's default init: uniform(-1/sqrt(in), 1/sqrt(in)).
+    let b = 1.0 / 512f64.sqrt();
+    v.push(spec("fc.weight", dt, &[1000, 512], Dist::Uniform(-b, b)));
+    v.push(spec("fc.bias", dt, &[1000], Dist::Uniform(-b, b)));
+    v
+}
+
+fn resnet_graph(p: &HashMap<&str, &Tensor>) -> Result<Tensor, Error> {
+    let get = |n: &str| p.get(n).copied().ok_or_else(|| Error::Input(format!("resnet18: no input {n:?}")));
+    let conv_bn = |x: &Tensor, conv: &str, bn: &str, stride: usize, pad: usize| -> Result<Tensor, Error> {
+        let y = x.conv2d(get(conv)?, None, [stride, stride], [pad; 4], [1, 1], 1);
+        Ok(y.batch_norm(
+            get(&format!("{bn}.weight"))?,
+            get(&format!("{bn}.bias"))?,
+            get(&format!("{bn}.running_mean"))?,
+            get(&format!("{bn}.running_var"))?,
+            1e-5,
+        ))
+    };
+    let x = get("x")?;
+    let mut y = conv_bn(x, "conv1.weight", "bn1", 2, 3)?.relu().max_pool2d([3, 3], [2, 2], [1; 4]);
+    let mut cin = 64;
+    for (li, &(c, stride)) in RESNET_STAGES.iter().enumerate() {
+        for bi in 0..2 {
+            let p = format!("layer{}.{bi}", li + 1);
+            let s = if bi == 0 { stride } else { 1 };
+            let h = conv_bn(&y, &format!("{p}.conv1.weight"), &format!("{p}.bn1"), s, 1)?.relu();
+            let h = conv_bn(&h, &format!("{p}.conv2.weight"), &format!("{p}.bn2"), 1, 1)?;
+            let ci = if bi == 0 { cin } else { c };
+            let identity = if bi == 0 && (stride != 1 || ci != c) {
+                conv_bn(&y, &format!("{p}.downsample.0.weight"), &format!("{p}.downsample.1"), s, 0)?
+            } else {
+                y.clone()
+            };
+            y = (&h + &identity).relu();
+        }
+        cin = c;
+    }
+    let pooled = y.mean(&[2, 3], false);
+    Ok(pooled.matmul(&get("fc.weight")?.transpose(0, 1)) + get("fc.bias")?)
+}
+
+/// `a @ b` for `batch` pairs of row-major matrices: a is [m, k]; b is [k, n], or [n, k] when
+/// `b_transposed` (so the result is `a @ b^T`).
+fn ref_matmul(a: &[f64], b: &[f64], batch: usize, m: usize, k: usize, n: usize, b_transposed: bool) -> Vec<f64> {
+    let mut out = vec![0.0; batch * m * n];
+    for bi in 0..batch {
+        let (a, b) = (&a[bi * m * k..(bi + 1) * m * k], &b[bi * k * n..(bi + 1) * k * n]);
+        for i in 0..m {
+            for j in 0..n {
+                let mut s = 0.0;
+                for p in 0..k {
+                    let bv = if b_transposed { b[j * k + p] } else { b[p * n + j] };
+                    s += a[i * k + p] * bv;
+                }
+                out[bi * m * n + i * n + j] = s;
+            }
+        }
+    }
+    out
+}
+
+/// Softmax of each row of length `c`, computed as exp(x - max) / sum.
+fn ref_softmax_rows(x: &[f64], c: usize) -> Vec<f64> {
+    let mut out = Vec::with_capacity(x.len());
+    for row in x.chunks(c) {
+        let m = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let e: Vec<f64> = row.iter().map(|&v| (v - m).exp()).collect();
+        let s: f64 = e.iter().sum();
+        out.extend(e.iter().map(|&v| v / s));
+    }
+    out
+}
+
+/// erf(x) from the series `2/sqrt(pi) * exp(-x^2) * sum_n 2^n x^(2n+1) / (1*3*...*(2n+1))`, whose
+/// terms are all positive (no cancellation); |erf(x)| rounds to 1 beyond |x| = 6.
+fn erf(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    let a = x.abs();
+    if a >= 6.0 {
+        return x.signum();
+    }
+    let mut term = a;
+    let mut sum = a;
+    let mut n = 0.0;
+    while term > sum * 1e-17 {
+        n += 1.0;
+        term *= 2.0 * a * a / (2.0 * n + 1.0);
+        sum += term;
+    }
+    (2.0 / std::f64::consts::PI.sqrt() * (-a * a).exp() * sum).copysign(x)
+}
+
+/// GELU, exact form.
+fn gelu_erf(x: f64) -> f64 {
+    0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2))
+}
+
+/// A dense NCHW activation for the ResNet reference.
+struct Act {
+    v: Vec<f64>,
+    n: usize,
+    c: usize,
+    h: usize,
+    w: usize,
+}
+
+fn ref_conv(x: &Act, w: &[f64], co: usize, k: usize, stride: usize, pad: usize) -> Act {
+    let oh = (x.h + 2 * pad - k) / stride + 1;
+    let ow = (x.w + 2 * pad - k) / stride + 1;
+    let mut out = vec![0.0; x.n * co * oh * ow];
+    for n in 0..x.n {
+        for o in 0..co {
+            for i in 0..oh {
+                for j in 0..ow {
+                    let mut s = 0.0;
+                    for c in 0..x.c {
+                        for di in 0..k {
+                            let yi = (i * stride + di) as isize - pad as isize;
+                            if yi < 0 || yi >= x.h as isize {
+                                continue;
+                            }
+                            for dj in 0..k {
+                                let xj = (j * stride + dj) as isize - pad as isize;
+                                if xj < 0 || xj >= x.w as isize {
+                                    continue;
+                                }
+                                let xv = x.v[((n * x.c + c) * x.h + yi as usize) * x.w + xj as usize];
+                                s += xv * w[((o * x.c + c) * k + di) * k + dj];
+                            }
+                        }
+                    }
+                    out[((n * co + o) * oh + i) * ow + j] = s;
+                }
+            }
+        }
+    }
+    Act { v: out, n: x.n, c: co, h: oh, w: ow }
+}
+
+fn ref_bn(x: &mut Act, p: &HashMap<&str, &[f64]>, name: &str) -> Result<(), Error> {
+    let get =
+        |s: &str| p.get(format!("{name}.{s}").as_str()).copied().ok_or_else(|| Error::Input(format!("no {name}.{s}")));
+    let (w, b, m, var) = (get("weight")?, get("bias")?, get("running_mean")?, get("running_var")?);
+    let hw = x.h * x.w;
+    for (i, v) in x.v.iter_mut().enumerate() {
+        let c = (i / hw) % x.c;
+        *v = round_to(DType::F32, (*v - m[c]) / (var[c] + 1e-5).sqrt() * w[c] + b[c]);
+    }
+    Ok(())
+}
+
+fn ref_relu(x: &mut Act) {
+    x.v.iter_mut().for_each(|v| *v = v.max(0.0));
+}
+
+fn ref_resnet(p: &HashMap<&str, &[f64]>, batch: usize, hw: usize) -> Result<Vec<f64>, Error> {
+    let get = |s: &str| p.get(s).copied().ok_or_else(|| Error::Input(format!("resnet18: no input {s:?}")));
+    let conv_bn = |x: &Act, conv: &str, bn: &str, co: usize, k: usize, stride: usize| -> Result<Act, Error> {
+        let mut y = ref_conv(x, get(conv)?, co, k, stride, k / 2);
+        y.v.iter_mut().for_each(|v| *v = round_to(DType::F32, *v));
+        ref_bn(&mut y, p, bn)?;
+        Ok(y)
+    };
+    let x = Act { v: get("x")?.to_vec(), n: batch, c: 3, h: hw, w: hw };
+    let mut y = conv_bn(&x, "conv1.weight", "bn1", 64, 7, 2)?;
+    ref_relu(&mut y);
+    // Max pool 3x3, stride 2, padding 1 (padding never wins).
+    let (oh, ow) = ((y.h + 2 - 3) / 2 + 1, (y.w + 2 - 3) / 2 + 1);
+    let mut pooled = vec![f64::NEG_INFINITY; y.n * y.c * oh * ow];
+    for nc in 0..y.n * y.c {
+        for i in 0..oh {
+            for j in 0..ow {
+                let o = &mut pooled[(nc * oh + i) * ow + j];
+                for di in 0..3 {
+                    for dj in 0..3 {
+                        let (yi, xj) = ((i * 2 + di) as isize - 1, (j * 2 + dj) as isize - 1);
+                        if yi >= 0 && xj >= 0 && (yi as usize) < y.h && (xj as usize) < y.w {
+                            *o = o.max(y.v[(nc * y.h + yi as usize) * y.w + xj as usize]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut y = Act { v: pooled, n: y.n, c: y.c, h: oh, w: ow };
+    let mut cin = 64;
+    for (li, &(c, stride)) in RESNET_STAGES.iter().enumerate() {
+        for bi in 0..2 {
+            let pre = format!("layer{}.{bi}", li + 1);
+            let s = if bi == 0 { stride } else { 1 };
+            let mut h = conv_bn(&y, &format!("{pre}.conv1.weight"), &format!("{pre}.bn1"), c, 3, s)?;
+            ref_relu(&mut h);
+            let h = conv_bn(&h, &format!("{pre}.conv2.weight"), &format!("{pre}.bn2"), c, 3, 1)?;
+            let ci = if bi == 0 { cin } else { c };
+            let identity = if bi == 0 && (stride != 1 || ci != c) {
+                conv_bn(&y, &format!("{pre}.downsample.0.weight"), &format!("{pre}.downsample.1"), c, 1, s)?
+            } else {
+                y
+            };
+            let v = h.v.iter().zip(&identity.v).map(|(a, b)| round_to(DType::F32, a + b).max(0.0)).collect();
+            y = Act { v, ..h };
+        }
+        cin = c;
+    }
+    // Global average pool, then fc: x @ W^T + b.
+    let hw = y.h * y.w;
+    let feats: Vec<f64> = y.v.chunks(hw).map(|ch| round_to(DType::F32, ch.iter().sum::<f64>() / hw as f64)).collect();
+    let (fw, fb) = (get("fc.weight")?, get("fc.bias")?);
+    let mut out = ref_matmul(&feats, fw, 1, batch, 512, 1000, true);
+    out.iter_mut().enumerate().for_each(|(i, v)| *v += fb[i % 1000]);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_the_anchor_script() {
+        assert_eq!(
+            names(),
+            [
+                "add_relu_mul_10M_f32",
+                "cos_16M_f32",
+                "cos_cos_16M_f32",
+                "matmul_softmax_100_f32",
+                "matmul_softmax_4096_bf16",
+                "softmax_8192x8192_f32",
+                "layernorm_gelu_8192x4096_f32",
+                "mlp_8192x4096x16384_bf16",
+                "matmul_8192_bf16",
+                "matmul_4096_f32",
+                "pointwise_chain64_1024_f32",
+                "attention_b8h16s1024d64_bf16",
+                "resnet18_b32_f32",
+            ]
+        );
+        assert!(get("nope").is_none());
+        assert_eq!(Scale::parse("reduced"), Some(Scale::Reduced));
+        assert_eq!(Scale::parse(Scale::Full.name()), Some(Scale::Full));
+    }
+
+    #[test]
+    fn full_size_figures_match_the_anchor_script() {
+        let f = |n: &str| get(n).unwrap();
+        let (n10m, m16) = (10_000_000f64, (1u64 << 24) as f64);
+        assert_eq!(f("add_relu_mul_10M_f32").min_bytes(Scale::Full), 3.0 * n10m * 4.0);
+        assert_eq!(f("cos_16M_f32").min_bytes(Scale::Full), 2.0 * m16 * 4.0);
+        assert_eq!(f("cos_cos_16M_f32").min_bytes(Scale::Full), 2.0 * m16 * 4.0);
+        assert_eq!(f("matmul_softmax_100_f32").flops(Scale::Full), 2.0 * 100f64.powi(3));
+        assert_eq!(f("matmul_softmax_100_f32").min_bytes(Scale::Full), 3.0 * 100.0 * 100.0 * 4.0);
+        assert_eq!(f("matmul_softmax_4096_bf16").flops(Scale::Full), 2.0 * 4096f64.powi(3));
+        assert_eq!(f("matmul_softmax_4096_bf16").min_bytes(Scale::Full), 3.0 * 4096.0 * 4096.0 * 2.0);
+        assert_eq!(f("softmax_8192x8192_f32").min_bytes(Scale::Full), 2.0 * 8192.0 * 8192.0 * 4.0);
+        assert_eq!(f("layernorm_gelu_8192x4096_f32").min_bytes(Scale::Full), 2.0 * 8192.0 * 4096.0 * 4.0);
+        assert_eq!(f("mlp_8192x4096x16384_bf16").flops(Scale::Full), 4.0 * 8192.0 * 4096.0 * 16384.0);
+        assert_eq!(f("matmul_8192_bf16").flops(Scale::Full), 2.0 * 8192f64.powi(3));
+        assert_eq!(f("matmul_8192_bf16").min_bytes(Scale::Full), 3.0 * 8192.0 * 8192.0 * 2.0);
+        assert_eq!(f("matmul_4096_f32").flops(Scale::Full), 2.0 * 4096f64.powi(3));
+        assert_eq!(f("matmul_4096_f32").min_bytes(Scale::Full), 3.0 * 4096.0 * 4096.0 * 4.0);
+        assert_eq!(f("pointwise_chain64_1024_f32").min_bytes(Scale::Full), 2.0 * 1024.0 * 4.0);
+        assert_eq!(f("attention_b8h16s1024d64_bf16").flops(Scale::Full), 4.0 * 8.0 * 16.0 * 1024.0 * 1024.0 * 64.0);
+        assert_eq!(f("attention_b8h16s1024d64_bf16").min_bytes(Scale::Full), 4.0 * 8.0 * 16.0 * 1024.0 * 64.0 * 2.0);
+        assert_eq!(f("resnet18_b32_f32").flops(Scale::Full), 32.0 * 2.0 * 1.82e9);
+        let mlp_bytes = (2.0 * 8192.0 * 4096.0 + 2.0 * 16384.0 * 4096.0 + 16384.0 + 4096.0) * 2.0;
+        assert_eq!(f("mlp_8192x4096x16384_bf16").min_bytes(Scale::Full), mlp_bytes);
+        for w in all() {
+            assert!(w.min_bytes(Scale::Full) > 0.0 && w.min_bytes(Scale::Reduced) > 0.0, "{}", w.name);
+        }
+    }
+
+    #[test]
+    fn declared_flops_match_the_graphs() {
+        // The matmul/conv FLOPs counted in each full-size graph agree with the declared figure.
+        for w in all() {
+            let declared = w.flops(Scale::Full);
+            if declared == 0.0 {
+                continue;
+            }
+            let counted = graph_flops(&w.build(Scale::Full).unwrap());
+            assert!((counted / declared - 1.0).abs() < 0.01, "{}: counted {counted} vs {declared}", w.name);
+        }
+    }
+
+    #[test]
+    fn every_workload_builds_at_both_scales() {
+        for w in all() {
+            for scale in [Scale::Full, Scale::Reduced] {
+                let g = w.build(scale).unwrap_or_else(|e| panic!("{} {scale:?}: {e}", w.name));
+                crate::verify::verify(&g).unwrap();
+                assert_eq!(g.outputs.len(), 1);
+                let out = g.ty(g.outputs[0].node);
+                assert_eq!(out.shape, crate::shape::Shape::new(&w.output_shape(scale)), "{}", w.name);
+                assert_eq!(out.dtype, w.dtype());
+                let ins = w.inputs(Scale::Reduced, 1);
+                let g = w.build(Scale::Reduced).unwrap();
+                for (t, &i) in ins.iter().zip(&g.inputs) {
+                    assert_eq!(crate::shape::Shape::new(&t.shape), g.ty(i).shape);
+                    assert_eq!(t.dtype(), g.ty(i).dtype);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn resnet18_has_torchvision_structure() {
+        let w = get("resnet18_b32_f32").unwrap();
+        let g = w.build(Scale::Full).unwrap();
+        let count = |name: &str| g.nodes.iter().filter(|n| n.op.name() == name).count();
+        assert_eq!(count("conv2d"), 20); // 1 stem + 16 in blocks + 3 downsample
+        assert_eq!(count("batch_norm"), 20);
+        assert_eq!(count("max_pool2d"), 1);
+        assert_eq!(count("relu"), 17);
+        assert_eq!(g.inputs.len(), 1 + 20 + 20 * 4 + 2);
+        // torchvision resnet18 has 11,689,512 parameters (batch-norm running stats excluded).
+        let params: usize = g
+            .inputs
+            .iter()
+            .zip(g.input_names())
+            .filter(|(_, n)| *n != "x" && !n.contains("running"))
+            .map(|(&i, _)| g.ty(i).shape.numel().unwrap())
+            .sum();
+        assert_eq!(params, 11_689_512);
+    }
+
+    #[test]
+    fn inputs_are_deterministic_and_scaled() {
+        let w = get("mlp_8192x4096x16384_bf16").unwrap();
+        let a = w.inputs(Scale::Reduced, 5);
+        assert_eq!(a, w.inputs(Scale::Reduced, 5));
+        assert_ne!(a, w.inputs(Scale::Reduced, 6));
+        let std = |t: &HostTensor| {
+            let v = t.to_f64_vec();
+            (v.iter().map(|x| x * x).sum::<f64>() / v.len() as f64).sqrt()
+        };
+        assert!((std(&a[0]) - 1.0).abs() < 0.1, "{}", std(&a[0]));
+        assert!((std(&a[1]) - 0.02).abs() < 0.003, "{}", std(&a[1]));
+    }
+
+    #[test]
+    fn cpu_interpreter_matches_the_references() {
+        // Every workload at reduced size, captured and after the pass pipeline, on two seeds.
+        for w in all() {
+            for seed in [0, 1] {
+                let c = w.check_cpu(Scale::Reduced, seed).unwrap_or_else(|e| panic!("{}: {e}", w.name));
+                assert!(c.passed(), "{} seed {seed}: {c:?}", w.name);
+                assert!(c.nodes_decomposed >= c.nodes_captured || w.name.starts_with("pointwise"));
+            }
+        }
+    }
+
+    #[test]
+    fn reference_comparison_detects_small_errors() {
+        // One element off by a few tolerances makes the check fail, for each dtype in use.
+        for name in ["layernorm_gelu_8192x4096_f32", "attention_b8h16s1024d64_bf16"] {
+            let w = get(name).unwrap();
+            let ins = w.inputs(Scale::Reduced, 3);
+            let want = w.reference(Scale::Reduced, &ins).unwrap();
+            let got = crate::cpu::run(&w.build(Scale::Reduced).unwrap(), &ins).unwrap();
+            let (rtol, atol) = w.tolerance();
+            assert!(worst_ratio(&got, &want, (rtol, atol)) <= 1.0);
+            let mut v = got[0].to_f64_vec();
+            v[7] += 3.0 * (atol + rtol * v[7].abs());
+            let bad = HostTensor::from_f64(got[0].dtype(), got[0].shape.clone(), &v);
+            assert!(worst_ratio(&[bad], &want, (rtol, atol)) > 1.0, "{name}");
+        }
+    }
+
+    #[test]
+    fn reference_erf_is_accurate() {
+        // Values from the closed-form tables (erf(1), erf(0.5), erf(2)).
+        assert!((erf(1.0) - 0.842_700_792_949_714_9).abs() < 1e-15);
+        assert!((erf(0.5) - 0.520_499_877_813_046_5).abs() < 1e-15);
+        assert!((erf(-2.0) + 0.995_322_265_018_952_7).abs() < 1e-15);
+        assert_eq!(erf(7.0), 1.0);
+        assert_eq!(erf(0.0), 0.0);
+    }
+
+    #[test]
+    fn reference_rejects_wrong_inputs() {
+        let w = get("softmax_8192x8192_f32").unwrap();
+        assert!(matches!(w.reference(Scale::Reduced, &[]), Err(Error::Input(_))));
+        let bad = HostTensor::random(DType::F32, vec![3, 3], 0, 0.0, 1.0);
+        assert!(matches!(w.reference(Scale::Reduced, &[bad]), Err(Error::Input(_))));
+    }
+
+    #[test]
+    fn reference_softmax_and_matmul_by_hand() {
+        let s = ref_softmax_rows(&[0.0, 0.0, 1.0f64.ln() + 2.0f64.ln()], 3);
+        assert!((s[0] - 0.25).abs() < 1e-15 && (s[2] - 0.5).abs() < 1e-15);
+        // [[1,2],[3,4]] @ [[5,6],[7,8]] = [[19,22],[43,50]]
+        assert_eq!(ref_matmul(&[1., 2., 3., 4.], &[5., 6., 7., 8.], 1, 2, 2, 2, false), [19., 22., 43., 50.]);
+        assert_eq!(ref_matmul(&[1., 2., 3., 4.], &[5., 7., 6., 8.], 1, 2, 2, 2, true), [19., 22., 43., 50.]);
+    }
+}
