@@ -1,2 +1,20 @@
 //! sinter: a deep-learning compiler. This crate re-exports the workspace crates and holds the CLI.
+//!
+//! ```
+//! use sinter::prelude::*;
+//! let g = Graph::new();
+//! let x = g.input("x", DType::F32, [2, 3]);
+//! g.output(&x.softmax(-1));
+//! let out = sinter::cpu::run(&g, &[HostTensor::random(DType::F32, vec![2, 3], 0, -1.0, 1.0)]).unwrap();
+//! assert_eq!(out[0].shape, [2, 3]);
+//! ```
 pub use sinter_core as core;
+pub use sinter_core::{
+    AsGraph, DType, Dim, Error, Graph, HostTensor, IrGraph, NodeId, Op, Shape, Tensor, TensorType, cpu, ir, passes,
+    prelude, text, trace, verify, workloads,
+};
+
+pub mod runtime;
+pub use runtime::{Backend, Options, backend, compile};
+pub use sinter_core::backend::Mode;
+pub use sinter_core::compile::{CompileError, CompiledGraph};

@@ -1,1 +1,58 @@
-fn main() {}
+//! The `sinter` command line. One subcommand per module of `cli/`; each module has an `Args`
+//! (clap derive) and a `run(Args) -> anyhow::Result<()>`. Errors are printed and exit with 1.
+
+mod cli;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// sinter: a deep-learning compiler.
+#[derive(Parser, Debug)]
+#[command(name = "sinter", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Print a workload's captured graph, then the graph after each pass of the pipeline.
+    Explain(cli::explain::Args),
+    /// Run every workload at reduced size on the CPU reference and check it against an
+    /// independent reference; exits non-zero on any failure.
+    Demo(cli::demo::Args),
+    /// Open an artifact folder (from `sinter profile --out DIR`) in the desktop viewer.
+    View(cli::view::Args),
+    /// Import an ONNX model, run it on a backend and write the outputs (.npy/.npz).
+    Run(cli::run::Args),
+    /// Run the ONNX backend conformance suite on a backend and report pass/fail per op.
+    Conformance(cli::conformance::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 1 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Explain(a) => cli::explain::run(a),
+        Command::Demo(a) => cli::demo::run(a),
+        Command::Run(a) => cli::run::run(a),
+        Command::Conformance(a) => cli::conformance::run(a),
+        Command::View(a) => cli::view::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // A closed pipe (`sinter explain ... | head`) is not an error.
+        Err(e) if cli::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

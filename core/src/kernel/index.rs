@@ -41,21 +41,25 @@ impl Index {
     }
 
     /// `self + other`.
+    #[allow(clippy::should_implement_trait)]
     pub fn add(self, other: Index) -> Index {
         Index::Sum(vec![self, other])
     }
 
     /// `self * c`.
+    #[allow(clippy::should_implement_trait)]
     pub fn mul(self, c: i64) -> Index {
         Index::Mul(Box::new(self), c)
     }
 
     /// `self / c` (floor).
+    #[allow(clippy::should_implement_trait)]
     pub fn div(self, c: i64) -> Index {
         Index::Div(Box::new(self), c)
     }
 
     /// `self % c`.
+    #[allow(clippy::should_implement_trait)]
     pub fn rem(self, c: i64) -> Index {
         Index::Mod(Box::new(self), c)
     }

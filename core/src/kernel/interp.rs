@@ -467,7 +467,14 @@ fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
                     return Err(format!("v{i} is a NaN integer literal"));
                 }
             }
-            Expr::IndexValue(_) | Expr::IndexCmp(..) => {}
+            Expr::IndexCmp(_, a, b) => {
+                for x in [a, b] {
+                    if !empty && !contains_value(x) && x.range(&vr).is_none_or(|(lo, _)| lo < 0) {
+                        return Err(format!("v{i} compares `{x}`, which may be negative"));
+                    }
+                }
+            }
+            Expr::IndexValue(_) => {}
         }
         uses.push(u);
         max_acc.push(acc);

@@ -224,7 +224,7 @@ impl Sched<'_> {
         let mut off = 0i64;
         for &p in &node.inputs {
             let len = self.shapes[p.index()][axis] as i64;
-            if len > 0 && off <= hi && off + len - 1 >= lo {
+            if len > 0 && off <= hi && off + len > lo {
                 parts.push((p, off, len));
             }
             off += len;

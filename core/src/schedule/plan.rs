@@ -378,7 +378,7 @@ impl<'g> Sched<'g> {
 
     /// True when every live user of `n` is computed only inside `kb` (so `n` needs no buffer of
     /// its own), judged conservatively from what is placed so far.
-    fn covered(&self, n: NodeId, kb: &KernelBuilder, members: &BTreeSet<NodeId>, memo: &mut HashMap<NodeId, bool>) -> bool {
+    fn covered(&self, n: NodeId, members: &BTreeSet<NodeId>, memo: &mut HashMap<NodeId, bool>) -> bool {
         if let Some(&c) = memo.get(&n) {
             return c;
         }
@@ -389,7 +389,7 @@ impl<'g> Sched<'g> {
                     && !self.materialized[u.index()]
                     && self.outputs_of[u.index()].is_empty()
                     && !self.users[u.index()].is_empty()
-                    && self.covered(u, kb, members, memo))
+                    && self.covered(u, members, memo))
         });
         memo.insert(n, c);
         c
@@ -406,7 +406,7 @@ impl<'g> Sched<'g> {
                 Target::Operand(_) => writes += 1,
                 Target::Node(n) => {
                     let outs = self.outputs_of[n.index()].len();
-                    writes += if outs > 0 { outs } else { usize::from(!self.covered(n, kb, &members, &mut memo)) };
+                    writes += if outs > 0 { outs } else { usize::from(!self.covered(n, &members, &mut memo)) };
                 }
             }
         }

@@ -421,7 +421,8 @@ fn matmuls_strided_broadcast_and_copied() {
 
 #[test]
 fn conv2d_variants() {
-    let cases: &[([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2], usize, bool)] = &[
+    type Case = ([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2], usize, bool);
+    let cases: &[Case] = &[
         ([1, 3, 7, 6], [4, 3, 3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 1, true),
         ([2, 4, 9, 8], [6, 2, 3, 2], [2, 1], [0, 2, 1, 0], [1, 2], 2, false),
         ([1, 2, 5, 5], [2, 1, 1, 1], [1, 1], [0, 0, 0, 0], [1, 1], 2, true),
@@ -875,20 +876,3 @@ mod random {
     }
 }
 
-#[test]
-fn zz_explore() {
-    for name in ["resnet18_b32_f32"] {
-        let w = workloads::get(name).unwrap();
-        let g = w.build(Scale::Reduced).unwrap();
-        let opt = crate::passes::optimize(&g).unwrap();
-        let p = schedule(&opt, &Capabilities::host(), &ScheduleOptions::default()).unwrap();
-        for k in &p.kernels { println!("{} {:?} args {}", k.name, std::mem::discriminant(&k.body), k.args.len()); }
-        println!("{}", p.decisions.iter().map(|d| crate::kernel::print::print_decision(d)).collect::<String>());
-        println!("{}", crate::kernel::print::print_kernel(&p.kernels[1]));
-        println!("{}", crate::kernel::print::print_kernel(&p.kernels[2]));
-        println!("peak {} unplanned {}", p.memory.peak_bytes, p.memory.unplanned_bytes);
-    }
-    let w = workloads::get("softmax_8192x8192_f32").unwrap();
-    let g = crate::passes::optimize(&w.build(Scale::Reduced).unwrap()).unwrap();
-    println!("{}", print_program(&schedule(&g, &Capabilities::host(), &ScheduleOptions::eager()).unwrap()));
-}

@@ -1,0 +1,681 @@
+//! [`WgslBackend`]: the [`Backend`] that renders kernel IR to WGSL and runs it through wgpu.
+//!
+//! # Loading
+//!
+//! [`WgslBackend::load`] validates the program ([`interp::validate`]: every index provably in range, which
+//! is what lets the device compile shaders without wgpu's runtime bounds checks), renders every kernel,
+//! compiles the pipelines (the device caches them by source hash, and persists the driver's pipeline
+//! cache on Vulkan), and allocates buffers: one per input, output and constant (constants are uploaded
+//! once, here), and one per slot of the program's memory plan, shared by the intermediates assigned to
+//! it. Device buffers hold the host byte layout of every dtype (see [`crate::render`]), so uploads and
+//! downloads are plain copies; i64/u64 values are checked on upload to fit the 32-bit emulation.
+//!
+//! # Modes
+//!
+//! Every run records all kernels into one command buffer and submits it once (one submit plus one map
+//! round trip costs about 0.1 ms, more than most fused kernels take).
+//!
+//! * [`Mode::Default`]: bind groups and the command list are built on every run (like an eager runtime;
+//!   a few microseconds per kernel on the host).
+//! * [`Mode::ReduceOverhead`]: bind groups, uniform data and the command list are built once at load and
+//!   replayed on every run (the nearest wgpu gets to a CUDA graph); a run only uploads inputs, encodes and
+//!   submits.
+//! * [`Mode::MaxAutotune`]: as `ReduceOverhead`, and at load each kernel is rendered in a few variants
+//!   (workgroup sizes, vectorization on/off, matmul tiles), each timed on the device with GPU timestamps
+//!   (host wall time when the adapter has none), and the fastest is kept. Winners are cached per adapter
+//!   and driver in `<cache dir>/autotune/wgsl-<adapter key>.json` (cache dir: `SINTER_CACHE_DIR`, else
+//!   `~/.cache/sinter`), keyed by a hash of the kernel's IR without its names, so a later load (or another
+//!   graph with the same kernel) skips the search.
+//!
+//! [`Executable::run_timed`] uses a separately recorded batch with a timestamp pair around each kernel.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use sinter_core::DType;
+use sinter_core::backend::{Backend, BackendError, Executable, KernelSource, KernelTiming, Mode};
+use sinter_core::kernel::{BufferKind, Capabilities, Kernel, KernelBody, Program, ReduceStrategy, interp};
+use sinter_core::tensor::{HostTensor, TensorData};
+
+use crate::device::{
+    AdapterInfo, Arg, Batch, Device, DeviceError, DeviceOptions, GpuBuffer, RecordedBatch, Workgroups,
+};
+use crate::render::{MatmulTile, Rendered, Tuning, WgslCaps, render_with};
+
+/// Every dtype the WGSL backend stores and computes (all but f64; i64/u64 emulated in 32 bits).
+pub const DTYPES: [DType; 12] = [
+    DType::F32,
+    DType::F16,
+    DType::BF16,
+    DType::I8,
+    DType::I16,
+    DType::I32,
+    DType::I64,
+    DType::U8,
+    DType::U16,
+    DType::U32,
+    DType::U64,
+    DType::Bool,
+];
+
+/// The scheduler-facing capabilities of an adapter.
+pub fn capabilities(info: &AdapterInfo) -> Capabilities {
+    let l = &info.limits;
+    Capabilities {
+        backend: "wgsl".into(),
+        max_workgroup_size: l.max_compute_invocations_per_workgroup.min(l.max_compute_workgroup_size_x),
+        max_shared_bytes: l.max_compute_workgroup_storage_size,
+        max_bindings: l.max_storage_buffers_per_shader_stage,
+        max_binding_bytes: l.max_storage_buffer_binding_size,
+        subgroup_size: (info.has_subgroups && l.max_subgroup_size > 0).then_some(l.max_subgroup_size),
+        dtypes: DTYPES.to_vec(),
+        compute_units: 0,
+        matrix_dtypes: vec![],
+    }
+}
+
+/// Maps a device error to a backend error.
+fn dev_err(e: DeviceError) -> BackendError {
+    match e {
+        DeviceError::NoAdapter { .. } => BackendError::NoDevice(e.to_string()),
+        DeviceError::OutOfMemory { .. } => BackendError::OutOfMemory(e.to_string()),
+        other => BackendError::Device(other.to_string()),
+    }
+}
+
+/// The WGSL backend: a wgpu device plus the renderer.
+#[derive(Clone, Debug)]
+pub struct WgslBackend {
+    device: Device,
+    caps: Capabilities,
+    wcaps: WgslCaps,
+    name: String,
+    cache_dir: Option<PathBuf>,
+}
+
+impl WgslBackend {
+    /// Opens the best adapter (see [`Device::new`]; `SINTER_ADAPTER` selects one). No adapter gives
+    /// [`BackendError::NoDevice`].
+    pub fn new() -> Result<WgslBackend, BackendError> {
+        Self::with_options(DeviceOptions::default())
+    }
+
+    /// Opens an adapter with explicit device options.
+    pub fn with_options(opts: DeviceOptions) -> Result<WgslBackend, BackendError> {
+        let cache_dir = opts.cache_dir.clone();
+        let device = Device::new(opts).map_err(dev_err)?;
+        let mut b = Self::with_device(device);
+        b.cache_dir = cache_dir;
+        Ok(b)
+    }
+
+    /// Wraps an existing device.
+    pub fn with_device(device: Device) -> WgslBackend {
+        let info = device.info();
+        WgslBackend {
+            caps: capabilities(info),
+            wcaps: WgslCaps::from_adapter(info),
+            name: format!("{} ({}, {})", info.name, info.backend, info.device_type),
+            device,
+            cache_dir: None,
+        }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// What the renderer assumes about the adapter.
+    pub fn wgsl_caps(&self) -> &WgslCaps {
+        &self.wcaps
+    }
+
+    /// The directory for the autotuning cache: the explicit one, else `SINTER_CACHE_DIR`, else
+    /// `~/.cache/sinter`.
+    fn cache_dir(&self) -> Option<PathBuf> {
+        self.cache_dir
+            .clone()
+            .or_else(|| std::env::var_os(crate::device::ENV_CACHE_DIR).filter(|v| !v.is_empty()).map(PathBuf::from))
+            .or_else(|| dirs::cache_dir().map(|d| d.join("sinter")))
+    }
+
+    /// Like [`Backend::load`], returning the concrete executable (with test and inspection helpers).
+    pub fn load_wgsl(&self, program: &Program, mode: Mode) -> Result<WgslExecutable, BackendError> {
+        interp::validate(program).map_err(|e| BackendError::Render { kernel: "program".into(), msg: e.to_string() })?;
+        for b in &program.buffers {
+            if b.dtype == DType::F64 {
+                return Err(BackendError::Unsupported {
+                    backend: "wgsl".into(),
+                    what: format!("buffer b{} is f64: WGSL has no f64", b.id.0),
+                });
+            }
+        }
+        let buffers = self.allocate(program)?;
+        let mut exe = WgslExecutable {
+            device: self.device.clone(),
+            program: program.clone(),
+            kernels: Vec::with_capacity(program.kernels.len()),
+            buffers,
+            mode,
+            recorded: None,
+            timed: None,
+            tuning_log: Vec::new(),
+        };
+        let mut cache = if mode == Mode::MaxAutotune { TuneCache::open(self) } else { TuneCache::none() };
+        for k in &program.kernels {
+            let loaded = if mode == Mode::MaxAutotune {
+                self.autotune(&exe, k, program, &mut cache)?
+            } else {
+                self.compile_kernel(k, program, &Tuning::default())?
+            };
+            exe.kernels.push(loaded);
+        }
+        if mode == Mode::MaxAutotune {
+            exe.tuning_log = cache.log.clone();
+            cache.save();
+        }
+        if mode != Mode::Default {
+            exe.recorded = Some(exe.record(false)?.finish().map_err(dev_err)?);
+        }
+        Ok(exe)
+    }
+
+    /// Renders and compiles one kernel with `tuning`.
+    fn compile_kernel(&self, k: &Kernel, program: &Program, tuning: &Tuning) -> Result<LoadedKernel, BackendError> {
+        let rendered = render_with(k, program, &self.wcaps, tuning)?;
+        let pipeline = self.device.compile(&rendered.source, &rendered.entry, &k.name).map_err(|e| match e {
+            DeviceError::InvalidShader { message, wgsl, .. } => {
+                BackendError::Compile { kernel: k.name.clone(), log: message, code: wgsl }
+            }
+            other => dev_err(other),
+        })?;
+        Ok(LoadedKernel { rendered, pipeline, tuning: tuning.clone() })
+    }
+
+    /// Allocates a device buffer per program buffer (intermediates share their memory-plan slot).
+    fn allocate(&self, program: &Program) -> Result<Vec<GpuBuffer>, BackendError> {
+        let bytes = |i: usize| {
+            let b = &program.buffers[i];
+            (b.numel * b.dtype.size_bytes()) as u64
+        };
+        // Slot sizes: the plan's, or more if a buffer needs more.
+        let mut slot_bytes: HashMap<usize, u64> = HashMap::new();
+        for (i, s) in program.memory.slot_of.iter().enumerate() {
+            if let Some(s) = s {
+                let planned = program.memory.slots.get(*s).copied().unwrap_or(0) as u64;
+                let e = slot_bytes.entry(*s).or_insert(planned);
+                *e = (*e).max(bytes(i));
+            }
+        }
+        let mut slots: HashMap<usize, GpuBuffer> = HashMap::new();
+        let mut out = Vec::with_capacity(program.buffers.len());
+        for (i, b) in program.buffers.iter().enumerate() {
+            let slot = program.memory.slot_of.get(i).copied().flatten();
+            let buf = match (&b.kind, slot) {
+                (BufferKind::Intermediate, Some(s)) => match slots.get(&s) {
+                    Some(g) => g.clone(),
+                    None => {
+                        let g = self.device.alloc(slot_bytes[&s], &format!("slot{s}")).map_err(dev_err)?;
+                        slots.insert(s, g.clone());
+                        g
+                    }
+                },
+                _ => {
+                    let label = match &b.kind {
+                        BufferKind::Input(p) => format!("b{i} input {p}"),
+                        BufferKind::Output(p) => format!("b{i} output {p}"),
+                        BufferKind::Constant(_) => format!("b{i} constant"),
+                        BufferKind::Intermediate => format!("b{i}"),
+                    };
+                    self.device.alloc(bytes(i), &label).map_err(dev_err)?
+                }
+            };
+            if let BufferKind::Constant(t) = &b.kind {
+                let data = device_bytes(t, &format!("constant b{i}"))?;
+                self.device.upload(&buf, &data).map_err(dev_err)?;
+            }
+            out.push(buf);
+        }
+        Ok(out)
+    }
+
+    /// Picks the fastest variant of `k` (cached on disk per adapter).
+    fn autotune(
+        &self,
+        exe: &WgslExecutable,
+        k: &Kernel,
+        program: &Program,
+        cache: &mut TuneCache,
+    ) -> Result<LoadedKernel, BackendError> {
+        let key = kernel_key(k);
+        if let Some(t) = cache.get(&key)
+            && let Ok(l) = self.compile_kernel(k, program, &t)
+        {
+            cache.log.push(format!("{}: cached {}", k.name, l.rendered.strategy));
+            return Ok(l);
+        }
+        let mut best: Option<(u64, LoadedKernel)> = None;
+        let mut seen_sources: Vec<String> = Vec::new();
+        for t in candidates(k, &self.wcaps) {
+            let Ok(l) = self.compile_kernel(k, program, &t) else { continue };
+            if seen_sources.contains(&l.rendered.source) {
+                continue;
+            }
+            seen_sources.push(l.rendered.source.clone());
+            if l.rendered.grid[0] == 0 {
+                return Ok(l);
+            }
+            let ns = match exe.time_kernel(&l, 5) {
+                Ok(ns) => ns,
+                Err(e) => {
+                    cache.log.push(format!("{}: variant {} failed: {e}", k.name, l.rendered.strategy));
+                    continue;
+                }
+            };
+            cache.log.push(format!("{}: {} wg {:?}: {ns} ns", k.name, l.rendered.strategy, l.rendered.workgroup_size));
+            if best.as_ref().is_none_or(|(b, _)| ns < *b) {
+                best = Some((ns, l));
+            }
+        }
+        match best {
+            Some((ns, l)) => {
+                cache.log.push(format!("{}: chose {} ({ns} ns)", k.name, l.rendered.strategy));
+                cache.put(key, l.tuning.clone());
+                Ok(l)
+            }
+            None => self.compile_kernel(k, program, &Tuning::default()),
+        }
+    }
+}
+
+impl Backend for WgslBackend {
+    fn name(&self) -> &str {
+        "wgsl"
+    }
+
+    fn device_name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn caps(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    fn load(&self, program: &Program, mode: Mode) -> Result<Box<dyn Executable>, BackendError> {
+        Ok(Box::new(self.load_wgsl(program, mode)?))
+    }
+}
+
+/// The variants the autotuner times for a kernel.
+fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
+    let max = caps.max_invocations.min(caps.max_workgroup_size_x);
+    let base = Tuning::default();
+    let mut out = vec![base.clone()];
+    let sizes: Vec<u32> = [64u32, 128, 256, 512, 1024].into_iter().filter(|&s| s <= max).collect();
+    match &k.body {
+        KernelBody::Pointwise { .. } => {
+            for &s in &sizes {
+                for vectorize in [true, false] {
+                    out.push(Tuning { workgroup_size: Some(s), vectorize, ..base.clone() });
+                }
+            }
+        }
+        KernelBody::Reduce(r) => {
+            let sizes: Vec<u32> = if r.strategy == ReduceStrategy::ThreadPerRow {
+                sizes.clone()
+            } else {
+                [32u32, 64, 128, 256, 512, 1024].into_iter().filter(|&s| s <= max).collect()
+            };
+            for &s in &sizes {
+                for vectorize in [true, false] {
+                    out.push(Tuning { workgroup_size: Some(s), vectorize, ..base.clone() });
+                }
+            }
+        }
+        KernelBody::Matmul(_) => {
+            let tiles = [
+                MatmulTile { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4 },
+                MatmulTile { bm: 64, bn: 64, bk: 32, tm: 4, tn: 4 },
+                MatmulTile { bm: 128, bn: 128, bk: 16, tm: 8, tn: 8 },
+                MatmulTile { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8 },
+                MatmulTile { bm: 128, bn: 64, bk: 16, tm: 8, tn: 4 },
+                MatmulTile { bm: 64, bn: 128, bk: 16, tm: 4, tn: 8 },
+                MatmulTile { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4 },
+            ];
+            for t in tiles {
+                if crate::render::check_tile(&t, caps).is_ok() {
+                    out.push(Tuning { matmul_tile: Some(t), ..base.clone() });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A stable key of a kernel for the autotuning cache: a hash of its IR without names and provenance.
+fn kernel_key(k: &Kernel) -> String {
+    let mut anon = k.clone();
+    anon.name = String::new();
+    anon.origins.clear();
+    anon.ops.clear();
+    anon.flops = 0.0;
+    anon.bytes = 0.0;
+    let json = serde_json::to_string(&anon).unwrap_or_default();
+    blake3::hash(json.as_bytes()).to_hex()[..32].to_string()
+}
+
+/// The on-disk autotuning cache of one adapter.
+struct TuneCache {
+    path: Option<PathBuf>,
+    entries: HashMap<String, Tuning>,
+    dirty: bool,
+    log: Vec<String>,
+}
+
+/// The file format of the autotuning cache.
+#[derive(Serialize, Deserialize, Default)]
+struct TuneFile {
+    /// Format version.
+    version: u32,
+    /// Kernel key → winning tuning.
+    entries: HashMap<String, Tuning>,
+}
+
+impl TuneCache {
+    fn none() -> TuneCache {
+        TuneCache { path: None, entries: HashMap::new(), dirty: false, log: Vec::new() }
+    }
+
+    fn open(b: &WgslBackend) -> TuneCache {
+        let Some(dir) = b.cache_dir() else { return TuneCache::none() };
+        let path = dir.join("autotune").join(format!("wgsl-{}.json", b.device.info().cache_key()));
+        let entries = std::fs::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<TuneFile>(&bytes).ok())
+            .filter(|f| f.version == 1)
+            .map(|f| f.entries)
+            .unwrap_or_default();
+        TuneCache { path: Some(path), entries, dirty: false, log: Vec::new() }
+    }
+
+    fn get(&self, key: &str) -> Option<Tuning> {
+        self.entries.get(key).cloned()
+    }
+
+    fn put(&mut self, key: String, t: Tuning) {
+        self.entries.insert(key, t);
+        self.dirty = true;
+    }
+
+    /// Writes the cache (atomically, through a temporary file); failures are logged, not fatal.
+    fn save(&self) {
+        let Some(path) = &self.path else { return };
+        if !self.dirty {
+            return;
+        }
+        let file = TuneFile { version: 1, entries: self.entries.clone() };
+        let write = || -> std::io::Result<()> {
+            if let Some(d) = path.parent() {
+                std::fs::create_dir_all(d)?;
+            }
+            let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
+            std::fs::write(&tmp, serde_json::to_vec_pretty(&file).unwrap_or_default())?;
+            std::fs::rename(&tmp, path)
+        };
+        if let Err(e) = write() {
+            tracing::warn!("could not save the autotuning cache {}: {e}", path.display());
+        }
+    }
+}
+
+/// One compiled kernel.
+struct LoadedKernel {
+    rendered: Rendered,
+    pipeline: crate::device::Program,
+    tuning: Tuning,
+}
+
+/// A program loaded on the device.
+pub struct WgslExecutable {
+    device: Device,
+    program: Program,
+    kernels: Vec<LoadedKernel>,
+    /// One per program buffer (intermediates of one slot share a buffer).
+    buffers: Vec<GpuBuffer>,
+    mode: Mode,
+    /// The pre-recorded batch (every mode but Default).
+    recorded: Option<RecordedBatch>,
+    /// The timed batch, recorded on first use.
+    timed: Option<RecordedBatch>,
+    tuning_log: Vec<String>,
+}
+
+impl std::fmt::Debug for WgslExecutable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WgslExecutable")
+            .field("kernels", &self.kernels.iter().map(|k| &k.rendered.name).collect::<Vec<_>>())
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The device bytes of a host tensor (its little-endian layout), checking the 32-bit emulation range of
+/// i64/u64 values.
+fn device_bytes(t: &HostTensor, what: &str) -> Result<Vec<u8>, BackendError> {
+    match &t.data {
+        TensorData::I64(v) => {
+            if let Some(x) = v.iter().find(|x| i32::try_from(**x).is_err()) {
+                return Err(BackendError::Unsupported {
+                    backend: "wgsl".into(),
+                    what: format!("{what}: i64 value {x} does not fit the 32-bit emulation of i64 on WGSL"),
+                });
+            }
+        }
+        TensorData::U64(v) => {
+            if let Some(x) = v.iter().find(|x| u32::try_from(**x).is_err()) {
+                return Err(BackendError::Unsupported {
+                    backend: "wgsl".into(),
+                    what: format!("{what}: u64 value {x} does not fit the 32-bit emulation of u64 on WGSL"),
+                });
+            }
+        }
+        TensorData::F64(_) => {
+            return Err(BackendError::Unsupported { backend: "wgsl".into(), what: format!("{what} is f64") });
+        }
+        _ => {}
+    }
+    Ok(t.to_le_bytes())
+}
+
+impl WgslExecutable {
+    /// The rendered kernels, in launch order.
+    pub fn rendered(&self) -> Vec<&Rendered> {
+        self.kernels.iter().map(|k| &k.rendered).collect()
+    }
+
+    /// The tuning each kernel was rendered with.
+    pub fn tunings(&self) -> Vec<&Tuning> {
+        self.kernels.iter().map(|k| &k.tuning).collect()
+    }
+
+    /// What the autotuner measured and chose (empty unless loaded with [`Mode::MaxAutotune`]).
+    pub fn tuning_log(&self) -> &[String] {
+        &self.tuning_log
+    }
+
+    /// The mode this executable was loaded with.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Fills every output and intermediate buffer with `byte` (e.g. `0xff`: NaN for floats) so a store a
+    /// kernel misses shows in the results.
+    pub fn poison(&self, byte: u8) -> Result<(), BackendError> {
+        for (b, buf) in self.program.buffers.iter().zip(&self.buffers) {
+            if matches!(b.kind, BufferKind::Output(_) | BufferKind::Intermediate) {
+                self.device.fill(buf, &[byte]).map_err(dev_err)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records every kernel with a non-empty grid into a batch.
+    fn record(&self, timed: bool) -> Result<Batch, BackendError> {
+        let mut batch = self.device.batch().timed(timed);
+        for k in &self.kernels {
+            self.dispatch(&mut batch, k)?;
+        }
+        Ok(batch)
+    }
+
+    /// Records one kernel's dispatch (nothing for an empty grid).
+    fn dispatch(&self, batch: &mut Batch, k: &LoadedKernel) -> Result<bool, BackendError> {
+        let r = &k.rendered;
+        if r.grid.contains(&0) {
+            return Ok(false);
+        }
+        let args: Vec<Arg<'_>> = r
+            .bindings
+            .iter()
+            .map(|b| Arg::Buffer(self.buffers[b.buffer.0 as usize].range(b.offset_bytes, b.size_bytes)))
+            .collect();
+        batch.dispatch(&k.pipeline, &args, Workgroups::Grid(r.grid)).map_err(dev_err)?;
+        Ok(true)
+    }
+
+    /// Median GPU time (ns) of `iters` runs of one kernel variant on this executable's buffers.
+    fn time_kernel(&self, k: &LoadedKernel, iters: usize) -> Result<u64, BackendError> {
+        let has_ts = self.device.info().has_timestamps;
+        let mut batch = self.device.batch().timed(has_ts);
+        self.dispatch(&mut batch, k)?;
+        let rec = batch.finish().map_err(dev_err)?;
+        rec.run().map_err(dev_err)?; // warm-up
+        let mut times = Vec::with_capacity(iters);
+        for _ in 0..iters {
+            let t = rec.run().map_err(dev_err)?;
+            times.push(t.dispatch_ns.and_then(|d| d.first().copied()).unwrap_or(t.wall_ns));
+        }
+        times.sort_unstable();
+        Ok(times[times.len() / 2])
+    }
+
+    /// Checks and uploads the inputs.
+    fn upload(&self, inputs: &[HostTensor]) -> Result<(), BackendError> {
+        let p = &self.program;
+        if inputs.len() != p.inputs.len() {
+            return Err(BackendError::Input(format!(
+                "the program takes {} inputs ({}), got {}",
+                p.inputs.len(),
+                p.inputs.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", "),
+                inputs.len()
+            )));
+        }
+        for (io, t) in p.inputs.iter().zip(inputs) {
+            if t.dtype() != io.dtype || t.shape != io.shape {
+                return Err(BackendError::Input(format!(
+                    "input `{}` must be {}{:?}, got {}{:?}",
+                    io.name,
+                    io.dtype,
+                    io.shape,
+                    t.dtype(),
+                    t.shape
+                )));
+            }
+            let data = device_bytes(t, &format!("input `{}`", io.name))?;
+            self.device.upload(&self.buffers[io.buffer.0 as usize], &data).map_err(dev_err)?;
+        }
+        Ok(())
+    }
+
+    /// Reads the outputs back.
+    fn download(&self) -> Result<Vec<HostTensor>, BackendError> {
+        self.program
+            .outputs
+            .iter()
+            .map(|io| {
+                let buf = &self.buffers[io.buffer.0 as usize];
+                let n = io.shape.iter().product::<usize>() * io.dtype.size_bytes();
+                let bytes = self.device.download_range(buf, 0, n as u64).map_err(dev_err)?;
+                HostTensor::from_le_bytes(io.dtype, io.shape.clone(), &bytes)
+                    .map_err(|e| BackendError::Device(format!("output `{}`: {e}", io.name)))
+            })
+            .collect()
+    }
+
+    /// Runs the kernels once (untimed).
+    fn execute(&mut self) -> Result<(), BackendError> {
+        match &self.recorded {
+            Some(r) => {
+                r.run().map_err(dev_err)?;
+            }
+            None => {
+                self.record(false)?.run().map_err(dev_err)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Executable for WgslExecutable {
+    fn run(&mut self, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, BackendError> {
+        self.upload(inputs)?;
+        self.execute()?;
+        self.download()
+    }
+
+    fn run_timed(
+        &mut self,
+        inputs: &[HostTensor],
+        iters: usize,
+    ) -> Result<(Vec<HostTensor>, Vec<Vec<KernelTiming>>), BackendError> {
+        self.upload(inputs)?;
+        if !self.device.info().has_timestamps {
+            for _ in 0..iters.max(1) {
+                self.execute()?;
+            }
+            return Ok((self.download()?, Vec::new()));
+        }
+        if self.timed.is_none() {
+            self.timed = Some(self.record(true)?.finish().map_err(dev_err)?);
+        }
+        let names: Vec<String> =
+            self.kernels.iter().filter(|k| !k.rendered.grid.contains(&0)).map(|k| k.rendered.name.clone()).collect();
+        let mut all = Vec::with_capacity(iters);
+        for _ in 0..iters.max(1) {
+            let t = self.timed.as_ref().map(|r| r.run()).transpose().map_err(dev_err)?;
+            let durations = t.and_then(|t| t.dispatch_ns).unwrap_or_default();
+            // The device layer reports per-dispatch durations; dispatches of a batch run back to back, so a
+            // kernel's start is the sum of the durations before it.
+            let mut start = 0.0;
+            let run: Vec<KernelTiming> = names
+                .iter()
+                .zip(durations)
+                .map(|(name, d)| {
+                    let kt = KernelTiming { kernel: name.clone(), start_ns: start, dur_ns: d as f64 };
+                    start += d as f64;
+                    kt
+                })
+                .collect();
+            all.push(run);
+        }
+        if iters == 0 {
+            all.clear();
+        }
+        Ok((self.download()?, all))
+    }
+
+    fn sources(&self) -> Vec<KernelSource> {
+        self.kernels
+            .iter()
+            .map(|k| KernelSource {
+                name: k.rendered.name.clone(),
+                ext: "wgsl".into(),
+                source: k.rendered.source.clone(),
+                grid: k.rendered.grid,
+                block: k.rendered.workgroup_size,
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,302 @@
+//! Index rendering (symbolic [`Index`] → WGSL integer expressions) and the lane analysis that decides
+//! which accesses of a vectorized loop are 4-wide.
+//!
+//! Indices are rendered in `u32` wherever every subterm is provably non-negative (the common case: then
+//! `/` and `%` are the hardware's unsigned operations and constant divisions compile to multiply-shift),
+//! and in `i32` with floor-division helpers where a subterm may be negative (pads, clamped gathers).
+
+use std::collections::HashMap;
+
+use sinter_core::kernel::index::Range;
+use sinter_core::kernel::{ExprId, Index, Var};
+
+use super::helpers::{H, Helpers};
+use super::types::Ct;
+
+/// What an index expression can refer to while rendering.
+pub(crate) struct IndexEnv<'a> {
+    /// WGSL names of the loop variables in scope.
+    pub(crate) names: &'a HashMap<Var, String>,
+    /// Their ranges.
+    pub(crate) ranges: &'a HashMap<Var, Range>,
+    /// WGSL expression and compute type of an [`Index::Value`] operand.
+    pub(crate) value: &'a dyn Fn(ExprId) -> (String, Ct),
+}
+
+impl IndexEnv<'_> {
+    fn range(&self, idx: &Index) -> Option<Range> {
+        idx.range(&|v| self.ranges.get(&v).copied())
+    }
+
+    fn nonneg(&self, idx: &Index) -> bool {
+        self.range(idx).is_some_and(|(lo, hi)| lo >= 0 && hi <= i64::from(u32::MAX))
+    }
+}
+
+/// Precedence of a rendered expression: 0 atom, 1 multiplicative, 2 additive.
+type Prec = u8;
+
+fn paren(s: (String, Prec), max: Prec) -> String {
+    if s.1 > max { format!("({})", s.0) } else { s.0 }
+}
+
+/// Renders `idx` as a `u32` expression. Errors when the index may be negative or exceed `u32` at the top.
+pub(crate) fn render_u32(idx: &Index, env: &IndexEnv<'_>, h: &mut Helpers) -> Result<String, String> {
+    if let Some((lo, hi)) = env.range(idx)
+        && (lo < 0 || hi > i64::from(u32::MAX))
+    {
+        return Err(format!("index `{idx}` has range [{lo}, {hi}], outside u32"));
+    }
+    Ok(ru(idx, env, h)?.0)
+}
+
+/// Renders `idx` as an `i32` expression.
+pub(crate) fn render_i32(idx: &Index, env: &IndexEnv<'_>, h: &mut Helpers) -> Result<String, String> {
+    Ok(ri(idx, env, h)?.0)
+}
+
+fn var_name(v: Var, env: &IndexEnv<'_>) -> Result<String, String> {
+    env.names.get(&v).cloned().ok_or_else(|| format!("index uses `{v}`, which this kernel body does not define"))
+}
+
+fn ru(idx: &Index, env: &IndexEnv<'_>, h: &mut Helpers) -> Result<(String, Prec), String> {
+    let all_nonneg = env.nonneg(idx);
+    match idx {
+        Index::Const(c) if *c >= 0 && *c <= i64::from(u32::MAX) => Ok((format!("{c}u"), 0)),
+        Index::Var(v) if all_nonneg => Ok((var_name(*v, env)?, 0)),
+        Index::Sum(ts) if all_nonneg && ts.iter().all(|t| env.nonneg(t)) => {
+            let parts: Vec<String> = ts.iter().map(|t| ru(t, env, h).map(|r| r.0)).collect::<Result<_, _>>()?;
+            Ok((parts.join(" + "), 2))
+        }
+        Index::Mul(x, c) if *c >= 0 && env.nonneg(x) && all_nonneg => {
+            Ok((format!("{} * {c}u", paren(ru(x, env, h)?, 1)), 1))
+        }
+        Index::Div(x, c) if *c > 0 && env.nonneg(x) => Ok((format!("{} / {c}u", paren(ru(x, env, h)?, 1)), 1)),
+        Index::Mod(x, c) if *c > 0 && env.nonneg(x) => Ok((format!("{} % {c}u", paren(ru(x, env, h)?, 1)), 1)),
+        Index::Clamp(x, lo, hi) if *lo >= 0 && env.nonneg(x) => {
+            Ok((format!("clamp({}, {lo}u, {hi}u)", ru(x, env, h)?.0), 0))
+        }
+        _ => {
+            let (s, _) = ri(idx, env, h)?;
+            Ok((format!("u32({s})"), 0))
+        }
+    }
+}
+
+fn i32_const(c: i64) -> Result<String, String> {
+    i32::try_from(c).map(super::types::i32_lit).map_err(|_| format!("index constant {c} does not fit i32"))
+}
+
+fn ri(idx: &Index, env: &IndexEnv<'_>, h: &mut Helpers) -> Result<(String, Prec), String> {
+    if let Some((lo, hi)) = env.range(idx)
+        && (lo < i64::from(i32::MIN) || hi > i64::from(i32::MAX))
+    {
+        return Err(format!("index `{idx}` has range [{lo}, {hi}], outside i32"));
+    }
+    match idx {
+        Index::Const(c) => Ok((i32_const(*c)?, if *c < 0 { 2 } else { 0 })),
+        Index::Var(v) => Ok((format!("i32({})", var_name(*v, env)?), 0)),
+        Index::Value(e) => {
+            let (s, ct) = (env.value)(*e);
+            Ok(match ct {
+                Ct::I32 => (s, 0),
+                Ct::U32 | Ct::F32 => (format!("i32({s})"), 0),
+                Ct::Bool => (format!("select(0i, 1i, {s})"), 0),
+            })
+        }
+        Index::Sum(ts) => {
+            let mut out = String::new();
+            for (k, t) in ts.iter().enumerate() {
+                if let Index::Const(c) = t
+                    && *c < 0
+                    && k > 0
+                {
+                    out.push_str(&format!(" - {}", i32_const(-c)?));
+                    continue;
+                }
+                if k > 0 {
+                    out.push_str(" + ");
+                }
+                out.push_str(&paren(ri(t, env, h)?, 1));
+            }
+            Ok((out, 2))
+        }
+        Index::Mul(x, c) => Ok((format!("{} * {}", paren(ri(x, env, h)?, 1), i32_const(*c)?), 1)),
+        Index::Div(x, c) => {
+            if env.nonneg(x) {
+                Ok((format!("i32({} / {c}u)", paren(ru(x, env, h)?, 1)), 0))
+            } else {
+                let f = h.need(H::FloorDiv, false);
+                Ok((format!("{f}({}, {})", ri(x, env, h)?.0, i32_const(*c)?), 0))
+            }
+        }
+        Index::Mod(x, c) => {
+            if env.nonneg(x) {
+                Ok((format!("i32({} % {c}u)", paren(ru(x, env, h)?, 1)), 0))
+            } else {
+                let f = h.need(H::FloorMod, false);
+                Ok((format!("{f}({}, {})", ri(x, env, h)?.0, i32_const(*c)?), 0))
+            }
+        }
+        Index::Clamp(x, lo, hi) => Ok((format!("clamp({}, {}, {})", ri(x, env, h)?.0, i32_const(*lo)?, i32_const(*hi)?), 0)),
+    }
+}
+
+/// How an index behaves across the `W` consecutive values `base + j` (j in 0..W) of a vectorized loop
+/// variable, where `base` is a multiple of `W`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LaneForm {
+    /// The same element for every j.
+    Uniform,
+    /// `W` consecutive elements starting at a multiple of `W`: one vector access.
+    Contig,
+    /// Anything else: one scalar access per j.
+    Gather,
+}
+
+/// Greatest common divisor (gcd(0, x) = x).
+fn gcd(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.abs(), b.abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// `(s, g)`: for `var = base_var + j`, the index equals `base + j * s` with `base` divisible by `g`
+/// (g = 0: base is 0). `None` when not of that form.
+fn affine(idx: &Index, var: Var, w: i64, uniform_value: &dyn Fn(ExprId) -> bool) -> Option<(i64, i64)> {
+    match idx {
+        Index::Const(c) => Some((0, *c)),
+        Index::Var(v) if *v == var => Some((1, w)),
+        Index::Var(_) => Some((0, 1)),
+        Index::Value(e) => uniform_value(*e).then_some((0, 1)),
+        Index::Sum(ts) => {
+            let mut s = 0i64;
+            let mut g = 0i64;
+            for t in ts {
+                let (ts, tg) = affine(t, var, w, uniform_value)?;
+                s = s.checked_add(ts)?;
+                g = gcd(g, tg);
+            }
+            Some((s, g))
+        }
+        Index::Mul(x, c) => {
+            let (s, g) = affine(x, var, w, uniform_value)?;
+            Some((s.checked_mul(*c)?, g.checked_mul(*c)?.abs()))
+        }
+        Index::Div(x, c) | Index::Mod(x, c) => {
+            let c = *c;
+            if c <= 0 {
+                return None;
+            }
+            let is_div = matches!(idx, Index::Div(..));
+            let (s, g) = affine(x, var, w, uniform_value)?;
+            // Divisibility of the quotient when c | g, else unknown.
+            let gq = if g == 0 {
+                0
+            } else if g % c == 0 {
+                g / c
+            } else {
+                1
+            };
+            let h = if g == 0 { c } else { gcd(g, c) };
+            if s == 0 {
+                return Some(if is_div { (0, gq) } else { (0, h) });
+            }
+            if s < 0 {
+                return None;
+            }
+            if (w - 1) * s < h {
+                // base is a multiple of h and base + (W-1)s stays below the next multiple of h (so of c).
+                return Some(if is_div { (0, gq) } else { (s, h) });
+            }
+            if s % c == 0 && (g == 0 || g % c == 0) {
+                return Some(if is_div { (s / c, gq) } else { (0, h) });
+            }
+            None
+        }
+        Index::Clamp(x, _, _) => {
+            let (s, _) = affine(x, var, w, uniform_value)?;
+            (s == 0).then_some((0, 1))
+        }
+    }
+}
+
+/// The [`LaneForm`] of `idx` for `W = 4` lanes of `var`. `uniform_value` says whether an
+/// [`Index::Value`] operand is the same for all lanes.
+pub(crate) fn lane_form(idx: &Index, var: Var, uniform_value: &dyn Fn(ExprId) -> bool) -> LaneForm {
+    if !idx.uses(var) && {
+        let mut all = true;
+        idx.values(&mut |e| all &= uniform_value(e));
+        all
+    } {
+        return LaneForm::Uniform;
+    }
+    match affine(idx, var, 4, uniform_value) {
+        Some((0, _)) => LaneForm::Uniform,
+        Some((1, g)) if g % 4 == 0 => LaneForm::Contig,
+        _ => LaneForm::Gather,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l() -> Index {
+        Index::var(Var::Lane)
+    }
+
+    #[test]
+    fn forms() {
+        let u = |_| true;
+        assert_eq!(lane_form(&l(), Var::Lane, &u), LaneForm::Contig);
+        assert_eq!(lane_form(&l().rem(4096), Var::Lane, &u), LaneForm::Contig);
+        assert_eq!(lane_form(&l().div(4096), Var::Lane, &u), LaneForm::Uniform);
+        assert_eq!(lane_form(&l().div(2), Var::Lane, &u), LaneForm::Gather);
+        assert_eq!(lane_form(&l().rem(6), Var::Lane, &u), LaneForm::Gather);
+        assert_eq!(lane_form(&l().add(Index::Const(1)), Var::Lane, &u), LaneForm::Gather);
+        assert_eq!(lane_form(&l().add(Index::Const(8)), Var::Lane, &u), LaneForm::Contig);
+        assert_eq!(lane_form(&l().mul(2), Var::Lane, &u), LaneForm::Gather);
+        let row = Index::var(Var::Row).mul(128).add(Index::var(Var::Red));
+        assert_eq!(lane_form(&row, Var::Red, &u), LaneForm::Contig);
+        let row_odd = Index::var(Var::Row).mul(127).add(Index::var(Var::Red));
+        assert_eq!(lane_form(&row_odd, Var::Red, &u), LaneForm::Gather);
+        // (lane / 4) % 16: uniform within groups of 4.
+        assert_eq!(lane_form(&l().div(4).rem(16), Var::Lane, &u), LaneForm::Uniform);
+        // lane / 64 * 64 + lane % 64 == lane
+        assert_eq!(lane_form(&l().div(64).mul(64).add(l().rem(64)), Var::Lane, &u), LaneForm::Contig);
+    }
+
+    /// Brute force: the claimed form holds for every group of 4 lanes.
+    #[test]
+    fn forms_are_sound() {
+        let u = |_| true;
+        let exprs = vec![
+            l(),
+            l().rem(4096),
+            l().rem(12),
+            l().div(8).mul(3).add(l().rem(8)),
+            l().div(4).rem(16),
+            l().div(12).mul(12).add(l().rem(4)),
+            l().add(Index::Const(4)).rem(20),
+            l().rem(8).add(l().div(8).mul(16)),
+            l().mul(3).div(3),
+        ];
+        for e in exprs {
+            let f = lane_form(&e, Var::Lane, &u);
+            for base in (0..400).step_by(4) {
+                let at = |j: i64| e.eval(&|_| base + j, &|_| 0);
+                match f {
+                    LaneForm::Uniform => assert!((0..4).all(|j| at(j) == at(0)), "{e} uniform at {base}"),
+                    LaneForm::Contig => {
+                        assert_eq!(at(0) % 4, 0, "{e} at {base}");
+                        assert!((0..4).all(|j| at(j) == at(0) + j), "{e} contig at {base}");
+                    }
+                    LaneForm::Gather => {}
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! Matmul kernels: workgroup-shared-memory tiles with register blocking, and the epilogue.
+
+use sinter_core::kernel::{ExprId, MatOperand, MatmulBody, Var};
+
+use super::emit::{AccVal, Emitter, store_roots};
+use super::ops;
+use super::pointwise::{PARAMS, emit_wid, grid_excess};
+use super::storage::load_scalar;
+use super::types::{Ct, ct};
+use super::{Body, MatmulTile, RenderError, Tuning, WgslCaps};
+
+/// Checks a matmul tile against the adapter's limits; `Err` says why it does not fit.
+pub fn check_tile(t: &MatmulTile, caps: &WgslCaps) -> Result<(), String> {
+    let MatmulTile { bm, bn, bk, tm, tn } = *t;
+    if [bm, bn, bk, tm, tn].contains(&0) {
+        return Err(format!("tile {t:?} has a zero extent"));
+    }
+    if !tm.is_multiple_of(4) || !tn.is_multiple_of(4) || !bm.is_multiple_of(tm) || !bn.is_multiple_of(tn) {
+        return Err(format!("tile {t:?}: tm and tn must be multiples of 4 dividing bm and bn"));
+    }
+    let threads = t.threads();
+    if threads > caps.max_wg() {
+        return Err(format!("tile {t:?} needs {threads} threads; the adapter allows {}", caps.max_wg()));
+    }
+    if !(bm * bk).is_multiple_of(threads) || !(bn * bk).is_multiple_of(threads) {
+        return Err(format!("tile {t:?}: the {threads} threads must divide bm*bk and bn*bk"));
+    }
+    let shared = (bm * bk + bn * bk) * 4;
+    if shared > caps.max_workgroup_storage_bytes {
+        return Err(format!(
+            "tile {t:?} needs {shared} bytes of workgroup memory; the adapter allows {}",
+            caps.max_workgroup_storage_bytes
+        ));
+    }
+    Ok(())
+}
+
+/// Renders a matmul body.
+pub(super) fn render(
+    em: &mut Emitter<'_>,
+    mm: &MatmulBody,
+    caps: &WgslCaps,
+    tuning: &Tuning,
+) -> Result<Body, RenderError> {
+    let k = em.k;
+    let kname = k.name.clone();
+    let invalid = |msg: String| RenderError::Invalid { kernel: kname.clone(), msg };
+    let t = tuning.matmul_tile.unwrap_or(MatmulTile::DEFAULT);
+    check_tile(&t, caps).map_err(|what| RenderError::Unsupported { kernel: kname.clone(), what })?;
+    let acc_ct = ct(mm.acc_dtype).ok_or_else(|| super::emit::unsupported_dtype(k, mm.acc_dtype))?;
+    if acc_ct == Ct::Bool {
+        return Err(invalid(format!("matmul accumulator dtype {}", mm.acc_dtype)));
+    }
+    for (name, op) in [("a", &mm.a), ("b", &mm.b)] {
+        let a = em.args.get(op.arg).ok_or_else(|| invalid(format!("operand {name} argument {}", op.arg)))?;
+        if a.dtype != mm.in_dtype {
+            return Err(invalid(format!("operand {name} is {}, the matmul's input dtype is {}", a.dtype, mm.in_dtype)));
+        }
+    }
+    let (batch, m, n, kdim) = (mm.batch as u64, mm.m as u64, mm.n as u64, mm.k as u64);
+    if [batch, m, n, kdim].iter().any(|&x| x > u64::from(u32::MAX) / 2) {
+        return Err(RenderError::Unsupported {
+            kernel: kname.clone(),
+            what: format!("matmul {batch}x{m}x{n}x{kdim} exceeds the 32-bit index space"),
+        });
+    }
+    let MatmulTile { bm, bn, bk, tm, tn } = t;
+    let threads = t.threads();
+    let txn = bn / tn;
+    let tiles_n = n.div_ceil(u64::from(bn));
+    let tiles_m = m.div_ceil(u64::from(bm));
+    let workgroups = tiles_n * tiles_m * batch;
+    let acc_s = acc_ct.scalar();
+    let tnv = tn / 4;
+    let tmv = tm / 4;
+    let globals = vec![
+        format!("var<workgroup> sa: array<vec4<{acc_s}>, {}>; // A tile, [k][m]", bk * bm / 4),
+        format!("var<workgroup> sb: array<vec4<{acc_s}>, {}>; // B tile, [k][n]", bk * bn / 4),
+    ];
+    let summary = format!(
+        "matmul batch {batch} x m {m} x n {n} x k {kdim} ({} -> {}), tile {bm}x{bn}x{bk}, {tm}x{tn} per thread, \
+         {threads} threads, {workgroups} workgroups",
+        mm.in_dtype, mm.acc_dtype
+    );
+    let strategy = format!("matmul {bm}x{bn}x{bk} {tm}x{tn}");
+    if workgroups == 0 {
+        return Ok(Body {
+            globals,
+            params: PARAMS.to_string(),
+            workgroup_size: [threads, 1, 1],
+            workgroups: 0,
+            vectorized: false,
+            strategy,
+            summary,
+        });
+    }
+
+    emit_wid(em, workgroups, caps);
+    if grid_excess(workgroups, caps) {
+        em.line(format!("if (wid >= {workgroups}u) {{ return; }}"));
+    }
+    em.line(format!("let n0 = (wid % {tiles_n}u) * {bn}u;"));
+    em.line(format!("let m0 = ((wid / {tiles_n}u) % {tiles_m}u) * {bm}u;"));
+    em.line(format!("let batch = wid / {}u;", tiles_n * tiles_m));
+    em.line(format!("let tx = lid % {txn}u;"));
+    em.line(format!("let ty = lid / {txn}u;"));
+    let base = |op: &MatOperand| -> String {
+        match (op.offset, op.s_batch) {
+            (0, 0) => "0u".to_string(),
+            (o, 0) => format!("{o}u"),
+            (0, s) => format!("batch * {s}u"),
+            (o, s) => format!("{o}u + batch * {s}u"),
+        }
+    };
+    em.line(format!("let a_base = {};", base(&mm.a)));
+    em.line(format!("let b_base = {};", base(&mm.b)));
+    let zero = acc_ct.zero();
+    em.line(format!("var acc: array<vec4<{acc_s}>, {}>;", tm * tnv));
+    em.open(format!("for (var k0 = 0u; k0 < {kdim}u; k0 = k0 + {bk}u)"));
+    // Stage the A tile (bm x bk) and the B tile (bk x bn) into shared memory, coalesced along the operand's
+    // contiguous dimension, zero-filled at the edges.
+    for (which, op, rows_name, rows_ext, rows_tile) in
+        [("a", &mm.a, "m", m, bm), ("b", &mm.b, "n", n, bn)]
+    {
+        let arg = em.args[op.arg].clone();
+        if let Some(u) = em.uses.get_mut(op.arg) {
+            u.other_loads += 1;
+        }
+        let per_thread = rows_tile * bk / threads;
+        em.line(format!("// stage {} ({} x {bk})", which.to_uppercase(), rows_tile));
+        em.open(format!("for (var l = 0u; l < {per_thread}u; l = l + 1u)"));
+        em.line(format!("let e = lid + l * {threads}u;"));
+        // For A, (row, col) = (m, k); for B, (k, n). `contig_k`: consecutive threads walk k.
+        let contig_k = if which == "a" { op.s_col == 1 || op.s_row != 1 } else { op.s_col != 1 && op.s_row == 1 };
+        if contig_k {
+            em.line(format!("let kk = e % {bk}u;"));
+            em.line(format!("let {rows_name}{rows_name} = e / {bk}u;"));
+        } else {
+            em.line(format!("let {rows_name}{rows_name} = e % {rows_tile}u;"));
+            em.line(format!("let kk = e / {rows_tile}u;"));
+        }
+        let rr = format!("{rows_name}{rows_name}");
+        let origin = if which == "a" { "m0" } else { "n0" };
+        em.line(format!("let g{rows_name} = {origin} + {rr};"));
+        em.line("let gk = k0 + kk;");
+        em.line(format!("var x: {acc_s} = {zero};"));
+        em.open(format!("if (g{rows_name} < {rows_ext}u && gk < {kdim}u)"));
+        let (s_r, s_c) = if which == "a" { (op.s_row, op.s_col) } else { (op.s_col, op.s_row) };
+        // s_r: stride of the tile-row dimension (m or n), s_c: stride of k.
+        em.line(format!("let i = {which}_base + g{rows_name} * {s_r}u + gk * {s_c}u;"));
+        let (pre, v) = load_scalar(&arg, "i", "ld");
+        for p in pre {
+            em.line(p);
+        }
+        let v = ops::cast(&v, mm.in_dtype, mm.acc_dtype, false, &mut em.h).map_err(&invalid)?;
+        em.line(format!("x = {v};"));
+        em.close();
+        let sh = if which == "a" { "sa" } else { "sb" };
+        em.line(format!("{sh}[kk * {}u + {rr} / 4u][{rr} % 4u] = x;", rows_tile / 4));
+        em.close();
+    }
+    em.line("workgroupBarrier();");
+    em.open(format!("for (var kk = 0u; kk < {bk}u; kk = kk + 1u)"));
+    for q in 0..tmv {
+        em.line(format!("let ra{q} = sa[kk * {}u + ty * {tmv}u + {q}u];", bm / 4));
+    }
+    for q in 0..tnv {
+        em.line(format!("let rb{q} = sb[kk * {}u + tx * {tnv}u + {q}u];", bn / 4));
+    }
+    let comps = ["x", "y", "z", "w"];
+    for i in 0..tm {
+        for jv in 0..tnv {
+            let a = format!("vec4<{acc_s}>(ra{}.{})", i / 4, comps[(i % 4) as usize]);
+            let slot = i * tnv + jv;
+            if acc_ct == Ct::F32 {
+                em.line(format!("acc[{slot}] = fma({a}, rb{jv}, acc[{slot}]);"));
+            } else {
+                em.line(format!("acc[{slot}] = acc[{slot}] + {a} * rb{jv};"));
+            }
+        }
+    }
+    em.close();
+    em.line("workgroupBarrier();");
+    em.close();
+
+    // Epilogue.
+    em.names.insert(Var::Batch, "batch".into());
+    em.names.insert(Var::M, "m".into());
+    em.names.insert(Var::N, "n".into());
+    em.ranges.insert(Var::Batch, (0, batch as i64 - 1));
+    em.ranges.insert(Var::M, (0, m as i64 - 1));
+    let vec_n = tuning.vectorize && n.is_multiple_of(4);
+    if vec_n {
+        em.set_vec(Some(Var::N), true);
+        em.ranges.insert(Var::N, (0, n as i64 - 4));
+    } else {
+        em.set_vec(None, false);
+        em.ranges.insert(Var::N, (0, n as i64 - 1));
+    }
+    let roots: Vec<ExprId> = mm.stores.iter().flat_map(store_roots).collect();
+    em.line("// epilogue");
+    for i in 0..tm {
+        em.open("");
+        em.line(format!("let m = m0 + ty * {tm}u + {i}u;"));
+        em.open(format!("if (m < {m}u)"));
+        for jv in 0..tnv {
+            let slot = i * tnv + jv;
+            if vec_n {
+                em.open("");
+                em.line(format!("let n = n0 + tx * {tn}u + {}u;", jv * 4));
+                em.open(format!("if (n < {n}u)"));
+                em.acc.insert(0, AccVal { name: format!("acc[{slot}]"), dtype: mm.acc_dtype, vec: true });
+                em.emit_closure(&roots, &|_| true)?;
+                for s in &mm.stores {
+                    em.emit_store(s)?;
+                }
+                em.close();
+                em.close();
+            } else {
+                for c in 0..4 {
+                    em.open("");
+                    em.line(format!("let n = n0 + tx * {tn}u + {}u;", jv * 4 + c));
+                    em.open(format!("if (n < {n}u)"));
+                    em.acc.insert(
+                        0,
+                        AccVal { name: format!("acc[{slot}].{}", comps[c as usize]), dtype: mm.acc_dtype, vec: false },
+                    );
+                    em.emit_closure(&roots, &|_| true)?;
+                    for s in &mm.stores {
+                        em.emit_store(s)?;
+                    }
+                    em.close();
+                    em.close();
+                }
+            }
+        }
+        em.close();
+        em.close();
+    }
+    Ok(Body {
+        globals,
+        params: PARAMS.to_string(),
+        workgroup_size: [threads, 1, 1],
+        workgroups,
+        vectorized: vec_n,
+        strategy,
+        summary,
+    })
+}

@@ -1,0 +1,246 @@
+//! Helpers shared by the renderer and GPU tests: hand-built kernel-IR programs and naga validation.
+#![allow(dead_code)]
+
+use sinter_core::DType;
+use sinter_core::kernel::{
+    Access, BufferDecl, BufferId, BufferKind, Expr, ExprId, Index, IoDecl, Kernel, KernelArg, KernelBody, MatOperand,
+    MatmulBody, MemoryPlan, Program, RedOp, ReduceBody, ReduceStrategy, Reduction, Store, TypedExpr, Var,
+};
+
+/// Validates WGSL with naga (every capability allowed), panicking with naga's diagnostic.
+pub fn naga_validate(src: &str) {
+    let module = match naga::front::wgsl::parse_str(src) {
+        Ok(m) => m,
+        Err(e) => panic!("WGSL does not parse:\n{}\n--- source ---\n{src}", e.emit_to_string(src)),
+    };
+    let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
+    if let Err(e) = v.validate(&module) {
+        panic!("WGSL does not validate:\n{}\n--- source ---\n{src}", e.emit_to_string(src));
+    }
+}
+
+/// Builds a program by hand: buffers, inputs and outputs, kernels.
+#[derive(Default)]
+pub struct ProgramBuilder {
+    buffers: Vec<BufferDecl>,
+    inputs: Vec<IoDecl>,
+    outputs: Vec<IoDecl>,
+    kernels: Vec<Kernel>,
+}
+
+impl ProgramBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn buffer(&mut self, dtype: DType, numel: usize, kind: BufferKind) -> BufferId {
+        let id = BufferId(self.buffers.len() as u32);
+        self.buffers.push(BufferDecl { id, dtype, numel, kind, node: None });
+        id
+    }
+
+    pub fn input(&mut self, name: &str, dtype: DType, shape: &[usize]) -> BufferId {
+        let pos = self.inputs.len();
+        let id = self.buffer(dtype, shape.iter().product(), BufferKind::Input(pos));
+        self.inputs.push(IoDecl { name: name.into(), buffer: id, shape: shape.to_vec(), dtype });
+        id
+    }
+
+    pub fn output(&mut self, name: &str, dtype: DType, shape: &[usize]) -> BufferId {
+        let pos = self.outputs.len();
+        let id = self.buffer(dtype, shape.iter().product(), BufferKind::Output(pos));
+        self.outputs.push(IoDecl { name: name.into(), buffer: id, shape: shape.to_vec(), dtype });
+        id
+    }
+
+    pub fn intermediate(&mut self, dtype: DType, numel: usize) -> BufferId {
+        self.buffer(dtype, numel, BufferKind::Intermediate)
+    }
+
+    pub fn constant(&mut self, t: sinter_core::HostTensor) -> BufferId {
+        let (d, n) = (t.dtype(), t.numel());
+        self.buffer(d, n, BufferKind::Constant(std::sync::Arc::new(t)))
+    }
+
+    pub fn dtype(&self, b: BufferId) -> DType {
+        self.buffers[b.0 as usize].dtype
+    }
+
+    pub fn numel(&self, b: BufferId) -> usize {
+        self.buffers[b.0 as usize].numel
+    }
+
+    pub fn kernel(&mut self, k: Kernel) {
+        self.kernels.push(k);
+    }
+
+    pub fn build(self) -> Program {
+        let n = self.buffers.len();
+        let unplanned: usize = self.buffers.iter().map(|b| b.numel * b.dtype.size_bytes()).sum();
+        Program {
+            buffers: self.buffers,
+            kernels: self.kernels,
+            inputs: self.inputs,
+            outputs: self.outputs,
+            memory: MemoryPlan { slots: vec![], slot_of: vec![None; n], peak_bytes: unplanned, unplanned_bytes: unplanned },
+            decisions: vec![],
+        }
+    }
+}
+
+/// Builds a kernel's arguments and expression arena.
+pub struct KernelBuilder {
+    pub k: Kernel,
+}
+
+impl KernelBuilder {
+    pub fn new(name: &str, ops: &[&str]) -> Self {
+        KernelBuilder {
+            k: Kernel {
+                name: name.into(),
+                args: vec![],
+                exprs: vec![],
+                body: KernelBody::Pointwise { numel: 0, stores: vec![] },
+                origins: vec![],
+                ops: ops.iter().map(|s| s.to_string()).collect(),
+                flops: 0.0,
+                bytes: 0.0,
+            },
+        }
+    }
+
+    pub fn arg(&mut self, p: &ProgramBuilder, buffer: BufferId, access: Access) -> usize {
+        self.k.args.push(KernelArg { buffer, dtype: p.dtype(buffer), numel: p.numel(buffer), access });
+        self.k.args.len() - 1
+    }
+
+    pub fn e(&mut self, expr: Expr, dtype: DType) -> ExprId {
+        self.k.exprs.push(TypedExpr { expr, dtype });
+        ExprId(self.k.exprs.len() as u32 - 1)
+    }
+
+    pub fn load(&mut self, arg: usize, index: Index) -> ExprId {
+        let d = self.k.args[arg].dtype;
+        self.e(Expr::Load { arg, index }, d)
+    }
+
+    pub fn konst(&mut self, x: f64, d: DType) -> ExprId {
+        self.e(Expr::Const(x), d)
+    }
+
+    pub fn pointwise(mut self, numel: usize, stores: Vec<Store>) -> Kernel {
+        self.k.body = KernelBody::Pointwise { numel, stores };
+        self.k
+    }
+
+    pub fn reduce(mut self, body: ReduceBody) -> Kernel {
+        self.k.body = KernelBody::Reduce(body);
+        self.k
+    }
+
+    pub fn matmul(mut self, body: MatmulBody) -> Kernel {
+        self.k.body = KernelBody::Matmul(body);
+        self.k
+    }
+}
+
+pub fn lane() -> Index {
+    Index::var(Var::Lane)
+}
+
+pub fn st(arg: usize, index: Index, value: ExprId) -> Store {
+    Store { arg, index, value }
+}
+
+/// `y = relu(x + b) * 2` with `x: [rows, cols]`, `b: [cols]` broadcast over rows.
+pub fn add_relu_mul(rows: usize, cols: usize, d: DType) -> Program {
+    use sinter_core::ir::{BinaryOp, UnaryOp};
+    let mut p = ProgramBuilder::new();
+    let x = p.input("x", d, &[rows, cols]);
+    let b = p.input("b", d, &[cols]);
+    let y = p.output("y", d, &[rows, cols]);
+    let mut kb = KernelBuilder::new("k0_add_relu_mul", &["add", "relu", "mul"]);
+    let ax = kb.arg(&p, x, Access::Read);
+    let ab = kb.arg(&p, b, Access::Read);
+    let ay = kb.arg(&p, y, Access::Write);
+    let vx = kb.load(ax, lane());
+    let vb = kb.load(ab, lane().rem(cols as i64).simplify(&|v| (v == Var::Lane).then_some((0, (rows * cols) as i64 - 1))));
+    let s = kb.e(Expr::Binary(BinaryOp::Add, vx, vb), d);
+    let r = kb.e(Expr::Unary(UnaryOp::Relu, s), d);
+    let two = kb.konst(2.0, d);
+    let m = kb.e(Expr::Binary(BinaryOp::Mul, r, two), d);
+    p.kernel(kb.pointwise(rows * cols, vec![st(ay, lane(), m)]));
+    p.build()
+}
+
+/// Softmax over the last axis of `x: [rows, len]`: max, then sum of exp, then the division.
+pub fn softmax(rows: usize, len: usize, d: DType, strategy: ReduceStrategy) -> Program {
+    use sinter_core::ir::{BinaryOp, UnaryOp};
+    let mut p = ProgramBuilder::new();
+    let x = p.input("x", d, &[rows, len]);
+    let y = p.output("y", d, &[rows, len]);
+    let mut kb = KernelBuilder::new("k0_softmax", &["softmax"]);
+    let ax = kb.arg(&p, x, Access::Read);
+    let ay = kb.arg(&p, y, Access::Write);
+    let idx = Index::var(Var::Row).mul(len as i64).add(Index::var(Var::Red));
+    let v = kb.load(ax, idx.clone());
+    let vf = kb.e(Expr::Cast(v), DType::F32);
+    let m = kb.e(Expr::Acc(0), DType::F32);
+    let dlt = kb.e(Expr::Binary(BinaryOp::Sub, vf, m), DType::F32);
+    let ex = kb.e(Expr::Unary(UnaryOp::Exp, dlt), DType::F32);
+    let s = kb.e(Expr::Acc(1), DType::F32);
+    let q = kb.e(Expr::Binary(BinaryOp::Div, ex, s), DType::F32);
+    let qd = kb.e(Expr::Cast(q), d);
+    p.kernel(kb.reduce(ReduceBody {
+        rows,
+        len,
+        reductions: vec![
+            Reduction { op: RedOp::Max, value: vf, slot: 0, dtype: DType::F32 },
+            Reduction { op: RedOp::Sum, value: ex, slot: 1, dtype: DType::F32 },
+        ],
+        elem_stores: vec![st(ay, idx, qd)],
+        row_stores: vec![],
+        strategy,
+    }));
+    p.build()
+}
+
+/// `y = relu(a @ b + bias)` with `a: [m, k]`, `b: [k, n]` (or `b^T` stored `[n, k]` when `b_t`), `bias: [n]`.
+pub fn matmul_bias_relu(m: usize, n: usize, k: usize, d: DType, b_t: bool) -> Program {
+    use sinter_core::ir::{BinaryOp, UnaryOp};
+    let mut p = ProgramBuilder::new();
+    let a = p.input("a", d, &[m, k]);
+    let b_shape = if b_t { [n, k] } else { [k, n] };
+    let b = p.input("b", d, &b_shape);
+    let bias = p.input("bias", d, &[n]);
+    let y = p.output("y", d, &[m, n]);
+    let mut kb = KernelBuilder::new("k0_matmul_add_relu", &["matmul", "add", "relu"]);
+    let aa = kb.arg(&p, a, Access::Read);
+    let ab = kb.arg(&p, b, Access::Read);
+    let abias = kb.arg(&p, bias, Access::Read);
+    let ay = kb.arg(&p, y, Access::Write);
+    let acc = kb.e(Expr::Acc(0), DType::F32);
+    let vb = kb.load(abias, Index::var(Var::N));
+    let vbf = kb.e(Expr::Cast(vb), DType::F32);
+    let s = kb.e(Expr::Binary(BinaryOp::Add, acc, vbf), DType::F32);
+    let r = kb.e(Expr::Unary(UnaryOp::Relu, s), DType::F32);
+    let rd = kb.e(Expr::Cast(r), d);
+    let out = Index::var(Var::M).mul(n as i64).add(Index::var(Var::N));
+    let bop = if b_t {
+        MatOperand { arg: ab, offset: 0, s_batch: 0, s_row: 1, s_col: k }
+    } else {
+        MatOperand { arg: ab, offset: 0, s_batch: 0, s_row: n, s_col: 1 }
+    };
+    p.kernel(kb.matmul(MatmulBody {
+        batch: 1,
+        m,
+        n,
+        k,
+        a: MatOperand { arg: aa, offset: 0, s_batch: 0, s_row: k, s_col: 1 },
+        b: bop,
+        in_dtype: d,
+        acc_dtype: DType::F32,
+        stores: vec![st(ay, out, rd)],
+    }));
+    p.build()
+}

@@ -1,0 +1,516 @@
+//! GPU tests of the WGSL backend on whatever adapter exists (lavapipe in CI): hand-built kernels and
+//! scheduled graphs compared with the kernel-IR interpreter and the CPU reference, at awkward sizes, with
+//! outputs poisoned first.
+//!
+//! Without an adapter each test prints `SKIPPED` and returns; with `SINTER_REQUIRE_GPU=1` a missing adapter
+//! fails instead.
+
+mod common;
+
+use std::sync::OnceLock;
+
+use common::*;
+use sinter_core::backend::{Backend, BackendError, Executable, Mode};
+use sinter_core::ir::{BinaryOp, UnaryOp};
+use sinter_core::kernel::{Access, Expr, Index, Program, ReduceStrategy, Var, interp};
+use sinter_core::prelude::*;
+use sinter_wgsl::WgslBackend;
+use sinter_wgsl::device::DeviceOptions;
+
+/// The shared backend, or `None` (after printing why) when there is no adapter.
+fn backend() -> Option<&'static WgslBackend> {
+    static B: OnceLock<Result<WgslBackend, String>> = OnceLock::new();
+    let b = B.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("sinter-wgsl-test-{}", std::process::id()));
+        WgslBackend::with_options(DeviceOptions { pipeline_cache: false, cache_dir: Some(dir), ..Default::default() })
+            .map_err(|e| e.to_string())
+    });
+    match b {
+        Ok(b) => Some(b),
+        Err(e) => {
+            if std::env::var("SINTER_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("SINTER_REQUIRE_GPU=1 but no WGSL device could be created: {e}");
+            }
+            eprintln!("SKIPPED: no GPU adapter ({e})");
+            None
+        }
+    }
+}
+
+/// Runs `p` on the GPU with outputs poisoned first.
+fn gpu_run(b: &WgslBackend, p: &Program, inputs: &[HostTensor], mode: Mode) -> Vec<HostTensor> {
+    let mut exe = b.load_wgsl(p, mode).unwrap_or_else(|e| panic!("load failed: {e}"));
+    exe.poison(0xff).expect("poison");
+    exe.run(inputs).unwrap_or_else(|e| panic!("run failed: {e}"))
+}
+
+/// Asserts `got` matches `want` within the dtype's tolerance (exact for integers and bools).
+fn assert_close(got: &[HostTensor], want: &[HostTensor], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: output count");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g.shape, w.shape, "{what}: output {i} shape");
+        assert_eq!(g.dtype(), w.dtype(), "{what}: output {i} dtype");
+        let (rtol, atol) = sinter_core::workloads::tolerance(w.dtype());
+        let ratio = g.tolerance_ratio(w, rtol, atol);
+        if ratio > 1.0 {
+            let (a, b) = (g.to_f64_vec(), w.to_f64_vec());
+            let bad: Vec<String> = a
+                .iter()
+                .zip(&b)
+                .enumerate()
+                .filter(|(_, (x, y))| {
+                    !(x.is_nan() && y.is_nan() || *x == *y || (*x - *y).abs() <= atol + rtol * y.abs())
+                })
+                .take(8)
+                .map(|(k, (x, y))| format!("[{k}] got {x} want {y}"))
+                .collect();
+            panic!("{what}: output {i} off by {ratio:.3}x tolerance: {}", bad.join(", "));
+        }
+    }
+}
+
+fn random(d: DType, shape: &[usize], seed: u64, lo: f64, hi: f64) -> HostTensor {
+    HostTensor::random(d, shape.to_vec(), seed, lo, hi)
+}
+
+#[test]
+fn pointwise_broadcast_awkward_sizes() {
+    let Some(b) = backend() else { return };
+    for d in [DType::F32, DType::F16, DType::BF16] {
+        for (rows, cols) in [(1, 1), (7, 1), (1, 1023), (3, 4097), (5, 4096), (33, 64)] {
+            let p = add_relu_mul(rows, cols, d);
+            let inputs = vec![random(d, &[rows, cols], 1, -2.0, 2.0), random(d, &[cols], 2, -1.0, 1.0)];
+            let want = interp::run_program(&p, &inputs).expect("interp");
+            let got = gpu_run(b, &p, &inputs, Mode::Default);
+            assert_close(&got, &want, &format!("add_relu_mul {d} {rows}x{cols}"));
+        }
+    }
+}
+
+#[test]
+fn softmax_strategies_and_sizes() {
+    let Some(b) = backend() else { return };
+    for d in [DType::F32, DType::BF16, DType::F16] {
+        for strategy in [ReduceStrategy::Persistent, ReduceStrategy::Looped, ReduceStrategy::ThreadPerRow] {
+            for (rows, len) in [(1, 1), (7, 7), (3, 1023), (2, 4097), (5, 1024), (4, 12)] {
+                let p = softmax(rows, len, d, strategy);
+                let inputs = vec![random(d, &[rows, len], 3, -4.0, 4.0)];
+                let want = interp::run_program(&p, &inputs).expect("interp");
+                let got = gpu_run(b, &p, &inputs, Mode::ReduceOverhead);
+                assert_close(&got, &want, &format!("softmax {d} {strategy:?} {rows}x{len}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn matmul_epilogue_sizes_and_layouts() {
+    let Some(b) = backend() else { return };
+    for d in [DType::F32, DType::BF16, DType::F16] {
+        for (m, n, k) in [(1, 1, 1), (7, 9, 13), (100, 96, 72), (65, 130, 33), (64, 64, 64)] {
+            for b_t in [false, true] {
+                let p = matmul_bias_relu(m, n, k, d, b_t);
+                let bshape = if b_t { [n, k] } else { [k, n] };
+                let inputs =
+                    vec![random(d, &[m, k], 4, -1.0, 1.0), random(d, &bshape, 5, -1.0, 1.0), random(d, &[n], 6, -1.0, 1.0)];
+                let want = interp::run_program(&p, &inputs).expect("interp");
+                let got = gpu_run(b, &p, &inputs, Mode::Default);
+                assert_close(&got, &want, &format!("matmul {d} {m}x{n}x{k} b_t={b_t}"));
+            }
+        }
+    }
+}
+
+/// Inputs for a unary op: a range where it is defined, plus special values.
+fn unary_input(op: UnaryOp, d: DType, n: usize, seed: u64) -> HostTensor {
+    let (lo, hi) = match op {
+        UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt => (0.01, 20.0),
+        UnaryOp::Asin | UnaryOp::Acos | UnaryOp::Atanh => (-0.99, 0.99),
+        UnaryOp::Acosh => (1.0, 30.0),
+        UnaryOp::Tan => (-1.4, 1.4),
+        UnaryOp::Exp | UnaryOp::Sinh | UnaryOp::Cosh => (-20.0, 20.0),
+        UnaryOp::Sin | UnaryOp::Cos => (-100.0, 100.0),
+        UnaryOp::Reciprocal => (0.5, 10.0),
+        _ if d.is_float() => (-6.0, 6.0),
+        _ if d == DType::U8 || d == DType::U32 => (0.0, 200.0),
+        _ => (-100.0, 100.0),
+    };
+    let mut v = random(d, &[n], seed, lo, hi).to_f64_vec();
+    if d.is_float() {
+        let specials: Vec<f64> = match op {
+            UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt => vec![f64::NAN, f64::INFINITY, 0.0, 1.0, -1.0],
+            UnaryOp::Asin | UnaryOp::Acos | UnaryOp::Atanh => vec![f64::NAN, 0.0, -0.0, 0.5, 2.0],
+            UnaryOp::Acosh => vec![f64::NAN, 1.0, 0.5, 1e20],
+            UnaryOp::Tan | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Atan | UnaryOp::Asinh => {
+                vec![f64::NAN, 0.0, -0.0, 1e-3, -1e-3, 3.0, 1e4]
+            }
+            UnaryOp::Erf => vec![f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, 1e-4, -1e-4, 0.5, -0.5, 3.0, 10.0],
+            UnaryOp::Tanh | UnaryOp::Sigmoid => {
+                vec![f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, 1e-4, 50.0, -50.0, 100.0, -100.0]
+            }
+            _ => vec![f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.5, -1.5],
+        };
+        for (i, s) in specials.into_iter().enumerate() {
+            if i < v.len() {
+                v[i] = s;
+            }
+        }
+    }
+    HostTensor::from_f64(d, vec![n], &v)
+}
+
+/// A program computing `y[lane] = op(x[lane])` (and the graph the CPU reference runs).
+fn unary_program(op: UnaryOp, d: DType, out: DType, n: usize) -> Program {
+    let mut p = ProgramBuilder::new();
+    let x = p.input("x", d, &[n]);
+    let y = p.output("y", out, &[n]);
+    let mut kb = KernelBuilder::new(&format!("k0_{}", op.name()), &[op.name()]);
+    let ax = kb.arg(&p, x, Access::Read);
+    let ay = kb.arg(&p, y, Access::Write);
+    let v = kb.load(ax, lane());
+    let r = kb.e(Expr::Unary(op, v), out);
+    p.kernel(kb.pointwise(n, vec![st(ay, lane(), r)]));
+    p.build()
+}
+
+fn binary_program(op: BinaryOp, d: DType, out: DType, n: usize) -> Program {
+    let mut p = ProgramBuilder::new();
+    let x = p.input("x", d, &[n]);
+    let z = p.input("z", d, &[n]);
+    let y = p.output("y", out, &[n]);
+    let mut kb = KernelBuilder::new(&format!("k0_{}", op.name()), &[op.name()]);
+    let ax = kb.arg(&p, x, Access::Read);
+    let az = kb.arg(&p, z, Access::Read);
+    let ay = kb.arg(&p, y, Access::Write);
+    let a = kb.load(ax, lane());
+    let c = kb.load(az, lane());
+    let r = kb.e(Expr::Binary(op, a, c), out);
+    p.kernel(kb.pointwise(n, vec![st(ay, lane(), r)]));
+    p.build()
+}
+
+#[test]
+fn every_unary_op_matches_the_cpu_reference() {
+    let Some(b) = backend() else { return };
+    for op in UnaryOp::ALL {
+        let dtypes: &[DType] = match op {
+            UnaryOp::Not => &[DType::Bool],
+            _ if op.float_only() => &[DType::F32, DType::BF16],
+            _ => &[DType::F32, DType::I32, DType::I8, DType::U8],
+        };
+        for &d in dtypes {
+            let g = Graph::new();
+            let x = g.input("x", d, [1]);
+            let out = x.unary(op).dtype();
+            for (n, seed) in [(1023usize, 7u64), (4096, 8)] {
+                let input = unary_input(op, d, n, seed);
+                let g = Graph::new();
+                let x = g.input("x", d, [n]);
+                g.output(&x.unary(op));
+                let want = sinter_core::cpu::run(&g, std::slice::from_ref(&input)).expect("cpu reference");
+                let p = unary_program(op, d, out, n);
+                let got = gpu_run(b, &p, &[input], Mode::Default);
+                assert_close(&got, &want, &format!("{} on {d} (n={n})", op.name()));
+            }
+        }
+    }
+}
+
+/// Binary-op inputs: `b` avoids zero for integer division and remainders.
+fn binary_inputs(op: BinaryOp, d: DType, n: usize) -> (HostTensor, HostTensor) {
+    let (lo, hi) = if d.is_float() {
+        match op {
+            BinaryOp::Pow => (0.1, 3.0),
+            _ => (-8.0, 8.0),
+        }
+    } else if d == DType::Bool {
+        (0.0, 2.0)
+    } else if matches!(d, DType::U8 | DType::U32) {
+        (0.0, 250.0)
+    } else {
+        (-120.0, 120.0)
+    };
+    let a = random(d, &[n], 11, lo, hi);
+    let mut bv = random(d, &[n], 12, if op == BinaryOp::Pow && d.is_float() { -3.0 } else { lo }, hi).to_f64_vec();
+    if !d.is_float() && d != DType::Bool {
+        for x in &mut bv {
+            if matches!(op, BinaryOp::Div | BinaryOp::Mod | BinaryOp::FMod) && *x == 0.0 {
+                *x = 3.0;
+            }
+            if op == BinaryOp::Pow {
+                *x = x.abs() % 5.0;
+            }
+        }
+    }
+    let mut av = a.to_f64_vec();
+    if d.is_float() && n > 8 {
+        // Specials: NaN on each side, infinities, zeros, equal values, negative bases.
+        let pairs = [(f64::NAN, 1.0), (1.0, f64::NAN), (f64::INFINITY, 2.0), (-3.0, f64::INFINITY), (0.0, -0.0), (2.5, 2.5), (-2.0, 3.0), (-2.0, 0.5)];
+        for (i, (x, y)) in pairs.into_iter().enumerate() {
+            av[i] = x;
+            bv[i] = y;
+        }
+    }
+    (HostTensor::from_f64(d, vec![n], &av), HostTensor::from_f64(d, vec![n], &bv))
+}
+
+#[test]
+fn every_binary_op_matches_the_cpu_reference() {
+    let Some(b) = backend() else { return };
+    for op in BinaryOp::ALL {
+        let dtypes: &[DType] = if op.is_logical() {
+            &[DType::Bool]
+        } else if op.is_comparison() {
+            &[DType::F32, DType::I32, DType::Bool, DType::U8]
+        } else {
+            &[DType::F32, DType::BF16, DType::I32, DType::I8, DType::U8, DType::I16, DType::U32]
+        };
+        for &d in dtypes {
+            for n in [1023usize, 4096] {
+                let (x, z) = binary_inputs(op, d, n);
+                let g = Graph::new();
+                let gx = g.input("x", d, [n]);
+                let gz = g.input("z", d, [n]);
+                let r = gx.binary(op, &gz);
+                let out = r.dtype();
+                g.output(&r);
+                let inputs = vec![x, z];
+                let want = match sinter_core::cpu::run(&g, &inputs) {
+                    Ok(w) => w,
+                    Err(e) => panic!("cpu reference of {} on {d}: {e}", op.name()),
+                };
+                let p = binary_program(op, d, out, n);
+                let got = gpu_run(b, &p, &inputs, Mode::Default);
+                assert_close(&got, &want, &format!("{} on {d} (n={n})", op.name()));
+            }
+        }
+    }
+}
+
+#[test]
+fn casts_between_dtypes() {
+    let Some(b) = backend() else { return };
+    let dts = [DType::F32, DType::F16, DType::BF16, DType::I8, DType::I16, DType::I32, DType::U8, DType::U16, DType::U32, DType::Bool, DType::I64];
+    for from in dts {
+        for to in dts {
+            let n = 1021;
+            let x = if from.is_float() {
+                let mut v = random(from, &[n], 21, -300.0, 300.0).to_f64_vec();
+                v[0] = f64::NAN;
+                v[1] = 0.0;
+                v[2] = -0.0;
+                // Out of the i64 emulation's 32-bit range (f16: infinity) except for i64 targets.
+                v[3] = if to == DType::I64 { 7.0 } else { 70000.0 };
+                HostTensor::from_f64(from, vec![n], &v)
+            } else if matches!(from, DType::U8 | DType::U16 | DType::U32) {
+                random(from, &[n], 21, 0.0, 300.0)
+            } else {
+                random(from, &[n], 21, -300.0, 300.0)
+            };
+            let g = Graph::new();
+            let gx = g.input("x", from, [n]);
+            g.output(&gx.cast(to));
+            let want = sinter_core::cpu::run(&g, std::slice::from_ref(&x)).expect("cpu reference");
+            let mut p = ProgramBuilder::new();
+            let xi = p.input("x", from, &[n]);
+            let yo = p.output("y", to, &[n]);
+            let mut kb = KernelBuilder::new("k0_cast", &["cast"]);
+            let ax = kb.arg(&p, xi, Access::Read);
+            let ay = kb.arg(&p, yo, Access::Write);
+            let v = kb.load(ax, lane());
+            let c = kb.e(Expr::Cast(v), to);
+            p.kernel(kb.pointwise(n, vec![st(ay, lane(), c)]));
+            let p = p.build();
+            let got = gpu_run(b, &p, &[x], Mode::Default);
+            assert_close(&got, &want, &format!("cast {from} -> {to}"));
+        }
+    }
+}
+
+#[test]
+fn arg_reductions_and_row_stores() {
+    let Some(b) = backend() else { return };
+    use sinter_core::kernel::{RedOp, ReduceBody, Reduction};
+    for d in [DType::F32, DType::I32, DType::BF16, DType::U8] {
+        for strategy in [ReduceStrategy::Persistent, ReduceStrategy::Looped, ReduceStrategy::ThreadPerRow] {
+            for (rows, len) in [(1, 1), (5, 7), (3, 1024), (2, 4097)] {
+                let mut p = ProgramBuilder::new();
+                let x = p.input("x", d, &[rows, len]);
+                let amax = p.output("amax", DType::I64, &[rows]);
+                let amin = p.output("amin", DType::I32, &[rows]);
+                let sum = p.output("sum", d, &[rows]);
+                let mut kb = KernelBuilder::new("k0_arg", &["argmax", "argmin", "sum"]);
+                let ax = kb.arg(&p, x, Access::Read);
+                let a1 = kb.arg(&p, amax, Access::Write);
+                let a2 = kb.arg(&p, amin, Access::Write);
+                let a3 = kb.arg(&p, sum, Access::Write);
+                let idx = Index::var(Var::Row).mul(len as i64).add(Index::var(Var::Red));
+                let v = kb.load(ax, idx);
+                let acc_d = if d.is_float() { DType::F32 } else if d == DType::U8 { DType::U32 } else { DType::I32 };
+                let vs = kb.e(Expr::Cast(v), acc_d);
+                let r0 = kb.e(Expr::Acc(0), DType::I64);
+                let r1 = kb.e(Expr::Acc(1), DType::I64);
+                let r1c = kb.e(Expr::Cast(r1), DType::I32);
+                let r2 = kb.e(Expr::Acc(2), acc_d);
+                let r2c = kb.e(Expr::Cast(r2), d);
+                let row = Index::var(Var::Row);
+                let k = kb.reduce(ReduceBody {
+                    rows,
+                    len,
+                    reductions: vec![
+                        Reduction { op: RedOp::ArgMax, value: v, slot: 0, dtype: DType::I64 },
+                        Reduction { op: RedOp::ArgMin, value: v, slot: 1, dtype: DType::I64 },
+                        Reduction { op: RedOp::Sum, value: vs, slot: 2, dtype: acc_d },
+                    ],
+                    elem_stores: vec![],
+                    row_stores: vec![st(a1, row.clone(), r0), st(a2, row.clone(), r1c), st(a3, row, r2c)],
+                    strategy,
+                });
+                p.kernel(k);
+                let p = p.build();
+                // Small integer range: many ties, so first-index tie breaking is exercised.
+                let mut xv = random(d, &[rows, len], 31, 0.0, 20.0).to_f64_vec();
+                if d.is_float() && xv.len() > 10 {
+                    xv[len / 2] = f64::NAN;
+                }
+                let inputs = vec![HostTensor::from_f64(d, vec![rows, len], &xv)];
+                let want = interp::run_program(&p, &inputs).expect("interp");
+                let got = gpu_run(b, &p, &inputs, Mode::Default);
+                assert_close(&got, &want, &format!("arg/sum {d} {strategy:?} {rows}x{len}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn sub_word_outputs_from_scalar_and_vector_paths() {
+    // i8 / u16 / bool / bf16 outputs written element by element (atomics) and 4 at a time (whole words).
+    let Some(b) = backend() else { return };
+    for d in [DType::I8, DType::U16, DType::Bool, DType::BF16, DType::I16, DType::F16] {
+        for n in [1usize, 7, 1023, 4096] {
+            let mut p = ProgramBuilder::new();
+            let x = p.input("x", DType::F32, &[n]);
+            let y = p.output("y", d, &[n]);
+            // A reversed copy (gather store) as a second output.
+            let z = p.output("z", d, &[n]);
+            let mut kb = KernelBuilder::new("k0_sub_word", &["cast"]);
+            let ax = kb.arg(&p, x, Access::Read);
+            let ay = kb.arg(&p, y, Access::Write);
+            let az = kb.arg(&p, z, Access::Write);
+            let v = kb.load(ax, lane());
+            let c = kb.e(Expr::Cast(v), d);
+            let rev = Index::Sum(vec![Index::Const(n as i64 - 1), lane().mul(-1)]);
+            p.kernel(kb.pointwise(n, vec![st(ay, lane(), c), st(az, rev, c)]));
+            let p = p.build();
+            let inputs = vec![random(DType::F32, &[n], 41, -100.0, 100.0)];
+            let want = interp::run_program(&p, &inputs).expect("interp");
+            let got = gpu_run(b, &p, &inputs, Mode::Default);
+            assert_close(&got, &want, &format!("sub-word {d} n={n}"));
+        }
+    }
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let Some(b) = backend() else { return };
+    let p = add_relu_mul(3, 5, DType::F32);
+    let mut exe = b.load_wgsl(&p, Mode::Default).expect("load");
+    let x = random(DType::F32, &[3, 5], 1, -1.0, 1.0);
+    let bias = random(DType::F32, &[5], 2, -1.0, 1.0);
+    assert!(matches!(exe.run(std::slice::from_ref(&x)), Err(BackendError::Input(_))));
+    assert!(matches!(exe.run(&[x.clone(), x.clone()]), Err(BackendError::Input(_))));
+    assert!(matches!(exe.run(&[x.clone(), random(DType::F16, &[5], 2, -1.0, 1.0)]), Err(BackendError::Input(_))));
+    assert!(exe.run(&[x, bias]).is_ok());
+    // i64 values beyond the 32-bit emulation are refused, not truncated.
+    let mut q = ProgramBuilder::new();
+    let xi = q.input("x", DType::I64, &[4]);
+    let yo = q.output("y", DType::I64, &[4]);
+    let mut kb = KernelBuilder::new("k0_copy", &["copy"]);
+    let ax = kb.arg(&q, xi, Access::Read);
+    let ay = kb.arg(&q, yo, Access::Write);
+    let v = kb.load(ax, lane());
+    q.kernel(kb.pointwise(4, vec![st(ay, lane(), v)]));
+    let q = q.build();
+    let mut exe = b.load_wgsl(&q, Mode::Default).expect("load");
+    let ok = HostTensor::from_i64(DType::I64, vec![4], &[-5, 0, 7, i32::MAX as i64]);
+    assert_eq!(exe.run(std::slice::from_ref(&ok)).expect("run"), vec![ok]);
+    let big = HostTensor::from_i64(DType::I64, vec![4], &[1, 2, 3, 1 << 40]);
+    match exe.run(&[big]) {
+        Err(BackendError::Unsupported { what, .. }) => assert!(what.contains("1099511627776"), "{what}"),
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+    // f64 programs are refused at load, naming the dtype.
+    let mut f = ProgramBuilder::new();
+    let xi = f.input("x", DType::F64, &[4]);
+    let yo = f.output("y", DType::F64, &[4]);
+    let mut kb = KernelBuilder::new("k0_copy", &["copy"]);
+    let ax = kb.arg(&f, xi, Access::Read);
+    let ay = kb.arg(&f, yo, Access::Write);
+    let v = kb.load(ax, lane());
+    f.kernel(kb.pointwise(4, vec![st(ay, lane(), v)]));
+    match b.load(&f.build(), Mode::Default) {
+        Err(BackendError::Unsupported { what, .. }) => assert!(what.contains("f64"), "{what}"),
+        Err(e) => panic!("expected Unsupported, got {e}"),
+        Ok(_) => panic!("expected Unsupported, got an executable"),
+    }
+}
+
+#[test]
+fn modes_agree_and_time() {
+    let Some(b) = backend() else { return };
+    let p = softmax(6, 300, DType::F32, ReduceStrategy::Persistent);
+    let inputs = vec![random(DType::F32, &[6, 300], 3, -4.0, 4.0)];
+    let want = interp::run_program(&p, &inputs).expect("interp");
+    for mode in [Mode::Default, Mode::ReduceOverhead, Mode::MaxAutotune] {
+        let mut exe = b.load_wgsl(&p, mode).expect("load");
+        exe.poison(0xff).expect("poison");
+        let got = exe.run(&inputs).expect("run");
+        assert_close(&got, &want, &format!("softmax {mode:?}"));
+        let (got, timings) = exe.run_timed(&inputs, 3).expect("run_timed");
+        assert_close(&got, &want, &format!("softmax timed {mode:?}"));
+        if b.device().info().has_timestamps {
+            assert_eq!(timings.len(), 3);
+            assert!(timings.iter().all(|t| t.len() == 1 && t[0].kernel == "k0_softmax"));
+        }
+        let src = exe.sources();
+        assert_eq!(src.len(), 1);
+        assert_eq!(src[0].ext, "wgsl");
+    }
+}
+
+#[test]
+fn scheduled_workloads_match_their_references() {
+    let Some(b) = backend() else { return };
+    use sinter_core::schedule::{ScheduleOptions, schedule};
+    use sinter_core::workloads::{self, Scale};
+    for w in workloads::all() {
+        let g = w.build(Scale::Reduced).expect("build");
+        let opt = sinter_core::passes::optimize(&g).expect("optimize");
+        for fusion in [true, false] {
+            let opts = if fusion { ScheduleOptions::default() } else { ScheduleOptions::eager() };
+            let p = schedule(&opt, b.caps(), &opts).unwrap_or_else(|e| panic!("{}: schedule: {e}", w.name));
+            let inputs = w.inputs(Scale::Reduced, 5);
+            let want = w.reference(Scale::Reduced, &inputs).expect("reference");
+            let got = gpu_run(b, &p, &inputs, Mode::ReduceOverhead);
+            let interp_out = interp::run_program(&p, &inputs).expect("interp");
+            let (rtol, atol) = w.tolerance();
+            for ((g, r), i) in got.iter().zip(&want).zip(&interp_out) {
+                // The backend must agree with the kernel-IR interpreter (same program, same numerics) ...
+                let gi = g.tolerance_ratio(i, rtol, atol);
+                assert!(gi <= 1.0, "{} (fusion {fusion}): GPU vs interpreter {gi:.3}x tolerance", w.name);
+                // ... and with the workload's reference wherever the interpreter does.
+                let ratio = g.tolerance_ratio(r, rtol, atol);
+                let iratio = i.tolerance_ratio(r, rtol, atol);
+                if iratio <= 1.0 {
+                    assert!(ratio <= 1.0, "{} (fusion {fusion}): {ratio:.3}x tolerance", w.name);
+                } else {
+                    eprintln!(
+                        "note: {} (fusion {fusion}): the interpreter itself is {iratio:.3}x off the reference \
+                         (GPU {ratio:.3}x); a scheduling numerics issue, not the backend's",
+                        w.name
+                    );
+                }
+            }
+        }
+    }
+}

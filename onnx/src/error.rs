@@ -1,0 +1,107 @@
+//! The importer's error type. Every error about a node names it (its name, or its first output
+//! when it has none, and its op type).
+
+use std::path::PathBuf;
+
+/// Errors from loading or importing an ONNX model.
+#[derive(Debug, thiserror::Error)]
+pub enum OnnxError {
+    /// The bytes are not a valid protobuf message of the expected kind (truncated, corrupt).
+    #[error("malformed protobuf ({what}): {source}")]
+    Decode {
+        /// What was being decoded (`model`, `tensor`, a file name).
+        what: String,
+        /// The decoder's error.
+        source: prost::DecodeError,
+    },
+    /// A file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The model is structurally invalid (missing graph, bad dims, sizes that do not match the
+    /// data, duplicate names...). `context` says where.
+    #[error("malformed model: {context}: {msg}")]
+    Malformed {
+        /// Where the problem is (a tensor, an input, a node).
+        context: String,
+        /// What is wrong.
+        msg: String,
+    },
+    /// An external-data path would leave the model's folder (absolute, `..`, or a symlink out).
+    #[error("tensor {tensor:?}: external data location {location:?} refused: {reason}")]
+    UnsafePath {
+        /// The tensor naming the file.
+        tensor: String,
+        /// The location as written in the model.
+        location: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// A declared size would need an absurd allocation.
+    #[error("{what}: {bytes} bytes is more than the limit of {limit} bytes")]
+    TooLarge {
+        /// What was being sized.
+        what: String,
+        /// The size asked for (saturated at `u64::MAX`).
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// A node, attribute or data type this importer does not support. `op` is the op type (or
+    /// the data type, for dtype problems outside a node).
+    #[error("unsupported: {node} ({op}): {detail}")]
+    Unsupported {
+        /// The node (`"name"` or `#index "first output"`).
+        node: String,
+        /// The op type, e.g. `NonMaxSuppression`.
+        op: String,
+        /// What exactly is unsupported.
+        detail: String,
+    },
+    /// A node is invalid: wrong input count, dtype or shape, a bad attribute.
+    #[error("{node} ({op}): {msg}")]
+    Node {
+        /// The node (`"name"` or `#index "first output"`).
+        node: String,
+        /// The op type.
+        op: String,
+        /// What is wrong.
+        msg: String,
+    },
+    /// The run-time inputs given for specialization do not match the model's inputs.
+    #[error("inputs: {0}")]
+    Inputs(String),
+    /// Building or evaluating the IR failed outside any one node.
+    #[error(transparent)]
+    Core(#[from] sinter_core::Error),
+}
+
+impl OnnxError {
+    /// For an [`OnnxError::Unsupported`] error, the op type (or data type) it names.
+    pub fn unsupported_op(&self) -> Option<&str> {
+        match self {
+            OnnxError::Unsupported { op, .. } => Some(op),
+            _ => None,
+        }
+    }
+
+    /// Shorthand for a [`OnnxError::Malformed`] error.
+    pub fn malformed(context: impl Into<String>, msg: impl Into<String>) -> OnnxError {
+        OnnxError::Malformed { context: context.into(), msg: msg.into() }
+    }
+}
+
+impl From<OnnxError> for sinter_core::Error {
+    fn from(e: OnnxError) -> sinter_core::Error {
+        match e {
+            OnnxError::Core(c) => c,
+            OnnxError::Unsupported { .. } => sinter_core::Error::Unsupported(e.to_string()),
+            OnnxError::Inputs(m) => sinter_core::Error::Input(m),
+            other => sinter_core::Error::Input(other.to_string()),
+        }
+    }
+}

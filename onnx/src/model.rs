@@ -1,0 +1,309 @@
+//! A loaded ONNX model: the decoded protobuf, its initializers, opsets and I/O signature, and the
+//! entry points that turn it into sinter IR.
+
+use crate::error::OnnxError;
+use crate::proto::{GraphProto, ModelProto, TypeProto, ValueInfoProto, type_proto};
+use crate::tensor::{decode_tensor, dtype_from_code};
+use prost::Message;
+use sinter_core::{DType, Dim, HostTensor, IrGraph, Shape};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The largest model file [`load`] reads (2 GiB, the protobuf limit).
+pub const MAX_MODEL_BYTES: u64 = 2 << 30;
+
+/// One graph input or output as the model declares it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IoInfo {
+    /// The value's name.
+    pub name: String,
+    /// The element type; `Err` holds the ONNX type's name when sinter has no equivalent
+    /// (strings, complex and sub-byte types) or the value is not a tensor (sequence, map, optional).
+    pub dtype: Result<DType, String>,
+    /// The declared shape: named dims (`dim_param`) and unnamed unknown dims become
+    /// [`Dim::Sym`]; `None` when the rank is unknown.
+    pub shape: Option<Shape>,
+}
+
+/// A decoded initializer.
+#[derive(Clone, Debug)]
+pub(crate) enum Init {
+    /// A tensor sinter can hold.
+    Tensor(Arc<HostTensor>),
+    /// A tensor of a type sinter lacks (the ONNX type name); an error only if a node uses it.
+    Unsupported(String),
+}
+
+/// A loaded ONNX model. Turn it into IR with [`Model::graph`] (symbolic), [`Model::graph_for`]
+/// (specialized to input shapes) or [`Model::graph_for_inputs`] (specialized to input tensors).
+#[derive(Debug)]
+pub struct Model {
+    pub(crate) proto: ModelProto,
+    pub(crate) dir: Option<PathBuf>,
+    pub(crate) opsets: HashMap<String, i64>,
+    pub(crate) initializers: HashMap<String, Init>,
+    inputs: Vec<IoInfo>,
+    outputs: Vec<IoInfo>,
+}
+
+/// Loads a model file. External data resolves against the file's folder.
+pub fn load(path: impl AsRef<Path>) -> Result<Model, OnnxError> {
+    let path = path.as_ref();
+    let io = |e| OnnxError::Io { path: path.to_path_buf(), source: e };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if meta.len() > MAX_MODEL_BYTES {
+        return Err(OnnxError::TooLarge {
+            what: format!("model file {}", path.display()),
+            bytes: meta.len(),
+            limit: MAX_MODEL_BYTES,
+        });
+    }
+    let bytes = std::fs::read(path).map_err(io)?;
+    let dir = path.parent().map(|p| if p.as_os_str().is_empty() { PathBuf::from(".") } else { p.to_path_buf() });
+    Model::from_bytes(&bytes, dir)
+}
+
+/// Loads a model from bytes. A model with external data needs [`Model::from_bytes`] with a folder.
+pub fn load_bytes(bytes: &[u8]) -> Result<Model, OnnxError> {
+    Model::from_bytes(bytes, None)
+}
+
+/// The shape a `TypeProto` declares; unknown dims get symbols named after the value and axis.
+fn declared_shape(name: &str, t: &type_proto::Tensor) -> Option<Shape> {
+    let s = t.shape.as_ref()?;
+    let dims = s
+        .dim
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            use crate::proto::tensor_shape_proto::dimension::Value;
+            match &d.value {
+                Some(Value::DimValue(v)) if *v >= 0 => Dim::Static(*v as usize),
+                Some(Value::DimParam(p)) if !p.is_empty() => Dim::sym(p),
+                _ => Dim::sym(&format!("{name}_d{i}")),
+            }
+        })
+        .collect();
+    Some(Shape(dims))
+}
+
+/// The [`IoInfo`] of a value-info entry.
+pub(crate) fn io_info(vi: &ValueInfoProto) -> IoInfo {
+    let name = vi.name.clone().unwrap_or_default();
+    let (dtype, shape) = match vi.r#type.as_ref().and_then(|t: &TypeProto| t.value.as_ref()) {
+        Some(type_proto::Value::TensorType(t)) => {
+            let d = match t.elem_type {
+                Some(c) if c != 0 => dtype_from_code(c),
+                _ => Err("UNDEFINED".to_string()),
+            };
+            (d, declared_shape(&name, t))
+        }
+        Some(type_proto::Value::SequenceType(_)) => (Err("sequence".into()), None),
+        Some(type_proto::Value::MapType(_)) => (Err("map".into()), None),
+        Some(type_proto::Value::OptionalType(_)) => (Err("optional".into()), None),
+        Some(type_proto::Value::SparseTensorType(_)) => (Err("sparse tensor".into()), None),
+        Some(type_proto::Value::OpaqueType(_)) => (Err("opaque".into()), None),
+        None => (Err("UNDEFINED".into()), None),
+    };
+    IoInfo { name, dtype, shape }
+}
+
+impl Model {
+    /// Decodes a model; `dir` is the folder external data resolves against (`None` refuses it).
+    pub fn from_bytes(bytes: &[u8], dir: Option<PathBuf>) -> Result<Model, OnnxError> {
+        let proto = ModelProto::decode(bytes).map_err(|e| OnnxError::Decode { what: "model".into(), source: e })?;
+        let graph = proto.graph.as_ref().ok_or_else(|| OnnxError::malformed("model", "no graph"))?;
+        let mut opsets = HashMap::new();
+        for o in &proto.opset_import {
+            let d = o.domain.clone().unwrap_or_default();
+            let d = if d == "ai.onnx" { String::new() } else { d };
+            opsets.insert(d, o.version.unwrap_or(1));
+        }
+        // A model without an opset import predates opsets; treat it as opset 1.
+        opsets.entry(String::new()).or_insert(1);
+        let mut initializers = HashMap::new();
+        for t in &graph.initializer {
+            let name = t.name.clone().unwrap_or_default();
+            if name.is_empty() {
+                return Err(OnnxError::malformed("initializer", "an initializer has no name"));
+            }
+            let init = match decode_tensor(t, dir.as_deref()) {
+                Ok(h) => Init::Tensor(Arc::new(h)),
+                Err(OnnxError::Unsupported { op, .. }) => Init::Unsupported(op),
+                Err(e) => return Err(e),
+            };
+            if initializers.insert(name.clone(), init).is_some() {
+                return Err(OnnxError::malformed(format!("initializer {name:?}"), "defined twice"));
+            }
+        }
+        for t in &graph.sparse_initializer {
+            if let Some(name) = t.values.as_ref().and_then(|v| v.name.clone()) {
+                initializers.insert(name, Init::Unsupported("sparse tensor".into()));
+            }
+        }
+        let inputs: Vec<IoInfo> = graph
+            .input
+            .iter()
+            .filter(|vi| !initializers.contains_key(vi.name.as_deref().unwrap_or("")))
+            .map(io_info)
+            .collect();
+        let outputs: Vec<IoInfo> = graph.output.iter().map(io_info).collect();
+        let mut seen = std::collections::HashSet::new();
+        for i in &inputs {
+            if i.name.is_empty() {
+                return Err(OnnxError::malformed("graph inputs", "an input has no name"));
+            }
+            if !seen.insert(i.name.as_str()) {
+                return Err(OnnxError::malformed(format!("input {:?}", i.name), "declared twice"));
+            }
+        }
+        Ok(Model { proto, dir, opsets, initializers, inputs, outputs })
+    }
+
+    /// The main graph (always present after loading).
+    pub(crate) fn graph_proto(&self) -> &GraphProto {
+        self.proto.graph.as_ref().expect("checked at load")
+    }
+
+    /// The run-time inputs (graph inputs that are not initializers), in order.
+    pub fn inputs(&self) -> &[IoInfo] {
+        &self.inputs
+    }
+
+    /// The graph outputs, in order.
+    pub fn outputs(&self) -> &[IoInfo] {
+        &self.outputs
+    }
+
+    /// The version of the default (`ai.onnx`) opset the model imports.
+    pub fn opset(&self) -> i64 {
+        self.opsets.get("").copied().unwrap_or(1)
+    }
+
+    /// The imported opsets, domain (`""` for `ai.onnx`) to version.
+    pub fn opsets(&self) -> &HashMap<String, i64> {
+        &self.opsets
+    }
+
+    /// The producer recorded in the model (e.g. `pytorch 2.1`).
+    pub fn producer(&self) -> String {
+        format!(
+            "{} {}",
+            self.proto.producer_name.as_deref().unwrap_or(""),
+            self.proto.producer_version.as_deref().unwrap_or("")
+        )
+        .trim()
+        .to_string()
+    }
+
+    /// The op types the main graph uses, sorted and unique (domain-qualified outside `ai.onnx`).
+    pub fn op_types(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .graph_proto()
+            .node
+            .iter()
+            .map(|n| {
+                let op = n.op_type.clone().unwrap_or_default();
+                match n.domain.as_deref() {
+                    None | Some("") | Some("ai.onnx") => op,
+                    Some(d) => format!("{d}.{op}"),
+                }
+            })
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// The graph with the shapes the model declares: named dims stay symbolic, so ops that need
+    /// static shapes (or values computed from shapes) fail with an error naming the node; use
+    /// [`Model::graph_for`] to specialize.
+    pub fn graph(&self) -> Result<IrGraph, OnnxError> {
+        let specs = self
+            .inputs
+            .iter()
+            .map(|i| {
+                let d = i.dtype.clone().map_err(|t| input_unsupported(i, &t))?;
+                let s = i.shape.clone().ok_or_else(|| {
+                    OnnxError::Inputs(format!("input {:?} has no declared shape; use graph_for", i.name))
+                })?;
+                Ok(crate::import::InputSpec { dtype: d, shape: s, value: None })
+            })
+            .collect::<Result<Vec<_>, OnnxError>>()?;
+        crate::import::import(self, specs)
+    }
+
+    /// The graph specialized to static input shapes (one per run-time input, in order). Shape
+    /// arithmetic (Shape/Gather/Concat/Reshape chains) folds to constants, so exported graphs
+    /// with dynamic reshapes come out static. Ops whose output *shape* depends on an input's
+    /// *values* (a Reshape whose target shape is a graph input, Range, Tile...) need
+    /// [`Model::graph_for_inputs`].
+    pub fn graph_for(&self, shapes: &[Vec<usize>]) -> Result<IrGraph, OnnxError> {
+        let specs = self.specs(shapes.len(), |i| (None, shapes[i].clone()), None)?;
+        crate::import::import(self, specs)
+    }
+
+    /// The graph specialized to these input tensors (one per run-time input, in order).
+    ///
+    /// Beyond [`Model::graph_for`], this treats the *values* of inputs as known at import time
+    /// where an op needs a value to fix a shape (a Reshape/Expand/Tile target shape, Slice or Pad
+    /// amounts, Range bounds, reduction axes given as inputs, Resize sizes...). Only those inputs
+    /// (and whatever is computed from them on the way to such a use) are read; every other input
+    /// stays a run-time input. The graph is therefore valid only for inputs whose shape-fixing
+    /// values equal the ones given here; all inputs, used or not, remain graph inputs in order.
+    pub fn graph_for_inputs(&self, inputs: &[HostTensor]) -> Result<IrGraph, OnnxError> {
+        let specs = self.specs(inputs.len(), |i| (Some(inputs[i].clone()), inputs[i].shape.clone()), Some(inputs))?;
+        crate::import::import(self, specs)
+    }
+
+    fn specs(
+        &self,
+        n: usize,
+        get: impl Fn(usize) -> (Option<HostTensor>, Vec<usize>),
+        tensors: Option<&[HostTensor]>,
+    ) -> Result<Vec<crate::import::InputSpec>, OnnxError> {
+        if n != self.inputs.len() {
+            return Err(OnnxError::Inputs(format!(
+                "the model takes {} input(s) ({}), got {n}",
+                self.inputs.len(),
+                self.inputs.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        let mut specs = Vec::new();
+        for (i, info) in self.inputs.iter().enumerate() {
+            let (value, shape) = get(i);
+            let dtype = match (&info.dtype, tensors) {
+                (Ok(d), Some(ts)) if ts[i].dtype() != *d => {
+                    return Err(OnnxError::Inputs(format!(
+                        "input {:?} is {d} but a {} tensor was given",
+                        info.name,
+                        ts[i].dtype()
+                    )));
+                }
+                (Ok(d), _) => *d,
+                (Err(t), _) => return Err(input_unsupported(info, t)),
+            };
+            if let Some(decl) = &info.shape {
+                let ok = decl.rank() == shape.len()
+                    && decl.dims().iter().zip(&shape).all(|(d, &s)| d.as_static().is_none_or(|x| x == s));
+                if !ok {
+                    return Err(OnnxError::Inputs(format!(
+                        "input {:?} is declared {decl} but shape {shape:?} was given",
+                        info.name
+                    )));
+                }
+            }
+            specs.push(crate::import::InputSpec { dtype, shape: Shape::new(&shape), value });
+        }
+        Ok(specs)
+    }
+}
+
+fn input_unsupported(i: &IoInfo, t: &str) -> OnnxError {
+    OnnxError::Unsupported {
+        node: format!("input {:?}", i.name),
+        op: t.to_string(),
+        detail: format!("input of type {t} has no sinter equivalent"),
+    }
+}

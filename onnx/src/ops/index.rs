@@ -1,0 +1,242 @@
+//! Indexing ops: Gather, GatherElements, GatherND, and the scatters (ScatterElements, Scatter,
+//! ScatterND), which the IR lacks: they are expressed with one-hot masks (`index == position`)
+//! combined by a reduction over the update positions and a final `where`.
+
+use crate::import::{Cx, R};
+use sinter_core::ir::{BinaryOp as B, PadMode, ReduceOp};
+use sinter_core::{DType, HostTensor, NodeId, Op};
+
+type Out = R<Vec<Option<NodeId>>>;
+
+pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
+    let r = match op {
+        "Gather" => one(cx, |cx| {
+            cx.arity(2, 2)?;
+            let (x, i) = (cx.inp(0)?, cx.inp(1)?);
+            let axis = cx.axis(cx.ai("axis", 0), cx.rank(x))?;
+            cx.add(Op::Gather { axis }, vec![x, i])
+        }),
+        "GatherElements" => one(cx, |cx| {
+            cx.arity(2, 2)?;
+            let (x, i) = (cx.inp(0)?, cx.inp(1)?);
+            let axis = cx.axis(cx.ai("axis", 0), cx.rank(x))?;
+            let n = cx.shape(x)?[axis];
+            let i = wrap_negative(cx, i, n)?;
+            cx.add(Op::GatherElements { axis }, vec![x, i])
+        }),
+        "GatherND" => one(cx, gather_nd),
+        "ScatterElements" | "Scatter" => one(cx, scatter_elements),
+        "ScatterND" => one(cx, scatter_nd),
+        _ => return None,
+    };
+    Some(r)
+}
+
+fn one(cx: &mut Cx, f: impl FnOnce(&mut Cx) -> R<NodeId>) -> Out {
+    f(cx).map(|x| vec![Some(x)])
+}
+
+/// Indices as i64 with negative values wrapped by `n`.
+pub(super) fn wrap_negative(cx: &mut Cx, i: NodeId, n: usize) -> R<NodeId> {
+    if !cx.dt(i).is_int() {
+        return Err(cx.err(format!("indices must be integers, got {}", cx.dt(i))));
+    }
+    let i = cx.cast(i, DType::I64)?;
+    let z = cx.scalar(DType::I64, 0.0);
+    let neg = cx.bin(B::Lt, i, z)?;
+    let w = cx.bin_s(B::Add, i, n as f64)?;
+    cx.select(neg, w, i)
+}
+
+/// Row-major linear index over `dims` from the last axis of `idx` (`[..., k]`, k = dims.len()).
+fn linear_index(cx: &mut Cx, idx: NodeId, dims: &[usize]) -> R<NodeId> {
+    let s = cx.shape(idx)?;
+    let k = dims.len();
+    let lead = &s[..s.len() - 1];
+    let mut acc: Option<NodeId> = None;
+    let mut stride = 1usize;
+    for j in (0..k).rev() {
+        let c = cx.slice(idx, s.len() - 1, j as i64, j as i64 + 1, 1)?;
+        let c = cx.reshape(c, lead)?;
+        let c = wrap_negative(cx, c, dims[j])?;
+        let t = cx.bin_s(B::Mul, c, stride as f64)?;
+        acc = Some(match acc {
+            None => t,
+            Some(a) => cx.bin(B::Add, a, t)?,
+        });
+        stride *= dims[j];
+    }
+    match acc {
+        Some(a) => Ok(a),
+        None => Ok(cx.konst(HostTensor::from_i64(DType::I64, lead.to_vec(), &vec![0; lead.iter().product()]))),
+    }
+}
+
+fn gather_nd(cx: &mut Cx) -> R<NodeId> {
+    cx.arity(2, 2)?;
+    let (x, idx) = (cx.inp(0)?, cx.inp(1)?);
+    let xs = cx.shape(x)?;
+    let is = cx.shape(idx)?;
+    let b = cx.ai("batch_dims", 0);
+    if b < 0 || is.is_empty() {
+        return Err(cx.err("bad batch_dims or rank-0 indices"));
+    }
+    let b = b as usize;
+    let k = *is.last().expect("rank >= 1");
+    if b + k > xs.len() || b >= is.len() || xs[..b] != is[..b] {
+        return Err(cx.err(format!("indices {is:?} do not fit data {xs:?} with batch_dims {b}")));
+    }
+    let lin = linear_index(cx, idx, &xs[b..b + k])?; // shape is[..-1]
+    let inner: usize = xs[b..b + k].iter().product();
+    let batch: usize = xs[..b].iter().product();
+    let rest = &xs[b + k..];
+    // Add the batch offset (batch linear index * inner).
+    let lin = if b > 0 {
+        let mut bs = xs[..b].to_vec();
+        bs.extend(std::iter::repeat_n(1, is.len() - 1 - b));
+        let v: Vec<i64> = (0..batch as i64).map(|q| q * inner as i64).collect();
+        let off = cx.konst(HostTensor::from_i64(DType::I64, bs, &v));
+        cx.bin(B::Add, lin, off)?
+    } else {
+        lin
+    };
+    let mut flat = vec![batch * inner];
+    flat.extend_from_slice(rest);
+    let xf = cx.reshape(x, &flat)?;
+    cx.add(Op::Gather { axis: 0 }, vec![xf, lin])
+}
+
+/// The identity of a combining reduction, as a value of `d`.
+fn fill_for(d: DType, red: &str) -> f64 {
+    let (lo, hi) = if d.is_float() {
+        (f64::NEG_INFINITY, f64::INFINITY)
+    } else if d.is_signed_int() {
+        let bits = d.size_bytes() * 8;
+        (-(2f64.powi(bits as i32 - 1)), 2f64.powi(bits as i32 - 1) - 1.0)
+    } else if d == DType::Bool {
+        (0.0, 1.0)
+    } else {
+        (0.0, 2f64.powi(d.size_bytes() as i32 * 8) - 1.0)
+    };
+    match red {
+        "mul" => 1.0,
+        "max" => lo,
+        "min" => hi,
+        _ => 0.0,
+    }
+}
+
+/// Combines `data` with the per-position combination of updates where `hit`.
+fn apply_reduction(cx: &mut Cx, red: &str, data: NodeId, comb: NodeId, hit: NodeId) -> R<NodeId> {
+    let v = match red {
+        "none" => comb,
+        "add" => cx.bin(B::Add, data, comb)?,
+        "mul" => cx.bin(B::Mul, data, comb)?,
+        "max" => cx.bin(B::Max, data, comb)?,
+        "min" => cx.bin(B::Min, data, comb)?,
+        r => return Err(cx.err(format!("unknown reduction {r:?}"))),
+    };
+    cx.select(hit, v, data)
+}
+
+fn combine(cx: &mut Cx, red: &str, eq: NodeId, upd: NodeId, axis: usize) -> R<NodeId> {
+    let d = cx.dt(upd);
+    let fill = cx.scalar(d, fill_for(d, red));
+    let w = cx.select(eq, upd, fill)?;
+    let op = match red {
+        "mul" => ReduceOp::Prod,
+        "max" => ReduceOp::Max,
+        "min" => ReduceOp::Min,
+        _ => ReduceOp::Sum,
+    };
+    cx.reduce(op, w, &[axis], false)
+}
+
+fn scatter_elements(cx: &mut Cx) -> R<NodeId> {
+    cx.arity(3, 3)?;
+    let (x, idx, upd) = (cx.inp(0)?, cx.inp(1)?, cx.inp(2)?);
+    let xs = cx.shape(x)?;
+    let is = cx.shape(idx)?;
+    let r = xs.len();
+    let a = cx.axis(cx.ai("axis", 0), r)?;
+    if is.len() != r || cx.shape(upd)? != is || is.iter().zip(&xs).any(|(i, d)| i > d) {
+        return Err(cx.err(format!("indices {is:?} / updates must match in shape and fit data {xs:?}")));
+    }
+    let red = cx.as_str("reduction", "none");
+    let n = xs[a];
+    let i = wrap_negative(cx, idx, n)?;
+    let mut es = is.clone();
+    es.push(1);
+    let i = cx.reshape(i, &es)?;
+    let t = cx.iota(n, DType::I64);
+    let eq = cx.bin(B::Eq, i, t)?; // I ++ [n]
+    let u = cx.reshape(upd, &es)?;
+    let mut full = is.clone();
+    full.push(n);
+    let u = cx.expand(u, &full)?;
+    // Move the position axis t into place of axis a, and the update axis a to the end.
+    let mut perm: Vec<usize> = (0..r).collect();
+    perm[a] = r;
+    perm.push(a);
+    let eq = cx.permute(eq, &perm)?;
+    let u = cx.permute(u, &perm)?;
+    let hit = cx.reduce(ReduceOp::Max, eq, &[r], false)?;
+    let comb = combine(cx, &red, eq, u, r)?;
+    // Pad the non-axis extents from the indices' to the data's.
+    let pads: Vec<(i64, i64)> = (0..r).map(|k| (0, if k == a { 0 } else { (xs[k] - is[k]) as i64 })).collect();
+    let (hit, comb) = if pads.iter().any(|p| p.1 != 0) {
+        let h = cx.add(Op::Pad { pads: pads.clone(), mode: PadMode::Constant(0.0) }, vec![hit])?;
+        let c = cx.add(Op::Pad { pads, mode: PadMode::Constant(0.0) }, vec![comb])?;
+        (h, c)
+    } else {
+        (hit, comb)
+    };
+    apply_reduction(cx, &red, x, comb, hit)
+}
+
+fn scatter_nd(cx: &mut Cx) -> R<NodeId> {
+    cx.arity(3, 3)?;
+    let (x, idx, upd) = (cx.inp(0)?, cx.inp(1)?, cx.inp(2)?);
+    let xs = cx.shape(x)?;
+    let is = cx.shape(idx)?;
+    if is.is_empty() {
+        return Err(cx.err("indices must have rank >= 1"));
+    }
+    let k = *is.last().expect("rank >= 1");
+    if k > xs.len() {
+        return Err(cx.err(format!("index depth {k} exceeds data rank {}", xs.len())));
+    }
+    let red = cx.as_str("reduction", "none");
+    let m: usize = xs[..k].iter().product();
+    let rest: usize = xs[k..].iter().product();
+    let u: usize = is[..is.len() - 1].iter().product();
+    let mut us = is[..is.len() - 1].to_vec();
+    us.extend_from_slice(&xs[k..]);
+    if cx.shape(upd)? != us {
+        return Err(cx.err(format!("updates must have shape {us:?}")));
+    }
+    let lin = linear_index(cx, idx, &xs[..k])?;
+    let lin = cx.reshape(lin, &[1, u, 1])?;
+    let pos = cx.iota(m, DType::I64);
+    let pos = cx.reshape(pos, &[m, 1, 1])?;
+    let eq = cx.bin(B::Eq, pos, lin)?; // [m, u, 1]
+    let uf = cx.reshape(upd, &[1, u, rest])?;
+    let hit = cx.reduce(ReduceOp::Max, eq, &[1], false)?; // [m, 1]
+    let eqf = cx.expand(eq, &[m, u, rest])?;
+    let uf = cx.expand(uf, &[m, u, rest])?;
+    let comb = combine(cx, &red, eqf, uf, 1)?; // [m, rest]
+    let xf = cx.reshape(x, &[m, rest])?;
+    let y = apply_reduction(cx, &red, xf, comb, hit)?;
+    cx.reshape(y, &xs)
+}
+
+/// `ai.onnx.ml.ArrayFeatureExtractor`: selects entries of the last axis.
+pub(super) fn array_feature_extractor(cx: &mut Cx) -> R<NodeId> {
+    cx.arity(2, 2)?;
+    let (x, i) = (cx.inp(0)?, cx.inp(1)?);
+    let r = cx.rank(x);
+    let n: usize = cx.shape(i)?.iter().product();
+    let i = cx.reshape(i, &[n])?;
+    let y = cx.add(Op::Gather { axis: r - 1 }, vec![x, i])?;
+    Ok(y)
+}

@@ -1,0 +1,65 @@
+//! `sinter demo`: every workload at reduced size on the CPU reference interpreter, checked against
+//! the workload's independent f64 reference, before and after the pass pipeline.
+
+use anyhow::{Result, bail};
+use sinter::workloads::{self, Scale};
+use std::io::Write;
+use std::time::Instant;
+
+/// Arguments of `sinter demo`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Seed of the random inputs.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Only these workloads (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+}
+
+/// Runs the workloads and prints the table; fails if any workload fails.
+pub fn run(args: Args) -> Result<()> {
+    let mut list = Vec::new();
+    for name in &args.only {
+        list.push(super::workload(name)?);
+    }
+    if list.is_empty() {
+        list = workloads::all();
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<30} {:>22} {:>10} {:>10} {:>9}  result",
+        "workload (reduced)", "nodes capt/dec/opt", "ratio cap", "ratio opt", "time"
+    )?;
+    let mut failed = Vec::new();
+    for w in &list {
+        let t0 = Instant::now();
+        let r = w.check_cpu(Scale::Reduced, args.seed);
+        let secs = t0.elapsed().as_secs_f64();
+        match r {
+            Ok(c) => {
+                let nodes = format!("{}/{}/{}", c.nodes_captured, c.nodes_decomposed, c.nodes_optimized);
+                let verdict = if c.passed() { "PASS" } else { "FAIL" };
+                writeln!(
+                    out,
+                    "{:<30} {:>22} {:>10.3e} {:>10.3e} {:>8.2}s  {verdict}",
+                    w.name, nodes, c.ratio_captured, c.ratio_optimized, secs
+                )?;
+                if !c.passed() {
+                    failed.push(w.name);
+                }
+            }
+            Err(e) => {
+                writeln!(out, "{:<30} FAIL: {e}", w.name)?;
+                failed.push(w.name);
+            }
+        }
+        out.flush()?;
+    }
+    writeln!(out, "ratio: worst |got - want| / (atol + rtol*|want|) against the f64 reference; PASS when <= 1")?;
+    if !failed.is_empty() {
+        bail!("{} of {} workloads failed: {}", failed.len(), list.len(), failed.join(", "));
+    }
+    Ok(())
+}
