@@ -26,6 +26,8 @@ enum Command {
     View(cli::view::Args),
     /// Import an ONNX model, run it on a backend and write the outputs (.npy/.npz).
     Run(cli::run::Args),
+    /// Time the built-in workloads (eager and compiled) and write JSON for compare.py.
+    Bench(cli::bench::Args),
     /// Run the ONNX backend conformance suite on a backend and report pass/fail per op.
     Conformance(cli::conformance::Args),
 }
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Explain(a) => cli::explain::run(a),
         Command::Demo(a) => cli::demo::run(a),
+        Command::Bench(a) => cli::bench::run(a),
         Command::Run(a) => cli::run::run(a),
         Command::Conformance(a) => cli::conformance::run(a),
         Command::View(a) => cli::view::run(a),

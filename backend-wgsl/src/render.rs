@@ -50,7 +50,6 @@ use emit::Emitter;
 use storage::ArgInfo;
 use types::Layout;
 
-
 /// What the renderer may assume about the adapter.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WgslCaps {
@@ -251,12 +250,78 @@ pub fn entry_name(kernel: &str) -> String {
 /// WGSL keywords and names the generated code uses (never valid entry names).
 fn is_reserved(s: &str) -> bool {
     const WORDS: &[&str] = &[
-        "alias", "break", "case", "const", "const_assert", "continue", "continuing", "default", "diagnostic",
-        "discard", "else", "enable", "false", "fn", "for", "if", "let", "loop", "override", "requires", "return",
-        "struct", "switch", "true", "var", "while", "bool", "f16", "f32", "i32", "u32", "vec2", "vec3", "vec4",
-        "array", "atomic", "ptr", "mat2x2", "mat3x3", "mat4x4", "sampler", "texture_2d", "lane", "row", "red",
-        "batch", "m", "n", "t", "wg", "nwg", "lid", "tid", "select", "max", "min", "abs", "exp", "log", "sin", "cos",
-        "tan", "sqrt", "round", "floor", "ceil", "sign", "fma", "pow", "clamp", "bitcast", "workgroupBarrier",
+        "alias",
+        "break",
+        "case",
+        "const",
+        "const_assert",
+        "continue",
+        "continuing",
+        "default",
+        "diagnostic",
+        "discard",
+        "else",
+        "enable",
+        "false",
+        "fn",
+        "for",
+        "if",
+        "let",
+        "loop",
+        "override",
+        "requires",
+        "return",
+        "struct",
+        "switch",
+        "true",
+        "var",
+        "while",
+        "bool",
+        "f16",
+        "f32",
+        "i32",
+        "u32",
+        "vec2",
+        "vec3",
+        "vec4",
+        "array",
+        "atomic",
+        "ptr",
+        "mat2x2",
+        "mat3x3",
+        "mat4x4",
+        "sampler",
+        "texture_2d",
+        "lane",
+        "row",
+        "red",
+        "batch",
+        "m",
+        "n",
+        "t",
+        "wg",
+        "nwg",
+        "lid",
+        "tid",
+        "select",
+        "max",
+        "min",
+        "abs",
+        "exp",
+        "log",
+        "sin",
+        "cos",
+        "tan",
+        "sqrt",
+        "round",
+        "floor",
+        "ceil",
+        "sign",
+        "fma",
+        "pow",
+        "clamp",
+        "bitcast",
+        "workgroupBarrier",
     ];
     WORDS.contains(&s) || s.starts_with("sinter_") || s.starts_with("sh_")
 }
@@ -332,8 +397,8 @@ pub fn render_with(
                 a.buffer.0, decl.numel, a.dtype, caps.max_binding_bytes
             )));
         }
-        let aliased_write = a.access == Access::Read
-            && kernel.args.iter().any(|b| b.buffer == a.buffer && b.access == Access::Write);
+        let aliased_write =
+            a.access == Access::Read && kernel.args.iter().any(|b| b.buffer == a.buffer && b.access == Access::Write);
         args.push(ArgInfo {
             name: format!("a{i}"),
             dtype: a.dtype,
@@ -420,7 +485,8 @@ pub fn render_with(
     let grid = if body.workgroups == 0 {
         [0, 1, 1]
     } else {
-        crate::device::spread_workgroups(body.workgroups, caps.max_workgroups_per_dim).map_err(|e| unsupported(e.to_string()))?
+        crate::device::spread_workgroups(body.workgroups, caps.max_workgroups_per_dim)
+            .map_err(|e| unsupported(e.to_string()))?
     };
     Ok(Rendered {
         name: kernel.name.clone(),

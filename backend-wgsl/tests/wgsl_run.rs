@@ -111,8 +111,11 @@ fn matmul_epilogue_sizes_and_layouts() {
             for b_t in [false, true] {
                 let p = matmul_bias_relu(m, n, k, d, b_t);
                 let bshape = if b_t { [n, k] } else { [k, n] };
-                let inputs =
-                    vec![random(d, &[m, k], 4, -1.0, 1.0), random(d, &bshape, 5, -1.0, 1.0), random(d, &[n], 6, -1.0, 1.0)];
+                let inputs = vec![
+                    random(d, &[m, k], 4, -1.0, 1.0),
+                    random(d, &bshape, 5, -1.0, 1.0),
+                    random(d, &[n], 6, -1.0, 1.0),
+                ];
                 let want = interp::run_program(&p, &inputs).expect("interp");
                 let got = gpu_run(b, &p, &inputs, Mode::Default);
                 assert_close(&got, &want, &format!("matmul {d} {m}x{n}x{k} b_t={b_t}"));
@@ -245,7 +248,16 @@ fn binary_inputs(op: BinaryOp, d: DType, n: usize) -> (HostTensor, HostTensor) {
     let mut av = a.to_f64_vec();
     if d.is_float() && n > 8 {
         // Specials: NaN on each side, infinities, zeros, equal values, negative bases.
-        let pairs = [(f64::NAN, 1.0), (1.0, f64::NAN), (f64::INFINITY, 2.0), (-3.0, f64::INFINITY), (0.0, -0.0), (2.5, 2.5), (-2.0, 3.0), (-2.0, 0.5)];
+        let pairs = [
+            (f64::NAN, 1.0),
+            (1.0, f64::NAN),
+            (f64::INFINITY, 2.0),
+            (-3.0, f64::INFINITY),
+            (0.0, -0.0),
+            (2.5, 2.5),
+            (-2.0, 3.0),
+            (-2.0, 0.5),
+        ];
         for (i, (x, y)) in pairs.into_iter().enumerate() {
             av[i] = x;
             bv[i] = y;
@@ -290,7 +302,19 @@ fn every_binary_op_matches_the_cpu_reference() {
 #[test]
 fn casts_between_dtypes() {
     let Some(b) = backend() else { return };
-    let dts = [DType::F32, DType::F16, DType::BF16, DType::I8, DType::I16, DType::I32, DType::U8, DType::U16, DType::U32, DType::Bool, DType::I64];
+    let dts = [
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::U8,
+        DType::U16,
+        DType::U32,
+        DType::Bool,
+        DType::I64,
+    ];
     for from in dts {
         for to in dts {
             let n = 1021;
@@ -346,7 +370,13 @@ fn arg_reductions_and_row_stores() {
                 let a3 = kb.arg(&p, sum, Access::Write);
                 let idx = Index::var(Var::Row).mul(len as i64).add(Index::var(Var::Red));
                 let v = kb.load(ax, idx);
-                let acc_d = if d.is_float() { DType::F32 } else if d == DType::U8 { DType::U32 } else { DType::I32 };
+                let acc_d = if d.is_float() {
+                    DType::F32
+                } else if d == DType::U8 {
+                    DType::U32
+                } else {
+                    DType::I32
+                };
                 let vs = kb.e(Expr::Cast(v), acc_d);
                 let r0 = kb.e(Expr::Acc(0), DType::I64);
                 let r1 = kb.e(Expr::Acc(1), DType::I64);

@@ -187,6 +187,14 @@ fn needed_values(nodes: &[NodeProto], order: &[usize], opsets: &HashMap<String, 
                 needed.insert(inp.clone());
             }
         }
+        // Values a subgraph (If/Loop/Scan body) reads from this scope feed the outputs too.
+        for a in &n.attribute {
+            for g in a.g.iter().chain(a.graphs.iter()) {
+                let mut outer = HashSet::new();
+                subgraph_outer_names(g, &mut outer);
+                needed.extend(outer);
+            }
+        }
     }
     let _ = producer;
     needed
@@ -847,6 +855,11 @@ impl Cx<'_, '_> {
         }
         self.imp.scopes.push(scope);
         let opsets = self.imp.model.opsets.clone();
+        // Values the subgraph's own ops need at import time (names are graph-unique).
+        if let Ok(order) = topo_order(&g.node) {
+            let inner = needed_values(&g.node, &order, &opsets);
+            self.imp.needed.extend(inner);
+        }
         let r = (|| {
             let order = topo_order(&g.node)?;
             self.imp.run_nodes(&g.node, &order, &opsets)?;

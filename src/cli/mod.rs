@@ -1,5 +1,6 @@
 //! The subcommands of the `sinter` binary, one module each.
 
+pub mod bench;
 pub mod conformance;
 pub mod demo;
 pub mod explain;

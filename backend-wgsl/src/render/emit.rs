@@ -260,11 +260,9 @@ impl<'a> Emitter<'a> {
     /// The environment for rendering an index; `j` selects one lane of the vectorized variable.
     fn render_index(&mut self, idx: &Index, j: Option<u32>, signed: bool) -> Result<String, RenderError> {
         let idx = match (j, self.vec_var) {
-            (Some(j), Some(v)) if j > 0 => {
-                idx.substitute(v, &Index::var(v).add(Index::Const(i64::from(j)))).simplify(&|w| {
-                    self.ranges.get(&w).copied()
-                })
-            }
+            (Some(j), Some(v)) if j > 0 => idx
+                .substitute(v, &Index::var(v).add(Index::Const(i64::from(j))))
+                .simplify(&|w| self.ranges.get(&w).copied()),
             _ => idx.clone(),
         };
         let mut values: HashMap<ExprId, (String, Ct)> = HashMap::new();

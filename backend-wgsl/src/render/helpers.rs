@@ -309,8 +309,7 @@ fn sinter_erf$S(x: $F) -> $F {
             name: "sinter_pow",
             vec_body: None,
             deps: &[H::IsNan],
-            body:
-            "// pow: negative bases with integer exponents, pow(x, 0) = pow(1, y) = 1
+            body: "// pow: negative bases with integer exponents, pow(x, 0) = pow(1, y) = 1
 fn sinter_pow$S(a: $F, b: $F) -> $F {
     let r = exp2(b * log2(abs(a)));
     let int_b = floor(b) == b;

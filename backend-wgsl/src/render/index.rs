@@ -138,7 +138,9 @@ fn ri(idx: &Index, env: &IndexEnv<'_>, h: &mut Helpers) -> Result<(String, Prec)
                 Ok((format!("{f}({}, {})", ri(x, env, h)?.0, i32_const(*c)?), 0))
             }
         }
-        Index::Clamp(x, lo, hi) => Ok((format!("clamp({}, {}, {})", ri(x, env, h)?.0, i32_const(*lo)?, i32_const(*hi)?), 0)),
+        Index::Clamp(x, lo, hi) => {
+            Ok((format!("clamp({}, {}, {})", ri(x, env, h)?.0, i32_const(*lo)?, i32_const(*hi)?), 0))
+        }
     }
 }
 

@@ -119,9 +119,7 @@ pub(super) fn render(
     em.open(format!("for (var k0 = 0u; k0 < {kdim}u; k0 = k0 + {bk}u)"));
     // Stage the A tile (bm x bk) and the B tile (bk x bn) into shared memory, coalesced along the operand's
     // contiguous dimension, zero-filled at the edges.
-    for (which, op, rows_name, rows_ext, rows_tile) in
-        [("a", &mm.a, "m", m, bm), ("b", &mm.b, "n", n, bn)]
-    {
+    for (which, op, rows_name, rows_ext, rows_tile) in [("a", &mm.a, "m", m, bm), ("b", &mm.b, "n", n, bn)] {
         let arg = em.args[op.arg].clone();
         if let Some(u) = em.uses.get_mut(op.arg) {
             u.other_loads += 1;

@@ -125,9 +125,7 @@ pub(crate) fn unary(
                 UnaryOp::Neg => (wrap(&format!("{zero} - ({x})"), din, vec), din),
                 UnaryOp::Abs if signed => (wrap(&format!("abs({x})"), din, vec), din),
                 UnaryOp::Relu if signed => (format!("max({x}, {zero})"), din),
-                UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => {
-                    (x.to_string(), din)
-                }
+                UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => (x.to_string(), din),
                 UnaryOp::Sign if signed => (format!("sign({x})"), din),
                 UnaryOp::Sign => (format!("select({zero}, {}, ({x}) != {zero})", lit(c, vec, "1u")), din),
                 UnaryOp::Not => (format!("({x}) == {zero}"), DType::Bool),

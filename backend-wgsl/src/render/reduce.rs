@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use sinter_core::DType;
-use sinter_core::kernel::{Expr, ExprId, ReduceBody, ReduceStrategy, RedOp, Var};
+use sinter_core::kernel::{Expr, ExprId, RedOp, ReduceBody, ReduceStrategy, Var};
 
 use super::emit::{AccVal, Emitter, acc_uses, closure, depends_on, store_roots};
 use super::helpers::H;
@@ -185,7 +185,9 @@ pub(super) fn render(
         Mode::Serial
     } else {
         let p = groups.div_ceil(u64::from(wg)).max(1);
-        if r.strategy == ReduceStrategy::Persistent && p * u64::from(width) <= u64::from(tuning.max_persistent_per_thread) {
+        if r.strategy == ReduceStrategy::Persistent
+            && p * u64::from(width) <= u64::from(tuning.max_persistent_per_thread)
+        {
             Mode::Persistent(p as u32)
         } else {
             Mode::Looped

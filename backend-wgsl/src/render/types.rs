@@ -165,7 +165,8 @@ pub(crate) fn const_lit(x: f64, d: DType) -> Result<String, String> {
             i32_lit(v)
         }
         DType::U64 => {
-            let v = if x >= 9_223_372_036_854_775_808.0 { x as u64 } else { sinter_core::tensor::float_to_i64(x) as u64 };
+            let v =
+                if x >= 9_223_372_036_854_775_808.0 { x as u64 } else { sinter_core::tensor::float_to_i64(x) as u64 };
             let v = u32::try_from(v).map_err(|_| {
                 format!("the u64 constant {v} does not fit the 32-bit emulation of u64 the WGSL backend uses")
             })?;

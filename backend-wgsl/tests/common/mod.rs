@@ -82,7 +82,12 @@ impl ProgramBuilder {
             kernels: self.kernels,
             inputs: self.inputs,
             outputs: self.outputs,
-            memory: MemoryPlan { slots: vec![], slot_of: vec![None; n], peak_bytes: unplanned, unplanned_bytes: unplanned },
+            memory: MemoryPlan {
+                slots: vec![],
+                slot_of: vec![None; n],
+                peak_bytes: unplanned,
+                unplanned_bytes: unplanned,
+            },
             decisions: vec![],
         }
     }
@@ -164,7 +169,8 @@ pub fn add_relu_mul(rows: usize, cols: usize, d: DType) -> Program {
     let ab = kb.arg(&p, b, Access::Read);
     let ay = kb.arg(&p, y, Access::Write);
     let vx = kb.load(ax, lane());
-    let vb = kb.load(ab, lane().rem(cols as i64).simplify(&|v| (v == Var::Lane).then_some((0, (rows * cols) as i64 - 1))));
+    let vb =
+        kb.load(ab, lane().rem(cols as i64).simplify(&|v| (v == Var::Lane).then_some((0, (rows * cols) as i64 - 1))));
     let s = kb.e(Expr::Binary(BinaryOp::Add, vx, vb), d);
     let r = kb.e(Expr::Unary(UnaryOp::Relu, s), d);
     let two = kb.konst(2.0, d);

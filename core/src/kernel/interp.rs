@@ -77,7 +77,8 @@ fn cast(v: Val, from: DType, to: DType) -> Val {
         (Val::F(x), true) => Val::F(storage(to, x)),
         (Val::F(x), false) if to == DType::Bool => Val::I((x != 0.0) as i64),
         (Val::F(x), false) => {
-            let i = if to == DType::U64 && x >= 9_223_372_036_854_775_808.0 { x as u64 as i64 } else { float_to_i64(x) };
+            let i =
+                if to == DType::U64 && x >= 9_223_372_036_854_775_808.0 { x as u64 as i64 } else { float_to_i64(x) };
             Val::I(cast_int(to, i))
         }
         (Val::I(i), true) => Val::F(storage(to, if from == DType::U64 { i as u64 as f64 } else { i as f64 })),
@@ -373,9 +374,15 @@ fn uses_var(i: &Index, v: Var) -> bool {
 
 fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
     for a in &k.args {
-        let d = p.buffers.get(a.buffer.0 as usize).ok_or_else(|| format!("argument binds missing buffer {}", a.buffer.0))?;
+        let d = p
+            .buffers
+            .get(a.buffer.0 as usize)
+            .ok_or_else(|| format!("argument binds missing buffer {}", a.buffer.0))?;
         if d.dtype != a.dtype || d.numel != a.numel {
-            return Err(format!("argument for buffer b{} says {}x{}, the buffer is {}x{}", a.buffer.0, a.dtype, a.numel, d.dtype, d.numel));
+            return Err(format!(
+                "argument for buffer b{} says {}x{}, the buffer is {}x{}",
+                a.buffer.0, a.dtype, a.numel, d.dtype, d.numel
+            ));
         }
         if a.access == Access::Write && matches!(d.kind, BufferKind::Input(_) | BufferKind::Constant(_)) {
             return Err(format!("writes input/constant buffer b{}", a.buffer.0));
@@ -388,8 +395,11 @@ fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
     // Which slots a memory-planned buffer shares: reading one buffer and writing another in the
     // same slot is a hazard too.
     let slot = |b: u32| p.memory.slot_of.get(b as usize).copied().flatten();
-    let read_slots: BTreeSet<usize> = k.args.iter().filter(|a| a.access == Access::Read).filter_map(|a| slot(a.buffer.0)).collect();
-    if let Some(a) = k.args.iter().find(|a| a.access == Access::Write && slot(a.buffer.0).is_some_and(|s| read_slots.contains(&s))) {
+    let read_slots: BTreeSet<usize> =
+        k.args.iter().filter(|a| a.access == Access::Read).filter_map(|a| slot(a.buffer.0)).collect();
+    if let Some(a) =
+        k.args.iter().find(|a| a.access == Access::Write && slot(a.buffer.0).is_some_and(|s| read_slots.contains(&s)))
+    {
         return Err(format!("writes buffer b{} into a memory slot it also reads", a.buffer.0));
     }
     let vr = var_ranges(k);
@@ -451,7 +461,12 @@ fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
                 if !empty {
                     match index.range(&vr) {
                         Some((lo, hi)) if lo >= 0 && hi < a.numel as i64 => {}
-                        r => return Err(format!("v{i} loads a{arg}[{index}] with index range {r:?} outside 0..{}", a.numel)),
+                        r => {
+                            return Err(format!(
+                                "v{i} loads a{arg}[{index}] with index range {r:?} outside 0..{}",
+                                a.numel
+                            ));
+                        }
                     }
                 }
             }
@@ -500,7 +515,12 @@ fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
             check_nonneg(&s.index, &vr).map_err(|m| format!("{what} store: {m}"))?;
             match s.index.range(&vr) {
                 Some((lo, hi)) if lo >= 0 && hi < a.numel as i64 => {}
-                r => return Err(format!("{what} store a{}[{}] has index range {r:?} outside 0..{}", s.arg, s.index, a.numel)),
+                r => {
+                    return Err(format!(
+                        "{what} store a{}[{}] has index range {r:?} outside 0..{}",
+                        s.arg, s.index, a.numel
+                    ));
+                }
             }
         }
         Ok(())
@@ -715,7 +735,8 @@ impl Run<'_> {
                 }
                 Expr::Binary(op, a, b) => {
                     let od = self.k.exprs[a.0 as usize].dtype;
-                    binary(*op, self.vals[a.0 as usize], self.vals[b.0 as usize], od, dt).map_err(|m| format!("v{i}: {m}"))?
+                    binary(*op, self.vals[a.0 as usize], self.vals[b.0 as usize], od, dt)
+                        .map_err(|m| format!("v{i}: {m}"))?
                 }
                 Expr::Where(c, a, b) => {
                     if self.vals[c.0 as usize].i() != 0 {
@@ -761,8 +782,20 @@ impl Run<'_> {
 fn acc_init(op: RedOp, dt: DType) -> Val {
     let float = dt.is_float();
     match op {
-        RedOp::Sum => if float { Val::F(0.0) } else { Val::I(0) },
-        RedOp::Prod => if float { Val::F(1.0) } else { Val::I(1) },
+        RedOp::Sum => {
+            if float {
+                Val::F(0.0)
+            } else {
+                Val::I(0)
+            }
+        }
+        RedOp::Prod => {
+            if float {
+                Val::F(1.0)
+            } else {
+                Val::I(1)
+            }
+        }
         RedOp::Max if float => Val::F(f64::NEG_INFINITY),
         RedOp::Min if float => Val::F(f64::INFINITY),
         RedOp::Max => Val::I(match dt {
@@ -819,7 +852,13 @@ fn fold(r: &Reduction, acc: &mut Val, best: &mut Option<Val>, x: Val, vd: DType,
                         match (v.is_nan(), b.is_nan()) {
                             (true, false) => true,
                             (_, true) => false,
-                            _ => if r.op == RedOp::ArgMax { v > b } else { v < b },
+                            _ => {
+                                if r.op == RedOp::ArgMax {
+                                    v > b
+                                } else {
+                                    v < b
+                                }
+                            }
                         }
                     } else {
                         let u = vd == DType::U64;
@@ -1042,7 +1081,11 @@ struct InterpExecutable {
 }
 
 impl InterpExecutable {
-    fn run_once(&self, inputs: &[HostTensor], times: Option<&mut Vec<KernelTiming>>) -> Result<Vec<HostTensor>, BackendError> {
+    fn run_once(
+        &self,
+        inputs: &[HostTensor],
+        times: Option<&mut Vec<KernelTiming>>,
+    ) -> Result<Vec<HostTensor>, BackendError> {
         let p = &self.program;
         let mut mem = setup(p, inputs).map_err(|e| BackendError::Input(e.to_string()))?;
         let t0 = Instant::now();

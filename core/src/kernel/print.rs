@@ -112,10 +112,9 @@ pub fn print_kernel(k: &Kernel) -> String {
     let head = match &k.body {
         KernelBody::Pointwise { numel, .. } => format!("pointwise lanes={numel}"),
         KernelBody::Reduce(b) => format!("reduce rows={} len={} {}", b.rows, b.len, strategy(b.strategy)),
-        KernelBody::Matmul(m) => format!(
-            "matmul batch={} m={} n={} k={} in {} acc {}",
-            m.batch, m.m, m.n, m.k, m.in_dtype, m.acc_dtype
-        ),
+        KernelBody::Matmul(m) => {
+            format!("matmul batch={} m={} n={} k={} in {} acc {}", m.batch, m.m, m.n, m.k, m.in_dtype, m.acc_dtype)
+        }
     };
     let _ = writeln!(s, "kernel {}: {head}", k.name);
     let origins: Vec<String> = k.origins.iter().map(|o| format!("%{o}")).collect();
@@ -141,7 +140,12 @@ pub fn print_kernel(k: &Kernel) -> String {
         KernelBody::Reduce(b) => b
             .reductions
             .iter()
-            .map(|r| (r.value.0 as usize, format!("  acc{}: {} = {} over red of v{}", r.slot, r.dtype, red_op(r.op), r.value.0)))
+            .map(|r| {
+                (
+                    r.value.0 as usize,
+                    format!("  acc{}: {} = {} over red of v{}", r.slot, r.dtype, red_op(r.op), r.value.0),
+                )
+            })
             .collect(),
         _ => vec![],
     };

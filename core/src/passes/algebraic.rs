@@ -55,12 +55,12 @@ pub fn algebraic(g: &Graph) -> Result<Graph, Error> {
                 let (x, y) = (ins[0], ins[1]);
                 let keeps = |v: NodeId| ng.ty(v) == &node.ty;
                 alias = match b {
-                    BinaryOp::Mul if all_equal(ng, y, 1.0) && keeps(x) => Some(x),
-                    BinaryOp::Mul if all_equal(ng, x, 1.0) && keeps(y) => Some(y),
-                    BinaryOp::Div if all_equal(ng, y, 1.0) && keeps(x) => Some(x),
-                    BinaryOp::Add if all_equal(ng, y, 0.0) && keeps(x) => Some(x),
-                    BinaryOp::Add if all_equal(ng, x, 0.0) && keeps(y) => Some(y),
-                    BinaryOp::Sub if all_equal(ng, y, 0.0) && keeps(x) => Some(x),
+                    BinaryOp::Mul if keeps(x) && all_equal(ng, y, 1.0) => Some(x),
+                    BinaryOp::Mul if keeps(y) && all_equal(ng, x, 1.0) => Some(y),
+                    BinaryOp::Div if keeps(x) && all_equal(ng, y, 1.0) => Some(x),
+                    BinaryOp::Add if keeps(x) && all_equal(ng, y, 0.0) => Some(x),
+                    BinaryOp::Add if keeps(y) && all_equal(ng, x, 0.0) => Some(y),
+                    BinaryOp::Sub if keeps(x) && all_equal(ng, y, 0.0) => Some(x),
                     _ => None,
                 };
             }

@@ -13,8 +13,16 @@ pub const NAME: &str = "cse";
 
 #[derive(PartialEq, Eq, Hash)]
 enum Key {
-    Constant { dtype: crate::DType, shape: Vec<usize>, bytes: Vec<u8> },
-    Op { op: String, inputs: Vec<NodeId> },
+    /// Equal bytes (by a cryptographic hash, so big constants are not copied).
+    Constant {
+        dtype: crate::DType,
+        shape: Vec<usize>,
+        hash: [u8; 32],
+    },
+    Op {
+        op: String,
+        inputs: Vec<NodeId>,
+    },
 }
 
 /// Merges nodes that compute the same value.
@@ -27,7 +35,11 @@ pub fn cse(g: &Graph) -> Result<Graph, Error> {
                 rw.copy(id)?;
                 continue;
             }
-            Op::Constant(t) => Key::Constant { dtype: t.dtype(), shape: t.shape.clone(), bytes: t.to_le_bytes() },
+            Op::Constant(t) => Key::Constant {
+                dtype: t.dtype(),
+                shape: t.shape.clone(),
+                hash: *blake3::hash(&t.to_le_bytes()).as_bytes(),
+            },
             // The Debug form prints every attribute exactly (floats round-trip).
             op => Key::Op { op: format!("{op:?}"), inputs: rw.mapped_inputs(id)? },
         };

@@ -332,7 +332,10 @@ pub(super) fn reshape_coords(c: &[Index], out: &[usize], inp: &[usize]) -> Vec<I
     let b: Vec<usize> = inp.iter().copied().filter(|&d| d != 1).collect();
     if a == b {
         let mut kept = c.iter().zip(out).filter(|(_, d)| **d != 1).map(|(ci, _)| ci.clone());
-        return inp.iter().map(|&d| if d == 1 { Index::Const(0) } else { kept.next().unwrap_or(Index::Const(0)) }).collect();
+        return inp
+            .iter()
+            .map(|&d| if d == 1 { Index::Const(0) } else { kept.next().unwrap_or(Index::Const(0)) })
+            .collect();
     }
     delinearize(&linearize(c, out), inp)
 }

@@ -216,7 +216,15 @@ impl Sched<'_> {
         Ok(Index::Value(w).clamp(0, n as i64 - 1))
     }
 
-    fn emit_concat(&self, kb: &mut KernelBuilder, pos: usize, n: NodeId, axis: usize, c: &[Index], ph: Phase) -> R<ExprId> {
+    fn emit_concat(
+        &self,
+        kb: &mut KernelBuilder,
+        pos: usize,
+        n: NodeId,
+        axis: usize,
+        c: &[Index],
+        ph: Phase,
+    ) -> R<ExprId> {
         let node = self.g.node(n);
         let ca = c[axis].clone();
         let (lo, hi) = kb.range(&ca).ok_or_else(|| Refusal::Internal("unbounded concat coordinate".into()))?;

@@ -58,7 +58,12 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
         let t = g.ty(o.node);
         let b = bufs.add(t.dtype, s.shapes[o.node.index()].iter().product(), BufferKind::Output(k), Some(o.node.0));
         out_bufs.entry(o.node).or_default().push(b);
-        outputs.push(IoDecl { name: o.name.clone(), buffer: b, shape: s.shapes[o.node.index()].clone(), dtype: t.dtype });
+        outputs.push(IoDecl {
+            name: o.name.clone(),
+            buffer: b,
+            shape: s.shapes[o.node.index()].clone(),
+            dtype: t.dtype,
+        });
     }
     for (n, v) in &out_bufs {
         bufs.of.insert(BufRef::Node(*n), v[0]);
@@ -194,16 +199,7 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
         new_index[ki] = Some(idx);
         let (ops, origins) = ops_and_origins(&s, kb);
         let name = kernel_name(idx, &ops, kb);
-        let mut k = Kernel {
-            name,
-            args,
-            exprs: kb.exprs.clone(),
-            body,
-            origins,
-            ops,
-            flops: 0.0,
-            bytes: 0.0,
-        };
+        let mut k = Kernel { name, args, exprs: kb.exprs.clone(), body, origins, ops, flops: 0.0, bytes: 0.0 };
         k.flops = flops(&k);
         k.bytes = k.args.iter().map(|a| (a.numel * a.dtype.size_bytes()) as f64).sum();
         kernels.push(k);
@@ -235,7 +231,11 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
             {
                 ks.push(k);
             }
-            d.kernels = ks.iter().filter_map(|&k| new_index.get(k).copied().flatten()).map(|k| kernels[k].name.clone()).collect();
+            d.kernels = ks
+                .iter()
+                .filter_map(|&k| new_index.get(k).copied().flatten())
+                .map(|k| kernels[k].name.clone())
+                .collect();
             d
         })
         .collect();
@@ -271,7 +271,11 @@ fn ops_and_origins(s: &Sched, kb: &KernelBuilder) -> (Vec<String>, Vec<u32>) {
 fn kernel_name(i: usize, ops: &[String], kb: &KernelBuilder) -> String {
     let mut name = format!("k{i}");
     if ops.is_empty() {
-        name.push_str(if kb.members.iter().any(|m| matches!(m.target, Target::Operand(_))) { "_operand_copy" } else { "_copy" });
+        name.push_str(if kb.members.iter().any(|m| matches!(m.target, Target::Operand(_))) {
+            "_operand_copy"
+        } else {
+            "_copy"
+        });
         return name;
     }
     for o in ops.iter().take(3) {
@@ -286,11 +290,7 @@ fn kernel_name(i: usize, ops: &[String], kb: &KernelBuilder) -> String {
 
 /// Arithmetic expressions among `need`.
 fn arith(k: &Kernel, need: &[bool]) -> f64 {
-    k.exprs
-        .iter()
-        .zip(need)
-        .filter(|(e, n)| **n && matches!(e.expr, Expr::Unary(..) | Expr::Binary(..)))
-        .count() as f64
+    k.exprs.iter().zip(need).filter(|(e, n)| **n && matches!(e.expr, Expr::Unary(..) | Expr::Binary(..))).count() as f64
 }
 
 /// Model FLOPs: arithmetic expressions per iteration point, by phase.

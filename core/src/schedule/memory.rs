@@ -23,9 +23,8 @@ pub fn plan_memory(buffers: &[BufferDecl], kernels: &[Kernel]) -> MemoryPlan {
         }
     }
     let bytes = |b: &BufferDecl| b.numel * b.dtype.size_bytes();
-    let mut order: Vec<usize> = (0..n)
-        .filter(|&b| matches!(buffers[b].kind, BufferKind::Intermediate) && first[b] != usize::MAX)
-        .collect();
+    let mut order: Vec<usize> =
+        (0..n).filter(|&b| matches!(buffers[b].kind, BufferKind::Intermediate) && first[b] != usize::MAX).collect();
     order.sort_by_key(|&b| (first[b], b));
     // (size, last kernel touching the current occupant)
     let mut slots: Vec<(usize, usize)> = Vec::new();

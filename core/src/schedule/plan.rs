@@ -157,11 +157,9 @@ impl<'g> Sched<'g> {
             }
             shapes.push(s);
             kind.push(match &node.op {
-                Op::Input { .. } => {
-                    Kind::Input(g.inputs.iter().position(|&i| i == id).ok_or_else(|| {
-                        Error::Unsupported(format!("schedule: input node {id} is not listed in the graph's inputs"))
-                    })?)
-                }
+                Op::Input { .. } => Kind::Input(g.inputs.iter().position(|&i| i == id).ok_or_else(|| {
+                    Error::Unsupported(format!("schedule: input node {id} is not listed in the graph's inputs"))
+                })?),
                 Op::Constant(_) => Kind::Constant,
                 Op::Unary(_) | Op::Binary(_) | Op::Where | Op::Cast(_) => Kind::Pointwise,
                 op if op.is_movement() => Kind::Movement,
@@ -447,7 +445,10 @@ impl<'g> Sched<'g> {
                 Ok((delinearize(&flat, shape), flat, Phase::Elem))
             }
             Space::Matmul { batch, m, n: nn, .. } if batch * m * nn == n => {
-                let flat = Index::var(Var::Batch).mul((m * nn) as i64).add(Index::var(Var::M).mul(*nn as i64)).add(Index::var(Var::N));
+                let flat = Index::var(Var::Batch)
+                    .mul((m * nn) as i64)
+                    .add(Index::var(Var::M).mul(*nn as i64))
+                    .add(Index::var(Var::N));
                 Ok((delinearize(&flat, shape), flat, Phase::Epilogue))
             }
             other => Err(Refusal::Space(format!("{n} elements vs {}", other.describe()))),
@@ -657,7 +658,14 @@ impl<'g> Sched<'g> {
             let value = self.emit(&mut kb, pos, p, &c, Phase::Lane).map_err(|r| Self::internal(r, self))?;
             let index = kb.simp(&linearize(&c, &shape));
             kb.computed.insert(p);
-            kb.members.push(Member { target: Target::Node(p), value, index, phase: Phase::Lane, root: false, ready: usize::MAX });
+            kb.members.push(Member {
+                target: Target::Node(p),
+                value,
+                index,
+                phase: Phase::Lane,
+                root: false,
+                ready: usize::MAX,
+            });
             if let Err(r) = self.check(&kb) {
                 return Err(Self::internal(r, self));
             }
@@ -846,7 +854,13 @@ impl<'g> Sched<'g> {
             let (sb, sr, sc) = (coef(vars[0]), coef(vars[1]), coef(vars[2]));
             let only_known = coefs.iter().all(|(v, _)| vars.contains(v));
             if only_known && sb >= 0 && sr >= 0 && sc >= 0 {
-                return Ok(MatRef { buf, offset: off as usize, s_batch: sb as usize, s_row: sr as usize, s_col: sc as usize });
+                return Ok(MatRef {
+                    buf,
+                    offset: off as usize,
+                    s_batch: sb as usize,
+                    s_row: sr as usize,
+                    s_col: sc as usize,
+                });
             }
         }
         // Materialize a contiguous [batch, rows, cols] copy with a pointwise kernel.
@@ -859,12 +873,17 @@ impl<'g> Sched<'g> {
         let mut kb = KernelBuilder::new(Space::Pointwise { numel: b * r * cc });
         let l = Index::var(Var::Lane);
         let sub = delinearize(&l, &[b, r, cc]);
-        let map = |i: &Index| {
-            i.substitute(vars[0], &sub[0]).substitute(vars[1], &sub[1]).substitute(vars[2], &sub[2])
-        };
+        let map = |i: &Index| i.substitute(vars[0], &sub[0]).substitute(vars[1], &sub[1]).substitute(vars[2], &sub[2]);
         let lc: Vec<Index> = c.iter().map(map).collect();
         let value = self.emit(&mut kb, pos, opnd, &lc, Phase::Lane).map_err(|e| Self::internal(e, self))?;
-        kb.members.push(Member { target: Target::Operand(id), value, index: l, phase: Phase::Lane, root: false, ready: usize::MAX });
+        kb.members.push(Member {
+            target: Target::Operand(id),
+            value,
+            index: l,
+            phase: Phase::Lane,
+            root: false,
+            ready: usize::MAX,
+        });
         if let Err(e) = self.check(&kb) {
             return Err(Self::internal(e, self));
         }
@@ -925,10 +944,18 @@ impl<'g> Sched<'g> {
         }
         kb.matmul = Some(MatSpec { a: ar, b: br, in_dtype, acc_dtype: acc_dtype(RedOp::Sum, in_dtype) });
         let v = kb.push(Expr::Acc(0), node.ty.dtype);
-        let flat = Index::var(Var::Batch).mul((m * n) as i64).add(Index::var(Var::M).mul(n as i64)).add(Index::var(Var::N));
+        let flat =
+            Index::var(Var::Batch).mul((m * n) as i64).add(Index::var(Var::M).mul(n as i64)).add(Index::var(Var::N));
         let index = kb.simp(&flat);
         kb.computed.insert(mm);
-        kb.members.push(Member { target: Target::Node(mm), value: v, index, phase: Phase::Epilogue, root: true, ready: usize::MAX });
+        kb.members.push(Member {
+            target: Target::Node(mm),
+            value: v,
+            index,
+            phase: Phase::Epilogue,
+            root: true,
+            ready: usize::MAX,
+        });
         self.check(&kb).map_err(|e| Self::internal(e, self))?;
         self.kernels.push(kb);
         self.place[mm.index()] = Some(pos);
@@ -1000,7 +1027,13 @@ impl<'g> Sched<'g> {
                 let ph = Phase::Value(0);
                 let xv = self.emit(&mut kb, pos, x, &xc, ph).map_err(|r| e(self, r))?;
                 let wv = self
-                    .emit(&mut kb, pos, node.inputs[1], &[rc[1].clone(), red[0].clone(), red[1].clone(), red[2].clone()], ph)
+                    .emit(
+                        &mut kb,
+                        pos,
+                        node.inputs[1],
+                        &[rc[1].clone(), red[0].clone(), red[1].clone(), red[2].clone()],
+                        ph,
+                    )
                     .map_err(|r| e(self, r))?;
                 let xm = match mask_of(&mut kb, &iy, &ix, pt + h, pl + wd, true) {
                     Ok(None) => xv,
@@ -1017,7 +1050,14 @@ impl<'g> Sched<'g> {
                     let bv = self.emit(&mut kb, pos, bias, &[rc[1].clone()], Phase::Row).map_err(|r| e(self, r))?;
                     v = kb.push(Expr::Binary(crate::ir::BinaryOp::Add, v, bv), dt);
                 }
-                kb.members.push(Member { target: Target::Node(w), value: v, index: Index::var(Var::Row), phase: Phase::Row, root: true, ready: usize::MAX });
+                kb.members.push(Member {
+                    target: Target::Node(w),
+                    value: v,
+                    index: Index::var(Var::Row),
+                    phase: Phase::Row,
+                    root: true,
+                    ready: usize::MAX,
+                });
             }
             Op::Pool2d { kind, count_include_pad, .. } => {
                 let red = delinearize(&Index::var(Var::Red), &[kh, kw]);
@@ -1058,11 +1098,23 @@ impl<'g> Sched<'g> {
                         }
                         Err(()) => kb.konst(0.0, dt),
                     };
-                    kb.reductions.push(Reduction { op: RedOp::Sum, value: cv, slot: 1, dtype: acc_dtype(RedOp::Sum, dt) });
+                    kb.reductions.push(Reduction {
+                        op: RedOp::Sum,
+                        value: cv,
+                        slot: 1,
+                        dtype: acc_dtype(RedOp::Sum, dt),
+                    });
                     let cnt = kb.push(Expr::Acc(1), dt);
                     v = kb.push(Expr::Binary(crate::ir::BinaryOp::Div, v, cnt), dt);
                 }
-                kb.members.push(Member { target: Target::Node(w), value: v, index: Index::var(Var::Row), phase: Phase::Row, root: true, ready: usize::MAX });
+                kb.members.push(Member {
+                    target: Target::Node(w),
+                    value: v,
+                    index: Index::var(Var::Row),
+                    phase: Phase::Row,
+                    root: true,
+                    ready: usize::MAX,
+                });
             }
             _ => {}
         }

@@ -54,7 +54,13 @@ fn check_with(g: &IrGraph, inputs: &[HostTensor], caps: &Capabilities, opts: &Sc
     let p = schedule(&ir, caps, opts).unwrap_or_else(|e| panic!("schedule: {e}\n{}", crate::text::print(&ir)));
     validate(&p).unwrap_or_else(|e| panic!("invalid program: {e}\n{}", print_program(&p)));
     for k in &p.kernels {
-        assert!(k.args.len() <= caps.max_bindings as usize, "{} binds {} buffers\n{}", k.name, k.args.len(), print_program(&p));
+        assert!(
+            k.args.len() <= caps.max_bindings as usize,
+            "{} binds {} buffers\n{}",
+            k.name,
+            k.args.len(),
+            print_program(&p)
+        );
     }
     let got = run_program(&p, inputs).unwrap_or_else(|e| panic!("interp: {e}\n{}", print_program(&p)));
     let want = crate::cpu::run(g, inputs).expect("cpu reference");
@@ -161,9 +167,10 @@ fn resnet18_reduced_runs_and_fuses_batchnorm_relu_into_convs() {
 #[test]
 fn unary_ops() {
     use crate::ir::UnaryOp::*;
-    for (i, u) in [Neg, Abs, Exp, Sin, Cos, Tan, Atan, Sinh, Cosh, Asinh, Tanh, Sigmoid, Erf, Relu, Floor, Ceil, Round, Sign]
-        .into_iter()
-        .enumerate()
+    for (i, u) in
+        [Neg, Abs, Exp, Sin, Cos, Tan, Atan, Sinh, Cosh, Asinh, Tanh, Sigmoid, Erf, Relu, Floor, Ceil, Round, Sign]
+            .into_iter()
+            .enumerate()
     {
         let g = graph1(DType::F32, &[7, 3], |x| x.unary(u));
         check(&g, &[rnd(DType::F32, &[7, 3], i as u64)]);
@@ -205,7 +212,13 @@ fn binary_ops_with_broadcasting() {
     }
     // Integer arithmetic wraps to the dtype.
     let g = graph2(DType::I8, &[33], &[33], |x, y| (x * y * y + x) * x);
-    check(&g, &[HostTensor::random(DType::I8, vec![33], 1, -100.0, 100.0), HostTensor::random(DType::I8, vec![33], 2, -100.0, 100.0)]);
+    check(
+        &g,
+        &[
+            HostTensor::random(DType::I8, vec![33], 1, -100.0, 100.0),
+            HostTensor::random(DType::I8, vec![33], 2, -100.0, 100.0),
+        ],
+    );
     let g = graph2(DType::U64, &[8], &[8], |x, y| x.binary(Max, y) - y);
     check(&g, &[rnd(DType::U64, &[8], 5), rnd(DType::U64, &[8], 6)]);
 }
@@ -410,7 +423,15 @@ fn matmuls_strided_broadcast_and_copied() {
     let r = g.input("r", DType::F32, [6, 5]);
     let y = ((a.exp().matmul(&w.transpose(0, 1)) + &bias).relu() + &r) * 0.5;
     g.output(&y);
-    let p = check(&g.build().expect("build"), &[rnd(DType::F32, &[6, 4], 11), rnd(DType::F32, &[5, 4], 12), rnd(DType::F32, &[5], 13), rnd(DType::F32, &[6, 5], 14)]);
+    let p = check(
+        &g.build().expect("build"),
+        &[
+            rnd(DType::F32, &[6, 4], 11),
+            rnd(DType::F32, &[5, 4], 12),
+            rnd(DType::F32, &[5], 13),
+            rnd(DType::F32, &[6, 5], 14),
+        ],
+    );
     assert_eq!(p.kernels.len(), 2, "{}", print_program(&p));
     // Integer matmul.
     let g = graph2(DType::I32, &[3, 4], &[4, 2], |a, b| a.matmul(b));
@@ -535,7 +556,10 @@ fn binding_limit_splits_kernels() {
     let p = check_with(&ir, &ins, &caps_with_bindings(4), &ScheduleOptions::default());
     assert!(p.decisions.iter().any(|d| d.reason.starts_with("refused: would bind")), "{}", print_program(&p));
     // Fewer than 4 bindings cannot work at all.
-    assert!(schedule(&crate::passes::optimize(&ir).expect("passes"), &caps_with_bindings(3), &ScheduleOptions::default()).is_err());
+    assert!(
+        schedule(&crate::passes::optimize(&ir).expect("passes"), &caps_with_bindings(3), &ScheduleOptions::default())
+            .is_err()
+    );
 }
 
 #[test]
@@ -605,7 +629,13 @@ fn memory_plan_reuses_slots_and_interp_honours_it() {
 #[test]
 fn plan_memory_best_fit() {
     use crate::kernel::{Access, BufferDecl, BufferId, Kernel, KernelArg};
-    let buf = |i: u32, numel: usize| BufferDecl { id: BufferId(i), dtype: DType::F32, numel, kind: BufferKind::Intermediate, node: None };
+    let buf = |i: u32, numel: usize| BufferDecl {
+        id: BufferId(i),
+        dtype: DType::F32,
+        numel,
+        kind: BufferKind::Intermediate,
+        node: None,
+    };
     let buffers = vec![buf(0, 100), buf(1, 10), buf(2, 50), buf(3, 10)];
     let k = |reads: &[u32], writes: &[u32]| Kernel {
         name: "k".into(),
@@ -613,7 +643,12 @@ fn plan_memory_best_fit() {
             .iter()
             .map(|&b| (b, Access::Read))
             .chain(writes.iter().map(|&b| (b, Access::Write)))
-            .map(|(b, access)| KernelArg { buffer: BufferId(b), dtype: DType::F32, numel: buffers[b as usize].numel, access })
+            .map(|(b, access)| KernelArg {
+                buffer: BufferId(b),
+                dtype: DType::F32,
+                numel: buffers[b as usize].numel,
+                access,
+            })
             .collect(),
         exprs: vec![],
         body: KernelBody::Pointwise { numel: 0, stores: vec![] },
@@ -637,7 +672,8 @@ fn plan_memory_best_fit() {
 #[test]
 fn validation_rejects_out_of_range_indices() {
     let g = graph1(DType::F32, &[8], |x| x.exp());
-    let p = schedule(&crate::passes::optimize(&g).expect("passes"), &Capabilities::host(), &ScheduleOptions::default()).expect("schedule");
+    let p = schedule(&crate::passes::optimize(&g).expect("passes"), &Capabilities::host(), &ScheduleOptions::default())
+        .expect("schedule");
     validate(&p).expect("valid");
     let mut bad = p.clone();
     if let crate::kernel::Expr::Load { index, .. } = &mut bad.kernels[0].exprs[0].expr {
@@ -647,7 +683,8 @@ fn validation_rejects_out_of_range_indices() {
     assert!(run_program(&bad, &[rnd(DType::F32, &[8], 1)]).is_err());
     let mut bad = p.clone();
     if let KernelBody::Pointwise { stores, .. } = &mut bad.kernels[0].body {
-        stores[0].index = crate::kernel::Index::var(crate::kernel::Var::Lane).div(2).add(crate::kernel::Index::Const(5));
+        stores[0].index =
+            crate::kernel::Index::var(crate::kernel::Var::Lane).div(2).add(crate::kernel::Index::Const(5));
     }
     assert!(validate(&bad).is_err());
     // Wrong input types are errors, not panics.
@@ -663,7 +700,8 @@ fn rejects_composites_and_symbolic_shapes() {
     let gr = Graph::new();
     let x = gr.input("x", DType::F32, crate::shape::Shape(vec![crate::shape::Dim::sym("n"), 4.into()]));
     gr.output(&x.exp());
-    let e = schedule(&gr.build().expect("build"), &Capabilities::host(), &ScheduleOptions::default()).expect_err("symbolic");
+    let e = schedule(&gr.build().expect("build"), &Capabilities::host(), &ScheduleOptions::default())
+        .expect_err("symbolic");
     assert!(e.to_string().contains("symbolic"), "{e}");
     let caps = Capabilities { dtypes: vec![DType::F32], ..Capabilities::host() };
     let g = graph1(DType::F16, &[4], |x| x.exp());
@@ -746,6 +784,9 @@ mod random {
         Slice(usize, u8),
         Expand(usize),
         BroadcastReduce(usize, u8),
+        Concat(usize, usize),
+        Pad(usize, u8),
+        ArgMax(usize),
     }
 
     fn step() -> impl Strategy<Value = Step> {
@@ -758,6 +799,9 @@ mod random {
             (0usize..64, 0u8..4).prop_map(|(a, b)| Step::Slice(a, b)),
             (0usize..64).prop_map(Step::Expand),
             (0usize..64, 0u8..3).prop_map(|(a, b)| Step::BroadcastReduce(a, b)),
+            (0usize..64, 0usize..64).prop_map(|(a, b)| Step::Concat(a, b)),
+            (0usize..64, 0u8..4).prop_map(|(a, b)| Step::Pad(a, b)),
+            (0usize..64).prop_map(Step::ArgMax),
         ]
     }
 
@@ -841,6 +885,38 @@ mod random {
                     let axis = (*ax as usize % r) as i64;
                     &x - &x.max(&[axis], true)
                 }
+                Step::Concat(a, b) => {
+                    let (x, y) = (pick(*a), pick(*b));
+                    let (sx, sy) = (x.shape(), y.shape());
+                    if sx.rank() == 0 || sx.rank() != sy.rank() || sx.0[1..] != sy.0[1..] {
+                        continue;
+                    }
+                    g.concat(&[&x, &y, &x], 0)
+                }
+                Step::Pad(a, m) => {
+                    let x = pick(*a);
+                    let dims = x.shape().as_static().unwrap_or_default();
+                    if dims.is_empty() || dims[dims.len() - 1] < 2 {
+                        continue;
+                    }
+                    let mut pads = vec![(0i64, 0i64); dims.len()];
+                    pads[dims.len() - 1] = (1, 2);
+                    pads[0] = (pads[0].0 + 1, pads[0].1 - i64::from(dims[0] > 2));
+                    let mode = match m {
+                        0 => PadMode::Constant(0.5),
+                        1 => PadMode::Reflect,
+                        2 => PadMode::Edge,
+                        _ => PadMode::Wrap,
+                    };
+                    x.pad(&pads, mode)
+                }
+                Step::ArgMax(a) => {
+                    let x = pick(*a);
+                    if x.shape().rank() == 0 {
+                        continue;
+                    }
+                    x.argmax(0, true).cast(DType::F32)
+                }
             };
             if t.id().is_none() || t.shape().numel().unwrap_or(0) > 4096 {
                 return None;
@@ -854,11 +930,11 @@ mod random {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 96, .. ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 3000, .. ProptestConfig::default() })]
         #[test]
         fn fused_equals_eager_equals_reference(
             shape in prop::sample::select(vec![vec![5usize], vec![3, 4], vec![2, 3, 5], vec![1, 7], vec![4, 1, 3]]),
-            steps in prop::collection::vec(step(), 1..10),
+            steps in prop::collection::vec(step(), 1..16),
             outs in prop::collection::vec(0usize..64, 1..3),
             seed in 0u64..1000,
         ) {
@@ -875,4 +951,3 @@ mod random {
         }
     }
 }
-

@@ -224,6 +224,7 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
         }),
         "PRelu" => one(cx, prelu),
         "BitShift" => one(cx, bitshift),
+        "BitCast" => one(cx, bitcast),
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" => one(cx, |cx| bitwise(cx, op)),
         "BitwiseNot" => one(cx, |cx| {
             cx.arity(1, 1)?;
@@ -465,6 +466,142 @@ fn bitshift(cx: &mut Cx) -> R<NodeId> {
         other => return Err(cx.err(format!("direction must be LEFT or RIGHT, got {other:?}"))),
     };
     cx.select(valid, shifted, outside)
+}
+
+/// (exponent bits, mantissa bits, bias) of a float dtype.
+fn float_layout(d: DType) -> (u32, u32, i64) {
+    match d {
+        DType::F16 => (5, 10, 15),
+        DType::BF16 => (8, 7, 127),
+        DType::F32 => (8, 23, 127),
+        _ => (11, 52, 1023),
+    }
+}
+
+/// `2^t` for an f64 tensor `t` of integer values.
+fn exp2(cx: &mut Cx, t: NodeId) -> R<NodeId> {
+    let two = cx.scalar(DType::F64, 2.0);
+    cx.bin(B::Pow, two, t)
+}
+
+/// BitCast: reinterprets the bits. Same-width integer types are a wrapping cast; floats are
+/// taken apart (sign, exponent, mantissa) or put together arithmetically.
+fn bitcast(cx: &mut Cx) -> R<NodeId> {
+    cx.arity(1, 1)?;
+    let x = cx.inp(0)?;
+    let to = cx.dtype_attr("to")?;
+    let from = cx.dt(x);
+    if from.size_bytes() != to.size_bytes() {
+        return Err(cx.err(format!("BitCast from {from} to {to} changes the bit width")));
+    }
+    let w = from.size_bytes() as u32 * 8;
+    let min64 = cx.konst(HostTensor::from_i64(DType::I64, vec![], &[i64::MIN]));
+    let z64 = cx.scalar(DType::I64, 0.0);
+    match (from.is_float(), to.is_float()) {
+        (false, false) => cx.cast(x, to),
+        (true, true) => Err(cx.unsup(format!("BitCast between float types {from} and {to}"))),
+        (true, false) => {
+            let (eb, mb, bias) = float_layout(from);
+            let xf = cx.cast(x, DType::F64)?;
+            let z = cx.scalar(DType::F64, 0.0);
+            let a = cx.un(U::Abs, xf)?;
+            let ltz = cx.bin(B::Lt, xf, z)?;
+            let rc = cx.un(U::Reciprocal, xf)?;
+            let negz = cx.bin(B::Lt, rc, z)?;
+            let neg = cx.bin(B::Or, ltz, negz)?;
+            let is_zero = cx.bin(B::Eq, a, z)?;
+            let is_inf = cx.un(U::IsInf, a)?;
+            let is_nan = cx.un(U::IsNan, a)?;
+            let one = cx.scalar(DType::F64, 1.0);
+            let special = cx.bin(B::Or, is_zero, is_inf)?;
+            let special = cx.bin(B::Or, special, is_nan)?;
+            let safe = cx.select(special, one, a)?;
+            // e = floor(log2(a)), corrected by comparing with powers of two.
+            let l = cx.un(U::Log, safe)?;
+            let l2 = cx.bin_s(B::Div, l, std::f64::consts::LN_2)?;
+            let mut e = cx.un(U::Floor, l2)?;
+            let p = exp2(cx, e)?;
+            let too_big = cx.bin(B::Gt, p, safe)?;
+            let em1 = cx.bin_s(B::Sub, e, 1.0)?;
+            e = cx.select(too_big, em1, e)?;
+            let ep1 = cx.bin_s(B::Add, e, 1.0)?;
+            let p1 = exp2(cx, ep1)?;
+            let too_small = cx.bin(B::Le, p1, safe)?;
+            e = cx.select(too_small, ep1, e)?;
+            let min_e = (1 - bias) as f64;
+            let me = cx.scalar(DType::F64, min_e);
+            let normal = cx.bin(B::Ge, e, me)?;
+            let pe = exp2(cx, e)?;
+            let frac = cx.bin(B::Div, safe, pe)?;
+            let frac = cx.bin_s(B::Sub, frac, 1.0)?;
+            let mant_n = cx.bin_s(B::Mul, frac, 2f64.powi(mb as i32))?;
+            let sub_scale = 2f64.powi((1 - bias) as i32 - mb as i32);
+            let mant_s = cx.bin_s(B::Div, safe, sub_scale)?;
+            let mant = cx.select(normal, mant_n, mant_s)?;
+            let exp_n = cx.bin_s(B::Add, e, bias as f64)?;
+            let exp = cx.select(normal, exp_n, z)?;
+            // Specials: zero -> (0, 0); inf -> (max, 0); NaN -> (max, quiet bit).
+            let emax = cx.scalar(DType::F64, ((1u64 << eb) - 1) as f64);
+            let qbit = cx.scalar(DType::F64, 2f64.powi(mb as i32 - 1));
+            let exp = cx.select(is_zero, z, exp)?;
+            let mant = cx.select(is_zero, z, mant)?;
+            let infnan = cx.bin(B::Or, is_inf, is_nan)?;
+            let exp = cx.select(infnan, emax, exp)?;
+            let mant = cx.select(is_inf, z, mant)?;
+            let mant = cx.select(is_nan, qbit, mant)?;
+            let ei = cx.cast(exp, DType::I64)?;
+            let ei = cx.bin_s(B::Mul, ei, 2f64.powi(mb as i32))?;
+            let mi = cx.cast(mant, DType::I64)?;
+            let base = cx.bin(B::Add, ei, mi)?;
+            let bits = if w == 64 {
+                let off = cx.select(neg, min64, z64)?;
+                cx.bin(B::Add, base, off)?
+            } else {
+                let sb = cx.scalar(DType::I64, 2f64.powi(w as i32 - 1));
+                let off = cx.select(neg, sb, z64)?;
+                cx.bin(B::Add, base, off)?
+            };
+            cx.cast(bits, to)
+        }
+        (false, true) => {
+            let (eb, mb, bias) = float_layout(to);
+            let xi = cx.cast(x, DType::I64)?;
+            let (neg, low) = if w == 64 {
+                let neg = cx.bin(B::Lt, xi, z64)?;
+                let off = cx.select(neg, min64, z64)?;
+                (neg, cx.bin(B::Sub, xi, off)?)
+            } else {
+                let u = cx.bin_s(B::Mod, xi, 2f64.powi(w as i32))?;
+                let half = cx.scalar(DType::I64, 2f64.powi(w as i32 - 1));
+                let neg = cx.bin(B::Ge, u, half)?;
+                (neg, cx.bin(B::Mod, u, half)?)
+            };
+            let pm = cx.scalar(DType::I64, 2f64.powi(mb as i32));
+            let m = cx.bin(B::Mod, low, pm)?;
+            let e = cx.bin(B::Sub, low, m)?;
+            let e = cx.bin(B::Div, e, pm)?;
+            let ef = cx.cast(e, DType::F64)?;
+            let mf = cx.cast(m, DType::F64)?;
+            let sub = cx.bin_s(B::Mul, mf, 2f64.powi((1 - bias) as i32 - mb as i32))?;
+            let full = cx.bin_s(B::Add, mf, 2f64.powi(mb as i32))?;
+            let t = cx.bin_s(B::Sub, ef, (bias + mb as i64) as f64)?;
+            let p = exp2(cx, t)?;
+            let normal = cx.bin(B::Mul, full, p)?;
+            let z = cx.scalar(DType::F64, 0.0);
+            let is_sub = cx.bin(B::Eq, ef, z)?;
+            let emax = cx.scalar(DType::F64, ((1u64 << eb) - 1) as f64);
+            let is_max = cx.bin(B::Eq, ef, emax)?;
+            let mzero = cx.bin(B::Eq, mf, z)?;
+            let inf = cx.scalar(DType::F64, f64::INFINITY);
+            let nan = cx.scalar(DType::F64, f64::NAN);
+            let special = cx.select(mzero, inf, nan)?;
+            let v = cx.select(is_max, special, normal)?;
+            let v = cx.select(is_sub, sub, v)?;
+            let nv = cx.un(U::Neg, v)?;
+            let v = cx.select(neg, nv, v)?;
+            cx.cast(v, to)
+        }
+    }
 }
 
 /// Bitwise and/or/xor through the bits of the u64 pattern: extract each bit with an unsigned

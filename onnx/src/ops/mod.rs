@@ -10,6 +10,7 @@ mod reduce;
 mod resize;
 mod rnn;
 mod seq;
+mod signal;
 mod shape;
 
 use crate::import::{Cx, R};
@@ -34,7 +35,7 @@ pub(crate) fn value_inputs(op: &str, opset: i64) -> &'static [usize] {
         "ConstantOfShape" | "HannWindow" | "HammingWindow" | "BlackmanWindow" => &[0],
         "Range" | "MelWeightMatrix" => &[0, 1, 2, 3, 4],
         "Resize" => &[1, 2, 3],
-        "CumSum" | "CumProd" => &[1],
+        "CumSum" | "CumProd" | "Compress" => &[1],
         "Col2Im" => &[1, 2],
         "DFT" => &[1, 2],
         "STFT" => &[1, 3],
@@ -80,6 +81,9 @@ pub(crate) fn lower(cx: &mut Cx) -> R<Vec<Option<NodeId>>> {
         return r;
     }
     if let Some(r) = seq::lower(cx, op) {
+        return r;
+    }
+    if let Some(r) = signal::lower(cx, op) {
         return r;
     }
     Err(cx.unsup(format!("op {op} (opset {}) is not supported", cx.opset)))

@@ -4,7 +4,7 @@
 //! reference), then applies it as a gather (one-hot rows) or a matrix product.
 
 use crate::import::{Cx, R};
-use sinter_core::ir::BinaryOp as B;
+use sinter_core::ir::{BinaryOp as B, ReduceOp, UnaryOp as U};
 use sinter_core::{DType, HostTensor, NodeId, Op};
 
 type Out = R<Vec<Option<NodeId>>>;
@@ -13,6 +13,8 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
     let r = match op {
         "Resize" => resize(cx),
         "Upsample" => upsample(cx),
+        "GridSample" => grid_sample(cx),
+        "AffineGrid" => affine_grid(cx),
         _ => return None,
     };
     Some(r.map(|x| vec![Some(x)]))
@@ -354,4 +356,292 @@ fn upsample(cx: &mut Cx) -> R<NodeId> {
     let outs: Vec<usize> = xs.iter().zip(&scales).map(|(&d, &s)| (d as f64 * s) as usize).collect();
     let rois = vec![(0.0, 1.0); xs.len()];
     apply(cx, x, &m, &outs, &scales, &rois)
+}
+
+/// `reflect(x)` into `[lo, hi]` by folding at the borders (the reference's `_gs_reflect`).
+fn reflect(cx: &mut Cx, x: NodeId, lo: f64, hi: f64) -> R<NodeId> {
+    let d = cx.dt(x);
+    let rng = hi - lo;
+    let fold = |cx: &mut Cx, dx: NodeId, near: f64, far: f64, sign: f64| -> R<NodeId> {
+        // n = trunc(dx / rng); r = dx - n * rng; even n: near + sign * r, odd: far - sign * r.
+        let q = cx.bin_s(B::Div, dx, rng)?;
+        let n = cx.un(U::Floor, q)?;
+        let nr = cx.bin_s(B::Mul, n, rng)?;
+        let r = cx.bin(B::Sub, dx, nr)?;
+        let two = cx.bin_s(B::Mod, n, 2.0)?;
+        let z = cx.scalar(d, 0.0);
+        let even = cx.bin(B::Eq, two, z)?;
+        let sr = cx.bin_s(B::Mul, r, sign)?;
+        let a = cx.s_bin(B::Add, near, sr)?;
+        let b = cx.s_bin(B::Sub, far, sr)?;
+        cx.select(even, a, b)
+    };
+    let lo_c = cx.scalar(d, lo);
+    let hi_c = cx.scalar(d, hi);
+    let below = cx.bin(B::Lt, x, lo_c)?;
+    let above = cx.bin(B::Gt, x, hi_c)?;
+    let dlo = cx.s_bin(B::Sub, lo, x)?;
+    let dhi = cx.bin_s(B::Sub, x, hi)?;
+    // Clamp the distances at 0 so the unused branch stays finite.
+    let dlo = cx.bin_s(B::Max, dlo, 0.0)?;
+    let dhi = cx.bin_s(B::Max, dhi, 0.0)?;
+    let xl = fold(cx, dlo, lo, hi, 1.0)?;
+    let xh = fold(cx, dhi, hi, lo, -1.0)?;
+    let inner = cx.select(above, xh, x)?;
+    cx.select(below, xl, inner)
+}
+
+fn grid_sample(cx: &mut Cx) -> R<NodeId> {
+    cx.arity(2, 2)?;
+    let (x, grid) = (cx.inp(0)?, cx.inp(1)?);
+    let xs = cx.shape(x)?;
+    let gs = cx.shape(grid)?;
+    let k = xs.len().saturating_sub(2);
+    if k == 0 || gs.len() != k + 2 || gs[0] != xs[0] || gs[k + 1] != k {
+        return Err(cx.err(format!("input {xs:?} and grid {gs:?} do not fit")));
+    }
+    let mode = match cx.as_str("mode", if cx.opset >= 20 { "linear" } else { "bilinear" }).as_str() {
+        "bilinear" | "linear" => "linear",
+        "nearest" => "nearest",
+        "bicubic" | "cubic" => "cubic",
+        m => return Err(cx.err(format!("unknown mode {m:?}"))),
+    };
+    let pad = cx.as_str("padding_mode", "zeros");
+    if !matches!(pad.as_str(), "zeros" | "border" | "reflection") {
+        return Err(cx.err(format!("unknown padding_mode {pad:?}")));
+    }
+    let align = cx.ai("align_corners", 0) != 0;
+    let (n, c) = (xs[0], xs[1]);
+    let dims = &xs[2..];
+    let outs = &gs[1..k + 1];
+    let p: usize = outs.iter().product();
+    let dt = cx.dt(x);
+    let f = DType::F32;
+    let g = cx.cast(grid, f)?;
+    let g = cx.reshape(g, &[n, 1, p, k])?;
+    // Per spatial dim (in X order), the source coordinate, processed as the reference does.
+    let mut coords = Vec::new();
+    for (i, &dsz) in dims.iter().enumerate() {
+        let gi = cx.slice(g, 3, (k - 1 - i) as i64, (k - i) as i64, 1)?;
+        let gi = cx.reshape(gi, &[n, 1, p])?;
+        let g1 = cx.bin_s(B::Add, gi, 1.0)?;
+        let mut v = if align {
+            let h = cx.bin_s(B::Div, g1, 2.0)?;
+            cx.bin_s(B::Mul, h, dsz as f64 - 1.0)?
+        } else {
+            let m = cx.bin_s(B::Mul, g1, dsz as f64)?;
+            let m = cx.bin_s(B::Sub, m, 1.0)?;
+            cx.bin_s(B::Div, m, 2.0)?
+        };
+        if mode == "nearest" {
+            v = cx.un(U::Round, v)?;
+        }
+        let (lo, hi) = if align { (0.0, dsz as f64 - 1.0) } else { (-0.5, dsz as f64 - 0.5) };
+        match pad.as_str() {
+            "border" => {
+                let l = cx.scalar(f, lo);
+                let h = cx.scalar(f, hi);
+                let out = {
+                    let a = cx.bin(B::Lt, v, l)?;
+                    let b = cx.bin(B::Gt, v, h)?;
+                    cx.bin(B::Or, a, b)?
+                };
+                let cl = cx.bin_s(B::Max, v, 0.0)?;
+                let cl = cx.bin_s(B::Min, cl, dsz as f64 - 1.0)?;
+                v = cx.select(out, cl, v)?;
+            }
+            "reflection" => v = reflect(cx, v, lo, hi)?,
+            _ => {}
+        }
+        coords.push((v, lo, hi));
+    }
+    // Taps per dim: (index, weight) pairs.
+    let mut taps: Vec<Vec<(NodeId, Option<NodeId>)>> = Vec::new();
+    for &(v, _, _) in &coords {
+        let mut t = Vec::new();
+        match mode {
+            "nearest" => t.push((v, None)),
+            _ => {
+                let x0 = cx.un(U::Floor, v)?;
+                let fr = cx.bin(B::Sub, v, x0)?;
+                let offs: &[i64] = if mode == "linear" { &[0, 1] } else { &[-1, 0, 1, 2] };
+                for &o in offs {
+                    let idx = cx.bin_s(B::Add, x0, o as f64)?;
+                    let w = if mode == "linear" {
+                        if o == 0 { cx.s_bin(B::Sub, 1.0, fr)? } else { fr }
+                    } else {
+                        let a = -0.75;
+                        // Distance from the tap: |fr - o|.
+                        let dd = cx.bin_s(B::Sub, fr, o as f64)?;
+                        let dd = cx.un(U::Abs, dd)?;
+                        let near = {
+                            // (a+2)|x|^3 - (a+3)|x|^2 + 1
+                            let x2 = cx.bin(B::Mul, dd, dd)?;
+                            let x3 = cx.bin(B::Mul, x2, dd)?;
+                            let t1 = cx.bin_s(B::Mul, x3, a + 2.0)?;
+                            let t2 = cx.bin_s(B::Mul, x2, a + 3.0)?;
+                            let s = cx.bin(B::Sub, t1, t2)?;
+                            cx.bin_s(B::Add, s, 1.0)?
+                        };
+                        let far = {
+                            // a|x|^3 - 5a|x|^2 + 8a|x| - 4a
+                            let x2 = cx.bin(B::Mul, dd, dd)?;
+                            let x3 = cx.bin(B::Mul, x2, dd)?;
+                            let t1 = cx.bin_s(B::Mul, x3, a)?;
+                            let t2 = cx.bin_s(B::Mul, x2, 5.0 * a)?;
+                            let t3 = cx.bin_s(B::Mul, dd, 8.0 * a)?;
+                            let s = cx.bin(B::Sub, t1, t2)?;
+                            let s = cx.bin(B::Add, s, t3)?;
+                            cx.bin_s(B::Sub, s, 4.0 * a)?
+                        };
+                        let one = cx.scalar(f, 1.0);
+                        let is_near = cx.bin(B::Le, dd, one)?;
+                        cx.select(is_near, near, far)?
+                    };
+                    t.push((idx, Some(w)));
+                }
+            }
+        }
+        taps.push(t);
+    }
+    // Fix up an integer index per the padding mode; returns (index i64 in range, valid mask).
+    let fix = |cx: &mut Cx, idx: NodeId, dsz: usize, lo: f64, hi: f64| -> R<(NodeId, Option<NodeId>)> {
+        match pad.as_str() {
+            "zeros" => {
+                let z = cx.scalar(f, 0.0);
+                let ge = cx.bin(B::Ge, idx, z)?;
+                let dl = cx.scalar(f, dsz as f64);
+                let lt = cx.bin(B::Lt, idx, dl)?;
+                let ok = cx.bin(B::And, ge, lt)?;
+                let cl = cx.bin_s(B::Max, idx, 0.0)?;
+                let cl = cx.bin_s(B::Min, cl, dsz as f64 - 1.0)?;
+                Ok((cx.cast(cl, DType::I64)?, Some(ok)))
+            }
+            "border" => {
+                let cl = cx.bin_s(B::Max, idx, 0.0)?;
+                let cl = cx.bin_s(B::Min, cl, dsz as f64 - 1.0)?;
+                Ok((cx.cast(cl, DType::I64)?, None))
+            }
+            _ => {
+                let r = reflect(cx, idx, lo, hi)?;
+                let i = cx.cast(r, DType::I64)?;
+                let i = cx.bin_s(B::Max, i, 0.0)?;
+                let i = cx.bin_s(B::Min, i, dsz as f64 - 1.0)?;
+                Ok((i, None))
+            }
+        }
+    };
+    let mut fixed: Vec<Vec<(NodeId, Option<NodeId>, Option<NodeId>)>> = Vec::new();
+    for (i, t) in taps.iter().enumerate() {
+        let (_, lo, hi) = coords[i];
+        let mut v = Vec::new();
+        for &(idx, w) in t {
+            let (ii, ok) = fix(cx, idx, dims[i], lo, hi)?;
+            v.push((ii, ok, w));
+        }
+        fixed.push(v);
+    }
+    let s: usize = dims.iter().product();
+    let xf = cx.reshape(x, &[n, c, s])?;
+    let xw = cx.cast(xf, f)?;
+    let strides = sinter_core::shape::contiguous_strides(dims);
+    let mut acc: Option<NodeId> = None;
+    let counts: Vec<usize> = fixed.iter().map(|v| v.len()).collect();
+    let total: usize = counts.iter().product();
+    for combo in 0..total {
+        let mut rem = combo;
+        let mut lin: Option<NodeId> = None;
+        let mut w: Option<NodeId> = None;
+        let mut ok: Option<NodeId> = None;
+        for i in (0..k).rev() {
+            let (ii, okm, wi) = fixed[i][rem % counts[i]];
+            rem /= counts[i];
+            let term = cx.bin_s(B::Mul, ii, strides[i] as f64)?;
+            lin = Some(match lin {
+                None => term,
+                Some(a) => cx.bin(B::Add, a, term)?,
+            });
+            if let Some(wi) = wi {
+                w = Some(match w {
+                    None => wi,
+                    Some(a) => cx.bin(B::Mul, a, wi)?,
+                });
+            }
+            if let Some(m) = okm {
+                ok = Some(match ok {
+                    None => m,
+                    Some(a) => cx.bin(B::And, a, m)?,
+                });
+            }
+        }
+        let lin = lin.ok_or_else(|| cx.err("no spatial dims"))?;
+        let lin = cx.expand(lin, &[n, c, p])?;
+        let mut v = cx.add(Op::GatherElements { axis: 2 }, vec![xw, lin])?;
+        if let Some(m) = ok {
+            let z = cx.scalar(f, 0.0);
+            v = cx.select(m, v, z)?;
+        }
+        if let Some(w) = w {
+            v = cx.bin(B::Mul, v, w)?;
+        }
+        acc = Some(match acc {
+            None => v,
+            Some(a) => cx.bin(B::Add, a, v)?,
+        });
+    }
+    let y = acc.ok_or_else(|| cx.err("no taps"))?;
+    let mut os = vec![n, c];
+    os.extend_from_slice(outs);
+    let y = cx.reshape(y, &os)?;
+    cx.cast(y, dt)
+}
+
+fn affine_grid(cx: &mut Cx) -> R<NodeId> {
+    cx.arity(2, 2)?;
+    let theta = cx.inp(0)?;
+    let size = cx.ints(cx.inp(1)?)?;
+    let align = cx.ai("align_corners", 0) != 0;
+    let ts = cx.shape(theta)?;
+    let k = size.len().saturating_sub(2);
+    if !(k == 2 || k == 3) || ts.len() != 3 || ts[1] != k || ts[2] != k + 1 || size.iter().any(|&v| v <= 0) {
+        return Err(cx.err(format!("theta {ts:?} and size {size:?} do not fit")));
+    }
+    let n = ts[0];
+    let dims: Vec<usize> = size[2..].iter().map(|&v| v as usize).collect();
+    let lin = |d: usize| -> Vec<f64> {
+        (0..d)
+            .map(|i| {
+                if align {
+                    if d == 1 { -1.0 } else { -1.0 + 2.0 * i as f64 / (d as f64 - 1.0) }
+                } else {
+                    -1.0 + (2.0 * i as f64 + 1.0) / d as f64
+                }
+            })
+            .collect()
+    };
+    let axes: Vec<Vec<f64>> = dims.iter().map(|&d| lin(d)).collect();
+    let p: usize = dims.iter().product();
+    // Homogeneous base grid rows (x, y[, z], 1), x varying fastest.
+    let mut base = Vec::with_capacity(p * (k + 1));
+    for q in 0..p {
+        let mut rem = q;
+        let mut idx = vec![0; k];
+        for i in (0..k).rev() {
+            idx[i] = rem % dims[i];
+            rem /= dims[i];
+        }
+        for i in (0..k).rev() {
+            base.push(axes[i][idx[i]]);
+        }
+        base.push(1.0);
+    }
+    let dt = cx.dt(theta);
+    let b = cx.konst(HostTensor::from_f64(dt, vec![p, k + 1], &base));
+    let tt = cx.permute(theta, &[0, 2, 1])?; // [N, k+1, k]
+    let g = cx.matmul(b, tt)?; // [N, p, k]
+    let mut os = vec![n];
+    os.extend_from_slice(&dims);
+    os.push(k);
+    let _ = ReduceOp::Sum;
+    cx.reshape(g, &os)
 }

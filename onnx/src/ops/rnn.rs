@@ -440,3 +440,62 @@ pub(super) fn if_op(cx: &mut Cx) -> Out {
     let outs = cx.inline_graph(&g, &[])?;
     Ok(outs.into_iter().map(Some).collect())
 }
+
+pub(super) fn loop_op(cx: &mut Cx) -> Out {
+    let body = cx.attr("body").and_then(|a| a.g.clone()).ok_or_else(|| cx.err("body is required"))?;
+    let trip = match cx.opt(0) {
+        Some(m) => Some(cx.ints(m)?.first().copied().unwrap_or(0)),
+        None => None,
+    };
+    let mut cond = match cx.opt(1) {
+        Some(c) => cx.ints(c)?.first().copied().unwrap_or(0) != 0,
+        None => true,
+    };
+    let mut vals: Vec<NodeId> = (2..cx.ins.len()).map(|i| cx.inp(i)).collect::<R<_>>()?;
+    let n = vals.len();
+    if body.input.len() != n + 2 || body.output.len() < n + 1 {
+        return Err(cx.err("the body's inputs/outputs do not match the loop-carried values"));
+    }
+    let k = body.output.len() - 1 - n;
+    let limit = match trip {
+        Some(t) if t < 0 => 0,
+        Some(t) if t as usize > MAX_UNROLL => {
+            return Err(cx.unsup(format!("trip count {t} exceeds the unroll limit {MAX_UNROLL}")));
+        }
+        Some(t) => t as usize,
+        None => MAX_UNROLL,
+    };
+    let mut scans: Vec<Vec<NodeId>> = vec![Vec::new(); k];
+    let mut i = 0usize;
+    while cond && i < limit {
+        let it = cx.konst(sinter_core::HostTensor::from_i64(DType::I64, vec![], &[i as i64]));
+        let c = cx.konst(sinter_core::HostTensor::from_i64(DType::Bool, vec![], &[1]));
+        let mut args = vec![it, c];
+        args.extend(&vals);
+        let outs = cx.inline_graph(&body, &args)?;
+        cond = match cx.known(outs[0]) {
+            Some(v) => v.to_f64_vec().first().copied().unwrap_or(0.0) != 0.0,
+            None => return Err(cx.unsup("a loop condition that depends on run-time data")),
+        };
+        vals = outs[1..1 + n].to_vec();
+        for (q, &o) in outs[1 + n..].iter().enumerate() {
+            scans[q].push(o);
+        }
+        i += 1;
+    }
+    if trip.is_none() && cond {
+        return Err(cx.unsup(format!("a loop without a trip count still running after {MAX_UNROLL} iterations")));
+    }
+    let mut result: Vec<Option<NodeId>> = vals.into_iter().map(Some).collect();
+    for parts in scans {
+        if parts.is_empty() {
+            return Err(cx.unsup("scan outputs of a loop that ran zero iterations"));
+        }
+        let es = cx.shape(parts[0])?;
+        let mut us = vec![1];
+        us.extend_from_slice(&es);
+        let ps: Vec<NodeId> = parts.iter().map(|&p| cx.reshape(p, &us)).collect::<R<_>>()?;
+        result.push(Some(cx.concat(ps, 0)?));
+    }
+    Ok(result)
+}

@@ -16,6 +16,7 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
         "RNN" | "GRU" | "LSTM" => super::rnn::recurrent(cx, op),
         "Scan" => super::rnn::scan(cx),
         "If" => super::rnn::if_op(cx),
+        "Loop" => super::rnn::loop_op(cx),
         "RotaryEmbedding" => one(cx, rotary),
         "SwiGLU" => one(cx, |cx| {
             cx.arity(2, 2)?;

@@ -1,0 +1,319 @@
+//! `sinter bench`: times the built-in workloads, eager and compiled, on a backend and writes the
+//! JSON that `shared/bench/compare.py` reads (schema in BENCHMARKS.md).
+
+use super::{ScaleArg, workload};
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use sinter::core::backend::{Backend as BackendTrait, KernelTiming, Mode};
+use sinter::core::compile::{CompileOptions, CompiledGraph, compile};
+use sinter::workloads::{Scale, Workload};
+use sinter::{Backend, HostTensor};
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::Instant;
+
+/// Arguments of `sinter bench`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Workloads (comma separated); all but resnet18 when omitted.
+    #[arg(long, value_delimiter = ',')]
+    pub workload: Vec<String>,
+    /// Backend: auto, wgsl, interp.
+    #[arg(long, default_value = "auto")]
+    pub backend: String,
+    /// Compile mode: default, reduce-overhead, max-autotune.
+    #[arg(long, default_value = "default")]
+    pub mode: String,
+    /// Also time eager mode (fusion off).
+    #[arg(long)]
+    pub eager: bool,
+    /// Size.
+    #[arg(long, value_enum, default_value = "full")]
+    pub scale: ScaleArg,
+    /// Timed iterations per workload.
+    #[arg(long, default_value_t = 20)]
+    pub iters: usize,
+    /// Write the results as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Check compiled outputs against the CPU reference (slow at full scale).
+    #[arg(long)]
+    pub check: bool,
+    /// Skip the copy-bandwidth calibration.
+    #[arg(long)]
+    pub no_calibrate: bool,
+}
+
+/// One measured row (see BENCHMARKS.md).
+#[derive(Serialize, Debug, Clone)]
+pub struct Row {
+    /// Workload name.
+    pub name: String,
+    /// `eager`, `default`, `reduce-overhead` or `max-autotune`.
+    pub mode: String,
+    /// Median device time of one run, ms (first kernel start to last kernel end).
+    pub ms: f64,
+    /// Fastest run, ms.
+    pub ms_min: f64,
+    /// Median host wall time of one run including upload and readback, ms.
+    pub wall_ms: f64,
+    /// Kernels per run.
+    pub kernels: usize,
+    /// Minimum bytes over `ms`, GB/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gbps: Option<f64>,
+    /// FLOPs over `ms`, TFLOP/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tflops: Option<f64>,
+    /// First compile with an empty cache, s.
+    pub cold_compile_s: f64,
+    /// Second compile from the warm cache, s.
+    pub warm_compile_s: f64,
+    /// Peak device memory of the program, bytes.
+    pub peak_bytes: usize,
+    /// Largest tolerance ratio against the CPU reference (<= 1 passes), when checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check_ratio: Option<f64>,
+    /// Largest relative L2 error against the CPU reference, when checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check_rel_l2: Option<f64>,
+    /// Whether the check passed (see BENCHMARKS.md for the criterion).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check_ok: Option<bool>,
+    /// Largest tolerance ratio of compiled against eager outputs, when both ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vs_eager_ratio: Option<f64>,
+}
+
+/// The whole JSON document.
+#[derive(Serialize, Debug)]
+pub struct Report {
+    /// Schema version of this document.
+    pub schema: u32,
+    /// sinter version.
+    pub sinter: String,
+    /// Backend name.
+    pub backend: String,
+    /// Device description.
+    pub device: String,
+    /// `full` or `reduced`.
+    pub scale: String,
+    /// Measured copy bandwidth (read + write), GB/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ceiling_copy_gbps: Option<f64>,
+    /// Rows.
+    pub results: Vec<Row>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Device time of one run from its kernel timings: first start to last end.
+fn run_span_ns(t: &[KernelTiming]) -> Option<f64> {
+    let start = t.iter().map(|k| k.start_ns).fold(f64::INFINITY, f64::min);
+    let end = t.iter().map(|k| k.start_ns + k.dur_ns).fold(f64::NEG_INFINITY, f64::max);
+    (end > start).then_some(end - start)
+}
+
+/// Makes a backend of the requested kind and measures its copy ceiling when it can.
+pub fn make_backend(name: &str, calibrate: bool) -> Result<(Rc<dyn BackendTrait>, Option<f64>)> {
+    let kind = Backend::from_name(name).with_context(|| format!("unknown backend {name:?} (auto, wgsl, interp)"))?;
+    if matches!(kind, Backend::Wgsl | Backend::Auto) {
+        match sinter_wgsl::WgslBackend::new() {
+            Ok(b) => {
+                let ceiling = if calibrate {
+                    let bytes = (256u64 << 20).min(b.device().max_binding_size() / 2);
+                    b.device().measure_copy_bandwidth(bytes).ok().map(|bw| bw.gb_per_s)
+                } else {
+                    None
+                };
+                return Ok((Rc::new(b), ceiling));
+            }
+            Err(e) if kind == Backend::Wgsl => return Err(e.into()),
+            Err(e) => eprintln!("note: no WGSL adapter ({e}); using the host interpreter"),
+        }
+    }
+    Ok((sinter::backend(if kind == Backend::Auto { Backend::Interp } else { kind })?, None))
+}
+
+/// Compiles and times one workload in one mode.
+pub fn measure(
+    w: &Workload,
+    scale: Scale,
+    backend: &Rc<dyn BackendTrait>,
+    mode: Mode,
+    fusion: bool,
+    iters: usize,
+    inputs: &[HostTensor],
+) -> Result<(Row, Vec<HostTensor>, CompiledGraph)> {
+    let g = w.build(scale)?;
+    let cache = std::env::temp_dir().join(format!("sinter-bench-{}-{}", std::process::id(), w.name));
+    let _ = std::fs::remove_dir_all(&cache);
+    let opts = CompileOptions { mode, fusion, cache_dir: Some(cache.clone()), debug_dir: None, ..CompileOptions::default() };
+    let t = Instant::now();
+    let c = compile(&g, backend.clone(), opts.clone()).with_context(|| format!("compiling {}", w.name))?;
+    let cold = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let warm_c = compile(&g, backend.clone(), opts)?;
+    let warm = t.elapsed().as_secs_f64();
+    drop(warm_c);
+    let _ = std::fs::remove_dir_all(&cache);
+    // Warm-up run, then timed runs.
+    c.run(inputs)?;
+    let t = Instant::now();
+    let (out, timings) = c.run_timed(inputs, iters.max(1))?;
+    let wall_ms = t.elapsed().as_secs_f64() * 1e3 / iters.max(1) as f64;
+    let spans: Vec<f64> = timings.iter().filter_map(|r| run_span_ns(r)).collect();
+    let (ms, ms_min) = if spans.is_empty() {
+        (wall_ms, wall_ms)
+    } else {
+        (median(spans.clone()) / 1e6, spans.iter().cloned().fold(f64::INFINITY, f64::min) / 1e6)
+    };
+    let program = c.program().context("no program")?;
+    let (flops, bytes) = (w.flops(scale), w.min_bytes(scale));
+    let row = Row {
+        name: w.name.to_string(),
+        mode: if fusion { mode.name().to_string() } else { "eager".to_string() },
+        ms,
+        ms_min,
+        wall_ms,
+        kernels: program.kernels.len(),
+        gbps: (bytes > 0.0).then(|| bytes / (ms / 1e3) / 1e9),
+        tflops: (flops > 0.0).then(|| flops / (ms / 1e3) / 1e12),
+        cold_compile_s: cold,
+        warm_compile_s: warm,
+        peak_bytes: program.memory.peak_bytes,
+        check_ratio: None,
+        check_rel_l2: None,
+        check_ok: None,
+        vs_eager_ratio: None,
+    };
+    Ok((row, out, c))
+}
+
+fn worst_ratio(a: &[HostTensor], b: &[HostTensor], rtol: f64, atol: f64) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x.tolerance_ratio(y, rtol, atol)).fold(0.0, f64::max)
+}
+
+/// Largest `||a - b|| / ||b||` over the outputs (METHOD: f32 lands far under 1e-3, bf16 operands
+/// between 1e-3 and 1e-2; NaN never passes).
+fn worst_rel_l2(a: &[HostTensor], b: &[HostTensor]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| {
+            let (x, y) = (x.to_f64_vec(), y.to_f64_vec());
+            let num: f64 = x.iter().zip(&y).map(|(p, q)| (p - q) * (p - q)).sum();
+            let den: f64 = y.iter().map(|q| q * q).sum();
+            if num.is_nan() { f64::INFINITY } else { (num / den.max(f64::MIN_POSITIVE)).sqrt() }
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Whether outputs pass against a reference: elementwise within the dtype's tolerance, or, for
+/// half-precision workloads, a relative L2 error under 1e-2 (rounding points legitimately differ
+/// when fusion keeps intermediates in f32 registers, as Inductor does).
+fn passes(w: &Workload, ratio: f64, rel_l2: f64) -> bool {
+    ratio <= 1.0 || (matches!(w.dtype(), sinter::DType::BF16 | sinter::DType::F16) && rel_l2 <= 1e-2)
+}
+
+/// Runs the benchmark.
+pub fn run(a: Args) -> Result<()> {
+    let mode = Mode::from_name(&a.mode).with_context(|| format!("unknown mode {:?}", a.mode))?;
+    let scale: Scale = a.scale.into();
+    let list: Vec<Workload> = if a.workload.is_empty() {
+        sinter::workloads::all().into_iter().filter(|w| !w.name.starts_with("resnet")).collect()
+    } else {
+        a.workload.iter().map(|n| workload(n)).collect::<Result<_>>()?
+    };
+    let (backend, ceiling) = make_backend(&a.backend, !a.no_calibrate)?;
+    println!("# backend {} on {}", backend.name(), backend.device_name());
+    if let Some(c) = ceiling {
+        println!("# measured copy bandwidth: {c:.1} GB/s");
+    }
+    println!(
+        "{:32} {:>15} {:>7} {:>10} {:>10} {:>9} {:>8} {:>8} {:>8}",
+        "workload", "mode", "kernels", "ms", "GB/s", "TFLOP/s", "%copy", "cold s", "warm s"
+    );
+    let mut rows = Vec::new();
+    let mut failed = Vec::new();
+    for w in &list {
+        let inputs = w.inputs(scale, 42);
+        let mut modes = vec![(mode, true)];
+        if a.eager {
+            modes.insert(0, (Mode::Default, false));
+        }
+        let mut eager_out: Option<Vec<HostTensor>> = None;
+        for (m, fusion) in modes {
+            let (mut row, out, _c) = match measure(w, scale, &backend, m, fusion, a.iters, &inputs) {
+                Ok(r) => r,
+                Err(e) => {
+                    println!("{:32} {:>15} error: {e:#}", w.name, if fusion { m.name() } else { "eager" });
+                    failed.push(w.name);
+                    continue;
+                }
+            };
+            let (rtol, atol) = w.tolerance();
+            if a.check {
+                let want = w.reference(scale, &inputs)?;
+                let (ratio, l2) = (worst_ratio(&out, &want, rtol, atol), worst_rel_l2(&out, &want));
+                row.check_ratio = Some(ratio);
+                row.check_rel_l2 = Some(l2);
+                row.check_ok = Some(passes(w, ratio, l2));
+            }
+            if fusion {
+                if let Some(e) = &eager_out {
+                    row.vs_eager_ratio = Some(worst_ratio(&out, e, rtol, atol));
+                }
+            } else {
+                eager_out = Some(out);
+            }
+            let pct = match (row.gbps, ceiling) {
+                (Some(g), Some(c)) => format!("{:.0}%", 100.0 * g / c),
+                _ => "-".into(),
+            };
+            let f = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |x| format!("{x:.p$}"));
+            println!(
+                "{:32} {:>15} {:>7} {:>10.4} {:>10} {:>9} {:>8} {:>8.3} {:>8.3}{}",
+                row.name,
+                row.mode,
+                row.kernels,
+                row.ms,
+                f(row.gbps, 1),
+                f(row.tflops, 2),
+                pct,
+                row.cold_compile_s,
+                row.warm_compile_s,
+                match (row.check_ok, row.check_ratio, row.check_rel_l2) {
+                    (Some(true), Some(r), Some(l)) => format!("  check ok (tol ratio {r:.2}, rel L2 {l:.1e})"),
+                    (Some(false), Some(r), Some(l)) => format!("  CHECK FAILED (tol ratio {r:.2}, rel L2 {l:.1e})"),
+                    _ => String::new(),
+                }
+            );
+            if row.check_ok == Some(false) {
+                failed.push(w.name);
+            }
+            rows.push(row);
+        }
+    }
+    let report = Report {
+        schema: 1,
+        sinter: env!("CARGO_PKG_VERSION").to_string(),
+        backend: backend.name().to_string(),
+        device: backend.device_name(),
+        scale: scale.name().to_string(),
+        ceiling_copy_gbps: ceiling,
+        results: rows,
+    };
+    if let Some(p) = &a.json {
+        std::fs::write(p, serde_json::to_string_pretty(&report)?).with_context(|| format!("writing {}", p.display()))?;
+    }
+    if !failed.is_empty() {
+        bail!("failed: {}", failed.join(", "));
+    }
+    Ok(())
+}
