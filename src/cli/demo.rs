@@ -1,5 +1,9 @@
-//! `sinter demo`: every workload at reduced size on the CPU reference interpreter, checked against
-//! the workload's independent f64 reference, before and after the pass pipeline.
+//! `sinter demo`: the main job. First every workload at reduced size on the CPU reference
+//! interpreter, checked against the workload's independent f64 reference, before and after the
+//! pass pipeline; then every workload compiled on the best backend present (a GPU through WGSL,
+//! else lavapipe, else the host kernel interpreter), eager (one kernel per op) and compiled
+//! (fused), each checked against the reference, with kernel counts, device time, achieved GB/s or
+//! TFLOP/s and the share of the measured copy bandwidth.
 
 use anyhow::{Result, bail};
 use sinter::workloads::{self, Scale};
@@ -15,6 +19,18 @@ pub struct Args {
     /// Only these workloads (comma-separated names).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
+    /// Backend for the compiled runs: auto, wgsl, interp.
+    #[arg(long, default_value = "auto")]
+    pub backend: String,
+    /// Size of the compiled runs (`full` needs a GPU; the reference check is skipped there).
+    #[arg(long, value_enum, default_value = "reduced")]
+    pub scale: super::ScaleArg,
+    /// Timed iterations of the compiled runs.
+    #[arg(long, default_value_t = 5)]
+    pub iters: usize,
+    /// Only the CPU reference part.
+    #[arg(long)]
+    pub cpu_only: bool,
 }
 
 /// Runs the workloads and prints the table; fails if any workload fails.
@@ -61,5 +77,21 @@ pub fn run(args: Args) -> Result<()> {
     if !failed.is_empty() {
         bail!("{} of {} workloads failed: {}", failed.len(), list.len(), failed.join(", "));
     }
-    Ok(())
+    if args.cpu_only {
+        return Ok(());
+    }
+    writeln!(out, "\ncompiled, eager vs fused:")?;
+    drop(out);
+    let reduced = args.scale == super::ScaleArg::Reduced;
+    super::bench::run(super::bench::Args {
+        workload: list.iter().filter(|w| reduced || !w.name.starts_with("resnet")).map(|w| w.name.to_string()).collect(),
+        backend: args.backend,
+        mode: "default".into(),
+        eager: true,
+        scale: args.scale,
+        iters: args.iters,
+        json: None,
+        check: reduced,
+        no_calibrate: false,
+    })
 }

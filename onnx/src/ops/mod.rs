@@ -36,7 +36,7 @@ pub(crate) fn value_inputs(op: &str, opset: i64) -> &'static [usize] {
         "Range" | "MelWeightMatrix" => &[0, 1, 2, 3, 4],
         "Resize" => &[1, 2, 3],
         "CumSum" | "CumProd" | "Compress" => &[1],
-        "Col2Im" => &[1, 2],
+        "Col2Im" | "RoiAlign" => &[1, 2],
         "DFT" => &[1, 2],
         "STFT" => &[1, 3],
         "Dropout" => &[1, 2],

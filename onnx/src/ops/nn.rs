@@ -96,6 +96,7 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
         "DequantizeLinear" => one(cx, dequantize_linear),
         "DynamicQuantizeLinear" => dynamic_quantize(cx),
         "Einsum" => one(cx, einsum),
+        "DeformConv" => one(cx, deform_conv),
         _ => return None,
     };
     Some(r)
@@ -1200,4 +1201,110 @@ fn diagonal(cx: &mut Cx, v: NodeId, i: usize, j: usize) -> R<NodeId> {
     let mut back: Vec<usize> = (0..r - 2).collect();
     back.insert(i, r - 2);
     cx.permute(d, &back)
+}
+
+/// 2-D deformable convolution: every kernel tap samples the input bilinearly (zero outside) at
+/// its offset position, scaled by the mask; the samples are contracted with the weight by a
+/// grouped matrix product.
+fn deform_conv(cx: &mut Cx) -> R<NodeId> {
+    cx.arity(3, 5)?;
+    let (x, w, off, b, mask) = (cx.inp(0)?, cx.inp(1)?, cx.inp(2)?, cx.opt(3), cx.opt(4));
+    let xs = cx.shape(x)?;
+    let ws = cx.shape(w)?;
+    let os = cx.shape(off)?;
+    if xs.len() != 4 || ws.len() != 4 || os.len() != 4 {
+        return Err(cx.unsup("DeformConv is supported for 2-D inputs only"));
+    }
+    let (n, ic, ih, iw) = (xs[0], xs[1], xs[2], xs[3]);
+    let oc = ws[0];
+    let g = cx.ai("group", 1).max(1) as usize;
+    let og = cx.ai("offset_group", 1).max(1) as usize;
+    let (kh, kw) = (ws[2], ws[3]);
+    let list = |name: &str, d: i64, len: usize| -> Vec<i64> {
+        cx.aints(name).filter(|v| v.len() == len).unwrap_or_else(|| vec![d; len])
+    };
+    let (st, dl, pads) = (list("strides", 1, 2), list("dilations", 1, 2), list("pads", 0, 4));
+    let (oh, ow) = (os[2], os[3]);
+    let k = kh * kw;
+    if ic != ws[1] * g || oc % g != 0 || ic % og != 0 || os[1] != og * k * 2 || os[0] != n {
+        return Err(cx.err(format!("input {xs:?}, weight {ws:?}, offset {os:?} do not fit group {g}/{og}")));
+    }
+    let p = oh * ow;
+    let f = cx.dt(x);
+    let offr = cx.reshape(off, &[n, og, kh, kw, 2, oh, ow])?;
+    let coord = |cx: &mut Cx, axis: usize| -> R<NodeId> {
+        let c = cx.slice(offr, 4, axis as i64, axis as i64 + 1, 1)?;
+        let c = cx.reshape(c, &[n, og, kh, kw, oh, ow])?;
+        // Base position: -pad + stride * out + dilation * tap.
+        let (kk, oo) = if axis == 0 { (kh, oh) } else { (kw, ow) };
+        let mut base = Vec::with_capacity(kk * oo);
+        for t in 0..kk {
+            for o in 0..oo {
+                base.push((-pads[axis] + st[axis] * o as i64 + dl[axis] * t as i64) as f64);
+            }
+        }
+        let shape = if axis == 0 { vec![kk, 1, oo, 1] } else { vec![kk, 1, oo] };
+        let bc = cx.konst(HostTensor::from_f64(f, shape, &base));
+        cx.bin(B::Add, c, bc)
+    };
+    let ph = coord(cx, 0)?;
+    let pw = coord(cx, 1)?;
+    let h0 = cx.un(U::Floor, ph)?;
+    let w0 = cx.un(U::Floor, pw)?;
+    let fh = cx.bin(B::Sub, ph, h0)?;
+    let fw = cx.bin(B::Sub, pw, w0)?;
+    let cg = ic / og;
+    let xf = cx.reshape(x, &[n, og, cg, ih * iw])?;
+    let q = k * p;
+    let mut acc: Option<NodeId> = None;
+    for (dh, dw) in [(0.0, 0.0), (0.0, 1.0), (1.0, 0.0), (1.0, 1.0)] {
+        let hi = cx.bin_s(B::Add, h0, dh)?;
+        let wi = cx.bin_s(B::Add, w0, dw)?;
+        let wh = if dh == 0.0 { cx.s_bin(B::Sub, 1.0, fh)? } else { fh };
+        let ww = if dw == 0.0 { cx.s_bin(B::Sub, 1.0, fw)? } else { fw };
+        let wt = cx.bin(B::Mul, wh, ww)?;
+        let inside = |cx: &mut Cx, v: NodeId, ext: usize| -> R<NodeId> {
+            let z = cx.scalar(f, 0.0);
+            let a = cx.bin(B::Ge, v, z)?;
+            let e = cx.scalar(f, ext as f64 - 1.0);
+            let c = cx.bin(B::Le, v, e)?;
+            cx.bin(B::And, a, c)
+        };
+        let okh = inside(cx, hi, ih)?;
+        let okw = inside(cx, wi, iw)?;
+        let ok = cx.bin(B::And, okh, okw)?;
+        let hc = cx.bin_s(B::Max, hi, 0.0)?;
+        let hc = cx.bin_s(B::Min, hc, ih as f64 - 1.0)?;
+        let wc = cx.bin_s(B::Max, wi, 0.0)?;
+        let wc = cx.bin_s(B::Min, wc, iw as f64 - 1.0)?;
+        let lin = cx.bin_s(B::Mul, hc, iw as f64)?;
+        let lin = cx.bin(B::Add, lin, wc)?;
+        let lin = cx.cast(lin, DType::I64)?;
+        let lin = cx.reshape(lin, &[n, og, 1, q])?;
+        let lin = cx.expand(lin, &[n, og, cg, q])?;
+        let v = cx.add(Op::GatherElements { axis: 3 }, vec![xf, lin])?;
+        let z = cx.scalar(f, 0.0);
+        let wt = cx.select(ok, wt, z)?;
+        let wt = cx.reshape(wt, &[n, og, 1, q])?;
+        let t = cx.bin(B::Mul, v, wt)?;
+        acc = Some(match acc {
+            None => t,
+            Some(a) => cx.bin(B::Add, a, t)?,
+        });
+    }
+    let mut cols = acc.ok_or_else(|| cx.err("no taps"))?; // [N, og, cg, K*P]
+    if let Some(m) = mask {
+        let m = cx.reshape(m, &[n, og, 1, q])?;
+        cols = cx.bin(B::Mul, cols, m)?;
+    }
+    // [N, C, K, P] -> [N, g, (C/g)*K, P]
+    let cols = cx.reshape(cols, &[n, g, (ic / g) * k, p])?;
+    let wg = cx.reshape(w, &[1, g, oc / g, (ic / g) * k])?;
+    let y = cx.matmul(wg, cols)?; // [N, g, oc/g, P]
+    let mut y = cx.reshape(y, &[n, oc, oh, ow])?;
+    if let Some(b) = b {
+        let b = cx.reshape(b, &[oc, 1, 1])?;
+        y = cx.bin(B::Add, y, b)?;
+    }
+    Ok(y)
 }

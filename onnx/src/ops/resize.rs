@@ -15,6 +15,7 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
         "Upsample" => upsample(cx),
         "GridSample" => grid_sample(cx),
         "AffineGrid" => affine_grid(cx),
+        "RoiAlign" => roi_align(cx),
         _ => return None,
     };
     Some(r.map(|x| vec![Some(x)]))
@@ -642,6 +643,130 @@ fn affine_grid(cx: &mut Cx) -> R<NodeId> {
     let mut os = vec![n];
     os.extend_from_slice(&dims);
     os.push(k);
-    let _ = ReduceOp::Sum;
     cx.reshape(g, &os)
+}
+
+/// RoiAlign: the regions (and their batch indices) are import-time values, so every bilinear
+/// sample's four positions and weights are constants; the input is gathered at them and
+/// averaged (or max-pooled) per output bin.
+fn roi_align(cx: &mut Cx) -> R<NodeId> {
+    cx.arity(3, 3)?;
+    let x = cx.inp(0)?;
+    let rois = cx.floats(cx.inp(1)?)?;
+    let bidx = cx.ints(cx.inp(2)?)?;
+    let xs = cx.shape(x)?;
+    if xs.len() != 4 {
+        return Err(cx.err("RoiAlign needs NCHW input"));
+    }
+    let (nb, c, h, w) = (xs[0], xs[1], xs[2], xs[3]);
+    let nr = bidx.len();
+    if rois.len() != nr * 4 || bidx.iter().any(|&b| b < 0 || b as usize >= nb) {
+        return Err(cx.err("rois must be [num_rois, 4] with batch indices in range"));
+    }
+    let (ph_n, pw_n) = (cx.ai("output_height", 1).max(1) as usize, cx.ai("output_width", 1).max(1) as usize);
+    let ratio = cx.ai("sampling_ratio", 0);
+    let scale = cx.af("spatial_scale", 1.0) as f64;
+    let half = cx.as_str("coordinate_transformation_mode", "half_pixel") == "half_pixel";
+    let max_mode = cx.as_str("mode", "avg") == "max";
+    // Per roi and bin: the samples, each 4 (flat index, weight).
+    let mut all: Vec<Vec<Vec<[(usize, f64); 4]>>> = Vec::new();
+    let mut counts = Vec::new();
+    for r in 0..nr {
+        let off = if half { 0.5 } else { 0.0 };
+        let (sw, sh) = (rois[4 * r] * scale - off, rois[4 * r + 1] * scale - off);
+        let (ew, eh) = (rois[4 * r + 2] * scale - off, rois[4 * r + 3] * scale - off);
+        let (mut rw, mut rh) = (ew - sw, eh - sh);
+        if !half {
+            rw = rw.max(1.0);
+            rh = rh.max(1.0);
+        }
+        let (bh, bw) = (rh / ph_n as f64, rw / pw_n as f64);
+        let gh = if ratio > 0 { ratio as usize } else { (rh / ph_n as f64).ceil().max(0.0) as usize };
+        let gw = if ratio > 0 { ratio as usize } else { (rw / pw_n as f64).ceil().max(0.0) as usize };
+        if gh * gw > 1 << 16 {
+            return Err(cx.err("too many samples per bin"));
+        }
+        counts.push((gh * gw).max(1) as f64);
+        let base = bidx[r] as usize * h * w;
+        let mut bins = Vec::new();
+        for ph in 0..ph_n {
+            for pw in 0..pw_n {
+                let mut samples = Vec::new();
+                for iy in 0..gh {
+                    let yy = sh + ph as f64 * bh + (iy as f64 + 0.5) * bh / gh as f64;
+                    for ix in 0..gw {
+                        let xx = sw + pw as f64 * bw + (ix as f64 + 0.5) * bw / gw as f64;
+                        if yy < -1.0 || yy > h as f64 || xx < -1.0 || xx > w as f64 {
+                            samples.push([(base, 0.0); 4]);
+                            continue;
+                        }
+                        let (mut y, mut xv) = (yy.max(0.0), xx.max(0.0));
+                        let (mut yl, mut xl) = (y as usize, xv as usize);
+                        let yh = if yl >= h - 1 {
+                            yl = h - 1;
+                            y = yl as f64;
+                            yl
+                        } else {
+                            yl + 1
+                        };
+                        let xh = if xl >= w - 1 {
+                            xl = w - 1;
+                            xv = xl as f64;
+                            xl
+                        } else {
+                            xl + 1
+                        };
+                        let (ly, lx) = (y - yl as f64, xv - xl as f64);
+                        let (hy, hx) = (1.0 - ly, 1.0 - lx);
+                        samples.push([
+                            (base + yl * w + xl, hy * hx),
+                            (base + yl * w + xh, hy * lx),
+                            (base + yh * w + xl, ly * hx),
+                            (base + yh * w + xh, ly * lx),
+                        ]);
+                    }
+                }
+                bins.push(samples);
+            }
+        }
+        all.push(bins);
+    }
+    let s = all.iter().flatten().map(|b| b.len()).max().unwrap_or(0).max(1);
+    let bins = ph_n * pw_n;
+    let total = nr * bins * s * 4;
+    let mut idx = vec![0i64; total];
+    let mut wts = vec![0.0f64; total];
+    let mut valid = vec![f64::NEG_INFINITY; nr * bins * s];
+    for r in 0..nr {
+        for b in 0..bins {
+            for (k, smp) in all[r][b].iter().enumerate() {
+                valid[(r * bins + b) * s + k] = 0.0;
+                for (q, &(pos, wt)) in smp.iter().enumerate() {
+                    let at = ((r * bins + b) * s + k) * 4 + q;
+                    idx[at] = pos as i64;
+                    wts[at] = wt;
+                }
+            }
+        }
+    }
+    let d = cx.dt(x);
+    let xt = cx.permute(x, &[1, 0, 2, 3])?;
+    let xt = cx.reshape(xt, &[c, nb * h * w])?;
+    let ik = cx.konst(HostTensor::from_i64(DType::I64, vec![total], &idx));
+    let g = cx.add(Op::Gather { axis: 1 }, vec![xt, ik])?;
+    let g = cx.reshape(g, &[c, nr, bins, s, 4])?;
+    let wk = cx.konst(HostTensor::from_f64(d, vec![nr, bins, s, 4], &wts));
+    let v = cx.bin(B::Mul, g, wk)?;
+    let y = if max_mode {
+        let m = cx.reduce(ReduceOp::Max, v, &[4], false)?; // [c, nr, bins, s]
+        let vk = cx.konst(HostTensor::from_f64(d, vec![nr, bins, s], &valid));
+        let m = cx.bin(B::Add, m, vk)?;
+        cx.reduce(ReduceOp::Max, m, &[3], false)?
+    } else {
+        let sum = cx.reduce(ReduceOp::Sum, v, &[3, 4], false)?; // [c, nr, bins]
+        let ck = cx.konst(HostTensor::from_f64(d, vec![nr, 1], &counts));
+        cx.bin(B::Div, sum, ck)?
+    };
+    let y = cx.permute(y, &[1, 0, 2])?;
+    cx.reshape(y, &[nr, c, ph_n, pw_n])
 }

@@ -1,0 +1,130 @@
+//! Benchmark harness for the WGSL backend (ignored by default; run on a GPU machine):
+//!
+//! ```text
+//! SINTER_BENCH=add_relu_mul_10M_f32,softmax_8192x8192_f32 SINTER_BENCH_MODES=reduce-overhead,max-autotune \
+//!   cargo test -p sinter-wgsl --release --test wgsl_bench -- --ignored --nocapture
+//! ```
+//!
+//! For each workload (all by default) and mode: schedule at full scale (`SINTER_BENCH_SCALE=reduced` for the
+//! small one), load, run once, then `SINTER_BENCH_ITERS` (default 20) timed runs; prints the median GPU time
+//! of the whole program and of each kernel, with achieved GB/s and TFLOP/s, and writes JSON lines to
+//! `SINTER_BENCH_OUT` when set.
+
+use std::io::Write;
+
+use sinter_core::backend::{Backend, Executable, Mode};
+use sinter_core::schedule::{ScheduleOptions, schedule};
+use sinter_core::workloads::{self, Scale};
+use sinter_wgsl::WgslBackend;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+#[test]
+#[ignore = "benchmark: run on a GPU with --ignored"]
+fn bench_workloads() {
+    let b = match WgslBackend::new() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("SKIPPED: {e}");
+            return;
+        }
+    };
+    eprintln!("device: {}", b.device_name());
+    let wanted: Option<Vec<String>> =
+        std::env::var("SINTER_BENCH").ok().filter(|s| !s.is_empty()).map(|s| s.split(',').map(String::from).collect());
+    let modes: Vec<Mode> = std::env::var("SINTER_BENCH_MODES")
+        .ok()
+        .map(|s| s.split(',').filter_map(Mode::from_name).collect())
+        .unwrap_or_else(|| vec![Mode::ReduceOverhead]);
+    let scale = std::env::var("SINTER_BENCH_SCALE").ok().and_then(|s| Scale::parse(&s)).unwrap_or(Scale::Full);
+    let iters: usize = std::env::var("SINTER_BENCH_ITERS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    let mut out = std::env::var("SINTER_BENCH_OUT").ok().and_then(|p| std::fs::File::create(p).ok());
+    for w in workloads::all() {
+        if wanted.as_ref().is_some_and(|ws| !ws.iter().any(|x| x == w.name)) {
+            continue;
+        }
+        let g = match w.build(scale).and_then(|g| sinter_core::passes::optimize(&g)) {
+            Ok(g) => g,
+            Err(e) => {
+                eprintln!("{}: build failed: {e}", w.name);
+                continue;
+            }
+        };
+        let p = match schedule(&g, b.caps(), &ScheduleOptions::default()) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("{}: schedule failed: {e}", w.name);
+                continue;
+            }
+        };
+        let inputs = w.inputs(scale, 1);
+        for &mode in &modes {
+            let t0 = std::time::Instant::now();
+            let mut exe = match b.load_wgsl(&p, mode) {
+                Ok(e) => e,
+                Err(e) => {
+                    eprintln!("{} {}: load failed: {e}", w.name, mode.name());
+                    continue;
+                }
+            };
+            let load_s = t0.elapsed().as_secs_f64();
+            if let Err(e) = exe.run(&inputs) {
+                eprintln!("{} {}: run failed: {e}", w.name, mode.name());
+                continue;
+            }
+            let (_, timings) = match exe.run_timed(&inputs, iters) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("{} {}: timed run failed: {e}", w.name, mode.name());
+                    continue;
+                }
+            };
+            let total = median(timings.iter().map(|run| run.iter().map(|k| k.dur_ns).sum::<f64>()).collect());
+            let ms = total / 1e6;
+            let gbps = w.min_bytes(scale) / (total * 1e-9) / 1e9;
+            let tflops = w.flops(scale) / (total * 1e-9) / 1e12;
+            println!(
+                "{:<32} {:<16} {:>9.4} ms {:>8.1} GB/s {:>8.2} TFLOP/s  {} kernels, load {:.2}s",
+                w.name,
+                mode.name(),
+                ms,
+                gbps,
+                tflops,
+                p.kernels.len(),
+                load_s
+            );
+            let rendered = exe.rendered();
+            let mut kernels = Vec::new();
+            for r in rendered.iter() {
+                let d = median(timings.iter().filter_map(|run| run.iter().find(|k| k.kernel == r.name)).map(|k| k.dur_ns).collect());
+                let kb = p.kernels.iter().find(|k| k.name == r.name).map_or(0.0, |k| k.bytes);
+                println!(
+                    "    {:<40} {:>9.4} ms {:>8.1} GB/s  {} grid {:?} wg {:?}",
+                    r.name,
+                    d / 1e6,
+                    kb / (d * 1e-9) / 1e9,
+                    r.strategy,
+                    r.grid,
+                    r.workgroup_size
+                );
+                kernels.push(serde_json::json!({"name": r.name, "ms": d / 1e6, "strategy": r.strategy}));
+            }
+            for l in exe.tuning_log() {
+                println!("    tune: {l}");
+            }
+            if let Some(f) = out.as_mut() {
+                let line = serde_json::json!({
+                    "name": w.name, "mode": mode.name(), "ms": ms, "gbps": gbps, "tflops": tflops,
+                    "load_s": load_s, "kernels": kernels, "device": b.device_name(),
+                });
+                let _ = writeln!(f, "{line}");
+            }
+        }
+    }
+}
