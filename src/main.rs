@@ -26,6 +26,10 @@ enum Command {
     View(cli::view::Args),
     /// Import an ONNX model, run it on a backend and write the outputs (.npy/.npz).
     Run(cli::run::Args),
+    /// Record an artifact folder with device timings (eager and compiled) for `sinter view`.
+    Profile(cli::profile::Args),
+    /// Measure the device's ceilings (copy bandwidth, matmul rate, launch overhead) once.
+    Calibrate(cli::calibrate::Args),
     /// Time the built-in workloads (eager and compiled) and write JSON for compare.py.
     Bench(cli::bench::Args),
     /// Run the ONNX backend conformance suite on a backend and report pass/fail per op.
@@ -45,6 +49,8 @@ fn main() -> ExitCode {
         Command::Explain(a) => cli::explain::run(a),
         Command::Demo(a) => cli::demo::run(a),
         Command::Bench(a) => cli::bench::run(a),
+        Command::Profile(a) => cli::profile::run(a),
+        Command::Calibrate(a) => cli::calibrate::run(a),
         Command::Run(a) => cli::run::run(a),
         Command::Conformance(a) => cli::conformance::run(a),
         Command::View(a) => cli::view::run(a),

@@ -317,22 +317,23 @@ fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
     match &k.body {
         KernelBody::Pointwise { .. } => {
             for &s in &sizes {
-                for vectorize in [true, false] {
-                    out.push(Tuning { workgroup_size: Some(s), vectorize, ..base.clone() });
-                }
+                out.push(Tuning { workgroup_size: Some(s), ..base.clone() });
             }
+            out.push(Tuning { vectorize: false, ..base.clone() });
         }
         KernelBody::Reduce(r) => {
-            let sizes: Vec<u32> = if r.strategy == ReduceStrategy::ThreadPerRow {
-                sizes.clone()
+            if r.strategy == ReduceStrategy::ThreadPerRow {
+                for &s in &sizes {
+                    out.push(Tuning { workgroup_size: Some(s), ..base.clone() });
+                }
             } else {
-                [32u32, 64, 128, 256, 512, 1024].into_iter().filter(|&s| s <= max).collect()
-            };
-            for &s in &sizes {
-                for vectorize in [true, false] {
-                    out.push(Tuning { workgroup_size: Some(s), vectorize, ..base.clone() });
+                for s in [32u32, 64, 128, 256, 512, 1024].into_iter().filter(|&s| s <= max) {
+                    for persistent in [None, Some(false)] {
+                        out.push(Tuning { workgroup_size: Some(s), persistent, ..base.clone() });
+                    }
                 }
             }
+            out.push(Tuning { vectorize: false, ..base.clone() });
         }
         KernelBody::Matmul(_) => {
             let tiles = [

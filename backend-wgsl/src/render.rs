@@ -15,7 +15,8 @@
 //!   then combine in a shared-memory tree. Reductions run in sequence, each result (`Acc(k)`) visible to
 //!   the later ones and to the element stores. `Persistent` keeps every load used by more than one phase in
 //!   registers (up to [`Tuning::max_persistent_per_thread`] elements per thread, else it falls back to
-//!   `Looped`), so the row is read from memory once. `ThreadPerRow`: one thread per row, serial loops.
+//!   `Looped`), so the row is read from memory once; a `Looped` row that fits is rendered persistent too
+//!   (see [`Tuning::persistent`]). `ThreadPerRow`: one thread per row, serial loops.
 //!   Sums accumulate in f32 (the accumulator dtype of the IR); `ArgMax`/`ArgMin` carry (value, index)
 //!   pairs, NaN winning and ties going to the lower index.
 //! * **Matmul**: a shared-memory tiled kernel (default tile 64x64x16, 256 threads, 4x4 outputs per thread
@@ -29,6 +30,7 @@
 //! Dtypes: see [`types`](self::types) (bf16 packed 2 per word and computed in f32, bool one byte per element,
 //! i64/u64 emulated in 32 bits, f64 unsupported). Op semantics: see [`helpers`](self::helpers).
 
+mod coop;
 mod emit;
 mod helpers;
 mod index;
@@ -71,8 +73,16 @@ pub struct WgslCaps {
     pub max_binding_bytes: u64,
     /// `max_compute_workgroup_storage_size` in bytes.
     pub max_workgroup_storage_bytes: u32,
-    /// Cooperative matrices are available (unused by the renderer so far).
+    /// Cooperative matrices with a 16x16x16 `f16 x f16 + f32` configuration are available (tensor cores on
+    /// NVIDIA): f16 matmuls use them (see [`Tuning::coop_matrix`]).
     pub has_coop_matrix: bool,
+    /// The subgroup size when the adapter has exactly one (minimum = maximum), as the cooperative-matrix
+    /// kernels need to know how many subgroups a workgroup holds.
+    pub fixed_subgroup_size: Option<u32>,
+    /// Also run bf16 matmuls on the f16 cooperative matrices, converting operands to f16 in shared memory
+    /// (exact for |x| in [6.1e-5, 65504]; smaller values lose precision as f16 subnormals, larger ones
+    /// saturate to ±65504). Off by default: it changes numerics; WGSL has no bf16 matrix type.
+    pub bf16_matmul_as_f16: bool,
 }
 
 impl WgslCaps {
@@ -89,6 +99,8 @@ impl WgslCaps {
             max_binding_bytes: 128 << 20,
             max_workgroup_storage_bytes: 16384,
             has_coop_matrix: false,
+            fixed_subgroup_size: None,
+            bf16_matmul_as_f16: false,
         }
     }
 
@@ -105,7 +117,15 @@ impl WgslCaps {
             max_storage_buffers: l.max_storage_buffers_per_shader_stage,
             max_binding_bytes: l.max_storage_buffer_binding_size,
             max_workgroup_storage_bytes: l.max_compute_workgroup_storage_size,
-            has_coop_matrix: info.has_coop_matrix,
+            has_coop_matrix: info.has_coop_matrix
+                && info.coop_matrix_shapes.iter().any(|c| {
+                    c.m == 16 && c.n == 16 && c.k == 16 && c.ab_type == "f16" && c.cr_type == "f32"
+                }),
+            fixed_subgroup_size: (info.has_subgroups
+                && l.min_subgroup_size > 0
+                && l.min_subgroup_size == l.max_subgroup_size)
+                .then_some(l.max_subgroup_size),
+            bf16_matmul_as_f16: false,
         }
     }
 
@@ -131,7 +151,7 @@ pub struct MatmulTile {
 }
 
 impl MatmulTile {
-    /// The default: 64x64 tile, depth 16, 4x4 per thread (256 threads).
+    /// A 64x64 tile, depth 16, 4x4 per thread (256 threads): the default for mid-sized products.
     pub const DEFAULT: MatmulTile = MatmulTile { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4 };
 
     /// Threads per workgroup.
@@ -152,11 +172,29 @@ pub struct Tuning {
     /// Most elements a thread keeps in registers in a persistent reduction before falling back to a looped
     /// one.
     pub max_persistent_per_thread: u32,
+    /// Whether workgroup-per-row reductions keep the row in registers: `None` (default) does so whenever
+    /// the row fits [`Tuning::max_persistent_per_thread`], also for rows the scheduler marked `Looped`
+    /// (the row is then read once instead of once per phase); `Some(false)` always loops.
+    pub persistent: Option<bool>,
+    /// Use subgroup shuffles (when the adapter has them) for workgroup reductions instead of a
+    /// shared-memory tree.
+    pub subgroups: bool,
+    /// Use cooperative matrices for eligible matmuls when the adapter has them (`false` forces the FMA
+    /// kernel).
+    pub coop_matrix: bool,
 }
 
 impl Default for Tuning {
     fn default() -> Self {
-        Tuning { workgroup_size: None, vectorize: true, matmul_tile: None, max_persistent_per_thread: 32 }
+        Tuning {
+            workgroup_size: None,
+            vectorize: true,
+            matmul_tile: None,
+            max_persistent_per_thread: 32,
+            persistent: None,
+            subgroups: true,
+            coop_matrix: true,
+        }
     }
 }
 
@@ -434,16 +472,22 @@ pub fn render_with(
         }
     }
     let (body, em_out, _) = render_body(kernel, caps, tuning, args.clone())?;
-    let (text, helpers) = em_out;
+    let (text, helpers, enables) = em_out;
 
     let entry = entry_name(&kernel.name);
     let mut src = String::new();
-    let needs_f16 = helpers.needs_f16 || args.iter().any(|a| a.layout == Layout::F16);
+    let needs_f16 = helpers.needs_f16 || args.iter().any(|a| a.layout == Layout::F16) || enables.contains(&"f16");
     if needs_f16 {
         if !caps.has_f16 {
             return Err(unsupported("f16 storage without the SHADER_F16 feature".into()));
         }
-        src.push_str("enable f16;\n\n");
+        src.push_str("enable f16;\n");
+    }
+    for e in enables.iter().filter(|e| **e != "f16") {
+        src.push_str(&format!("enable {e};\n"));
+    }
+    if needs_f16 || enables.iter().any(|e| *e != "f16") {
+        src.push('\n');
     }
     src.push_str(&format!("// kernel {}: {}\n", kernel.name, kernel.ops.join(", ")));
     if !kernel.origins.is_empty() {
@@ -501,7 +545,7 @@ pub fn render_with(
     })
 }
 
-type BodyOut = (Body, (String, helpers::Helpers), Vec<ArgUse>);
+type BodyOut = (Body, (String, helpers::Helpers, Vec<&'static str>), Vec<ArgUse>);
 
 fn render_body(kernel: &Kernel, caps: &WgslCaps, tuning: &Tuning, args: Vec<ArgInfo>) -> Result<BodyOut, RenderError> {
     let n = args.len();
@@ -513,7 +557,7 @@ fn render_body(kernel: &Kernel, caps: &WgslCaps, tuning: &Tuning, args: Vec<ArgI
         KernelBody::Matmul(m) => matmul::render(&mut em, m, caps, tuning)?,
     };
     let uses = std::mem::take(&mut em.uses);
-    Ok((body, (em.out, em.h), uses))
+    Ok((body, (em.out, em.h, em.enables), uses))
 }
 
 /// Structural checks of the kernel IR that rendering relies on.

@@ -128,3 +128,44 @@ fn bench_workloads() {
         }
     }
 }
+
+/// Prints the scheduled kernels and their WGSL for the workloads in `SINTER_BENCH` (no GPU needed), with
+/// the limits of a large discrete GPU.
+#[test]
+#[ignore = "inspection: prints WGSL"]
+fn dump_workloads() {
+    use sinter_core::kernel::Capabilities;
+    use sinter_wgsl::render::{WgslCaps, render};
+    let wcaps = WgslCaps {
+        max_invocations: 1024,
+        max_workgroup_size_x: 1024,
+        max_storage_buffers: 16,
+        max_binding_bytes: (2u64 << 30) - 4,
+        max_workgroup_storage_bytes: 49152,
+        ..WgslCaps::baseline()
+    };
+    let caps = Capabilities {
+        backend: "wgsl".into(),
+        max_workgroup_size: 1024,
+        max_shared_bytes: 49152,
+        max_bindings: 16,
+        max_binding_bytes: wcaps.max_binding_bytes,
+        subgroup_size: Some(32),
+        dtypes: sinter_wgsl::backend::DTYPES.to_vec(),
+        compute_units: 0,
+        matrix_dtypes: vec![],
+    };
+    let wanted = std::env::var("SINTER_BENCH").unwrap_or_default();
+    let scale = std::env::var("SINTER_BENCH_SCALE").ok().and_then(|s| Scale::parse(&s)).unwrap_or(Scale::Full);
+    for w in workloads::all() {
+        if !wanted.split(',').any(|x| x == w.name) {
+            continue;
+        }
+        let g = sinter_core::passes::optimize(&w.build(scale).expect("build")).expect("optimize");
+        let p = schedule(&g, &caps, &ScheduleOptions::default()).expect("schedule");
+        for k in &p.kernels {
+            let r = render(k, &p, &wcaps).expect("render");
+            println!("==== {} ({}, grid {:?})\n{}", k.name, r.strategy, r.grid, r.source);
+        }
+    }
+}

@@ -25,7 +25,9 @@
 //! # Artifact folder (schema version [`SCHEMA_VERSION`]; full text in `docs/ARTIFACTS.md`)
 //! - `profile.json` (compiled run) / `profile_eager.json` (eager run): a serialized [`Profile`].
 //! - `trace.json` / `trace_eager.json`: Chrome Trace Event JSON from [`chrome_trace`].
-//! - `fusion.json`: `{"schema_version": N, "decisions": [FusionDecision...]}`.
+//! - `fusion.json` (optional; the decisions are in `profile.json` too): either
+//!   `{"schema_version": N, "decisions": [FusionDecision...]}` or the compile driver's bare array
+//!   of [`crate::kernel::FusionDecision`].
 //! - Written by other parts of sinter and read by the viewer: `graph.txt`, `ir_pre_fusion.txt`,
 //!   `ir_post_fusion.txt`, `kernels/<name>.wgsl|.cu`, `passes/NN_<name>.txt`.
 //!
@@ -402,6 +404,27 @@ impl KernelProfile {
         KernelProfile { name: name.into(), dtype: "f32".into(), ..Default::default() }
     }
 
+    /// A kernel's name, user ops, origins, bytes, FLOPs and compute dtype from the kernel IR
+    /// (the matmul input dtype, else the dtype of the first buffer it writes).
+    pub fn from_kernel(k: &crate::kernel::Kernel) -> KernelProfile {
+        use crate::kernel::{Access, KernelBody};
+        let dtype = match &k.body {
+            KernelBody::Matmul(m) => m.in_dtype,
+            _ => k
+                .args
+                .iter()
+                .find(|a| a.access == Access::Write)
+                .or(k.args.first())
+                .map_or(crate::DType::F32, |a| a.dtype),
+        };
+        KernelProfile::new(k.name.clone())
+            .ops(k.ops.iter().cloned())
+            .nodes(k.origins.iter().copied())
+            .bytes(k.bytes)
+            .flops(k.flops)
+            .dtype(dtype.name())
+    }
+
     /// Sets the user ops fused into it.
     pub fn ops<S: Into<String>>(mut self, ops: impl IntoIterator<Item = S>) -> Self {
         self.ops = ops.into_iter().map(Into::into).collect();
@@ -692,7 +715,9 @@ pub struct FusionFile {
 }
 
 impl FusionFile {
-    /// Reads `<dir>/fusion.json`; `Ok(None)` when absent.
+    /// Reads `<dir>/fusion.json`; `Ok(None)` when absent. Accepts this versioned form and the
+    /// compile driver's debug artifact (a bare array of [`crate::kernel::FusionDecision`], whose
+    /// `origins` become the captured-graph `nodes`).
     pub fn read(dir: &Path) -> Result<Option<FusionFile>, ProfileError> {
         let path = dir.join(FUSION_FILE);
         let text = match std::fs::read_to_string(&path) {
@@ -701,8 +726,27 @@ impl FusionFile {
             Err(e) => return Err(io_err(&path)(e)),
         };
         let value = parse_json(&path, &text)?;
+        if value.is_array() {
+            let raw: Vec<crate::kernel::FusionDecision> =
+                serde_json::from_value(value).map_err(|e| ProfileError::Parse { path, msg: e.to_string() })?;
+            let decisions = raw.iter().map(FusionDecision::from).collect();
+            return Ok(Some(FusionFile { schema_version: SCHEMA_VERSION, decisions }));
+        }
         check_schema(&path, &value)?;
         serde_json::from_value(value).map(Some).map_err(|e| ProfileError::Parse { path, msg: e.to_string() })
+    }
+}
+
+impl From<&crate::kernel::FusionDecision> for FusionDecision {
+    /// The scheduler's decision in captured-graph terms: `nodes` are its origins (or its own
+    /// nodes when it recorded none).
+    fn from(d: &crate::kernel::FusionDecision) -> FusionDecision {
+        FusionDecision {
+            nodes: if d.origins.is_empty() { d.nodes.clone() } else { d.origins.clone() },
+            kernels: d.kernels.clone(),
+            fused: d.fused,
+            reason: d.reason.clone(),
+        }
     }
 }
 
@@ -836,17 +880,13 @@ impl Profile {
 
     /// Writes the profile into the artifact folder `dir` (created if needed): `profile.json` and
     /// `trace.json` for a compiled run, `profile_eager.json` and `trace_eager.json` for an eager
-    /// one, and `fusion.json` when there are fusion decisions. Other files in `dir` are kept.
+    /// one. Other files in `dir` (the compile driver's debug artifacts) are kept.
     pub fn write(&self, dir: impl AsRef<Path>) -> Result<(), ProfileError> {
         let dir = dir.as_ref();
         self.validate()?;
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         write_json(&dir.join(self.mode.profile_file()), self, true)?;
         write_json(&dir.join(self.mode.trace_file()), &chrome_trace(self), false)?;
-        if !self.fusion.is_empty() {
-            let file = FusionFile { schema_version: SCHEMA_VERSION, decisions: self.fusion.clone() };
-            write_json(&dir.join(FUSION_FILE), &file, true)?;
-        }
         Ok(())
     }
 
@@ -933,6 +973,26 @@ impl Profile {
     }
 }
 
+/// The file name of the snapshot after pass number `index` (`passes/` is the folder):
+/// `NN_<name>.txt`, with characters other than letters, digits, `_` and `-` replaced by `_`.
+pub fn pass_file_name(index: u32, name: &str) -> String {
+    let clean: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+    format!("{index:02}_{clean}.txt")
+}
+
+/// Writes a text artifact (`graph.txt`, `kernels/k0.wgsl`, `passes/01_decompose.txt`, ...) at
+/// `rel` inside the folder `dir`, creating folders, through a temporary file and a rename.
+pub fn write_artifact(dir: impl AsRef<Path>, rel: &str, text: &str) -> Result<PathBuf, ProfileError> {
+    let path = dir.as_ref().join(rel);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io_err(parent))?;
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).map_err(io_err(&tmp))?;
+    std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
+    Ok(path)
+}
+
 /// Fills a [`Profile`] as a run proceeds: kernels, launches with host and device times,
 /// compile spans and fusion decisions, all on one clock that starts when the builder is made.
 #[derive(Clone, Debug)]
@@ -992,6 +1052,30 @@ impl ProfileBuilder {
         Ok(())
     }
 
+    /// The index of the kernel with this name.
+    pub fn kernel_index(&self, name: &str) -> Option<usize> {
+        self.profile.kernels.iter().position(|k| k.name == name)
+    }
+
+    /// Records one timed run of a batch of launches submitted together at `submit_ns` (profile
+    /// clock), as backends that time a whole command buffer report it: each
+    /// `(kernel name, device start relative to the first kernel, device duration)` becomes a
+    /// launch whose host span is the submit instant and whose device span starts `start` after
+    /// `submit_ns`. Fails on a kernel name that was not added.
+    pub fn push_batch<'a>(
+        &mut self,
+        iteration: u32,
+        submit_ns: f64,
+        timings: impl IntoIterator<Item = (&'a str, f64, f64)>,
+    ) -> Result<(), ProfileError> {
+        for (name, start, dur) in timings {
+            let k = self.kernel_index(name).ok_or_else(|| ProfileError::Invalid(format!("no kernel named {name}")))?;
+            let s = submit_ns + start;
+            self.push_launch(Launch::new(k, iteration, submit_ns, submit_ns).device(s, s + dur));
+        }
+        Ok(())
+    }
+
     /// Records a compile span.
     pub fn push_span(&mut self, span: Span) {
         self.profile.compile_spans.push(span);
@@ -1016,7 +1100,7 @@ impl ProfileBuilder {
         }
     }
 
-    /// Records a fusion decision.
+    /// Records a fusion decision (`(&program.decisions[i]).into()` converts the scheduler's).
     pub fn push_fusion(&mut self, decision: FusionDecision) {
         self.profile.fusion.push(decision);
     }
@@ -1812,8 +1896,22 @@ mod tests {
         assert_eq!(std::fs::read_to_string(dir.join("graph.txt")).unwrap(), "kept");
         let trace: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(TRACE_FILE)).unwrap()).unwrap();
         validate_chrome_trace(&trace).unwrap();
-        let fusion = FusionFile::read(&dir).unwrap().unwrap();
-        assert_eq!(fusion.decisions, p.fusion);
+        assert_eq!(FusionFile::read(&dir).unwrap(), None);
+        // The compile driver's fusion.json (a bare array of scheduler decisions) reads too.
+        let raw = vec![crate::kernel::FusionDecision {
+            nodes: vec![7, 8],
+            fused: false,
+            reason: "reduction followed by broadcast".into(),
+            kernels: vec!["k0".into(), "k1".into()],
+            origins: vec![1, 2],
+        }];
+        std::fs::write(dir.join(FUSION_FILE), serde_json::to_string(&raw).unwrap()).unwrap();
+        let f = FusionFile::read(&dir).unwrap().unwrap();
+        assert_eq!(f.decisions[0].nodes, vec![1, 2]);
+        assert_eq!(f.decisions[0].kernels, vec!["k0", "k1"]);
+        let versioned = FusionFile { schema_version: SCHEMA_VERSION, decisions: p.fusion.clone() };
+        std::fs::write(dir.join(FUSION_FILE), serde_json::to_string(&versioned).unwrap()).unwrap();
+        assert_eq!(FusionFile::read(&dir).unwrap().unwrap(), versioned);
         // An eager profile beside it is read by mode; `read` prefers the compiled one.
         let mut e = p.clone();
         e.mode = Mode::Eager;
@@ -2002,6 +2100,31 @@ mod tests {
         assert_eq!(fmt_ns(4_561_000.0), "4.561 ms");
         assert_eq!(fmt_ns(1.2e9), "1.2 s");
         assert_eq!(fmt_ns(-3_000.0), "-3 µs");
+    }
+
+    #[test]
+    fn batches_become_launches() {
+        let mut b = ProfileBuilder::new("w", "wgsl", Mode::Compiled, DeviceInfo::default());
+        b.add_kernel(KernelProfile::new("k0"));
+        b.add_kernel(KernelProfile::new("k1"));
+        b.push_batch(0, 1000.0, [("k0", 0.0, 50.0), ("k1", 60.0, 20.0)]).unwrap();
+        assert!(b.push_batch(1, 2000.0, [("nope", 0.0, 1.0)]).is_err());
+        let p = b.finish().unwrap();
+        assert_eq!(p.launches[1].kernel, 1);
+        assert_eq!(p.launches[1].device_span(), Some((60.0, 80.0)));
+        assert_eq!(p.kernels[0].times_ns, vec![50.0]);
+        validate_chrome_trace(&chrome_trace(&p)).unwrap();
+    }
+
+    #[test]
+    fn artifact_helpers() {
+        assert_eq!(pass_file_name(3, "cse"), "03_cse.txt");
+        assert_eq!(pass_file_name(12, "constant fold/x"), "12_constant_fold_x.txt");
+        let dir = std::env::temp_dir().join(format!("sinter-artifact-{}", std::process::id()));
+        let p = write_artifact(&dir, "kernels/k0.wgsl", "fn main() {}").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "fn main() {}");
+        assert!(!dir.join("kernels/k0.tmp").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

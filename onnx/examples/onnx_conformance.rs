@@ -20,13 +20,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let opts = Options { filter, ..Options::default() };
-    let backend: conformance::Backend = Arc::new(|g, x| sinter_core::cpu::run(g, x));
+    let backend: conformance::Backend = Arc::new(sinter_core::cpu::run);
     let r = conformance::run(std::path::Path::new(dir), backend, &opts)?;
     for c in r.cases.iter().filter(|c| c.status != Status::Pass) {
-        println!("{:<11} {}/{}: {}", format!("{:?}", c.status).to_lowercase(), c.kind, c.name, c.detail.as_deref().unwrap_or(""));
+        println!(
+            "{:<11} {}/{}: {}",
+            format!("{:?}", c.status).to_lowercase(),
+            c.kind,
+            c.name,
+            c.detail.as_deref().unwrap_or("")
+        );
     }
     for (k, s) in &r.kinds {
-        println!("{k}: {}/{} passed ({:.1}%) fail {} unsup {} err {} timeout {}", s.passed, s.total, s.pass_percent(), s.failed, s.unsupported, s.errors, s.timeouts);
+        println!(
+            "{k}: {}/{} passed ({:.1}%) fail {} unsup {} err {} timeout {}",
+            s.passed,
+            s.total,
+            s.pass_percent(),
+            s.failed,
+            s.unsupported,
+            s.errors,
+            s.timeouts
+        );
     }
     if let Some(p) = json {
         std::fs::write(p, r.to_json())?;

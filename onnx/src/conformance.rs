@@ -252,10 +252,20 @@ fn compare(outs: &[HostTensor], refs: &[HostTensor], rtol: f64, atol: f64) -> (b
     let mut msg = None;
     for (i, (o, r)) in outs.iter().zip(refs).enumerate() {
         if o.shape != r.shape {
-            return (false, f64::INFINITY, f64::INFINITY, Some(format!("output {i}: shape {:?}, expected {:?}", o.shape, r.shape)));
+            return (
+                false,
+                f64::INFINITY,
+                f64::INFINITY,
+                Some(format!("output {i}: shape {:?}, expected {:?}", o.shape, r.shape)),
+            );
         }
         if o.dtype() != r.dtype() {
-            return (false, f64::INFINITY, f64::INFINITY, Some(format!("output {i}: dtype {}, expected {}", o.dtype(), r.dtype())));
+            return (
+                false,
+                f64::INFINITY,
+                f64::INFINITY,
+                Some(format!("output {i}: dtype {}, expected {}", o.dtype(), r.dtype())),
+            );
         }
         let rt = if r.dtype() == sinter_core::DType::BF16 { rtol.max(1.0 / 64.0) } else { rtol };
         let (rt, at) = if r.dtype().is_float() { (rt, atol) } else { (0.0, 0.0) };
@@ -317,7 +327,8 @@ pub fn run_case(case: &Case, backend: &Backend, rtol: f64, atol: f64) -> CaseRes
         }
         Err(CaseError::Onnx(e)) => set_err(&mut res, e),
         Err(CaseError::Backend(e)) => {
-            res.status = if matches!(e, sinter_core::Error::Unsupported(_)) { Status::Unsupported } else { Status::Error };
+            res.status =
+                if matches!(e, sinter_core::Error::Unsupported(_)) { Status::Unsupported } else { Status::Error };
             if res.status == Status::Unsupported {
                 res.unsupported_op = Some("backend".into());
             }
@@ -393,10 +404,11 @@ fn run_isolated(case: &Case, backend: &Backend, opts: &Options) -> CaseResult {
     let (tx, rx) = mpsc::channel();
     let (c, b, rtol, atol) = (case.clone(), backend.clone(), opts.rtol, opts.atol);
     let start = Instant::now();
-    let spawned = std::thread::Builder::new().name(format!("case {}", case.name)).stack_size(64 << 20).spawn(move || {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(&c, &b, rtol, atol)));
-        let _ = tx.send(r);
-    });
+    let spawned =
+        std::thread::Builder::new().name(format!("case {}", case.name)).stack_size(64 << 20).spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(&c, &b, rtol, atol)));
+            let _ = tx.send(r);
+        });
     let base = CaseResult {
         name: case.name.clone(),
         kind: case.kind.clone(),

@@ -22,6 +22,9 @@ pub(crate) type R<T> = Result<T, OnnxError>;
 /// Folding computes at most this many elements per value at import time.
 pub const FOLD_LIMIT: usize = 1 << 22;
 
+/// The largest constant (in elements) the importer builds from shapes or attribute values.
+pub const MAX_CONST_ELEMS: usize = 1 << 24;
+
 /// One run-time input as the caller specializes it.
 #[derive(Clone, Debug)]
 pub(crate) struct InputSpec {
@@ -206,7 +209,7 @@ pub(crate) fn domain_opset(opsets: &HashMap<String, i64>, domain: Option<&str>) 
         None | Some("") | Some("ai.onnx") => "",
         Some(d) => d,
     };
-    opsets.get(d).copied().unwrap_or_else(|| if d.is_empty() { 1 } else { 0 })
+    opsets.get(d).copied().unwrap_or(if d.is_empty() { 1 } else { 0 })
 }
 
 /// Imports the model's main graph for the given input specializations.
@@ -214,8 +217,14 @@ pub(crate) fn import(model: &Model, specs: Vec<InputSpec>) -> R<IrGraph> {
     let gp = model.graph_proto();
     let order = topo_order(&gp.node)?;
     let needed = needed_values(&gp.node, &order, &model.opsets);
-    let mut imp =
-        Importer { model, g: IrGraph::default(), known: HashMap::new(), assumed: HashSet::new(), scopes: vec![HashMap::new()], needed };
+    let mut imp = Importer {
+        model,
+        g: IrGraph::default(),
+        known: HashMap::new(),
+        assumed: HashSet::new(),
+        scopes: vec![HashMap::new()],
+        needed,
+    };
     for (info, spec) in model.inputs().iter().zip(specs) {
         let id = imp.g.add_input(&info.name, spec.dtype, spec.shape);
         if let Some(v) = spec.value
@@ -278,11 +287,8 @@ pub(crate) fn dce(g: &IrGraph) -> IrGraph {
         map[i] = out.push(n);
     }
     out.inputs = g.inputs.iter().map(|i| map[i.index()]).collect();
-    out.outputs = g
-        .outputs
-        .iter()
-        .map(|o| sinter_core::ir::Output { name: o.name.clone(), node: map[o.node.index()] })
-        .collect();
+    out.outputs =
+        g.outputs.iter().map(|o| sinter_core::ir::Output { name: o.name.clone(), node: map[o.node.index()] }).collect();
     out
 }
 
@@ -405,7 +411,8 @@ impl<'m> Importer<'m> {
                 return;
             }
         }
-        let small = targets.iter().all(|(_, id)| self.g.ty(*id).shape.numel().is_some_and(|n| n <= FOLD_LIMIT));
+        let small = targets.iter().all(|(_, id)| self.g.ty(*id).shape.numel().is_some_and(|n| n <= FOLD_LIMIT))
+            && (start..end).all(|i| self.g.nodes[i].ty.shape.numel().is_some_and(|n| n <= FOLD_LIMIT));
         if !small {
             return;
         }
@@ -495,7 +502,59 @@ impl<'m> Importer<'m> {
             };
             mini.add_output(&format!("o{k}"), m);
         }
-        sinter_core::cpu::run(&mini, &[])
+        // Folding must never take the importer down: a panic in the evaluator (a bug there) just
+        // means the value is not folded.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sinter_core::cpu::run(&mini, &[])))
+            .unwrap_or_else(|_| Err(sinter_core::Error::Unsupported("the CPU evaluator panicked while folding".into())))
+    }
+}
+
+/// The largest extent, padding or slice step the importer hands to the IR (untrusted values
+/// beyond it would overflow shape arithmetic).
+pub const MAX_EXTENT: u64 = 1 << 40;
+
+/// The largest element count of one value's shape.
+pub const MAX_ELEMS: u64 = 1 << 48;
+
+/// Checks a static shape: every extent at most [`MAX_EXTENT`], the product at most [`MAX_ELEMS`].
+pub(crate) fn check_dims(dims: &[usize]) -> Result<(), String> {
+    let mut n: u64 = 1;
+    for &d in dims {
+        if d as u64 > MAX_EXTENT {
+            return Err(format!("extent {d} is too large"));
+        }
+        n = n.saturating_mul(d as u64);
+    }
+    if n > MAX_ELEMS {
+        return Err(format!("shape {dims:?} has more than 2^48 elements"));
+    }
+    Ok(())
+}
+
+/// Rejects op parameters whose arithmetic could overflow in shape inference.
+fn check_op(op: &Op) -> Result<(), String> {
+    let big = |v: i64| v.unsigned_abs() > MAX_EXTENT;
+    match op {
+        Op::Reshape(s) | Op::Expand(s) => {
+            let dims: Vec<usize> = s.dims().iter().filter_map(Dim::as_static).collect();
+            check_dims(&dims)
+        }
+        Op::Pad { pads, .. } if pads.iter().any(|&(b, a)| big(b) || big(a)) => {
+            Err(format!("padding {pads:?} is too large"))
+        }
+        Op::Slice(dims) if dims.iter().any(|d| big(d.step) || d.len as u64 > MAX_EXTENT || d.start as u64 > MAX_EXTENT) => {
+            Err("slice parameters are too large".into())
+        }
+        Op::Conv2d { window, .. } | Op::Pool2d { window, .. } => {
+            let w = window;
+            let all = w.kernel.iter().chain(&w.stride).chain(&w.padding).chain(&w.dilation);
+            if all.copied().any(|v| v as u64 > 1 << 20) {
+                Err(format!("window {w:?} is too large"))
+            } else {
+                Ok(())
+            }
+        }
+        _ => Ok(()),
     }
 }
 
@@ -535,9 +594,11 @@ impl Cx<'_, '_> {
 
     /// Input `i`, which must be present.
     pub fn inp(&self, i: usize) -> R<NodeId> {
-        self.ins.get(i).copied().flatten().ok_or_else(|| {
-            self.err(format!("input {i} is required but the node has {} input(s)", self.ins.len()))
-        })
+        self.ins
+            .get(i)
+            .copied()
+            .flatten()
+            .ok_or_else(|| self.err(format!("input {i} is required but the node has {} input(s)", self.ins.len())))
     }
 
     /// Optional input `i`.
@@ -650,7 +711,9 @@ impl Cx<'_, '_> {
     pub fn shape(&self, x: NodeId) -> R<Vec<usize>> {
         let s = &self.imp.g.ty(x).shape;
         s.as_static().ok_or_else(|| {
-            self.unsup(format!("needs static shapes, got {s} (specialize the model with graph_for or graph_for_inputs)"))
+            self.unsup(format!(
+                "needs static shapes, got {s} (specialize the model with graph_for or graph_for_inputs)"
+            ))
         })
     }
 
@@ -703,6 +766,7 @@ impl Cx<'_, '_> {
 
     /// Adds an IR node with this node's origin.
     pub fn add(&mut self, op: Op, ins: Vec<NodeId>) -> R<NodeId> {
+        check_op(&op).map_err(|m| self.err(m))?;
         let origin = self.origin.clone();
         self.imp.g.add(op, ins, Some(origin)).map_err(|e| self.err(e.to_string()))
     }
@@ -815,10 +879,26 @@ impl Cx<'_, '_> {
         self.add(Op::MatMul, vec![a, b])
     }
 
+    /// Checks that a constant of `n` elements built from shapes or attributes stays within
+    /// [`MAX_CONST_ELEMS`] (untrusted models must not make the importer allocate absurdly).
+    pub fn guard(&self, n: usize) -> R<()> {
+        if n > MAX_CONST_ELEMS {
+            return Err(self.unsup(format!("an import-time constant of {n} elements (limit {MAX_CONST_ELEMS})")));
+        }
+        Ok(())
+    }
+
     /// `0..n` as a rank-1 constant of `dt`.
-    pub fn iota(&mut self, n: usize, dt: DType) -> NodeId {
+    pub fn iota(&mut self, n: usize, dt: DType) -> R<NodeId> {
+        self.guard(n)?;
         let v: Vec<i64> = (0..n as i64).collect();
-        self.konst(HostTensor::from_i64(dt, vec![n], &v))
+        Ok(self.konst(HostTensor::from_i64(dt, vec![n], &v)))
+    }
+
+    /// Zeros of a static shape (a broadcast scalar, nothing allocated).
+    pub fn zeros(&mut self, dt: DType, dims: &[usize]) -> R<NodeId> {
+        let z = self.scalar(dt, 0.0);
+        self.add(Op::Expand(Shape::new(dims)), vec![z])
     }
 
     /// Moves axis `a` to the last position; returns the new node and the permutation used.
@@ -867,7 +947,9 @@ impl Cx<'_, '_> {
             for o in &g.output {
                 let name = o.name.clone().unwrap_or_default();
                 outs.push(
-                    self.imp.lookup(&name).ok_or_else(|| self.err(format!("subgraph output {name:?} is not defined")))?,
+                    self.imp
+                        .lookup(&name)
+                        .ok_or_else(|| self.err(format!("subgraph output {name:?} is not defined")))?,
                 );
             }
             Ok(outs)

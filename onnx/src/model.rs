@@ -228,6 +228,9 @@ impl Model {
                 let s = i.shape.clone().ok_or_else(|| {
                     OnnxError::Inputs(format!("input {:?} has no declared shape; use graph_for", i.name))
                 })?;
+                let dims: Vec<usize> = s.dims().iter().filter_map(sinter_core::Dim::as_static).collect();
+                crate::import::check_dims(&dims)
+                    .map_err(|m| OnnxError::Inputs(format!("input {:?}: {m}", i.name)))?;
                 Ok(crate::import::InputSpec { dtype: d, shape: s, value: None })
             })
             .collect::<Result<Vec<_>, OnnxError>>()?;
@@ -284,6 +287,8 @@ impl Model {
                 (Ok(d), _) => *d,
                 (Err(t), _) => return Err(input_unsupported(info, t)),
             };
+            crate::import::check_dims(&shape)
+                .map_err(|m| OnnxError::Inputs(format!("input {:?}: {m}", info.name)))?;
             if let Some(decl) = &info.shape {
                 let ok = decl.rank() == shape.len()
                     && decl.dims().iter().zip(&shape).all(|(d, &s)| d.as_static().is_none_or(|x| x == s));

@@ -34,7 +34,11 @@ fn descr(d: DType) -> &'static str {
 
 /// Serializes a tensor as `.npy` bytes.
 pub fn to_npy(t: &HostTensor) -> Vec<u8> {
-    let t = if t.dtype() == DType::BF16 { HostTensor::from_f64(DType::F32, t.shape.clone(), &t.to_f64_vec()) } else { t.clone() };
+    let t = if t.dtype() == DType::BF16 {
+        HostTensor::from_f64(DType::F32, t.shape.clone(), &t.to_f64_vec())
+    } else {
+        t.clone()
+    };
     let shape = match t.shape.len() {
         0 => "()".to_string(),
         1 => format!("({},)", t.shape[0]),

@@ -272,7 +272,10 @@ fn read_external(
     if let Some(len) = length
         && len != bytes as u64
     {
-        return Err(OnnxError::malformed(&what, format!("external data length {len} but the tensor needs {bytes} bytes")));
+        return Err(OnnxError::malformed(
+            &what,
+            format!("external data length {len} but the tensor needs {bytes} bytes"),
+        ));
     }
     let io = |path: &Path, e: std::io::Error| OnnxError::Io { path: path.to_path_buf(), source: e };
     let base = dir.canonicalize().map_err(|e| io(dir, e))?;

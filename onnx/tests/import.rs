@@ -26,7 +26,12 @@ fn node(op: &str, ins: &[&str], outs: &[&str], attrs: Vec<AttributeProto>) -> No
 }
 
 fn attr_i(name: &str, v: i64) -> AttributeProto {
-    AttributeProto { name: Some(name.into()), i: Some(v), r#type: Some(AttributeType::Int as i32), ..Default::default() }
+    AttributeProto {
+        name: Some(name.into()),
+        i: Some(v),
+        r#type: Some(AttributeType::Int as i32),
+        ..Default::default()
+    }
 }
 
 fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
@@ -69,7 +74,12 @@ fn fixed(dims: &[i64]) -> Vec<Option<i64>> {
     dims.iter().map(|&d| Some(d)).collect()
 }
 
-fn model(nodes: Vec<NodeProto>, ins: Vec<ValueInfoProto>, outs: Vec<ValueInfoProto>, inits: Vec<TensorProto>) -> ModelProto {
+fn model(
+    nodes: Vec<NodeProto>,
+    ins: Vec<ValueInfoProto>,
+    outs: Vec<ValueInfoProto>,
+    inits: Vec<TensorProto>,
+) -> ModelProto {
     ModelProto {
         ir_version: Some(8),
         opset_import: vec![OperatorSetIdProto { domain: Some(String::new()), version: Some(17) }],
@@ -150,7 +160,8 @@ fn decodes_typed_fields() {
     assert_eq!(sinter_onnx::decode_tensor(&t, None).unwrap().to_f64_vec(), vec![1.0, -0.5]);
     let t = TensorProto { dims: vec![3], data_type: Some(9), int32_data: vec![1, 0, 1], ..Default::default() };
     assert_eq!(sinter_onnx::decode_tensor(&t, None).unwrap(), HostTensor::from_i64(DType::Bool, vec![3], &[1, 0, 1]));
-    let t = TensorProto { dims: vec![2], data_type: Some(12), uint64_data: vec![7, 4_000_000_000], ..Default::default() };
+    let t =
+        TensorProto { dims: vec![2], data_type: Some(12), uint64_data: vec![7, 4_000_000_000], ..Default::default() };
     assert_eq!(sinter_onnx::decode_tensor(&t, None).unwrap().to_i64_vec(), vec![7, 4_000_000_000]);
     let t = TensorProto { dims: vec![], data_type: Some(11), double_data: vec![0.125], ..Default::default() };
     assert_eq!(sinter_onnx::decode_tensor(&t, None).unwrap(), HostTensor::scalar(DType::F64, 0.125));
@@ -165,7 +176,12 @@ fn size_mismatches_are_errors() {
     let t = f32_init("x", &[-1], &[]);
     assert!(matches!(sinter_onnx::decode_tensor(&t, None), Err(OnnxError::Malformed { .. })));
     // An absurd declared size is refused before anything is allocated.
-    let t = TensorProto { dims: vec![1 << 40, 1 << 20], data_type: Some(F32), raw_data: Some(vec![]), ..Default::default() };
+    let t = TensorProto {
+        dims: vec![1 << 40, 1 << 20],
+        data_type: Some(F32),
+        raw_data: Some(vec![]),
+        ..Default::default()
+    };
     assert!(matches!(sinter_onnx::decode_tensor(&t, None), Err(OnnxError::TooLarge { .. })));
     let t = TensorProto { dims: vec![i64::MAX, i64::MAX], data_type: Some(F32), ..Default::default() };
     assert!(matches!(sinter_onnx::decode_tensor(&t, None), Err(OnnxError::TooLarge { .. })));
@@ -467,10 +483,10 @@ fn conformance_runner_classifies_cases() {
         vec![vi("y", F32, &fixed(&[2, 3]))],
         vec![],
     );
-    write_case(&root, "test_unsupported", &unk, &[x.clone()], &[x.clone()]);
+    write_case(&root, "test_unsupported", &unk, std::slice::from_ref(&x), std::slice::from_ref(&x));
     std::fs::create_dir_all(root.join("test_corrupt/test_data_set_0")).unwrap();
     std::fs::write(root.join("test_corrupt/model.onnx"), b"\x08\x07\x12\xff\xff").unwrap();
-    let backend: conformance::Backend = Arc::new(|g, x| sinter_core::cpu::run(g, x));
+    let backend: conformance::Backend = Arc::new(sinter_core::cpu::run);
     let r = conformance::run(&root, backend.clone(), &Options::default()).unwrap();
     let status = |n: &str| r.cases.iter().find(|c| c.name == n).unwrap().status;
     assert_eq!(status("test_pass"), Status::Pass);
@@ -489,7 +505,11 @@ fn conformance_runner_classifies_cases() {
         std::thread::sleep(std::time::Duration::from_secs(30));
         Err(sinter_core::Error::Unsupported("never".into()))
     });
-    let opts = Options { filter: Some("test_pass".into()), timeout: std::time::Duration::from_millis(200), ..Options::default() };
+    let opts = Options {
+        filter: Some("test_pass".into()),
+        timeout: std::time::Duration::from_millis(200),
+        ..Options::default()
+    };
     let r = conformance::run(&root, slow, &opts).unwrap();
     assert_eq!(r.cases[0].status, Status::Timeout);
     // A panicking backend is an error, not a crash.

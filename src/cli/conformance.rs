@@ -43,7 +43,7 @@ pub struct Args {
 /// The backend with this name (`cpu`: the CPU reference interpreter).
 pub fn backend(name: &str) -> Result<Backend> {
     match name {
-        "cpu" => Ok(Arc::new(|g, inputs| sinter::cpu::run(g, inputs))),
+        "cpu" => Ok(Arc::new(sinter::cpu::run)),
         other => bail!("unknown backend {other:?}; available: cpu"),
     }
 }

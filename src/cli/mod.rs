@@ -1,9 +1,11 @@
 //! The subcommands of the `sinter` binary, one module each.
 
 pub mod bench;
+pub mod calibrate;
 pub mod conformance;
 pub mod demo;
 pub mod explain;
+pub mod profile;
 pub mod run;
 pub mod view;
 

@@ -60,7 +60,8 @@ pub fn run(args: Args) -> Result<()> {
             std::fs::write(p, sinter_onnx::npy::to_npz(&items)).with_context(|| format!("writing {}", p.display()))?;
         }
         Some(p) if outs.len() == 1 => {
-            std::fs::write(p, sinter_onnx::npy::to_npy(&outs[0])).with_context(|| format!("writing {}", p.display()))?;
+            std::fs::write(p, sinter_onnx::npy::to_npy(&outs[0]))
+                .with_context(|| format!("writing {}", p.display()))?;
         }
         Some(p) => {
             let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());

@@ -58,15 +58,15 @@ pub fn summary_text(a: &Artifacts) -> String {
         );
         for k in run.kernels_by_time() {
             let (kp, an) = (&p.kernels[k], &run.analysis.kernels[k]);
-            let num = |v: Option<f64>, d: usize| v.map_or_else(|| "-".to_string(), |x| format!("{x:.d$}"));
+            let num = |v: Option<f64>| v.map_or_else(|| "-".to_string(), sinter_viewer::app::fmt_sig);
             let _ = writeln!(
                 s,
                 "  {:<28} {:>6.1}% {:>12} {:>9} {:>9}  {:<16} {}",
                 kp.name,
                 an.share * 100.0,
                 an.time_ns.map_or_else(|| "-".to_string(), sinter_viewer::profile::fmt_ns),
-                num(an.achieved_gbps, 0),
-                num(an.achieved_tflops, 2),
+                num(an.achieved_gbps),
+                num(an.achieved_tflops),
                 an.verdict.label(),
                 kp.ops.join(", ")
             );

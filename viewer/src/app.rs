@@ -49,6 +49,22 @@ pub fn kernel_color(i: usize) -> Color32 {
     egui::ecolor::Hsva::new(h, 0.45, 0.95, 1.0).into()
 }
 
+/// `x` with 3 significant digits (`2514`, `12.6`, `0.00253`), `0` for zero.
+pub fn fmt_sig(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.digits$}")
+}
+
+/// A count with an SI prefix and 3 significant digits (`132 kB`, `34.4 GFLOP`).
+pub fn fmt_si(x: f64, unit: &str) -> String {
+    let prefixes = [("", 1.0), ("k", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12), ("P", 1e15)];
+    let (p, scale) = prefixes.iter().rev().find(|(_, sc)| x.abs() >= *sc).copied().unwrap_or(("", 1.0));
+    format!("{} {p}{unit}", fmt_sig(x / scale))
+}
+
 /// The colour of a verdict.
 pub fn verdict_color(v: Verdict) -> Color32 {
     match v {
@@ -191,9 +207,11 @@ impl ViewerApp {
                 );
             }
             row("share of GPU time", format!("{:.1}%", an.share * 100.0));
-            row("grid × block", format!("{:?} × {:?}", k.grid, k.block));
-            row("bytes moved", format!("{:.2} MB", k.bytes / 1e6));
-            row("FLOPs", format!("{:.3} GFLOP ({})", k.flops / 1e9, k.dtype));
+            if k.grid != [0; 3] || k.block != [0; 3] {
+                row("grid × block", format!("{:?} × {:?}", k.grid, k.block));
+            }
+            row("bytes moved", fmt_si(k.bytes, "B"));
+            row("FLOPs", format!("{} ({})", fmt_si(k.flops, "FLOP"), k.dtype));
             if let Some(i) = an.intensity {
                 row("intensity", format!("{i:.2} FLOP/byte"));
             }
@@ -201,7 +219,8 @@ impl ViewerApp {
                 row(
                     "bandwidth",
                     format!(
-                        "{g:.0} GB/s{}",
+                        "{} GB/s{}",
+                        fmt_sig(g),
                         an.bandwidth_fraction.map_or(String::new(), |f| format!(" ({:.0}% of copy)", f * 100.0))
                     ),
                 );
@@ -210,7 +229,8 @@ impl ViewerApp {
                 row(
                     "compute",
                     format!(
-                        "{t:.2} TFLOP/s{}",
+                        "{} TFLOP/s{}",
+                        fmt_sig(t),
                         an.compute_fraction.map_or(String::new(), |f| format!(" ({:.0}% of peak)", f * 100.0))
                     ),
                 );
@@ -316,7 +336,7 @@ fn run_summary_ui(ui: &mut egui::Ui, run: &Run) {
         }
         parts.push(format!("launch gaps {} ({} gaps)", fmt_ns(an.launch_gap_total_ns), an.launch_gap_count));
         if let Some(m) = p.peak_memory_bytes {
-            parts.push(format!("peak memory {:.1} MB", m as f64 / 1e6));
+            parts.push(format!("peak memory {}", fmt_si(m as f64, "B")));
         }
         let compile: f64 = top_level_compile_ns(run);
         if compile > 0.0 {
@@ -396,13 +416,13 @@ fn kernel_table_ui(ui: &mut egui::Ui, run: &Run, mut selected: Option<&mut Optio
             );
             ui.label(an.time_ns.map(fmt_ns).unwrap_or_else(|| "-".into()));
             ui.label(match (an.achieved_gbps, an.bandwidth_fraction) {
-                (Some(g), Some(f)) => format!("{g:.0} ({:.0}%)", f * 100.0),
-                (Some(g), None) => format!("{g:.0}"),
+                (Some(g), Some(f)) => format!("{} ({:.0}%)", fmt_sig(g), f * 100.0),
+                (Some(g), None) => fmt_sig(g),
                 _ => "-".into(),
             });
             ui.label(match (an.achieved_tflops, an.compute_fraction) {
-                (Some(t), Some(f)) => format!("{t:.2} ({:.0}%)", f * 100.0),
-                (Some(t), None) => format!("{t:.2}"),
+                (Some(t), Some(f)) => format!("{} ({:.0}%)", fmt_sig(t), f * 100.0),
+                (Some(t), None) => fmt_sig(t),
                 _ => "-".into(),
             });
             ui.label(RichText::new(an.verdict.label()).color(verdict_color(an.verdict)).strong())
@@ -419,5 +439,21 @@ fn kernel_table_ui(ui: &mut egui::Ui, run: &Run, mut selected: Option<&mut Optio
 impl eframe::App for ViewerApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         ViewerApp::ui(self, ui);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(fmt_sig(2514.3), "2514");
+        assert_eq!(fmt_sig(12.57), "12.6");
+        assert_eq!(fmt_sig(0.002531), "0.00253");
+        assert_eq!(fmt_sig(0.0), "0");
+        assert_eq!(fmt_si(132_000.0, "B"), "132 kB");
+        assert_eq!(fmt_si(34.36e9, "FLOP"), "34.4 GFLOP");
+        assert_eq!(fmt_si(12.0, "B"), "12.0 B");
     }
 }

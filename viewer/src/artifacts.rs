@@ -94,6 +94,11 @@ impl Artifacts {
     /// Loads a folder. Fails when it does not exist, holds no profile, or a profile has an
     /// unknown schema version; unreadable optional files become [`Artifacts::warnings`].
     pub fn load(dir: &Path) -> Result<Artifacts, ViewerError> {
+        // `sinter view run1/profile.json` means the folder.
+        let dir = match dir.file_name().and_then(|n| n.to_str()) {
+            Some(n) if dir.is_file() && n.ends_with(".json") => dir.parent().unwrap_or(dir),
+            _ => dir,
+        };
         if !dir.is_dir() {
             return Err(ViewerError::NoFolder(dir.to_path_buf()));
         }
@@ -274,6 +279,9 @@ mod tests {
         assert!(matches!(err, ViewerError::NoFolder(_)), "{err}");
         let err = Artifacts::load(dir.path()).unwrap_err();
         assert!(err.to_string().contains("no sinter profile"), "{err}");
+        sinter_core::profile::Profile::new("w", "wgsl", Mode::Compiled, Default::default()).write(dir.path()).unwrap();
+        // A profile file names its folder.
+        assert_eq!(Artifacts::load(&dir.path().join("profile.json")).unwrap().dir, dir.path());
         std::fs::write(dir.path().join("profile.json"), r#"{"schema_version": 42, "sinter_version": "0.0.1"}"#)
             .unwrap();
         let err = Artifacts::load(dir.path()).unwrap_err();

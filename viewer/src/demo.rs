@@ -405,15 +405,12 @@ fn wgsl_for(k: &DemoKernel) -> String {
 
 /// Writes a complete synthetic artifact folder into `dir`: compiled and eager profiles and
 /// traces, fusion.json, graph.txt, ir_pre_fusion.txt, ir_post_fusion.txt, kernels/*.wgsl and
-/// passes/NN_<name>.txt.
+/// `passes/NN_<name>.txt`.
 pub fn demo_artifacts(dir: impl AsRef<Path>) -> Result<(), ViewerError> {
     let dir = dir.as_ref();
     let write = |rel: &str, text: &str| -> Result<(), ViewerError> {
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|source| ViewerError::Io { path: parent.to_path_buf(), source })?;
-        }
-        std::fs::write(&path, text).map_err(|source| ViewerError::Io { path, source })
+        sinter_core::profile::write_artifact(dir, rel, text)?;
+        Ok(())
     };
     demo_profile(Mode::Compiled, 10).write(dir)?;
     demo_profile(Mode::Eager, 10).write(dir)?;
@@ -422,10 +419,11 @@ pub fn demo_artifacts(dir: impl AsRef<Path>) -> Result<(), ViewerError> {
     let decomposed_cse = decomposed(true)?;
     let print = sinter_core::text::print;
     write("graph.txt", &print(&captured))?;
-    write("passes/00_captured.txt", &print(&captured))?;
-    write("passes/01_decompose.txt", &print(&decomposed_raw))?;
-    write("passes/02_cse.txt", &print(&decomposed_cse))?;
-    write("passes/03_dce.txt", &print(&decomposed_cse))?;
+    let passes =
+        [("captured", &captured), ("decompose", &decomposed_raw), ("cse", &decomposed_cse), ("dce", &decomposed_cse)];
+    for (i, (name, g)) in passes.iter().enumerate() {
+        write(&format!("passes/{}", sinter_core::profile::pass_file_name(i as u32, name)), &print(g))?;
+    }
     write("ir_pre_fusion.txt", &print(&decomposed_cse))?;
     // Post-fusion: one block per kernel with the decomposed nodes it computes.
     let pre = print(&decomposed_cse);

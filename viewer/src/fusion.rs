@@ -265,11 +265,30 @@ pub fn fusion_ui(
     let mut scene_rect = state.scene_rect;
     scene.show(ui, &mut scene_rect, |ui| {
         let painter = ui.painter().clone();
+        // Group fills, then edges, then group outlines and titles, then nodes on top.
+        for g in &layout.groups {
+            if let Some(k) = g.kernel {
+                painter.rect_filled(g.rect, 6.0, kernel_color(k).gamma_multiply(0.18));
+            }
+        }
+        for &(a, b) in &layout.edges {
+            let (ra, rb) = (layout.nodes[a], layout.nodes[b]);
+            let cross = layout.primary[a] != layout.primary[b];
+            let stroke = if cross {
+                Stroke::new(1.6, text_color.gamma_multiply(0.7))
+            } else {
+                Stroke::new(1.0, text_color.gamma_multiply(0.4))
+            };
+            let from = Pos2::new(ra.center().x, ra.bottom());
+            let to = Pos2::new(rb.center().x, rb.top());
+            painter.line_segment([from, to], stroke);
+            let dir = (to - from).normalized() * 7.0;
+            painter.arrow(to - dir, dir, stroke);
+        }
         for (gi, g) in layout.groups.iter().enumerate() {
             let Some(k) = g.kernel else { continue };
             let c = kernel_color(k);
             let sel = *selected == Some(k);
-            painter.rect_filled(g.rect, 6.0, c.gamma_multiply(0.18));
             painter.rect_stroke(
                 g.rect,
                 6.0,
@@ -278,6 +297,9 @@ pub fn fusion_ui(
             );
             let a = &run.analysis.kernels[k];
             let title_rect = Rect::from_min_size(g.rect.min, Vec2::new(g.rect.width(), TITLE_H));
+            let radius = egui::CornerRadius { nw: 6, ne: 6, sw: 0, se: 0 };
+            painter.rect_filled(title_rect, radius, ui.visuals().extreme_bg_color);
+            painter.rect_filled(title_rect, radius, c.gamma_multiply(0.3));
             let clip = painter.with_clip_rect(title_rect);
             clip.text(
                 g.rect.min + Vec2::new(PAD, 3.0),
@@ -300,20 +322,6 @@ pub fn fusion_ui(
             if resp.clicked() {
                 clicked = Some(k);
             }
-        }
-        for &(a, b) in &layout.edges {
-            let (ra, rb) = (layout.nodes[a], layout.nodes[b]);
-            let cross = layout.primary[a] != layout.primary[b];
-            let stroke = if cross {
-                Stroke::new(1.6, text_color.gamma_multiply(0.7))
-            } else {
-                Stroke::new(1.0, text_color.gamma_multiply(0.4))
-            };
-            let from = Pos2::new(ra.center().x, ra.bottom());
-            let to = Pos2::new(rb.center().x, rb.top());
-            painter.line_segment([from, to], stroke);
-            let dir = (to - from).normalized() * 7.0;
-            painter.arrow(to - dir, dir, stroke);
         }
         for (i, node) in graph.nodes.iter().enumerate() {
             let r = layout.nodes[i];

@@ -655,17 +655,17 @@ fn event_details(run: &Run, kind: TrackKind, ev: &Ev) -> String {
             let mut s = format!("{what} {}  (iteration {})\n{dur}", k.name, l.iteration);
             if let TrackKind::Device { .. } = kind {
                 s.push_str(&format!(
-                    "\ngrid {:?}  block {:?}\n{:.1} MB moved, {:.3} GFLOP",
+                    "\ngrid {:?}  block {:?}\n{} moved, {}",
                     k.grid,
                     k.block,
-                    k.bytes / 1e6,
-                    k.flops / 1e9
+                    crate::app::fmt_si(k.bytes, "B"),
+                    crate::app::fmt_si(k.flops, "FLOP")
                 ));
                 if let Some(g) = a.achieved_gbps {
-                    s.push_str(&format!("\nachieved {g:.0} GB/s"));
+                    s.push_str(&format!("\nachieved {} GB/s", crate::app::fmt_sig(g)));
                 }
                 if let Some(t) = a.achieved_tflops {
-                    s.push_str(&format!(", {t:.2} TFLOP/s"));
+                    s.push_str(&format!(", {} TFLOP/s", crate::app::fmt_sig(t)));
                 }
                 s.push_str(&format!("\n{}", a.verdict));
                 if !k.ops.is_empty() {

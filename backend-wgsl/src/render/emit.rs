@@ -127,6 +127,8 @@ pub(crate) struct Emitter<'a> {
     pub(crate) cached: HashMap<u32, String>,
     /// How each argument was accessed (for choosing declarations).
     pub(crate) uses: Vec<super::ArgUse>,
+    /// WGSL extensions the body needs (`enable ...;`).
+    pub(crate) enables: Vec<&'static str>,
     tmp: usize,
 }
 
@@ -155,6 +157,7 @@ impl<'a> Emitter<'a> {
             acc: HashMap::new(),
             cached: HashMap::new(),
             uses: Vec::new(),
+            enables: Vec::new(),
             tmp: 0,
         })
     }

@@ -58,6 +58,7 @@ pub(crate) enum H {
     Bf16Bits,
     RoundBf16,
     ToF16,
+    Bf16ToF16,
     FloorDiv,
     FloorMod,
     ArgMaxF,
@@ -476,6 +477,14 @@ fn sinter_to_f16$S(x: $F) -> $H {
 }",
             &[H::IsNan],
         ),
+        H::Bf16ToF16 => t(
+            "sinter_bf16_to_f16",
+            "// a bf16 value (carried in f32) as f16 for the f16 matrix units: saturates at +-65504, NaN kept
+fn sinter_bf16_to_f16$S(x: $F) -> $H {
+    return select($H(clamp(x, $F(-65504.0), $F(65504.0))), $H(x), sinter_isnan$S(x));
+}",
+            &[H::IsNan],
+        ),
         H::FloorDiv => t(
             "sinter_floordiv",
             "// floor division of an index by a positive constant
@@ -592,7 +601,7 @@ impl Helpers {
         if h == H::F16Bits && vec {
             self.need(H::F16Bits, false);
         }
-        if h == H::ToF16 {
+        if h == H::ToF16 || h == H::Bf16ToF16 {
             self.needs_f16 = true;
         }
         let body = match (vec, t.vec_body) {

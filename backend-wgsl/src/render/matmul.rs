@@ -25,7 +25,7 @@ pub fn check_tile(t: &MatmulTile, caps: &WgslCaps) -> Result<(), String> {
     if !(bm * bk).is_multiple_of(threads) || !(bn * bk).is_multiple_of(threads) {
         return Err(format!("tile {t:?}: the {threads} threads must divide bm*bk and bn*bk"));
     }
-    let shared = (bm * bk + bn * bk) * 4;
+    let shared = (bk * (bm + 4) + bn * bk) * 4;
     if shared > caps.max_workgroup_storage_bytes {
         return Err(format!(
             "tile {t:?} needs {shared} bytes of workgroup memory; the adapter allows {}",
@@ -35,6 +35,26 @@ pub fn check_tile(t: &MatmulTile, caps: &WgslCaps) -> Result<(), String> {
     Ok(())
 }
 
+/// The default tile: 128x128x8 with 8x8 per thread when that still gives at least 128 workgroups, else
+/// 64x64x16 with 4x4, else 32x32x16 (64 threads) for small products; the first that fits the adapter.
+fn default_tile(mm: &MatmulBody, caps: &WgslCaps) -> MatmulTile {
+    let tiles = |t: &MatmulTile| {
+        (mm.m as u64).div_ceil(u64::from(t.bm)) * (mm.n as u64).div_ceil(u64::from(t.bn)) * mm.batch as u64
+    };
+    let big = MatmulTile { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8 };
+    let small = MatmulTile { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4 };
+    for t in [big, MatmulTile::DEFAULT] {
+        if tiles(&t) >= 128 && check_tile(&t, caps).is_ok() {
+            return t;
+        }
+    }
+    if tiles(&MatmulTile::DEFAULT) >= 32 || check_tile(&small, caps).is_err() {
+        MatmulTile::DEFAULT
+    } else {
+        small
+    }
+}
+
 /// Renders a matmul body.
 pub(super) fn render(
     em: &mut Emitter<'_>,
@@ -42,10 +62,13 @@ pub(super) fn render(
     caps: &WgslCaps,
     tuning: &Tuning,
 ) -> Result<Body, RenderError> {
+    if super::coop::eligible(mm, caps, tuning) {
+        return super::coop::render(em, mm, caps, tuning);
+    }
     let k = em.k;
     let kname = k.name.clone();
     let invalid = |msg: String| RenderError::Invalid { kernel: kname.clone(), msg };
-    let t = tuning.matmul_tile.unwrap_or(MatmulTile::DEFAULT);
+    let t = tuning.matmul_tile.unwrap_or_else(|| default_tile(mm, caps));
     check_tile(&t, caps).map_err(|what| RenderError::Unsupported { kernel: kname.clone(), what })?;
     let acc_ct = ct(mm.acc_dtype).ok_or_else(|| super::emit::unsupported_dtype(k, mm.acc_dtype))?;
     if acc_ct == Ct::Bool {
@@ -73,8 +96,10 @@ pub(super) fn render(
     let acc_s = acc_ct.scalar();
     let tnv = tn / 4;
     let tmv = tm / 4;
+    // A rows are padded by one vec4 so the transposing writes of the staging loop spread over banks.
+    let sa_stride = bm / 4 + 1;
     let globals = vec![
-        format!("var<workgroup> sa: array<vec4<{acc_s}>, {}>; // A tile, [k][m]", bk * bm / 4),
+        format!("var<workgroup> sa: array<vec4<{acc_s}>, {}>; // A tile, [k][m] (rows padded by 4)", bk * sa_stride),
         format!("var<workgroup> sb: array<vec4<{acc_s}>, {}>; // B tile, [k][n]", bk * bn / 4),
     ];
     let summary = format!(
@@ -121,30 +146,81 @@ pub(super) fn render(
     // contiguous dimension, zero-filled at the edges.
     for (which, op, rows_name, rows_ext, rows_tile) in [("a", &mm.a, "m", m, bm), ("b", &mm.b, "n", n, bn)] {
         let arg = em.args[op.arg].clone();
-        if let Some(u) = em.uses.get_mut(op.arg) {
-            u.other_loads += 1;
-        }
-        let per_thread = rows_tile * bk / threads;
-        em.line(format!("// stage {} ({} x {bk})", which.to_uppercase(), rows_tile));
-        em.open(format!("for (var l = 0u; l < {per_thread}u; l = l + 1u)"));
-        em.line(format!("let e = lid + l * {threads}u;"));
         // For A, (row, col) = (m, k); for B, (k, n). `contig_k`: consecutive threads walk k.
         let contig_k = if which == "a" { op.s_col == 1 || op.s_row != 1 } else { op.s_col != 1 && op.s_row == 1 };
-        if contig_k {
-            em.line(format!("let kk = e % {bk}u;"));
-            em.line(format!("let {rows_name}{rows_name} = e / {bk}u;"));
-        } else {
-            em.line(format!("let {rows_name}{rows_name} = e % {rows_tile}u;"));
-            em.line(format!("let kk = e / {rows_tile}u;"));
-        }
+        // s_r: stride of the tile-row dimension (m or n), s_c: stride of k.
+        let (s_r, s_c) = if which == "a" { (op.s_row, op.s_col) } else { (op.s_col, op.s_row) };
         let rr = format!("{rows_name}{rows_name}");
         let origin = if which == "a" { "m0" } else { "n0" };
+        let (sh, stride) = if which == "a" { ("sa", sa_stride) } else { ("sb", bn / 4) };
+        // 4 consecutive elements per load along the contiguous dimension when everything is 4-aligned.
+        let (cont_stride, cont_ext, other_stride) =
+            if contig_k { (s_c as u64, kdim, s_r as u64) } else { (s_r as u64, rows_ext, s_c as u64) };
+        let vec_stage = tuning.vectorize
+            && cont_stride == 1
+            && cont_ext.is_multiple_of(4)
+            && (op.offset as u64).is_multiple_of(4)
+            && other_stride.is_multiple_of(4)
+            && (op.s_batch as u64).is_multiple_of(4)
+            && (rows_tile * bk / 4).is_multiple_of(threads)
+            && rows_tile * bk / 4 >= threads
+            && bk.is_multiple_of(4);
+        if let Some(u) = em.uses.get_mut(op.arg) {
+            if vec_stage {
+                u.contig_loads += 1;
+            } else {
+                u.other_loads += 1;
+            }
+        }
+        em.line(format!("// stage {} ({} x {bk})", which.to_uppercase(), rows_tile));
+        if vec_stage {
+            let per_thread = rows_tile * bk / 4 / threads;
+            em.open(format!("for (var l = 0u; l < {per_thread}u; l = l + 1u)"));
+            em.line(format!("let e = lid + l * {threads}u;"));
+            if contig_k {
+                em.line(format!("let kk = (e % {}u) * 4u;", bk / 4));
+                em.line(format!("let {rr} = e / {}u;", bk / 4));
+            } else {
+                em.line(format!("let {rr} = (e % {}u) * 4u;", rows_tile / 4));
+                em.line(format!("let kk = e / {}u;", rows_tile / 4));
+            }
+            em.line(format!("let g{rows_name} = {origin} + {rr};"));
+            em.line("let gk = k0 + kk;");
+            em.line(format!("var x: vec4<{acc_s}> = vec4<{acc_s}>({zero});"));
+            em.open(format!("if (g{rows_name} < {rows_ext}u && gk < {kdim}u)"));
+            em.line(format!("let i = {which}_base + g{rows_name} * {s_r}u + gk * {s_c}u;"));
+            let in_ct = ct(mm.in_dtype).unwrap_or(Ct::F32);
+            let (pre, v) = super::storage::load_vec(&arg, "i", "ld", in_ct);
+            for p in pre {
+                em.line(p);
+            }
+            let v = ops::cast(&v, mm.in_dtype, mm.acc_dtype, true, &mut em.h).map_err(&invalid)?;
+            em.line(format!("x = {v};"));
+            em.close();
+            if contig_k {
+                for (c, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+                    em.line(format!("{sh}[(kk + {c}u) * {stride}u + {rr} / 4u][{rr} % 4u] = x.{comp};"));
+                }
+            } else {
+                em.line(format!("{sh}[kk * {stride}u + {rr} / 4u] = x;"));
+            }
+            em.close();
+            continue;
+        }
+        let per_thread = rows_tile * bk / threads;
+        em.open(format!("for (var l = 0u; l < {per_thread}u; l = l + 1u)"));
+        em.line(format!("let e = lid + l * {threads}u;"));
+        if contig_k {
+            em.line(format!("let kk = e % {bk}u;"));
+            em.line(format!("let {rr} = e / {bk}u;"));
+        } else {
+            em.line(format!("let {rr} = e % {rows_tile}u;"));
+            em.line(format!("let kk = e / {rows_tile}u;"));
+        }
         em.line(format!("let g{rows_name} = {origin} + {rr};"));
         em.line("let gk = k0 + kk;");
         em.line(format!("var x: {acc_s} = {zero};"));
         em.open(format!("if (g{rows_name} < {rows_ext}u && gk < {kdim}u)"));
-        let (s_r, s_c) = if which == "a" { (op.s_row, op.s_col) } else { (op.s_col, op.s_row) };
-        // s_r: stride of the tile-row dimension (m or n), s_c: stride of k.
         em.line(format!("let i = {which}_base + g{rows_name} * {s_r}u + gk * {s_c}u;"));
         let (pre, v) = load_scalar(&arg, "i", "ld");
         for p in pre {
@@ -153,17 +229,17 @@ pub(super) fn render(
         let v = ops::cast(&v, mm.in_dtype, mm.acc_dtype, false, &mut em.h).map_err(&invalid)?;
         em.line(format!("x = {v};"));
         em.close();
-        let sh = if which == "a" { "sa" } else { "sb" };
-        em.line(format!("{sh}[kk * {}u + {rr} / 4u][{rr} % 4u] = x;", rows_tile / 4));
+        em.line(format!("{sh}[kk * {stride}u + {rr} / 4u][{rr} % 4u] = x;"));
         em.close();
     }
     em.line("workgroupBarrier();");
     em.open(format!("for (var kk = 0u; kk < {bk}u; kk = kk + 1u)"));
     for q in 0..tmv {
-        em.line(format!("let ra{q} = sa[kk * {}u + ty * {tmv}u + {q}u];", bm / 4));
+        em.line(format!("let ra{q} = sa[kk * {sa_stride}u + ty * {tmv}u + {q}u];"));
     }
     for q in 0..tnv {
-        em.line(format!("let rb{q} = sb[kk * {}u + tx * {tnv}u + {q}u];", bn / 4));
+        // A thread's column groups are spaced `txn` apart: conflict-free reads, coalesced stores.
+        em.line(format!("let rb{q} = sb[kk * {}u + {}u + tx];", bn / 4, q * txn));
     }
     let comps = ["x", "y", "z", "w"];
     for i in 0..tm {
@@ -205,7 +281,7 @@ pub(super) fn render(
             let slot = i * tnv + jv;
             if vec_n {
                 em.open("");
-                em.line(format!("let n = n0 + tx * {tn}u + {}u;", jv * 4));
+                em.line(format!("let n = n0 + tx * 4u + {}u;", jv * txn * 4));
                 em.open(format!("if (n < {n}u)"));
                 em.acc.insert(0, AccVal { name: format!("acc[{slot}]"), dtype: mm.acc_dtype, vec: true });
                 em.emit_closure(&roots, &|_| true)?;
@@ -217,7 +293,7 @@ pub(super) fn render(
             } else {
                 for c in 0..4 {
                     em.open("");
-                    em.line(format!("let n = n0 + tx * {tn}u + {}u;", jv * 4 + c));
+                    em.line(format!("let n = n0 + tx * 4u + {}u;", jv * txn * 4 + c));
                     em.open(format!("if (n < {n}u)"));
                     em.acc.insert(
                         0,

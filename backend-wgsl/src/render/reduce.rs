@@ -13,6 +13,10 @@ use super::pointwise::{PARAMS, emit_wid, grid_excess};
 use super::types::{Ct, ct, f32_lit, splat};
 use super::{Body, RenderError, Tuning, WgslCaps};
 
+/// The subgroup builtins of the entry point (when subgroup reductions are used).
+const SUBGROUP_PARAMS: &str = "@builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32, \
+                               @builtin(subgroup_id) sg_id: u32, @builtin(num_subgroups) n_sg: u32";
+
 /// How the elements of a row are visited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -185,9 +189,8 @@ pub(super) fn render(
         Mode::Serial
     } else {
         let p = groups.div_ceil(u64::from(wg)).max(1);
-        if r.strategy == ReduceStrategy::Persistent
-            && p * u64::from(width) <= u64::from(tuning.max_persistent_per_thread)
-        {
+        let fits = p * u64::from(width) <= u64::from(tuning.max_persistent_per_thread);
+        if fits && tuning.persistent != Some(false) {
             Mode::Persistent(p as u32)
         } else {
             Mode::Looped
@@ -195,6 +198,8 @@ pub(super) fn render(
     };
     let workgroups = if serial { (r.rows as u64).div_ceil(u64::from(wg)) } else { r.rows as u64 };
     let vec = width == 4;
+    // Subgroup shuffles for the workgroup combine when the adapter has them and tuning allows.
+    let subgroups = caps.has_subgroups && tuning.subgroups && mode != Mode::Serial;
 
     // Loads kept in registers: per-element loads used by two or more phases.
     let mut cache: Vec<u32> = Vec::new();
@@ -308,30 +313,14 @@ pub(super) fn render(
             } else {
                 let sh = format!("sh_{}", fct.scalar());
                 shared.insert(fct, ());
-                em.line(format!("{sh}[lid] = {hv};"));
                 if rd.is_arg() {
                     need_idx = true;
-                    em.line(format!("sh_idx[lid] = {hi};"));
                 }
-                em.line("workgroupBarrier();");
-                em.open(format!("for (var s = {}u; s > 0u; s = s >> 1u)", wg / 2));
-                em.open("if (lid < s)");
-                if rd.is_arg() {
-                    let better = rd.better(false, em);
-                    em.open(format!("if ({better}({sh}[lid + s], sh_idx[lid + s], {sh}[lid], sh_idx[lid]))"));
-                    em.line(format!("{sh}[lid] = {sh}[lid + s];"));
-                    em.line("sh_idx[lid] = sh_idx[lid + s];");
-                    em.close();
+                if subgroups {
+                    subgroup_combine(em, rd, i, &sh, &hv, &hi);
                 } else {
-                    let c = rd.combine(&format!("{sh}[lid]"), &format!("{sh}[lid + s]"), false, em);
-                    em.line(format!("{sh}[lid] = {c};"));
+                    tree_combine(em, rd, i, &sh, &hv, &hi, wg);
                 }
-                em.close();
-                em.line("workgroupBarrier();");
-                em.close();
-                let src = if rd.is_arg() { "sh_idx[0]".to_string() } else { format!("{sh}[0]") };
-                em.line(format!("let r{i} = {src};"));
-                em.line("workgroupBarrier();");
                 format!("r{i}")
             };
             em.acc.insert(i, AccVal { name: result, dtype: rd.result_dt, vec: false });
@@ -383,7 +372,7 @@ pub(super) fn render(
     };
     Ok(Body {
         globals,
-        params: PARAMS.to_string(),
+        params: if subgroups && r.rows > 0 { format!("{PARAMS}, {SUBGROUP_PARAMS}") } else { PARAMS.to_string() },
         workgroup_size: [wg, 1, 1],
         workgroups: if r.rows == 0 { 0 } else { workgroups },
         vectorized: vec,
@@ -395,6 +384,95 @@ pub(super) fn render(
         ),
         strategy,
     })
+}
+
+/// Combines the per-thread partials `hv` (and `hi` for arg reductions) across the workgroup with a
+/// shared-memory tree; binds `r{i}` (the value, or the index for arg reductions) in every thread.
+fn tree_combine(em: &mut Emitter<'_>, rd: &Red, i: usize, sh: &str, hv: &str, hi: &str, wg: u32) {
+    em.line(format!("{sh}[lid] = {hv};"));
+    if rd.is_arg() {
+        em.line(format!("sh_idx[lid] = {hi};"));
+    }
+    em.line("workgroupBarrier();");
+    em.open(format!("for (var s = {}u; s > 0u; s = s >> 1u)", wg / 2));
+    em.open("if (lid < s)");
+    if rd.is_arg() {
+        let better = rd.better(false, em);
+        em.open(format!("if ({better}({sh}[lid + s], sh_idx[lid + s], {sh}[lid], sh_idx[lid]))"));
+        em.line(format!("{sh}[lid] = {sh}[lid + s];"));
+        em.line("sh_idx[lid] = sh_idx[lid + s];");
+        em.close();
+    } else {
+        let c = rd.combine(&format!("{sh}[lid]"), &format!("{sh}[lid + s]"), false, em);
+        em.line(format!("{sh}[lid] = {c};"));
+    }
+    em.close();
+    em.line("workgroupBarrier();");
+    em.close();
+    let src = if rd.is_arg() { "sh_idx[0]".to_string() } else { format!("{sh}[0]") };
+    em.line(format!("let r{i} = {src};"));
+    em.line("workgroupBarrier();");
+}
+
+/// Emits a butterfly over the subgroup (`subgroupShuffleXor`) combining `v` (and index `k`) in place.
+fn butterfly(em: &mut Emitter<'_>, rd: &Red, v: &str, k: &str) {
+    em.open("for (var o = sg_size >> 1u; o > 0u; o = o >> 1u)");
+    if rd.is_arg() {
+        let better = rd.better(false, em);
+        em.line(format!("let ov = subgroupShuffleXor({v}, o);"));
+        em.line(format!("let ok = subgroupShuffleXor({k}, o);"));
+        em.open(format!("if ({better}(ov, ok, {v}, {k}))"));
+        em.line(format!("{v} = ov;"));
+        em.line(format!("{k} = ok;"));
+        em.close();
+    } else {
+        let c = rd.combine(v, &format!("subgroupShuffleXor({v}, o)"), false, em);
+        em.line(format!("{v} = {c};"));
+    }
+    em.close();
+}
+
+/// Combines the per-thread partials across the workgroup with subgroup shuffles: a butterfly inside each
+/// subgroup, one shared-memory slot per subgroup, then a butterfly over the slots in every subgroup (two
+/// barriers instead of one per tree level). The combine order is fixed by the subgroup layout, so the
+/// result is deterministic run to run; NaN and tie semantics are those of the combine functions.
+fn subgroup_combine(em: &mut Emitter<'_>, rd: &Red, i: usize, sh: &str, hv: &str, hi: &str) {
+    let c = rd.fold_ct();
+    em.line(format!("var x{i}: {} = {hv};", c.scalar()));
+    if rd.is_arg() {
+        em.line(format!("var xk{i}: i32 = {hi};"));
+    }
+    butterfly(em, rd, &format!("x{i}"), &format!("xk{i}"));
+    em.open("if (sg_lane == 0u)");
+    em.line(format!("{sh}[sg_id] = x{i};"));
+    if rd.is_arg() {
+        em.line(format!("sh_idx[sg_id] = xk{i};"));
+    }
+    em.close();
+    em.line("workgroupBarrier();");
+    em.line(format!("var y{i}: {} = {};", c.scalar(), rd.identity()));
+    if rd.is_arg() {
+        em.line(format!("var yk{i}: i32 = 2147483647i;"));
+    }
+    em.open("for (var b = 0u; b < n_sg; b = b + sg_size)");
+    em.line("let q = b + sg_lane;");
+    em.open("if (q < n_sg)");
+    if rd.is_arg() {
+        let better = rd.better(false, em);
+        em.open(format!("if ({better}({sh}[q], sh_idx[q], y{i}, yk{i}))"));
+        em.line(format!("y{i} = {sh}[q];"));
+        em.line(format!("yk{i} = sh_idx[q];"));
+        em.close();
+    } else {
+        let comb = rd.combine(&format!("y{i}"), &format!("{sh}[q]"), false, em);
+        em.line(format!("y{i} = {comb};"));
+    }
+    em.close();
+    em.close();
+    butterfly(em, rd, &format!("y{i}"), &format!("yk{i}"));
+    let src = if rd.is_arg() { format!("yk{i}") } else { format!("y{i}") };
+    em.line(format!("let r{i} = {src};"));
+    em.line("workgroupBarrier();");
 }
 
 /// Largest power of two at most `x` (x >= 1).

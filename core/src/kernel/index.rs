@@ -329,18 +329,26 @@ fn merge_like_terms(terms: Vec<Index>) -> Vec<Index> {
                 },
                 _ => continue,
             };
-            if ki % c != 0 {
-                continue;
-            }
             for (j, (bj, kj)) in out.iter().enumerate() {
-                if let Index::Mod(y, d) = bj
-                    && *d == c
-                    && y == x
-                    && *kj * c == *ki
-                {
+                let Index::Mod(y, d) = bj else { continue };
+                if *d == c && y == x && *kj * c == *ki {
                     let merged = match wrap {
                         None => (**x).clone(),
                         Some(a) => Index::Mod(x.clone(), a * c),
+                    };
+                    found = Some((i, j, merged, *kj));
+                    break 'search;
+                }
+                // (x / (c0 * d)) * (d * k) + ((x / c0) % d) * k == (x / c0) * k: bi is y / d for
+                // y = x / c0 (floor divisions of a non-negative x compose).
+                if let Index::Div(x2, c0) = &**y
+                    && x2 == x
+                    && c0.checked_mul(*d) == Some(c)
+                    && kj.checked_mul(*d) == Some(*ki)
+                {
+                    let merged = match wrap {
+                        None => (**y).clone(),
+                        Some(a) => Index::Mod(y.clone(), a * d),
                     };
                     found = Some((i, j, merged, *kj));
                     break 'search;
@@ -437,6 +445,14 @@ mod tests {
     }
 
     #[test]
+    fn nested_division_terms_merge() {
+        // (l / 48) * 168 + ((l / 16) % 3) * 56 == (l / 16) * 56
+        let l = Index::var(Var::Lane);
+        let i = l.clone().div(48).mul(168).add(l.clone().div(16).rem(3).mul(56));
+        assert_eq!(i.simplify(&lane(480)).to_string(), "lane / 16 * 56");
+    }
+
+    #[test]
     fn broadcast_row_is_mod() {
         let l = Index::var(Var::Lane);
         let i = l.clone().div(1).rem(4096);
@@ -467,13 +483,52 @@ mod tests {
             l.clone().mul(6).add(l.clone().rem(3)).rem(12),
             l.clone().add(Index::Const(-2)).clamp(0, 20),
             l.clone().div(3).div(2).mul(2).add(l.clone().rem(6).div(3)),
+            l.clone().div(48).mul(168).add(l.clone().div(16).rem(3).mul(56)).add(l.clone().rem(16)),
+            l.clone().div(12).rem(5).mul(15).add(l.clone().div(4).rem(3).mul(5)),
         ];
         for e in exprs {
-            let s = e.simplify(&lane(60));
-            for x in 0..60 {
+            let s = e.simplify(&lane(240));
+            for x in 0..240 {
                 let a = e.eval(&|_| x, &|_| 0);
                 let b = s.eval(&|_| x, &|_| 0);
                 assert_eq!(a, b, "{e} vs {s} at lane={x}");
+            }
+        }
+    }
+
+    mod random {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Random non-negative index expressions over `lane` (positive coefficients and divisors,
+        /// so every division and remainder operand is non-negative, as the scheduler guarantees).
+        fn index() -> impl Strategy<Value = Index> {
+            let leaf = prop_oneof![Just(Index::var(Var::Lane)), (0i64..20).prop_map(Index::Const)];
+            leaf.prop_recursive(5, 40, 3, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 2..4).prop_map(Index::Sum),
+                    (inner.clone(), 1i64..7).prop_map(|(x, c)| x.mul(c)),
+                    (inner.clone(), 1i64..9).prop_map(|(x, c)| x.div(c)),
+                    (inner.clone(), 1i64..9).prop_map(|(x, c)| x.rem(c)),
+                    (inner, 0i64..10, 0i64..30).prop_map(|(x, lo, w)| x.clamp(lo, lo + w)),
+                ]
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 2000, .. ProptestConfig::default() })]
+            #[test]
+            fn simplify_preserves_value(e in index(), n in 1i64..200) {
+                let s = e.simplify(&lane(n));
+                for x in 0..n {
+                    prop_assert_eq!(e.eval(&|_| x, &|_| 0), s.eval(&|_| x, &|_| 0), "{} vs {} at lane={}", e, s, x);
+                }
+                if let Some((lo, hi)) = s.range(&lane(n)) {
+                    for x in 0..n {
+                        let v = s.eval(&|_| x, &|_| 0);
+                        prop_assert!(lo <= v && v <= hi, "{} = {} outside [{}, {}]", s, v, lo, hi);
+                    }
+                }
             }
         }
     }

@@ -6,7 +6,7 @@
 //!   f16/bf16, and a store into an f16/bf16 buffer, rounds to that precision.
 //! * Reductions accumulate in [`Reduction::dtype`] in order of [`Var::Red`]; matmuls accumulate in
 //!   [`MatmulBody::acc_dtype`] in order of `k`, each step a fused multiply-add.
-//! * Intermediate buffers live in the slots of the program's [`MemoryPlan`], so a wrong plan
+//! * Intermediate buffers live in the slots of the program's [`MemoryPlan`](super::MemoryPlan), so a wrong plan
 //!   corrupts results; slots and output buffers start poisoned (all bytes `0xFF`: NaN for
 //!   floats, all ones for integers), so a missing store shows.
 //! * [`validate`] runs first and checks the IR invariants (in-range indices, operand order,
@@ -326,27 +326,33 @@ fn indices(e: &Expr) -> Vec<&Index> {
     }
 }
 
-fn contains_value(i: &Index) -> bool {
-    let mut any = false;
-    i.values(&mut |_| any = true);
-    any
-}
-
-/// Checks that every division, remainder and (value-free) clamp operand is non-negative.
+/// Checks that every division and remainder has a positive divisor and a non-negative operand,
+/// that every clamp is well formed with a non-negative operand, and that gathered values appear
+/// only directly inside a clamp (so evaluation cannot overflow).
 fn check_nonneg(i: &Index, vr: &dyn Fn(Var) -> Option<(i64, i64)>) -> Result<(), String> {
     let nonneg = |x: &Index| x.range(vr).is_some_and(|(lo, _)| lo >= 0);
     match i {
-        Index::Const(_) | Index::Var(_) | Index::Value(_) => Ok(()),
+        Index::Const(_) | Index::Var(_) => Ok(()),
+        Index::Value(_) => Err(format!("value `{i}` is used outside a clamp")),
         Index::Sum(ts) => ts.iter().try_for_each(|t| check_nonneg(t, vr)),
         Index::Mul(x, _) => check_nonneg(x, vr),
-        Index::Div(x, _) | Index::Mod(x, _) => {
+        Index::Div(x, c) | Index::Mod(x, c) => {
+            if *c <= 0 {
+                return Err(format!("`{i}` divides by {c}"));
+            }
             if !nonneg(x) {
                 return Err(format!("operand of `{i}` may be negative"));
             }
             check_nonneg(x, vr)
         }
-        Index::Clamp(x, _, _) => {
-            if !contains_value(x) && !nonneg(x) {
+        Index::Clamp(x, lo, hi) => {
+            if lo > hi {
+                return Err(format!("`{i}` has an empty range"));
+            }
+            if let Index::Value(_) = **x {
+                return Ok(());
+            }
+            if !nonneg(x) {
                 return Err(format!("operand of `{i}` may be negative"));
             }
             check_nonneg(x, vr)
@@ -484,7 +490,7 @@ fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
             }
             Expr::IndexCmp(_, a, b) => {
                 for x in [a, b] {
-                    if !empty && !contains_value(x) && x.range(&vr).is_none_or(|(lo, _)| lo < 0) {
+                    if !empty && x.range(&vr).is_none_or(|(lo, _)| lo < 0) {
                         return Err(format!("v{i} compares `{x}`, which may be negative"));
                     }
                 }
@@ -502,6 +508,15 @@ fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
         let v = s.value.0 as usize;
         if v >= k.exprs.len() {
             return Err(format!("{what} store of missing value v{v}"));
+        }
+        let mut missing = None;
+        s.index.values(&mut |e| {
+            if e.0 as usize >= k.exprs.len() {
+                missing = Some(e.0);
+            }
+        });
+        if let Some(e) = missing {
+            return Err(format!("{what} store index uses missing value v{e}"));
         }
         for var in [Var::Lane, Var::Row, Var::Red, Var::Batch, Var::M, Var::N] {
             if uses_var(&s.index, var) && !allowed.contains(&var) {
@@ -561,10 +576,13 @@ fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
                     return Err(format!("matmul operand {name} must read {} data", m.in_dtype));
                 }
                 let (rows, cols) = if name == "a" { (m.m, m.k) } else { (m.k, m.n) };
-                if m.batch * rows * cols > 0 {
-                    let hi = o.offset + (m.batch - 1) * o.s_batch + (rows - 1) * o.s_row + (cols - 1) * o.s_col;
-                    if hi >= a.numel {
-                        return Err(format!("matmul operand {name} reads element {hi} of {}", a.numel));
+                if m.batch.min(rows).min(cols) > 0 {
+                    let hi = [(m.batch - 1, o.s_batch), (rows - 1, o.s_row), (cols - 1, o.s_col)]
+                        .iter()
+                        .try_fold(o.offset, |acc, &(n, s)| n.checked_mul(s).and_then(|p| acc.checked_add(p)));
+                    match hi {
+                        Some(hi) if hi < a.numel => {}
+                        _ => return Err(format!("matmul operand {name} reads past its {} elements", a.numel)),
                     }
                 }
             }

@@ -26,11 +26,11 @@
 //!   ranges of the kernel's loop variables lies inside `0..numel` of the argument. Renderers need
 //!   no bounds checks.
 //! * Every operand of an [`Index::Div`], [`Index::Mod`] and [`Expr::IndexCmp`], and every
-//!   [`Index::Clamp`] operand that contains no [`Index::Value`], is provably non-negative. Sums may
-//!   hold negative constants or coefficients, but only where the whole sum is non-negative, so
-//!   indices can be rendered in wrapping unsigned arithmetic. A `Clamp` of a gathered
-//!   [`Index::Value`] must be evaluated in signed arithmetic (the value may be negative or huge
-//!   for bad input; the clamp keeps the address in range).
+//!   [`Index::Clamp`] operand, is provably non-negative, except that an [`Index::Value`] (a
+//!   gathered index) may be negative or huge for bad input; it appears only directly inside a
+//!   `Clamp`, which must then be evaluated in signed arithmetic. Sums may hold negative constants
+//!   or coefficients, but only where the whole sum is non-negative, so every other index can be
+//!   rendered in wrapping unsigned arithmetic. Divisors are positive.
 //! * Operands precede their users in [`Kernel::exprs`]; a reduction's value reads only
 //!   [`Expr::Acc`] slots of earlier reductions; row stores never use [`Var::Red`].
 //!
@@ -40,7 +40,9 @@
 //! expressions); an [`Expr::Cast`] *to* f16 or bf16 rounds to that precision (and the rounded value
 //! is then carried in f32), as does a store into an f16/bf16 buffer. Integer expressions wrap to
 //! their dtype. Reductions accumulate in [`Reduction::dtype`], matmuls in
-//! [`MatmulBody::acc_dtype`].
+//! [`MatmulBody::acc_dtype`]; an [`Expr::Acc`] has the dtype of the graph value it stands for
+//! (e.g. bf16 for a bf16 matmul) and converts from the accumulator like any other expression of
+//! that dtype (carried in f32, not rounded to 16 bits until a cast or a store).
 
 pub mod index;
 pub mod interp;
@@ -354,6 +356,9 @@ pub struct FusionDecision {
     /// the ones kept apart when refused; filled in once kernels are named.
     #[serde(default)]
     pub kernels: Vec<String>,
+    /// The captured-graph (user) node ids of `nodes` (their origins), deduplicated and sorted.
+    #[serde(default)]
+    pub origins: Vec<u32>,
 }
 
 /// Where an intermediate buffer lives after memory planning.

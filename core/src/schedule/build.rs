@@ -302,13 +302,13 @@ pub(super) fn linearize(c: &[Index], shape: &[usize]) -> Index {
     }
 }
 
-/// The coordinates in `shape` of flat index `flat` (unsimplified; axes of extent 1 are 0).
+/// The coordinates in `shape` of flat index `flat` (unsimplified; axes of extent 0 or 1 are 0).
 pub(super) fn delinearize(flat: &Index, shape: &[usize]) -> Vec<Index> {
     let st = strides(shape);
     shape
         .iter()
         .zip(&st)
-        .map(|(&d, &s)| if d == 1 { Index::Const(0) } else { flat.clone().div(s.max(1)).rem(d as i64) })
+        .map(|(&d, &s)| if d <= 1 { Index::Const(0) } else { flat.clone().div(s.max(1)).rem(d as i64) })
         .collect()
 }
 

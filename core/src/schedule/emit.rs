@@ -119,9 +119,10 @@ impl Sched<'_> {
                         return Ok(m.value);
                     }
                     // A materialized member read at its own element: recompute (shared by CSE).
-                } else {
-                    return Err(Refusal::Internal(format!("{n} is placed in this kernel but not stored by it")));
+                } else if !self.kind[n.index()].inlinable() {
+                    return Err(Refusal::Internal(format!("{n} is placed in this kernel but not computed by it")));
                 }
+                // Otherwise the kernel is being rebuilt and `n` is not re-emitted yet: inline it.
             }
             None => {}
         }

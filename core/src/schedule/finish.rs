@@ -231,6 +231,9 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
             {
                 ks.push(k);
             }
+            let origins: BTreeSet<u32> =
+                d.nodes.iter().filter_map(|&n| g.nodes.get(n as usize)).map(|n| n.origin.node).collect();
+            d.origins = origins.into_iter().collect();
             d.kernels = ks
                 .iter()
                 .filter_map(|&k| new_index.get(k).copied().flatten())
@@ -244,7 +247,7 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
 }
 
 fn fd(nodes: Vec<u32>, fused: bool, reason: &str) -> FusionDecision {
-    FusionDecision { nodes, fused, reason: reason.to_string(), kernels: Vec::new() }
+    FusionDecision { nodes, fused, reason: reason.to_string(), kernels: Vec::new(), origins: Vec::new() }
 }
 
 /// User op names (origins, deduplicated, in node order) and captured node ids of a kernel.

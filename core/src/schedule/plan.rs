@@ -12,6 +12,10 @@ use crate::ir::{ArgOp, Graph as IrGraph, NodeId, Op, PoolKind, ReduceOp, UnaryOp
 use crate::kernel::{Capabilities, Expr, Index, IndexCmp, RedOp, Reduction, Var};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+/// The longest chain of producers inlined into one consumer: deeper chains are cut by
+/// materializing, which bounds the recursion of emission (and the size of one kernel).
+pub(super) const MAX_INLINE_DEPTH: usize = 400;
+
 /// What the scheduler does with a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -262,18 +266,16 @@ impl<'g> Sched<'g> {
             }
         }
         let mut cost = vec![0usize; n];
+        let mut depth = vec![0usize; n];
         for (id, node) in self.g.iter() {
             let i = id.index();
             if !self.live[i] || !self.kind[i].inlinable() {
                 continue;
             }
-            cost[i] = weight(&node.op)
-                + node
-                    .inputs
-                    .iter()
-                    .filter(|a| self.kind[a.index()].inlinable() && !self.materialized[a.index()])
-                    .map(|a| cost[a.index()])
-                    .sum::<usize>();
+            let inlined =
+                || node.inputs.iter().filter(|a| self.kind[a.index()].inlinable() && !self.materialized[a.index()]);
+            cost[i] = weight(&node.op) + inlined().map(|a| cost[a.index()]).sum::<usize>();
+            depth[i] = 1 + inlined().map(|a| depth[a.index()]).max().unwrap_or(0);
             let users = self.users[i].len();
             let reason: Option<String> = if !self.outputs_of[i].is_empty() {
                 Some("materialized: graph output".into())
@@ -283,6 +285,8 @@ impl<'g> Sched<'g> {
                 Some(why.into())
             } else if users >= 2 && self.opts.fusion {
                 self.opts.cost_model.materialize(users, cost[i])
+            } else if depth[i] >= MAX_INLINE_DEPTH {
+                Some(format!("materialized: inline depth limit ({MAX_INLINE_DEPTH})"))
             } else {
                 None
             };
@@ -460,7 +464,7 @@ impl<'g> Sched<'g> {
         if kb.partial {
             return Err(Refusal::Partial);
         }
-        if kb.members.len() + 1 > self.opts.max_group_nodes {
+        if !kb.members.is_empty() && kb.members.len() + 1 > self.opts.max_group_nodes {
             return Err(Refusal::GroupSize(self.opts.max_group_nodes));
         }
         let (coords, index, phase) = self.member_coords(&kb.space, p)?;
@@ -707,12 +711,28 @@ impl<'g> Sched<'g> {
         }
     }
 
+    /// Kernel `k` re-emitted over another iteration space (its stored nodes in order).
+    fn rebuild(&self, k: usize, space: &Space) -> Result<KernelBuilder, Refusal> {
+        let old = &self.kernels[k];
+        if old.partial {
+            return Err(Refusal::Partial);
+        }
+        let mut kb = KernelBuilder::new(space.clone());
+        for m in &old.members {
+            match m.target {
+                Target::Node(n) if !m.root => kb = self.add_member(kb, k, n)?,
+                _ => return Err(Refusal::Space("kernel holds roots or copies".into())),
+            }
+        }
+        Ok(kb)
+    }
+
     /// Adds reduction `r` to a copy of `kb` at position `pos`.
     fn add_reduction(&self, mut kb: KernelBuilder, pos: usize, r: NodeId) -> Result<KernelBuilder, Refusal> {
         if kb.partial {
             return Err(Refusal::Partial);
         }
-        if kb.members.len() + 1 > self.opts.max_group_nodes {
+        if !kb.members.is_empty() && kb.members.len() + 1 > self.opts.max_group_nodes {
             return Err(Refusal::GroupSize(self.opts.max_group_nodes));
         }
         let Space::Reduce { in_shape, axes, len, .. } = kb.space.clone() else {
@@ -781,6 +801,27 @@ impl<'g> Sched<'g> {
         let space = Space::Reduce { in_shape, axes, rows, len };
         if self.opts.fusion {
             let dep = self.dep_kernel(r);
+            // A pointwise kernel over exactly the reduction's elements is absorbed: its stores
+            // become element stores of the reduce kernel.
+            if let Some(k) = dep
+                && matches!(self.kernels[k].space, Space::Pointwise { numel } if numel == rows * len && numel > 0)
+            {
+                let mut nodes = self.first_member(k);
+                nodes.push(r.0);
+                match self.rebuild(k, &space).and_then(|kb| self.add_reduction(kb, k, r)) {
+                    Ok(kb) => {
+                        self.kernels[k] = kb;
+                        self.place[r.index()] = Some(k);
+                        self.decide(nodes, true, "fused: pointwise kernel into reduction (element stores)", vec![k]);
+                        return Ok(());
+                    }
+                    Err(Refusal::Internal(m)) => return Err(Self::internal(Refusal::Internal(m), self)),
+                    Err(e) => {
+                        let reason = e.reason(self);
+                        self.decide(nodes, false, reason, vec![k]);
+                    }
+                }
+            }
             if let Some(k) = dep
                 && self.kernels[k].space != space
             {

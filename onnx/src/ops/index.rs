@@ -68,7 +68,7 @@ fn linear_index(cx: &mut Cx, idx: NodeId, dims: &[usize]) -> R<NodeId> {
     }
     match acc {
         Some(a) => Ok(a),
-        None => Ok(cx.konst(HostTensor::from_i64(DType::I64, lead.to_vec(), &vec![0; lead.iter().product()]))),
+        None => cx.zeros(DType::I64, lead),
     }
 }
 
@@ -94,6 +94,7 @@ fn gather_nd(cx: &mut Cx) -> R<NodeId> {
     let lin = if b > 0 {
         let mut bs = xs[..b].to_vec();
         bs.extend(std::iter::repeat_n(1, is.len() - 1 - b));
+        cx.guard(batch)?;
         let v: Vec<i64> = (0..batch as i64).map(|q| q * inner as i64).collect();
         let off = cx.konst(HostTensor::from_i64(DType::I64, bs, &v));
         cx.bin(B::Add, lin, off)?
@@ -168,7 +169,7 @@ fn scatter_elements(cx: &mut Cx) -> R<NodeId> {
     let mut es = is.clone();
     es.push(1);
     let i = cx.reshape(i, &es)?;
-    let t = cx.iota(n, DType::I64);
+    let t = cx.iota(n, DType::I64)?;
     let eq = cx.bin(B::Eq, i, t)?; // I ++ [n]
     let u = cx.reshape(upd, &es)?;
     let mut full = is.clone();
@@ -217,7 +218,7 @@ fn scatter_nd(cx: &mut Cx) -> R<NodeId> {
     }
     let lin = linear_index(cx, idx, &xs[..k])?;
     let lin = cx.reshape(lin, &[1, u, 1])?;
-    let pos = cx.iota(m, DType::I64);
+    let pos = cx.iota(m, DType::I64)?;
     let pos = cx.reshape(pos, &[m, 1, 1])?;
     let eq = cx.bin(B::Eq, pos, lin)?; // [m, u, 1]
     let uf = cx.reshape(upd, &[1, u, rest])?;

@@ -10,8 +10,8 @@ mod reduce;
 mod resize;
 mod rnn;
 mod seq;
-mod signal;
 mod shape;
+mod signal;
 
 use crate::import::{Cx, R};
 use sinter_core::NodeId;
@@ -35,6 +35,7 @@ pub(crate) fn value_inputs(op: &str, opset: i64) -> &'static [usize] {
         "ConstantOfShape" | "HannWindow" | "HammingWindow" | "BlackmanWindow" => &[0],
         "Range" | "MelWeightMatrix" => &[0, 1, 2, 3, 4],
         "Resize" => &[1, 2, 3],
+        "MaxUnpool" => &[2],
         "CumSum" | "CumProd" | "Compress" => &[1],
         "Col2Im" | "RoiAlign" => &[1, 2],
         "DFT" => &[1, 2],

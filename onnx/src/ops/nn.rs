@@ -96,6 +96,7 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
         "DequantizeLinear" => one(cx, dequantize_linear),
         "DynamicQuantizeLinear" => dynamic_quantize(cx),
         "Einsum" => one(cx, einsum),
+        "MaxUnpool" => one(cx, max_unpool),
         "DeformConv" => one(cx, deform_conv),
         _ => return None,
     };
@@ -124,7 +125,7 @@ fn geometry(cx: &Cx, ins: &[usize], kernel: Vec<usize>, ceil: bool) -> R<Geo> {
     let list = |name: &str| -> R<Vec<usize>> {
         match cx.aints(name) {
             Some(v) if !v.is_empty() => {
-                if v.len() != n || v.iter().any(|&x| x <= 0) {
+                if v.len() != n || v.iter().any(|&x| x <= 0 || x > 1 << 20) {
                     return Err(cx.err(format!("{name} {v:?} must hold {n} positive values")));
                 }
                 Ok(v.iter().map(|&x| x as usize).collect())
@@ -152,14 +153,14 @@ fn geometry(cx: &Cx, ins: &[usize], kernel: Vec<usize>, ceil: bool) -> R<Geo> {
             }
         }
         "VALID" | "NOTSET" | "" => {
-            if auto == "NOTSET" || auto.is_empty() {
-                if let Some(p) = cx.aints("pads").filter(|p| !p.is_empty()) {
-                    if p.len() != 2 * n || p.iter().any(|&x| x < 0) {
-                        return Err(cx.err(format!("pads {p:?} must hold {} non-negative values", 2 * n)));
-                    }
-                    for i in 0..n {
-                        pads[i] = (p[i] as usize, p[i + n] as usize);
-                    }
+            if (auto == "NOTSET" || auto.is_empty())
+                && let Some(p) = cx.aints("pads").filter(|p| !p.is_empty())
+            {
+                if p.len() != 2 * n || p.iter().any(|&x| x < 0) {
+                    return Err(cx.err(format!("pads {p:?} must hold {} non-negative values", 2 * n)));
+                }
+                for i in 0..n {
+                    pads[i] = (p[i] as usize, p[i + n] as usize);
                 }
             }
             for i in 0..n {
@@ -169,7 +170,7 @@ fn geometry(cx: &Cx, ins: &[usize], kernel: Vec<usize>, ceil: bool) -> R<Geo> {
                 }
                 let span = padded - eff[i];
                 let mut o = span / strides[i] + 1;
-                if ceil && span % strides[i] != 0 {
+                if ceil && !span.is_multiple_of(strides[i]) {
                     o += 1;
                     // The last window must start inside the input or the left padding.
                     if (o - 1) * strides[i] >= ins[i] + pads[i].0 {
@@ -187,7 +188,7 @@ fn geometry(cx: &Cx, ins: &[usize], kernel: Vec<usize>, ceil: bool) -> R<Geo> {
 /// The kernel shape: the attribute if given, else the weight's spatial extents.
 fn kernel_shape(cx: &Cx, w: Option<&[usize]>) -> R<Vec<usize>> {
     if let Some(k) = cx.aints("kernel_shape").filter(|k| !k.is_empty()) {
-        if k.iter().any(|&v| v <= 0) {
+        if k.iter().any(|&v| v <= 0 || v > 1 << 20) {
             return Err(cx.err(format!("kernel_shape {k:?} must be positive")));
         }
         let k: Vec<usize> = k.iter().map(|&v| v as usize).collect();
@@ -239,11 +240,8 @@ fn conv_nd(cx: &mut Cx, x: NodeId, w: NodeId, bias: Option<NodeId>, g: &Geo, gro
             let (nb, c, m) = (xs[0], xs[1], ws[0]);
             let mut pads = vec![(0i64, 0i64); 5];
             pads[2] = (g.pads[0].0 as i64, g.pads[0].1 as i64);
-            let xp = if pads[2] != (0, 0) {
-                cx.add(Op::Pad { pads, mode: PadMode::Constant(0.0) }, vec![x])?
-            } else {
-                x
-            };
+            let xp =
+                if pads[2] != (0, 0) { cx.add(Op::Pad { pads, mode: PadMode::Constant(0.0) }, vec![x])? } else { x };
             let do_ = g.out[0];
             let g2 = Geo {
                 kernel: g.kernel[1..].to_vec(),
@@ -321,7 +319,7 @@ fn conv_transpose(cx: &mut Cx) -> R<NodeId> {
     let xs = cx.shape(x)?;
     let ws = cx.shape(w)?;
     let n = xs.len().saturating_sub(2);
-    if n == 0 || ws.len() != xs.len() {
+    if n == 0 || ws.len() != xs.len() || xs.contains(&0) || ws.contains(&0) {
         return Err(cx.err(format!("input {xs:?} and weight {ws:?} ranks do not fit")));
     }
     let groups = cx.ai("group", 1);
@@ -333,7 +331,7 @@ fn conv_transpose(cx: &mut Cx) -> R<NodeId> {
     let list = |name: &str, d: usize| -> R<Vec<usize>> {
         match cx.aints(name) {
             Some(v) if !v.is_empty() => {
-                if v.len() < n || v.iter().any(|&x| x < 0) {
+                if v.len() < n || v.iter().any(|&x| !(0..=1 << 20).contains(&x)) {
                     return Err(cx.err(format!("{name} {v:?} must hold {n} values")));
                 }
                 Ok(v[..n].iter().map(|&x| x as usize).collect())
@@ -359,7 +357,8 @@ fn conv_transpose(cx: &mut Cx) -> R<NodeId> {
         };
         for i in 0..n {
             let total = full[i] as i64 - o[i];
-            pads[i] = if auto == "SAME_UPPER" { (total / 2, total - total / 2) } else { (total - total / 2, total / 2) };
+            pads[i] =
+                if auto == "SAME_UPPER" { (total / 2, total - total / 2) } else { (total - total / 2, total / 2) };
         }
     } else {
         if let Some(p) = &given_pads {
@@ -475,13 +474,7 @@ fn window_reduce(cx: &mut Cx, xp: NodeId, g: &Geo, max: bool) -> R<NodeId> {
             let ys = cx.shape(y)?;
             cx.reshape(y, &[s[0], s[1], ys[3]])
         }
-        2 => pool2(
-            cx,
-            xp,
-            [g.kernel[0], g.kernel[1]],
-            [g.strides[0], g.strides[1]],
-            [g.dil[0], g.dil[1]],
-        ),
+        2 => pool2(cx, xp, [g.kernel[0], g.kernel[1]], [g.strides[0], g.strides[1]], [g.dil[0], g.dil[1]]),
         3 => {
             let mut acc: Option<NodeId> = None;
             for kd in 0..g.kernel[0] {
@@ -517,10 +510,13 @@ fn max_pool(cx: &mut Cx) -> Out {
     let k = kernel_shape(cx, None)?;
     let ceil = cx.ai("ceil_mode", 0) != 0;
     let g = geometry(cx, &xs[2..], k, ceil)?;
-    if cx.wants(1) {
-        return Err(cx.unsup("the Indices output of MaxPool is not supported"));
-    }
     let n = xs.len() - 2;
+    if cx.wants(1) {
+        if n != 2 {
+            return Err(cx.unsup("the Indices output of MaxPool is supported for 2-D pooling only"));
+        }
+        return max_pool_with_indices(cx, x, &xs, &g);
+    }
     if n == 2 && !ceil {
         let window = Window2d {
             kernel: [g.kernel[0], g.kernel[1]],
@@ -528,7 +524,8 @@ fn max_pool(cx: &mut Cx) -> Out {
             padding: [g.pads[0].0, g.pads[1].0, g.pads[0].1, g.pads[1].1],
             dilation: [g.dil[0], g.dil[1]],
         };
-        let y = cx.add(Op::Pool2d { kind: PoolKind::Max, window, ceil_mode: false, count_include_pad: false }, vec![x])?;
+        let y =
+            cx.add(Op::Pool2d { kind: PoolKind::Max, window, ceil_mode: false, count_include_pad: false }, vec![x])?;
         return Ok(vec![Some(y)]);
     }
     let lens = covered(&g, &xs[2..]);
@@ -589,6 +586,7 @@ fn avg_pool(cx: &mut Cx, p: Option<f64>) -> R<NodeId> {
         );
     }
     let total: usize = g.out.iter().product();
+    cx.guard(total)?;
     let mut div = vec![1.0f64; total];
     for (idx, d) in div.iter_mut().enumerate() {
         let mut rem = idx;
@@ -783,7 +781,7 @@ fn lrn(cx: &mut Cx) -> R<NodeId> {
     let x = cx.inp(0)?;
     let xs = cx.shape(x)?;
     let size = cx.ai("size", 0);
-    if size <= 0 || xs.len() < 3 {
+    if size <= 0 || size > 1 << 16 || xs.len() < 3 {
         return Err(cx.err("size must be positive and the input at least 3-D"));
     }
     let size = size as usize;
@@ -925,7 +923,7 @@ fn quantize_linear(cx: &mut Cx) -> R<NodeId> {
         return Err(cx.unsup(format!("quantization to {out}")));
     }
     let axis = cx.ai("axis", 1);
-    let block = cx.ai("block_size", 0).max(0) as usize;
+    let block = cx.ai("block_size", 0).clamp(0, 1 << 24) as usize;
     let s = quant_param(cx, s, x, axis, block)?;
     let zp = match zp {
         Some(z) => Some(quant_param(cx, z, x, axis, block)?),
@@ -942,7 +940,7 @@ fn dequantize_linear(cx: &mut Cx) -> R<NodeId> {
     cx.arity(2, 3)?;
     let (x, s, zp) = (cx.inp(0)?, cx.inp(1)?, cx.opt(2));
     let axis = cx.ai("axis", 1);
-    let block = cx.ai("block_size", 0).max(0) as usize;
+    let block = cx.ai("block_size", 0).clamp(0, 1 << 24) as usize;
     let s = quant_param(cx, s, x, axis, block)?;
     let out = cx.dt(s);
     let xi = cx.cast(x, DType::I64)?;
@@ -1163,8 +1161,10 @@ fn einsum(cx: &mut Cx) -> R<NodeId> {
         let present: Vec<char> = letters.iter().copied().filter(|c| cur.contains(c)).collect();
         let perm: Vec<usize> = present.iter().map(|c| cur.iter().position(|x| x == c).expect("present")).collect();
         v = cx.permute(v, &perm)?;
-        let dims: Vec<usize> =
-            letters.iter().map(|c| if cur.contains(c) { vs[cur.iter().position(|x| x == c).expect("present")] } else { 1 }).collect();
+        let dims: Vec<usize> = letters
+            .iter()
+            .map(|c| if cur.contains(c) { vs[cur.iter().position(|x| x == c).expect("present")] } else { 1 })
+            .collect();
         v = cx.reshape(v, &dims)?;
         aligned.push(v);
     }
@@ -1221,7 +1221,9 @@ fn deform_conv(cx: &mut Cx) -> R<NodeId> {
     let og = cx.ai("offset_group", 1).max(1) as usize;
     let (kh, kw) = (ws[2], ws[3]);
     let list = |name: &str, d: i64, len: usize| -> Vec<i64> {
-        cx.aints(name).filter(|v| v.len() == len).unwrap_or_else(|| vec![d; len])
+        cx.aints(name)
+            .filter(|v| v.len() == len && v.iter().all(|x| x.unsigned_abs() <= 1 << 20))
+            .unwrap_or_else(|| vec![d; len])
     };
     let (st, dl, pads) = (list("strides", 1, 2), list("dilations", 1, 2), list("pads", 0, 4));
     let (oh, ow) = (os[2], os[3]);
@@ -1237,6 +1239,7 @@ fn deform_conv(cx: &mut Cx) -> R<NodeId> {
         let c = cx.reshape(c, &[n, og, kh, kw, oh, ow])?;
         // Base position: -pad + stride * out + dilation * tap.
         let (kk, oo) = if axis == 0 { (kh, oh) } else { (kw, ow) };
+        cx.guard(kk.saturating_mul(oo))?;
         let mut base = Vec::with_capacity(kk * oo);
         for t in 0..kk {
             for o in 0..oo {
@@ -1307,4 +1310,116 @@ fn deform_conv(cx: &mut Cx) -> R<NodeId> {
         y = cx.bin(B::Add, y, b)?;
     }
     Ok(y)
+}
+
+/// 2-D max pooling that also returns the flat input index of each maximum (row-major, or
+/// column-major within the image for `storage_order=1`): the window taps are stacked, reduced
+/// with max and argmax, and the winning tap is mapped to its input position.
+fn max_pool_with_indices(cx: &mut Cx, x: NodeId, xs: &[usize], g: &Geo) -> Out {
+    let (nb, c, h, w) = (xs[0], xs[1], xs[2], xs[3]);
+    let lens = covered(g, &xs[2..]);
+    let before: Vec<usize> = g.pads.iter().map(|p| p.0).collect();
+    let xp = pad_spatial(cx, x, &before, &lens, lowest(cx.dt(x)))?;
+    let (oh, ow) = (g.out[0], g.out[1]);
+    let k = g.kernel[0] * g.kernel[1];
+    cx.guard(k.saturating_mul(oh * ow))?;
+    let col_major = cx.ai("storage_order", 0) != 0;
+    let mut taps = Vec::with_capacity(k);
+    let mut pos = Vec::with_capacity(k * oh * ow);
+    for a in 0..g.kernel[0] {
+        for b in 0..g.kernel[1] {
+            let dims = vec![
+                sinter_core::ir::SliceDim { start: 0, step: 1, len: nb },
+                sinter_core::ir::SliceDim { start: 0, step: 1, len: c },
+                sinter_core::ir::SliceDim { start: a * g.dil[0], step: g.strides[0] as i64, len: oh },
+                sinter_core::ir::SliceDim { start: b * g.dil[1], step: g.strides[1] as i64, len: ow },
+            ];
+            let t = cx.add(Op::Slice(dims), vec![xp])?;
+            taps.push(cx.reshape(t, &[1, nb, c, oh, ow])?);
+            for i in 0..oh {
+                for j in 0..ow {
+                    let hh = (i * g.strides[0] + a * g.dil[0]) as i64 - g.pads[0].0 as i64;
+                    let ww = (j * g.strides[1] + b * g.dil[1]) as i64 - g.pads[1].0 as i64;
+                    let hh = hh.clamp(0, h as i64 - 1);
+                    let ww = ww.clamp(0, w as i64 - 1);
+                    pos.push(if col_major { ww * h as i64 + hh } else { hh * w as i64 + ww });
+                }
+            }
+        }
+    }
+    let st = cx.concat(taps, 0)?; // [K, N, C, OH, OW]
+    let y = cx.reduce(ReduceOp::Max, st, &[0], false)?;
+    let am = cx.add(
+        Op::ArgReduce { op: sinter_core::ir::ArgOp::ArgMax, axis: 0, keepdim: true, select_last: false },
+        vec![st],
+    )?; // [1, N, C, OH, OW]
+    let pk = cx.konst(HostTensor::from_i64(DType::I64, vec![k, 1, 1, oh, ow], &pos));
+    let pk = cx.expand(pk, &[k, nb, c, oh, ow])?;
+    let idx = cx.add(Op::GatherElements { axis: 0 }, vec![pk, am])?;
+    let idx = cx.reshape(idx, &[nb, c, oh, ow])?;
+    cx.guard(nb * c)?;
+    let offs: Vec<i64> = (0..(nb * c) as i64).map(|q| q * (h * w) as i64).collect();
+    let ok = cx.konst(HostTensor::from_i64(DType::I64, vec![nb, c, 1, 1], &offs));
+    let idx = cx.bin(B::Add, idx, ok)?;
+    Ok(vec![Some(y), Some(idx)])
+}
+
+/// MaxUnpool: scatters the values to their flat output indices (a one-hot product).
+fn max_unpool(cx: &mut Cx) -> R<NodeId> {
+    cx.arity(2, 3)?;
+    let (x, i) = (cx.inp(0)?, cx.inp(1)?);
+    let xs = cx.shape(x)?;
+    let n = xs.len().saturating_sub(2);
+    if n == 0 || cx.shape(i)? != xs {
+        return Err(cx.err("indices must have the input's shape"));
+    }
+    let k = kernel_shape(cx, None)?;
+    let ok = |v: &Vec<i64>| v.iter().all(|x| (0..=1 << 20).contains(x));
+    let st = cx.aints("strides").filter(|v| v.len() == n && ok(v)).unwrap_or_else(|| vec![1; n]);
+    let p = cx.aints("pads").filter(|v| v.len() == 2 * n && ok(v)).unwrap_or_else(|| vec![0; 2 * n]);
+    let mut default = xs[..2].to_vec();
+    for d in 0..n {
+        let v = (xs[d + 2] as i64 - 1) * st[d] + k[d] as i64 - p[d] - p[d + n];
+        if v <= 0 {
+            return Err(cx.err("empty output"));
+        }
+        default.push(v as usize);
+    }
+    let out: Vec<usize> = match cx.opt(2) {
+        Some(o) => cx.ints(o)?.iter().map(|&v| v.clamp(0, 1 << 32) as usize).collect(),
+        None => default.clone(),
+    };
+    if out.len() != xs.len() {
+        return Err(cx.err(format!("output_shape {out:?} must have the input's rank")));
+    }
+    let mut i = cx.cast(i, DType::I64)?;
+    if out != default {
+        // Indices address the default output shape: re-linearize their coordinates in `out`.
+        let sd = sinter_core::shape::contiguous_strides(&default);
+        let so = sinter_core::shape::contiguous_strides(&out);
+        let mut lin: Option<NodeId> = None;
+        for a in 0..xs.len() {
+            let q = cx.bin_s(B::Div, i, sd[a] as f64)?;
+            let c = cx.bin_s(B::Mod, q, default[a] as f64)?;
+            let t = cx.bin_s(B::Mul, c, so[a] as f64)?;
+            lin = Some(match lin {
+                None => t,
+                Some(l) => cx.bin(B::Add, l, t)?,
+            });
+        }
+        i = lin.ok_or_else(|| cx.err("rank 0"))?;
+    }
+    let t: usize = out.iter().product();
+    let j: usize = xs.iter().product();
+    cx.guard(t.saturating_mul(j))?;
+    let pos = cx.iota(t, DType::I64)?;
+    let pos = cx.reshape(pos, &[t, 1])?;
+    let ii = cx.cast(i, DType::I64)?;
+    let ii = cx.reshape(ii, &[1, j])?;
+    let eq = cx.bin(B::Eq, pos, ii)?; // [T, J]
+    let xf = cx.reshape(x, &[1, j])?;
+    let z = cx.scalar(cx.dt(x), 0.0);
+    let v = cx.select(eq, xf, z)?;
+    let y = cx.reduce(ReduceOp::Sum, v, &[1], false)?;
+    cx.reshape(y, &out)
 }

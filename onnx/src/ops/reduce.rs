@@ -162,11 +162,12 @@ fn softmax(cx: &mut Cx, op: &str) -> R<NodeId> {
             "Softmax" => cx.add(Op::Softmax { axis }, vec![v]),
             "LogSoftmax" => cx.add(Op::LogSoftmax { axis }, vec![v]),
             _ => {
-                let am = cx.add(Op::ArgReduce { op: ArgOp::ArgMax, axis, keepdim: true, select_last: false }, vec![v])?;
+                let am =
+                    cx.add(Op::ArgReduce { op: ArgOp::ArgMax, axis, keepdim: true, select_last: false }, vec![v])?;
                 let s = cx.shape(v)?;
                 let mut is = vec![1; s.len()];
                 is[axis] = s[axis];
-                let io = cx.iota(s[axis], DType::I64);
+                let io = cx.iota(s[axis], DType::I64)?;
                 let io = cx.reshape(io, &is)?;
                 let hit = cx.bin(B::Eq, am, io)?;
                 cx.cast(hit, cx.dt(v))
@@ -264,12 +265,12 @@ fn topk(cx: &mut Cx) -> Out {
     let beats = cx.bin(B::Or, better, tie)?;
     let beats = cx.cast(beats, DType::I64)?;
     let rank = cx.reduce(ReduceOp::Sum, beats, &[r], true)?; // [..., n, 1]
-    let kk = cx.iota(k, DType::I64);
+    let kk = cx.iota(k, DType::I64)?;
     let sel = cx.bin(B::Eq, rank, kk)?; // [..., n, k]
     let zero = cx.scalar(d, 0.0);
     let vals = cx.select(sel, a, zero)?;
     let vals = cx.reduce(ReduceOp::Sum, vals, &[r - 1], false)?; // [..., k]
-    let io = cx.iota(n, DType::I64);
+    let io = cx.iota(n, DType::I64)?;
     let io = cx.reshape(io, &[n, 1])?;
     let zi = cx.scalar(DType::I64, 0.0);
     let idx = cx.select(sel, io, zi)?;

@@ -79,7 +79,8 @@ fn linear_coeffs_antialias(r: f64, scale: f64) -> Vec<f64> {
     let scale = scale.min(1.0);
     let start = (-1.0 / scale).floor() as i64 + 1;
     let footprint = 2 - 2 * start;
-    let c: Vec<f64> = (start..start + footprint).map(|i| (1.0 - ((i as f64 - r) * scale).abs()).clamp(0.0, 1.0)).collect();
+    let c: Vec<f64> =
+        (start..start + footprint).map(|i| (1.0 - ((i as f64 - r) * scale).abs()).clamp(0.0, 1.0)).collect();
     let s: f64 = c.iter().sum();
     c.into_iter().map(|v| v / s).collect()
 }
@@ -188,6 +189,7 @@ fn apply(cx: &mut Cx, x: NodeId, m: &Mode, outs: &[usize], scales: &[f64], rois:
         if xs[a] == 0 {
             return Err(cx.err("cannot resize an empty axis"));
         }
+        cx.guard(xs[a].saturating_mul(outs[a]))?;
         let (w, ext) = axis_weights(m, xs[a], outs[a], scales[a], rois[a]).map_err(|e| cx.err(e))?;
         let (inw, outw) = (xs[a], outs[a]);
         let onehot: Option<Vec<i64>> = (0..outw)
@@ -285,7 +287,7 @@ fn resize(cx: &mut Cx) -> R<NodeId> {
     let mut outs = xs.clone();
     match (scales, sizes) {
         (_, Some(sz)) => {
-            if sz.len() != k || sz.iter().any(|&v| v < 0) {
+            if sz.len() != k || sz.iter().any(|&v| !(0..=1 << 32).contains(&v)) {
                 return Err(cx.err(format!("sizes {sz:?} must hold {k} non-negative values")));
             }
             for (i, &a) in axes.iter().enumerate() {
@@ -307,7 +309,7 @@ fn resize(cx: &mut Cx) -> R<NodeId> {
             }
         }
         (Some(sc), None) => {
-            if sc.len() != k || sc.iter().any(|&v| !(v > 0.0) || !v.is_finite()) {
+            if sc.len() != k || sc.iter().any(|&v| v.is_nan() || v <= 0.0 || !v.is_finite()) {
                 return Err(cx.err(format!("scales {sc:?} must hold {k} positive values")));
             }
             for (i, &a) in axes.iter().enumerate() {
@@ -317,7 +319,7 @@ fn resize(cx: &mut Cx) -> R<NodeId> {
         }
         (None, None) => return Err(cx.err("either scales or sizes is required")),
     }
-    if outs.iter().map(|&o| o as u64).product::<u64>() > (1u64 << 32) {
+    if outs.iter().fold(1u64, |a, &o| a.saturating_mul(o as u64)) > (1u64 << 32) {
         return Err(cx.err(format!("output shape {outs:?} is too large")));
     }
     let mut rois = vec![(0.0, 1.0); r];
@@ -342,7 +344,7 @@ fn upsample(cx: &mut Cx) -> R<NodeId> {
         cx.arity(2, 2)?;
         cx.floats(cx.inp(1)?)?
     };
-    if scales.len() != xs.len() || scales.iter().any(|&v| !(v > 0.0)) {
+    if scales.len() != xs.len() || scales.iter().any(|&v| v.is_nan() || v <= 0.0) {
         return Err(cx.err(format!("scales {scales:?} must hold {} positive values", xs.len())));
     }
     let m = Mode {
@@ -355,6 +357,7 @@ fn upsample(cx: &mut Cx) -> R<NodeId> {
         extrapolation: 0.0,
     };
     let outs: Vec<usize> = xs.iter().zip(&scales).map(|(&d, &s)| (d as f64 * s) as usize).collect();
+    crate::import::check_dims(&outs).map_err(|m| cx.err(m))?;
     let rois = vec![(0.0, 1.0); xs.len()];
     apply(cx, x, &m, &outs, &scales, &rois)
 }
@@ -391,6 +394,12 @@ fn reflect(cx: &mut Cx, x: NodeId, lo: f64, hi: f64) -> R<NodeId> {
     let inner = cx.select(above, xh, x)?;
     cx.select(below, xl, inner)
 }
+
+/// One interpolation tap: (index, validity mask, weight).
+type Tap = (NodeId, Option<NodeId>, Option<NodeId>);
+
+/// One bilinear sample of RoiAlign: four (flat index, weight) corners.
+type Sample = [(usize, f64); 4];
 
 fn grid_sample(cx: &mut Cx) -> R<NodeId> {
     cx.arity(2, 2)?;
@@ -532,7 +541,7 @@ fn grid_sample(cx: &mut Cx) -> R<NodeId> {
             }
         }
     };
-    let mut fixed: Vec<Vec<(NodeId, Option<NodeId>, Option<NodeId>)>> = Vec::new();
+    let mut fixed: Vec<Vec<Tap>> = Vec::new();
     for (i, t) in taps.iter().enumerate() {
         let (_, lo, hi) = coords[i];
         let mut v = Vec::new();
@@ -608,6 +617,9 @@ fn affine_grid(cx: &mut Cx) -> R<NodeId> {
         return Err(cx.err(format!("theta {ts:?} and size {size:?} do not fit")));
     }
     let n = ts[0];
+    if size.iter().any(|&v| v > 1 << 24) {
+        return Err(cx.err(format!("size {size:?} is too large")));
+    }
     let dims: Vec<usize> = size[2..].iter().map(|&v| v as usize).collect();
     let lin = |d: usize| -> Vec<f64> {
         (0..d)
@@ -622,6 +634,7 @@ fn affine_grid(cx: &mut Cx) -> R<NodeId> {
     };
     let axes: Vec<Vec<f64>> = dims.iter().map(|&d| lin(d)).collect();
     let p: usize = dims.iter().product();
+    cx.guard(p.saturating_mul(k + 1))?;
     // Homogeneous base grid rows (x, y[, z], 1), x varying fastest.
     let mut base = Vec::with_capacity(p * (k + 1));
     for q in 0..p {
@@ -663,13 +676,14 @@ fn roi_align(cx: &mut Cx) -> R<NodeId> {
     if rois.len() != nr * 4 || bidx.iter().any(|&b| b < 0 || b as usize >= nb) {
         return Err(cx.err("rois must be [num_rois, 4] with batch indices in range"));
     }
-    let (ph_n, pw_n) = (cx.ai("output_height", 1).max(1) as usize, cx.ai("output_width", 1).max(1) as usize);
+    let (ph_n, pw_n) =
+        (cx.ai("output_height", 1).clamp(1, 1 << 12) as usize, cx.ai("output_width", 1).clamp(1, 1 << 12) as usize);
     let ratio = cx.ai("sampling_ratio", 0);
     let scale = cx.af("spatial_scale", 1.0) as f64;
     let half = cx.as_str("coordinate_transformation_mode", "half_pixel") == "half_pixel";
     let max_mode = cx.as_str("mode", "avg") == "max";
     // Per roi and bin: the samples, each 4 (flat index, weight).
-    let mut all: Vec<Vec<Vec<[(usize, f64); 4]>>> = Vec::new();
+    let mut all: Vec<Vec<Vec<Sample>>> = Vec::new();
     let mut counts = Vec::new();
     for r in 0..nr {
         let off = if half { 0.5 } else { 0.0 };
@@ -683,7 +697,7 @@ fn roi_align(cx: &mut Cx) -> R<NodeId> {
         let (bh, bw) = (rh / ph_n as f64, rw / pw_n as f64);
         let gh = if ratio > 0 { ratio as usize } else { (rh / ph_n as f64).ceil().max(0.0) as usize };
         let gw = if ratio > 0 { ratio as usize } else { (rw / pw_n as f64).ceil().max(0.0) as usize };
-        if gh * gw > 1 << 16 {
+        if gh.saturating_mul(gw).saturating_mul(ph_n * pw_n) > 1 << 20 {
             return Err(cx.err("too many samples per bin"));
         }
         counts.push((gh * gw).max(1) as f64);
@@ -734,6 +748,7 @@ fn roi_align(cx: &mut Cx) -> R<NodeId> {
     let s = all.iter().flatten().map(|b| b.len()).max().unwrap_or(0).max(1);
     let bins = ph_n * pw_n;
     let total = nr * bins * s * 4;
+    cx.guard(total)?;
     let mut idx = vec![0i64; total];
     let mut wts = vec![0.0f64; total];
     let mut valid = vec![f64::NEG_INFINITY; nr * bins * s];

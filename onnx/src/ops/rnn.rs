@@ -47,7 +47,9 @@ fn activate(cx: &mut Cx, a: &Act, x: NodeId) -> R<NodeId> {
             let t = cx.un(U::Tanh, b)?;
             cx.bin_s(B::Mul, t, a.alpha.unwrap_or(1.0))
         }
-        "hardsigmoid" => cx.add(Op::HardSigmoid { alpha: a.alpha.unwrap_or(0.2), beta: a.beta.unwrap_or(0.5) }, vec![x]),
+        "hardsigmoid" => {
+            cx.add(Op::HardSigmoid { alpha: a.alpha.unwrap_or(0.2), beta: a.beta.unwrap_or(0.5) }, vec![x])
+        }
         "elu" => {
             let e = cx.un(U::Exp, x)?;
             let e1 = cx.bin_s(B::Sub, e, 1.0)?;
@@ -90,8 +92,18 @@ fn activations(cx: &Cx, defaults: &[&str], dirs: usize) -> R<Vec<Act>> {
             "leakyrelu" | "thresholdedrelu" | "elu" => (true, false),
             _ => (false, false),
         };
-        let alpha = if na { ai += 1; alphas.get(ai - 1).map(|&v| v as f64) } else { None };
-        let beta = if nb { bi += 1; betas.get(bi - 1).map(|&v| v as f64) } else { None };
+        let alpha = if na {
+            ai += 1;
+            alphas.get(ai - 1).map(|&v| v as f64)
+        } else {
+            None
+        };
+        let beta = if nb {
+            bi += 1;
+            betas.get(bi - 1).map(|&v| v as f64)
+        } else {
+            None
+        };
         out.push(Act { name: n, alpha, beta });
     }
     Ok(out)
@@ -133,7 +145,8 @@ pub(super) fn recurrent(cx: &mut Cx, op: &str) -> Out {
         _ => 4,
     };
     let h = match cx.ai_opt("hidden_size") {
-        Some(v) if v > 0 => v as usize,
+        Some(v) if v > 0 && v <= 1 << 24 => v as usize,
+        Some(v) if v > 0 => return Err(cx.err(format!("hidden_size {v} is too large"))),
         _ => ws[1] / g,
     };
     if ws.len() != 3 || ws[0] != dirs || ws[1] != g * h {
@@ -191,14 +204,13 @@ pub(super) fn recurrent(cx: &mut Cx, op: &str) -> Out {
             Some(b) => cx.bin(B::Add, xw, b)?,
             None => xw,
         };
-        let zeros = || sinter_core::HostTensor::from_f64(d, vec![batch, h], &vec![0.0; batch * h]);
         let mut hs = match h0 {
             Some(h0) => take0(cx, h0, di)?,
-            None => cx.konst(zeros()),
+            None => cx.zeros(d, &[batch, h])?,
         };
         let mut cs = match c0 {
             Some(c0) => take0(cx, c0, di)?,
-            None => cx.konst(zeros()),
+            None => cx.zeros(d, &[batch, h])?,
         };
         let pd = match peep {
             Some(p) => Some(take0(cx, p, di)?),
@@ -332,8 +344,7 @@ pub(super) fn recurrent(cx: &mut Cx, op: &str) -> Out {
             cs = cn;
             steps[t] = yt;
         }
-        let parts: Vec<NodeId> =
-            steps.iter().map(|&s| cx.reshape(s, &[1, 1, batch, h])).collect::<R<_>>()?;
+        let parts: Vec<NodeId> = steps.iter().map(|&s| cx.reshape(s, &[1, 1, batch, h])).collect::<R<_>>()?;
         ys.push(cx.concat(parts, 0)?);
         yhs.push(cx.reshape(hs, &[1, batch, h])?);
         ycs.push(cx.reshape(cs, &[1, batch, h])?);

@@ -104,6 +104,7 @@ fn attention(cx: &mut Cx) -> Out {
         }
         _ => None,
     };
+    cx.guard(ql.saturating_mul(kl))?;
     // diff[i, j] = (i + offset) - j
     let diff = |cx: &mut Cx| -> R<NodeId> {
         let v: Vec<i64> = (0..ql * kl).map(|p| (p / kl) as i64 + past_len as i64 - (p % kl) as i64).collect();
@@ -167,7 +168,7 @@ fn attention(cx: &mut Cx) -> Out {
     if let Some(np) = nonpad {
         let n = cx.cast(np, DType::I64)?;
         let n = cx.reshape(n, &[qs[0], 1, 1, 1])?;
-        let j = cx.iota(kl, DType::I64);
+        let j = cx.iota(kl, DType::I64)?;
         let inside = cx.bin(B::Lt, j, n)?;
         let pb = bool_to_bias(cx, inside, d)?;
         bias = Some(match bias {
@@ -410,7 +411,7 @@ fn tensor_scatter(cx: &mut Cx) -> R<NodeId> {
     let (l, s) = (ps[axis], us[axis]);
     let mut cs = vec![1; r];
     cs[axis] = l;
-    let c = cx.iota(l, DType::I64);
+    let c = cx.iota(l, DType::I64)?;
     let c = cx.reshape(c, &cs)?;
     let mut src = c;
     if let Some(w) = wi {
@@ -452,7 +453,7 @@ fn causal_conv(cx: &mut Cx) -> Out {
     let d = cx.dt(x);
     let pad = match st {
         Some(s) => s,
-        None => cx.konst(HostTensor::from_f64(d, vec![bn, c, k - 1], &vec![0.0; bn * c * (k - 1)])),
+        None => cx.zeros(d, &[bn, c, k - 1])?,
     };
     let padded = cx.concat(vec![pad, x], 2)?;
     let total = l + k - 1;
@@ -546,10 +547,10 @@ fn linear_attention(cx: &mut Cx) -> Out {
     };
     let mut state = match past {
         Some(p) => cx.cast(p, f)?,
-        None => cx.konst(HostTensor::from_f64(f, vec![bn, hk, dk, dv], &vec![0.0; bn * hk * dk * dv])),
+        None => cx.zeros(f, &[bn, hk, dk, dv])?,
     };
     let scale = match cx.af("scale", 0.0) {
-        s if s == 0.0 => 1.0 / (dk as f64).sqrt(),
+        0.0 => 1.0 / (dk as f64).sqrt(),
         s => s as f64,
     };
     // Step t of a [B, H, T, X] tensor as [B, H, 1, X].

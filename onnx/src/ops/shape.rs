@@ -38,9 +38,7 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
             let x = cx.inp(0)?;
             let r = cx.rank(x);
             let perm: Vec<usize> = match cx.aints("perm") {
-                Some(p) if !p.is_empty() || r == 0 => {
-                    p.iter().map(|&a| cx.axis(a, r)).collect::<R<_>>()?
-                }
+                Some(p) if !p.is_empty() || r == 0 => p.iter().map(|&a| cx.axis(a, r)).collect::<R<_>>()?,
                 _ => (0..r).rev().collect(),
             };
             if perm.iter().enumerate().all(|(i, &p)| i == p) {
@@ -104,7 +102,9 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
                 None => cx.dt(x),
             };
             let k = cx.ai("k", 0);
-            let v: Vec<f64> = (0..s[0] * s[1]).map(|i| ((i % s[1]) as i64 - (i / s[1]) as i64 == k) as u8 as f64).collect();
+            cx.guard(s[0].saturating_mul(s[1]))?;
+            let v: Vec<f64> =
+                (0..s[0] * s[1]).map(|i| ((i % s[1]) as i64 - (i / s[1]) as i64 == k) as u8 as f64).collect();
             Ok(cx.konst(HostTensor::from_f64(d, s, &v)))
         }),
         "Trilu" => one(cx, trilu),
@@ -166,7 +166,10 @@ fn reshape(cx: &mut Cx) -> R<NodeId> {
     for (i, &w) in want.iter().enumerate() {
         match w {
             0 if !allowzero => {
-                let d = in_dims.get(i).cloned().ok_or_else(|| cx.err(format!("shape {want:?}: 0 at axis {i} copies no input axis")))?;
+                let d = in_dims
+                    .get(i)
+                    .cloned()
+                    .ok_or_else(|| cx.err(format!("shape {want:?}: 0 at axis {i} copies no input axis")))?;
                 out.push(Some(d));
             }
             -1 => {
@@ -182,7 +185,8 @@ fn reshape(cx: &mut Cx) -> R<NodeId> {
     }
     if let Some(i) = infer {
         let total = cx.shape(x)?.iter().product::<usize>();
-        let known: usize = out.iter().flatten().map(|d| d.as_static().unwrap_or(1)).product();
+        let known = out.iter().flatten().map(|d| d.as_static().unwrap_or(1)).try_fold(1usize, |a, b| a.checked_mul(b));
+        let known = known.ok_or_else(|| cx.err(format!("shape {want:?} overflows")))?;
         if known == 0 || total % known != 0 {
             return Err(cx.err(format!("cannot reshape {} to {want:?}", cx.sym_shape(x))));
         }
@@ -247,7 +251,7 @@ fn split(cx: &mut Cx) -> Out {
         let given = if cx.opset >= 13 { cx.opt_ints(1)? } else { cx.aints("split").filter(|v| !v.is_empty()) };
         match given {
             Some(v) if !v.is_empty() => {
-                if v.iter().any(|&d| d < 0) || v.iter().sum::<i64>() != n as i64 {
+                if v.iter().any(|&d| d < 0) || v.iter().try_fold(0i64, |a, &b| a.checked_add(b)) != Some(n as i64) {
                     return Err(cx.err(format!("split {v:?} does not add up to extent {n}")));
                 }
                 v.iter().map(|&d| d as usize).collect()
@@ -279,7 +283,13 @@ fn split(cx: &mut Cx) -> Out {
         let dims: Vec<SliceDim> = s
             .iter()
             .enumerate()
-            .map(|(i, &d)| if i == axis { SliceDim { start: if sz > 0 { at } else { 0 }, step: 1, len: sz } } else { SliceDim { start: 0, step: 1, len: d } })
+            .map(|(i, &d)| {
+                if i == axis {
+                    SliceDim { start: if sz > 0 { at } else { 0 }, step: 1, len: sz }
+                } else {
+                    SliceDim { start: 0, step: 1, len: d }
+                }
+            })
             .collect();
         outs.push(Some(cx.add(Op::Slice(dims), vec![x])?));
         at += sz;
@@ -303,7 +313,8 @@ fn slice(cx: &mut Cx) -> R<NodeId> {
         cx.arity(3, 5)?;
         (cx.ints(cx.inp(1)?)?, cx.ints(cx.inp(2)?)?, cx.opt_ints(3)?, cx.opt_ints(4)?)
     };
-    let axes: Vec<i64> = axes.filter(|a| !a.is_empty() || starts.is_empty()).unwrap_or_else(|| (0..starts.len() as i64).collect());
+    let axes: Vec<i64> =
+        axes.filter(|a| !a.is_empty() || starts.is_empty()).unwrap_or_else(|| (0..starts.len() as i64).collect());
     let steps = steps.unwrap_or_else(|| vec![1; starts.len()]);
     if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
         return Err(cx.err("starts, ends, axes and steps differ in length"));
@@ -316,8 +327,8 @@ fn slice(cx: &mut Cx) -> R<NodeId> {
             return Err(cx.err(format!("axis {a} is sliced twice")));
         }
         seen[a] = true;
-        if steps[k] == 0 {
-            return Err(cx.err("step 0"));
+        if steps[k] == 0 || steps[k].unsigned_abs() > crate::import::MAX_EXTENT {
+            return Err(cx.err(format!("step {} is 0 or too large", steps[k])));
         }
         dims[a] = sinter_core::trace::slice_dim(s[a], starts[k], ends[k], steps[k]);
     }
@@ -336,9 +347,12 @@ fn tile(cx: &mut Cx) -> R<NodeId> {
     let mut big = Vec::new();
     let mut fin = Vec::new();
     for (&d, &r) in s.iter().zip(&reps) {
+        if r as u64 > crate::import::MAX_EXTENT {
+            return Err(cx.err(format!("repeat {r} is too large")));
+        }
         inter.extend([1, d]);
         big.extend([r as usize, d]);
-        fin.push(r as usize * d);
+        fin.push((r as usize).checked_mul(d).ok_or_else(|| cx.err("tiled shape overflows"))?);
     }
     dims_from_ints(cx, &fin.iter().map(|&d| d as i64).collect::<Vec<_>>())?;
     let a = cx.reshape(x, &inter)?;
@@ -471,7 +485,7 @@ fn range(cx: &mut Cx) -> R<NodeId> {
     }
     let n = n as usize;
     // start + i * delta, computed from the inputs (only the length comes from their values).
-    let i = cx.iota(n, dt);
+    let i = cx.iota(n, dt)?;
     let s0 = cx.reshape(s, &[])?;
     let d0 = cx.reshape(d, &[])?;
     let step = cx.bin(B::Mul, i, d0)?;
@@ -491,6 +505,7 @@ fn trilu(cx: &mut Cx) -> R<NodeId> {
     };
     let upper = cx.ai("upper", 1) != 0;
     let (n, m) = (s[s.len() - 2], s[s.len() - 1]);
+    cx.guard(n.saturating_mul(m))?;
     let mask: Vec<i64> = (0..n * m)
         .map(|i| {
             let (r, c) = ((i / m) as i64, (i % m) as i64);
@@ -528,7 +543,7 @@ fn onehot(cx: &mut Cx) -> R<NodeId> {
     let ix = cx.reshape(ix, &us)?;
     let mut is = vec![1; r];
     is[axis] = depth;
-    let io = cx.iota(depth, DType::I64);
+    let io = cx.iota(depth, DType::I64)?;
     let io = cx.reshape(io, &is)?;
     let hit = cx.bin(B::Eq, ix, io)?;
     let v = cx.reshape(values, &[2])?;
@@ -547,7 +562,7 @@ fn depth_space(cx: &mut Cx, op: &str) -> R<NodeId> {
         return Err(cx.err("needs NCHW input"));
     }
     let b = cx.ai("blocksize", 0);
-    if b <= 0 {
+    if b <= 0 || b > 1 << 16 {
         return Err(cx.err("blocksize must be positive"));
     }
     let b = b as usize;
@@ -591,8 +606,8 @@ fn center_crop_pad(cx: &mut Cx) -> R<NodeId> {
     let mut pads = vec![(0i64, 0i64); r];
     for (&a, &t) in axes.iter().zip(&target) {
         let d = s[a] as i64;
-        if t < 0 {
-            return Err(cx.err("negative target extent"));
+        if t < 0 || t as u64 > crate::import::MAX_EXTENT {
+            return Err(cx.err("target extent out of range"));
         }
         if t < d {
             let k = d - t;
@@ -617,7 +632,7 @@ fn reverse_sequence(cx: &mut Cx) -> R<NodeId> {
     }
     let mut ts = vec![1; r];
     ts[ta] = s[ta];
-    let t = cx.iota(s[ta], DType::I64);
+    let t = cx.iota(s[ta], DType::I64)?;
     let t = cx.reshape(t, &ts)?;
     let mut ls = vec![1; r];
     ls[ba] = s[ba];

@@ -76,6 +76,7 @@ fn dft(cx: &mut Cx, x: NodeId, axis: usize, len: usize, inverse: bool, onesided:
     };
     let sign = if inverse { 1.0 } else { -1.0 };
     let scale = if inverse { 1.0 / len as f64 } else { 1.0 };
+    cx.guard(nin.saturating_mul(kout))?;
     let mut cm = vec![0.0; nin * kout];
     let mut sm = vec![0.0; nin * kout];
     for a in 0..nin {
@@ -83,7 +84,7 @@ fn dft(cx: &mut Cx, x: NodeId, axis: usize, len: usize, inverse: bool, onesided:
             // Forward/inverse: row a is the input bin/sample, column b the output.
             let th = 2.0 * PI * ((a * b) % len) as f64 / len as f64;
             let w = if inverse && onesided {
-                if a == 0 || (len % 2 == 0 && a == len / 2) { 1.0 } else { 2.0 }
+                if a == 0 || (len.is_multiple_of(2) && a == len / 2) { 1.0 } else { 2.0 }
             } else {
                 1.0
             };
@@ -139,7 +140,7 @@ fn dft_op(cx: &mut Cx) -> R<NodeId> {
     let len = match cx.opt(1) {
         Some(l) => {
             let v = cx.ints(l)?.first().copied().unwrap_or(0);
-            if v <= 0 {
+            if v <= 0 || v > 1 << 24 {
                 return Err(cx.err(format!("dft_length {v} must be positive")));
             }
             v as usize
@@ -172,6 +173,9 @@ fn stft(cx: &mut Cx) -> R<NodeId> {
     if flen <= 0 || flen as usize > xs[1] {
         return Err(cx.err(format!("frame_length {flen} does not fit signal length {}", xs[1])));
     }
+    if step > 1 << 32 {
+        return Err(cx.err("frame_step is too large"));
+    }
     let (flen, step) = (flen as usize, step as usize);
     let wlen = match window {
         Some(w) => cx.shape(w)?[0],
@@ -185,7 +189,10 @@ fn stft(cx: &mut Cx) -> R<NodeId> {
         let s = cx.slice(x, 1, b as i64, e as i64, 1)?;
         let s = if e - b < wlen {
             cx.add(
-                Op::Pad { pads: vec![(0, 0), (0, (wlen - (e - b)) as i64), (0, 0)], mode: sinter_core::ir::PadMode::Constant(0.0) },
+                Op::Pad {
+                    pads: vec![(0, 0), (0, (wlen - (e - b)) as i64), (0, 0)],
+                    mode: sinter_core::ir::PadMode::Constant(0.0),
+                },
                 vec![s],
             )?
         } else {
@@ -243,6 +250,7 @@ fn mel(cx: &mut Cx) -> R<NodeId> {
         return Err(cx.err("num_mel_bins, dft_length and sample_rate must be positive and sane"));
     }
     let (num, bins) = (num as usize, (dft_len / 2 + 1) as usize);
+    cx.guard(num.saturating_mul(bins))?;
     let to_mel = |f: f64| 2595.0 * (f / 700.0).ln_1p() / 10f64.ln();
     let (lm, hm) = (to_mel(lo), to_mel(hi));
     let step = (hm - lm) / (num + 2) as f64;
@@ -290,13 +298,13 @@ fn col2im(cx: &mut Cx) -> R<NodeId> {
     let block = cx.ints(cx.inp(2)?)?;
     let xs = cx.shape(x)?;
     let n = image.len();
-    if xs.len() != 3 || block.len() != n || image.iter().chain(&block).any(|&v| v <= 0) {
+    if xs.len() != 3 || block.len() != n || image.iter().chain(&block).any(|&v| !(1..=1 << 20).contains(&v)) {
         return Err(cx.err(format!("input {xs:?}, image_shape {image:?}, block_shape {block:?} do not fit")));
     }
     let list = |name: &str, d: i64, len: usize| -> R<Vec<i64>> {
         match cx.aints(name) {
             Some(v) if !v.is_empty() => {
-                if v.len() != len || v.iter().any(|&x| x < 0) {
+                if v.len() != len || v.iter().any(|&x| !(0..=1 << 20).contains(&x)) {
                     return Err(cx.err(format!("{name} {v:?} must hold {len} values")));
                 }
                 Ok(v)
@@ -315,17 +323,14 @@ fn col2im(cx: &mut Cx) -> R<NodeId> {
         return Err(cx.err(format!("channels {} not divisible by the block size {k}", xs[1])));
     }
     let c = xs[1] / k;
-    let cols: Vec<i64> = (0..n)
-        .map(|i| (image[i] + pads[i] + pads[i + n] - (dil[i] * (block[i] - 1) + 1)) / strides[i] + 1)
-        .collect();
+    let cols: Vec<i64> =
+        (0..n).map(|i| (image[i] + pads[i] + pads[i + n] - (dil[i] * (block[i] - 1) + 1)) / strides[i] + 1).collect();
     let l: i64 = cols.iter().product();
     if cols.iter().any(|&v| v <= 0) || l as usize != xs[2] {
         return Err(cx.err(format!("{} blocks given, {cols:?} expected", xs[2])));
     }
     let p: usize = image.iter().map(|&v| v as usize).product();
-    if k * xs[2] * p > 1 << 26 {
-        return Err(cx.unsup("Col2Im scatter matrix too large"));
-    }
+    cx.guard(k.saturating_mul(xs[2]).saturating_mul(p))?;
     let mut m = vec![0.0f64; k * xs[2] * p];
     for kk in 0..k {
         let mut off = vec![0i64; n];
@@ -426,6 +431,7 @@ fn compress(cx: &mut Cx) -> R<NodeId> {
             (cx.reshape(x, &[total])?, 0, total)
         }
     };
+    cx.guard(cond.len())?;
     let idx: Vec<i64> = cond.iter().take(n).enumerate().filter(|(_, v)| **v != 0).map(|(i, _)| i as i64).collect();
     let i = cx.konst(HostTensor::from_i64(DType::I64, vec![idx.len()], &idx));
     cx.add(Op::Gather { axis }, vec![data, i])

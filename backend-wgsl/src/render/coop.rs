@@ -1,0 +1,248 @@
+//! Matmuls on cooperative matrices (`coop_mat16x16`, tensor cores on NVIDIA through
+//! `VK_KHR_cooperative_matrix`).
+//!
+//! A workgroup of 8 subgroups computes a 128x128 output tile: the subgroups form a 2x4 grid, each owning a
+//! 64x32 block held as 4x2 `coop_mat16x16<f32, C>` accumulators. Per step of 32 along k the workgroup
+//! stages the A (128x32) and B (32x128) tiles into shared memory as f16 (zero-filled at the edges,
+//! 4-wide loads where the operand is contiguous and aligned), then each subgroup loads its fragments with
+//! `coopLoadT` and multiplies with `coopMultiplyAdd`. The epilogue stores each accumulator to a per-subgroup
+//! 16x16 scratch in shared memory and the subgroup's lanes evaluate the kernel's epilogue expressions
+//! element by element, with the bounds checks of the edges.
+//!
+//! Used for f16 inputs with f32 accumulation when the adapter reports a 16x16x16 f16/f32 configuration and
+//! a fixed subgroup size, and for bf16 inputs only when [`WgslCaps::bf16_matmul_as_f16`] allows converting
+//! them to f16.
+
+use sinter_core::DType;
+use sinter_core::kernel::{ExprId, MatmulBody, Var};
+
+use super::emit::{AccVal, Emitter, store_roots};
+use super::helpers::H;
+use super::pointwise::{PARAMS, emit_wid, grid_excess};
+use super::storage::{load_scalar, load_vec};
+use super::types::Ct;
+use super::{Body, RenderError, Tuning, WgslCaps};
+
+/// Output tile rows.
+const BM: u32 = 128;
+/// Output tile columns.
+const BN: u32 = 128;
+/// Depth of one shared-memory stage.
+const BK: u32 = 32;
+/// Subgroups per workgroup (a 2 x 4 grid).
+const SUBGROUPS: u32 = 8;
+
+/// Shared memory the kernel needs, in bytes.
+const SHARED_BYTES: u32 = (BM * BK + BK * BN) * 2 + SUBGROUPS * 256 * 4;
+
+/// Whether `mm` runs on cooperative matrices with these caps and tuning.
+pub(super) fn eligible(mm: &MatmulBody, caps: &WgslCaps, tuning: &Tuning) -> bool {
+    let Some(sg) = caps.fixed_subgroup_size else { return false };
+    let input_ok = mm.in_dtype == DType::F16 || (mm.in_dtype == DType::BF16 && caps.bf16_matmul_as_f16);
+    tuning.coop_matrix
+        && caps.has_coop_matrix
+        && caps.has_f16
+        && caps.has_subgroups
+        && input_ok
+        && mm.acc_dtype == DType::F32
+        && sg > 0
+        && SUBGROUPS * sg <= caps.max_wg()
+        && SHARED_BYTES <= caps.max_workgroup_storage_bytes
+        && mm.m > 0
+        && mm.n > 0
+}
+
+/// Renders `mm` on cooperative matrices (call only when [`eligible`]).
+pub(super) fn render(
+    em: &mut Emitter<'_>,
+    mm: &MatmulBody,
+    caps: &WgslCaps,
+    tuning: &Tuning,
+) -> Result<Body, RenderError> {
+    let kname = em.k.name.clone();
+    let invalid = |msg: String| RenderError::Invalid { kernel: kname.clone(), msg };
+    let sg = caps.fixed_subgroup_size.unwrap_or(32);
+    let threads = SUBGROUPS * sg;
+    let (batch, m, n, kdim) = (mm.batch as u64, mm.m as u64, mm.n as u64, mm.k as u64);
+    if [batch, m, n, kdim].iter().any(|&x| x > u64::from(u32::MAX) / 2) {
+        return Err(RenderError::Unsupported {
+            kernel: kname.clone(),
+            what: format!("matmul {batch}x{m}x{n}x{kdim} exceeds the 32-bit index space"),
+        });
+    }
+    let tiles_n = n.div_ceil(u64::from(BN));
+    let tiles_m = m.div_ceil(u64::from(BM));
+    let workgroups = tiles_n * tiles_m * batch;
+    em.enables.push("f16");
+    em.enables.push("wgpu_cooperative_matrix");
+    let globals = vec![
+        format!("var<workgroup> sa: array<f16, {}>; // A tile, [m][k]", BM * BK),
+        format!("var<workgroup> sb: array<f16, {}>; // B tile, [k][n]", BK * BN),
+        format!("var<workgroup> sc: array<f32, {}>; // one 16x16 accumulator per subgroup", SUBGROUPS * 256),
+    ];
+    let params = format!(
+        "{PARAMS}, @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, \
+         @builtin(subgroup_size) sg_size: u32"
+    );
+    let strategy = "matmul coop16 128x128x32".to_string();
+    let summary = format!(
+        "matmul batch {batch} x m {m} x n {n} x k {kdim} ({} -> {}) on cooperative matrices: tile {BM}x{BN}x{BK}, \
+         {SUBGROUPS} subgroups of {sg} each 64x32, {workgroups} workgroups",
+        mm.in_dtype, mm.acc_dtype
+    );
+    if workgroups == 0 {
+        return Ok(Body { globals, params, workgroup_size: [threads, 1, 1], workgroups: 0, vectorized: false, strategy, summary });
+    }
+
+    emit_wid(em, workgroups, caps);
+    if grid_excess(workgroups, caps) {
+        em.line(format!("if (wid >= {workgroups}u) {{ return; }}"));
+    }
+    em.line(format!("let n0 = (wid % {tiles_n}u) * {BN}u;"));
+    em.line(format!("let m0 = ((wid / {tiles_n}u) % {tiles_m}u) * {BM}u;"));
+    em.line(format!("let batch = wid / {}u;", tiles_n * tiles_m));
+    em.line("let wm = sg_id / 4u;");
+    em.line("let wn = sg_id % 4u;");
+    let base = |off: usize, sb: usize| match (off, sb) {
+        (0, 0) => "0u".to_string(),
+        (o, 0) => format!("{o}u"),
+        (0, s) => format!("batch * {s}u"),
+        (o, s) => format!("{o}u + batch * {s}u"),
+    };
+    em.line(format!("let a_base = {};", base(mm.a.offset, mm.a.s_batch)));
+    em.line(format!("let b_base = {};", base(mm.b.offset, mm.b.s_batch)));
+    for i in 0..4 {
+        for j in 0..2 {
+            em.line(format!("var c{i}{j} = coop_mat16x16<f32, C>();"));
+        }
+    }
+    em.open(format!("for (var k0 = 0u; k0 < {kdim}u; k0 = k0 + {BK}u)"));
+    // Stage A (m, k) and B (k, n) as f16.
+    let to_f16 = |em: &mut Emitter<'_>, v: &str, vec: bool| -> String {
+        if mm.in_dtype == DType::F16 {
+            if vec { format!("vec4<f16>({v})") } else { format!("f16({v})") }
+        } else {
+            let f = em.h.need(H::Bf16ToF16, vec);
+            format!("{f}({v})")
+        }
+    };
+    for (which, op, rows_name, rows_ext, rows_tile) in [("a", &mm.a, "m", m, BM), ("b", &mm.b, "n", n, BN)] {
+        let arg = em.args[op.arg].clone();
+        if arg.dtype != mm.in_dtype {
+            return Err(invalid(format!("operand {which} is {}, the matmul's input dtype is {}", arg.dtype, mm.in_dtype)));
+        }
+        let contig_k = if which == "a" { op.s_col == 1 || op.s_row != 1 } else { op.s_col != 1 && op.s_row == 1 };
+        let (s_r, s_c) = if which == "a" { (op.s_row, op.s_col) } else { (op.s_col, op.s_row) };
+        let rr = format!("{rows_name}{rows_name}");
+        let origin = if which == "a" { "m0" } else { "n0" };
+        // Shared index of element (row `r` of the tile-row dimension, depth `k`).
+        let at = |r: &str, k: &str| {
+            if which == "a" { format!("sa[({r}) * {BK}u + {k}]") } else { format!("sb[({k}) * {BN}u + {r}]") }
+        };
+        let (cont_stride, cont_ext, other_stride) =
+            if contig_k { (s_c as u64, kdim, s_r as u64) } else { (s_r as u64, rows_ext, s_c as u64) };
+        let vec_stage = tuning.vectorize
+            && cont_stride == 1
+            && cont_ext.is_multiple_of(4)
+            && (op.offset as u64).is_multiple_of(4)
+            && other_stride.is_multiple_of(4)
+            && (op.s_batch as u64).is_multiple_of(4);
+        if let Some(u) = em.uses.get_mut(op.arg) {
+            if vec_stage {
+                u.contig_loads += 1;
+            } else {
+                u.other_loads += 1;
+            }
+        }
+        em.line(format!("// stage {} ({rows_tile} x {BK}) as f16", which.to_uppercase()));
+        let width = if vec_stage { 4 } else { 1 };
+        let per_thread = rows_tile * BK / width / threads;
+        em.open(format!("for (var l = 0u; l < {per_thread}u; l = l + 1u)"));
+        em.line(format!("let e = lid + l * {threads}u;"));
+        if contig_k {
+            em.line(format!("let kk = (e % {}u) * {width}u;", BK / width));
+            em.line(format!("let {rr} = e / {}u;", BK / width));
+        } else {
+            em.line(format!("let {rr} = (e % {}u) * {width}u;", rows_tile / width));
+            em.line(format!("let kk = e / {}u;", rows_tile / width));
+        }
+        em.line(format!("let g{rows_name} = {origin} + {rr};"));
+        em.line("let gk = k0 + kk;");
+        let ty = if vec_stage { "vec4<f16>" } else { "f16" };
+        em.line(format!("var x = {ty}(0.0h);"));
+        em.open(format!("if (g{rows_name} < {rows_ext}u && gk < {kdim}u)"));
+        em.line(format!("let i = {which}_base + g{rows_name} * {s_r}u + gk * {s_c}u;"));
+        let (pre, v) = if vec_stage { load_vec(&arg, "i", "ld", Ct::F32) } else { load_scalar(&arg, "i", "ld") };
+        for p in pre {
+            em.line(p);
+        }
+        let v = to_f16(em, &v, vec_stage);
+        em.line(format!("x = {v};"));
+        em.close();
+        if vec_stage {
+            for (c, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+                let target = if contig_k { at(&rr, &format!("kk + {c}u")) } else { at(&format!("{rr} + {c}u"), "kk") };
+                em.line(format!("{target} = x.{comp};"));
+            }
+        } else {
+            em.line(format!("{} = x;", at(&rr, "kk")));
+        }
+        em.close();
+    }
+    em.line("workgroupBarrier();");
+    for kq in 0..BK / 16 {
+        em.open("");
+        for i in 0..4 {
+            em.line(format!(
+                "let fa{i} = coopLoadT<coop_mat16x16<f16, A>>(&sa[(wm * 64u + {}u) * {BK}u + {}u], {BK}u);",
+                i * 16,
+                kq * 16
+            ));
+        }
+        for j in 0..2 {
+            em.line(format!(
+                "let fb{j} = coopLoadT<coop_mat16x16<f16, B>>(&sb[{}u + wn * 32u + {}u], {BN}u);",
+                kq * 16 * BN,
+                j * 16
+            ));
+        }
+        for i in 0..4 {
+            for j in 0..2 {
+                em.line(format!("c{i}{j} = coopMultiplyAdd(fa{i}, fb{j}, c{i}{j});"));
+            }
+        }
+        em.close();
+    }
+    em.line("workgroupBarrier();");
+    em.close();
+
+    // Epilogue: through the per-subgroup scratch, element by element.
+    em.names.insert(Var::Batch, "batch".into());
+    em.names.insert(Var::M, "m".into());
+    em.names.insert(Var::N, "n".into());
+    em.ranges.insert(Var::Batch, (0, batch as i64 - 1));
+    em.ranges.insert(Var::M, (0, m as i64 - 1));
+    em.ranges.insert(Var::N, (0, n as i64 - 1));
+    em.set_vec(None, false);
+    let roots: Vec<ExprId> = mm.stores.iter().flat_map(store_roots).collect();
+    em.line("// epilogue");
+    for i in 0..4 {
+        for j in 0..2 {
+            em.line(format!("coopStoreT(c{i}{j}, &sc[sg_id * 256u], 16u);"));
+            em.line("workgroupBarrier();");
+            em.open("for (var e = sg_lane; e < 256u; e = e + sg_size)");
+            em.line(format!("let m = m0 + wm * 64u + {}u + e / 16u;", i * 16));
+            em.line(format!("let n = n0 + wn * 32u + {}u + e % 16u;", j * 16));
+            em.open(format!("if (m < {m}u && n < {n}u)"));
+            em.acc.insert(0, AccVal { name: "sc[sg_id * 256u + e]".into(), dtype: mm.acc_dtype, vec: false });
+            em.emit_closure(&roots, &|_| true)?;
+            for s in &mm.stores {
+                em.emit_store(s)?;
+            }
+            em.close();
+            em.close();
+            em.line("workgroupBarrier();");
+        }
+    }
+    Ok(Body { globals, params, workgroup_size: [threads, 1, 1], workgroups, vectorized: false, strategy, summary })
+}
