@@ -59,6 +59,18 @@ pub const DTYPES: [DType; 12] = [
     DType::Bool,
 ];
 
+/// Environment variable that, when `1`, runs bf16 matmuls on f16 cooperative matrices.
+pub const ENV_BF16_AS_F16: &str = "SINTER_WGSL_BF16_AS_F16";
+
+/// The input dtypes whose matmuls run on matrix units with these renderer caps.
+fn matrix_dtypes(w: &WgslCaps) -> Vec<DType> {
+    match (w.has_coop_matrix && w.fixed_subgroup_size.is_some() && w.has_f16, w.bf16_matmul_as_f16) {
+        (true, true) => vec![DType::F16, DType::BF16],
+        (true, false) => vec![DType::F16],
+        _ => vec![],
+    }
+}
+
 /// The scheduler-facing capabilities of an adapter.
 pub fn capabilities(info: &AdapterInfo) -> Capabilities {
     let l = &info.limits;
@@ -71,7 +83,7 @@ pub fn capabilities(info: &AdapterInfo) -> Capabilities {
         subgroup_size: (info.has_subgroups && l.max_subgroup_size > 0).then_some(l.max_subgroup_size),
         dtypes: DTYPES.to_vec(),
         compute_units: 0,
-        matrix_dtypes: vec![],
+        matrix_dtypes: matrix_dtypes(&WgslCaps::from_adapter(info)),
     }
 }
 
@@ -110,16 +122,28 @@ impl WgslBackend {
         Ok(b)
     }
 
-    /// Wraps an existing device.
+    /// Wraps an existing device. `SINTER_WGSL_BF16_AS_F16=1` turns on
+    /// [`WgslBackend::set_bf16_matmul_as_f16`].
     pub fn with_device(device: Device) -> WgslBackend {
         let info = device.info();
-        WgslBackend {
+        let mut b = WgslBackend {
             caps: capabilities(info),
             wcaps: WgslCaps::from_adapter(info),
             name: format!("{} ({}, {})", info.name, info.backend, info.device_type),
             device,
             cache_dir: None,
+        };
+        if std::env::var(ENV_BF16_AS_F16).is_ok_and(|v| v.trim() == "1") {
+            b.set_bf16_matmul_as_f16(true);
         }
+        b
+    }
+
+    /// Runs bf16 matmuls on the f16 cooperative matrices (tensor cores) when the adapter has them, converting
+    /// operands to f16 (exact for |x| in [6.1e-5, 65504]; larger magnitudes saturate). Off by default.
+    pub fn set_bf16_matmul_as_f16(&mut self, on: bool) {
+        self.wcaps.bf16_matmul_as_f16 = on;
+        self.caps.matrix_dtypes = matrix_dtypes(&self.wcaps);
     }
 
     /// The device.

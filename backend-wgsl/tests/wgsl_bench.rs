@@ -63,6 +63,9 @@ fn bench_workloads() {
                 continue;
             }
         };
+        if std::env::var("SINTER_BENCH_CHECK").is_ok_and(|v| v == "1") {
+            check_reduced(&b, &w);
+        }
         let inputs = w.inputs(scale, 1);
         for &mode in &modes {
             let t0 = std::time::Instant::now();
@@ -126,6 +129,31 @@ fn bench_workloads() {
                 let _ = writeln!(f, "{line}");
             }
         }
+    }
+}
+
+/// Runs `w` at reduced scale and compares with its reference and the kernel-IR interpreter.
+fn check_reduced(b: &WgslBackend, w: &workloads::Workload) {
+    let g = sinter_core::passes::optimize(&w.build(Scale::Reduced).expect("build")).expect("optimize");
+    let p = schedule(&g, b.caps(), &ScheduleOptions::default()).expect("schedule");
+    let inputs = w.inputs(Scale::Reduced, 3);
+    let want = w.reference(Scale::Reduced, &inputs).expect("reference");
+    let interp = sinter_core::kernel::interp::run_program(&p, &inputs).expect("interp");
+    let mut exe = b.load_wgsl(&p, Mode::Default).expect("load");
+    exe.poison(0xff).expect("poison");
+    let got = exe.run(&inputs).expect("run");
+    let (rtol, atol) = w.tolerance();
+    for (i, ((g, r), ii)) in got.iter().zip(&want).zip(&interp).enumerate() {
+        let vs_ref = g.tolerance_ratio(r, rtol, atol);
+        let vs_interp = g.tolerance_ratio(ii, rtol, atol);
+        let interp_ref = ii.tolerance_ratio(r, rtol, atol);
+        let ok = vs_ref <= 1.0 || interp_ref > 1.0 && vs_interp <= 1.0;
+        println!(
+            "check {:<32} out {i}: {} (gpu/ref {vs_ref:.3}, gpu/interp {vs_interp:.3}, interp/ref {interp_ref:.3}; {})",
+            w.name,
+            if ok { "PASS" } else { "FAIL" },
+            exe.rendered().iter().map(|r| r.strategy.as_str()).collect::<Vec<_>>().join(", ")
+        );
     }
 }
 

@@ -24,9 +24,9 @@ use crate::shape::{Dim, Shape};
 use crate::tensor::HostTensor;
 use crate::trace::AsGraph;
 use serde::{Deserialize, Serialize};
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -113,7 +113,11 @@ impl Signature {
 
     /// The signature a graph declares, if all its input dims are static.
     pub fn declared(g: &IrGraph) -> Option<Signature> {
-        g.inputs.iter().map(|&i| Some((g.ty(i).dtype, g.ty(i).shape.as_static()?))).collect::<Option<Vec<_>>>().map(Signature)
+        g.inputs
+            .iter()
+            .map(|&i| Some((g.ty(i).dtype, g.ty(i).shape.as_static()?)))
+            .collect::<Option<Vec<_>>>()
+            .map(Signature)
     }
 
     fn describe_difference(&self, other: &Signature, names: &[&str]) -> String {
@@ -173,7 +177,11 @@ pub struct CompiledGraph {
 
 /// Compiles `g` for `backend`. Graphs whose inputs are all static are compiled now (so errors
 /// surface here); graphs with symbolic dims are compiled at the first call.
-pub fn compile(g: &impl AsGraph, backend: Rc<dyn Backend>, opts: CompileOptions) -> Result<CompiledGraph, CompileError> {
+pub fn compile(
+    g: &impl AsGraph,
+    backend: Rc<dyn Backend>,
+    opts: CompileOptions,
+) -> Result<CompiledGraph, CompileError> {
     let graph = g.to_ir()?.into_owned();
     let c = CompiledGraph {
         graph,
@@ -222,7 +230,9 @@ impl CompiledGraph {
             return Err(CompileError::RecompileLimit { limit: self.opts.max_recompiles, reason });
         }
         if inputs.len() != self.graph.inputs.len() {
-            return Err(Error::Input(format!("expected {} input(s) {names:?}, got {}", names.len(), inputs.len())).into());
+            return Err(
+                Error::Input(format!("expected {} input(s) {names:?}, got {}", names.len(), inputs.len())).into()
+            );
         }
         self.specialize(sig, reason)?;
         Ok(self.last.get())
@@ -249,7 +259,9 @@ impl CompiledGraph {
                 for (k, pass) in crate::passes::pipeline().iter().enumerate() {
                     let t = Instant::now();
                     let next = (pass.run)(&prev).map_err(|e| match e {
-                        Error::Verify(v) => Error::Verify(v.into_iter().map(|m| format!("after {}: {m}", pass.name)).collect()),
+                        Error::Verify(v) => {
+                            Error::Verify(v.into_iter().map(|m| format!("after {}: {m}", pass.name)).collect())
+                        }
                         other => other,
                     })?;
                     stats.phases.push((pass.name.to_string(), t.elapsed().as_secs_f64()));
@@ -264,10 +276,10 @@ impl CompiledGraph {
                     tracing::debug!(target: "sinter::fusion", "{} {:?}: {}", if d.fused { "fused" } else { "refused" }, d.nodes, d.reason);
                 }
                 artifacts.push(("ir_pre_fusion.txt".into(), crate::text::print(&prev)));
-                if let Some(d) = self.opts.cache_dir.as_deref() {
-                    if let Err(e) = cache_store(d, &key, &program) {
-                        tracing::warn!(target: "sinter::cache", "could not store program {key}: {e}");
-                    }
+                if let Some(d) = self.opts.cache_dir.as_deref()
+                    && let Err(e) = cache_store(d, &key, &program)
+                {
+                    tracing::warn!(target: "sinter::cache", "could not store program {key}: {e}");
                 }
                 program
             }
@@ -352,7 +364,11 @@ pub fn retype(g: &IrGraph, sig: &Signature) -> Result<IrGraph, Error> {
     for (k, ((&id, (dt, shape)), name)) in g.inputs.iter().zip(&sig.0).zip(&names).enumerate() {
         let want = g.ty(id);
         if want.shape.rank() != shape.len() {
-            return Err(Error::Input(format!("input {k} {name:?}: expected rank {}, got {:?}", want.shape.rank(), shape)));
+            return Err(Error::Input(format!(
+                "input {k} {name:?}: expected rank {}, got {:?}",
+                want.shape.rank(),
+                shape
+            )));
         }
         if *dt != want.dtype {
             same = false;
@@ -390,26 +406,34 @@ pub fn retype(g: &IrGraph, sig: &Signature) -> Result<IrGraph, Error> {
             op => {
                 let mut ins: Vec<crate::ir::NodeId> = n.inputs.iter().map(|i| map[i.index()]).collect();
                 if op.is_elementwise() {
-                    let float = ins.iter().map(|&i| out.ty(i)).find(|t| t.dtype.is_float() && t.shape.rank() > 0).map(|t| t.dtype);
+                    let float = ins
+                        .iter()
+                        .map(|&i| out.ty(i))
+                        .find(|t| t.dtype.is_float() && t.shape.rank() > 0)
+                        .map(|t| t.dtype);
                     if let Some(fd) = float {
                         for i in ins.iter_mut() {
                             let t = out.ty(*i).clone();
-                            if t.shape.rank() == 0 && t.dtype.is_float() && t.dtype != fd {
-                                if let Op::Constant(c) = &out.node(*i).op {
-                                    let v = c.to_f64_vec();
-                                    let c2 = HostTensor::from_f64(fd, vec![], &v);
-                                    *i = out.add(Op::Constant(std::sync::Arc::new(c2)), vec![], Some(out.node(*i).origin.clone()))?;
-                                }
+                            if t.shape.rank() == 0
+                                && t.dtype.is_float()
+                                && t.dtype != fd
+                                && let Op::Constant(c) = &out.node(*i).op
+                            {
+                                let v = c.to_f64_vec();
+                                let c2 = HostTensor::from_f64(fd, vec![], &v);
+                                *i = out.add(
+                                    Op::Constant(std::sync::Arc::new(c2)),
+                                    vec![],
+                                    Some(out.node(*i).origin.clone()),
+                                )?;
                             }
                         }
                     }
                 }
                 out.add(op.clone(), ins, Some(n.origin.clone())).map_err(|e| match e {
-                    Error::Build { op, operands, msg } => Error::Build {
-                        op: format!("{op} at {id} (captured for other input types)"),
-                        operands,
-                        msg,
-                    },
+                    Error::Build { op, operands, msg } => {
+                        Error::Build { op: format!("{op} at {id} (captured for other input types)"), operands, msg }
+                    }
                     other => other,
                 })?
             }
@@ -466,7 +490,8 @@ pub fn write_artifacts(
     sources: &[KernelSource],
     extra: &[(String, String)],
 ) -> Result<(), CompileError> {
-    let err = |p: &Path, e: std::io::Error| CompileError::Artifacts { path: p.display().to_string(), msg: e.to_string() };
+    let err =
+        |p: &Path, e: std::io::Error| CompileError::Artifacts { path: p.display().to_string(), msg: e.to_string() };
     let write = |rel: &str, text: &str| -> Result<(), CompileError> {
         let p = dir.join(rel);
         if let Some(parent) = p.parent() {

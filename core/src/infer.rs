@@ -49,11 +49,8 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> R {
             arity(op, ins, 1..=1)?;
             let d = ins[0].dtype;
             match u {
-                UnaryOp::Not => {
-                    if d != DType::Bool {
-                        return Err(format!("not needs bool, got {d}"));
-                    }
-                }
+                UnaryOp::Not if d != DType::Bool => return Err(format!("not needs bool, got {d}")),
+                UnaryOp::Not => {}
                 UnaryOp::IsNan | UnaryOp::IsInf => {
                     need_float(d, u.name())?;
                     return Ok(TensorType::new(DType::Bool, ins[0].shape.clone()));

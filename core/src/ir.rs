@@ -340,7 +340,7 @@ impl Window2d {
         }
         let span = padded - eff;
         let mut n = span / self.stride[axis] + 1;
-        if ceil_mode && span % self.stride[axis] != 0 {
+        if ceil_mode && !span.is_multiple_of(self.stride[axis]) {
             n += 1;
             // The last window must start inside the input or left padding (PyTorch's rule).
             if (n - 1) * self.stride[axis] >= input + self.padding[axis] {

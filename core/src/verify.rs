@@ -20,11 +20,10 @@ pub fn verify(g: &Graph) -> Result<(), Error> {
             }
         }
         match &node.op {
-            Op::Input { name } => {
-                if !g.inputs.contains(&id) {
-                    errs.push(format!("{id} is input {name:?} but is not listed in the graph's inputs"));
-                }
+            Op::Input { name } if !g.inputs.contains(&id) => {
+                errs.push(format!("{id} is input {name:?} but is not listed in the graph's inputs"));
             }
+            Op::Input { .. } => {}
             op if ok => {
                 let tys: Vec<&TensorType> = node.inputs.iter().map(|&i| g.ty(i)).collect();
                 match infer(op, &tys) {

@@ -519,3 +519,74 @@ fn conformance_runner_classifies_cases() {
     assert_eq!(r.cases[0].status, Status::Error);
     assert!(r.cases[0].detail.as_deref().unwrap_or("").contains("backend bug"));
 }
+
+// ---- robustness ----
+
+#[test]
+fn absurd_shapes_are_errors() {
+    // A declared input shape whose element count overflows.
+    let m = model(
+        vec![node("Reshape", &["x", "s"], &["y"], vec![])],
+        vec![vi("x", F32, &fixed(&[1 << 40, 1 << 40])), vi("s", I64, &fixed(&[1]))],
+        vec![vi("y", F32, &[None])],
+        vec![],
+    );
+    let m = sinter_onnx::load_bytes(&bytes(&m)).unwrap();
+    assert!(matches!(m.graph(), Err(OnnxError::Inputs(_))));
+    // A reshape target that overflows.
+    let m = model(
+        vec![node("Reshape", &["x", "s"], &["y"], vec![])],
+        vec![vi("x", F32, &fixed(&[2, 3]))],
+        vec![vi("y", F32, &[None, None, None])],
+        vec![i64_init("s", &[1 << 40, 1 << 40, 1 << 40])],
+    );
+    let m = sinter_onnx::load_bytes(&bytes(&m)).unwrap();
+    assert!(m.graph_for(&[vec![2, 3]]).is_err());
+}
+
+/// A bounded fuzz run in the test suite: random byte mutations of valid models must load,
+/// import or fail cleanly, never panic (`cargo +nightly fuzz run import` goes further).
+#[test]
+fn mutated_models_never_panic() {
+    let conv = model(
+        vec![
+            node("Conv", &["x", "w"], &["c"], vec![attr_ints("pads", &[1, 1, 1, 1])]),
+            node("Shape", &["c"], &["s"], vec![]),
+            node("Reshape", &["c", "flat"], &["r"], vec![]),
+            node("Softmax", &["r"], &["y"], vec![attr_i("axis", -1)]),
+        ],
+        vec![vi("x", F32, &fixed(&[1, 2, 4, 4]))],
+        vec![vi("y", F32, &[None, None])],
+        vec![f32_init("w", &[1, 2, 3, 3], &[0.5; 18]), i64_init("flat", &[1, -1])],
+    );
+    let seeds = [bytes(&add_relu_model()), bytes(&conv)];
+    let mut rng = sinter_core::tensor::SplitMix64::new(7);
+    let mut ran = 0;
+    for round in 0..3000 {
+        let mut b = seeds[round % seeds.len()].clone();
+        let edits = 1 + (rng.next_u64() % 3) as usize;
+        for _ in 0..edits {
+            let i = (rng.next_u64() as usize) % b.len();
+            match rng.next_u64() % 8 {
+                0 => b.truncate(i.max(1)),
+                1 => b.insert(i, rng.next_u64() as u8),
+                2..=4 => b[i] ^= 1 << (rng.next_u64() % 8),
+                _ => b[i] = rng.next_u64() as u8,
+            }
+        }
+        if let Ok(m) = sinter_onnx::load_bytes(&b) {
+            let _ = m.graph();
+            let shapes: Vec<Vec<usize>> = m
+                .inputs()
+                .iter()
+                .map(|i| match &i.shape {
+                    Some(s) => s.dims().iter().map(|d| d.as_static().unwrap_or(2).min(8)).collect(),
+                    None => vec![],
+                })
+                .collect();
+            let _ = m.graph_for(&shapes);
+            ran += 1;
+        }
+    }
+    assert!(ran > 300, "only {ran} mutants decoded");
+}
