@@ -34,6 +34,7 @@ cargo test --workspace --locked
 
 if [ -x scripts/conformance.sh ]; then
   step "ONNX conformance (floor in onnx/conformance-floor.json)"
-  scripts/conformance.sh
+  # The debug binary built by `cargo test` above (no second, release build of every dependency).
+  SINTER_BIN="${SINTER_BIN:-$PWD/target/debug/sinter}" scripts/conformance.sh
 fi
 step "done"
