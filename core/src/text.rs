@@ -31,7 +31,7 @@ pub fn print(g: &Graph) -> String {
         let mut args: Vec<String> = n.inputs.iter().map(|i| i.to_string()).collect();
         args.extend(n.op.attrs().into_iter().map(|(k, v)| format!("{k}={v}")));
         let _ = write!(s, "  {id}: {} = {}({})", n.ty, n.op.name(), args.join(", "));
-        if n.origin.node != id.0 {
+        if n.origin.node != id.0 || *n.origin.op != *n.op.name() {
             let _ = write!(s, "  # from %{} {}", n.origin.node, n.origin.op);
         }
         s.push('\n');
