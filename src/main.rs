@@ -36,7 +36,32 @@ enum Command {
     Conformance(cli::conformance::Args),
 }
 
+/// Installs the log subscriber: `SINTER_LOG=fusion,schedule,recompiles,cache,output_code` (or
+/// `all`) turns on those components' decisions at debug level, as `TORCH_LOGS` does; warnings are
+/// always shown. A raw `tracing` filter (anything containing `=`) is passed through.
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let spec = std::env::var("SINTER_LOG").unwrap_or_default();
+    let mut filter = String::from("warn");
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if part.contains('=') {
+            filter.push_str(&format!(",{part}"));
+        } else if part == "all" {
+            filter.push_str(",sinter=debug");
+        } else {
+            filter.push_str(&format!(",sinter::{part}=debug"));
+        }
+    }
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .with_target(true)
+        .without_time()
+        .try_init();
+}
+
 fn main() -> ExitCode {
+    init_logging();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

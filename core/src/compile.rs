@@ -272,6 +272,18 @@ impl CompiledGraph {
                 let sched = ScheduleOptions { fusion: self.opts.fusion, ..ScheduleOptions::default() };
                 let program = schedule(&prev, self.backend.caps(), &sched)?;
                 stats.phases.push(("schedule".into(), t.elapsed().as_secs_f64()));
+                for k in &program.kernels {
+                    let body = match &k.body {
+                        crate::kernel::KernelBody::Pointwise { numel, .. } => format!("pointwise over {numel}"),
+                        crate::kernel::KernelBody::Reduce(r) => {
+                            format!("reduce {} rows x {} ({:?})", r.rows, r.len, r.strategy)
+                        }
+                        crate::kernel::KernelBody::Matmul(m) => {
+                            format!("matmul {}x{}x{}x{}", m.batch, m.m, m.n, m.k)
+                        }
+                    };
+                    tracing::debug!(target: "sinter::schedule", "{}: {body}, ops {:?}, {} args", k.name, k.ops, k.args.len());
+                }
                 for d in &program.decisions {
                     tracing::debug!(target: "sinter::fusion", "{} {:?}: {}", if d.fused { "fused" } else { "refused" }, d.nodes, d.reason);
                 }
