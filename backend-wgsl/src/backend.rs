@@ -298,7 +298,10 @@ impl WgslBackend {
                     continue;
                 }
             };
-            cache.log.push(format!("{}: {} wg {:?}: {ns} ns", k.name, l.rendered.strategy, l.rendered.workgroup_size));
+            cache.log.push(format!(
+                "{}: {} wg {} vec {} subgroups {}: {ns} ns",
+                k.name, l.rendered.strategy, l.rendered.workgroup_size[0], t.vectorize, t.subgroups
+            ));
             if best.as_ref().is_none_or(|(b, _)| ns < *b) {
                 best = Some((ns, l));
             }
@@ -356,6 +359,9 @@ fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
                         out.push(Tuning { workgroup_size: Some(s), persistent, ..base.clone() });
                     }
                 }
+                if caps.has_subgroups {
+                    out.push(Tuning { subgroups: false, ..base.clone() });
+                }
             }
             out.push(Tuning { vectorize: false, ..base.clone() });
         }
@@ -371,7 +377,9 @@ fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
             ];
             for t in tiles {
                 if crate::render::check_tile(&t, caps).is_ok() {
-                    out.push(Tuning { matmul_tile: Some(t), ..base.clone() });
+                    for vectorize in [true, false] {
+                        out.push(Tuning { matmul_tile: Some(t), vectorize, coop_matrix: false, ..base.clone() });
+                    }
                 }
             }
         }

@@ -27,8 +27,35 @@
 //! adapter's `max_storage_buffer_binding_size` are reported as [`RenderError::Unsupported`] naming the
 //! buffer and the limit.
 //!
-//! Dtypes: see [`types`](self::types) (bf16 packed 2 per word and computed in f32, bool one byte per element,
-//! i64/u64 emulated in 32 bits, f64 unsupported). Op semantics: see [`helpers`](self::helpers).
+//! # Dtypes
+//!
+//! Device buffers hold exactly the host byte layout of every supported dtype (uploads and downloads are
+//! plain copies):
+//!
+//! | dtype | storage (WGSL array element) | computed as |
+//! |---|---|---|
+//! | f32, i32, u32 | `f32` / `i32` / `u32` (`vec4<..>` when every access of the argument is 4-aligned) | itself |
+//! | f16 | `f16` with `enable f16;` when the adapter has `SHADER_F16`; else packed 2 per `u32` word (`unpack2x16float`) | `f32` |
+//! | bf16 | packed 2 per `u32` word; unpacked by `bitcast<f32>(bits << 16)`, packed with round-to-nearest-even | `f32` |
+//! | i8, u8, i16, u16 | packed 4 (or 2) per `u32` word, sign- or zero-extended on load | `i32` / `u32`, wrapped to the dtype after every arithmetic op |
+//! | bool | one byte per element (0 or 1), packed 4 per `u32` word like `u8` | `bool` |
+//! | i64, u64 | `vec2<i32>` / `vec2<u32>` (low word, high word) | `i32` / `u32`: **32-bit emulation**, values must fit 32 bits (checked on upload); stores sign-extend (i64) or zero-extend (u64) |
+//! | f64 | unsupported ([`RenderError::Unsupported`]) | — |
+//!
+//! Stores of sub-word elements (8- and 16-bit) that a thread cannot prove own a whole word are done with
+//! `atomicAnd` + `atomicOr` on the word (the argument is then declared `array<atomic<u32>>`); a vectorized
+//! store of 4 aligned elements writes whole words without atomics.
+//!
+//! # Op semantics
+//!
+//! As sinter's CPU reference: NaN tests on the bits; `max`/`min`/`relu`/`sign` propagate NaN; `round` is
+//! half-to-even; float `mod` is floored and `fmod` truncated; integer division truncates (no trap on zero);
+//! `sin`/`cos`/`tan` reduce their argument (Cody-Waite) first, accurate for |x| up to about 1e5;
+//! `asin`/`acos`/`atan` are Cephes' f32 polynomials (the drivers' versions can be off by 2e-4); `tanh`,
+//! `sigmoid`, `sinh`, `cosh` never overflow to NaN and use series near 0; `erf` is a Taylor series below
+//! 0.5 and `1 - erfc` (Numerical Recipes, relative error < 1.2e-7) above; float-to-integer casts truncate,
+//! saturate to the i64 range (NaN to 0) and wrap to the dtype, exactly as the reference does. f16/bf16
+//! values are computed in f32 and rounded at casts and stores.
 
 mod coop;
 mod emit;
@@ -118,9 +145,10 @@ impl WgslCaps {
             max_binding_bytes: l.max_storage_buffer_binding_size,
             max_workgroup_storage_bytes: l.max_compute_workgroup_storage_size,
             has_coop_matrix: info.has_coop_matrix
-                && info.coop_matrix_shapes.iter().any(|c| {
-                    c.m == 16 && c.n == 16 && c.k == 16 && c.ab_type == "f16" && c.cr_type == "f32"
-                }),
+                && info
+                    .coop_matrix_shapes
+                    .iter()
+                    .any(|c| c.m == 16 && c.n == 16 && c.k == 16 && c.ab_type == "f16" && c.cr_type == "f32"),
             fixed_subgroup_size: (info.has_subgroups
                 && l.min_subgroup_size > 0
                 && l.min_subgroup_size == l.max_subgroup_size)
@@ -274,94 +302,16 @@ impl From<RenderError> for BackendError {
     }
 }
 
-/// The WGSL entry-point name of a kernel: its name with every character outside `[A-Za-z0-9_]` replaced,
-/// prefixed with `k_` unless it starts with a letter.
+/// The WGSL entry-point name of a kernel: its name with every character outside `[A-Za-z0-9_]` replaced by
+/// `_`, kept as is when it has the scheduler's form `k<digits>...` (which no WGSL keyword and no
+/// module-scope name of the generated code has), else prefixed with `k_`.
 pub fn entry_name(kernel: &str) -> String {
     let s: String = kernel.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
-    if s.starts_with(|c: char| c.is_ascii_alphabetic()) && !s.contains("__") && !is_reserved(&s) {
-        s
-    } else {
-        format!("k_{}", s.replace("__", "_x"))
-    }
-}
-
-/// WGSL keywords and names the generated code uses (never valid entry names).
-fn is_reserved(s: &str) -> bool {
-    const WORDS: &[&str] = &[
-        "alias",
-        "break",
-        "case",
-        "const",
-        "const_assert",
-        "continue",
-        "continuing",
-        "default",
-        "diagnostic",
-        "discard",
-        "else",
-        "enable",
-        "false",
-        "fn",
-        "for",
-        "if",
-        "let",
-        "loop",
-        "override",
-        "requires",
-        "return",
-        "struct",
-        "switch",
-        "true",
-        "var",
-        "while",
-        "bool",
-        "f16",
-        "f32",
-        "i32",
-        "u32",
-        "vec2",
-        "vec3",
-        "vec4",
-        "array",
-        "atomic",
-        "ptr",
-        "mat2x2",
-        "mat3x3",
-        "mat4x4",
-        "sampler",
-        "texture_2d",
-        "lane",
-        "row",
-        "red",
-        "batch",
-        "m",
-        "n",
-        "t",
-        "wg",
-        "nwg",
-        "lid",
-        "tid",
-        "select",
-        "max",
-        "min",
-        "abs",
-        "exp",
-        "log",
-        "sin",
-        "cos",
-        "tan",
-        "sqrt",
-        "round",
-        "floor",
-        "ceil",
-        "sign",
-        "fma",
-        "pow",
-        "clamp",
-        "bitcast",
-        "workgroupBarrier",
-    ];
-    WORDS.contains(&s) || s.starts_with("sinter_") || s.starts_with("sh_")
+    let mut chars = s.chars();
+    let scheduler_form = chars.next() == Some('k') && chars.next().is_some_and(|c| c.is_ascii_digit());
+    let s = if scheduler_form { s } else { format!("k_{s}") };
+    // WGSL reserves identifiers starting with two underscores.
+    s.replace("__", "_x")
 }
 
 /// Renders `kernel` of `program` with the default [`Tuning`].

@@ -36,6 +36,12 @@ fn bench_workloads() {
         }
     };
     eprintln!("device: {}", b.device_name());
+    if std::env::var("SINTER_BENCH_COPY").is_ok_and(|v| v == "1") {
+        match b.device().measure_copy_bandwidth(1 << 30) {
+            Ok(bw) => println!("vec4 copy of 1 GiB: {bw:?}"),
+            Err(e) => println!("copy calibration failed: {e}"),
+        }
+    }
     let wanted: Option<Vec<String>> =
         std::env::var("SINTER_BENCH").ok().filter(|s| !s.is_empty()).map(|s| s.split(',').map(String::from).collect());
     let modes: Vec<Mode> = std::env::var("SINTER_BENCH_MODES")
@@ -81,6 +87,9 @@ fn bench_workloads() {
                 eprintln!("{} {}: run failed: {e}", w.name, mode.name());
                 continue;
             }
+            // Warm-up (clocks, caches), then the measured runs.
+            let warmup = std::env::var("SINTER_BENCH_WARMUP").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
+            let _ = exe.run_timed(&inputs, warmup);
             let (_, timings) = match exe.run_timed(&inputs, iters) {
                 Ok(t) => t,
                 Err(e) => {
@@ -105,7 +114,13 @@ fn bench_workloads() {
             let rendered = exe.rendered();
             let mut kernels = Vec::new();
             for r in rendered.iter() {
-                let d = median(timings.iter().filter_map(|run| run.iter().find(|k| k.kernel == r.name)).map(|k| k.dur_ns).collect());
+                let d = median(
+                    timings
+                        .iter()
+                        .filter_map(|run| run.iter().find(|k| k.kernel == r.name))
+                        .map(|k| k.dur_ns)
+                        .collect(),
+                );
                 let kb = p.kernels.iter().find(|k| k.name == r.name).map_or(0.0, |k| k.bytes);
                 println!(
                     "    {:<40} {:>9.4} ms {:>8.1} GB/s  {} grid {:?} wg {:?}",

@@ -505,7 +505,21 @@ fn modes_agree_and_time() {
         let src = exe.sources();
         assert_eq!(src.len(), 1);
         assert_eq!(src[0].ext, "wgsl");
+        if mode == Mode::MaxAutotune {
+            assert!(
+                exe.tuning_log().iter().any(|l| l.contains("chose") || l.contains("cached")),
+                "{:?}",
+                exe.tuning_log()
+            );
+        }
     }
+    // The autotuning winner is cached on disk per adapter; a second load reuses it.
+    let dir = std::env::temp_dir().join(format!("sinter-wgsl-test-{}", std::process::id())).join("autotune");
+    let files: Vec<_> = std::fs::read_dir(&dir).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    assert!(files.iter().any(|f| f.extension().is_some_and(|e| e == "json")), "no cache in {}", dir.display());
+    let exe = b.load_wgsl(&p, Mode::MaxAutotune).expect("load");
+    assert!(exe.tuning_log().iter().any(|l| l.contains("cached")), "{:?}", exe.tuning_log());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

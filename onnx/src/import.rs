@@ -365,7 +365,23 @@ impl<'m> Importer<'m> {
         let origin = Origin { node: idx as u32, op: Arc::from(op.to_lowercase().as_str()) };
         let outs = {
             let mut cx = Cx { imp: self, node, ins, op: &op, domain, opset, desc: desc.clone(), origin, nout };
-            crate::ops::lower(&mut cx)?
+            // A panic while lowering is an importer bug; it becomes an error naming the node rather
+            // than taking the caller down (the fuzz target still aborts on it).
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::ops::lower(&mut cx))) {
+                Ok(r) => r?,
+                Err(p) => {
+                    let msg = p
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| p.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown panic".into());
+                    return Err(OnnxError::Node {
+                        node: desc,
+                        op,
+                        msg: format!("internal importer error (please report): {msg}"),
+                    });
+                }
+            }
         };
         for (k, name) in node.output.iter().enumerate() {
             if name.is_empty() {
@@ -518,12 +534,13 @@ pub const MAX_ELEMS: u64 = 1 << 48;
 
 /// Checks a static shape: every extent at most [`MAX_EXTENT`], the product at most [`MAX_ELEMS`].
 pub(crate) fn check_dims(dims: &[usize]) -> Result<(), String> {
+    // Zero extents are not allowed to hide huge others: every prefix product must stay small.
     let mut n: u64 = 1;
     for &d in dims {
         if d as u64 > MAX_EXTENT {
             return Err(format!("extent {d} is too large"));
         }
-        n = n.saturating_mul(d as u64);
+        n = n.saturating_mul((d as u64).max(1));
     }
     if n > MAX_ELEMS {
         return Err(format!("shape {dims:?} has more than 2^48 elements"));
@@ -542,17 +559,15 @@ fn check_op(op: &Op) -> Result<(), String> {
         Op::Pad { pads, .. } if pads.iter().any(|&(b, a)| big(b) || big(a)) => {
             Err(format!("padding {pads:?} is too large"))
         }
-        Op::Slice(dims) if dims.iter().any(|d| big(d.step) || d.len as u64 > MAX_EXTENT || d.start as u64 > MAX_EXTENT) => {
+        Op::Slice(dims)
+            if dims.iter().any(|d| big(d.step) || d.len as u64 > MAX_EXTENT || d.start as u64 > MAX_EXTENT) =>
+        {
             Err("slice parameters are too large".into())
         }
         Op::Conv2d { window, .. } | Op::Pool2d { window, .. } => {
             let w = window;
             let all = w.kernel.iter().chain(&w.stride).chain(&w.padding).chain(&w.dilation);
-            if all.copied().any(|v| v as u64 > 1 << 20) {
-                Err(format!("window {w:?} is too large"))
-            } else {
-                Ok(())
-            }
+            if all.copied().any(|v| v as u64 > 1 << 20) { Err(format!("window {w:?} is too large")) } else { Ok(()) }
         }
         _ => Ok(()),
     }

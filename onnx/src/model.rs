@@ -229,8 +229,7 @@ impl Model {
                     OnnxError::Inputs(format!("input {:?} has no declared shape; use graph_for", i.name))
                 })?;
                 let dims: Vec<usize> = s.dims().iter().filter_map(sinter_core::Dim::as_static).collect();
-                crate::import::check_dims(&dims)
-                    .map_err(|m| OnnxError::Inputs(format!("input {:?}: {m}", i.name)))?;
+                crate::import::check_dims(&dims).map_err(|m| OnnxError::Inputs(format!("input {:?}: {m}", i.name)))?;
                 Ok(crate::import::InputSpec { dtype: d, shape: s, value: None })
             })
             .collect::<Result<Vec<_>, OnnxError>>()?;
@@ -287,8 +286,7 @@ impl Model {
                 (Ok(d), _) => *d,
                 (Err(t), _) => return Err(input_unsupported(info, t)),
             };
-            crate::import::check_dims(&shape)
-                .map_err(|m| OnnxError::Inputs(format!("input {:?}: {m}", info.name)))?;
+            crate::import::check_dims(&shape).map_err(|m| OnnxError::Inputs(format!("input {:?}: {m}", info.name)))?;
             if let Some(decl) = &info.shape {
                 let ok = decl.rank() == shape.len()
                     && decl.dims().iter().zip(&shape).all(|(d, &s)| d.as_static().is_none_or(|x| x == s));

@@ -97,12 +97,18 @@ pub fn dtype_code(d: DType) -> i32 {
 pub fn checked_size(what: &str, dims: &[i64], dtype: DType) -> Result<(Vec<usize>, usize), OnnxError> {
     let mut shape = Vec::with_capacity(dims.len());
     let mut n: u64 = 1;
+    // Product of the non-zero extents: a zero extent must not hide huge others.
+    let mut span: u64 = 1;
     for &d in dims {
         if d < 0 {
             return Err(OnnxError::malformed(what, format!("negative dimension {d} in {dims:?}")));
         }
         n = n.saturating_mul(d as u64);
+        span = span.saturating_mul((d as u64).max(1));
         shape.push(usize::try_from(d).map_err(|_| OnnxError::malformed(what, format!("dimension {d} too large")))?);
+    }
+    if span > 1 << 48 {
+        return Err(OnnxError::TooLarge { what: format!("{what} {dtype}{dims:?}"), bytes: span, limit: 1 << 48 });
     }
     let bytes = n.saturating_mul(dtype.size_bytes() as u64);
     if bytes > MAX_TENSOR_BYTES {

@@ -185,6 +185,9 @@ fn size_mismatches_are_errors() {
     assert!(matches!(sinter_onnx::decode_tensor(&t, None), Err(OnnxError::TooLarge { .. })));
     let t = TensorProto { dims: vec![i64::MAX, i64::MAX], data_type: Some(F32), ..Default::default() };
     assert!(matches!(sinter_onnx::decode_tensor(&t, None), Err(OnnxError::TooLarge { .. })));
+    // Found by the fuzzer: a zero extent must not hide huge others (their product overflows).
+    let t = TensorProto { dims: vec![1 << 62, 1 << 62, 0], data_type: Some(F32), ..Default::default() };
+    assert!(matches!(sinter_onnx::decode_tensor(&t, None), Err(OnnxError::TooLarge { .. })));
 }
 
 #[test]
@@ -542,6 +545,15 @@ fn absurd_shapes_are_errors() {
     );
     let m = sinter_onnx::load_bytes(&bytes(&m)).unwrap();
     assert!(m.graph_for(&[vec![2, 3]]).is_err());
+    // Found by the fuzzer: a loss whose target has the wrong rank.
+    let m = model(
+        vec![node("NegativeLogLikelihoodLoss", &["x", "t"], &["y"], vec![])],
+        vec![vi("x", F32, &fixed(&[2, 3])), vi("t", I64, &fixed(&[]))],
+        vec![vi("y", F32, &fixed(&[]))],
+        vec![],
+    );
+    let m = sinter_onnx::load_bytes(&bytes(&m)).unwrap();
+    assert!(matches!(m.graph_for(&[vec![2, 3], vec![]]), Err(OnnxError::Node { .. })));
 }
 
 /// A bounded fuzz run in the test suite: random byte mutations of valid models must load,

@@ -154,7 +154,8 @@ pub fn measure(
     let g = w.build(scale)?;
     let cache = std::env::temp_dir().join(format!("sinter-bench-{}-{}", std::process::id(), w.name));
     let _ = std::fs::remove_dir_all(&cache);
-    let opts = CompileOptions { mode, fusion, cache_dir: Some(cache.clone()), debug_dir: None, ..CompileOptions::default() };
+    let opts =
+        CompileOptions { mode, fusion, cache_dir: Some(cache.clone()), debug_dir: None, ..CompileOptions::default() };
     let t = Instant::now();
     let c = compile(&g, backend.clone(), opts.clone()).with_context(|| format!("compiling {}", w.name))?;
     let cold = t.elapsed().as_secs_f64();
@@ -310,7 +311,8 @@ pub fn run(a: Args) -> Result<()> {
         results: rows,
     };
     if let Some(p) = &a.json {
-        std::fs::write(p, serde_json::to_string_pretty(&report)?).with_context(|| format!("writing {}", p.display()))?;
+        std::fs::write(p, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("writing {}", p.display()))?;
     }
     if !failed.is_empty() {
         bail!("failed: {}", failed.join(", "));

@@ -84,7 +84,11 @@ pub fn run(args: Args) -> Result<()> {
     drop(out);
     let reduced = args.scale == super::ScaleArg::Reduced;
     super::bench::run(super::bench::Args {
-        workload: list.iter().filter(|w| reduced || !w.name.starts_with("resnet")).map(|w| w.name.to_string()).collect(),
+        workload: list
+            .iter()
+            .filter(|w| reduced || !w.name.starts_with("resnet"))
+            .map(|w| w.name.to_string())
+            .collect(),
         backend: args.backend,
         mode: "default".into(),
         eager: true,

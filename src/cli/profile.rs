@@ -99,7 +99,12 @@ fn record(
         b.add_kernel(kp);
     }
     for d in &program.decisions {
-        b.push_fusion(FusionDecision { nodes: d.nodes.clone(), kernels: vec![], fused: d.fused, reason: d.reason.clone() });
+        b.push_fusion(FusionDecision {
+            nodes: d.nodes.clone(),
+            kernels: vec![],
+            fused: d.fused,
+            reason: d.reason.clone(),
+        });
     }
     b.set_graph(&g);
     b.set_peak_memory(program.memory.peak_bytes as u64);

@@ -91,7 +91,15 @@ pub(super) fn render(
         mm.in_dtype, mm.acc_dtype
     );
     if workgroups == 0 {
-        return Ok(Body { globals, params, workgroup_size: [threads, 1, 1], workgroups: 0, vectorized: false, strategy, summary });
+        return Ok(Body {
+            globals,
+            params,
+            workgroup_size: [threads, 1, 1],
+            workgroups: 0,
+            vectorized: false,
+            strategy,
+            summary,
+        });
     }
 
     emit_wid(em, workgroups, caps);
@@ -116,29 +124,31 @@ pub(super) fn render(
             em.line(format!("var c{i}{j} = coop_mat16x16<f32, C>();"));
         }
     }
-    em.open(format!("for (var k0 = 0u; k0 < {kdim}u; k0 = k0 + {BK}u)"));
-    // Stage A (m, k) and B (k, n) as f16.
-    let to_f16 = |em: &mut Emitter<'_>, v: &str, vec: bool| -> String {
-        if mm.in_dtype == DType::F16 {
-            if vec { format!("vec4<f16>({v})") } else { format!("f16({v})") }
-        } else {
-            let f = em.h.need(H::Bf16ToF16, vec);
-            format!("{f}({v})")
-        }
-    };
+    // Staging plan per operand: A is (m, k), B is (k, n); loads go to registers one stage ahead (register
+    // double buffering: the global loads of the next stage overlap this stage's multiplies).
+    struct Stage {
+        which: &'static str,
+        arg: super::storage::ArgInfo,
+        contig_k: bool,
+        s_r: usize,
+        s_c: usize,
+        rows_name: &'static str,
+        rows_ext: u64,
+        rows_tile: u32,
+        width: u32,
+        per_thread: u32,
+    }
+    let mut stages = Vec::new();
     for (which, op, rows_name, rows_ext, rows_tile) in [("a", &mm.a, "m", m, BM), ("b", &mm.b, "n", n, BN)] {
         let arg = em.args[op.arg].clone();
         if arg.dtype != mm.in_dtype {
-            return Err(invalid(format!("operand {which} is {}, the matmul's input dtype is {}", arg.dtype, mm.in_dtype)));
+            return Err(invalid(format!(
+                "operand {which} is {}, the matmul's input dtype is {}",
+                arg.dtype, mm.in_dtype
+            )));
         }
         let contig_k = if which == "a" { op.s_col == 1 || op.s_row != 1 } else { op.s_col != 1 && op.s_row == 1 };
         let (s_r, s_c) = if which == "a" { (op.s_row, op.s_col) } else { (op.s_col, op.s_row) };
-        let rr = format!("{rows_name}{rows_name}");
-        let origin = if which == "a" { "m0" } else { "n0" };
-        // Shared index of element (row `r` of the tile-row dimension, depth `k`).
-        let at = |r: &str, k: &str| {
-            if which == "a" { format!("sa[({r}) * {BK}u + {k}]") } else { format!("sb[({k}) * {BN}u + {r}]") }
-        };
         let (cont_stride, cont_ext, other_stride) =
             if contig_k { (s_c as u64, kdim, s_r as u64) } else { (s_r as u64, rows_ext, s_c as u64) };
         let vec_stage = tuning.vectorize
@@ -154,42 +164,92 @@ pub(super) fn render(
                 u.other_loads += 1;
             }
         }
-        em.line(format!("// stage {} ({rows_tile} x {BK}) as f16", which.to_uppercase()));
         let width = if vec_stage { 4 } else { 1 };
         let per_thread = rows_tile * BK / width / threads;
-        em.open(format!("for (var l = 0u; l < {per_thread}u; l = l + 1u)"));
-        em.line(format!("let e = lid + l * {threads}u;"));
-        if contig_k {
-            em.line(format!("let kk = (e % {}u) * {width}u;", BK / width));
-            em.line(format!("let {rr} = e / {}u;", BK / width));
+        stages.push(Stage { which, arg, contig_k, s_r, s_c, rows_name, rows_ext, rows_tile, width, per_thread });
+    }
+    let to_f16 = |em: &mut Emitter<'_>, v: &str, vec: bool| -> String {
+        if mm.in_dtype == DType::F16 {
+            if vec { format!("vec4<f16>({v})") } else { format!("f16({v})") }
         } else {
-            em.line(format!("let {rr} = (e % {}u) * {width}u;", rows_tile / width));
-            em.line(format!("let kk = e / {}u;", rows_tile / width));
+            let f = em.h.need(H::Bf16ToF16, vec);
+            format!("{f}({v})")
         }
-        em.line(format!("let g{rows_name} = {origin} + {rr};"));
-        em.line("let gk = k0 + kk;");
-        let ty = if vec_stage { "vec4<f16>" } else { "f16" };
-        em.line(format!("var x = {ty}(0.0h);"));
-        em.open(format!("if (g{rows_name} < {rows_ext}u && gk < {kdim}u)"));
-        em.line(format!("let i = {which}_base + g{rows_name} * {s_r}u + gk * {s_c}u;"));
-        let (pre, v) = if vec_stage { load_vec(&arg, "i", "ld", Ct::F32) } else { load_scalar(&arg, "i", "ld") };
-        for p in pre {
-            em.line(p);
+    };
+    // Position (tile row, depth) of register `l` of a stage.
+    let position = |em: &mut Emitter<'_>, st: &Stage, l: u32| {
+        let rr = format!("{}{}", st.rows_name, st.rows_name);
+        em.line(format!("let e = lid + {}u;", l * threads));
+        if st.contig_k {
+            em.line(format!("let kk = (e % {}u) * {}u;", BK / st.width, st.width));
+            em.line(format!("let {rr} = e / {}u;", BK / st.width));
+        } else {
+            em.line(format!("let {rr} = (e % {}u) * {}u;", st.rows_tile / st.width, st.width));
+            em.line(format!("let kk = e / {}u;", st.rows_tile / st.width));
         }
-        let v = to_f16(em, &v, vec_stage);
-        em.line(format!("x = {v};"));
-        em.close();
-        if vec_stage {
-            for (c, comp) in ["x", "y", "z", "w"].iter().enumerate() {
-                let target = if contig_k { at(&rr, &format!("kk + {c}u")) } else { at(&format!("{rr} + {c}u"), "kk") };
-                em.line(format!("{target} = x.{comp};"));
+    };
+    // Loads of the stage at depth `k0` into registers `p{a|b}{l}`.
+    let load_stage = |em: &mut Emitter<'_>, k0: &str| -> Result<(), RenderError> {
+        for st in &stages {
+            let origin = if st.which == "a" { "m0" } else { "n0" };
+            let rr = format!("{}{}", st.rows_name, st.rows_name);
+            for l in 0..st.per_thread {
+                let reg = format!("p{}{l}", st.which);
+                em.open("");
+                position(em, st, l);
+                em.line(format!("let g{} = {origin} + {rr};", st.rows_name));
+                em.line(format!("let gk = {k0} + kk;"));
+                let ty = if st.width == 4 { "vec4<f16>" } else { "f16" };
+                em.line(format!("{reg} = {ty}(0.0h);"));
+                em.open(format!("if (g{} < {}u && gk < {kdim}u)", st.rows_name, st.rows_ext));
+                em.line(format!("let i = {}_base + g{} * {}u + gk * {}u;", st.which, st.rows_name, st.s_r, st.s_c));
+                let (pre, v) =
+                    if st.width == 4 { load_vec(&st.arg, "i", "ld", Ct::F32) } else { load_scalar(&st.arg, "i", "ld") };
+                for p in pre {
+                    em.line(p);
+                }
+                let v = to_f16(em, &v, st.width == 4);
+                em.line(format!("{reg} = {v};"));
+                em.close();
+                em.close();
             }
-        } else {
-            em.line(format!("{} = x;", at(&rr, "kk")));
         }
-        em.close();
+        Ok(())
+    };
+    for st in &stages {
+        let ty = if st.width == 4 { "vec4<f16>" } else { "f16" };
+        for l in 0..st.per_thread {
+            em.line(format!("var p{}{l}: {ty};", st.which));
+        }
+    }
+    em.line("// prefetch the first stage");
+    load_stage(em, "0u")?;
+    em.open(format!("for (var k0 = 0u; k0 < {kdim}u; k0 = k0 + {BK}u)"));
+    for st in &stages {
+        em.line(format!("// stage {} ({} x {BK}) as f16", st.which.to_uppercase(), st.rows_tile));
+        let rr = format!("{}{}", st.rows_name, st.rows_name);
+        let at = |r: &str, k: &str| {
+            if st.which == "a" { format!("sa[({r}) * {BK}u + {k}]") } else { format!("sb[({k}) * {BN}u + {r}]") }
+        };
+        for l in 0..st.per_thread {
+            em.open("");
+            position(em, st, l);
+            let reg = format!("p{}{l}", st.which);
+            if st.width == 4 {
+                for (c, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+                    let target =
+                        if st.contig_k { at(&rr, &format!("kk + {c}u")) } else { at(&format!("{rr} + {c}u"), "kk") };
+                    em.line(format!("{target} = {reg}.{comp};"));
+                }
+            } else {
+                em.line(format!("{} = {reg};", at(&rr, "kk")));
+            }
+            em.close();
+        }
     }
     em.line("workgroupBarrier();");
+    em.line("// the next stage's loads overlap this stage's multiplies");
+    load_stage(em, &format!("k0 + {BK}u"))?;
     for kq in 0..BK / 16 {
         em.open("");
         for i in 0..4 {

@@ -48,11 +48,7 @@ fn default_tile(mm: &MatmulBody, caps: &WgslCaps) -> MatmulTile {
             return t;
         }
     }
-    if tiles(&MatmulTile::DEFAULT) >= 32 || check_tile(&small, caps).is_err() {
-        MatmulTile::DEFAULT
-    } else {
-        small
-    }
+    if tiles(&MatmulTile::DEFAULT) >= 32 || check_tile(&small, caps).is_err() { MatmulTile::DEFAULT } else { small }
 }
 
 /// Renders a matmul body.

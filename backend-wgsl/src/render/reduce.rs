@@ -190,11 +190,7 @@ pub(super) fn render(
     } else {
         let p = groups.div_ceil(u64::from(wg)).max(1);
         let fits = p * u64::from(width) <= u64::from(tuning.max_persistent_per_thread);
-        if fits && tuning.persistent != Some(false) {
-            Mode::Persistent(p as u32)
-        } else {
-            Mode::Looped
-        }
+        if fits && tuning.persistent != Some(false) { Mode::Persistent(p as u32) } else { Mode::Looped }
     };
     let workgroups = if serial { (r.rows as u64).div_ceil(u64::from(wg)) } else { r.rows as u64 };
     let vec = width == 4;
@@ -254,34 +250,34 @@ pub(super) fn render(
             if rd.is_arg() {
                 em.line(format!("var arg{i}: {} = {};", Ct::I32.ty(vec), splat(Ct::I32, vec, "2147483647i")));
             }
-            open_loop(em, mode, wg, width, r.len);
-            em.emit_closure(&roots, &|e| dep_red[e as usize])?;
-            if i == 0 {
-                for &c in &cache {
-                    em.line(format!("c{c}[j] = v{c};"));
+            for j in groups_of(mode) {
+                open_group(em, mode, wg, width, r.len, j);
+                if i > 0 {
+                    set_cache(em, &cache, j);
                 }
-            }
-            let vd = k.expr(rd.value).dtype;
-            let (vn, vv) = em.value(rd.value)?;
-            let v = if vec && !vv { splat(em.cts[rd.value.0 as usize], true, &vn) } else { vn };
-            let v = ops::cast(&v, vd, rd.fold_dt, vec, &mut em.h).map_err(&invalid)?;
-            if rd.is_arg() {
-                let idx = if vec { "vec4<i32>(i32(red)) + vec4<i32>(0i, 1i, 2i, 3i)" } else { "i32(red)" };
-                let better = rd.better(vec, em);
-                em.line(format!("let x{i} = {v};"));
-                em.line(format!("let k{i} = {idx};"));
-                em.line(format!("let b{i} = {better}(x{i}, k{i}, acc{i}, arg{i});"));
-                em.line(format!("acc{i} = select(acc{i}, x{i}, b{i});"));
-                em.line(format!("arg{i} = select(arg{i}, k{i}, b{i});"));
-            } else {
-                let c = rd.combine(&format!("acc{i}"), &v, vec, em);
-                em.line(format!("acc{i} = {c};"));
-            }
-            close_loop(em, mode, wg, width, r.len);
-            if i == 0 {
-                for &c in &cache {
-                    em.cached.insert(c, format!("c{c}[j]"));
+                em.emit_closure(&roots, &|e| dep_red[e as usize])?;
+                if i == 0 {
+                    for &c in &cache {
+                        em.line(format!("c{c}[{}] = v{c};", j.unwrap_or(0)));
+                    }
                 }
+                let vd = k.expr(rd.value).dtype;
+                let (vn, vv) = em.value(rd.value)?;
+                let v = if vec && !vv { splat(em.cts[rd.value.0 as usize], true, &vn) } else { vn };
+                let v = ops::cast(&v, vd, rd.fold_dt, vec, &mut em.h).map_err(&invalid)?;
+                if rd.is_arg() {
+                    let idx = if vec { "vec4<i32>(i32(red)) + vec4<i32>(0i, 1i, 2i, 3i)" } else { "i32(red)" };
+                    let better = rd.better(vec, em);
+                    em.line(format!("let x{i} = {v};"));
+                    em.line(format!("let k{i} = {idx};"));
+                    em.line(format!("let b{i} = {better}(x{i}, k{i}, acc{i}, arg{i});"));
+                    em.line(format!("acc{i} = select(acc{i}, x{i}, b{i});"));
+                    em.line(format!("arg{i} = select(arg{i}, k{i}, b{i});"));
+                } else {
+                    let c = rd.combine(&format!("acc{i}"), &v, vec, em);
+                    em.line(format!("acc{i} = {c};"));
+                }
+                close_group(em, mode, wg, width, r.len);
             }
             // Horizontal (4 lanes) then across the workgroup.
             let hv = format!("h{i}");
@@ -330,12 +326,15 @@ pub(super) fn render(
             em.line("// element stores");
             let roots = phases.last().cloned().unwrap_or_default();
             em.emit_closure(&roots, &|e| !dep_red[e as usize])?;
-            open_loop(em, mode, wg, width, r.len);
-            em.emit_closure(&roots, &|e| dep_red[e as usize])?;
-            for s in &r.elem_stores {
-                em.emit_store(s)?;
+            for j in groups_of(mode) {
+                open_group(em, mode, wg, width, r.len, j);
+                set_cache(em, &cache, j);
+                em.emit_closure(&roots, &|e| dep_red[e as usize])?;
+                for s in &r.elem_stores {
+                    em.emit_store(s)?;
+                }
+                close_group(em, mode, wg, width, r.len);
             }
-            close_loop(em, mode, wg, width, r.len);
         }
         // Row stores.
         if !r.row_stores.is_empty() {
@@ -480,15 +479,34 @@ fn prev_pow2(x: u32) -> u32 {
     1 << (31 - x.max(1).leading_zeros())
 }
 
-/// Opens the loop over a row's elements; `red` is the first element of the thread's current group.
-fn open_loop(em: &mut Emitter<'_>, mode: Mode, wg: u32, width: u32, len: usize) {
+/// The register groups a thread visits: `Some(j)` for each of the `p` groups of a persistent reduction
+/// (unrolled, so the cache arrays are indexed by constants and stay in registers), `None` for a loop.
+fn groups_of(mode: Mode) -> Vec<Option<u32>> {
+    match mode {
+        Mode::Persistent(p) => (0..p).map(Some).collect(),
+        _ => vec![None],
+    }
+}
+
+/// Points the cached loads at register group `j`.
+fn set_cache(em: &mut Emitter<'_>, cache: &[u32], j: Option<u32>) {
+    for &c in cache {
+        em.cached.insert(c, format!("c{c}[{}]", j.unwrap_or(0)));
+    }
+}
+
+/// Opens the visit of a row's elements; `red` is the first element of the thread's current group. For a
+/// persistent reduction this is the block of group `j`, else the loop over the row.
+fn open_group(em: &mut Emitter<'_>, mode: Mode, wg: u32, width: u32, len: usize, j: Option<u32>) {
     match mode {
         Mode::Persistent(p) => {
-            em.open(format!("for (var j = 0u; j < {p}u; j = j + 1u)"));
+            let j = j.unwrap_or(0);
+            em.open("");
+            let first = if j == 0 { "lid".to_string() } else { format!("lid + {}u", j * wg) };
             if width == 1 {
-                em.line(format!("let red = lid + j * {wg}u;"));
+                em.line(format!("let red = {first};"));
             } else {
-                em.line(format!("let red = (lid + j * {wg}u) * {width}u;"));
+                em.line(format!("let red = ({first}) * {width}u;"));
             }
             if u64::from(p) * u64::from(wg) * u64::from(width) > len as u64 {
                 em.open(format!("if (red < {len}u)"));
@@ -502,8 +520,8 @@ fn open_loop(em: &mut Emitter<'_>, mode: Mode, wg: u32, width: u32, len: usize) 
     }
 }
 
-/// Closes what [`open_loop`] opened.
-fn close_loop(em: &mut Emitter<'_>, mode: Mode, wg: u32, width: u32, len: usize) {
+/// Closes what [`open_group`] opened.
+fn close_group(em: &mut Emitter<'_>, mode: Mode, wg: u32, width: u32, len: usize) {
     if let Mode::Persistent(p) = mode
         && u64::from(p) * u64::from(wg) * u64::from(width) > len as u64
     {

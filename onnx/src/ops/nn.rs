@@ -832,6 +832,9 @@ fn gemm(cx: &mut Cx) -> R<NodeId> {
 
 /// `x - zero_point` as i32 (zero point scalar, or per-`axis` 1-D).
 fn minus_zp(cx: &mut Cx, x: NodeId, zp: Option<NodeId>, axis: Option<usize>) -> R<NodeId> {
+    if cx.rank(x) == 0 {
+        return Err(cx.err("quantized operands must have rank >= 1"));
+    }
     let xi = cx.cast(x, DType::I32)?;
     let Some(zp) = zp else { return Ok(xi) };
     let z = cx.cast(zp, DType::I32)?;

@@ -132,6 +132,18 @@ pub(super) fn recurrent(cx: &mut Cx, op: &str) -> Out {
         x = cx.permute(x, &[1, 0, 2])?;
     }
     let xs = cx.shape(x)?;
+    if xs.len() != 3 {
+        return Err(cx.err(format!("X must be 3-D, got {xs:?}")));
+    }
+    for (name, v, rank) in
+        [("R", Some(r), 3), ("B", bias, 2), ("initial_h", h0, 3), ("initial_c", c0, 3), ("P", peep, 2)]
+    {
+        if let Some(v) = v
+            && cx.rank(v) != rank
+        {
+            return Err(cx.err(format!("{name} must be {rank}-D")));
+        }
+    }
     let (seq, batch, _inp) = (xs[0], xs[1], xs[2]);
     if seq > MAX_UNROLL {
         return Err(cx.unsup(format!("sequence length {seq} exceeds the unroll limit {MAX_UNROLL}")));
@@ -139,6 +151,9 @@ pub(super) fn recurrent(cx: &mut Cx, op: &str) -> Out {
     let dir = cx.as_str("direction", "forward");
     let dirs = if dir == "bidirectional" { 2 } else { 1 };
     let ws = cx.shape(w)?;
+    if ws.len() != 3 {
+        return Err(cx.err(format!("W must be 3-D, got {ws:?}")));
+    }
     let g = match op {
         "RNN" => 1,
         "GRU" => 3,
@@ -366,7 +381,7 @@ pub(super) fn recurrent(cx: &mut Cx, op: &str) -> Out {
 
 pub(super) fn scan(cx: &mut Cx) -> Out {
     if cx.opset < 9 {
-        return Err(cx.unsup("Scan before opset 9 (with a batch axis and sequence_lens)"));
+        return scan8(cx);
     }
     let body = cx.attr("body").and_then(|a| a.g.clone()).ok_or_else(|| cx.err("body is required"))?;
     let m = cx.ai("num_scan_inputs", 0);
@@ -507,6 +522,102 @@ pub(super) fn loop_op(cx: &mut Cx) -> Out {
         us.extend_from_slice(&es);
         let ps: Vec<NodeId> = parts.iter().map(|&p| cx.reshape(p, &us)).collect::<R<_>>()?;
         result.push(Some(cx.concat(ps, 0)?));
+    }
+    Ok(result)
+}
+
+/// Scan-8: a batch axis in front of every state and scan input (scan axis 1), and an optional
+/// `sequence_lens` first input (only full lengths are supported). Unrolled per batch entry.
+fn scan8(cx: &mut Cx) -> Out {
+    let body = cx.attr("body").and_then(|a| a.g.clone()).ok_or_else(|| cx.err("body is required"))?;
+    let m = cx.ai("num_scan_inputs", 0);
+    let total = cx.ins.len().saturating_sub(1);
+    if m <= 0 || m as usize > total {
+        return Err(cx.err(format!("num_scan_inputs {m} does not fit {total} inputs")));
+    }
+    let m = m as usize;
+    let n = total - m;
+    let states: Vec<NodeId> = (1..=n).map(|i| cx.inp(i)).collect::<R<_>>()?;
+    let scans: Vec<NodeId> = (n + 1..=total).map(|i| cx.inp(i)).collect::<R<_>>()?;
+    let dirs = cx.aints("directions").unwrap_or_else(|| vec![0; m]);
+    let first = *scans.first().ok_or_else(|| cx.err("no scan input"))?;
+    let fs = cx.shape(first)?;
+    for &s in &scans {
+        let ss = cx.shape(s)?;
+        if ss.len() < 2 || ss[..2] != fs[..2.min(fs.len())] {
+            return Err(cx.err("scan inputs need one [batch, sequence, ...] shape prefix"));
+        }
+    }
+    for &s in &states {
+        if cx.rank(s) == 0 || fs.is_empty() || cx.shape(s)?[0] != fs[0] {
+            return Err(cx.err("states need the batch axis"));
+        }
+    }
+    if fs.len() < 2 {
+        return Err(cx.err("scan inputs need [batch, sequence, ...]"));
+    }
+    let (batch, len) = (fs[0], fs[1]);
+    if len > MAX_UNROLL || batch > MAX_UNROLL {
+        return Err(cx.unsup("scan too long to unroll"));
+    }
+    if let Some(l) = cx.opt(0) {
+        let v = cx.ints(l)?;
+        if v.iter().any(|&x| x as usize != len) {
+            return Err(cx.unsup("Scan-8 with sequence_lens shorter than the sequence"));
+        }
+    }
+    let k = body.output.len().saturating_sub(n);
+    let mut per_state: Vec<Vec<NodeId>> = vec![Vec::new(); n];
+    let mut per_out: Vec<Vec<NodeId>> = vec![Vec::new(); k];
+    for b in 0..batch {
+        let mut st: Vec<NodeId> = Vec::new();
+        for &s in &states {
+            let sh = cx.shape(s)?;
+            let sl = cx.slice(s, 0, b as i64, b as i64 + 1, 1)?;
+            st.push(cx.reshape(sl, &sh[1..])?);
+        }
+        let mut outs: Vec<Vec<NodeId>> = vec![Vec::new(); k];
+        for t in 0..len {
+            let mut args = st.clone();
+            for (j, &s) in scans.iter().enumerate() {
+                let idx = if dirs.get(j).copied().unwrap_or(0) != 0 { len - 1 - t } else { t };
+                let sh = cx.shape(s)?;
+                let a = cx.slice(s, 0, b as i64, b as i64 + 1, 1)?;
+                let a = cx.slice(a, 1, idx as i64, idx as i64 + 1, 1)?;
+                args.push(cx.reshape(a, &sh[2..])?);
+            }
+            let res = cx.inline_graph(&body, &args)?;
+            st = res[..n].to_vec();
+            for (q, &o) in res[n..].iter().enumerate() {
+                outs[q].push(o);
+            }
+        }
+        for (q, &s) in st.iter().enumerate() {
+            let sh = cx.shape(s)?;
+            let mut us = vec![1];
+            us.extend_from_slice(&sh);
+            per_state[q].push(cx.reshape(s, &us)?);
+        }
+        for (q, parts) in outs.into_iter().enumerate() {
+            let mut ps = Vec::new();
+            for p in parts {
+                let sh = cx.shape(p)?;
+                let mut us = vec![1, 1];
+                us.extend_from_slice(&sh);
+                ps.push(cx.reshape(p, &us)?);
+            }
+            if ps.is_empty() {
+                return Err(cx.unsup("a scan of length 0"));
+            }
+            per_out[q].push(cx.concat(ps, 1)?);
+        }
+    }
+    let mut result = Vec::new();
+    for parts in per_state.into_iter().chain(per_out) {
+        if parts.is_empty() {
+            return Err(cx.unsup("a scan over an empty batch"));
+        }
+        result.push(Some(cx.concat(parts, 0)?));
     }
     Ok(result)
 }

@@ -268,6 +268,11 @@ fn loss(cx: &mut Cx, softmax: bool) -> Out {
     let d = cx.dt(x);
     let logp = if softmax { cx.add(Op::LogSoftmax { axis: 1 }, vec![x])? } else { x };
     let ts = cx.shape(t)?;
+    let mut want = vec![xs[0]];
+    want.extend_from_slice(&xs[2..]);
+    if ts != want {
+        return Err(cx.err(format!("target {ts:?} must have shape {want:?} for input {xs:?}")));
+    }
     let t = cx.cast(t, DType::I64)?;
     let ii = cx.ai_opt("ignore_index");
     let valid = match ii {
