@@ -1,5 +1,5 @@
 //! The importer: walks the ONNX graph in topological order and lowers every node to sinter IR
-//! ops (see [`crate::ops`]), folding constants as it goes.
+//! ops (the private `ops` modules), folding constants as it goes.
 //!
 //! Values known at import time are tracked per IR node: initializers, `Constant` nodes, shapes of
 //! statically shaped tensors (`Shape`, `Size`), and everything computed from those alone (folded

@@ -39,6 +39,9 @@ pub struct Args {
     /// Check compiled outputs against the CPU reference (slow at full scale).
     #[arg(long)]
     pub check: bool,
+    /// Untimed warm-up runs per workload (GPUs idle at low clocks; see BENCHMARKS.md).
+    #[arg(long, default_value_t = 20)]
+    pub warmup: usize,
     /// Skip the copy-bandwidth calibration.
     #[arg(long)]
     pub no_calibrate: bool,
@@ -142,6 +145,7 @@ pub fn make_backend(name: &str, calibrate: bool) -> Result<(Rc<dyn BackendTrait>
 }
 
 /// Compiles and times one workload in one mode.
+#[allow(clippy::too_many_arguments)]
 pub fn measure(
     w: &Workload,
     scale: Scale,
@@ -149,6 +153,7 @@ pub fn measure(
     mode: Mode,
     fusion: bool,
     iters: usize,
+    warmup: usize,
     inputs: &[HostTensor],
 ) -> Result<(Row, Vec<HostTensor>, CompiledGraph)> {
     let g = w.build(scale)?;
@@ -164,8 +169,11 @@ pub fn measure(
     let warm = t.elapsed().as_secs_f64();
     drop(warm_c);
     let _ = std::fs::remove_dir_all(&cache);
-    // Warm-up run, then timed runs.
+    // Warm-up runs (clocks ramp up, caches fill), then timed runs.
     c.run(inputs)?;
+    if warmup > 1 {
+        c.run_timed(inputs, warmup - 1)?;
+    }
     let t = Instant::now();
     let (out, timings) = c.run_timed(inputs, iters.max(1))?;
     let wall_ms = t.elapsed().as_secs_f64() * 1e3 / iters.max(1) as f64;
@@ -250,7 +258,7 @@ pub fn run(a: Args) -> Result<()> {
         }
         let mut eager_out: Option<Vec<HostTensor>> = None;
         for (m, fusion) in modes {
-            let (mut row, out, _c) = match measure(w, scale, &backend, m, fusion, a.iters, &inputs) {
+            let (mut row, out, _c) = match measure(w, scale, &backend, m, fusion, a.iters, a.warmup, &inputs) {
                 Ok(r) => r,
                 Err(e) => {
                     println!("{:32} {:>15} error: {e:#}", w.name, if fusion { m.name() } else { "eager" });

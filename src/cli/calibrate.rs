@@ -40,7 +40,7 @@ pub fn run(a: Args) -> Result<()> {
         for name in ["matmul_4096_f32", "matmul_8192_bf16"] {
             let w = super::workload(name)?;
             let inputs = w.inputs(Scale::Full, 1);
-            let (row, _, _) = super::bench::measure(&w, Scale::Full, &backend, Mode::Default, true, 5, &inputs)?;
+            let (row, _, _) = super::bench::measure(&w, Scale::Full, &backend, Mode::Default, true, 5, 10, &inputs)?;
             if let Some(t) = row.tflops {
                 println!("matmul {} ({name}): {t:.2} TFLOP/s", w.dtype());
                 matmul.insert(w.dtype().to_string(), t);

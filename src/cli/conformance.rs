@@ -35,7 +35,7 @@ pub struct Args {
     /// passes fewer cases than its floor.
     #[arg(long)]
     pub floor: Option<PathBuf>,
-    /// List every failing, erroring and unsupported case.
+    /// Also list every unsupported case (failures, errors and timeouts are always listed).
     #[arg(long, short)]
     pub verbose: bool,
 }
@@ -100,9 +100,16 @@ fn print_report(r: &Report, args: &Args, secs: f64) -> Result<()> {
             op, s.passed, s.failed, s.unsupported, s.errors, s.timeouts, s.total
         )?;
     }
-    if args.verbose {
+    // Failures, errors and timeouts are always listed (with the max error); unsupported cases
+    // only with --verbose.
+    let listed: Vec<_> = r
+        .cases
+        .iter()
+        .filter(|c| c.status != Status::Pass && (args.verbose || c.status != Status::Unsupported))
+        .collect();
+    if !listed.is_empty() {
         writeln!(w)?;
-        for c in r.cases.iter().filter(|c| c.status != Status::Pass) {
+        for c in listed {
             let status = format!("{:?}", c.status).to_lowercase();
             writeln!(w, "{status:<11} {}/{}: {}", c.kind, c.name, c.detail.as_deref().unwrap_or(""))?;
         }

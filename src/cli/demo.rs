@@ -94,6 +94,7 @@ pub fn run(args: Args) -> Result<()> {
         eager: true,
         scale: args.scale,
         iters: args.iters,
+        warmup: 1,
         json: None,
         check: reduced,
         no_calibrate: false,

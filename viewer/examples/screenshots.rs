@@ -1,5 +1,6 @@
-//! Renders every panel of the demo folder to PNG files (headless, through egui_kittest's wgpu
-//! renderer), for the README: `cargo run -p sinter-viewer --example screenshots -- docs/img`.
+//! Renders every panel of an artifact folder (default: the synthetic demo folder) to PNG files
+//! (headless, through egui_kittest's wgpu renderer), for the README:
+//! `cargo run -p sinter-viewer --example screenshots -- docs/img [ARTIFACT_DIR]`.
 //! Optionally shrink them afterwards with `pngquant`.
 
 use egui_kittest::Harness;
@@ -12,8 +13,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = PathBuf::from(std::env::args().nth(1).ok_or("usage: screenshots OUT_DIR")?);
     std::fs::create_dir_all(&out)?;
     let tmp = tempfile::tempdir()?;
-    let dir = tmp.path().join("run1");
-    demo::demo_artifacts(&dir)?;
+    let dir = match std::env::args().nth(2) {
+        Some(d) => PathBuf::from(d),
+        None => {
+            let d = tmp.path().join("run1");
+            demo::demo_artifacts(&d)?;
+            d
+        }
+    };
     let app = ViewerApp::new(Artifacts::load(&dir)?);
     let mut h = Harness::builder().with_size([1400.0, 820.0]).build_ui_state(|ui, app: &mut ViewerApp| app.ui(ui), app);
     for (tab, name) in [
@@ -31,7 +38,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if tab == Tab::Timeline {
             // Zoom to the first iteration so kernel names and launch gaps show.
             let width = h.state().timeline.last_width;
-            h.state_mut().timeline.view = Some(View::fit(0.0, 300_000.0, width));
+            let span = std::env::var("SCREENSHOT_TIMELINE_NS").ok().and_then(|v| v.parse().ok()).unwrap_or(300_000.0);
+            h.state_mut().timeline.view = Some(View::fit(0.0, span, width));
             h.run();
         }
         let image = h.render()?;

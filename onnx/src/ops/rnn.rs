@@ -395,7 +395,10 @@ pub(super) fn scan(cx: &mut Cx) -> Out {
     let scans: Vec<NodeId> = (n..total).map(|i| cx.inp(i)).collect::<R<_>>()?;
     let in_axes = cx.aints("scan_input_axes").unwrap_or_else(|| vec![0; m]);
     let in_dirs = cx.aints("scan_input_directions").unwrap_or_else(|| vec![0; m]);
-    let k = body.output.len().saturating_sub(n);
+    if body.input.len() != n + m || body.output.len() < n {
+        return Err(cx.err("the body's inputs/outputs do not match the states and scan inputs"));
+    }
+    let k = body.output.len() - n;
     let out_axes = cx.aints("scan_output_axes").unwrap_or_else(|| vec![0; k]);
     let out_dirs = cx.aints("scan_output_directions").unwrap_or_else(|| vec![0; k]);
     if in_axes.len() != m || in_dirs.len() != m || out_axes.len() != k || out_dirs.len() != k {
@@ -566,7 +569,10 @@ fn scan8(cx: &mut Cx) -> Out {
             return Err(cx.unsup("Scan-8 with sequence_lens shorter than the sequence"));
         }
     }
-    let k = body.output.len().saturating_sub(n);
+    if body.input.len() != n + m || body.output.len() < n {
+        return Err(cx.err("the body's inputs/outputs do not match the states and scan inputs"));
+    }
+    let k = body.output.len() - n;
     let mut per_state: Vec<Vec<NodeId>> = vec![Vec::new(); n];
     let mut per_out: Vec<Vec<NodeId>> = vec![Vec::new(); k];
     for b in 0..batch {
