@@ -40,12 +40,42 @@ pub struct Args {
     pub verbose: bool,
 }
 
-/// The backend with this name (`cpu`: the CPU reference interpreter).
+/// The backend with this name: `cpu` (the CPU reference interpreter), `wgsl` (compiled and run
+/// through wgpu, fused) or `interp` (compiled, run on the host kernel-IR interpreter).
 pub fn backend(name: &str) -> Result<Backend> {
     match name {
         "cpu" => Ok(Arc::new(sinter::cpu::run)),
-        other => bail!("unknown backend {other:?}; available: cpu"),
+        "wgsl" => {
+            let b = sinter_wgsl::WgslBackend::new()?;
+            Ok(Arc::new(move |g: &sinter::IrGraph, inputs: &[sinter::HostTensor]| {
+                compiled_run(std::rc::Rc::new(b.clone()), g, inputs)
+            }))
+        }
+        "interp" => Ok(Arc::new(|g: &sinter::IrGraph, inputs: &[sinter::HostTensor]| {
+            compiled_run(std::rc::Rc::new(sinter::core::kernel::interp::InterpBackend::new()), g, inputs)
+        })),
+        other => bail!("unknown backend {other:?}; available: cpu, wgsl, interp"),
     }
+}
+
+/// Compiles `g` (no disk cache, no artifacts) and runs it once; a backend's refusal (a dtype or
+/// limit it lacks) becomes [`sinter::Error::Unsupported`] so the runner counts it as unsupported.
+fn compiled_run(
+    b: std::rc::Rc<dyn sinter::core::backend::Backend>,
+    g: &sinter::IrGraph,
+    inputs: &[sinter::HostTensor],
+) -> Result<Vec<sinter::HostTensor>, sinter::Error> {
+    use sinter::core::backend::BackendError;
+    use sinter::core::compile::{CompileError, CompileOptions, compile};
+    let opts = CompileOptions { cache_dir: None, debug_dir: None, ..CompileOptions::default() };
+    let run = || -> Result<Vec<sinter::HostTensor>, CompileError> { compile(g, b.clone(), opts.clone())?.run(inputs) };
+    run().map_err(|e| match e {
+        CompileError::Graph(e) => e,
+        CompileError::Backend(BackendError::Unsupported { backend, what }) => {
+            sinter::Error::Unsupported(format!("{backend} backend: {what}"))
+        }
+        other => sinter::Error::Eval { node: "compiled program".into(), msg: other.to_string() },
+    })
 }
 
 /// Runs the suite.

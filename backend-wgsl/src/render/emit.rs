@@ -191,10 +191,20 @@ impl<'a> Emitter<'a> {
         self.line("}");
     }
 
-    /// A fresh temporary-name prefix.
+    /// A fresh temporary-name prefix. Names that would shadow a WGSL predeclared type
+    /// (`i32`, `u32`, `f32`, `f16`) are skipped: a local `i32` makes every later `i32(..)` a call
+    /// of the local.
     pub(crate) fn fresh(&mut self, base: &str) -> String {
-        self.tmp += 1;
-        format!("{base}{}", self.tmp)
+        loop {
+            self.tmp += 1;
+            let name = format!("{base}{}", self.tmp);
+            if !matches!(
+                name.as_str(),
+                "i32" | "u32" | "f32" | "f16" | "i64" | "u64" | "f64" | "i8" | "u8" | "i16" | "u16"
+            ) {
+                return name;
+            }
+        }
     }
 
     /// Sets the vectorized variable (or none) and recomputes which expressions vary across its lanes.
@@ -370,7 +380,10 @@ impl<'a> Emitter<'a> {
                     }
                 }
             }
-            Expr::Const(x) => const_lit(*x, dt).map_err(ctx)?,
+            // A 64-bit constant outside the 32-bit emulation is a limit of this backend, not a
+            // malformed kernel: report it as unsupported.
+            Expr::Const(x) => const_lit(*x, dt)
+                .map_err(|m| RenderError::Unsupported { kernel: kname.clone(), what: format!("v{}: {m}", e.0) })?,
             Expr::IndexValue(idx) => {
                 let from = DType::I32;
                 if vec {
