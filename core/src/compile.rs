@@ -47,6 +47,9 @@ pub enum CompileError {
         /// Why the guard failed.
         reason: String,
     },
+    /// Recording a profile failed.
+    #[error(transparent)]
+    Profile(#[from] crate::profile::ProfileError),
     /// Writing debug artifacts failed.
     #[error("writing artifacts to {path}: {msg}")]
     Artifacts {
@@ -328,6 +331,70 @@ impl CompiledGraph {
         h.update(serde_json::to_string(self.backend.caps()).unwrap_or_default().as_bytes());
         h.update(format!("{:?} fusion={}", self.opts.mode, self.opts.fusion).as_bytes());
         h.finalize().to_hex()[..32].to_string()
+    }
+
+    /// Runs `iters` timed iterations (after one warm-up) and returns a [`crate::profile::Profile`]
+    /// of this compiled graph: every kernel with its fused ops, grid, bytes, FLOPs and device
+    /// times, the compile phases of every specialization, the fusion decisions, peak memory and
+    /// the captured graph. `device` carries the adapter name and the ceilings the roofline uses.
+    /// Write it with [`crate::profile::Profile::write`], e.g.
+    /// `compiled.profile(&inputs, 10, "my_model", device)?.write("run1")?`.
+    pub fn profile(
+        &self,
+        inputs: &[HostTensor],
+        iters: usize,
+        name: &str,
+        device: crate::profile::DeviceInfo,
+    ) -> Result<crate::profile::Profile, CompileError> {
+        use crate::profile::{
+            FusionDecision as PFusion, KernelProfile, Mode as PMode, ProfileBuilder, Span, SpanCategory,
+        };
+        self.run(inputs)?; // warm-up; compiles for this signature if needed
+        let pmode = if self.opts.fusion { PMode::Compiled } else { PMode::Eager };
+        let mut b = ProfileBuilder::new(name, self.backend.name(), pmode, device);
+        let mut t = b.now_ns();
+        for ev in self.events() {
+            for (phase, secs) in &ev.stats.phases {
+                let category = match phase.as_str() {
+                    "specialize" => SpanCategory::Capture,
+                    "schedule" => SpanCategory::Fuse,
+                    "backend_load" => SpanCategory::BackendCompile,
+                    _ => SpanCategory::Pass,
+                };
+                let detail = if ev.stats.cache_hit { "program cache hit".to_string() } else { ev.reason.clone() };
+                b.push_span(Span { name: phase.clone(), category, start_ns: t, dur_ns: secs * 1e9, detail });
+                t += secs * 1e9;
+            }
+        }
+        let program = self.program().ok_or_else(|| Error::Input("nothing compiled".into()))?;
+        let sources = self.sources();
+        for k in &program.kernels {
+            let mut kp = KernelProfile::from_kernel(k);
+            if let Some(s) = sources.iter().find(|s| s.name == k.name) {
+                kp = kp.grid(s.grid).block(s.block).source_path(format!("kernels/{}.{}", s.name, s.ext));
+            }
+            b.add_kernel(kp);
+        }
+        for d in &program.decisions {
+            b.push_fusion(PFusion {
+                nodes: d.nodes.clone(),
+                kernels: d.kernels.clone(),
+                fused: d.fused,
+                reason: d.reason.clone(),
+            });
+        }
+        b.set_graph(&self.graph);
+        b.set_peak_memory(program.memory.peak_bytes as u64);
+        let iters = iters.max(1);
+        let start = b.now_ns();
+        let (_, timings) = self.run_timed(inputs, iters)?;
+        let per = (b.now_ns() - start) / iters as f64;
+        for (i, run) in timings.iter().enumerate() {
+            let submit = start + per * i as f64;
+            b.push_batch(i as u32, submit, run.iter().map(|k| (k.kernel.as_str(), k.start_ns, k.dur_ns)))?;
+        }
+        b.set_iterations(iters as u32);
+        Ok(b.finish()?)
     }
 
     /// The captured graph.
@@ -643,6 +710,23 @@ mod tests {
             assert!(dir.join(f).is_file(), "{f} missing");
         }
         assert!(std::fs::read_dir(dir.join("passes")).unwrap().count() >= 3);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn profile_records_kernels_and_roundtrips() {
+        let dir = tmpdir("profile");
+        let g = softmax_graph(Dim::Static(5));
+        let c = compile(&g, Rc::new(InterpBackend::new()), opts(None)).unwrap();
+        let x = HostTensor::random(DType::F32, vec![5, 37], 5, -1.0, 1.0);
+        let b = HostTensor::random(DType::F32, vec![37], 6, -1.0, 1.0);
+        let device = crate::profile::DeviceInfo::new("host", "interp", crate::profile::Ceilings::default());
+        let p = c.profile(&[x, b], 3, "softmax_test", device).unwrap();
+        assert_eq!(p.kernels.len(), 1);
+        assert!(p.kernels[0].ops.iter().any(|o| o == "softmax"), "{:?}", p.kernels[0].ops);
+        p.write(&dir).unwrap();
+        let back = crate::profile::Profile::read(&dir).unwrap();
+        assert_eq!(back.kernels.len(), 1);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -6,9 +6,7 @@ use super::{ScaleArg, workload};
 use anyhow::{Context, Result};
 use sinter::core::backend::{Backend as BackendTrait, Mode};
 use sinter::core::compile::{CompileOptions, compile};
-use sinter::core::profile::{
-    self, Ceilings, DeviceInfo, FusionDecision, KernelProfile, ProfileBuilder, Span, SpanCategory,
-};
+use sinter::core::profile::{self, Ceilings, DeviceInfo};
 use sinter::workloads::Scale;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -69,56 +67,8 @@ fn record(
         debug_dir: fusion.then(|| dir.to_path_buf()),
         ..CompileOptions::default()
     };
-    let pmode = if fusion { profile::Mode::Compiled } else { profile::Mode::Eager };
-    let mut b = ProfileBuilder::new(w.name, backend.name(), pmode, device.clone());
-    let t0 = b.now_ns();
     let c = compile(&g, backend.clone(), opts).with_context(|| format!("compiling {}", w.name))?;
-    // Compile spans from the driver's phase timings, laid end to end from t0.
-    let mut t = t0;
-    for ev in c.events() {
-        for (name, secs) in &ev.stats.phases {
-            let category = match name.as_str() {
-                "specialize" => SpanCategory::Capture,
-                "schedule" => SpanCategory::Fuse,
-                "backend_load" => SpanCategory::BackendCompile,
-                _ => SpanCategory::Pass,
-            };
-            let dur = secs * 1e9;
-            let detail = if ev.stats.cache_hit { "program cache hit".to_string() } else { ev.reason.clone() };
-            b.push_span(Span { name: name.clone(), category, start_ns: t, dur_ns: dur, detail });
-            t += dur;
-        }
-    }
-    let program = c.program().context("no program")?;
-    let sources = c.sources();
-    for k in &program.kernels {
-        let mut kp = KernelProfile::from_kernel(k);
-        if let Some(s) = sources.iter().find(|s| s.name == k.name) {
-            kp = kp.grid(s.grid).block(s.block).source_path(format!("kernels/{}.{}", s.name, s.ext));
-        }
-        b.add_kernel(kp);
-    }
-    for d in &program.decisions {
-        b.push_fusion(FusionDecision {
-            nodes: d.nodes.clone(),
-            kernels: vec![],
-            fused: d.fused,
-            reason: d.reason.clone(),
-        });
-    }
-    b.set_graph(&g);
-    b.set_peak_memory(program.memory.peak_bytes as u64);
-    c.run(&inputs)?; // warm-up
-    let iters = a.iters.max(1);
-    let start = b.now_ns();
-    let (_, timings) = c.run_timed(&inputs, iters)?;
-    let per = (b.now_ns() - start) / iters as f64;
-    for (i, run) in timings.iter().enumerate() {
-        let submit = start + per * i as f64;
-        b.push_batch(i as u32, submit, run.iter().map(|k| (k.kernel.as_str(), k.start_ns, k.dur_ns)))?;
-    }
-    b.set_iterations(iters as u32);
-    Ok(b.finish()?)
+    Ok(c.profile(&inputs, a.iters, w.name, device.clone())?)
 }
 
 /// Runs the profile.

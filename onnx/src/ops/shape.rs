@@ -475,7 +475,13 @@ fn range(cx: &mut Cx) -> R<NodeId> {
     cx.arity(3, 3)?;
     let (s, l, d) = (cx.inp(0)?, cx.inp(1)?, cx.inp(2)?);
     let dt = cx.dt(s);
-    let (sv, lv, dv) = (cx.floats(s)?[0], cx.floats(l)?[0], cx.floats(d)?[0]);
+    let one = |cx: &Cx, v: NodeId| -> R<f64> {
+        match cx.floats(v)?.as_slice() {
+            [x] => Ok(*x),
+            _ => Err(cx.err("start, limit and delta must be scalars")),
+        }
+    };
+    let (sv, lv, dv) = (one(cx, s)?, one(cx, l)?, one(cx, d)?);
     if dv == 0.0 {
         return Err(cx.err("delta is 0"));
     }

@@ -163,6 +163,11 @@ fn stft(cx: &mut Cx) -> R<NodeId> {
         return Err(cx.err("frame_step must be positive"));
     }
     let window = cx.opt(2);
+    if let Some(w) = window
+        && cx.rank(w) != 1
+    {
+        return Err(cx.err("window must be 1-D"));
+    }
     let flen = match cx.opt(3) {
         Some(f) => cx.ints(f)?.first().copied().unwrap_or(0),
         None => match window {
