@@ -1377,6 +1377,9 @@ fn max_unpool(cx: &mut Cx) -> R<NodeId> {
         return Err(cx.err("indices must have the input's shape"));
     }
     let k = kernel_shape(cx, None)?;
+    if k.len() != n {
+        return Err(cx.err(format!("kernel_shape {k:?} does not fit {n} spatial axes")));
+    }
     let ok = |v: &Vec<i64>| v.iter().all(|x| (0..=1 << 20).contains(x));
     let st = cx.aints("strides").filter(|v| v.len() == n && ok(v)).unwrap_or_else(|| vec![1; n]);
     let p = cx.aints("pads").filter(|v| v.len() == 2 * n && ok(v)).unwrap_or_else(|| vec![0; 2 * n]);
