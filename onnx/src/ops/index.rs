@@ -236,6 +236,9 @@ pub(super) fn array_feature_extractor(cx: &mut Cx) -> R<NodeId> {
     cx.arity(2, 2)?;
     let (x, i) = (cx.inp(0)?, cx.inp(1)?);
     let r = cx.rank(x);
+    if r == 0 {
+        return Err(cx.err("X must have rank >= 1"));
+    }
     let n: usize = cx.shape(i)?.iter().product();
     let i = cx.reshape(i, &[n])?;
     let y = cx.add(Op::Gather { axis: r - 1 }, vec![x, i])?;

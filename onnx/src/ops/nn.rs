@@ -138,6 +138,9 @@ fn geometry(cx: &Cx, ins: &[usize], kernel: Vec<usize>, ceil: bool) -> R<Geo> {
     if kernel.len() != n || kernel.contains(&0) {
         return Err(cx.err(format!("kernel {kernel:?} does not fit {n} spatial axes")));
     }
+    if ins.contains(&0) {
+        return Err(cx.err(format!("empty spatial extents {ins:?}")));
+    }
     let auto = cx.as_str("auto_pad", "NOTSET");
     let eff: Vec<usize> = (0..n).map(|i| (kernel[i] - 1) * dil[i] + 1).collect();
     let mut pads = vec![(0usize, 0usize); n];
@@ -418,6 +421,9 @@ fn conv_transpose(cx: &mut Cx) -> R<NodeId> {
         wf = cx.slice(wf, i + 2, -1, i64::MIN, -1)?;
     }
     let ps = cx.shape(xp)?;
+    if (0..n).any(|i| ps[i + 2] < (k[i] - 1) * dil[i] + 1) {
+        return Err(cx.err("output extent would be empty"));
+    }
     let geo = Geo {
         kernel: k.clone(),
         strides: vec![1; n],
@@ -425,9 +431,6 @@ fn conv_transpose(cx: &mut Cx) -> R<NodeId> {
         pads: vec![(0, 0); n],
         out: (0..n).map(|i| ps[i + 2] + 1 - ((k[i] - 1) * dil[i] + 1)).collect(),
     };
-    if (0..n).any(|i| ps[i + 2] < (k[i] - 1) * dil[i] + 1) {
-        return Err(cx.err("output extent would be empty"));
-    }
     conv_nd(cx, xp, wf, b, &geo, gr)
 }
 

@@ -155,8 +155,11 @@ fn softmax(cx: &mut Cx, op: &str) -> R<NodeId> {
     cx.arity(1, 1)?;
     let x = cx.inp(0)?;
     let r = cx.rank(x);
+    if r == 0 {
+        return Err(cx.err("needs an input of rank >= 1"));
+    }
     let legacy = cx.opset < 13;
-    let axis = cx.axis(cx.ai("axis", if legacy { 1 } else { -1 }), r.max(1))?;
+    let axis = cx.axis(cx.ai("axis", if legacy { 1 } else { -1 }), r)?;
     let apply = |cx: &mut Cx, v: NodeId, axis: usize| -> R<NodeId> {
         match op {
             "Softmax" => cx.add(Op::Softmax { axis }, vec![v]),
@@ -181,9 +184,6 @@ fn softmax(cx: &mut Cx, op: &str) -> R<NodeId> {
         let x2 = cx.reshape(x, &[a, b])?;
         let y = apply(cx, x2, 1)?;
         return cx.reshape(y, &s);
-    }
-    if legacy && r == 0 {
-        return apply(cx, x, 0);
     }
     apply(cx, x, axis)
 }

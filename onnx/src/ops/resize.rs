@@ -672,6 +672,9 @@ fn roi_align(cx: &mut Cx) -> R<NodeId> {
         return Err(cx.err("RoiAlign needs NCHW input"));
     }
     let (nb, c, h, w) = (xs[0], xs[1], xs[2], xs[3]);
+    if h == 0 || w == 0 {
+        return Err(cx.err("empty spatial extents"));
+    }
     let nr = bidx.len();
     if rois.len() != nr * 4 || bidx.iter().any(|&b| b < 0 || b as usize >= nb) {
         return Err(cx.err("rois must be [num_rois, 4] with batch indices in range"));
