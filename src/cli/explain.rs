@@ -1,10 +1,14 @@
 //! `sinter explain`: the captured graph of a workload in text form, then the graph after each pass
-//! of the pipeline.
+//! of the pipeline. With `--backend` or `--out` it also schedules and compiles the workload and
+//! writes the debug artifacts (`graph.txt`, `ir_pre_fusion.txt`, `ir_post_fusion.txt`,
+//! `kernels/*`, `fusion.json`), as `SINTER_DEBUG=dir` does.
 
 use super::ScaleArg;
 use anyhow::{Context, Result};
+use sinter::core::compile::{CompileOptions, compile};
 use sinter::{passes, text, workloads::Scale};
 use std::io::Write;
+use std::path::PathBuf;
 
 /// Arguments of `sinter explain`.
 #[derive(clap::Args, Debug)]
@@ -15,6 +19,15 @@ pub struct Args {
     /// Build at the benchmark size or the reduced one.
     #[arg(long, value_enum, default_value = "full")]
     pub scale: ScaleArg,
+    /// Also compile for this backend (auto, wgsl, interp) and summarize the kernels.
+    #[arg(long)]
+    pub backend: Option<String>,
+    /// Write the debug artifacts of the compilation here (implies `--backend auto` if none given).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Compile with fusion off (one kernel per primitive op).
+    #[arg(long)]
+    pub eager: bool,
 }
 
 /// Prints the graphs.
@@ -27,7 +40,7 @@ pub fn run(args: Args) -> Result<()> {
     writeln!(out, "# {} ({} scale): {}", w.name, scale.name(), w.description)?;
     writeln!(out, "== captured ({} nodes)", g.nodes.len())?;
     out.write_all(text::print(&g).as_bytes())?;
-    let mut prev = g;
+    let mut prev = g.clone();
     for (name, step) in steps {
         if step == prev {
             writeln!(out, "== after {name}: unchanged")?;
@@ -36,6 +49,36 @@ pub fn run(args: Args) -> Result<()> {
             out.write_all(text::print(&step).as_bytes())?;
         }
         prev = step;
+    }
+    if args.backend.is_some() || args.out.is_some() {
+        let (backend, _) = super::bench::make_backend(args.backend.as_deref().unwrap_or("auto"), false)?;
+        let opts = CompileOptions {
+            fusion: !args.eager,
+            debug_dir: args.out.clone(),
+            cache_dir: None,
+            ..CompileOptions::default()
+        };
+        let c = compile(&g, backend.clone(), opts).with_context(|| format!("compiling {}", w.name))?;
+        writeln!(out, "== compiled for {} ({})", backend.name(), backend.device_name())?;
+        match c.program() {
+            Some(p) => {
+                let mb = |b: usize| b as f64 / 1e6;
+                writeln!(
+                    out,
+                    "{} kernel(s); peak device memory {:.1} MB ({:.1} MB without buffer reuse)",
+                    p.kernels.len(),
+                    mb(p.memory.peak_bytes),
+                    mb(p.memory.unplanned_bytes)
+                )?;
+                for s in c.sources() {
+                    writeln!(out, "  {}", s.name)?;
+                }
+            }
+            None => writeln!(out, "(symbolic inputs: compiled at the first call)")?,
+        }
+        if let Some(dir) = &args.out {
+            writeln!(out, "artifacts written to {}", dir.display())?;
+        }
     }
     out.flush()?;
     Ok(())
