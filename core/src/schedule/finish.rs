@@ -202,7 +202,19 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
         let mut k = Kernel { name, args, exprs: kb.exprs.clone(), body, origins, ops, flops: 0.0, bytes: 0.0 };
         k.flops = flops(&k);
         k.bytes = k.args.iter().map(|a| (a.numel * a.dtype.size_bytes()) as f64).sum();
-        kernels.push(k);
+        match split_reduction(&s, &mut bufs, &k) {
+            Some((mut a, mut b, reason)) => {
+                a.name = format!("{}_partial", k.name);
+                b.name = kernel_name(idx + 1, &b.ops, kb);
+                a.flops = flops(&a);
+                b.flops = flops(&b);
+                decisions.push((fd(kb.member_nodes().map(|n| n.0).collect(), true, &reason), vec![ki]));
+                new_index[ki] = Some(idx + 1);
+                kernels.push(a);
+                kernels.push(b);
+            }
+            None => kernels.push(k),
+        }
         // What was inlined here.
         let members: BTreeSet<NodeId> = kb.member_nodes().collect();
         let (mut pw, mut mv) = (Vec::new(), Vec::new());
@@ -244,6 +256,31 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
         .collect();
     let memory = plan_memory(&bufs.decls, &kernels);
     Ok(Program { buffers: bufs.decls, kernels, inputs, outputs, memory, decisions })
+}
+
+/// The two kernels and the reason when the cost model splits reduce kernel `k` (fusion on only).
+fn split_reduction(s: &Sched, bufs: &mut Buffers, k: &Kernel) -> Option<(Kernel, Kernel, String)> {
+    let KernelBody::Reduce(r) = &k.body else { return None };
+    if !s.opts.fusion || !super::split::splittable(k) {
+        return None;
+    }
+    let acc = r.reductions[0].dtype;
+    if !acc.is_float() || !s.caps.dtypes.contains(&acc) {
+        return None;
+    }
+    let want = s.opts.cost_model.reduce_split(r.rows, r.len, s.caps);
+    let factor = super::split::pick_factor(r.len, want)?;
+    let partial = bufs.add(acc, r.rows * factor, BufferKind::Intermediate, None);
+    let strategy = |rows, len| s.opts.cost_model.reduce_strategy(rows, len, s.caps);
+    let (a, b) = super::split::split(k, factor, partial, &strategy)?;
+    let reason = format!(
+        "split reduction: {} row(s) of {} cannot fill the device; {} partial rows of {} then a {factor}-wide combine",
+        r.rows,
+        r.len,
+        r.rows * factor,
+        r.len / factor
+    );
+    Some((a, b, reason))
 }
 
 fn fd(nodes: Vec<u32>, fused: bool, reason: &str) -> FusionDecision {

@@ -55,6 +55,7 @@ mod emit;
 mod finish;
 mod memory;
 mod plan;
+mod split;
 
 #[cfg(test)]
 mod tests;
@@ -82,6 +83,15 @@ pub trait CostModel: fmt::Debug + Send + Sync {
 
     /// Whether fusing two sibling kernels that share `shared_bytes` of reads is worth it.
     fn fuse_horizontal(&self, shared_bytes: usize) -> bool;
+
+    /// Into how many chunks to split each row of a reduce kernel of `rows` rows of `len` that has
+    /// too few rows to fill the device (a partial kernel over `rows * factor` rows, then a combine
+    /// kernel). `1` (the default) never splits; the scheduler rounds the factor down to a divisor
+    /// of `len` and skips the split when only a much smaller one exists.
+    fn reduce_split(&self, rows: usize, len: usize, caps: &Capabilities) -> usize {
+        let _ = (rows, len, caps);
+        1
+    }
 }
 
 /// The default cost model, with Inductor-like thresholds.
@@ -97,6 +107,11 @@ pub struct DefaultCostModel {
     pub thread_per_row_len: usize,
     /// "Many rows" for [`ReduceStrategy::ThreadPerRow`].
     pub thread_per_row_rows: usize,
+    /// Workgroups a reduce kernel should launch to fill the device when [`Capabilities::compute_units`]
+    /// is unknown (else 4 per compute unit); kernels with fewer rows than half of it are split.
+    pub split_target_groups: usize,
+    /// Smallest chunk of a row a split reduction gives one workgroup.
+    pub split_min_chunk: usize,
 }
 
 impl Default for DefaultCostModel {
@@ -107,6 +122,8 @@ impl Default for DefaultCostModel {
             persistent_per_thread: 4,
             thread_per_row_len: 64,
             thread_per_row_rows: 4096,
+            split_target_groups: 512,
+            split_min_chunk: 4096,
         }
     }
 }
@@ -138,6 +155,14 @@ impl CostModel for DefaultCostModel {
 
     fn fuse_horizontal(&self, shared_bytes: usize) -> bool {
         shared_bytes > 0
+    }
+
+    fn reduce_split(&self, rows: usize, len: usize, caps: &Capabilities) -> usize {
+        let target = if caps.compute_units > 0 { 4 * caps.compute_units as usize } else { self.split_target_groups };
+        if rows.saturating_mul(2) >= target {
+            return 1;
+        }
+        target.div_ceil(rows.max(1)).min(len / self.split_min_chunk.max(1)).max(1)
     }
 }
 

@@ -287,6 +287,49 @@ fn reduction_strategies() {
 }
 
 #[test]
+fn split_reductions_for_few_rows() {
+    use crate::ir::ReduceOp::*;
+    let m = DefaultCostModel::default();
+    let caps = Capabilities::host();
+    assert_eq!(m.reduce_split(8192, 8192, &caps), 1, "enough rows");
+    assert_eq!(m.reduce_split(1, 4096, &caps), 1, "row too short to split");
+    assert_eq!(m.reduce_split(1, 1 << 24, &caps), 512);
+    assert_eq!(super::split::pick_factor(1 << 20, 512), Some(512));
+    assert_eq!(super::split::pick_factor(3 * 1000, 512), Some(500));
+    assert_eq!(super::split::pick_factor(65_521, 16), None, "a prime length is not split");
+    // Whole-tensor and few-row reductions of every splittable operator, with a row epilogue
+    // (mean divides, the outer expression adds) and a prologue (abs).
+    for (i, (shape, axes)) in
+        [(&[1 << 16][..], &[0i64][..]), (&[3, 40_000][..], &[1][..]), (&[64, 2, 64][..], &[0, 2][..])]
+            .into_iter()
+            .enumerate()
+    {
+        for op in [Sum, Max, Min, Mean] {
+            let g = graph1(DType::F32, shape, |x| x.abs().reduce(op, axes, false) + 1.0);
+            let p = check(&g, &[rnd(DType::F32, shape, 40 + i as u64)]);
+            let rows: usize = p.outputs[0].shape.iter().product();
+            if rows * 2 < m.split_target_groups && shape.iter().product::<usize>() / rows >= 2 * m.split_min_chunk {
+                assert_eq!(p.kernels.len(), 2, "{shape:?} {op:?} splits\n{}", print_program(&p));
+                assert!(p.kernels[0].name.ends_with("_partial"), "{}", p.kernels[0].name);
+                assert!(p.decisions.iter().any(|d| d.reason.starts_with("split reduction")));
+            } else {
+                assert_eq!(p.kernels.len(), 1, "{shape:?} {op:?}\n{}", print_program(&p));
+            }
+        }
+    }
+    // f16 input, f32 partials; product; a prime row length stays one kernel.
+    let g = graph1(DType::F16, &[2, 1 << 15], |x| x.sum(&[1], true));
+    assert_eq!(check(&g, &[rnd(DType::F16, &[2, 1 << 15], 3)]).kernels.len(), 2);
+    let g = graph1(DType::F32, &[1 << 14], |x| (x * 0.001 + 1.0).reduce(Prod, &[0], false));
+    assert_eq!(check(&g, &[rnd(DType::F32, &[1 << 14], 4)]).kernels.len(), 2);
+    let g = graph1(DType::F32, &[65_521], |x| x.sum(&[0], false));
+    assert_eq!(check(&g, &[rnd(DType::F32, &[65_521], 5)]).kernels.len(), 1);
+    // Softmax over few long rows keeps its element epilogue: not split.
+    let g = graph1(DType::F32, &[2, 1 << 15], |x| x.softmax(-1));
+    assert_eq!(check(&g, &[rnd(DType::F32, &[2, 1 << 15], 6)]).kernels.len(), 1);
+}
+
+#[test]
 fn arg_reductions_with_ties_and_select_last() {
     // Values with many ties (integers in a small range, as floats).
     let x = HostTensor::from_f64(DType::F32, vec![5, 6], &(0..30).map(|i| ((i * 7) % 4) as f64).collect::<Vec<_>>());
