@@ -197,6 +197,9 @@ impl WgslBackend {
             exe.kernels.push(loaded);
         }
         if mode == Mode::MaxAutotune {
+            for line in &cache.log {
+                tracing::debug!(target: "sinter::autotune", "{line}");
+            }
             exe.tuning_log = cache.log.clone();
             cache.save();
         }
