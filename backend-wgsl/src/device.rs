@@ -40,10 +40,14 @@
 //! corrupt or truncated file is detected and rebuilt, never handed to the driver.
 //!
 //! **Bindings above the limit.** One storage binding is capped at `max_storage_buffer_binding_size`
-//! (128 MiB on lavapipe, 2 GiB - 1 on NVIDIA) even when a buffer is larger. Buffers can be bound at an
-//! offset and size ([`GpuBuffer::range`]); a binding over the limit is rejected with
-//! [`DeviceError::BindingTooLarge`], and [`plan_chunks`] / [`Device::plan_chunks`] split a large tensor into
-//! aligned ranges the renderer binds one dispatch each (or several bindings of one dispatch).
+//! (128 MiB on lavapipe, 2 GiB - 1 on NVIDIA) even when a buffer is larger (up to `max_buffer_size`,
+//! 2 GiB - 1 on lavapipe). Buffers can be bound at an offset and size ([`GpuBuffer::range`]); a binding
+//! over the limit is rejected with [`DeviceError::BindingTooLarge`]. The renderer binds a larger kernel
+//! argument as several windows of its buffer in one dispatch (split bindings, see [`crate::render`]);
+//! [`plan_chunks`] / [`Device::plan_chunks`] split a tensor into aligned ranges for tools that dispatch
+//! once per chunk (calibration). [`DeviceOptions::max_binding_bytes`] (or `SINTER_WGSL_MAX_BINDING`) lowers
+//! the limit the device is created with, so wgpu itself checks every binding against the lower limit:
+//! the tests use it to run every kernel kind across windows on small tensors.
 //!
 //! **Batching.** Each `queue.submit` plus completion wait costs about 0.1 ms even on an H200, more than most
 //! fused kernels take. A [`Batch`] records many dispatches (and copies) and encodes them into one command
@@ -95,6 +99,9 @@ pub const ENV_ADAPTER: &str = "SINTER_ADAPTER";
 pub const ENV_CACHE_DIR: &str = "SINTER_CACHE_DIR";
 /// Environment variable that, when `1`, compiles every shader with wgpu's runtime bounds checks.
 pub const ENV_CHECKED_SHADERS: &str = "SINTER_CHECKED_SHADERS";
+/// Environment variable lowering the storage binding limit (`max_storage_buffer_binding_size`) the device
+/// is created with, in bytes (see [`DeviceOptions::max_binding_bytes`]); it can only lower the limit.
+pub const ENV_MAX_BINDING: &str = "SINTER_WGSL_MAX_BINDING";
 
 /// Errors of the wgpu runtime layer.
 #[derive(Debug, thiserror::Error)]
@@ -239,6 +246,11 @@ pub struct DeviceOptions {
     pub allow_gl: bool,
     /// Features never to request even when the adapter has them (to test fallbacks).
     pub disabled_features: wgpu::Features,
+    /// Create the device with a storage binding limit of at most this many bytes (rounded down to a
+    /// multiple of 4, at least 4) instead of the adapter's, to test split bindings on small tensors; never
+    /// raises the limit. `None` reads `SINTER_WGSL_MAX_BINDING` (a byte count; unset, empty or unparsable:
+    /// the adapter's limit).
+    pub max_binding_bytes: Option<u64>,
 }
 
 impl Default for DeviceOptions {
@@ -250,6 +262,7 @@ impl Default for DeviceOptions {
             cache_dir: None,
             allow_gl: true,
             disabled_features: wgpu::Features::empty(),
+            max_binding_bytes: None,
         }
     }
 }
@@ -399,7 +412,20 @@ impl Device {
         } else {
             wgpu::ExperimentalFeatures::disabled()
         };
-        let limits = adapter.limits();
+        let mut limits = adapter.limits();
+        let lowered = opts
+            .max_binding_bytes
+            .or_else(|| std::env::var(ENV_MAX_BINDING).ok().and_then(|v| v.trim().parse::<u64>().ok()));
+        if let Some(cap) = lowered {
+            let cap = (cap / 4 * 4).max(4);
+            if cap < limits.max_storage_buffer_binding_size {
+                tracing::info!(
+                    "storage binding limit lowered from {} to {cap} bytes ({ENV_MAX_BINDING} or DeviceOptions)",
+                    limits.max_storage_buffer_binding_size
+                );
+                limits.max_storage_buffer_binding_size = cap;
+            }
+        }
         let desc = wgpu::DeviceDescriptor {
             label: Some("sinter"),
             required_features: features,

@@ -23,9 +23,34 @@
 //!   held as `vec4` accumulators), operands read through their strides with zero fill at the edges, the
 //!   epilogue evaluated per output row of a thread, 4-wide over N when N is a multiple of 4.
 //!
-//! Indices need no bounds checks: the kernel IR guarantees them in range. Bindings larger than the
-//! adapter's `max_storage_buffer_binding_size` are reported as [`RenderError::Unsupported`] naming the
-//! buffer and the limit.
+//! Indices need no bounds checks: the kernel IR guarantees them in range.
+//!
+//! # Split bindings
+//!
+//! One storage binding covers at most the adapter's `max_storage_buffer_binding_size` (128 MiB on
+//! lavapipe, 2 GiB - 1 on NVIDIA), while a buffer may be larger (up to `max_buffer_size`). An argument
+//! whose buffer exceeds the binding limit is bound as several windows of the same buffer, `a0_0`, `a0_1`,
+//! ..., each starting at a multiple of the window size (the largest multiple of 16 bytes and of
+//! `min_storage_buffer_offset_alignment` within the limit; [`WgslCaps::max_binding_bytes`] and
+//! [`WgslCaps::storage_offset_alignment`]), and every access of it goes through small accessor functions
+//! that pick the window from the index:
+//!
+//! ```wgsl
+//! fn ld_a0(i: u32) -> vec4<f32> {
+//!     if (i < 8388608u) { return a0_0[i]; }
+//!     return a0_1[i - 8388608u];
+//! }
+//! ```
+//!
+//! (`st_` stores, `stc_` stores one component of a `vec4`, `and_` / `or_` are the atomic read-modify-write
+//! of sub-word stores; more than 4 windows `switch` on `i / window`). Windows hold whole `vec4`s and packed
+//! words, so no access straddles two of them, and every kernel kind (pointwise with `vec4`, every reduce
+//! strategy, both matmul kernels) and every index pattern works unchanged; [`Rendered::bindings`] lists one
+//! [`BindingPlan`] per window, with its offset and size. Arguments that fit one binding are declared and
+//! accessed exactly as before. The limits that remain: element indices are `u32` (an argument of more than
+//! 2^32 - 1 elements is [`RenderError::Unsupported`]), and all windows of all arguments must fit the
+//! adapter's `max_storage_buffers_per_shader_stage` (32 on lavapipe), else the kernel is refused naming the
+//! split arguments.
 //!
 //! # Dtypes
 //!
@@ -76,7 +101,7 @@ use sinter_core::kernel::{Access, BufferId, Kernel, KernelBody, Program};
 pub use matmul::check_tile;
 
 use emit::Emitter;
-use storage::ArgInfo;
+use storage::{ArgInfo, Split};
 use types::Layout;
 
 /// What the renderer may assume about the adapter.
@@ -96,8 +121,11 @@ pub struct WgslCaps {
     pub max_workgroups_per_dim: u32,
     /// `max_storage_buffers_per_shader_stage`.
     pub max_storage_buffers: u32,
-    /// `max_storage_buffer_binding_size` in bytes.
+    /// `max_storage_buffer_binding_size` in bytes. Larger arguments are split into several bindings.
     pub max_binding_bytes: u64,
+    /// `min_storage_buffer_offset_alignment` in bytes: where the windows of a split argument may start.
+    #[serde(default = "default_storage_offset_alignment")]
+    pub storage_offset_alignment: u32,
     /// `max_compute_workgroup_storage_size` in bytes.
     pub max_workgroup_storage_bytes: u32,
     /// Cooperative matrices with a 16x16x16 `f16 x f16 + f32` configuration are available (tensor cores on
@@ -124,6 +152,7 @@ impl WgslCaps {
             max_workgroups_per_dim: 65535,
             max_storage_buffers: 8,
             max_binding_bytes: 128 << 20,
+            storage_offset_alignment: 256,
             max_workgroup_storage_bytes: 16384,
             has_coop_matrix: false,
             fixed_subgroup_size: None,
@@ -143,6 +172,7 @@ impl WgslCaps {
             max_workgroups_per_dim: l.max_compute_workgroups_per_dimension,
             max_storage_buffers: l.max_storage_buffers_per_shader_stage,
             max_binding_bytes: l.max_storage_buffer_binding_size,
+            storage_offset_alignment: l.min_storage_buffer_offset_alignment,
             max_workgroup_storage_bytes: l.max_compute_workgroup_storage_size,
             has_coop_matrix: info.has_coop_matrix
                 && info
@@ -161,6 +191,11 @@ impl WgslCaps {
     fn max_wg(&self) -> u32 {
         self.max_invocations.min(self.max_workgroup_size_x).max(1)
     }
+}
+
+/// The WebGPU default (and largest allowed) storage offset alignment.
+fn default_storage_offset_alignment() -> u32 {
+    256
 }
 
 /// A matmul tile configuration.
@@ -229,13 +264,14 @@ impl Default for Tuning {
 /// One binding of a rendered kernel: which buffer range goes to `@binding(binding)`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BindingPlan {
-    /// The `@binding` number (equal to the argument position).
+    /// The `@binding` number: consecutive from 0 in argument order (equal to the argument position when no
+    /// argument is split; a split argument takes one binding per window).
     pub binding: u32,
     /// The kernel argument position.
     pub arg: usize,
     /// The program buffer.
     pub buffer: BufferId,
-    /// WGSL variable name.
+    /// WGSL variable name (`a0`, or `a0_0`, `a0_1`, ... for the windows of a split argument).
     pub name: String,
     /// Element dtype.
     pub dtype: DType,
@@ -262,7 +298,7 @@ pub struct Rendered {
     pub grid: [u32; 3],
     /// Workgroups the kernel needs (before spreading over y and z).
     pub workgroups: u64,
-    /// Bindings in order.
+    /// Bindings in `@binding` order (several per argument when it is split).
     pub bindings: Vec<BindingPlan>,
     /// Whether the kernel handles 4 elements per thread.
     pub vectorized: bool,
@@ -359,9 +395,9 @@ pub fn render_with(
             caps.max_storage_buffers
         )));
     }
-    // Arguments: layouts and the binding plan.
+    // Arguments: layouts, and how each is bound (split into windows when its buffer exceeds one binding).
     let mut args = Vec::with_capacity(kernel.args.len());
-    let mut bindings = Vec::with_capacity(kernel.args.len());
+    let mut bytes_of = Vec::with_capacity(kernel.args.len());
     for (i, a) in kernel.args.iter().enumerate() {
         let decl = program
             .buffers
@@ -378,11 +414,23 @@ pub fn render_with(
         }
         let layout = Layout::of(a.dtype, caps.has_f16).ok_or_else(|| emit::unsupported_dtype(kernel, a.dtype))?;
         let bytes = (decl.numel as u64 * a.dtype.size_bytes() as u64).max(1).div_ceil(4) * 4;
-        if bytes > caps.max_binding_bytes {
+        let split = if bytes > caps.max_binding_bytes {
+            Some(split_plan(bytes, caps).map_err(|why| {
+                unsupported(format!(
+                    "buffer b{} ({} x {}, {bytes} bytes) exceeds this adapter's max_storage_buffer_binding_size \
+                     of {} bytes and cannot be split: {why}",
+                    a.buffer.0, decl.numel, a.dtype, caps.max_binding_bytes
+                ))
+            })?)
+        } else {
+            None
+        };
+        if split.is_some() && decl.numel as u64 > u64::from(u32::MAX) {
             return Err(unsupported(format!(
-                "buffer b{} ({} x {}, {bytes} bytes) exceeds this adapter's max_storage_buffer_binding_size of {} \
-                 bytes",
-                a.buffer.0, decl.numel, a.dtype, caps.max_binding_bytes
+                "buffer b{} has {} elements; element indices are 32-bit (at most {})",
+                a.buffer.0,
+                decl.numel,
+                u32::MAX
             )));
         }
         let aliased_write =
@@ -396,17 +444,53 @@ pub fn render_with(
             vec: false,
             atomic: matches!(layout, Layout::Packed { .. }) && a.access == Access::Write,
             read_write: a.access == Access::Write || aliased_write,
+            split,
         });
-        bindings.push(BindingPlan {
-            binding: i as u32,
-            arg: i,
-            buffer: a.buffer,
-            name: format!("a{i}"),
-            dtype: a.dtype,
-            read_write: a.access == Access::Write || aliased_write,
-            offset_bytes: 0,
-            size_bytes: bytes,
-        });
+        bytes_of.push(bytes);
+    }
+    let total_bindings: u64 = args.iter().map(|a| u64::from(a.binding_count())).sum();
+    if total_bindings > u64::from(caps.max_storage_buffers) {
+        let split: Vec<String> = args
+            .iter()
+            .zip(&kernel.args)
+            .filter_map(|(a, ka)| {
+                a.split.map(|s| {
+                    format!("{} (b{}) in {} windows of {} bytes", a.name, ka.buffer.0, s.windows, s.window_bytes)
+                })
+            })
+            .collect();
+        return Err(unsupported(format!(
+            "binds {total_bindings} storage buffers ({} arguments, of which {} exceed the {}-byte binding limit and \
+             are split); this adapter allows {} per shader stage",
+            kernel.args.len(),
+            split.join(", "),
+            caps.max_binding_bytes,
+            caps.max_storage_buffers
+        )));
+    }
+    let mut bindings = Vec::with_capacity(total_bindings as usize);
+    for (i, ((a, ka), &bytes)) in args.iter().zip(&kernel.args).zip(&bytes_of).enumerate() {
+        let windows: Vec<(String, u64, u64)> = match a.split {
+            None => vec![(a.name.clone(), 0, bytes)],
+            Some(s) => (0..u64::from(s.windows))
+                .map(|k| {
+                    let off = k * s.window_bytes;
+                    (format!("{}_{k}", a.name), off, s.window_bytes.min(bytes - off))
+                })
+                .collect(),
+        };
+        for (name, offset_bytes, size_bytes) in windows {
+            bindings.push(BindingPlan {
+                binding: bindings.len() as u32,
+                arg: i,
+                buffer: ka.buffer,
+                name,
+                dtype: a.dtype,
+                read_write: a.read_write,
+                offset_bytes,
+                size_bytes,
+            });
+        }
     }
 
     // Pass 1 observes how each argument is accessed; pass 2 renders with the declarations that fit.
@@ -445,6 +529,7 @@ pub fn render_with(
         src.push_str(&format!("// fused graph nodes: {}\n", o.join(" ")));
     }
     src.push_str(&format!("// {}\n\n", body.summary));
+    let mut first_binding = 0;
     for (i, (a, ka)) in args.iter().zip(&kernel.args).enumerate() {
         let role = program
             .buffers
@@ -456,9 +541,14 @@ pub fn render_with(
                 sinter_core::kernel::BufferKind::Intermediate => "intermediate".to_string(),
             })
             .unwrap_or_default();
-        src.push_str(&format!("// a{i}: b{} {}[{}] ({role})\n", ka.buffer.0, a.dtype, a.numel));
-        src.push_str(&a.declaration(i));
+        let split = match a.split {
+            Some(s) => format!(", split into {} bindings of {} bytes", s.windows, s.window_bytes),
+            None => String::new(),
+        };
+        src.push_str(&format!("// a{i}: b{} {}[{}] ({role}){split}\n", ka.buffer.0, a.dtype, a.numel));
+        src.push_str(&a.declaration(first_binding));
         src.push('\n');
+        first_binding += a.binding_count() as usize;
     }
     src.push('\n');
     for g in &body.globals {
@@ -467,6 +557,11 @@ pub fn render_with(
     }
     if !body.globals.is_empty() {
         src.push('\n');
+    }
+    let accessors: String = args.iter().map(|a| a.accessors(&helpers.accessors)).collect();
+    if !accessors.is_empty() {
+        src.push_str("// window accessors of the split arguments\n");
+        src.push_str(&accessors);
     }
     if !helpers.is_empty() {
         src.push_str(&helpers.render());
@@ -493,6 +588,27 @@ pub fn render_with(
         vectorized: body.vectorized,
         strategy: body.strategy,
     })
+}
+
+/// The windows of an argument of `bytes` (a multiple of 4, above the binding limit): the largest window
+/// that fits one binding, starts at a multiple of the storage offset alignment and holds whole `vec4`s
+/// (16 bytes), and how many cover the buffer.
+fn split_plan(bytes: u64, caps: &WgslCaps) -> Result<Split, String> {
+    let align = u64::from(caps.storage_offset_alignment.max(1));
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let step = align / gcd(align, 16) * 16;
+    let window_bytes = caps.max_binding_bytes / step * step;
+    if window_bytes == 0 {
+        return Err(format!("a binding cannot hold one aligned step of {step} bytes"));
+    }
+    let windows = bytes.div_ceil(window_bytes);
+    let windows = u32::try_from(windows).map_err(|_| format!("{windows} windows"))?;
+    Ok(Split { window_bytes, windows })
 }
 
 type BodyOut = (Body, (String, helpers::Helpers, Vec<&'static str>), Vec<ArgUse>);

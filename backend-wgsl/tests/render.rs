@@ -85,13 +85,23 @@ fn matmul_on_cooperative_matrices() {
 #[test]
 fn limits_are_clear_errors() {
     use sinter_wgsl::render::RenderError;
-    // A binding over the adapter's limit names the buffer and the limit.
+    // Buffers over the binding limit are split into windows (4 for x and y, 1 for the bias: 9 bindings);
+    // when the windows exceed the per-stage binding count, the error names the split buffers and the limits.
     let p = add_relu_mul(64, 1024, DType::F32);
+    let caps = WgslCaps { max_binding_bytes: 1 << 16, max_storage_buffers: 9, ..WgslCaps::baseline() };
+    let r = render(&p.kernels[0], &p, &caps).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.bindings.len(), 9);
     let caps = WgslCaps { max_binding_bytes: 1 << 16, ..WgslCaps::baseline() };
     match render(&p.kernels[0], &p, &caps) {
         Err(RenderError::Unsupported { what, .. }) => {
-            assert!(what.contains("b0") && what.contains("65536"), "{what}");
+            assert!(what.contains("b0") && what.contains("65536") && what.contains("per shader stage"), "{what}");
         }
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+    // A limit that cannot hold one aligned window.
+    let caps = WgslCaps { max_binding_bytes: 200, ..WgslCaps::baseline() };
+    match render(&p.kernels[0], &p, &caps) {
+        Err(RenderError::Unsupported { what, .. }) => assert!(what.contains("cannot be split"), "{what}"),
         other => panic!("expected Unsupported, got {other:?}"),
     }
     // Too many bindings.
@@ -195,4 +205,120 @@ fn entry_names_are_safe_identifiers() {
     assert_eq!(entry_name("k1 weird-name"), "k1_weird_name");
     assert_eq!(entry_name("k2__x"), "k2_xx");
     assert_eq!(entry_name(""), "k_");
+}
+
+/// Caps with a tiny binding limit (lavapipe's 32-byte offset alignment) and no binding-count limit, so
+/// every argument of more than `limit` bytes is split.
+fn split_caps(limit: u64) -> WgslCaps {
+    WgslCaps {
+        max_binding_bytes: limit,
+        storage_offset_alignment: 32,
+        max_storage_buffers: 4096,
+        ..WgslCaps::baseline()
+    }
+}
+
+#[test]
+fn pointwise_split_bindings() {
+    // x and y (3072 bytes) are split into 2 windows of 1536 bytes; the bias (384 bytes) is bound whole.
+    let p = add_relu_mul(8, 96, DType::F32);
+    let r = render(&p.kernels[0], &p, &split_caps(1536)).unwrap_or_else(|e| panic!("{e}"));
+    naga_validate(&r.source);
+    let plan: Vec<(u32, usize, &str, u64, u64)> =
+        r.bindings.iter().map(|b| (b.binding, b.arg, b.name.as_str(), b.offset_bytes, b.size_bytes)).collect();
+    assert_eq!(
+        plan,
+        [
+            (0, 0, "a0_0", 0, 1536),
+            (1, 0, "a0_1", 1536, 1536),
+            (2, 1, "a1", 0, 384),
+            (3, 2, "a2_0", 0, 1536),
+            (4, 2, "a2_1", 1536, 1536)
+        ]
+    );
+    insta::assert_snapshot!(r.source);
+}
+
+#[test]
+fn split_bindings_validate_for_every_kernel_kind() {
+    use sinter_core::kernel::{Access, Expr, Index};
+    let dts = [
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::U16,
+        DType::U32,
+        DType::U64,
+        DType::Bool,
+    ];
+    let split = |r: &sinter_wgsl::render::Rendered, args: usize| r.bindings.len() > args;
+    for limit in [64u64, 512] {
+        for has_f16 in [true, false] {
+            let caps = WgslCaps { has_f16, ..split_caps(limit) };
+            // Casts: every layout read and written, plus a reversed store (scalar, atomic sub-word stores).
+            for from in dts {
+                for to in dts {
+                    for n in [7usize, 64, 1023] {
+                        let mut b = ProgramBuilder::new();
+                        let x = b.input("x", from, &[n]);
+                        let y = b.output("y", to, &[n]);
+                        let z = b.output("z", to, &[n]);
+                        let mut kb = KernelBuilder::new("k0_cast", &["cast"]);
+                        let ax = kb.arg(&b, x, Access::Read);
+                        let ay = kb.arg(&b, y, Access::Write);
+                        let az = kb.arg(&b, z, Access::Write);
+                        let v = kb.load(ax, lane());
+                        let c = kb.e(Expr::Cast(v), to);
+                        let rev = Index::Sum(vec![Index::Const(n as i64 - 1), lane().mul(-1)]);
+                        b.kernel(kb.pointwise(n, vec![st(ay, lane(), c), st(az, rev, c)]));
+                        let p = b.build();
+                        let r = render(&p.kernels[0], &p, &caps).unwrap_or_else(|e| panic!("{from}->{to}: {e}"));
+                        naga_validate(&r.source);
+                        if n * from.size_bytes() > 4 * limit as usize {
+                            assert!(split(&r, 3), "{from}->{to} n={n}: not split");
+                        }
+                    }
+                }
+            }
+            for d in [DType::F32, DType::BF16, DType::F16] {
+                for (rows, cols) in [(3, 4097), (33, 64), (1, 1023)] {
+                    let p = add_relu_mul(rows, cols, d);
+                    let r = render(&p.kernels[0], &p, &caps).unwrap_or_else(|e| panic!("{e}"));
+                    naga_validate(&r.source);
+                    assert!(split(&r, 3));
+                }
+                for strategy in [ReduceStrategy::Persistent, ReduceStrategy::Looped, ReduceStrategy::ThreadPerRow] {
+                    for len in [7, 1024, 4097] {
+                        let p = softmax(3, len, d, strategy);
+                        let r = render(&p.kernels[0], &p, &caps).unwrap_or_else(|e| panic!("{e}"));
+                        naga_validate(&r.source);
+                        assert_eq!(split(&r, 2), 3 * len * d.size_bytes() > limit as usize);
+                    }
+                }
+                for b_t in [false, true] {
+                    let p = matmul_bias_relu(65, 130, 33, d, b_t);
+                    let r = render(&p.kernels[0], &p, &caps).unwrap_or_else(|e| panic!("{e}"));
+                    naga_validate(&r.source);
+                    assert!(split(&r, 4));
+                }
+            }
+        }
+    }
+    // Cooperative-matrix matmuls read their operands through the accessors too.
+    let caps =
+        WgslCaps { max_binding_bytes: 4096, storage_offset_alignment: 32, max_storage_buffers: 4096, ..coop_caps() };
+    let p = matmul_bias_relu(300, 260, 72, DType::F16, false);
+    let r = render(&p.kernels[0], &p, &caps).unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.strategy.contains("coop") && split(&r, 4), "{}", r.strategy);
+    naga_validate(&r.source);
+    // More than 4 windows select the window with a switch.
+    let p = add_relu_mul(8, 96, DType::F32);
+    let r = render(&p.kernels[0], &p, &split_caps(256)).unwrap_or_else(|e| panic!("{e}"));
+    naga_validate(&r.source);
+    assert!(r.source.contains("switch (i / 16u)"), "{}", r.source);
 }

@@ -584,6 +584,9 @@ pub(crate) struct Helpers {
     code: BTreeMap<String, String>,
     /// Whether a helper needs `enable f16;`.
     pub(crate) needs_f16: bool,
+    /// Window accessors of split arguments the stores called (`st_a2`, `and_a3`, ...; see
+    /// [`super::storage::ArgInfo::accessors`]).
+    pub(crate) accessors: std::collections::BTreeSet<String>,
 }
 
 impl Helpers {

@@ -1,4 +1,15 @@
 //! Loads and stores of one element (or 4 aligned consecutive elements) of a bound argument, per layout.
+//!
+//! # Split bindings
+//!
+//! An argument whose buffer is larger than the adapter's `max_storage_buffer_binding_size` is bound as
+//! several *windows* of the same buffer ([`Split`]): `a0_0`, `a0_1`, ..., each `array<T>` over a range that
+//! starts at a multiple of the window size (a multiple of 16 bytes and of the storage offset alignment, so
+//! a window holds whole `vec4`s, `vec2`s and packed words and no access straddles two windows). Every
+//! access of such an argument goes through accessor functions that pick the window from the array index
+//! (`ld_a0(i)`, `st_a0(i, v)`, `stc_a0(i, c, v)` for one component of a `vec4`, `and_a0` / `or_a0` for
+//! the atomic read-modify-write of sub-word stores), so every kernel kind and every index pattern works
+//! unchanged. Arguments that fit one binding are accessed directly (`a0[i]`), exactly as before.
 
 use sinter_core::DType;
 use sinter_core::kernel::Access;
@@ -25,6 +36,17 @@ pub(crate) struct ArgInfo {
     pub(crate) atomic: bool,
     /// Declared `read_write` (written, or aliased with a written argument).
     pub(crate) read_write: bool,
+    /// Bound as several windows (the buffer exceeds the binding limit); `None`: one binding.
+    pub(crate) split: Option<Split>,
+}
+
+/// How an argument larger than one binding is split into windows of one buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Split {
+    /// Bytes of every window but the last (a multiple of 16 and of the storage offset alignment).
+    pub(crate) window_bytes: u64,
+    /// Number of windows (at least 2).
+    pub(crate) windows: u32,
 }
 
 impl ArgInfo {
@@ -41,32 +63,187 @@ impl ArgInfo {
         }
     }
 
-    /// The `var<storage, ...>` declaration.
-    pub(crate) fn declaration(&self, binding: usize) -> String {
-        let access = if self.read_write { "read_write" } else { "read" };
-        format!("@group(0) @binding({binding}) var<storage, {access}> {}: array<{}>;", self.name, self.elem_type())
+    /// Bytes of one array element of the declaration (the unit the array is indexed in).
+    pub(crate) fn unit_bytes(&self) -> u64 {
+        match self.layout {
+            Layout::Word(_) if self.vec => 16,
+            Layout::F16 if self.vec => 8,
+            Layout::Word(_) | Layout::Packed { .. } => 4,
+            Layout::F16 => 2,
+            Layout::Wide(_) => 8,
+        }
     }
 
-    /// The word at index `w` (an expression), read plainly or atomically.
-    fn word(&self, w: &str) -> String {
-        if self.atomic { format!("atomicLoad(&{}[{w}])", self.name) } else { format!("{}[{w}]", self.name) }
+    /// Number of bindings the argument takes.
+    pub(crate) fn binding_count(&self) -> u32 {
+        self.split.map_or(1, |s| s.windows)
+    }
+
+    /// WGSL name of window `k` of a split argument.
+    fn window(&self, k: u32) -> String {
+        format!("{}_{k}", self.name)
+    }
+
+    /// The `var<storage, ...>` declaration(s), from `@binding(first)` on (one per window when split).
+    pub(crate) fn declaration(&self, first: usize) -> String {
+        let access = if self.read_write { "read_write" } else { "read" };
+        let decl = |b: usize, name: &str| {
+            format!("@group(0) @binding({b}) var<storage, {access}> {name}: array<{}>;", self.elem_type())
+        };
+        match self.split {
+            None => decl(first, &self.name),
+            Some(sp) => {
+                (0..sp.windows).map(|k| decl(first + k as usize, &self.window(k))).collect::<Vec<_>>().join("\n")
+            }
+        }
+    }
+
+    /// Expression reading array element `u` (an expression; a word, element or `vec4` index), plainly or
+    /// atomically, directly or through the window accessor of a split argument.
+    fn read(&self, u: &str) -> String {
+        match (self.split, self.atomic) {
+            (Some(_), _) => format!("ld_{}({u})", self.name),
+            (None, true) => format!("atomicLoad(&{}[{u}])", self.name),
+            (None, false) => format!("{}[{u}]", self.name),
+        }
+    }
+
+    /// Statement writing `v` to array element `u` (atomically when the array is atomic).
+    fn write(&self, u: &str, v: &str) -> String {
+        match (self.split, self.atomic) {
+            (Some(_), _) => format!("st_{}({u}, {v});", self.name),
+            (None, true) => format!("atomicStore(&{}[{u}], {v});", self.name),
+            (None, false) => format!("{}[{u}] = {v};", self.name),
+        }
+    }
+
+    /// Statement writing `v` to component `c` of `vec4` element `u`.
+    fn write_component(&self, u: &str, c: &str, v: &str) -> String {
+        match self.split {
+            Some(_) => format!("stc_{}({u}, {c}, {v});", self.name),
+            None => format!("{}[{u}][{c}] = {v};", self.name),
+        }
+    }
+
+    /// Statement applying `atomicAnd` (`op` = "and") or `atomicOr` ("or") with `m` to word `u`.
+    fn atomic_rmw(&self, op: &str, u: &str, m: &str) -> String {
+        match self.split {
+            Some(_) => format!("{op}_{}({u}, {m});", self.name),
+            None => {
+                let f = if op == "and" { "atomicAnd" } else { "atomicOr" };
+                format!("{f}(&{}[{u}], {m});", self.name)
+            }
+        }
+    }
+
+    /// Records that the stores of a split argument call the accessors `kinds` (`ld`, `st`, `stc`, `and`,
+    /// `or`), so [`ArgInfo::accessors`] emits them.
+    fn note_accessors(&self, kinds: &[&str], h: &mut Helpers) {
+        if self.split.is_some() {
+            for k in kinds {
+                h.accessors.insert(format!("{k}_{}", self.name));
+            }
+        }
+    }
+
+    /// The accessor functions of a split argument (empty when it is one binding), each followed by a blank
+    /// line: `ld_` for a read argument, and for a written one those its stores called (`used`, as recorded
+    /// in [`Helpers::accessors`]): `st_` (whole elements), `stc_` (one component of a `vec4` element),
+    /// `and_` / `or_` (the atomic read-modify-write of sub-word stores), `ld_`.
+    pub(crate) fn accessors(&self, used: &std::collections::BTreeSet<String>) -> String {
+        let Some(sp) = self.split else { return String::new() };
+        let n = &self.name;
+        let units = sp.window_bytes / self.unit_bytes();
+        let value_ty = if self.atomic { "u32".to_string() } else { self.elem_type() };
+        let wants = |kind: &str| match self.access {
+            Access::Read => kind == "ld",
+            Access::Write => used.contains(&format!("{kind}_{n}")),
+        };
+        let mut out = Vec::new();
+        if wants("ld") {
+            let body = |w: &str, j: &str| {
+                if self.atomic { format!("return atomicLoad(&{w}[{j}]);") } else { format!("return {w}[{j}];") }
+            };
+            out.push(self.accessor(&format!("ld_{n}(i: u32) -> {value_ty}"), units, sp.windows, true, &body));
+        }
+        if wants("st") {
+            let body = |w: &str, j: &str| {
+                if self.atomic { format!("atomicStore(&{w}[{j}], v);") } else { format!("{w}[{j}] = v;") }
+            };
+            out.push(self.accessor(&format!("st_{n}(i: u32, v: {value_ty})"), units, sp.windows, false, &body));
+        }
+        if wants("stc") {
+            let scalar = match self.layout {
+                Layout::Word(c) => c.scalar(),
+                _ => "f16",
+            };
+            let body = |w: &str, j: &str| format!("{w}[{j}][c] = v;");
+            let sig = format!("stc_{n}(i: u32, c: u32, v: {scalar})");
+            out.push(self.accessor(&sig, units, sp.windows, false, &body));
+        }
+        for (op, f) in [("and", "atomicAnd"), ("or", "atomicOr")] {
+            if wants(op) {
+                let body = |w: &str, j: &str| format!("{f}(&{w}[{j}], m);");
+                out.push(self.accessor(&format!("{op}_{n}(i: u32, m: u32)"), units, sp.windows, false, &body));
+            }
+        }
+        out.iter().map(|f| format!("{f}\n")).collect()
+    }
+
+    /// One accessor: `fn {sig} { ... }` running `body(window, index in window)` on the window holding
+    /// element `i`. Up to 4 windows test `i` against each window's end in turn; more use a `switch` on
+    /// `i / units`. `returns`: `body` returns a value (the function then ends with a `return`).
+    fn accessor(
+        &self,
+        sig: &str,
+        units: u64,
+        windows: u32,
+        returns: bool,
+        body: &dyn Fn(&str, &str) -> String,
+    ) -> String {
+        let mut f = format!("fn {sig} {{\n");
+        let last = windows - 1;
+        let local = |k: u32| if k == 0 { "i".to_string() } else { format!("i - {}u", u64::from(k) * units) };
+        if windows <= 4 {
+            for k in 0..last {
+                let ret = if returns { "" } else { " return;" };
+                f.push_str(&format!(
+                    "    if (i < {}u) {{ {}{ret} }}\n",
+                    u64::from(k + 1) * units,
+                    body(&self.window(k), &local(k))
+                ));
+            }
+            f.push_str(&format!("    {}\n", body(&self.window(last), &local(last))));
+        } else {
+            f.push_str(&format!("    let j = i % {units}u;\n    switch (i / {units}u) {{\n"));
+            for k in 0..last {
+                f.push_str(&format!("        case {k}u: {{ {} }}\n", body(&self.window(k), "j")));
+            }
+            if returns {
+                f.push_str("        default: {}\n    }\n");
+                f.push_str(&format!("    {}\n", body(&self.window(last), "j")));
+            } else {
+                f.push_str(&format!("        default: {{ {} }}\n    }}\n", body(&self.window(last), "j")));
+            }
+        }
+        f.push_str("}\n");
+        f
     }
 }
 
 /// Code to load one element: statements to emit first, then the value expression (in the compute type of
 /// the dtype). `i` must be a `u32` identifier or literal (it may be used more than once).
 pub(crate) fn load_scalar(a: &ArgInfo, i: &str, tmp: &str) -> (Vec<String>, String) {
-    let n = &a.name;
     match a.layout {
-        Layout::Word(_) if a.vec => (vec![], format!("{n}[{i} >> 2u][{i} & 3u]")),
-        Layout::Word(_) => (vec![], format!("{n}[{i}]")),
-        Layout::F16 if a.vec => (vec![], format!("f32({n}[{i} >> 2u][{i} & 3u])")),
-        Layout::F16 => (vec![], format!("f32({n}[{i}])")),
-        Layout::Wide(_) => (vec![], format!("{n}[{i}].x")),
+        Layout::Word(_) if a.vec => (vec![], format!("{}[{i} & 3u]", a.read(&format!("{i} >> 2u")))),
+        Layout::Word(_) => (vec![], a.read(i)),
+        Layout::F16 if a.vec => (vec![], format!("f32({}[{i} & 3u])", a.read(&format!("{i} >> 2u")))),
+        Layout::F16 => (vec![], format!("f32({})", a.read(i))),
+        Layout::Wide(_) => (vec![], format!("{}.x", a.read(i))),
         Layout::Packed { bits, kind } => {
             let (shift_w, mask_i) = if bits == 8 { ("2u", "3u") } else { ("1u", "1u") };
             let pre = vec![
-                format!("let {tmp}w = {};", a.word(&format!("{i} >> {shift_w}"))),
+                format!("let {tmp}w = {};", a.read(&format!("{i} >> {shift_w}"))),
                 format!("let {tmp}s = ({i} & {mask_i}) * {bits}u;"),
             ];
             let (w, s) = (format!("{tmp}w"), format!("{tmp}s"));
@@ -87,7 +264,6 @@ pub(crate) fn load_scalar(a: &ArgInfo, i: &str, tmp: &str) -> (Vec<String>, Stri
 /// Code to load 4 consecutive elements starting at `b` (a `u32` identifier or literal, a multiple of 4) as
 /// a 4-vector of the compute type.
 pub(crate) fn load_vec(a: &ArgInfo, b: &str, tmp: &str, ct: Ct) -> (Vec<String>, String) {
-    let n = &a.name;
     let four = |f: &dyn Fn(&str) -> String| {
         format!(
             "vec4<{}>({}, {}, {}, {})",
@@ -99,13 +275,13 @@ pub(crate) fn load_vec(a: &ArgInfo, b: &str, tmp: &str, ct: Ct) -> (Vec<String>,
         )
     };
     match a.layout {
-        Layout::Word(_) if a.vec => (vec![], format!("{n}[{b} >> 2u]")),
-        Layout::F16 if a.vec => (vec![], format!("vec4<f32>({n}[{b} >> 2u])")),
-        Layout::Word(_) => (vec![], four(&|i| format!("{n}[{i}]"))),
-        Layout::F16 => (vec![], four(&|i| format!("f32({n}[{i}])"))),
-        Layout::Wide(_) => (vec![], four(&|i| format!("{n}[{i}].x"))),
+        Layout::Word(_) if a.vec => (vec![], a.read(&format!("{b} >> 2u"))),
+        Layout::F16 if a.vec => (vec![], format!("vec4<f32>({})", a.read(&format!("{b} >> 2u")))),
+        Layout::Word(_) => (vec![], four(&|i| a.read(i))),
+        Layout::F16 => (vec![], four(&|i| format!("f32({})", a.read(i)))),
+        Layout::Wide(_) => (vec![], four(&|i| format!("{}.x", a.read(i)))),
         Layout::Packed { bits: 8, kind } => {
-            let pre = vec![format!("let {tmp}w = vec4<u32>({});", a.word(&format!("{b} >> 2u")))];
+            let pre = vec![format!("let {tmp}w = vec4<u32>({});", a.read(&format!("{b} >> 2u")))];
             let w = format!("{tmp}w");
             let v = match kind {
                 Pack::Signed => {
@@ -118,8 +294,8 @@ pub(crate) fn load_vec(a: &ArgInfo, b: &str, tmp: &str, ct: Ct) -> (Vec<String>,
         }
         Layout::Packed { kind, .. } => {
             let pre = vec![
-                format!("let {tmp}a = {};", a.word(&format!("{b} >> 1u"))),
-                format!("let {tmp}b = {};", a.word(&format!("({b} >> 1u) + 1u"))),
+                format!("let {tmp}a = {};", a.read(&format!("{b} >> 1u"))),
+                format!("let {tmp}b = {};", a.read(&format!("({b} >> 1u) + 1u"))),
                 format!("let {tmp}w = vec4<u32>({tmp}a, {tmp}a, {tmp}b, {tmp}b);"),
             ];
             let w = format!("{tmp}w");
@@ -161,20 +337,26 @@ fn encode(kind: Pack, bits: u32, v: &str, vec: bool, h: &mut Helpers) -> String 
 /// Statements storing the scalar `v` (an identifier, in the compute type of the arg's dtype) at element `i`
 /// (a `u32` identifier or literal).
 pub(crate) fn store_scalar(a: &ArgInfo, i: &str, v: &str, tmp: &str, h: &mut Helpers) -> Vec<String> {
-    let n = &a.name;
+    let used: &[&str] = match a.layout {
+        Layout::Word(_) | Layout::F16 if a.vec => &["stc"],
+        Layout::Packed { .. } if a.atomic => &["and", "or"],
+        Layout::Packed { .. } => &["ld", "st"],
+        _ => &["st"],
+    };
+    a.note_accessors(used, h);
     match a.layout {
-        Layout::Word(_) if a.vec => vec![format!("{n}[{i} >> 2u][{i} & 3u] = {v};")],
-        Layout::Word(_) => vec![format!("{n}[{i}] = {v};")],
+        Layout::Word(_) if a.vec => vec![a.write_component(&format!("{i} >> 2u"), &format!("{i} & 3u"), v)],
+        Layout::Word(_) => vec![a.write(i, v)],
         Layout::F16 => {
             let f = h.need(H::ToF16, false);
             if a.vec {
-                vec![format!("{n}[{i} >> 2u][{i} & 3u] = {f}({v});")]
+                vec![a.write_component(&format!("{i} >> 2u"), &format!("{i} & 3u"), &format!("{f}({v})"))]
             } else {
-                vec![format!("{n}[{i}] = {f}({v});")]
+                vec![a.write(i, &format!("{f}({v})"))]
             }
         }
-        Layout::Wide(Ct::I32) => vec![format!("{n}[{i}] = vec2<i32>({v}, {v} >> 31u);")],
-        Layout::Wide(_) => vec![format!("{n}[{i}] = vec2<u32>({v}, 0u);")],
+        Layout::Wide(Ct::I32) => vec![a.write(i, &format!("vec2<i32>({v}, {v} >> 31u)"))],
+        Layout::Wide(_) => vec![a.write(i, &format!("vec2<u32>({v}, 0u)"))],
         Layout::Packed { bits, kind } => {
             let (shift_w, mask_i) = if bits == 8 { ("2u", "3u") } else { ("1u", "1u") };
             let mask = if bits == 8 { "0xffu" } else { "0xffffu" };
@@ -183,14 +365,14 @@ pub(crate) fn store_scalar(a: &ArgInfo, i: &str, v: &str, tmp: &str, h: &mut Hel
             if a.atomic {
                 vec![
                     format!("let {tmp}s = ({i} & {mask_i}) * {bits}u;"),
-                    format!("atomicAnd(&{n}[{w}], ~({mask} << {tmp}s));"),
-                    format!("atomicOr(&{n}[{w}], ({bits_expr}) << {tmp}s);"),
+                    a.atomic_rmw("and", &w, &format!("~({mask} << {tmp}s)")),
+                    a.atomic_rmw("or", &w, &format!("({bits_expr}) << {tmp}s")),
                 ]
             } else {
                 // Only reachable when the caller proved this thread owns the word (never from the renderer).
                 vec![
                     format!("let {tmp}s = ({i} & {mask_i}) * {bits}u;"),
-                    format!("{n}[{w}] = ({n}[{w}] & ~({mask} << {tmp}s)) | (({bits_expr}) << {tmp}s);"),
+                    a.write(&w, &format!("({} & ~({mask} << {tmp}s)) | (({bits_expr}) << {tmp}s)", a.read(&w))),
                 ]
             }
         }
@@ -200,13 +382,13 @@ pub(crate) fn store_scalar(a: &ArgInfo, i: &str, v: &str, tmp: &str, h: &mut Hel
 /// Statements storing the 4-vector `v` (an identifier, compute type) at elements `b..b+4` (`b` a `u32`
 /// identifier or literal, a multiple of 4). Sub-word layouts write whole words (no atomics needed).
 pub(crate) fn store_vec(a: &ArgInfo, b: &str, v: &str, tmp: &str, h: &mut Helpers) -> Vec<String> {
-    let n = &a.name;
-    let put = |w: String, val: String| {
-        if a.atomic { format!("atomicStore(&{n}[{w}], {val});") } else { format!("{n}[{w}] = {val};") }
-    };
+    if a.vec || matches!(a.layout, Layout::Packed { .. }) {
+        a.note_accessors(&["st"], h);
+    }
+    let put = |w: String, val: String| a.write(&w, &val);
     match a.layout {
-        Layout::Word(_) if a.vec => vec![format!("{n}[{b} >> 2u] = {v};")],
-        Layout::F16 if a.vec => vec![format!("{n}[{b} >> 2u] = {}({v});", h.need(H::ToF16, true))],
+        Layout::Word(_) if a.vec => vec![a.write(&format!("{b} >> 2u"), v)],
+        Layout::F16 if a.vec => vec![a.write(&format!("{b} >> 2u"), &format!("{}({v})", h.need(H::ToF16, true)))],
         Layout::Word(_) | Layout::F16 | Layout::Wide(_) => {
             let mut out = Vec::new();
             for (j, c) in ["x", "y", "z", "w"].iter().enumerate() {
