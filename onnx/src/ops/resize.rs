@@ -178,7 +178,10 @@ fn apply(cx: &mut Cx, x: NodeId, m: &Mode, outs: &[usize], scales: &[f64], rois:
     let xs = cx.shape(x)?;
     let r = xs.len();
     let d = cx.dt(x);
-    let mut y = cx.cast(x, DType::F64)?;
+    // Float inputs are interpolated in f32 (as onnxruntime does; f64 would keep the graph off
+    // backends without f64, such as WGSL); integers and f64 in f64.
+    let wide = if matches!(d, DType::F32 | DType::F16 | DType::BF16) { DType::F32 } else { DType::F64 };
+    let mut y = cx.cast(x, wide)?;
     let mut cur = xs.clone();
     let mut changed = false;
     for a in 0..r {
@@ -212,7 +215,7 @@ fn apply(cx: &mut Cx, x: NodeId, m: &Mode, outs: &[usize], scales: &[f64], rois:
                         wt[j * outw + o] = w[o * inw + j];
                     }
                 }
-                let wk = cx.konst(HostTensor::from_f64(DType::F64, vec![inw, outw], &wt));
+                let wk = cx.konst(HostTensor::from_f64(wide, vec![inw, outw], &wt));
                 let p = cx.matmul(yl, wk)?;
                 cx.permute(p, &crate::import::Cx::inverse_perm(&perm))?
             }
@@ -223,7 +226,7 @@ fn apply(cx: &mut Cx, x: NodeId, m: &Mode, outs: &[usize], scales: &[f64], rois:
             ms[a] = outw;
             let mk: Vec<i64> = ext.iter().map(|&e| e as i64).collect();
             let mk = cx.konst(HostTensor::from_i64(DType::Bool, ms, &mk));
-            let ev = cx.scalar(DType::F64, m.extrapolation);
+            let ev = cx.scalar(wide, m.extrapolation);
             y = cx.select(mk, ev, y)?;
         }
         changed = true;

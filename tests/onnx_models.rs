@@ -1,0 +1,257 @@
+//! Real models exported from PyTorch (`onnx/models/<name>/`, made by
+//! `onnx/models/export_models.py`) run end to end on every backend and match onnxruntime.
+//!
+//! For every model folder and every `test_data_set_N` in it, the model is loaded with
+//! [`sinter_onnx::load`], imported for that data set's inputs ([`sinter_onnx::Model::graph_for_inputs`])
+//! and run on
+//! * the CPU reference interpreter (`sinter::cpu::run`),
+//! * the kernel-IR interpreter (`sinter::compile` with `Backend::Interp`),
+//! * the WGSL backend (`Backend::Wgsl`; lavapipe in CI). Without an adapter the WGSL test prints a
+//!   note and skips, unless `SINTER_REQUIRE_GPU=1`, where a missing adapter fails.
+//!
+//! Each output is compared with the onnxruntime output stored beside the inputs (`output_K.pb`).
+//! **Metric:** for a floating-point output `a` against the reference `b`, the relative error is
+//! `max_i |a_i - b_i| / max(max_i |b_i|, 1e-30)` — the largest absolute difference scaled by the
+//! reference tensor's largest magnitude — and must be `<= 1e-4`. A NaN anywhere that the
+//! reference does not have at the same place counts as an infinite error. Integer and bool
+//! outputs must match exactly; shapes and dtypes must match exactly. The measured error of every
+//! model, data set and backend is printed (run with `--nocapture` to see it).
+//!
+//! For the compiled backends, one compiled graph is also reused across a model's data sets when
+//! its import with symbolic dims ([`sinter_onnx::Model::graph`]) succeeds, so the guards and
+//! recompiles on new batch / sequence lengths are exercised too.
+//!
+//! `SINTER_MODELS=a,b` runs only those models; `SINTER_DEBUG=dir` writes each compilation's
+//! debug artifacts under `dir/<model>/<backend>-<data set>/`.
+
+use sinter::core::backend::Backend as BackendTrait;
+use sinter::core::compile::{CompileOptions, compile};
+use sinter::{DType, HostTensor, IrGraph};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// The largest relative error accepted (see the module docs for the metric).
+const TOL: f64 = 1e-4;
+
+/// A model folder: its name, path and data sets (inputs, onnxruntime outputs).
+struct Case {
+    name: String,
+    dir: PathBuf,
+    sets: Vec<(String, Vec<HostTensor>, Vec<HostTensor>)>,
+}
+
+fn models_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("onnx").join("models")
+}
+
+fn sorted_dir(d: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(d)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", d.display()))
+        .map(|e| e.expect("dir entry").path())
+        .collect();
+    v.sort();
+    v
+}
+
+/// `prefix<N>.pb` files of a folder, ordered by N, decoded.
+fn numbered(d: &Path, prefix: &str) -> Vec<HostTensor> {
+    let mut v: Vec<(usize, PathBuf)> = sorted_dir(d)
+        .into_iter()
+        .filter_map(|p| {
+            let n = p.file_name()?.to_str()?.strip_prefix(prefix)?.strip_suffix(".pb")?.parse().ok()?;
+            Some((n, p))
+        })
+        .collect();
+    v.sort();
+    v.into_iter()
+        .map(|(_, p)| {
+            let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()));
+            sinter_onnx::tensor_from_pb(&bytes).unwrap_or_else(|e| panic!("decoding {}: {e}", p.display()))
+        })
+        .collect()
+}
+
+fn cases() -> Vec<Case> {
+    let cases: Vec<Case> = sorted_dir(&models_dir())
+        .into_iter()
+        .filter(|d| d.join("model.onnx").is_file())
+        .map(|dir| {
+            let sets = sorted_dir(&dir)
+                .into_iter()
+                .filter(|s| s.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("test_data_set_")))
+                .map(|s| {
+                    let name = s.file_name().unwrap().to_string_lossy().into_owned();
+                    (name, numbered(&s, "input_"), numbered(&s, "output_"))
+                })
+                .collect::<Vec<_>>();
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(!sets.is_empty(), "{name}: no test_data_set_N folder");
+            Case { name, dir, sets }
+        })
+        .collect();
+    assert!(cases.len() >= 4, "expected the committed models in {}", models_dir().display());
+    cases
+}
+
+/// The relative error of `got` against `want` (module docs), or an error for a shape or dtype
+/// mismatch. Integer and bool outputs give 0 when equal and infinity otherwise.
+fn rel_error(got: &HostTensor, want: &HostTensor) -> Result<f64, String> {
+    if got.shape != want.shape {
+        return Err(format!("shape {:?}, expected {:?}", got.shape, want.shape));
+    }
+    if got.dtype() != want.dtype() {
+        return Err(format!("dtype {}, expected {}", got.dtype(), want.dtype()));
+    }
+    let (a, b) = (got.to_f64_vec(), want.to_f64_vec());
+    if !want.dtype().is_float() {
+        return Ok(if a == b { 0.0 } else { f64::INFINITY });
+    }
+    let mut diff = 0.0f64;
+    let mut scale = 0.0f64;
+    for (&x, &y) in a.iter().zip(&b) {
+        if y.is_nan() || x.is_nan() {
+            if x.is_nan() != y.is_nan() {
+                diff = f64::INFINITY;
+            }
+            continue;
+        }
+        if x.is_infinite() || y.is_infinite() {
+            if x != y {
+                diff = f64::INFINITY;
+            }
+            continue;
+        }
+        diff = diff.max((x - y).abs());
+        scale = scale.max(y.abs());
+    }
+    Ok(diff / scale.max(1e-30))
+}
+
+/// Compares all outputs; returns the largest relative error or a description of the failure.
+fn check(outs: &[HostTensor], refs: &[HostTensor]) -> Result<f64, String> {
+    if outs.len() != refs.len() {
+        return Err(format!("{} outputs, expected {}", outs.len(), refs.len()));
+    }
+    let mut worst = 0.0f64;
+    for (k, (o, r)) in outs.iter().zip(refs).enumerate() {
+        let e = rel_error(o, r).map_err(|m| format!("output {k}: {m}"))?;
+        if e > TOL || e.is_nan() {
+            return Err(format!("output {k} ({}): relative error {e:.3e} > {TOL:e}", r.dtype()));
+        }
+        worst = worst.max(e);
+    }
+    Ok(worst)
+}
+
+/// No disk cache; debug artifacts under `$SINTER_DEBUG/<model>/<what>` when that is set.
+fn compile_opts(model: &str, what: &str) -> CompileOptions {
+    let debug_dir = std::env::var_os("SINTER_DEBUG").map(|d| PathBuf::from(d).join(model).join(what));
+    CompileOptions { cache_dir: None, debug_dir, ..CompileOptions::default() }
+}
+
+/// Runs every model on one backend (`None`: the CPU reference), printing one line per model and
+/// data set, and panics at the end listing every failure.
+fn run_all(label: &str, backend: Option<Rc<dyn BackendTrait>>) {
+    let mut failures = Vec::new();
+    let only = std::env::var("SINTER_MODELS").ok();
+    for case in cases() {
+        if only.as_deref().is_some_and(|o| !o.split(',').any(|m| m == case.name)) {
+            continue;
+        }
+        let model = sinter_onnx::load(case.dir.join("model.onnx"))
+            .unwrap_or_else(|e| panic!("{}: loading model.onnx: {e}", case.name));
+        for (set, inputs, refs) in &case.sets {
+            let t0 = std::time::Instant::now();
+            let result = (|| -> Result<f64, String> {
+                let g: IrGraph = model.graph_for_inputs(inputs).map_err(|e| format!("import: {e}"))?;
+                let outs = match &backend {
+                    None => sinter::cpu::run(&g, inputs).map_err(|e| format!("run: {e}"))?,
+                    Some(b) => compile(&g, b.clone(), compile_opts(&case.name, &format!("{label}-{set}")))
+                        .and_then(|c| c.run(inputs))
+                        .map_err(|e| format!("compiled run: {e}"))?,
+                };
+                check(&outs, refs)
+            })();
+            let secs = t0.elapsed().as_secs_f64();
+            match result {
+                Ok(e) => println!("{label:6} {:12} {set}: rel error {e:.3e}  ({secs:.1} s)", case.name),
+                Err(m) => {
+                    println!("{label:6} {:12} {set}: FAIL {m}", case.name);
+                    failures.push(format!("{}/{set}: {m}", case.name));
+                }
+            }
+        }
+        // One compiled graph with symbolic dims across every data set: guards and recompiles.
+        if let Some(b) = &backend
+            && case.sets.len() > 1
+        {
+            match model.graph() {
+                Err(e) => {
+                    println!("{label:6} {:12} symbolic import not possible ({e}); per-shape imports only", case.name)
+                }
+                Ok(g) => {
+                    let r = compile(&g, b.clone(), compile_opts(&case.name, &format!("{label}-symbolic")))
+                        .map_err(|e| e.to_string())
+                        .and_then(|c| {
+                            let mut worst = 0.0f64;
+                            for (set, inputs, refs) in &case.sets {
+                                let outs = c.run(inputs).map_err(|e| format!("{set}: {e}"))?;
+                                worst = worst.max(check(&outs, refs).map_err(|m| format!("{set}: {m}"))?);
+                            }
+                            Ok((worst, c.events().len()))
+                        });
+                    match r {
+                        Ok((e, n)) => println!(
+                            "{label:6} {:12} symbolic dims, one compiled graph, {n} compilations: rel error {e:.3e}",
+                            case.name
+                        ),
+                        Err(m) => {
+                            println!("{label:6} {:12} symbolic: FAIL {m}", case.name);
+                            failures.push(format!("{} (symbolic dims): {m}", case.name));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{label}: {} failure(s):\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn models_match_onnxruntime_on_cpu_reference() {
+    run_all("cpu", None);
+}
+
+#[test]
+fn models_match_onnxruntime_on_kernel_interpreter() {
+    run_all("interp", Some(Rc::new(sinter::core::kernel::interp::InterpBackend::new())));
+}
+
+#[test]
+fn models_match_onnxruntime_on_wgsl() {
+    let b = match sinter_wgsl::WgslBackend::new() {
+        Ok(b) => b,
+        Err(e) => {
+            if std::env::var("SINTER_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("SINTER_REQUIRE_GPU=1 but no WGSL adapter was found: {e}");
+            }
+            println!("SKIPPED: WGSL models check, no adapter ({e}); SINTER_REQUIRE_GPU=1 makes this a failure");
+            return;
+        }
+    };
+    run_all("wgsl", Some(Rc::new(b)));
+}
+
+#[test]
+fn relative_error_metric() {
+    let t =
+        |v: &[f32]| HostTensor::from_f64(DType::F32, vec![v.len()], &v.iter().map(|&x| x as f64).collect::<Vec<_>>());
+    assert_eq!(rel_error(&t(&[1.0, -4.0]), &t(&[1.0, -4.0])).unwrap(), 0.0);
+    // max |diff| = 0.5, max |ref| = 4: 0.125.
+    assert_eq!(rel_error(&t(&[1.5, -4.0]), &t(&[1.0, -4.0])).unwrap(), 0.125);
+    assert!(rel_error(&t(&[f32::NAN, 1.0]), &t(&[0.0, 1.0])).unwrap().is_infinite());
+    assert!(rel_error(&t(&[1.0]), &t(&[1.0, 2.0])).is_err());
+    let i = |v: &[f64]| HostTensor::from_f64(DType::I64, vec![v.len()], v);
+    assert_eq!(rel_error(&i(&[1.0, 2.0]), &i(&[1.0, 2.0])).unwrap(), 0.0);
+    assert!(rel_error(&i(&[1.0, 3.0]), &i(&[1.0, 2.0])).unwrap().is_infinite());
+}
