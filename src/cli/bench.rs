@@ -45,6 +45,12 @@ pub struct Args {
     /// Skip the copy-bandwidth calibration.
     #[arg(long)]
     pub no_calibrate: bool,
+    /// Measure every workload and mode on the one device of the process instead of a fresh one.
+    /// By default the WGSL backend opens a fresh device for each measurement: NVIDIA's Linux
+    /// Vulkan driver boosts the SM clock for about 4 s after a device is created and then drops it
+    /// to its idle clock under load too (1980 -> 345 MHz on an H200; BENCHMARKS.md).
+    #[arg(long)]
+    pub reuse_device: bool,
 }
 
 /// One measured row (see BENCHMARKS.md).
@@ -169,10 +175,14 @@ pub fn measure(
     let warm = t.elapsed().as_secs_f64();
     drop(warm_c);
     let _ = std::fs::remove_dir_all(&cache);
-    // Warm-up runs (clocks ramp up, caches fill), then timed runs.
+    // Warm-up runs (clocks ramp up, caches fill): at least `warmup` runs and 50 ms, then timed runs.
+    let t = Instant::now();
     c.run(inputs)?;
-    if warmup > 1 {
-        c.run_timed(inputs, warmup - 1)?;
+    let mut done = 1;
+    while done < warmup || t.elapsed().as_secs_f64() < 0.05 {
+        let n = warmup.saturating_sub(done).max(1);
+        c.run_timed(inputs, n)?;
+        done += n;
     }
     let t = Instant::now();
     let (out, timings) = c.run_timed(inputs, iters.max(1))?;
@@ -258,7 +268,14 @@ pub fn run(a: Args) -> Result<()> {
         }
         let mut eager_out: Option<Vec<HostTensor>> = None;
         for (m, fusion) in modes {
-            let (mut row, out, _c) = match measure(w, scale, &backend, m, fusion, a.iters, a.warmup, &inputs) {
+            let fresh;
+            let b = if a.reuse_device || backend.name() != "wgsl" {
+                &backend
+            } else {
+                fresh = make_backend(&a.backend, false)?.0;
+                &fresh
+            };
+            let (mut row, out, _c) = match measure(w, scale, b, m, fusion, a.iters, a.warmup, &inputs) {
                 Ok(r) => r,
                 Err(e) => {
                     println!("{:32} {:>15} error: {e:#}", w.name, if fusion { m.name() } else { "eager" });

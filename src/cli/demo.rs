@@ -98,5 +98,6 @@ pub fn run(args: Args) -> Result<()> {
         json: None,
         check: reduced,
         no_calibrate: false,
+        reuse_device: false,
     })
 }

@@ -80,6 +80,9 @@ pub fn run(a: Args) -> Result<()> {
         let p = record(&a.out, &a, &backend, &device, false)?;
         p.write(&a.out)?;
     }
+    // A fresh WGSL device for the compiled recording: NVIDIA's Vulkan driver boosts clocks only
+    // for a few seconds after a device is created (see `sinter bench --reuse-device`).
+    let backend = if backend.name() == "wgsl" { super::bench::make_backend(&a.backend, false)?.0 } else { backend };
     let p = record(&a.out, &a, &backend, &device, true)?;
     p.write(&a.out)?;
     let analysis = profile::analyze(&p);
