@@ -62,6 +62,7 @@ enum Kind {
     Chain,
     Attention,
     ResNet18,
+    Sum,
 }
 
 /// A built-in workload.
@@ -103,6 +104,8 @@ pub fn all() -> Vec<Workload> {
             Kind::Attention,
         ),
         w("resnet18_b32_f32", "torchvision resnet18 (eval) on [32, 3, 224, 224]", Kind::ResNet18),
+        // Not in torch_anchor.py: a whole-tensor reduction (one row), the split-reduction case.
+        w("sum_64M_f32", "x.sum()", Kind::Sum),
     ]
 }
 
@@ -165,6 +168,8 @@ impl Workload {
         match self.kind {
             Kind::AddReluMul => vec![if full { 10_000_000 } else { 4099 }],
             Kind::Cos | Kind::CosCos => vec![if full { 1 << 24 } else { 4097 }],
+            // 3 * 7 * 4096 at the reduced size: long enough to split, not a power of two.
+            Kind::Sum => vec![if full { 1 << 26 } else { 86_016 }],
             // [M, K, N]
             Kind::MatmulSoftmax { full: n, dtype } => match (full, dtype) {
                 (true, _) => vec![n, n, n],
@@ -235,6 +240,8 @@ impl Workload {
         match self.kind {
             Kind::AddReluMul => vec![spec("x", dt, &d, n1), spec("b", dt, &d, n1)],
             Kind::Cos | Kind::CosCos | Kind::Chain => vec![spec("x", dt, &d, n1)],
+            // Positive values: the sum is well conditioned, so f32 accumulation stays within rtol.
+            Kind::Sum => vec![spec("x", dt, &d, Dist::Uniform(0.0, 1.0))],
             Kind::MatmulSoftmax { .. } => vec![spec("x", dt, &[d[0], d[1]], n1), spec("y", dt, &[d[1], d[2]], n1)],
             Kind::Matmul { .. } => vec![spec("a", dt, &[d[0], d[1]], n1), spec("b", dt, &[d[1], d[2]], n1)],
             Kind::Softmax => vec![spec("x", dt, &d, n1)],
@@ -266,6 +273,7 @@ impl Workload {
             Kind::AddReluMul => (&ins[0] + &ins[1]).relu() * 2.0,
             Kind::Cos => ins[0].cos(),
             Kind::CosCos => ins[0].cos().cos(),
+            Kind::Sum => ins[0].sum(&[0], false),
             Kind::MatmulSoftmax { .. } => ins[0].matmul(&ins[1]).softmax(1),
             Kind::Softmax => ins[0].softmax(-1),
             Kind::LayerNormGelu => ins[0].layer_norm(&ins[1], &ins[2], 1e-5).gelu(),
@@ -358,6 +366,7 @@ impl Workload {
             Kind::Softmax | Kind::LayerNormGelu | Kind::Attention => d,
             Kind::Mlp => vec![d[0], d[1]],
             Kind::ResNet18 => vec![d[0], 1000],
+            Kind::Sum => vec![],
         }
     }
 
@@ -403,6 +412,7 @@ impl Workload {
                 rd(map(&r, &|x| x * 2.0))
             }
             Kind::Cos => rd(map(&v[0], &f64::cos)),
+            Kind::Sum => rd(vec![v[0].iter().sum()]),
             Kind::CosCos => {
                 let c = rd(map(&v[0], &f64::cos));
                 rd(map(&c, &f64::cos))
@@ -809,6 +819,7 @@ mod tests {
 
     #[test]
     fn names_match_the_anchor_script() {
+        // The anchor script's workloads in its order, then sinter's own (no torch anchor).
         assert_eq!(
             names(),
             [
@@ -825,6 +836,7 @@ mod tests {
                 "pointwise_chain64_1024_f32",
                 "attention_b8h16s1024d64_bf16",
                 "resnet18_b32_f32",
+                "sum_64M_f32",
             ]
         );
         assert!(get("nope").is_none());

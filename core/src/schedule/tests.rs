@@ -122,6 +122,7 @@ fn workload_kernel_counts() {
         ("matmul_4096_f32", 1),
         ("matmul_8192_bf16", 1),
         ("attention_b8h16s1024d64_bf16", 3),
+        ("sum_64M_f32", 2),
     ];
     for &(name, want) in cases {
         let (_, _, p) = workload(name);
