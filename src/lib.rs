@@ -14,6 +14,12 @@ pub use sinter_core::{
     prelude, text, trace, verify, workloads,
 };
 
+/// The ONNX front end: `sinter::onnx::load("model.onnx")?` gives a model whose graph compiles like
+/// any traced one.
+pub use sinter_onnx as onnx;
+/// The WGSL backend crate (wgpu).
+pub use sinter_wgsl as wgsl;
+
 pub mod runtime;
 pub use runtime::{Backend, Options, backend, compile};
 pub use sinter_core::backend::Mode;
