@@ -701,6 +701,21 @@ mod tests {
     }
 
     #[test]
+    fn every_workload_hits_the_disk_cache() {
+        // Regression: a max-pool's -inf padding constant was written to JSON as `null`, so every
+        // cached ResNet program was "corrupt" and rebuilt.
+        let dir = tmpdir("cache-workloads");
+        for w in crate::workloads::all() {
+            let g = w.build(crate::workloads::Scale::Reduced).unwrap();
+            let first = compile(&g, Rc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+            let second = compile(&g, Rc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+            assert!(second.events()[0].stats.cache_hit, "{}: second compile missed the cache", w.name);
+            assert_eq!(format!("{:?}", first.program()), format!("{:?}", second.program()), "{}", w.name);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn artifacts_written() {
         let dir = tmpdir("artifacts");
         let g = softmax_graph(Dim::Static(3));

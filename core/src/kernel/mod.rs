@@ -154,8 +154,9 @@ pub enum Expr {
         /// Element index.
         index: Index,
     },
-    /// A literal.
-    Const(f64),
+    /// A literal (may be infinite or NaN, e.g. a max-pool's padding value; stored in JSON as a
+    /// string then, since JSON numbers cannot be).
+    Const(#[serde(with = "json_f64")] f64),
     /// An index used as an integer value.
     IndexValue(Index),
     /// Compare two indices (bool), e.g. to mask a pad or pick a concat input.
@@ -440,6 +441,44 @@ impl Capabilities {
             dtypes: DType::ALL.to_vec(),
             compute_units: 0,
             matrix_dtypes: vec![],
+        }
+    }
+}
+
+/// Serde for an `f64` that may be non-finite: finite values as JSON numbers, `inf`, `-inf` and
+/// `nan` as strings (serde_json writes non-finite numbers as `null`, which reads back as an error:
+/// a cached program with a max-pool would never load).
+mod json_f64 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_f64(*v)
+        } else if v.is_nan() {
+            s.serialize_str("nan")
+        } else if *v > 0.0 {
+            s.serialize_str("inf")
+        } else {
+            s.serialize_str("-inf")
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Num(f64),
+        Text(String),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        match Repr::deserialize(d)? {
+            Repr::Num(v) => Ok(v),
+            Repr::Text(t) => match t.as_str() {
+                "inf" => Ok(f64::INFINITY),
+                "-inf" => Ok(f64::NEG_INFINITY),
+                "nan" => Ok(f64::NAN),
+                other => Err(serde::de::Error::custom(format!("not a number: {other:?}"))),
+            },
         }
     }
 }
