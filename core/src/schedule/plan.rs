@@ -399,20 +399,35 @@ impl<'g> Sched<'g> {
 
     /// Buffers `kb` binds: its reads plus, conservatively, one write per output of each stored
     /// node and one for each stored node that a later kernel may read.
+    ///
+    /// A buffer larger than `caps.max_binding_bytes` counts once per window a backend binds it as
+    /// (windows of the limit rounded down to 256 bytes; see the WGSL backend's split bindings).
     pub(super) fn bindings(&self, kb: &KernelBuilder) -> usize {
         let members: BTreeSet<NodeId> = kb.member_nodes().collect();
         let mut memo = HashMap::new();
         let mut writes = 0;
         for m in &kb.members {
             match m.target {
-                Target::Operand(_) => writes += 1,
+                Target::Operand(i) => {
+                    let (dt, numel) = self.buf_info(&BufRef::Operand(i));
+                    writes += self.windows(dt, numel);
+                }
                 Target::Node(n) => {
                     let outs = self.outputs_of[n.index()].len();
-                    writes += if outs > 0 { outs } else { usize::from(!self.covered(n, &members, &mut memo)) };
+                    let each = self.windows(self.g.ty(n).dtype, numel(&self.shapes[n.index()]));
+                    writes += each * if outs > 0 { outs } else { usize::from(!self.covered(n, &members, &mut memo)) };
                 }
             }
         }
-        kb.reads.len() + writes
+        kb.reads.iter().map(|a| self.windows(a.dtype, a.numel)).sum::<usize>() + writes
+    }
+
+    /// How many bindings a buffer of `numel` elements of `dt` takes (1 unless it exceeds the
+    /// backend's binding size).
+    fn windows(&self, dt: DType, numel: usize) -> usize {
+        let window = self.caps.max_binding_bytes - self.caps.max_binding_bytes % 256;
+        let bytes = (numel as u64).saturating_mul(dt.size_bytes() as u64);
+        if window == 0 { 1 } else { bytes.div_ceil(window).max(1) as usize }
     }
 
     fn check(&self, kb: &KernelBuilder) -> Result<(), Refusal> {

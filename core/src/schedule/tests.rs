@@ -566,6 +566,28 @@ fn outputs_that_are_inputs_views_constants_or_shared() {
 // ------------------------------------------------------------------------------- limits
 
 #[test]
+fn split_binding_windows_count_against_the_binding_limit() {
+    // 8 inputs of 600 f32 (2400 bytes = 3 windows of 1024 bytes each): one fused kernel would bind
+    // 27 windows; with 12 bindings allowed the scheduler splits it and every kernel fits.
+    let g = Graph::new();
+    let xs: Vec<Tensor> = (0..8).map(|i| g.input(&format!("x{i}"), DType::F32, [600])).collect();
+    let mut acc = xs[0].clone();
+    for x in &xs[1..] {
+        acc = (&acc + x).relu();
+    }
+    g.output(&acc);
+    let ir = g.build().expect("build");
+    let ins: Vec<HostTensor> = (0..8).map(|i| rnd(DType::F32, &[600], i)).collect();
+    let caps = Capabilities { max_bindings: 12, max_binding_bytes: 1024, ..Capabilities::host() };
+    let p = check_with(&ir, &ins, &caps, &ScheduleOptions::default());
+    assert!(p.kernels.len() > 1, "{}", print_program(&p));
+    for k in &p.kernels {
+        let windows: u64 = k.args.iter().map(|a| ((a.numel * a.dtype.size_bytes()) as u64).div_ceil(1024)).sum();
+        assert!(windows <= 12, "{} binds {windows} windows\n{}", k.name, print_program(&p));
+    }
+}
+
+#[test]
 fn binding_limit_splits_kernels() {
     // Eight inputs summed: one kernel would bind 9 buffers.
     let g = Graph::new();
