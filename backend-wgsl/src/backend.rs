@@ -681,17 +681,20 @@ impl Executable for WgslExecutable {
         let mut all = Vec::with_capacity(iters);
         for _ in 0..iters.max(1) {
             let t = self.timed.as_ref().map(|r| r.run()).transpose().map_err(dev_err)?;
-            let durations = t.and_then(|t| t.dispatch_ns).unwrap_or_default();
-            // The device layer reports per-dispatch durations; dispatches of a batch run back to back, so a
-            // kernel's start is the sum of the durations before it.
-            let mut start = 0.0;
+            let (durations, starts) = match t {
+                Some(t) => (t.dispatch_ns.unwrap_or_default(), t.dispatch_start_ns.unwrap_or_default()),
+                None => (Vec::new(), Vec::new()),
+            };
+            // GPU timestamps at each dispatch's start and end: starts are relative to the first
+            // kernel, so the gaps between kernels (launch overhead) are visible to the profiler.
             let run: Vec<KernelTiming> = names
                 .iter()
                 .zip(durations)
-                .map(|(name, d)| {
-                    let kt = KernelTiming { kernel: name.clone(), start_ns: start, dur_ns: d as f64 };
-                    start += d as f64;
-                    kt
+                .enumerate()
+                .map(|(i, (name, d))| KernelTiming {
+                    kernel: name.clone(),
+                    start_ns: starts.get(i).copied().unwrap_or(0) as f64,
+                    dur_ns: d as f64,
                 })
                 .collect();
             all.push(run);

@@ -361,6 +361,15 @@ fn timestamps_give_positive_durations() {
         assert_eq!(d.len(), 3);
         assert!(d.iter().all(|&ns| ns > 0), "{d:?}");
         assert!(t.gpu_span_ns.unwrap() >= d.iter().copied().max().unwrap());
+        // Starts are relative to the first dispatch and each comes after the previous one ends.
+        let s = t.dispatch_start_ns.unwrap();
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[0], 0);
+        for k in 1..3 {
+            // (each figure is rounded to whole nanoseconds on its own: allow 2 ns)
+            assert!(s[k] + 2 >= s[k - 1] + d[k - 1], "dispatch {k} starts before {} ends: {s:?} {d:?}", k - 1);
+        }
+        assert!(t.gpu_span_ns.unwrap().abs_diff(s[2] + d[2]) <= 2);
     }
 }
 

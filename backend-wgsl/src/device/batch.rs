@@ -151,6 +151,9 @@ pub struct BatchTiming {
     pub dispatch_ns: Option<Vec<u64>>,
     /// GPU time from the first dispatch's start to the last one's end, in nanoseconds (timed batches).
     pub gpu_span_ns: Option<u64>,
+    /// Start of each dispatch relative to the first dispatch's start, in nanoseconds (timed
+    /// batches): the gaps between one dispatch's end and the next one's start are launch overhead.
+    pub dispatch_start_ns: Option<Vec<u64>>,
 }
 
 impl Device {
@@ -560,7 +563,9 @@ impl RecordedBatch {
             .map_err(|e| DeviceError::Poll(e.to_string()))?;
         let wall_ns = start.elapsed().as_nanos() as u64;
         self.device.check_lost()?;
-        let Some(t) = &self.timing else { return Ok(BatchTiming { wall_ns, dispatch_ns: None, gpu_span_ns: None }) };
+        let Some(t) = &self.timing else {
+            return Ok(BatchTiming { wall_ns, dispatch_ns: None, gpu_span_ns: None, dispatch_start_ns: None });
+        };
         let bytes = self.device.read_mapped(&t.readback, "timestamp readback")?;
         let ticks: Vec<u64> =
             bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
@@ -572,7 +577,13 @@ impl RecordedBatch {
         let ns = |ticks: u64| (ticks as f64 * period).round() as u64;
         let dispatch_ns: Vec<u64> = (0..t.count).map(|d| ns(at(d, true).saturating_sub(at(d, false)))).collect();
         let gpu_span_ns = ns(at(t.count - 1, true).saturating_sub(at(0, false)));
-        Ok(BatchTiming { wall_ns, dispatch_ns: Some(dispatch_ns), gpu_span_ns: Some(gpu_span_ns) })
+        let starts: Vec<u64> = (0..t.count).map(|d| ns(at(d, false).saturating_sub(at(0, false)))).collect();
+        Ok(BatchTiming {
+            wall_ns,
+            dispatch_ns: Some(dispatch_ns),
+            gpu_span_ns: Some(gpu_span_ns),
+            dispatch_start_ns: Some(starts),
+        })
     }
 }
 
