@@ -858,6 +858,9 @@ fn matmul_integer(cx: &mut Cx) -> R<NodeId> {
     let (a, b) = (cx.inp(0)?, cx.inp(1)?);
     let ra = cx.rank(a);
     let rb = cx.rank(b);
+    if ra == 0 || rb == 0 {
+        return Err(cx.err("MatMulInteger needs inputs of rank >= 1"));
+    }
     let a = minus_zp(cx, a, cx.opt(2), Some(ra.saturating_sub(2)))?;
     let b = minus_zp(cx, b, cx.opt(3), Some(rb - 1))?;
     cx.matmul(a, b)
