@@ -18,7 +18,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-python3 -c "import onnx" 2>/dev/null || python3 -m pip install -q onnx
+python3 -c "import onnx" 2>/dev/null || python3 -m pip install -q "onnx==1.23.2" numpy
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
