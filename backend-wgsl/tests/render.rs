@@ -146,20 +146,7 @@ fn every_dtype_and_strategy_validates() {
     // Pointwise casts through every supported dtype, vectorized and not, plus reductions of each
     // strategy with and without subgroups, all naga-validated.
     use sinter_core::kernel::{Access, Expr};
-    let dts = [
-        DType::F32,
-        DType::F16,
-        DType::BF16,
-        DType::I8,
-        DType::I16,
-        DType::I32,
-        DType::I64,
-        DType::U8,
-        DType::U16,
-        DType::U32,
-        DType::U64,
-        DType::Bool,
-    ];
+    let dts = sinter_wgsl::backend::DTYPES;
     for has_f16 in [true, false] {
         let caps = WgslCaps { has_f16, ..WgslCaps::baseline() };
         for from in dts {
@@ -242,20 +229,7 @@ fn pointwise_split_bindings() {
 #[test]
 fn split_bindings_validate_for_every_kernel_kind() {
     use sinter_core::kernel::{Access, Expr, Index};
-    let dts = [
-        DType::F32,
-        DType::F16,
-        DType::BF16,
-        DType::I8,
-        DType::I16,
-        DType::I32,
-        DType::I64,
-        DType::U8,
-        DType::U16,
-        DType::U32,
-        DType::U64,
-        DType::Bool,
-    ];
+    let dts = sinter_wgsl::backend::DTYPES;
     let split = |r: &sinter_wgsl::render::Rendered, args: usize| r.bindings.len() > args;
     for limit in [64u64, 512] {
         for has_f16 in [true, false] {

@@ -10,6 +10,7 @@ pub mod infer;
 pub mod ir;
 pub mod passes;
 pub mod profile;
+pub mod scalar;
 pub mod shape;
 pub mod tensor;
 pub mod text;

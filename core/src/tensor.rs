@@ -1,6 +1,7 @@
 //! Host tensors: the values that go in and come out of a graph.
 
 use crate::dtype::DType;
+pub use crate::scalar::{cast_int, float_to_i64, round_to};
 use half::{bf16, f16};
 use serde::{Deserialize, Serialize};
 
@@ -95,40 +96,6 @@ pub struct HostTensor {
     pub data: TensorData,
 }
 
-/// Rounds an `f64` to the nearest value representable in `dtype` (saturating/wrapping for ints as
-/// a cast would), returned as `f64`. This is how the CPU reference emulates storage precision.
-pub fn round_to(dtype: DType, x: f64) -> f64 {
-    match dtype {
-        DType::F64 => x,
-        DType::F32 => x as f32 as f64,
-        DType::F16 => f16::from_f64(x).to_f64(),
-        DType::BF16 => bf16::from_f64(x).to_f64(),
-        DType::Bool => (x != 0.0) as i64 as f64,
-        _ => cast_int(dtype, float_to_i64(x)) as f64,
-    }
-}
-
-/// Converts a float to i64 the way a C cast does for in-range values (truncation toward zero);
-/// NaN becomes 0 and out-of-range values saturate.
-pub fn float_to_i64(x: f64) -> i64 {
-    if x.is_nan() { 0 } else { x as i64 }
-}
-
-/// Wraps an i64 into the range of an integer dtype (two's complement truncation, as a cast does).
-pub fn cast_int(dtype: DType, x: i64) -> i64 {
-    match dtype {
-        DType::I8 => x as i8 as i64,
-        DType::I16 => x as i16 as i64,
-        DType::I32 => x as i32 as i64,
-        DType::U8 => x as u8 as i64,
-        DType::U16 => x as u16 as i64,
-        DType::U32 => x as u32 as i64,
-        DType::U64 => x,
-        DType::Bool => (x != 0) as i64,
-        _ => x,
-    }
-}
-
 impl HostTensor {
     /// A tensor from storage and extents. Fails when the element count does not match.
     pub fn new(shape: Vec<usize>, data: TensorData) -> Result<HostTensor, crate::Error> {
@@ -167,14 +134,20 @@ impl HostTensor {
         self.numel() * self.dtype().size_bytes()
     }
 
-    /// Builds a tensor of `dtype` from f64 values, rounding each as [`round_to`] does.
+    /// Builds a tensor of `dtype` from f64 values, converting each as a cast from `f64` does
+    /// ([`crate::scalar::cast`]): floats rounded to the dtype, integers truncated toward zero and
+    /// wrapped, bool `!= 0`.
     pub fn from_f64(dtype: DType, shape: Vec<usize>, v: &[f64]) -> HostTensor {
         let data = match dtype {
             DType::F32 => TensorData::F32(v.iter().map(|&x| x as f32).collect()),
             DType::F16 => TensorData::F16(v.iter().map(|&x| f16::from_f64(x)).collect()),
             DType::BF16 => TensorData::BF16(v.iter().map(|&x| bf16::from_f64(x)).collect()),
             DType::F64 => TensorData::F64(v.to_vec()),
-            _ => return HostTensor::from_i64(dtype, shape, &v.iter().map(|&x| float_to_i64(x)).collect::<Vec<_>>()),
+            DType::Bool => TensorData::Bool(v.iter().map(|&x| x != 0.0).collect()),
+            _ => {
+                let i: Vec<i64> = v.iter().map(|&x| crate::scalar::float_to_int(x, dtype)).collect();
+                return HostTensor::from_i64(dtype, shape, &i);
+            }
         };
         HostTensor { shape, data }
     }

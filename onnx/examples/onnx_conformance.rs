@@ -32,16 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     for (k, s) in &r.kinds {
-        println!(
-            "{k}: {}/{} passed ({:.1}%) fail {} unsup {} err {} timeout {}",
-            s.passed,
-            s.total,
-            s.pass_percent(),
-            s.failed,
-            s.unsupported,
-            s.errors,
-            s.timeouts
-        );
+        println!("{k}: {s}");
     }
     if let Some(p) = json {
         std::fs::write(p, r.to_json())?;

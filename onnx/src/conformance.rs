@@ -94,6 +94,23 @@ pub struct CaseResult {
     pub seconds: f64,
 }
 
+impl CaseResult {
+    /// A result for `case` with status [`Status::Error`] and nothing measured yet.
+    fn error(case: &Case) -> CaseResult {
+        CaseResult {
+            name: case.name.clone(),
+            kind: case.kind.clone(),
+            status: Status::Error,
+            ops: vec![],
+            unsupported_op: None,
+            max_error: None,
+            max_ratio: None,
+            detail: None,
+            seconds: 0.0,
+        }
+    }
+}
+
 /// Counts by status.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
@@ -126,6 +143,24 @@ impl Summary {
     /// Pass rate in percent (0 for no cases).
     pub fn pass_percent(&self) -> f64 {
         if self.total == 0 { 0.0 } else { 100.0 * self.passed as f64 / self.total as f64 }
+    }
+}
+
+/// `passed/total passed (pct%), n failed, n unsupported, n errors, n timeouts`, the counts
+/// right-aligned so that lines of several summaries line up.
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:>5}/{:<5} passed ({:.1}%), {} failed, {} unsupported, {} errors, {} timeouts",
+            self.passed,
+            self.total,
+            self.pass_percent(),
+            self.failed,
+            self.unsupported,
+            self.errors,
+            self.timeouts
+        )
     }
 }
 
@@ -289,17 +324,7 @@ fn compare(outs: &[HostTensor], refs: &[HostTensor], rtol: f64, atol: f64) -> (b
 /// Runs one case on the calling thread.
 pub fn run_case(case: &Case, backend: &Backend, rtol: f64, atol: f64) -> CaseResult {
     let start = Instant::now();
-    let mut res = CaseResult {
-        name: case.name.clone(),
-        kind: case.kind.clone(),
-        status: Status::Error,
-        ops: vec![],
-        unsupported_op: None,
-        max_error: None,
-        max_ratio: None,
-        detail: None,
-        seconds: 0.0,
-    };
+    let mut res = CaseResult::error(case);
     let set_err = |res: &mut CaseResult, e: OnnxError| {
         if let Some(op) = e.unsupported_op() {
             res.status = Status::Unsupported;
@@ -409,17 +434,7 @@ fn run_isolated(case: &Case, backend: &Backend, opts: &Options) -> CaseResult {
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(&c, &b, rtol, atol)));
             let _ = tx.send(r);
         });
-    let base = CaseResult {
-        name: case.name.clone(),
-        kind: case.kind.clone(),
-        status: Status::Error,
-        ops: vec![],
-        unsupported_op: None,
-        max_error: None,
-        max_ratio: None,
-        detail: None,
-        seconds: 0.0,
-    };
+    let base = CaseResult::error(case);
     if let Err(e) = spawned {
         return CaseResult { detail: Some(format!("cannot start a thread: {e}")), ..base };
     }

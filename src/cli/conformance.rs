@@ -158,32 +158,9 @@ fn print_report(r: &Report, args: &Args, secs: f64) -> Result<()> {
     }
     writeln!(w)?;
     for (k, s) in &r.kinds {
-        writeln!(
-            w,
-            "{k:<20} {:>5}/{:<5} passed ({:.1}%), {} failed, {} unsupported, {} errors, {} timeouts",
-            s.passed,
-            s.total,
-            s.pass_percent(),
-            s.failed,
-            s.unsupported,
-            s.errors,
-            s.timeouts
-        )?;
+        writeln!(w, "{k:<20} {s}")?;
     }
-    let s = &r.summary;
-    writeln!(
-        w,
-        "{:<20} {:>5}/{:<5} passed ({:.1}%), {} failed, {} unsupported, {} errors, {} timeouts in {secs:.1} s on {}",
-        "overall",
-        s.passed,
-        s.total,
-        s.pass_percent(),
-        s.failed,
-        s.unsupported,
-        s.errors,
-        s.timeouts,
-        args.backend
-    )?;
+    writeln!(w, "{:<20} {} in {secs:.1} s on {}", "overall", r.summary, args.backend)?;
     Ok(())
 }
 

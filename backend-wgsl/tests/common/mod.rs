@@ -1,7 +1,9 @@
-//! Helpers shared by the renderer and GPU tests: hand-built kernel-IR programs and naga validation.
+//! Helpers shared by the renderer and GPU tests: hand-built kernel-IR programs, naga validation,
+//! random inputs and output comparison.
 #![allow(dead_code)]
 
-use sinter_core::DType;
+use sinter_core::{DType, HostTensor};
+
 use sinter_core::kernel::{
     Access, BufferDecl, BufferId, BufferKind, Expr, ExprId, Index, IoDecl, Kernel, KernelArg, KernelBody, MatOperand,
     MatmulBody, MemoryPlan, Program, RedOp, ReduceBody, ReduceStrategy, Reduction, Store, TypedExpr, Var,
@@ -17,6 +19,102 @@ pub fn naga_validate(src: &str) {
     if let Err(e) = v.validate(&module) {
         panic!("WGSL does not validate:\n{}\n--- source ---\n{src}", e.emit_to_string(src));
     }
+}
+
+/// Asserts `got` matches `want` within the dtype's tolerance (exact for integers and bools).
+pub fn assert_close(got: &[HostTensor], want: &[HostTensor], what: &str) {
+    assert_close_tol(got, want, what, None)
+}
+
+/// [`assert_close`] with the tolerance `tol` (`(rtol, atol)`) instead of the dtype's, when given.
+pub fn assert_close_tol(got: &[HostTensor], want: &[HostTensor], what: &str, tol: Option<(f64, f64)>) {
+    assert_eq!(got.len(), want.len(), "{what}: output count");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g.shape, w.shape, "{what}: output {i} shape");
+        assert_eq!(g.dtype(), w.dtype(), "{what}: output {i} dtype");
+        let (rtol, atol) = tol.unwrap_or_else(|| sinter_core::workloads::tolerance(w.dtype()));
+        let ratio = g.tolerance_ratio(w, rtol, atol);
+        if ratio > 1.0 {
+            let (a, b) = (g.to_f64_vec(), w.to_f64_vec());
+            let bad: Vec<String> = a
+                .iter()
+                .zip(&b)
+                .enumerate()
+                .filter(|(_, (x, y))| {
+                    !(x.is_nan() && y.is_nan() || *x == *y || (*x - *y).abs() <= atol + rtol * y.abs())
+                })
+                .take(8)
+                .map(|(k, (x, y))| format!("[{k}] got {x} want {y}"))
+                .collect();
+            panic!("{what}: output {i} off by {ratio:.3}x tolerance: {}", bad.join(", "));
+        }
+    }
+}
+
+/// A random tensor (see [`HostTensor::random`]).
+pub fn random(d: DType, shape: &[usize], seed: u64, lo: f64, hi: f64) -> HostTensor {
+    HostTensor::random(d, shape.to_vec(), seed, lo, hi)
+}
+
+/// `y = cast(x)` and its reversed copy `z` (a gather store) from `n` f32 values to `d`: sub-word
+/// outputs written both 4 at a time (whole words) and element by element.
+pub fn sub_word(n: usize, d: DType) -> Program {
+    let mut p = ProgramBuilder::new();
+    let x = p.input("x", DType::F32, &[n]);
+    let y = p.output("y", d, &[n]);
+    let z = p.output("z", d, &[n]);
+    let mut kb = KernelBuilder::new("k0_sub_word", &["cast"]);
+    let ax = kb.arg(&p, x, Access::Read);
+    let ay = kb.arg(&p, y, Access::Write);
+    let az = kb.arg(&p, z, Access::Write);
+    let v = kb.load(ax, lane());
+    let c = kb.e(Expr::Cast(v), d);
+    let rev = Index::Sum(vec![Index::Const(n as i64 - 1), lane().mul(-1)]);
+    p.kernel(kb.pointwise(n, vec![st(ay, lane(), c), st(az, rev, c)]));
+    p.build()
+}
+
+/// One reduce kernel over `x: [rows, len]` of `d` with three reductions per row: argmax (i64
+/// output), argmin (cast to i32) and the sum (accumulated in f32, u32 for u8, else i32; cast back
+/// to `d`).
+pub fn arg_sum(d: DType, rows: usize, len: usize, strategy: ReduceStrategy) -> Program {
+    let mut p = ProgramBuilder::new();
+    let x = p.input("x", d, &[rows, len]);
+    let amax = p.output("amax", DType::I64, &[rows]);
+    let amin = p.output("amin", DType::I32, &[rows]);
+    let sum = p.output("sum", d, &[rows]);
+    let mut kb = KernelBuilder::new("k0_arg", &["argmax", "argmin", "sum"]);
+    let ax = kb.arg(&p, x, Access::Read);
+    let a1 = kb.arg(&p, amax, Access::Write);
+    let a2 = kb.arg(&p, amin, Access::Write);
+    let a3 = kb.arg(&p, sum, Access::Write);
+    let idx = Index::var(Var::Row).mul(len as i64).add(Index::var(Var::Red));
+    let v = kb.load(ax, idx);
+    let acc_d = match d {
+        DType::U8 => DType::U32,
+        d if d.is_float() => DType::F32,
+        _ => DType::I32,
+    };
+    let vs = kb.e(Expr::Cast(v), acc_d);
+    let r0 = kb.e(Expr::Acc(0), DType::I64);
+    let r1 = kb.e(Expr::Acc(1), DType::I64);
+    let r1c = kb.e(Expr::Cast(r1), DType::I32);
+    let r2 = kb.e(Expr::Acc(2), acc_d);
+    let r2c = kb.e(Expr::Cast(r2), d);
+    let row = Index::var(Var::Row);
+    p.kernel(kb.reduce(ReduceBody {
+        rows,
+        len,
+        reductions: vec![
+            Reduction { op: RedOp::ArgMax, value: v, slot: 0, dtype: DType::I64 },
+            Reduction { op: RedOp::ArgMin, value: v, slot: 1, dtype: DType::I64 },
+            Reduction { op: RedOp::Sum, value: vs, slot: 2, dtype: acc_d },
+        ],
+        elem_stores: vec![],
+        row_stores: vec![st(a1, row.clone(), r0), st(a2, row.clone(), r1c), st(a3, row, r2c)],
+        strategy,
+    }));
+    p.build()
 }
 
 /// Builds a program by hand: buffers, inputs and outputs, kernels.

@@ -1,10 +1,10 @@
 //! Contractions and windows: matmul, 2-D convolution, 2-D pooling and attention.
 
-use super::elementwise::{fmax_nan, int_key};
 use super::index::{broadcast_index, broadcast_shapes, valid_range};
 use super::{Buf, Value, finish};
 use crate::dtype::DType;
 use crate::ir::{PoolKind, Window2d};
+use crate::scalar::{fmax_nan, int_key};
 
 /// One batched product: `out[b] += a[ia[b]] @ b[ib[b]]` for `m x k` by `k x n` blocks, summing
 /// the `k` products in order with `fma(acc, x, y)`.

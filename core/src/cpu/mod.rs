@@ -291,8 +291,8 @@ fn eval_node(g: &IrGraph, id: NodeId, node: &Node, args: &[&Value], inputs: &[Ho
             reduce::layer_norm(args[0], *axis, *eps, weight, bias)?
         }
         Op::BatchNorm { eps } => reduce::batch_norm(args[0], args[1], args[2], args[3], args[4], *eps)?,
-        Op::Gelu { tanh } => elementwise::activation(args[0], |x| elementwise::gelu(x, *tanh))?,
-        Op::Silu => elementwise::activation(args[0], |x| x * elementwise::sigmoid(x))?,
+        Op::Gelu { tanh } => elementwise::activation(args[0], |x| crate::scalar::gelu(x, *tanh))?,
+        Op::Silu => elementwise::activation(args[0], |x| x * crate::scalar::sigmoid(x))?,
         Op::HardSwish => elementwise::activation(args[0], |x| x * (x / 6.0 + 0.5).clamp(0.0, 1.0))?,
         Op::HardSigmoid { alpha, beta } => elementwise::activation(args[0], |x| (alpha * x + beta).clamp(0.0, 1.0))?,
         Op::Attention { scale, causal, .. } => {

@@ -1,10 +1,10 @@
 //! Reductions and the normalizing composites (softmax, log-softmax, layer norm, batch norm).
 
-use super::elementwise::{fmax_nan, fmin_nan, int_key};
 use super::index::{broadcast_index, lanes, strided_offsets};
 use super::{Buf, Value, finish};
 use crate::dtype::DType;
 use crate::ir::{ArgOp, ReduceOp};
+use crate::scalar::{arg_better_f64, arg_better_i64, fmax_nan, fmin_nan, int_key};
 
 /// Reduction of `x` over `axes` into `shape` (the node's shape, with or without kept axes: the
 /// element order is the same either way). Accumulates in `f64` (`i64` wrapping for integers).
@@ -65,26 +65,8 @@ pub(super) fn reduce(op: ReduceOp, axes: &[usize], x: &Value, out: DType, shape:
     finish(out, shape, buf)
 }
 
-/// Whether candidate `v` replaces the current best `b` in an arg-reduction. NaN counts as the
-/// extremum for both argmax and argmin (as torch and NumPy do: the NaN propagates through max/min,
-/// so its index is the answer); ties (and NaN after NaN) go to the later index only with
-/// `select_last`.
-fn float_better(op: ArgOp, v: f64, b: f64, select_last: bool) -> bool {
-    match (v.is_nan(), b.is_nan()) {
-        (true, true) => select_last,
-        (true, false) => true,
-        (false, true) => false,
-        _ => {
-            let strictly = match op {
-                ArgOp::ArgMax => v > b,
-                ArgOp::ArgMin => v < b,
-            };
-            strictly || (select_last && v == b)
-        }
-    }
-}
-
-/// Index of the max/min along `axis` (first on ties unless `select_last`); output i64.
+/// Index of the max/min along `axis` (NaN counts as the extremum; first on ties unless
+/// `select_last`: see [`arg_better_f64`]); output i64.
 pub(super) fn arg_reduce(
     op: ArgOp,
     axis: usize,
@@ -96,6 +78,7 @@ pub(super) fn arg_reduce(
     if n == 0 && outer * inner > 0 {
         return Err(format!("arg-reduction over the empty axis {axis} of {:?}", x.shape));
     }
+    let max = op == ArgOp::ArgMax;
     let mut out = Vec::with_capacity(outer * inner);
     for o in 0..outer {
         for j in 0..inner {
@@ -104,7 +87,7 @@ pub(super) fn arg_reduce(
             match &x.buf {
                 Buf::F(v) => {
                     for i in 1..n {
-                        if float_better(op, v[at(i)], v[at(best)], select_last) {
+                        if arg_better_f64(max, v[at(i)], v[at(best)], select_last) {
                             best = i;
                         }
                     }
@@ -112,12 +95,7 @@ pub(super) fn arg_reduce(
                 Buf::I(v) => {
                     let u = x.dtype == DType::U64;
                     for i in 1..n {
-                        let (c, b) = (int_key(v[at(i)], u), int_key(v[at(best)], u));
-                        let better = match op {
-                            ArgOp::ArgMax => c > b,
-                            ArgOp::ArgMin => c < b,
-                        };
-                        if better || (select_last && c == b) {
+                        if arg_better_i64(max, v[at(i)], v[at(best)], u, select_last) {
                             best = i;
                         }
                     }

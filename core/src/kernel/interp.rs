@@ -1,9 +1,11 @@
 //! The host interpreter of the kernel IR: executes a [`Program`] with the numeric conventions of a
 //! GPU backend, so the scheduler and every fused pattern are tested without a device.
 //!
+//! * Every unary, binary and cast computes as [`crate::scalar`] defines (the CPU reference shares
+//!   it); literals convert as a cast from f64 does.
 //! * f32, f16 and bf16 expressions compute in f32 (each result rounded to f32); f64 in f64;
 //!   integers wrap to their dtype after every operation (u64 held as its bit pattern). A cast to
-//!   f16/bf16, and a store into an f16/bf16 buffer, rounds to that precision.
+//!   f16/bf16, a literal of f16/bf16, and a store into an f16/bf16 buffer, round to that precision.
 //! * Reductions accumulate in [`Reduction::dtype`] in order of [`Var::Red`]; matmuls accumulate in
 //!   [`MatmulBody::acc_dtype`] in order of `k`, each step a fused multiply-add.
 //! * Intermediate buffers live in the slots of the program's [`MemoryPlan`](super::MemoryPlan), so a wrong plan
@@ -23,34 +25,11 @@ use crate::backend::{Backend, BackendError, Executable, KernelSource, KernelTimi
 use crate::dtype::DType;
 use crate::error::Error;
 use crate::ir::{BinaryOp, UnaryOp};
-use crate::tensor::{HostTensor, cast_int, float_to_i64};
+use crate::scalar::{self, Scalar as Val, cast, cast_int, fmax_nan, fmin_nan};
+use crate::tensor::HostTensor;
 use half::{bf16, f16};
 use std::collections::BTreeSet;
 use std::time::Instant;
-
-/// A scalar during interpretation: floats as f64 (already rounded to their compute precision),
-/// integers and bools as i64.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Val {
-    F(f64),
-    I(i64),
-}
-
-impl Val {
-    fn f(self) -> f64 {
-        match self {
-            Val::F(x) => x,
-            Val::I(i) => i as f64,
-        }
-    }
-
-    fn i(self) -> i64 {
-        match self {
-            Val::I(i) => i,
-            Val::F(x) => float_to_i64(x),
-        }
-    }
-}
 
 fn err(kernel: &str, msg: impl Into<String>) -> Error {
     Error::Eval { node: format!("kernel {kernel}"), msg: msg.into() }
@@ -61,209 +40,34 @@ fn compute(dt: DType, x: f64) -> f64 {
     if dt == DType::F64 { x } else { x as f32 as f64 }
 }
 
-/// Rounds to the storage precision of `dt` (for casts and stores).
-fn storage(dt: DType, x: f64) -> f64 {
-    match dt {
-        DType::F64 => x,
-        DType::F16 => f16::from_f64(x).to_f64(),
-        DType::BF16 => bf16::from_f64(x).to_f64(),
-        _ => x as f32 as f64,
+/// Rounds an op's result to the precision of its expression's dtype `dt`: compute precision for
+/// floats ([`compute`]), the dtype's range for integers.
+fn round(dt: DType, v: Val) -> Val {
+    match v {
+        Val::F(x) => Val::F(compute(dt, x)),
+        Val::I(i) => Val::I(cast_int(dt, i)),
     }
 }
 
-/// Converts `v` of dtype `from` to dtype `to` as a cast does.
-fn cast(v: Val, from: DType, to: DType) -> Val {
-    match (v, to.is_float()) {
-        (Val::F(x), true) => Val::F(storage(to, x)),
-        (Val::F(x), false) if to == DType::Bool => Val::I((x != 0.0) as i64),
-        (Val::F(x), false) => {
-            let i =
-                if to == DType::U64 && x >= 9_223_372_036_854_775_808.0 { x as u64 as i64 } else { float_to_i64(x) };
-            Val::I(cast_int(to, i))
-        }
-        (Val::I(i), true) => Val::F(storage(to, if from == DType::U64 { i as u64 as f64 } else { i as f64 })),
-        (Val::I(i), false) => Val::I(cast_int(to, i)),
-    }
-}
-
-fn int_key(x: i64, u64_bits: bool) -> i64 {
-    if u64_bits { x ^ i64::MIN } else { x }
-}
-
-fn fmax_nan(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }
-}
-
-fn fmin_nan(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() { f64::NAN } else { a.min(b) }
-}
-
-fn sigmoid(x: f64) -> f64 {
-    if x >= 0.0 {
-        1.0 / (1.0 + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (1.0 + e)
-    }
-}
-
+/// A unary op ([`scalar::unary`]) on `v` of dtype `od`, rounded to the expression's dtype `dt`.
 fn unary(op: UnaryOp, v: Val, od: DType, dt: DType) -> Result<Val, String> {
-    if let Val::F(x) = v {
-        let r = match op {
-            UnaryOp::IsNan => return Ok(Val::I(x.is_nan() as i64)),
-            UnaryOp::IsInf => return Ok(Val::I(x.is_infinite() as i64)),
-            UnaryOp::Not => return Err("not of a float".into()),
-            UnaryOp::Neg => -x,
-            UnaryOp::Abs => x.abs(),
-            UnaryOp::Exp => x.exp(),
-            UnaryOp::Log => x.ln(),
-            UnaryOp::Sqrt => x.sqrt(),
-            UnaryOp::Rsqrt => 1.0 / x.sqrt(),
-            UnaryOp::Sin => x.sin(),
-            UnaryOp::Cos => x.cos(),
-            UnaryOp::Tan => x.tan(),
-            UnaryOp::Asin => x.asin(),
-            UnaryOp::Acos => x.acos(),
-            UnaryOp::Atan => x.atan(),
-            UnaryOp::Sinh => x.sinh(),
-            UnaryOp::Cosh => x.cosh(),
-            UnaryOp::Asinh => x.asinh(),
-            UnaryOp::Acosh => x.acosh(),
-            UnaryOp::Atanh => x.atanh(),
-            UnaryOp::Tanh => x.tanh(),
-            UnaryOp::Sigmoid => sigmoid(x),
-            UnaryOp::Erf => crate::cpu::math::erf(x),
-            UnaryOp::Relu => {
-                if x > 0.0 || x.is_nan() {
-                    x
-                } else {
-                    0.0
-                }
-            }
-            UnaryOp::Floor => x.floor(),
-            UnaryOp::Ceil => x.ceil(),
-            UnaryOp::Round => x.round_ties_even(),
-            UnaryOp::Sign => {
-                if x > 0.0 {
-                    1.0
-                } else if x < 0.0 {
-                    -1.0
-                } else {
-                    x
-                }
-            }
-            UnaryOp::Reciprocal => 1.0 / x,
-        };
-        return Ok(Val::F(compute(dt, r)));
-    }
-    let x = v.i();
-    let unsigned = matches!(od, DType::U8 | DType::U16 | DType::U32 | DType::U64);
-    let r = match op {
-        UnaryOp::Neg => x.wrapping_neg(),
-        UnaryOp::Abs if unsigned => x,
-        UnaryOp::Abs => x.wrapping_abs(),
-        UnaryOp::Relu if unsigned => x,
-        UnaryOp::Relu => x.max(0),
-        UnaryOp::Sign if unsigned => (x != 0) as i64,
-        UnaryOp::Sign => x.signum(),
-        UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => x,
-        UnaryOp::Not => (x == 0) as i64,
-        _ => return Err(format!("{} of an integer", op.name())),
-    };
-    Ok(Val::I(cast_int(dt, r)))
+    scalar::unary(op, v, od).map(|r| round(dt, r))
 }
 
+/// A binary op ([`scalar::binary`]) on operands of dtype `od`, rounded to the expression's dtype
+/// `dt`.
 fn binary(op: BinaryOp, a: Val, b: Val, od: DType, dt: DType) -> Result<Val, String> {
-    if od.is_float() {
-        let (x, y) = (a.f(), b.f());
-        let c = |p: bool| Ok(Val::I(p as i64));
-        let r = match op {
-            BinaryOp::Add => x + y,
-            BinaryOp::Sub => x - y,
-            BinaryOp::Mul => x * y,
-            BinaryOp::Div => x / y,
-            BinaryOp::Pow => x.powf(y),
-            BinaryOp::Max => fmax_nan(x, y),
-            BinaryOp::Min => fmin_nan(x, y),
-            BinaryOp::Mod => {
-                let r = x % y;
-                if r != 0.0 && ((r < 0.0) != (y < 0.0)) { r + y } else { r }
-            }
-            BinaryOp::FMod => x % y,
-            BinaryOp::Eq => return c(x == y),
-            BinaryOp::Ne => return c(x != y),
-            BinaryOp::Lt => return c(x < y),
-            BinaryOp::Le => return c(x <= y),
-            BinaryOp::Gt => return c(x > y),
-            BinaryOp::Ge => return c(x >= y),
-            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => return Err(format!("{} of floats", op.name())),
-        };
-        return Ok(Val::F(compute(dt, r)));
+    scalar::binary(op, a, b, od).map(|r| round(dt, r))
+}
+
+/// A literal of dtype `dt`: converted as a cast from `f64` ([`scalar::cast`]: floats rounded to
+/// the dtype's storage precision, integers truncated and wrapped, bool `!= 0`), then held at
+/// compute precision, as a renderer's literal is.
+fn konst(c: f64, dt: DType) -> Val {
+    match cast(Val::F(c), DType::F64, dt) {
+        Val::F(x) => Val::F(compute(dt, x)),
+        i => i,
     }
-    let (x, y) = (a.i(), b.i());
-    let u = od == DType::U64;
-    let (kx, ky) = (int_key(x, u), int_key(y, u));
-    let nz = |w: &str| if y == 0 { Err(format!("integer {w} by zero")) } else { Ok(()) };
-    let r = match op {
-        BinaryOp::Add => x.wrapping_add(y),
-        BinaryOp::Sub => x.wrapping_sub(y),
-        BinaryOp::Mul => x.wrapping_mul(y),
-        BinaryOp::Div => {
-            nz("division")?;
-            if u { ((x as u64) / (y as u64)) as i64 } else { x.wrapping_div(y) }
-        }
-        BinaryOp::Mod => {
-            nz("modulo")?;
-            if u {
-                ((x as u64) % (y as u64)) as i64
-            } else {
-                let r = x.wrapping_rem(y);
-                if r != 0 && ((r < 0) != (y < 0)) { r + y } else { r }
-            }
-        }
-        BinaryOp::FMod => {
-            nz("fmod")?;
-            if u { ((x as u64) % (y as u64)) as i64 } else { x.wrapping_rem(y) }
-        }
-        BinaryOp::Pow => {
-            if !u && y < 0 {
-                return Err(format!("integer power with negative exponent {y}"));
-            }
-            let (mut base, mut e, mut acc) = (x, y as u64, 1i64);
-            while e > 0 {
-                if e & 1 == 1 {
-                    acc = acc.wrapping_mul(base);
-                }
-                base = base.wrapping_mul(base);
-                e >>= 1;
-            }
-            acc
-        }
-        BinaryOp::Max => {
-            if kx >= ky {
-                x
-            } else {
-                y
-            }
-        }
-        BinaryOp::Min => {
-            if kx <= ky {
-                x
-            } else {
-                y
-            }
-        }
-        BinaryOp::Eq => (x == y) as i64,
-        BinaryOp::Ne => (x != y) as i64,
-        BinaryOp::Lt => (kx < ky) as i64,
-        BinaryOp::Le => (kx <= ky) as i64,
-        BinaryOp::Gt => (kx > ky) as i64,
-        BinaryOp::Ge => (kx >= ky) as i64,
-        BinaryOp::And => ((x != 0) && (y != 0)) as i64,
-        BinaryOp::Or => ((x != 0) || (y != 0)) as i64,
-        BinaryOp::Xor => ((x != 0) != (y != 0)) as i64,
-    };
-    Ok(Val::I(cast_int(dt, r)))
 }
 
 /// Calls `f` on every expression operand of `e` (including values used inside indices).
@@ -731,13 +535,7 @@ impl Run<'_> {
                     }
                     read(a.dtype, &mem.storage[mem.of[a.buffer.0 as usize]], at as usize)
                 }
-                Expr::Const(c) => {
-                    if dt.is_float() {
-                        Val::F(compute(dt, *c))
-                    } else {
-                        Val::I(cast_int(dt, float_to_i64(*c)))
-                    }
-                }
+                Expr::Const(c) => konst(*c, dt),
                 Expr::IndexValue(ix) => cast(Val::I(self.index(ix)), DType::I64, dt),
                 Expr::IndexCmp(op, a, b) => {
                     let (x, y) = (self.index(a), self.index(b));
@@ -854,36 +652,16 @@ fn fold(r: &Reduction, acc: &mut Val, best: &mut Option<Val>, x: Val, vd: DType,
             *acc = Val::F(compute(ad, f(acc.f(), x.f())));
         }
         RedOp::Max | RedOp::Min => {
-            let u = ad == DType::U64;
-            let (a, b) = (int_key(acc.i(), u), int_key(x.i(), u));
-            let take = if r.op == RedOp::Max { b > a } else { b < a };
-            if take {
+            if scalar::arg_better_i64(r.op == RedOp::Max, x.i(), acc.i(), ad == DType::U64, false) {
                 *acc = Val::I(x.i());
             }
         }
         RedOp::ArgMax | RedOp::ArgMin => {
+            let max = r.op == RedOp::ArgMax;
             let better = match *best {
                 None => true,
-                Some(b) => {
-                    if vd.is_float() {
-                        let (v, b) = (x.f(), b.f());
-                        match (v.is_nan(), b.is_nan()) {
-                            (true, false) => true,
-                            (_, true) => false,
-                            _ => {
-                                if r.op == RedOp::ArgMax {
-                                    v > b
-                                } else {
-                                    v < b
-                                }
-                            }
-                        }
-                    } else {
-                        let u = vd == DType::U64;
-                        let (v, b) = (int_key(x.i(), u), int_key(b.i(), u));
-                        if r.op == RedOp::ArgMax { v > b } else { v < b }
-                    }
-                }
+                Some(b) if vd.is_float() => scalar::arg_better_f64(max, x.f(), b.f(), false),
+                Some(b) => scalar::arg_better_i64(max, x.i(), b.i(), vd == DType::U64, false),
             };
             if better {
                 *best = Some(x);
@@ -1163,5 +941,54 @@ impl Executable for InterpExecutable {
                 }
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::{ScheduleOptions, schedule};
+
+    /// Schedules `y = f(x)` and runs it here and on the CPU reference.
+    fn both(dt: DType, x: HostTensor, f: impl Fn(&crate::Tensor) -> crate::Tensor) -> (HostTensor, HostTensor) {
+        let g = crate::Graph::new();
+        let t = g.input("x", dt, x.shape.clone());
+        g.output(&f(&t));
+        let ir = crate::passes::optimize(&g.build().expect("graph")).expect("passes");
+        let p = schedule(&ir, &Capabilities::host(), &ScheduleOptions::default()).expect("schedule");
+        let got = run_program(&p, std::slice::from_ref(&x)).expect("interp");
+        let want = crate::cpu::run(&g, &[x]).expect("cpu");
+        (got[0].clone(), want[0].clone())
+    }
+
+    #[test]
+    fn sign_of_negative_zero_is_positive_zero_as_on_the_cpu() {
+        // The interpreter used to return -0 (sign(x) = x at zero); the CPU reference, NumPy and
+        // torch give +0.
+        let x = HostTensor::f32([4], vec![-0.0, 0.0, -2.0, f32::NAN]).unwrap();
+        let (got, want) = both(DType::F32, x, |t| t.unary(UnaryOp::Sign));
+        let bits = |t: &HostTensor| t.to_f64_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got)[..3], bits(&want)[..3]);
+        assert!(got.to_f64_vec()[0].is_sign_positive());
+        assert!(got.to_f64_vec()[3].is_nan());
+    }
+
+    #[test]
+    fn literals_convert_as_a_cast_from_f64() {
+        // Floats round to the storage precision of their dtype (as the CPU reference's nodes and
+        // the WGSL renderer's literals do), not just to f32.
+        assert_eq!(konst(0.1, DType::F16), Val::F(f16::from_f64(0.1).to_f64()));
+        assert_eq!(konst(0.1, DType::BF16), Val::F(bf16::from_f64(0.1).to_f64()));
+        assert_eq!(konst(0.1, DType::F32), Val::F(0.1f32 as f64));
+        assert_eq!(konst(0.1, DType::F64), Val::F(0.1));
+        // Bool is `!= 0` (was truncation: 0.5 gave false).
+        assert_eq!(konst(0.5, DType::Bool), Val::I(1));
+        assert_eq!(konst(0.0, DType::Bool), Val::I(0));
+        // u64 from 2^63 up keeps its value (was saturated to 2^63 - 1); the i64 bit pattern of a
+        // u64 (negative) still works.
+        assert_eq!(konst(9_223_372_036_854_775_808.0, DType::U64), Val::I(i64::MIN));
+        assert_eq!(konst(-1.0, DType::U64), Val::I(-1));
+        assert_eq!(konst(300.0, DType::U8), Val::I(44));
+        assert_eq!(konst(-2.7, DType::I32), Val::I(-2));
     }
 }

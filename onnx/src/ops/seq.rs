@@ -178,21 +178,7 @@ fn attention(cx: &mut Cx) -> Out {
     }
     // Grouped heads: repeat K/V heads.
     let (qh, kh) = (qs[1], ks[1]);
-    let (mut kk, mut vv) = (present_k, present_v);
-    if qh != kh {
-        if kh == 0 || qh % kh != 0 {
-            return Err(cx.err(format!("{qh} query heads are not a multiple of {kh} key/value heads")));
-        }
-        let reps = qh / kh;
-        let rep = |cx: &mut Cx, x: NodeId| -> R<NodeId> {
-            let s = cx.shape(x)?;
-            let r = cx.reshape(x, &[s[0], s[1], 1, s[2], s[3]])?;
-            let e = cx.expand(r, &[s[0], s[1], reps, s[2], s[3]])?;
-            cx.reshape(e, &[s[0], s[1] * reps, s[2], s[3]])
-        };
-        kk = rep(cx, kk)?;
-        vv = rep(cx, vv)?;
-    }
+    let (kk, vv) = repeat_kv_heads(cx, present_k, present_v, qh, kh)?;
     let qsc = cx.bin(B::Mul, q, root)?;
     let kt = cx.permute(kk, &[0, 1, 3, 2])?;
     let ksc = cx.bin(B::Mul, kt, root)?;
@@ -598,6 +584,26 @@ fn linear_attention(cx: &mut Cx) -> Out {
     Ok(vec![Some(o), Some(st)])
 }
 
+/// Grouped-query attention: repeats each of the `kh` key/value heads of `k` and `v`
+/// (`[batch, kh, seq, dim]`) `qh / kh` times so that they line up with `qh` query heads; `k` and
+/// `v` unchanged when the counts agree.
+fn repeat_kv_heads(cx: &mut Cx, k: NodeId, v: NodeId, qh: usize, kh: usize) -> R<(NodeId, NodeId)> {
+    if qh == kh {
+        return Ok((k, v));
+    }
+    if kh == 0 || !qh.is_multiple_of(kh) {
+        return Err(cx.err(format!("{qh} query heads are not a multiple of {kh} key/value heads")));
+    }
+    let reps = qh / kh;
+    let rep = |cx: &mut Cx, x: NodeId| -> R<NodeId> {
+        let s = cx.shape(x)?;
+        let r = cx.reshape(x, &[s[0], s[1], 1, s[2], s[3]])?;
+        let e = cx.expand(r, &[s[0], s[1], reps, s[2], s[3]])?;
+        cx.reshape(e, &[s[0], s[1] * reps, s[2], s[3]])
+    };
+    Ok((rep(cx, k)?, rep(cx, v)?))
+}
+
 /// `ai.onnx.preview.FlexAttention`: scaled scores, optional score/prob modifier subgraphs.
 pub(super) fn flex_attention(cx: &mut Cx) -> Out {
     cx.arity(3, 3)?;
@@ -613,21 +619,7 @@ pub(super) fn flex_attention(cx: &mut Cx) -> Out {
         None => 1.0 / (qs[3] as f64).sqrt(),
     };
     let (hq, hk) = (qs[1], ks[1]);
-    let (mut kk, mut vv) = (k, v);
-    if hq != hk {
-        if hk == 0 || hq % hk != 0 {
-            return Err(cx.err("query heads must be a multiple of key/value heads"));
-        }
-        let reps = hq / hk;
-        let rep = |cx: &mut Cx, x: NodeId| -> R<NodeId> {
-            let s = cx.shape(x)?;
-            let r = cx.reshape(x, &[s[0], s[1], 1, s[2], s[3]])?;
-            let e = cx.expand(r, &[s[0], s[1], reps, s[2], s[3]])?;
-            cx.reshape(e, &[s[0], s[1] * reps, s[2], s[3]])
-        };
-        kk = rep(cx, kk)?;
-        vv = rep(cx, vv)?;
-    }
+    let (kk, vv) = repeat_kv_heads(cx, k, v, hq, hk)?;
     let root = cx.scalar(d, (scale as f32).sqrt() as f64);
     let qsc = cx.bin(B::Mul, q, root)?;
     let kt = cx.permute(kk, &[0, 1, 3, 2])?;
