@@ -24,7 +24,7 @@ use std::sync::{Mutex, OnceLock};
 
 use common::*;
 use sinter_core::backend::{Backend, Executable, Mode};
-use sinter_core::kernel::{Access, Expr, Index, Program, ReduceStrategy, Var, interp};
+use sinter_core::kernel::{Program, ReduceStrategy, interp};
 use sinter_core::prelude::*;
 use sinter_core::schedule::{ScheduleOptions, schedule};
 use sinter_wgsl::WgslBackend;
@@ -76,35 +76,6 @@ fn gpu_run(b: &WgslBackend, p: &Program, inputs: &[HostTensor], mode: Mode) -> (
     (out, split)
 }
 
-/// Asserts `got` matches `want` within the dtype's tolerance (exact for integers and bools), or `tol`.
-fn assert_close(got: &[HostTensor], want: &[HostTensor], what: &str, tol: Option<(f64, f64)>) {
-    assert_eq!(got.len(), want.len(), "{what}: output count");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert_eq!(g.shape, w.shape, "{what}: output {i} shape");
-        assert_eq!(g.dtype(), w.dtype(), "{what}: output {i} dtype");
-        let (rtol, atol) = tol.unwrap_or_else(|| sinter_core::workloads::tolerance(w.dtype()));
-        let ratio = g.tolerance_ratio(w, rtol, atol);
-        if ratio > 1.0 {
-            let (a, b) = (g.to_f64_vec(), w.to_f64_vec());
-            let bad: Vec<String> = a
-                .iter()
-                .zip(&b)
-                .enumerate()
-                .filter(|(_, (x, y))| {
-                    !(x.is_nan() && y.is_nan() || *x == *y || (*x - *y).abs() <= atol + rtol * y.abs())
-                })
-                .take(8)
-                .map(|(k, (x, y))| format!("[{k}] got {x} want {y}"))
-                .collect();
-            panic!("{what}: output {i} off by {ratio:.3}x tolerance: {}", bad.join(", "));
-        }
-    }
-}
-
-fn random(d: DType, shape: &[usize], seed: u64, lo: f64, hi: f64) -> HostTensor {
-    HostTensor::random(d, shape.to_vec(), seed, lo, hi)
-}
-
 /// Runs a hand-built program on the device with a binding limit of `limit` bytes and compares it with
 /// the kernel-IR interpreter; asserts some argument was split when `must_split`.
 fn check_program(limit: u64, p: &Program, inputs: &[HostTensor], must_split: bool, what: &str) {
@@ -112,7 +83,7 @@ fn check_program(limit: u64, p: &Program, inputs: &[HostTensor], must_split: boo
     let want = interp::run_program(p, inputs).expect("interp");
     for mode in [Mode::Default, Mode::ReduceOverhead] {
         let (got, split) = gpu_run(b, p, inputs, mode);
-        assert_close(&got, &want, &format!("{what} (limit {limit}, {mode:?})"), None);
+        assert_close(&got, &want, &format!("{what} (limit {limit}, {mode:?})"));
         assert!(!must_split || split > 0, "{what} (limit {limit}): no argument was split");
     }
 }
@@ -164,47 +135,10 @@ fn softmax_across_windows() {
 
 #[test]
 fn arg_reductions_with_wide_and_packed_arguments_across_windows() {
-    use sinter_core::kernel::{RedOp, ReduceBody, Reduction};
     for d in [DType::F32, DType::I32, DType::BF16, DType::U8] {
         for strategy in [ReduceStrategy::Persistent, ReduceStrategy::Looped, ReduceStrategy::ThreadPerRow] {
             for (limit, rows, len) in [(1024, 300, 7), (1024, 3, 1024), (4096, 2, 4097)] {
-                let mut p = ProgramBuilder::new();
-                let x = p.input("x", d, &[rows, len]);
-                let amax = p.output("amax", DType::I64, &[rows]);
-                let amin = p.output("amin", DType::I32, &[rows]);
-                let sum = p.output("sum", d, &[rows]);
-                let mut kb = KernelBuilder::new("k0_arg", &["argmax", "argmin", "sum"]);
-                let ax = kb.arg(&p, x, Access::Read);
-                let a1 = kb.arg(&p, amax, Access::Write);
-                let a2 = kb.arg(&p, amin, Access::Write);
-                let a3 = kb.arg(&p, sum, Access::Write);
-                let idx = Index::var(Var::Row).mul(len as i64).add(Index::var(Var::Red));
-                let v = kb.load(ax, idx);
-                let acc_d = match d {
-                    DType::U8 => DType::U32,
-                    d if d.is_float() => DType::F32,
-                    _ => DType::I32,
-                };
-                let vs = kb.e(Expr::Cast(v), acc_d);
-                let r0 = kb.e(Expr::Acc(0), DType::I64);
-                let r1 = kb.e(Expr::Acc(1), DType::I64);
-                let r1c = kb.e(Expr::Cast(r1), DType::I32);
-                let r2 = kb.e(Expr::Acc(2), acc_d);
-                let r2c = kb.e(Expr::Cast(r2), d);
-                let row = Index::var(Var::Row);
-                p.kernel(kb.reduce(ReduceBody {
-                    rows,
-                    len,
-                    reductions: vec![
-                        Reduction { op: RedOp::ArgMax, value: v, slot: 0, dtype: DType::I64 },
-                        Reduction { op: RedOp::ArgMin, value: v, slot: 1, dtype: DType::I64 },
-                        Reduction { op: RedOp::Sum, value: vs, slot: 2, dtype: acc_d },
-                    ],
-                    elem_stores: vec![],
-                    row_stores: vec![st(a1, row.clone(), r0), st(a2, row.clone(), r1c), st(a3, row, r2c)],
-                    strategy,
-                }));
-                let p = p.build();
+                let p = arg_sum(d, rows, len, strategy);
                 let inputs = vec![random(d, &[rows, len], 31, 0.0, 20.0)];
                 check_program(limit, &p, &inputs, true, &format!("arg/sum {d} {strategy:?} {rows}x{len}"));
             }
@@ -218,19 +152,7 @@ fn sub_word_outputs_across_windows() {
     // read-modify-write through the and_/or_ accessors).
     for d in [DType::I8, DType::U16, DType::Bool, DType::BF16, DType::I16, DType::F16] {
         for (limit, n) in [(32, 1), (32, 7), (64, 100), (2048, 1023), (2048, 4097)] {
-            let mut p = ProgramBuilder::new();
-            let x = p.input("x", DType::F32, &[n]);
-            let y = p.output("y", d, &[n]);
-            let z = p.output("z", d, &[n]);
-            let mut kb = KernelBuilder::new("k0_sub_word", &["cast"]);
-            let ax = kb.arg(&p, x, Access::Read);
-            let ay = kb.arg(&p, y, Access::Write);
-            let az = kb.arg(&p, z, Access::Write);
-            let v = kb.load(ax, lane());
-            let c = kb.e(Expr::Cast(v), d);
-            let rev = Index::Sum(vec![Index::Const(n as i64 - 1), lane().mul(-1)]);
-            p.kernel(kb.pointwise(n, vec![st(ay, lane(), c), st(az, rev, c)]));
-            let p = p.build();
+            let p = sub_word(n, d);
             let inputs = vec![random(DType::F32, &[n], 41, -100.0, 100.0)];
             check_program(limit, &p, &inputs, n * 4 > limit as usize, &format!("sub-word {d} n={n}"));
         }
@@ -263,7 +185,7 @@ fn check_graph(b: &WgslBackend, g: &Graph, inputs: &[HostTensor], what: &str, to
     let opt = sinter_core::passes::optimize(&ir).expect("optimize");
     let p = schedule(&opt, b.caps(), &ScheduleOptions::default()).unwrap_or_else(|e| panic!("{what}: schedule: {e}"));
     let (got, split) = gpu_run(b, &p, inputs, Mode::Default);
-    assert_close(&got, &want, what, tol);
+    assert_close_tol(&got, &want, what, tol);
     split
 }
 
@@ -316,7 +238,13 @@ fn scheduled_workloads_across_windows() {
         let mut checked = false;
         for limit in [4u64 << 10, 16 << 10, 64 << 10, 512 << 10] {
             let Some(b) = backend(Some(limit)) else { return };
-            let p = schedule(&opt, b.caps(), &ScheduleOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", w.name));
+            // The scheduler counts windows against the binding count: a kernel that cannot fit at this
+            // limit is refused there (as the renderer would); try a larger limit.
+            let p = match schedule(&opt, b.caps(), &ScheduleOptions::default()) {
+                Ok(p) => p,
+                Err(e) if e.to_string().contains("would bind") => continue,
+                Err(e) => panic!("{}: {e}", w.name),
+            };
             let fits = p.kernels.iter().all(|k| match sinter_wgsl::render::render(k, &p, b.wgsl_caps()) {
                 Err(e) if e.to_string().contains("per shader stage") => false,
                 Err(e) => panic!("{} (limit {limit}): {e}", w.name),

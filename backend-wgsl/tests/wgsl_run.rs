@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use common::*;
 use sinter_core::backend::{Backend, BackendError, Executable, Mode};
 use sinter_core::ir::{BinaryOp, UnaryOp};
-use sinter_core::kernel::{Access, Expr, Index, Program, ReduceStrategy, Var, interp};
+use sinter_core::kernel::{Access, Expr, Program, ReduceStrategy, interp};
 use sinter_core::prelude::*;
 use sinter_wgsl::WgslBackend;
 use sinter_wgsl::device::DeviceOptions;
@@ -42,35 +42,6 @@ fn gpu_run(b: &WgslBackend, p: &Program, inputs: &[HostTensor], mode: Mode) -> V
     let mut exe = b.load_wgsl(p, mode).unwrap_or_else(|e| panic!("load failed: {e}"));
     exe.poison(0xff).expect("poison");
     exe.run(inputs).unwrap_or_else(|e| panic!("run failed: {e}"))
-}
-
-/// Asserts `got` matches `want` within the dtype's tolerance (exact for integers and bools).
-fn assert_close(got: &[HostTensor], want: &[HostTensor], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: output count");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert_eq!(g.shape, w.shape, "{what}: output {i} shape");
-        assert_eq!(g.dtype(), w.dtype(), "{what}: output {i} dtype");
-        let (rtol, atol) = sinter_core::workloads::tolerance(w.dtype());
-        let ratio = g.tolerance_ratio(w, rtol, atol);
-        if ratio > 1.0 {
-            let (a, b) = (g.to_f64_vec(), w.to_f64_vec());
-            let bad: Vec<String> = a
-                .iter()
-                .zip(&b)
-                .enumerate()
-                .filter(|(_, (x, y))| {
-                    !(x.is_nan() && y.is_nan() || *x == *y || (*x - *y).abs() <= atol + rtol * y.abs())
-                })
-                .take(8)
-                .map(|(k, (x, y))| format!("[{k}] got {x} want {y}"))
-                .collect();
-            panic!("{what}: output {i} off by {ratio:.3}x tolerance: {}", bad.join(", "));
-        }
-    }
-}
-
-fn random(d: DType, shape: &[usize], seed: u64, lo: f64, hi: f64) -> HostTensor {
-    HostTensor::random(d, shape.to_vec(), seed, lo, hi)
 }
 
 #[test]
@@ -354,50 +325,10 @@ fn casts_between_dtypes() {
 #[test]
 fn arg_reductions_and_row_stores() {
     let Some(b) = backend() else { return };
-    use sinter_core::kernel::{RedOp, ReduceBody, Reduction};
     for d in [DType::F32, DType::I32, DType::BF16, DType::U8] {
         for strategy in [ReduceStrategy::Persistent, ReduceStrategy::Looped, ReduceStrategy::ThreadPerRow] {
             for (rows, len) in [(1, 1), (5, 7), (3, 1024), (2, 4097)] {
-                let mut p = ProgramBuilder::new();
-                let x = p.input("x", d, &[rows, len]);
-                let amax = p.output("amax", DType::I64, &[rows]);
-                let amin = p.output("amin", DType::I32, &[rows]);
-                let sum = p.output("sum", d, &[rows]);
-                let mut kb = KernelBuilder::new("k0_arg", &["argmax", "argmin", "sum"]);
-                let ax = kb.arg(&p, x, Access::Read);
-                let a1 = kb.arg(&p, amax, Access::Write);
-                let a2 = kb.arg(&p, amin, Access::Write);
-                let a3 = kb.arg(&p, sum, Access::Write);
-                let idx = Index::var(Var::Row).mul(len as i64).add(Index::var(Var::Red));
-                let v = kb.load(ax, idx);
-                let acc_d = if d.is_float() {
-                    DType::F32
-                } else if d == DType::U8 {
-                    DType::U32
-                } else {
-                    DType::I32
-                };
-                let vs = kb.e(Expr::Cast(v), acc_d);
-                let r0 = kb.e(Expr::Acc(0), DType::I64);
-                let r1 = kb.e(Expr::Acc(1), DType::I64);
-                let r1c = kb.e(Expr::Cast(r1), DType::I32);
-                let r2 = kb.e(Expr::Acc(2), acc_d);
-                let r2c = kb.e(Expr::Cast(r2), d);
-                let row = Index::var(Var::Row);
-                let k = kb.reduce(ReduceBody {
-                    rows,
-                    len,
-                    reductions: vec![
-                        Reduction { op: RedOp::ArgMax, value: v, slot: 0, dtype: DType::I64 },
-                        Reduction { op: RedOp::ArgMin, value: v, slot: 1, dtype: DType::I64 },
-                        Reduction { op: RedOp::Sum, value: vs, slot: 2, dtype: acc_d },
-                    ],
-                    elem_stores: vec![],
-                    row_stores: vec![st(a1, row.clone(), r0), st(a2, row.clone(), r1c), st(a3, row, r2c)],
-                    strategy,
-                });
-                p.kernel(k);
-                let p = p.build();
+                let p = arg_sum(d, rows, len, strategy);
                 // Small integer range: many ties, so first-index tie breaking is exercised.
                 let mut xv = random(d, &[rows, len], 31, 0.0, 20.0).to_f64_vec();
                 if d.is_float() && xv.len() > 10 {
@@ -418,20 +349,7 @@ fn sub_word_outputs_from_scalar_and_vector_paths() {
     let Some(b) = backend() else { return };
     for d in [DType::I8, DType::U16, DType::Bool, DType::BF16, DType::I16, DType::F16] {
         for n in [1usize, 7, 1023, 4096] {
-            let mut p = ProgramBuilder::new();
-            let x = p.input("x", DType::F32, &[n]);
-            let y = p.output("y", d, &[n]);
-            // A reversed copy (gather store) as a second output.
-            let z = p.output("z", d, &[n]);
-            let mut kb = KernelBuilder::new("k0_sub_word", &["cast"]);
-            let ax = kb.arg(&p, x, Access::Read);
-            let ay = kb.arg(&p, y, Access::Write);
-            let az = kb.arg(&p, z, Access::Write);
-            let v = kb.load(ax, lane());
-            let c = kb.e(Expr::Cast(v), d);
-            let rev = Index::Sum(vec![Index::Const(n as i64 - 1), lane().mul(-1)]);
-            p.kernel(kb.pointwise(n, vec![st(ay, lane(), c), st(az, rev, c)]));
-            let p = p.build();
+            let p = sub_word(n, d);
             let inputs = vec![random(DType::F32, &[n], 41, -100.0, 100.0)];
             let want = interp::run_program(&p, &inputs).expect("interp");
             let got = gpu_run(b, &p, &inputs, Mode::Default);
@@ -555,6 +473,60 @@ fn scheduled_workloads_match_their_references() {
                     );
                 }
             }
+        }
+    }
+}
+
+/// Convolutions the default cost model lowers to matmuls (1x1 on strided views, the rest through an
+/// im2col gather; groups batched), with a fused epilogue, at awkward sizes: the GPU agrees with the
+/// interpreter and with the CPU reference.
+#[test]
+fn convs_as_matmuls_match_the_reference() {
+    let Some(b) = backend() else { return };
+    use sinter_core::kernel::KernelBody;
+    use sinter_core::schedule::{ScheduleOptions, schedule};
+    // (x, w, stride, padding, dilation, groups)
+    type Case = ([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2], usize);
+    let cases: &[Case] = &[
+        ([3, 16, 5, 7], [20, 16, 1, 1], [1, 1], [0; 4], [1, 1]), // 1x1: no copy
+        ([2, 3, 15, 13], [17, 3, 7, 7], [2, 2], [3; 4], [1, 1]), // the stem, odd sizes
+        ([2, 5, 8, 8], [16, 5, 3, 3], [1, 1], [1; 4], [1, 1]),   // 8x8 pixels: vec4 stores
+        ([3, 7, 9, 6], [19, 7, 3, 3], [2, 2], [1; 4], [2, 2]),   // stride and dilation 2
+        ([2, 17, 4, 4], [32, 17, 1, 1], [2, 2], [0; 4], [1, 1]), // strided 1x1 (downsample)
+        ([2, 32, 5, 6], [32, 16, 3, 3], [1, 1], [1, 0, 1, 2], [1, 1]), // 2 groups
+    ]
+    .map(|(x, w, s, p, d)| (x, w, s, p, d, x[1] / w[1]));
+    for d in [DType::F32, DType::F16] {
+        for (i, &(xs, ws, stride, pad, dil, groups)) in cases.iter().enumerate() {
+            let g = Graph::new();
+            let x = g.input("x", d, xs);
+            let w = g.input("w", d, ws);
+            let bias = g.input("b", d, [ws[0]]);
+            let y = x.conv2d(&w, Some(&bias), stride, pad, dil, groups);
+            let r = g.input("r", d, y.shape().as_static().expect("static"));
+            g.output(&(y * 0.5 + &r).relu());
+            let ir = g.build().expect("build");
+            let opt = sinter_core::passes::optimize(&ir).expect("optimize");
+            let p = schedule(&opt, b.caps(), &ScheduleOptions::default()).expect("schedule");
+            let what = format!("conv {d} case {i}: x {xs:?} w {ws:?}");
+            let mm = p.kernels.last().expect("kernel");
+            assert!(matches!(mm.body, KernelBody::Matmul(_)), "{what}: {:?}", mm.name);
+            assert_eq!(p.kernels.len(), if ws[2..] == [1, 1] && stride == [1, 1] { 1 } else { 2 }, "{what}");
+            let inputs: Vec<HostTensor> = [xs.to_vec(), ws.to_vec(), vec![ws[0]], p.inputs[3].shape.clone()]
+                .iter()
+                .enumerate()
+                .map(|(k, s)| random(d, s, 40 + k as u64 + 7 * i as u64, -1.0, 1.0))
+                .collect();
+            let got = gpu_run(b, &p, &inputs, Mode::Default);
+            // Tolerances scaled by the output's magnitude: the epilogue's `0.5 * y + r` cancels.
+            let close = |want: &HostTensor, vs: &str| {
+                let scale = want.to_f64_vec().iter().fold(1e-3f64, |m, v| m.max(v.abs()));
+                let rtol = d.rel_tolerance();
+                let ratio = got[0].tolerance_ratio(want, rtol, rtol * scale);
+                assert!(ratio <= 1.0, "{what} vs {vs}: {ratio:.3}x tolerance");
+            };
+            close(&interp::run_program(&p, &inputs).expect("interp")[0], "the interpreter");
+            close(&sinter_core::cpu::run(&ir, &inputs).expect("cpu")[0], "the CPU reference");
         }
     }
 }

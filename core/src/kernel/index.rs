@@ -353,6 +353,21 @@ fn merge_like_terms(terms: Vec<Index>) -> Vec<Index> {
                     found = Some((i, j, merged, *kj));
                     break 'search;
                 }
+                // ((z % a) / c) * (c * k) + (z % c) * k == (z % a) * k when c divides a: bi is
+                // x / c for x = z % a, whose remainder by c the simplifier writes z % c.
+                if let Index::Mod(z, a) = &**x
+                    && *d == c
+                    && y == z
+                    && a % c == 0
+                    && kj.checked_mul(c) == Some(*ki)
+                {
+                    let merged = match wrap {
+                        None => (**x).clone(),
+                        Some(w) => Index::Mod(x.clone(), w * c),
+                    };
+                    found = Some((i, j, merged, *kj));
+                    break 'search;
+                }
             }
         }
         let Some((i, j, x, k)) = found else { break };
@@ -453,6 +468,17 @@ mod tests {
     }
 
     #[test]
+    fn remainder_of_remainder_terms_merge() {
+        // (l % 36 / 6) * 6 + l % 6 == l % 36 (the simplifier writes (l % 36) % 6 as l % 6), as
+        // when an NCHW index is re-linearized from pixel coordinates inside an image.
+        let l = Index::var(Var::Lane);
+        let i = l.clone().rem(36).div(6).mul(6).add(l.clone().rem(36).rem(6));
+        assert_eq!(i.simplify(&lane(72)).to_string(), "lane % 36");
+        let j = l.clone().rem(36).div(6).rem(3).mul(12).add(l.clone().rem(6).mul(2));
+        assert_eq!(j.simplify(&lane(72)).to_string(), "lane % 36 % 18 * 2");
+    }
+
+    #[test]
     fn broadcast_row_is_mod() {
         let l = Index::var(Var::Lane);
         let i = l.clone().div(1).rem(4096);
@@ -485,6 +511,8 @@ mod tests {
             l.clone().div(3).div(2).mul(2).add(l.clone().rem(6).div(3)),
             l.clone().div(48).mul(168).add(l.clone().div(16).rem(3).mul(56)).add(l.clone().rem(16)),
             l.clone().div(12).rem(5).mul(15).add(l.clone().div(4).rem(3).mul(5)),
+            l.clone().rem(36).div(6).mul(6).add(l.clone().rem(6)),
+            l.clone().rem(36).div(6).rem(3).mul(12).add(l.clone().rem(6).mul(2)),
         ];
         for e in exprs {
             let s = e.simplify(&lane(240));

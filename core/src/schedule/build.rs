@@ -38,8 +38,38 @@ pub(super) enum Space {
     Reduce { in_shape: Vec<usize>, axes: Vec<usize>, rows: usize, len: usize },
     /// A convolution or pooling window per output element.
     Window { rows: usize, len: usize },
-    /// A batched matmul.
-    Matmul { batch: usize, m: usize, n: usize, k: usize },
+    /// A batched matmul whose output element (batch, m, n) is stored at `out`'s flat index.
+    Matmul { batch: usize, m: usize, n: usize, k: usize, out: MatOut },
+}
+
+/// Where output element (`Batch`, `M`, `N`) of a matmul kernel sits in the value it computes: flat
+/// index `Batch * s_batch + (N / inner) * s_outer + M * s_m + N % inner`. A plain matmul is
+/// row-major `[batch, m, n]` ([`MatOut::plain`]); a convolution lowered through im2col has its
+/// columns over (image, pixel) and its batch over groups, and stores NCHW.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct MatOut {
+    pub s_batch: usize,
+    pub s_outer: usize,
+    pub s_m: usize,
+    pub inner: usize,
+}
+
+impl MatOut {
+    /// Row-major `[batch, m, n]`.
+    pub(super) fn plain(m: usize, n: usize) -> MatOut {
+        MatOut { s_batch: m * n, s_outer: 0, s_m: n, inner: n }
+    }
+
+    /// The flat index of output element (`Batch`, `M`, `N`) (unsimplified).
+    pub(super) fn flat(&self) -> Index {
+        let n = Index::var(Var::N);
+        let inner = if self.s_outer == 0 {
+            n
+        } else {
+            n.clone().div(self.inner as i64).mul(self.s_outer as i64).add(n.rem(self.inner as i64))
+        };
+        Index::var(Var::Batch).mul(self.s_batch as i64).add(Index::var(Var::M).mul(self.s_m as i64)).add(inner)
+    }
 }
 
 impl Space {
@@ -138,6 +168,8 @@ pub(super) struct KernelBuilder {
     pub computed: BTreeSet<NodeId>,
     /// One box of a concat split across kernels: nothing else joins it.
     pub partial: bool,
+    /// What the kernel is, when its ops do not say it (`im2col`); used in its name.
+    pub label: Option<&'static str>,
 }
 
 impl KernelBuilder {
@@ -154,6 +186,7 @@ impl KernelBuilder {
             matmul: None,
             computed: BTreeSet::new(),
             partial: false,
+            label: None,
         }
     }
 

@@ -169,7 +169,7 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
                     strategy,
                 })
             }
-            Space::Matmul { batch, m, n, k } => {
+            Space::Matmul { batch, m, n, k, .. } => {
                 let spec = kb
                     .matmul
                     .as_ref()
@@ -306,11 +306,15 @@ fn ops_and_origins(s: &Sched, kb: &KernelBuilder) -> (Vec<String>, Vec<u32>) {
     (ops, origins.into_iter().collect())
 }
 
-/// `k{i}_{ops}`: up to three op names, `_etc` when there are more; `copy` when nothing is
-/// computed.
+/// `k{i}[_{label}]_{ops}`: the label (e.g. `im2col`) when set, then up to three op names, `_etc`
+/// when there are more; `copy` when nothing is computed.
 fn kernel_name(i: usize, ops: &[String], kb: &KernelBuilder) -> String {
     let mut name = format!("k{i}");
-    if ops.is_empty() {
+    if let Some(label) = kb.label {
+        name.push('_');
+        name.push_str(label);
+    }
+    if ops.is_empty() && kb.label.is_none() {
         name.push_str(if kb.members.iter().any(|m| matches!(m.target, Target::Operand(_))) {
             "_operand_copy"
         } else {

@@ -26,6 +26,19 @@
 //!    `caps.max_bindings` and `max_group_nodes`. A kernel that alone would bind too many buffers
 //!    is split: the producer removing the most reads is materialized first (a wide concat is
 //!    written box by box by several kernels).
+//!
+//!    Convolutions are planned before stage A (legality in the scheduler, profitability by
+//!    [`CostModel::conv_as_matmul`], the decision logged as `conv lowering: ...`): a 1x1,
+//!    stride-1, unpadded, ungrouped convolution is a batched matmul on strided views of its
+//!    operands (`out[b] = W[OC, C] @ x[b][C, H*W]`, no copy); any other float convolution is an
+//!    *im2col* gather kernel (a pointwise kernel writing `cols[g][C/G*kh*kw, N*OH*OW]`, padding
+//!    masked to 0, producers such as a pad inlined) followed by one matmul batched over the groups,
+//!    `W[g] @ cols[g]`, whose output map stores NCHW directly. Either way the conv is a matmul
+//!    root: its bias, batch norm, residual add and activation fuse into the matmul's stores as for
+//!    any matmul; the im2col buffer is an intermediate of the memory plan. Thin products (few
+//!    output channels per group, e.g. depthwise; a short reduction), huge im2col buffers and
+//!    integer convolutions stay *window* kernels: one thread per output element looping over
+//!    the window ([`ReduceStrategy::ThreadPerRow`]).
 //! 3. **Assembly.** Buffers, arguments and stores; stable names `k{i}_{ops}` from the origins'
 //!    op names; model FLOPs and bytes; reduce strategies from the cost model; the memory plan
 //!    ([`plan_memory`]); and every decision with its named reason in [`Program::decisions`].
@@ -92,6 +105,49 @@ pub trait CostModel: fmt::Debug + Send + Sync {
         let _ = (rows, len, caps);
         1
     }
+
+    /// Whether a 2-D convolution that the scheduler *can* lower to a matmul (see [`ConvShape`])
+    /// should be: `Ok(reason)` runs it on the matmul kernel (directly on strided operands, or
+    /// after an im2col gather), `Err(reason)` keeps the window kernel (one thread per output
+    /// element looping over the window). The default keeps every window.
+    fn conv_as_matmul(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
+        let _ = (conv, caps);
+        Err("window: the cost model does not lower convolutions".into())
+    }
+}
+
+/// A 2-D convolution (NCHW, static shapes) as the cost model sees it when it is legal to lower it
+/// to a matmul: per group, `W[g]` (`m = out_channels / groups` rows, `k = in_channels / groups *
+/// kh * kw` columns) times the im2col matrix (`k` rows, `n = batch * out_h * out_w` columns).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvShape {
+    /// Images.
+    pub batch: usize,
+    /// Input channels (all groups).
+    pub in_channels: usize,
+    /// Output channels (all groups).
+    pub out_channels: usize,
+    /// Channel groups.
+    pub groups: usize,
+    /// Window extent (kh, kw).
+    pub kernel: [usize; 2],
+    /// Output extent (oh, ow).
+    pub out_hw: [usize; 2],
+    /// Bytes of the im2col buffer the lowering needs; 0 for a 1x1, stride-1, unpadded, ungrouped
+    /// convolution, which is a plain matmul on strided views of its operands (no copy).
+    pub im2col_bytes: usize,
+}
+
+impl ConvShape {
+    /// Output rows of each group's matmul (output channels per group).
+    pub fn m(&self) -> usize {
+        self.out_channels / self.groups.max(1)
+    }
+
+    /// Reduction extent of each group's matmul (input channels per group times the window).
+    pub fn k(&self) -> usize {
+        self.in_channels / self.groups.max(1) * self.kernel[0] * self.kernel[1]
+    }
 }
 
 /// The default cost model, with Inductor-like thresholds.
@@ -112,6 +168,14 @@ pub struct DefaultCostModel {
     pub split_target_groups: usize,
     /// Smallest chunk of a row a split reduction gives one workgroup.
     pub split_min_chunk: usize,
+    /// Convolutions with fewer output channels per group than this stay window kernels (the
+    /// matmul's `m` would fill too little of a tile: depthwise and most grouped convolutions).
+    pub conv_min_channels: usize,
+    /// Convolutions whose per-group reduction (`C/groups * kh * kw`) is shorter than this stay
+    /// window kernels (too little work per output for a tiled product to pay off).
+    pub conv_min_reduction: usize,
+    /// The largest im2col buffer a convolution may use; larger ones stay window kernels.
+    pub im2col_max_bytes: usize,
 }
 
 impl Default for DefaultCostModel {
@@ -124,6 +188,9 @@ impl Default for DefaultCostModel {
             thread_per_row_rows: 4096,
             split_target_groups: 512,
             split_min_chunk: 4096,
+            conv_min_channels: 16,
+            conv_min_reduction: 16,
+            im2col_max_bytes: 1 << 30,
         }
     }
 }
@@ -163,6 +230,40 @@ impl CostModel for DefaultCostModel {
             return 1;
         }
         target.div_ceil(rows.max(1)).min(len / self.split_min_chunk.max(1)).max(1)
+    }
+
+    /// Lowers a convolution to a matmul unless its per-group product is too thin (`m` below
+    /// `conv_min_channels`, `k` below `conv_min_reduction`: the window kernel wastes less) or its
+    /// im2col buffer exceeds `im2col_max_bytes`. Decided on channels and window only (plus the
+    /// memory cap), so one model gets the same kernels at every batch and image size.
+    fn conv_as_matmul(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
+        let _ = caps;
+        let (m, k) = (conv.m(), conv.k());
+        let n = conv.batch * conv.out_hw[0] * conv.out_hw[1];
+        if m < self.conv_min_channels {
+            return Err(format!(
+                "window: {m} output channel(s) per group < {} (too thin for a matmul tile)",
+                self.conv_min_channels
+            ));
+        }
+        if k < self.conv_min_reduction {
+            return Err(format!(
+                "window: reduction of {k} per output < {} (too short for a matmul)",
+                self.conv_min_reduction
+            ));
+        }
+        if conv.im2col_bytes > self.im2col_max_bytes {
+            return Err(format!(
+                "window: im2col buffer of {} bytes > {} bytes",
+                conv.im2col_bytes, self.im2col_max_bytes
+            ));
+        }
+        let groups = if conv.groups > 1 { format!("{} groups of ", conv.groups) } else { String::new() };
+        Ok(if conv.im2col_bytes == 0 {
+            format!("matmul: {groups}{m}x{n}x{k} on strided views (1x1 conv, no copy)")
+        } else {
+            format!("matmul: {groups}{m}x{n}x{k} after an im2col gather ({} bytes)", conv.im2col_bytes)
+        })
     }
 }
 

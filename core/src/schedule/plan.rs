@@ -3,13 +3,15 @@
 //! into a copy of the candidate kernel (a refusal names its reason); profitability by the
 //! [`CostModel`](super::CostModel).
 
-use super::ScheduleOptions;
-use super::build::{BufRef, KernelBuilder, MatRef, MatSpec, Member, Phase, Space, Target, delinearize, linearize};
+use super::build::{
+    BufRef, KernelBuilder, MatOut, MatRef, MatSpec, Member, Phase, Space, Target, delinearize, linearize,
+};
 use super::emit::Refusal;
+use super::{ConvShape, ScheduleOptions};
 use crate::dtype::DType;
 use crate::error::Error;
-use crate::ir::{ArgOp, Graph as IrGraph, NodeId, Op, PoolKind, ReduceOp, UnaryOp};
-use crate::kernel::{Capabilities, Expr, Index, IndexCmp, RedOp, Reduction, Var};
+use crate::ir::{ArgOp, BinaryOp, Graph as IrGraph, NodeId, Op, PoolKind, ReduceOp, UnaryOp, Window2d};
+use crate::kernel::{Capabilities, Expr, ExprId, Index, IndexCmp, RedOp, Reduction, Var};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The longest chain of producers inlined into one consumer: deeper chains are cut by
@@ -48,6 +50,20 @@ impl Kind {
     }
 }
 
+/// How a convolution is computed (decided before stage A: legality here, profitability by the
+/// [`CostModel`](super::CostModel)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ConvPlan {
+    /// A window kernel: one thread per output element looping over `C/groups * kh * kw` taps.
+    Window,
+    /// A 1x1, stride-1, unpadded, ungrouped convolution is a plain batched matmul on strided views:
+    /// `out[b] = W[OC, C] @ x[b][C, H*W]` (batch over images, the weight broadcast), no copy.
+    Direct,
+    /// An im2col gather kernel writes `cols[g][C/groups * kh * kw, N * OH * OW]` (taps outside the
+    /// image read 0), then one matmul per group, batched over groups, `W[g] @ cols[g]`, stores NCHW.
+    Im2col,
+}
+
 /// A decision before kernels are named.
 #[derive(Clone, Debug)]
 pub(super) struct Decision {
@@ -75,8 +91,13 @@ pub(super) struct Sched<'g> {
     pub place: Vec<Option<usize>>,
     pub kernels: Vec<KernelBuilder>,
     pub decisions: Vec<Decision>,
-    /// Matmul operand copies: (dtype, numel).
+    /// Matmul operand copies (and im2col buffers): (dtype, numel).
     pub copies: Vec<(DType, usize)>,
+    /// How each convolution is computed (`Window` for every other node).
+    pub conv: Vec<ConvPlan>,
+    /// Count one binding per buffer instead of one per window (set while placing a kernel that
+    /// nothing can be split off any more: the backend then checks the exact window count).
+    pub one_binding_per_buffer: std::cell::Cell<bool>,
 }
 
 fn numel(s: &[usize]) -> usize {
@@ -201,7 +222,7 @@ impl<'g> Sched<'g> {
                 }
             }
         }
-        Ok(Sched {
+        let mut s = Sched {
             g,
             caps,
             opts,
@@ -215,7 +236,63 @@ impl<'g> Sched<'g> {
             kernels: Vec::new(),
             decisions: Vec::new(),
             copies: Vec::new(),
-        })
+            conv: vec![ConvPlan::Window; n],
+            one_binding_per_buffer: std::cell::Cell::new(false),
+        };
+        s.plan_convs();
+        Ok(s)
+    }
+
+    /// Chooses how every live convolution is computed and records why.
+    fn plan_convs(&mut self) {
+        for i in 0..self.g.nodes.len() {
+            let id = NodeId(i as u32);
+            let Op::Conv2d { window, groups } = self.g.node(id).op else { continue };
+            if !self.live[i] || self.numel_of(id) == 0 {
+                continue;
+            }
+            let (plan, reason) = self.conv_choice(id, &window, groups);
+            self.conv[i] = plan;
+            self.decide(vec![id.0], false, format!("conv lowering: {reason}"), vec![]);
+        }
+    }
+
+    /// The legal lowerings of convolution `id`, and the cost model's pick among them.
+    fn conv_choice(&self, id: NodeId, window: &Window2d, groups: usize) -> (ConvPlan, String) {
+        let node = self.g.node(id);
+        let (xs, ws, out) =
+            (&self.shapes[node.inputs[0].index()], &self.shapes[node.inputs[1].index()], &self.shapes[id.index()]);
+        let dt = node.ty.dtype;
+        let acc = acc_dtype(RedOp::Sum, dt);
+        if !dt.is_float() || !self.caps.dtypes.contains(&acc) || !self.caps.dtypes.contains(&dt) {
+            return (ConvPlan::Window, format!("window: {dt} convolution (matmuls are lowered for float types)"));
+        }
+        let g = groups.max(1);
+        let kg = ws[1] * ws[2] * ws[3];
+        if kg == 0 {
+            return (ConvPlan::Window, "window: empty reduction".into());
+        }
+        let (n, p) = (out[0], out[2] * out[3]);
+        let direct = g == 1 && ws[2] == 1 && ws[3] == 1 && window.stride == [1, 1] && window.padding == [0; 4];
+        let cols = if direct { 0 } else { g * kg * n * p };
+        // Renderers index with 32-bit integers and reject matmul extents above u32::MAX / 2.
+        let limit = (u32::MAX / 2) as usize;
+        if [cols, n * p, kg, ws[0], xs.iter().product::<usize>()].iter().any(|&e| e > limit) {
+            return (ConvPlan::Window, format!("window: im2col of {cols} elements exceeds the 32-bit matmul extents"));
+        }
+        let shape = ConvShape {
+            batch: n,
+            in_channels: xs[1],
+            out_channels: ws[0],
+            groups: g,
+            kernel: [ws[2], ws[3]],
+            out_hw: [out[2], out[3]],
+            im2col_bytes: cols * dt.size_bytes(),
+        };
+        match self.opts.cost_model.conv_as_matmul(&shape, self.caps) {
+            Ok(r) => (if direct { ConvPlan::Direct } else { ConvPlan::Im2col }, r),
+            Err(r) => (ConvPlan::Window, r),
+        }
     }
 
     fn decide(&mut self, nodes: Vec<u32>, fused: bool, reason: impl Into<String>, kernels: Vec<usize>) {
@@ -239,13 +316,29 @@ impl<'g> Sched<'g> {
             if !self.live[id.index()] {
                 continue;
             }
-            let (operands, strided_only, why): (&[NodeId], bool, &'static str) = match &node.op {
-                Op::MatMul => (&node.inputs[..], true, "materialized: matmul operand"),
-                Op::Conv2d { .. } => (&node.inputs[..2], false, "materialized: conv operand (read by every tap)"),
-                Op::Pool2d { .. } => (&node.inputs[..1], false, "materialized: pooling operand (read by every window)"),
+            // (operand, read through strides only, reason)
+            let operands: Vec<(NodeId, bool, &'static str)> = match &node.op {
+                Op::MatMul => node.inputs.iter().map(|&o| (o, true, "materialized: matmul operand")).collect(),
+                Op::Conv2d { .. } => match self.conv[id.index()] {
+                    ConvPlan::Window => node.inputs[..2]
+                        .iter()
+                        .map(|&o| (o, false, "materialized: conv operand (read by every tap)"))
+                        .collect(),
+                    ConvPlan::Direct => node.inputs[..2]
+                        .iter()
+                        .map(|&o| (o, true, "materialized: conv operand (a matmul operand: 1x1 conv)"))
+                        .collect(),
+                    ConvPlan::Im2col => vec![
+                        (node.inputs[0], false, "materialized: conv operand (read by every tap of the im2col gather)"),
+                        (node.inputs[1], true, "materialized: conv weight (a matmul operand)"),
+                    ],
+                },
+                Op::Pool2d { .. } => {
+                    vec![(node.inputs[0], false, "materialized: pooling operand (read by every window)")]
+                }
                 _ => continue,
             };
-            for &o in operands {
+            for (o, strided_only, why) in operands {
                 let mut cur = o;
                 loop {
                     let op = &self.g.node(cur).op;
@@ -425,6 +518,9 @@ impl<'g> Sched<'g> {
     /// How many bindings a buffer of `numel` elements of `dt` takes (1 unless it exceeds the
     /// backend's binding size).
     fn windows(&self, dt: DType, numel: usize) -> usize {
+        if self.one_binding_per_buffer.get() {
+            return 1;
+        }
         let window = self.caps.max_binding_bytes - self.caps.max_binding_bytes % 256;
         let bytes = (numel as u64).saturating_mul(dt.size_bytes() as u64);
         if window == 0 { 1 } else { bytes.div_ceil(window).max(1) as usize }
@@ -463,11 +559,8 @@ impl<'g> Sched<'g> {
                 let flat = linearize(&c, in_shape);
                 Ok((delinearize(&flat, shape), flat, Phase::Elem))
             }
-            Space::Matmul { batch, m, n: nn, .. } if batch * m * nn == n => {
-                let flat = Index::var(Var::Batch)
-                    .mul((m * nn) as i64)
-                    .add(Index::var(Var::M).mul(*nn as i64))
-                    .add(Index::var(Var::N));
+            Space::Matmul { batch, m, n: nn, out, .. } if batch * m * nn == n => {
+                let flat = out.flat();
                 Ok((delinearize(&flat, shape), flat, Phase::Epilogue))
             }
             other => Err(Refusal::Space(format!("{n} elements vs {}", other.describe()))),
@@ -582,6 +675,14 @@ impl<'g> Sched<'g> {
                 }
                 Err(Refusal::Bindings { would, limit }) => {
                     if !self.split(p, would, limit)? {
+                        if !self.one_binding_per_buffer.get() && !matches!(self.g.node(p).op, Op::Concat { .. }) {
+                            // Windows are counted conservatively; nothing more can be split off, so
+                            // leave the exact window count to the backend (a clear error there).
+                            self.one_binding_per_buffer.set(true);
+                            let r = self.fresh_member(p);
+                            self.one_binding_per_buffer.set(false);
+                            return r;
+                        }
                         return self.box_split(p, would, limit);
                     }
                 }
@@ -974,7 +1075,7 @@ impl<'g> Sched<'g> {
         if k == 0 {
             return Err(Error::Unsupported(format!("schedule: matmul {mm} has an empty inner dimension")));
         }
-        let space = Space::Matmul { batch, m, n, k };
+        let space = Space::Matmul { batch, m, n, k, out: MatOut::plain(m, n) };
         let bc = delinearize(&Index::var(Var::Batch), &bdims);
         let coords = |bshape: &[usize], orig_rank: usize, r: Index, c: Index, one_d_row: bool| -> Vec<Index> {
             if orig_rank == 1 {
@@ -1000,9 +1101,7 @@ impl<'g> Sched<'g> {
         }
         kb.matmul = Some(MatSpec { a: ar, b: br, in_dtype, acc_dtype: acc_dtype(RedOp::Sum, in_dtype) });
         let v = kb.push(Expr::Acc(0), node.ty.dtype);
-        let flat =
-            Index::var(Var::Batch).mul((m * n) as i64).add(Index::var(Var::M).mul(n as i64)).add(Index::var(Var::N));
-        let index = kb.simp(&flat);
+        let index = kb.simp(&MatOut::plain(m, n).flat());
         kb.computed.insert(mm);
         kb.members.push(Member {
             target: Target::Node(mm),
@@ -1019,6 +1118,25 @@ impl<'g> Sched<'g> {
     }
 
     fn sched_window(&mut self, w: NodeId) -> Result<(), Error> {
+        if self.conv[w.index()] != ConvPlan::Window {
+            let mark = (self.kernels.len(), self.copies.len(), self.decisions.len());
+            match self.sched_conv_matmul(w)? {
+                None => return Ok(()),
+                Some((would, limit)) => {
+                    // Large operands bound as many windows: fall back to the window kernel.
+                    self.kernels.truncate(mark.0);
+                    self.copies.truncate(mark.1);
+                    self.decisions.truncate(mark.2);
+                    self.conv[w.index()] = ConvPlan::Window;
+                    let reason = format!("conv lowering: window (as a matmul it would bind {would} buffers > {limit})");
+                    match self.decisions.iter_mut().find(|d| d.nodes == [w.0] && d.reason.starts_with("conv lowering"))
+                    {
+                        Some(d) => d.reason = reason,
+                        None => self.decide(vec![w.0], false, reason, vec![]),
+                    }
+                }
+            }
+        }
         let node = self.g.node(w).clone();
         let x = node.inputs[0];
         let xs = self.shapes[x.index()].clone();
@@ -1037,51 +1155,26 @@ impl<'g> Sched<'g> {
         let mut kb = KernelBuilder::new(Space::Window { rows, len });
         let e = |s: &Sched, r: Refusal| Self::internal(r, s);
         let rc = delinearize(&Index::var(Var::Row), &out);
-        let [sh, sw] = window.stride;
-        let [dh, dwl] = window.dilation;
         let [pt, pl, pb, pr] = window.padding.map(|p| p as i64);
         let (h, wd) = (xs[2] as i64, xs[3] as i64);
         let (kh, kw) = (window.kernel[0], window.kernel[1]);
-        let taps = |ky: Index, kx: Index| {
-            let iy = rc[2].clone().mul(sh as i64).add(ky.mul(dh as i64));
-            let ix = rc[3].clone().mul(sw as i64).add(kx.mul(dwl as i64));
-            (iy, ix)
-        };
-        // Valid-tap mask and clamped input coordinates.
-        let mask_of = |kb: &mut KernelBuilder, iy: &Index, ix: &Index, hi_y: i64, hi_x: i64, lo: bool| {
-            let mut m: Option<crate::kernel::ExprId> = None;
-            let mut conds = Vec::new();
-            if lo {
-                conds.push((IndexCmp::Ge, iy.clone(), pt));
-                conds.push((IndexCmp::Ge, ix.clone(), pl));
-            }
-            conds.push((IndexCmp::Lt, iy.clone(), hi_y));
-            conds.push((IndexCmp::Lt, ix.clone(), hi_x));
-            for (op, a, b) in conds {
-                let t = kb.cmp(op, &a, &Index::Const(b));
-                match kb.and(m, t) {
-                    Ok(x) => m = x,
-                    Err(()) => return Err(()),
-                }
-            }
-            Ok(m)
-        };
         match &node.op {
             Op::Conv2d { groups, .. } => {
                 let ws = self.shapes[node.inputs[1].index()].clone();
                 let (cg, co) = (ws[1], ws[0]);
                 let cog = co / groups;
                 let red = delinearize(&Index::var(Var::Red), &[cg, kh, kw]);
-                let (iy, ix) = taps(red[1].clone(), red[2].clone());
                 let chan = rc[1].clone().div(cog as i64).mul(cg as i64).add(red[0].clone());
-                let xc = vec![
-                    rc[0].clone(),
-                    chan,
-                    iy.clone().clamp(pt, pt + h - 1).add(Index::Const(-pt)),
-                    ix.clone().clamp(pl, pl + wd - 1).add(Index::Const(-pl)),
-                ];
                 let ph = Phase::Value(0);
-                let xv = self.emit(&mut kb, pos, x, &xc, ph).map_err(|r| e(self, r))?;
+                let tap = Tap {
+                    n: rc[0].clone(),
+                    chan,
+                    oy: rc[2].clone(),
+                    ox: rc[3].clone(),
+                    ky: red[1].clone(),
+                    kx: red[2].clone(),
+                };
+                let xm = self.conv_tap(&mut kb, pos, x, &window, &tap, ph).map_err(|r| e(self, r))?;
                 let wv = self
                     .emit(
                         &mut kb,
@@ -1091,20 +1184,12 @@ impl<'g> Sched<'g> {
                         ph,
                     )
                     .map_err(|r| e(self, r))?;
-                let xm = match mask_of(&mut kb, &iy, &ix, pt + h, pl + wd, true) {
-                    Ok(None) => xv,
-                    Ok(Some(m)) => {
-                        let z = kb.konst(0.0, dt);
-                        kb.push(Expr::Where(m, xv, z), dt)
-                    }
-                    Err(()) => kb.konst(0.0, dt),
-                };
-                let value = kb.push(Expr::Binary(crate::ir::BinaryOp::Mul, xm, wv), dt);
+                let value = kb.push(Expr::Binary(BinaryOp::Mul, xm, wv), dt);
                 kb.reductions.push(Reduction { op: RedOp::Sum, value, slot: 0, dtype: acc_dtype(RedOp::Sum, dt) });
                 let mut v = kb.push(Expr::Acc(0), dt);
                 if let Some(&bias) = node.inputs.get(2) {
                     let bv = self.emit(&mut kb, pos, bias, &[rc[1].clone()], Phase::Row).map_err(|r| e(self, r))?;
-                    v = kb.push(Expr::Binary(crate::ir::BinaryOp::Add, v, bv), dt);
+                    v = kb.push(Expr::Binary(BinaryOp::Add, v, bv), dt);
                 }
                 kb.members.push(Member {
                     target: Target::Node(w),
@@ -1117,7 +1202,7 @@ impl<'g> Sched<'g> {
             }
             Op::Pool2d { kind, count_include_pad, .. } => {
                 let red = delinearize(&Index::var(Var::Red), &[kh, kw]);
-                let (iy, ix) = taps(red[0].clone(), red[1].clone());
+                let (iy, ix) = taps(&window, rc[2].clone(), rc[3].clone(), red[0].clone(), red[1].clone());
                 let xc = vec![
                     rc[0].clone(),
                     rc[1].clone(),
@@ -1126,7 +1211,7 @@ impl<'g> Sched<'g> {
                 ];
                 let ph = Phase::Value(0);
                 let xv = self.emit(&mut kb, pos, x, &xc, ph).map_err(|r| e(self, r))?;
-                let inside = mask_of(&mut kb, &iy, &ix, pt + h, pl + wd, true);
+                let inside = tap_mask(&mut kb, &iy, &ix, Some((pt, pl)), (pt + h, pl + wd));
                 let fill = if *kind == PoolKind::Max { lowest(dt) } else { 0.0 };
                 let value = match inside {
                     Ok(None) => xv,
@@ -1141,9 +1226,9 @@ impl<'g> Sched<'g> {
                 let mut v = kb.push(Expr::Acc(0), dt);
                 if *kind == PoolKind::Avg {
                     let counted = if *count_include_pad {
-                        mask_of(&mut kb, &iy, &ix, h + pt + pb, wd + pl + pr, false)
+                        tap_mask(&mut kb, &iy, &ix, None, (h + pt + pb, wd + pl + pr))
                     } else {
-                        mask_of(&mut kb, &iy, &ix, pt + h, pl + wd, true)
+                        tap_mask(&mut kb, &iy, &ix, Some((pt, pl)), (pt + h, pl + wd))
                     };
                     let one = kb.konst(1.0, dt);
                     let cv = match counted {
@@ -1161,7 +1246,7 @@ impl<'g> Sched<'g> {
                         dtype: acc_dtype(RedOp::Sum, dt),
                     });
                     let cnt = kb.push(Expr::Acc(1), dt);
-                    v = kb.push(Expr::Binary(crate::ir::BinaryOp::Div, v, cnt), dt);
+                    v = kb.push(Expr::Binary(BinaryOp::Div, v, cnt), dt);
                 }
                 kb.members.push(Member {
                     target: Target::Node(w),
@@ -1180,6 +1265,214 @@ impl<'g> Sched<'g> {
         self.place[w.index()] = Some(pos);
         Ok(())
     }
+
+    /// The input of a convolution at one tap: `x` read at the padded coordinates of `tap`
+    /// (clamped into the image) and zero where the tap falls into the padding.
+    fn conv_tap(
+        &self,
+        kb: &mut KernelBuilder,
+        pos: usize,
+        x: NodeId,
+        window: &Window2d,
+        tap: &Tap,
+        ph: Phase,
+    ) -> Result<ExprId, Refusal> {
+        let xs = &self.shapes[x.index()];
+        let dt = self.g.ty(x).dtype;
+        let [pt, pl, _, _] = window.padding.map(|p| p as i64);
+        let (h, wd) = (xs[2] as i64, xs[3] as i64);
+        let (iy, ix) = taps(window, tap.oy.clone(), tap.ox.clone(), tap.ky.clone(), tap.kx.clone());
+        let xc = vec![
+            tap.n.clone(),
+            tap.chan.clone(),
+            iy.clone().clamp(pt, pt + h - 1).add(Index::Const(-pt)),
+            ix.clone().clamp(pl, pl + wd - 1).add(Index::Const(-pl)),
+        ];
+        let xv = self.emit(kb, pos, x, &xc, ph)?;
+        Ok(match tap_mask(kb, &iy, &ix, Some((pt, pl)), (pt + h, pl + wd)) {
+            Ok(None) => xv,
+            Ok(Some(m)) => {
+                let z = kb.konst(0.0, dt);
+                kb.push(Expr::Where(m, xv, z), dt)
+            }
+            Err(()) => kb.konst(0.0, dt),
+        })
+    }
+
+    /// A convolution as a matmul kernel (see [`ConvPlan`]): the weight and the input (directly, or
+    /// through an im2col buffer written by a gather kernel just before) are strided operands; the
+    /// bias and any fused epilogue are computed on the accumulator and stored NCHW. Returns the
+    /// binding count and limit when a kernel would bind too many buffers (the caller then drops
+    /// what was pushed and schedules a window kernel instead).
+    fn sched_conv_matmul(&mut self, w: NodeId) -> Result<Option<(usize, usize)>, Error> {
+        let node = self.g.node(w).clone();
+        let Op::Conv2d { window, groups } = node.op else {
+            return Err(Error::Unsupported(format!("schedule: {w} is not a convolution")));
+        };
+        let (x, wt) = (node.inputs[0], node.inputs[1]);
+        let xs = self.shapes[x.index()].clone();
+        let ws = self.shapes[wt.index()].clone();
+        let out = self.shapes[w.index()].clone();
+        let dt = node.ty.dtype;
+        let g = groups.max(1);
+        let (nb, oc, cg, kh, kw) = (out[0], ws[0], ws[1], ws[2], ws[3]);
+        let (cog, kg, p) = (oc / g, cg * kh * kw, out[2] * out[3]);
+        let plan = self.conv[w.index()];
+        let (space, ar, br) = if plan == ConvPlan::Direct {
+            // out[b] = W[OC, C] @ x[b][C, H*W]
+            let space = Space::Matmul { batch: nb, m: oc, n: p, k: kg, out: MatOut::plain(oc, p) };
+            let wc = [Index::var(Var::M), Index::var(Var::Red), Index::Const(0), Index::Const(0)];
+            let ar = self.mat_operand(w, wt, &wc, &space, [Var::Batch, Var::M, Var::Red], [nb, oc, kg], true)?;
+            let n = Index::var(Var::N);
+            let xc = [Index::var(Var::Batch), Index::var(Var::Red), n.clone().div(xs[3] as i64), n.rem(xs[3] as i64)];
+            let br = self.mat_operand(w, x, &xc, &space, [Var::Batch, Var::Red, Var::N], [nb, kg, p], false)?;
+            (space, ar, br)
+        } else {
+            // out[:, g*cog + m, pixel] = sum_r W[g*cog + m, r] * cols[g][r, image * P + pixel]
+            let out_map = MatOut { s_batch: cog * p, s_outer: oc * p, s_m: p, inner: p };
+            let space = Space::Matmul { batch: g, m: cog, n: nb * p, k: kg, out: out_map };
+            let red = delinearize(&Index::var(Var::Red), &[cg, kh, kw]);
+            let mut wc = vec![Index::var(Var::Batch).mul(cog as i64).add(Index::var(Var::M))];
+            wc.extend(red);
+            let ar = self.mat_operand(w, wt, &wc, &space, [Var::Batch, Var::M, Var::Red], [g, cog, kg], false)?;
+            let br = match self.im2col(w, &window, g)? {
+                Ok(br) => br,
+                Err(over) => return Ok(Some(over)),
+            };
+            (space, ar, br)
+        };
+        let pos = self.kernels.len();
+        let mut kb = KernelBuilder::new(space.clone());
+        for r in [&ar, &br] {
+            let (dt, n) = self.buf_info(&r.buf);
+            kb.read_arg(r.buf.clone(), dt, n);
+        }
+        kb.matmul = Some(MatSpec { a: ar, b: br, in_dtype: dt, acc_dtype: acc_dtype(RedOp::Sum, dt) });
+        let mut v = kb.push(Expr::Acc(0), dt);
+        if let Some(&bias) = node.inputs.get(2) {
+            let ch = match plan {
+                ConvPlan::Direct => Index::var(Var::M),
+                _ => Index::var(Var::Batch).mul(cog as i64).add(Index::var(Var::M)),
+            };
+            let bv = self.emit(&mut kb, pos, bias, &[ch], Phase::Epilogue).map_err(|r| Self::internal(r, self))?;
+            v = kb.push(Expr::Binary(BinaryOp::Add, v, bv), dt);
+        }
+        let Space::Matmul { out: out_map, .. } = &space else { unreachable!() };
+        let index = kb.simp(&out_map.flat());
+        kb.computed.insert(w);
+        kb.members.push(Member {
+            target: Target::Node(w),
+            value: v,
+            index,
+            phase: Phase::Epilogue,
+            root: true,
+            ready: usize::MAX,
+        });
+        match self.check(&kb) {
+            Ok(()) => {}
+            Err(Refusal::Bindings { would, limit }) => return Ok(Some((would, limit))),
+            Err(r) => return Err(Self::internal(r, self)),
+        }
+        self.kernels.push(kb);
+        self.place[w.index()] = Some(pos);
+        Ok(None)
+    }
+
+    /// The im2col buffer of convolution `w` with `g` groups, `[g][C/g * kh * kw][N * OH * OW]`
+    /// row-major, written by a pointwise gather kernel (taps in the padding read 0); returns it as
+    /// the matmul's B operand (batch over groups); `Err((would, limit))` when the gather kernel would
+    /// bind too many buffers.
+    #[allow(clippy::type_complexity)]
+    fn im2col(&mut self, w: NodeId, window: &Window2d, g: usize) -> Result<Result<MatRef, (usize, usize)>, Error> {
+        let node = self.g.node(w);
+        let x = node.inputs[0];
+        let ws = &self.shapes[node.inputs[1].index()];
+        let out = &self.shapes[w.index()];
+        let (cg, kh, kw) = (ws[1], ws[2], ws[3]);
+        let (nb, oh, ow) = (out[0], out[2], out[3]);
+        let (kg, cols) = (cg * kh * kw, nb * oh * ow);
+        let dt = self.g.ty(x).dtype;
+        let numel = g * kg * cols;
+        let id = self.copies.len();
+        self.copies.push((dt, numel));
+        let pos = self.kernels.len();
+        let mut kb = KernelBuilder::new(Space::Pointwise { numel });
+        kb.label = Some("im2col");
+        let l = Index::var(Var::Lane);
+        let c = delinearize(&l, &[g, cg, kh, kw, nb, oh, ow]);
+        let tap = Tap {
+            n: c[4].clone(),
+            chan: c[0].clone().mul(cg as i64).add(c[1].clone()),
+            oy: c[5].clone(),
+            ox: c[6].clone(),
+            ky: c[2].clone(),
+            kx: c[3].clone(),
+        };
+        let value = self.conv_tap(&mut kb, pos, x, window, &tap, Phase::Lane).map_err(|r| Self::internal(r, self))?;
+        kb.computed.insert(w);
+        kb.members.push(Member {
+            target: Target::Operand(id),
+            value,
+            index: l,
+            phase: Phase::Lane,
+            root: false,
+            ready: usize::MAX,
+        });
+        match self.check(&kb) {
+            Ok(()) => {}
+            Err(Refusal::Bindings { would, limit }) => return Ok(Err((would, limit))),
+            Err(r) => return Err(Self::internal(r, self)),
+        }
+        self.kernels.push(kb);
+        self.decide(
+            vec![w.0],
+            false,
+            format!("materialized: im2col of conv {w} ({g} x {kg} x {cols} {dt}, {} bytes)", numel * dt.size_bytes()),
+            vec![pos],
+        );
+        Ok(Ok(MatRef { buf: BufRef::Operand(id), offset: 0, s_batch: kg * cols, s_row: cols, s_col: 1 }))
+    }
+}
+
+/// One tap of a convolution window: image, input channel, output pixel and window offset.
+struct Tap {
+    n: Index,
+    chan: Index,
+    oy: Index,
+    ox: Index,
+    ky: Index,
+    kx: Index,
+}
+
+/// Padded input coordinates `(oy * sh + ky * dh, ox * sw + kx * dw)` of a window tap.
+fn taps(window: &Window2d, oy: Index, ox: Index, ky: Index, kx: Index) -> (Index, Index) {
+    let [sh, sw] = window.stride;
+    let [dh, dw] = window.dilation;
+    (oy.mul(sh as i64).add(ky.mul(dh as i64)), ox.mul(sw as i64).add(kx.mul(dw as i64)))
+}
+
+/// The mask of taps `(iy, ix)` with `lo <= (iy, ix)` (when given) and `(iy, ix) < hi`: `None` when
+/// always true, `Err` when never.
+fn tap_mask(
+    kb: &mut KernelBuilder,
+    iy: &Index,
+    ix: &Index,
+    lo: Option<(i64, i64)>,
+    hi: (i64, i64),
+) -> Result<Option<ExprId>, ()> {
+    let mut m: Option<ExprId> = None;
+    let mut conds = Vec::new();
+    if let Some((ly, lx)) = lo {
+        conds.push((IndexCmp::Ge, iy, ly));
+        conds.push((IndexCmp::Ge, ix, lx));
+    }
+    conds.push((IndexCmp::Lt, iy, hi.0));
+    conds.push((IndexCmp::Lt, ix, hi.1));
+    for (op, a, b) in conds {
+        let t = kb.cmp(op, a, &Index::Const(b));
+        m = kb.and(m, t)?;
+    }
+    Ok(m)
 }
 
 /// Batch coordinates of an operand with batch dims `bshape` (padded to the full batch rank) from
