@@ -503,7 +503,9 @@ fn covered(g: &Geo, ins: &[usize]) -> Vec<usize> {
         .collect()
 }
 
-fn max_pool(cx: &mut Cx) -> Out {
+/// The operand of a pooling op (rank 3 or more), its shape, its window geometry and whether
+/// `ceil_mode` is set.
+fn pool_operand(cx: &mut Cx) -> R<(NodeId, Vec<usize>, Geo, bool)> {
     cx.arity(1, 1)?;
     let x = cx.inp(0)?;
     let xs = cx.shape(x)?;
@@ -513,6 +515,11 @@ fn max_pool(cx: &mut Cx) -> Out {
     let k = kernel_shape(cx, None)?;
     let ceil = cx.ai("ceil_mode", 0) != 0;
     let g = geometry(cx, &xs[2..], k, ceil)?;
+    Ok((x, xs, g, ceil))
+}
+
+fn max_pool(cx: &mut Cx) -> Out {
+    let (x, xs, g, ceil) = pool_operand(cx)?;
     let n = xs.len() - 2;
     if cx.wants(1) {
         if n != 2 {
@@ -540,15 +547,7 @@ fn max_pool(cx: &mut Cx) -> Out {
 
 /// Average pooling, or Lp pooling when `p` is given.
 fn avg_pool(cx: &mut Cx, p: Option<f64>) -> R<NodeId> {
-    cx.arity(1, 1)?;
-    let x = cx.inp(0)?;
-    let xs = cx.shape(x)?;
-    if xs.len() < 3 {
-        return Err(cx.err("needs rank >= 3"));
-    }
-    let k = kernel_shape(cx, None)?;
-    let ceil = cx.ai("ceil_mode", 0) != 0;
-    let g = geometry(cx, &xs[2..], k, ceil)?;
+    let (x, xs, g, _) = pool_operand(cx)?;
     let include_pad = cx.ai("count_include_pad", 0) != 0;
     let n = xs.len() - 2;
     let lens = covered(&g, &xs[2..]);
@@ -643,17 +642,7 @@ fn batch_norm(cx: &mut Cx) -> Out {
     let momentum = cx.af("momentum", 0.9) as f64;
     let r = cx.rank(x);
     let axes: Vec<usize> = std::iter::once(0).chain(2..r).collect();
-    let mean = cx.reduce(ReduceOp::Mean, x, &axes, true)?;
-    let c = cx.bin(B::Sub, x, mean)?;
-    let sq = cx.bin(B::Mul, c, c)?;
-    let var = cx.reduce(ReduceOp::Mean, sq, &axes, true)?;
-    let ve = cx.bin_s(B::Add, var, eps)?;
-    let sd = cx.un(U::Sqrt, ve)?;
-    let nrm = cx.bin(B::Div, c, sd)?;
-    let scr = per_channel(cx, sc, r)?;
-    let br = per_channel(cx, b, r)?;
-    let y = cx.bin(B::Mul, nrm, scr)?;
-    let y = cx.bin(B::Add, y, br)?;
+    let (y, mean, var) = normalize_per_channel(cx, x, sc, b, &axes, eps)?;
     let cs = cx.shape(m)?;
     let mean1 = cx.reshape(mean, &cs)?;
     let var1 = cx.reshape(var, &cs)?;
@@ -671,19 +660,33 @@ fn instance_norm(cx: &mut Cx) -> R<NodeId> {
     cx.arity(3, 3)?;
     let (x, sc, b) = (cx.inp(0)?, cx.inp(1)?, cx.inp(2)?);
     let eps = cx.af("epsilon", 1e-5) as f64;
+    let axes: Vec<usize> = (2..cx.rank(x)).collect();
+    Ok(normalize_per_channel(cx, x, sc, b, &axes, eps)?.0)
+}
+
+/// `(x - mean) / sqrt(var + eps) * sc + b` with the mean and (biased) variance of `x` over `axes`
+/// and the scale and bias per channel (axis 1). Returns the result, the mean and the variance
+/// (with kept axes).
+fn normalize_per_channel(
+    cx: &mut Cx,
+    x: NodeId,
+    sc: NodeId,
+    b: NodeId,
+    axes: &[usize],
+    eps: f64,
+) -> R<(NodeId, NodeId, NodeId)> {
     let r = cx.rank(x);
-    let axes: Vec<usize> = (2..r).collect();
-    let mean = cx.reduce(ReduceOp::Mean, x, &axes, true)?;
+    let mean = cx.reduce(ReduceOp::Mean, x, axes, true)?;
     let c = cx.bin(B::Sub, x, mean)?;
     let sq = cx.bin(B::Mul, c, c)?;
-    let var = cx.reduce(ReduceOp::Mean, sq, &axes, true)?;
+    let var = cx.reduce(ReduceOp::Mean, sq, axes, true)?;
     let ve = cx.bin_s(B::Add, var, eps)?;
     let sd = cx.un(U::Sqrt, ve)?;
     let nrm = cx.bin(B::Div, c, sd)?;
     let scr = per_channel(cx, sc, r)?;
     let br = per_channel(cx, b, r)?;
     let y = cx.bin(B::Mul, nrm, scr)?;
-    cx.bin(B::Add, y, br)
+    Ok((cx.bin(B::Add, y, br)?, mean, var))
 }
 
 fn layer_norm(cx: &mut Cx) -> Out {
@@ -995,6 +998,9 @@ fn qlinear_matmul(cx: &mut Cx) -> R<NodeId> {
         (cx.inp(0)?, cx.inp(1)?, cx.inp(2)?, cx.inp(3)?, cx.inp(4)?, cx.inp(5)?, cx.inp(6)?, cx.inp(7)?);
     let ra = cx.rank(a);
     let rb = cx.rank(b);
+    if ra == 0 || rb == 0 {
+        return Err(cx.err("QLinearMatMul needs inputs of rank >= 1"));
+    }
     let ai = minus_zp(cx, a, Some(za), Some(ra.saturating_sub(2)))?;
     let bi = minus_zp(cx, b, Some(zb), Some(rb - 1))?;
     let af = cx.cast(ai, DType::F64)?;
