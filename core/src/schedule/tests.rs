@@ -1256,6 +1256,33 @@ mod random {
         g.build().ok()
     }
 
+    /// Known issue (found by the property test below; CI pins `PROPTEST_RNG_SEED` so it stays
+    /// deterministic): materializing a node during stage B to relieve one kernel's binding count
+    /// can add a write to a kernel scheduled earlier, whose count was checked before; with a limit
+    /// of 4 a reduce kernel then binds 5. Backends with real limits (8 or more) have not hit it;
+    /// the WGSL backend reports a binding overflow as an error, not a panic.
+    #[test]
+    #[ignore = "known issue: a late materialization can push an earlier kernel over the binding limit"]
+    fn late_materialization_keeps_earlier_kernels_within_the_binding_limit() {
+        use Step::*;
+        let steps = [
+            BroadcastReduce(5, 1),
+            Unary(0, 0),
+            Unary(0, 0),
+            Unary(0, 17),
+            Binary(0, 2, 3),
+            BroadcastReduce(20, 0),
+            Reduce(0, 7, 2, false),
+            Unary(0, 0),
+            Binary(0, 9, 0),
+            Reshape(0),
+            Reduce(0, 0, 1, false),
+        ];
+        let g = build(&[3, 4], &steps, &[8, 23]).expect("graph");
+        let ins = [rnd(DType::F32, &[3, 4], 0), rnd(DType::F32, &[3, 4], 1)];
+        check_with(&g, &ins, &caps_with_bindings(4), &ScheduleOptions::default());
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 512, .. ProptestConfig::default() })]
         #[test]
