@@ -35,13 +35,15 @@ pub fn check_tile(t: &MatmulTile, caps: &WgslCaps) -> Result<(), String> {
     Ok(())
 }
 
-/// The default tile: 128x128x8 with 8x8 per thread when that still gives at least 128 workgroups, else
+/// The default tile: 64x128x16 with 4x8 per thread when that still gives at least 128 workgroups, else
 /// 64x64x16 with 4x4, else 32x32x16 (64 threads) for small products; the first that fits the adapter.
+/// (max-autotune on an H100 through Vulkan, matmul_4096_f32: 64x128x16/4x8 3.80 ms, 128x128x16/8x8
+/// 4.18 ms, 64x64x16/4x4 4.41 ms, 128x128x8/8x8 5.49 ms; BENCHMARKS.md.)
 fn default_tile(mm: &MatmulBody, caps: &WgslCaps) -> MatmulTile {
     let tiles = |t: &MatmulTile| {
         (mm.m as u64).div_ceil(u64::from(t.bm)) * (mm.n as u64).div_ceil(u64::from(t.bn)) * mm.batch as u64
     };
-    let big = MatmulTile { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8 };
+    let big = MatmulTile { bm: 64, bn: 128, bk: 16, tm: 4, tn: 8 };
     let small = MatmulTile { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4 };
     for t in [big, MatmulTile::DEFAULT] {
         if tiles(&t) >= 128 && check_tile(&t, caps).is_ok() {
