@@ -37,8 +37,8 @@ cargo test --workspace --locked
 if [ -x scripts/conformance.sh ]; then
   step "ONNX conformance (floor in onnx/conformance-floor.json)"
   # The debug binary built by `cargo test` above (no second, release build of every dependency).
-  SINTER_BIN="${SINTER_BIN:-$PWD/target/debug/sinter}" scripts/conformance.sh
+  SINTER_BIN="${SINTER_BIN:-${CARGO_TARGET_DIR:-$PWD/target}/debug/sinter}" scripts/conformance.sh
   step "ONNX conformance on WGSL (lavapipe)"
-  SINTER_BIN="${SINTER_BIN:-$PWD/target/debug/sinter}" SINTER_CONFORMANCE_BACKEND=wgsl scripts/conformance.sh
+  SINTER_BIN="${SINTER_BIN:-${CARGO_TARGET_DIR:-$PWD/target}/debug/sinter}" SINTER_CONFORMANCE_BACKEND=wgsl scripts/conformance.sh
 fi
 step "done"
