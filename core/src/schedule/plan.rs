@@ -508,7 +508,12 @@ impl<'g> Sched<'g> {
                 Target::Node(n) => {
                     let outs = self.outputs_of[n.index()].len();
                     let each = self.windows(self.g.ty(n).dtype, numel(&self.shapes[n.index()]));
-                    writes += each * if outs > 0 { outs } else { usize::from(!self.covered(n, &members, &mut memo)) };
+                    // A kernel placed earlier may already read `n` from a buffer (it inlined a user
+                    // of `n` that was materialized only later): then `n` needs its write here too.
+                    let read_elsewhere =
+                        || self.kernels.iter().any(|k| k.reads.iter().any(|a| a.buf == BufRef::Node(n)));
+                    let needs = !self.covered(n, &members, &mut memo) || read_elsewhere();
+                    writes += each * if outs > 0 { outs } else { usize::from(needs) };
                 }
             }
         }
