@@ -82,7 +82,13 @@ pub fn capabilities(info: &AdapterInfo) -> Capabilities {
         max_binding_bytes: l.max_storage_buffer_binding_size,
         subgroup_size: (info.has_subgroups && l.max_subgroup_size > 0).then_some(l.max_subgroup_size),
         dtypes: DTYPES.to_vec(),
-        compute_units: 0,
+        // WebGPU does not expose a GPU's SM count (the scheduler then assumes a large GPU); a CPU
+        // adapter (lavapipe) runs workgroups on the host's threads.
+        compute_units: if info.device_type == "Cpu" {
+            std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+        } else {
+            0
+        },
         matrix_dtypes: matrix_dtypes(&WgslCaps::from_adapter(info)),
     }
 }
