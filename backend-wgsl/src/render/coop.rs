@@ -18,7 +18,7 @@ use sinter_core::kernel::{ExprId, MatmulBody, Var};
 
 use super::emit::{AccVal, Emitter, store_roots};
 use super::helpers::H;
-use super::pointwise::{PARAMS, emit_wid, grid_excess};
+use super::pointwise::PARAMS;
 use super::storage::{load_scalar, load_vec};
 use super::types::Ct;
 use super::{Body, RenderError, Tuning, WgslCaps};
@@ -102,23 +102,10 @@ pub(super) fn render(
         });
     }
 
-    emit_wid(em, workgroups, caps);
-    if grid_excess(workgroups, caps) {
-        em.line(format!("if (wid >= {workgroups}u) {{ return; }}"));
-    }
-    em.line(format!("let n0 = (wid % {tiles_n}u) * {BN}u;"));
-    em.line(format!("let m0 = ((wid / {tiles_n}u) % {tiles_m}u) * {BM}u;"));
-    em.line(format!("let batch = wid / {}u;", tiles_n * tiles_m));
+    super::matmul::tile_origin(em, caps, workgroups, (tiles_m, tiles_n), (BM, BN));
     em.line("let wm = sg_id / 4u;");
     em.line("let wn = sg_id % 4u;");
-    let base = |off: usize, sb: usize| match (off, sb) {
-        (0, 0) => "0u".to_string(),
-        (o, 0) => format!("{o}u"),
-        (0, s) => format!("batch * {s}u"),
-        (o, s) => format!("{o}u + batch * {s}u"),
-    };
-    em.line(format!("let a_base = {};", base(mm.a.offset, mm.a.s_batch)));
-    em.line(format!("let b_base = {};", base(mm.b.offset, mm.b.s_batch)));
+    super::matmul::operand_bases(em, mm);
     for i in 0..4 {
         for j in 0..2 {
             em.line(format!("var c{i}{j} = coop_mat16x16<f32, C>();"));

@@ -53,6 +53,38 @@ fn default_tile(mm: &MatmulBody, caps: &WgslCaps) -> MatmulTile {
     if tiles(&MatmulTile::DEFAULT) >= 32 || check_tile(&small, caps).is_err() { MatmulTile::DEFAULT } else { small }
 }
 
+/// The prologue both matmul kernels share: the workgroup id, the guard for a padded grid and the
+/// tile's origin (`m0`, `n0`, `batch`).
+pub(super) fn tile_origin(
+    em: &mut Emitter<'_>,
+    caps: &WgslCaps,
+    workgroups: u64,
+    (tiles_m, tiles_n): (u64, u64),
+    (bm, bn): (u32, u32),
+) {
+    emit_wid(em, workgroups, caps);
+    if grid_excess(workgroups, caps) {
+        em.line(format!("if (wid >= {workgroups}u) {{ return; }}"));
+    }
+    em.line(format!("let n0 = (wid % {tiles_n}u) * {bn}u;"));
+    em.line(format!("let m0 = ((wid / {tiles_n}u) % {tiles_m}u) * {bm}u;"));
+    em.line(format!("let batch = wid / {}u;", tiles_n * tiles_m));
+}
+
+/// Each operand's start for the current batch (`a_base`, `b_base`), after [`tile_origin`].
+pub(super) fn operand_bases(em: &mut Emitter<'_>, mm: &MatmulBody) {
+    let base = |op: &MatOperand| -> String {
+        match (op.offset, op.s_batch) {
+            (0, 0) => "0u".to_string(),
+            (o, 0) => format!("{o}u"),
+            (0, s) => format!("batch * {s}u"),
+            (o, s) => format!("{o}u + batch * {s}u"),
+        }
+    };
+    em.line(format!("let a_base = {};", base(&mm.a)));
+    em.line(format!("let b_base = {};", base(&mm.b)));
+}
+
 /// Renders a matmul body.
 pub(super) fn render(
     em: &mut Emitter<'_>,
@@ -118,25 +150,10 @@ pub(super) fn render(
         });
     }
 
-    emit_wid(em, workgroups, caps);
-    if grid_excess(workgroups, caps) {
-        em.line(format!("if (wid >= {workgroups}u) {{ return; }}"));
-    }
-    em.line(format!("let n0 = (wid % {tiles_n}u) * {bn}u;"));
-    em.line(format!("let m0 = ((wid / {tiles_n}u) % {tiles_m}u) * {bm}u;"));
-    em.line(format!("let batch = wid / {}u;", tiles_n * tiles_m));
+    tile_origin(em, caps, workgroups, (tiles_m, tiles_n), (bm, bn));
     em.line(format!("let tx = lid % {txn}u;"));
     em.line(format!("let ty = lid / {txn}u;"));
-    let base = |op: &MatOperand| -> String {
-        match (op.offset, op.s_batch) {
-            (0, 0) => "0u".to_string(),
-            (o, 0) => format!("{o}u"),
-            (0, s) => format!("batch * {s}u"),
-            (o, s) => format!("{o}u + batch * {s}u"),
-        }
-    };
-    em.line(format!("let a_base = {};", base(&mm.a)));
-    em.line(format!("let b_base = {};", base(&mm.b)));
+    operand_bases(em, mm);
     let zero = acc_ct.zero();
     em.line(format!("var acc: array<vec4<{acc_s}>, {}>;", tm * tnv));
     em.open(format!("for (var k0 = 0u; k0 < {kdim}u; k0 = k0 + {bk}u)"));
