@@ -165,12 +165,7 @@ fn matmul_across_windows() {
         for (limit, m, n, k) in [(64, 7, 9, 13), (4096, 65, 130, 33), (4096, 100, 96, 72), (4096, 64, 64, 64)] {
             for b_t in [false, true] {
                 let p = matmul_bias_relu(m, n, k, d, b_t);
-                let bshape = if b_t { [n, k] } else { [k, n] };
-                let inputs = vec![
-                    random(d, &[m, k], 4, -1.0, 1.0),
-                    random(d, &bshape, 5, -1.0, 1.0),
-                    random(d, &[n], 6, -1.0, 1.0),
-                ];
+                let inputs = matmul_inputs(m, n, k, d, b_t);
                 check_program(limit, &p, &inputs, true, &format!("matmul {d} {m}x{n}x{k} b_t={b_t}"));
             }
         }

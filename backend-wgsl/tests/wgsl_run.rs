@@ -81,12 +81,7 @@ fn matmul_epilogue_sizes_and_layouts() {
         for (m, n, k) in [(1, 1, 1), (7, 9, 13), (100, 96, 72), (65, 130, 33), (64, 64, 64)] {
             for b_t in [false, true] {
                 let p = matmul_bias_relu(m, n, k, d, b_t);
-                let bshape = if b_t { [n, k] } else { [k, n] };
-                let inputs = vec![
-                    random(d, &[m, k], 4, -1.0, 1.0),
-                    random(d, &bshape, 5, -1.0, 1.0),
-                    random(d, &[n], 6, -1.0, 1.0),
-                ];
+                let inputs = matmul_inputs(m, n, k, d, b_t);
                 let want = interp::run_program(&p, &inputs).expect("interp");
                 let got = gpu_run(b, &p, &inputs, Mode::Default);
                 assert_close(&got, &want, &format!("matmul {d} {m}x{n}x{k} b_t={b_t}"));

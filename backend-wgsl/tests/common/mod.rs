@@ -310,6 +310,13 @@ pub fn softmax(rows: usize, len: usize, d: DType, strategy: ReduceStrategy) -> P
 }
 
 /// `y = relu(a @ b + bias)` with `a: [m, k]`, `b: [k, n]` (or `b^T` stored `[n, k]` when `b_t`), `bias: [n]`.
+/// Random inputs (A, B, bias) for [`matmul_bias_relu`]: A `[m, k]`, B `[k, n]` (`[n, k]` when
+/// transposed), bias `[n]`.
+pub fn matmul_inputs(m: usize, n: usize, k: usize, d: DType, b_t: bool) -> Vec<HostTensor> {
+    let bshape = if b_t { [n, k] } else { [k, n] };
+    vec![random(d, &[m, k], 4, -1.0, 1.0), random(d, &bshape, 5, -1.0, 1.0), random(d, &[n], 6, -1.0, 1.0)]
+}
+
 pub fn matmul_bias_relu(m: usize, n: usize, k: usize, d: DType, b_t: bool) -> Program {
     use sinter_core::ir::{BinaryOp, UnaryOp};
     let mut p = ProgramBuilder::new();
