@@ -601,6 +601,36 @@ impl<'g> Sched<'g> {
         }
     }
 
+    /// Records the outcome of trying to join node `n` into kernel `k`: on success the kernel is
+    /// replaced and the join recorded as fused (`reason`, else [`Sched::fused_reason`]), and the
+    /// result is `true`; a refusal is recorded with its reason (`false`); an internal error stops
+    /// scheduling.
+    fn settle(
+        &mut self,
+        k: usize,
+        n: NodeId,
+        attempt: Result<KernelBuilder, Refusal>,
+        reason: Option<&str>,
+    ) -> Result<bool, Error> {
+        let mut nodes = self.first_member(k);
+        nodes.push(n.0);
+        match attempt {
+            Ok(kb) => {
+                self.kernels[k] = kb;
+                self.place[n.index()] = Some(k);
+                let why = reason.map_or_else(|| self.fused_reason(k, n), str::to_string);
+                self.decide(nodes, true, why, vec![k]);
+                Ok(true)
+            }
+            Err(Refusal::Internal(m)) => Err(Self::internal(Refusal::Internal(m), self)),
+            Err(r) => {
+                let why = r.reason(self);
+                self.decide(nodes, false, why, vec![k]);
+                Ok(false)
+            }
+        }
+    }
+
     fn first_member(&self, k: usize) -> Vec<u32> {
         self.kernels[k].member_nodes().take(1).map(|n| n.0).collect()
     }
@@ -612,21 +642,9 @@ impl<'g> Sched<'g> {
         if self.opts.fusion {
             let dep = self.dep_kernel(p);
             if let Some(k) = dep {
-                let mut nodes = self.first_member(k);
-                nodes.push(p.0);
-                match self.add_member(self.kernels[k].clone(), k, p) {
-                    Ok(kb) => {
-                        self.kernels[k] = kb;
-                        self.place[p.index()] = Some(k);
-                        let r = self.fused_reason(k, p);
-                        self.decide(nodes, true, r, vec![k]);
-                        return Ok(());
-                    }
-                    Err(Refusal::Internal(m)) => return Err(Self::internal(Refusal::Internal(m), self)),
-                    Err(r) => {
-                        let reason = r.reason(self);
-                        self.decide(nodes, false, reason, vec![k]);
-                    }
+                let attempt = self.add_member(self.kernels[k].clone(), k, p);
+                if self.settle(k, p, attempt, None)? {
+                    return Ok(());
                 }
             }
             // Horizontal: a kernel (not before the dependency) reading the same buffers.
@@ -646,20 +664,9 @@ impl<'g> Sched<'g> {
             }
             cands.sort_by(|a, b| b.cmp(a));
             for &(_, k) in cands.iter().take(3) {
-                let mut nodes = self.first_member(k);
-                nodes.push(p.0);
-                match self.add_member(self.kernels[k].clone(), k, p) {
-                    Ok(kb) => {
-                        self.kernels[k] = kb;
-                        self.place[p.index()] = Some(k);
-                        self.decide(nodes, true, "fused: horizontal (shared input, same iteration space)", vec![k]);
-                        return Ok(());
-                    }
-                    Err(Refusal::Internal(m)) => return Err(Self::internal(Refusal::Internal(m), self)),
-                    Err(r) => {
-                        let reason = r.reason(self);
-                        self.decide(nodes, false, reason, vec![k]);
-                    }
+                let attempt = self.add_member(self.kernels[k].clone(), k, p);
+                if self.settle(k, p, attempt, Some("fused: horizontal (shared input, same iteration space)"))? {
+                    return Ok(());
                 }
             }
         }
@@ -927,20 +934,9 @@ impl<'g> Sched<'g> {
             if let Some(k) = dep
                 && matches!(self.kernels[k].space, Space::Pointwise { numel } if numel == rows * len && numel > 0)
             {
-                let mut nodes = self.first_member(k);
-                nodes.push(r.0);
-                match self.rebuild(k, &space).and_then(|kb| self.add_reduction(kb, k, r)) {
-                    Ok(kb) => {
-                        self.kernels[k] = kb;
-                        self.place[r.index()] = Some(k);
-                        self.decide(nodes, true, "fused: pointwise kernel into reduction (element stores)", vec![k]);
-                        return Ok(());
-                    }
-                    Err(Refusal::Internal(m)) => return Err(Self::internal(Refusal::Internal(m), self)),
-                    Err(e) => {
-                        let reason = e.reason(self);
-                        self.decide(nodes, false, reason, vec![k]);
-                    }
+                let attempt = self.rebuild(k, &space).and_then(|kb| self.add_reduction(kb, k, r));
+                if self.settle(k, r, attempt, Some("fused: pointwise kernel into reduction (element stores)"))? {
+                    return Ok(());
                 }
             }
             if let Some(k) = dep
@@ -957,20 +953,9 @@ impl<'g> Sched<'g> {
                 .filter(|&k| self.kernels[k].space == space && dep.is_none_or(|d| k >= d))
                 .collect();
             for k in cands {
-                let mut nodes = self.first_member(k);
-                nodes.push(r.0);
-                match self.add_reduction(self.kernels[k].clone(), k, r) {
-                    Ok(kb) => {
-                        self.kernels[k] = kb;
-                        self.place[r.index()] = Some(k);
-                        self.decide(nodes, true, "fused: reduction over the same rows", vec![k]);
-                        return Ok(());
-                    }
-                    Err(Refusal::Internal(m)) => return Err(Self::internal(Refusal::Internal(m), self)),
-                    Err(e) => {
-                        let reason = e.reason(self);
-                        self.decide(nodes, false, reason, vec![k]);
-                    }
+                let attempt = self.add_reduction(self.kernels[k].clone(), k, r);
+                if self.settle(k, r, attempt, Some("fused: reduction over the same rows"))? {
+                    return Ok(());
                 }
             }
         }
