@@ -236,6 +236,19 @@ impl Model {
         crate::import::import(self, specs)
     }
 
+    /// Input shapes for probing the model without data: each declared input's shape with every
+    /// unknown dimension set to `unknown` and every dimension capped at `cap` (an input without a
+    /// declared shape is a scalar). The fuzzer and the robustness tests import with these.
+    pub fn probe_shapes(&self, unknown: usize, cap: usize) -> Vec<Vec<usize>> {
+        self.inputs()
+            .iter()
+            .map(|i| match &i.shape {
+                Some(s) => s.dims().iter().map(|d| d.as_static().unwrap_or(unknown).min(cap)).collect(),
+                None => vec![],
+            })
+            .collect()
+    }
+
     /// The graph specialized to static input shapes (one per run-time input, in order). Shape
     /// arithmetic (Shape/Gather/Concat/Reshape chains) folds to constants, so exported graphs
     /// with dynamic reshapes come out static. Ops whose output *shape* depends on an input's

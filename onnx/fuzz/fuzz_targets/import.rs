@@ -7,14 +7,7 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     if let Ok(m) = sinter_onnx::load_bytes(data) {
         let _ = m.graph();
-        let shapes: Vec<Vec<usize>> = m
-            .inputs()
-            .iter()
-            .map(|i| match &i.shape {
-                Some(s) => s.dims().iter().map(|d| d.as_static().unwrap_or(2).min(8)).collect(),
-                None => vec![],
-            })
-            .collect();
+        let shapes = m.probe_shapes(2, 8);
         let _ = m.graph_for(&shapes);
     }
     let _ = sinter_onnx::tensor_from_pb(data);
