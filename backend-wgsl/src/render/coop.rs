@@ -14,7 +14,7 @@
 //! them to f16.
 
 use sinter_core::DType;
-use sinter_core::kernel::{ExprId, MatmulBody, Var};
+use sinter_core::kernel::{ExprId, MatmulBody};
 
 use super::emit::{AccVal, Emitter, store_roots};
 use super::helpers::H;
@@ -264,13 +264,7 @@ pub(super) fn render(
     em.close();
 
     // Epilogue: through the per-subgroup scratch, element by element.
-    em.names.insert(Var::Batch, "batch".into());
-    em.names.insert(Var::M, "m".into());
-    em.names.insert(Var::N, "n".into());
-    em.ranges.insert(Var::Batch, (0, batch as i64 - 1));
-    em.ranges.insert(Var::M, (0, m as i64 - 1));
-    em.ranges.insert(Var::N, (0, n as i64 - 1));
-    em.set_vec(None, false);
+    super::matmul::epilogue_vars(em, (batch as i64, m as i64, n as i64), false);
     let roots: Vec<ExprId> = mm.stores.iter().flat_map(store_roots).collect();
     em.line("// epilogue");
     for i in 0..4 {

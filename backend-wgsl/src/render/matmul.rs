@@ -85,6 +85,23 @@ pub(super) fn operand_bases(em: &mut Emitter<'_>, mm: &MatmulBody) {
     em.line(format!("let b_base = {};", base(&mm.b)));
 }
 
+/// Names and ranges of the epilogue's loop variables (`batch`, `m`, `n`), shared by both matmul
+/// kernels; with `vec_n` the `n` lanes are 4-wide.
+pub(super) fn epilogue_vars(em: &mut Emitter<'_>, (batch, m, n): (i64, i64, i64), vec_n: bool) {
+    em.names.insert(Var::Batch, "batch".into());
+    em.names.insert(Var::M, "m".into());
+    em.names.insert(Var::N, "n".into());
+    em.ranges.insert(Var::Batch, (0, batch - 1));
+    em.ranges.insert(Var::M, (0, m - 1));
+    if vec_n {
+        em.set_vec(Some(Var::N), true);
+        em.ranges.insert(Var::N, (0, n - 4));
+    } else {
+        em.set_vec(None, false);
+        em.ranges.insert(Var::N, (0, n - 1));
+    }
+}
+
 /// Renders a matmul body.
 pub(super) fn render(
     em: &mut Emitter<'_>,
@@ -273,19 +290,8 @@ pub(super) fn render(
     em.close();
 
     // Epilogue.
-    em.names.insert(Var::Batch, "batch".into());
-    em.names.insert(Var::M, "m".into());
-    em.names.insert(Var::N, "n".into());
-    em.ranges.insert(Var::Batch, (0, batch as i64 - 1));
-    em.ranges.insert(Var::M, (0, m as i64 - 1));
     let vec_n = tuning.vectorize && n.is_multiple_of(4);
-    if vec_n {
-        em.set_vec(Some(Var::N), true);
-        em.ranges.insert(Var::N, (0, n as i64 - 4));
-    } else {
-        em.set_vec(None, false);
-        em.ranges.insert(Var::N, (0, n as i64 - 1));
-    }
+    epilogue_vars(em, (batch as i64, m as i64, n as i64), vec_n);
     let roots: Vec<ExprId> = mm.stores.iter().flat_map(store_roots).collect();
     em.line("// epilogue");
     for i in 0..tm {
