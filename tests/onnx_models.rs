@@ -28,7 +28,7 @@ use sinter::core::backend::Backend as BackendTrait;
 use sinter::core::compile::{CompileOptions, compile};
 use sinter::{DType, HostTensor, IrGraph};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// The largest relative error accepted (see the module docs for the metric).
 const TOL: f64 = 1e-4;
@@ -151,7 +151,7 @@ fn compile_opts(model: &str, what: &str) -> CompileOptions {
 
 /// Runs every model on one backend (`None`: the CPU reference), printing one line per model and
 /// data set, and panics at the end listing every failure.
-fn run_all(label: &str, backend: Option<Rc<dyn BackendTrait>>) {
+fn run_all(label: &str, backend: Option<Arc<dyn BackendTrait>>) {
     let mut failures = Vec::new();
     let only = std::env::var("SINTER_MODELS").ok();
     for case in cases() {
@@ -224,7 +224,7 @@ fn models_match_onnxruntime_on_cpu_reference() {
 
 #[test]
 fn models_match_onnxruntime_on_kernel_interpreter() {
-    run_all("interp", Some(Rc::new(sinter::core::kernel::interp::InterpBackend::new())));
+    run_all("interp", Some(Arc::new(sinter::core::kernel::interp::InterpBackend::new())));
 }
 
 #[test]
@@ -239,7 +239,7 @@ fn models_match_onnxruntime_on_wgsl() {
             return;
         }
     };
-    run_all("wgsl", Some(Rc::new(b)));
+    run_all("wgsl", Some(Arc::new(b)));
 }
 
 #[test]

@@ -22,21 +22,37 @@
 //!   submits.
 //! * [`Mode::MaxAutotune`]: as `ReduceOverhead`, and at load each kernel is rendered in a few variants
 //!   (workgroup sizes, vectorization on/off, matmul tiles), each timed on the device with GPU timestamps
-//!   (host wall time when the adapter has none), and the fastest is kept. Winners are cached per adapter
-//!   and driver in `<cache dir>/autotune/wgsl-<adapter key>.json` (cache dir: `SINTER_CACHE_DIR`, else
+//!   (host wall time when the adapter has none), and the fastest is kept. The loop and its cache are
+//!   core's ([`sinter_core::tune`]): winners are cached per adapter and driver in
+//!   `<cache dir>/autotune/wgsl-<adapter key>.json` (cache dir: `SINTER_CACHE_DIR`, else
 //!   `~/.cache/sinter`), keyed by a hash of the kernel's IR without its names, so a later load (or another
-//!   graph with the same kernel) skips the search.
+//!   graph with the same kernel) skips the search; entries the renderer rejects ([`check_tuning`]) are
+//!   dropped and searched again.
 //!
 //! [`Executable::run_timed`] uses a separately recorded batch with a timestamp pair around each kernel.
+//!
+//! # Device-resident tensors
+//!
+//! [`Backend::upload`] makes a [`DeviceTensor`] backed by a [`WgslBuffer`]. [`Executable::run_device`]
+//! records, in one command buffer, copies of the input tensors into the executable's input buffers, the
+//! kernels, and copies of the outputs into fresh buffers, and submits it without waiting: nothing goes
+//! through the host until an output's `to_host()`. Allocations come from the memory plan
+//! ([`sinter_core::kernel::alloc`]); constants come from the compiled graph's constant pool, so every
+//! specialization of one graph shares one upload of each.
 
-use std::collections::HashMap;
+use std::any::Any;
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use sinter_core::DType;
-use sinter_core::backend::{Backend, BackendError, Executable, KernelSource, KernelTiming, Mode};
+use sinter_core::backend::{
+    Backend, BackendError, ConstantPool, DeviceBuffer, DeviceCeilings, DeviceTensor, Executable, KernelSource,
+    KernelTiming, LoadOptions, Mode,
+};
+use sinter_core::kernel::alloc::{self, AllocRole};
 use sinter_core::kernel::{BufferKind, Capabilities, Kernel, KernelBody, Program, ReduceStrategy, interp};
 use sinter_core::tensor::{HostTensor, TensorData};
+use sinter_core::tune::{self, TuneCache, TuneTarget};
 
 use crate::device::{
     AdapterInfo, Arg, Batch, Device, DeviceError, DeviceOptions, GpuBuffer, RecordedBatch, Workgroups,
@@ -173,6 +189,12 @@ impl WgslBackend {
 
     /// Like [`Backend::load`], returning the concrete executable (with test and inspection helpers).
     pub fn load_wgsl(&self, program: &Program, mode: Mode) -> Result<WgslExecutable, BackendError> {
+        self.load_wgsl_with(program, &LoadOptions::mode(mode))
+    }
+
+    /// Like [`Backend::load_with`], returning the concrete executable.
+    pub fn load_wgsl_with(&self, program: &Program, opts: &LoadOptions) -> Result<WgslExecutable, BackendError> {
+        let mode = opts.mode;
         interp::validate(program).map_err(|e| BackendError::Render { kernel: "program".into(), msg: e.to_string() })?;
         for b in &program.buffers {
             if b.dtype == DType::F64 {
@@ -182,7 +204,7 @@ impl WgslBackend {
                 });
             }
         }
-        let buffers = self.allocate(program)?;
+        let buffers = self.allocate(program, &opts.constants)?;
         let mut exe = WgslExecutable {
             device: self.device.clone(),
             program: program.clone(),
@@ -193,19 +215,24 @@ impl WgslBackend {
             timed: None,
             tuning_log: Vec::new(),
         };
-        let mut cache = if mode == Mode::MaxAutotune { TuneCache::open(self) } else { TuneCache::none() };
+        let mut cache = if mode == Mode::MaxAutotune {
+            let dir = opts.cache_dir.clone().or_else(|| self.cache_dir());
+            let key = self.device.info().cache_key();
+            let wcaps = self.wcaps.clone();
+            TuneCache::open(dir.as_deref(), "wgsl", &key, move |t: &Tuning| check_tuning(t, &wcaps).is_ok())
+        } else {
+            TuneCache::none()
+        };
         for k in &program.kernels {
             let loaded = if mode == Mode::MaxAutotune {
-                self.autotune(&exe, k, program, &mut cache)?
+                let mut target = TuneWgsl { backend: self, exe: &exe, kernel: k, program };
+                tune::autotune(k, &mut target, candidates(k, &self.wcaps), &mut cache)?.loaded
             } else {
                 self.compile_kernel(k, program, &Tuning::default())?
             };
             exe.kernels.push(loaded);
         }
         if mode == Mode::MaxAutotune {
-            for line in &cache.log {
-                tracing::debug!(target: "sinter::autotune", "{line}");
-            }
             exe.tuning_log = cache.log.clone();
             cache.save();
         }
@@ -227,103 +254,79 @@ impl WgslBackend {
         Ok(LoadedKernel { rendered, pipeline, tuning: tuning.clone() })
     }
 
-    /// Allocates a device buffer per program buffer (intermediates share their memory-plan slot).
-    fn allocate(&self, program: &Program) -> Result<Vec<GpuBuffer>, BackendError> {
-        let bytes = |i: usize| {
-            let b = &program.buffers[i];
-            (b.numel * b.dtype.size_bytes()) as u64
-        };
-        // Slot sizes: the plan's, or more if a buffer needs more.
-        let mut slot_bytes: HashMap<usize, u64> = HashMap::new();
-        for (i, s) in program.memory.slot_of.iter().enumerate() {
-            if let Some(s) = s {
-                let planned = program.memory.slots.get(*s).copied().unwrap_or(0) as u64;
-                let e = slot_bytes.entry(*s).or_insert(planned);
-                *e = (*e).max(bytes(i));
-            }
-        }
-        let mut slots: HashMap<usize, GpuBuffer> = HashMap::new();
-        let mut out = Vec::with_capacity(program.buffers.len());
-        for (i, b) in program.buffers.iter().enumerate() {
-            let slot = program.memory.slot_of.get(i).copied().flatten();
-            let buf = match (&b.kind, slot) {
-                (BufferKind::Intermediate, Some(s)) => match slots.get(&s) {
-                    Some(g) => g.clone(),
-                    None => {
-                        let g = self.device.alloc(slot_bytes[&s], &format!("slot{s}")).map_err(dev_err)?;
-                        slots.insert(s, g.clone());
-                        g
+    /// Allocates the program's buffers from its allocation plan (intermediates share their memory-plan
+    /// slot); constants come from `constants`, uploaded on first use.
+    fn allocate(&self, program: &Program, constants: &ConstantPool) -> Result<Vec<GpuBuffer>, BackendError> {
+        let plan = alloc::plan(program);
+        let mut allocs = Vec::with_capacity(plan.allocations.len());
+        for (i, a) in plan.allocations.iter().enumerate() {
+            let buf = match &a.role {
+                AllocRole::Constant(t) => {
+                    let d = constants.get_or_upload("wgsl", t, |t| self.upload(t))?;
+                    match d.buffer().as_any().downcast_ref::<WgslBuffer>() {
+                        Some(w) => w.buffer.clone(),
+                        None => {
+                            return Err(BackendError::Device(format!(
+                                "constant {i}: the pool holds a {} buffer, not a WGSL one",
+                                d.backend()
+                            )));
+                        }
                     }
-                },
-                _ => {
-                    let label = match &b.kind {
-                        BufferKind::Input(p) => format!("b{i} input {p}"),
-                        BufferKind::Output(p) => format!("b{i} output {p}"),
-                        BufferKind::Constant(_) => format!("b{i} constant"),
-                        BufferKind::Intermediate => format!("b{i}"),
-                    };
-                    self.device.alloc(bytes(i), &label).map_err(dev_err)?
                 }
+                _ => self.device.alloc(a.bytes, &a.label).map_err(dev_err)?,
             };
-            if let BufferKind::Constant(t) = &b.kind {
-                let data = device_bytes(t, &format!("constant b{i}"))?;
-                self.device.upload(&buf, &data).map_err(dev_err)?;
-            }
-            out.push(buf);
+            allocs.push(buf);
         }
-        Ok(out)
+        Ok(plan.of_buffer.iter().map(|&a| allocs[a].clone()).collect())
+    }
+}
+
+/// The WGSL side of a max-autotune search for one kernel.
+struct TuneWgsl<'a> {
+    backend: &'a WgslBackend,
+    exe: &'a WgslExecutable,
+    kernel: &'a Kernel,
+    program: &'a Program,
+}
+
+impl TuneTarget for TuneWgsl<'_> {
+    type Tuning = Tuning;
+    type Loaded = LoadedKernel;
+
+    fn compile(&mut self, t: &Tuning) -> Result<LoadedKernel, BackendError> {
+        self.backend.compile_kernel(self.kernel, self.program, t)
     }
 
-    /// Picks the fastest variant of `k` (cached on disk per adapter).
-    fn autotune(
-        &self,
-        exe: &WgslExecutable,
-        k: &Kernel,
-        program: &Program,
-        cache: &mut TuneCache,
-    ) -> Result<LoadedKernel, BackendError> {
-        let key = kernel_key(k);
-        if let Some(t) = cache.get(&key)
-            && let Ok(l) = self.compile_kernel(k, program, &t)
-        {
-            cache.log.push(format!("{}: cached {}", k.name, l.rendered.strategy));
-            return Ok(l);
+    fn source<'a>(&self, l: &'a LoadedKernel) -> &'a str {
+        &l.rendered.source
+    }
+
+    fn time(&mut self, l: &LoadedKernel) -> Result<f64, BackendError> {
+        if l.rendered.grid.contains(&0) {
+            return Ok(0.0);
         }
-        let mut best: Option<(u64, LoadedKernel)> = None;
-        let mut seen_sources: Vec<String> = Vec::new();
-        for t in candidates(k, &self.wcaps) {
-            let Ok(l) = self.compile_kernel(k, program, &t) else { continue };
-            if seen_sources.contains(&l.rendered.source) {
-                continue;
-            }
-            seen_sources.push(l.rendered.source.clone());
-            if l.rendered.grid[0] == 0 {
-                return Ok(l);
-            }
-            let ns = match exe.time_kernel(&l, 5) {
-                Ok(ns) => ns,
-                Err(e) => {
-                    cache.log.push(format!("{}: variant {} failed: {e}", k.name, l.rendered.strategy));
-                    continue;
-                }
-            };
-            cache.log.push(format!(
-                "{}: {} wg {} vec {} subgroups {}: {ns} ns",
-                k.name, l.rendered.strategy, l.rendered.workgroup_size[0], t.vectorize, t.subgroups
-            ));
-            if best.as_ref().is_none_or(|(b, _)| ns < *b) {
-                best = Some((ns, l));
-            }
-        }
-        match best {
-            Some((ns, l)) => {
-                cache.log.push(format!("{}: chose {} ({ns} ns)", k.name, l.rendered.strategy));
-                cache.put(key, l.tuning.clone());
-                Ok(l)
-            }
-            None => self.compile_kernel(k, program, &Tuning::default()),
+        Ok(self.exe.time_kernel(l, 5)? as f64)
+    }
+}
+
+/// Whether the renderer can honour `t` on an adapter with `caps` (what the autotuning cache's entries
+/// are checked against before use): workgroup sizes within the adapter's limits and at least one
+/// subgroup wide for reductions, matmul tiles the renderer accepts.
+pub fn check_tuning(t: &Tuning, caps: &WgslCaps) -> Result<(), String> {
+    let max = caps.max_invocations.min(caps.max_workgroup_size_x);
+    if let Some(w) = t.workgroup_size {
+        let min = caps.subgroup_size.unwrap_or(32).max(32);
+        if w < min || w > max || !w.is_power_of_two() {
+            return Err(format!("workgroup size {w} outside the powers of two in [{min}, {max}]"));
         }
     }
+    if t.max_persistent_per_thread == 0 || t.max_persistent_per_thread > 256 {
+        return Err(format!("max_persistent_per_thread {} outside [1, 256]", t.max_persistent_per_thread));
+    }
+    if let Some(tile) = &t.matmul_tile {
+        crate::render::check_tile(tile, caps).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 impl Backend for WgslBackend {
@@ -341,6 +344,73 @@ impl Backend for WgslBackend {
 
     fn load(&self, program: &Program, mode: Mode) -> Result<Box<dyn Executable>, BackendError> {
         Ok(Box::new(self.load_wgsl(program, mode)?))
+    }
+
+    fn load_with(&self, program: &Program, opts: &LoadOptions) -> Result<Box<dyn Executable>, BackendError> {
+        Ok(Box::new(self.load_wgsl_with(program, opts)?))
+    }
+
+    fn calibrate(&self, copy_bytes: u64) -> Result<Option<DeviceCeilings>, BackendError> {
+        let dev = &self.device;
+        let bytes = copy_bytes.min(dev.max_binding_size() / 2).min(dev.limits().max_buffer_size / 2);
+        let bw = dev.measure_copy_bandwidth(bytes).map_err(dev_err)?;
+        let lo = dev.measure_launch_overhead().map_err(dev_err)?;
+        Ok(Some(DeviceCeilings {
+            copy_gbps: bw.gb_per_s,
+            copy_bytes: bytes,
+            launch_overhead_us: lo.batched_dispatch_ns as f64 / 1e3,
+        }))
+    }
+
+    fn fresh_device_per_measurement(&self) -> bool {
+        // NVIDIA's Vulkan driver drops the SM clock ~4 s after device creation (BENCHMARKS.md);
+        // CPU adapters have no such clock.
+        self.device.info().device_type != "Cpu"
+    }
+
+    fn upload(&self, t: &HostTensor) -> Result<DeviceTensor, BackendError> {
+        let data = device_bytes(t, "upload")?;
+        let buf = self.device.alloc(data.len() as u64, "tensor").map_err(dev_err)?;
+        self.device.upload(&buf, &data).map_err(dev_err)?;
+        DeviceTensor::new(t.dtype(), t.shape.clone(), Arc::new(WgslBuffer { device: self.device.clone(), buffer: buf }))
+    }
+}
+
+/// A [`GpuBuffer`] as a [`DeviceBuffer`] of a [`DeviceTensor`].
+#[derive(Clone)]
+pub struct WgslBuffer {
+    device: Device,
+    buffer: GpuBuffer,
+}
+
+impl std::fmt::Debug for WgslBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WgslBuffer({}, {} bytes)", self.buffer.label(), self.buffer.len())
+    }
+}
+
+impl WgslBuffer {
+    /// The device buffer.
+    pub fn gpu_buffer(&self) -> &GpuBuffer {
+        &self.buffer
+    }
+}
+
+impl DeviceBuffer for WgslBuffer {
+    fn backend(&self) -> &str {
+        "wgsl"
+    }
+
+    fn len_bytes(&self) -> u64 {
+        self.buffer.len()
+    }
+
+    fn read(&self) -> Result<Vec<u8>, BackendError> {
+        self.device.download(&self.buffer).map_err(dev_err)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }
 
@@ -394,82 +464,6 @@ fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
         }
     }
     out
-}
-
-/// A stable key of a kernel for the autotuning cache: a hash of its IR without names and provenance.
-fn kernel_key(k: &Kernel) -> String {
-    let mut anon = k.clone();
-    anon.name = String::new();
-    anon.origins.clear();
-    anon.ops.clear();
-    anon.flops = 0.0;
-    anon.bytes = 0.0;
-    let json = serde_json::to_string(&anon).unwrap_or_default();
-    blake3::hash(json.as_bytes()).to_hex()[..32].to_string()
-}
-
-/// The on-disk autotuning cache of one adapter.
-struct TuneCache {
-    path: Option<PathBuf>,
-    entries: HashMap<String, Tuning>,
-    dirty: bool,
-    log: Vec<String>,
-}
-
-/// The file format of the autotuning cache.
-#[derive(Serialize, Deserialize, Default)]
-struct TuneFile {
-    /// Format version.
-    version: u32,
-    /// Kernel key → winning tuning.
-    entries: HashMap<String, Tuning>,
-}
-
-impl TuneCache {
-    fn none() -> TuneCache {
-        TuneCache { path: None, entries: HashMap::new(), dirty: false, log: Vec::new() }
-    }
-
-    fn open(b: &WgslBackend) -> TuneCache {
-        let Some(dir) = b.cache_dir() else { return TuneCache::none() };
-        let path = dir.join("autotune").join(format!("wgsl-{}.json", b.device.info().cache_key()));
-        let entries = std::fs::read(&path)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<TuneFile>(&bytes).ok())
-            .filter(|f| f.version == 1)
-            .map(|f| f.entries)
-            .unwrap_or_default();
-        TuneCache { path: Some(path), entries, dirty: false, log: Vec::new() }
-    }
-
-    fn get(&self, key: &str) -> Option<Tuning> {
-        self.entries.get(key).cloned()
-    }
-
-    fn put(&mut self, key: String, t: Tuning) {
-        self.entries.insert(key, t);
-        self.dirty = true;
-    }
-
-    /// Writes the cache (atomically, through a temporary file); failures are logged, not fatal.
-    fn save(&self) {
-        let Some(path) = &self.path else { return };
-        if !self.dirty {
-            return;
-        }
-        let file = TuneFile { version: 1, entries: self.entries.clone() };
-        let write = || -> std::io::Result<()> {
-            if let Some(d) = path.parent() {
-                std::fs::create_dir_all(d)?;
-            }
-            let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
-            std::fs::write(&tmp, serde_json::to_vec_pretty(&file).unwrap_or_default())?;
-            std::fs::rename(&tmp, path)
-        };
-        if let Err(e) = write() {
-            tracing::warn!("could not save the autotuning cache {}: {e}", path.display());
-        }
-    }
 }
 
 /// One compiled kernel.
@@ -540,6 +534,11 @@ impl WgslExecutable {
     /// The tuning each kernel was rendered with.
     pub fn tunings(&self) -> Vec<&Tuning> {
         self.kernels.iter().map(|k| &k.tuning).collect()
+    }
+
+    /// The workgroup size of every kernel as rendered (first dimension).
+    pub fn tuning_workgroups(&self) -> Vec<u32> {
+        self.kernels.iter().map(|k| k.rendered.workgroup_size[0]).collect()
     }
 
     /// What the autotuner measured and chose (empty unless loaded with [`Mode::MaxAutotune`]).
@@ -667,6 +666,53 @@ impl Executable for WgslExecutable {
         self.download()
     }
 
+    fn run_device(&mut self, inputs: &[DeviceTensor]) -> Result<Vec<DeviceTensor>, BackendError> {
+        let p = &self.program;
+        if inputs.len() != p.inputs.len() {
+            return Err(BackendError::Input(format!(
+                "the program takes {} inputs, got {}",
+                p.inputs.len(),
+                inputs.len()
+            )));
+        }
+        let mut batch = self.device.batch();
+        for (io, t) in p.inputs.iter().zip(inputs) {
+            if t.dtype() != io.dtype || t.shape() != io.shape.as_slice() {
+                return Err(BackendError::Input(format!(
+                    "input `{}` must be {}{:?}, got {}{:?}",
+                    io.name,
+                    io.dtype,
+                    io.shape,
+                    t.dtype(),
+                    t.shape()
+                )));
+            }
+            let src = t.buffer().as_any().downcast_ref::<WgslBuffer>().ok_or_else(|| {
+                BackendError::Input(format!("input `{}` lives on the {} backend, not on wgsl", io.name, t.backend()))
+            })?;
+            let dst = &self.buffers[io.buffer.0 as usize];
+            if !src.buffer.same_buffer(dst) {
+                batch
+                    .copy(src.buffer.range(0, dst.padded_len().min(src.buffer.padded_len())), dst, 0)
+                    .map_err(dev_err)?;
+            }
+        }
+        for k in &self.kernels {
+            self.dispatch(&mut batch, k)?;
+        }
+        let mut outs = Vec::with_capacity(p.outputs.len());
+        for io in &p.outputs {
+            let src = &self.buffers[io.buffer.0 as usize];
+            let bytes = (io.shape.iter().product::<usize>() * io.dtype.size_bytes()) as u64;
+            let dst = self.device.alloc(bytes, &format!("output `{}`", io.name)).map_err(dev_err)?;
+            batch.copy(src.range(0, dst.padded_len()), &dst, 0).map_err(dev_err)?;
+            let buf = Arc::new(WgslBuffer { device: self.device.clone(), buffer: dst });
+            outs.push(DeviceTensor::new(io.dtype, io.shape.clone(), buf)?);
+        }
+        batch.finish().map_err(dev_err)?.submit().map_err(dev_err)?;
+        Ok(outs)
+    }
+
     fn run_timed(
         &mut self,
         inputs: &[HostTensor],
@@ -720,6 +766,7 @@ impl Executable for WgslExecutable {
                 source: k.rendered.source.clone(),
                 grid: k.rendered.grid,
                 block: k.rendered.workgroup_size,
+                resources: None,
             })
             .collect()
     }

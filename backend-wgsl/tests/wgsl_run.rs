@@ -525,3 +525,56 @@ fn convs_as_matmuls_match_the_reference() {
         }
     }
 }
+
+#[test]
+fn run_device_chains_on_the_device_and_outputs_are_fresh() {
+    let Some(b) = backend() else { return };
+    use sinter_core::backend::Backend as _;
+    let p = softmax(6, 300, DType::F32, ReduceStrategy::Persistent);
+    let x = random(DType::F32, &[6, 300], 11, -4.0, 4.0);
+    let want = interp::run_program(&p, std::slice::from_ref(&x)).expect("interp");
+    for mode in [Mode::Default, Mode::ReduceOverhead] {
+        let mut exe = b.load_wgsl(&p, mode).expect("load");
+        exe.poison(0xff).expect("poison");
+        let d = b.upload(&x).expect("upload");
+        let y1 = exe.run_device(std::slice::from_ref(&d)).expect("run_device");
+        assert_eq!(y1[0].backend(), "wgsl");
+        // Chained: softmax of the softmax, input taken from the device output.
+        let y2 = exe.run_device(&y1).expect("chained run_device");
+        assert_close(&[y1[0].to_host().expect("download")], &want, &format!("first output {mode:?}"));
+        let want2 = interp::run_program(&p, &[want[0].clone()]).expect("interp");
+        assert_close(&[y2[0].to_host().expect("download")], &want2, &format!("chained {mode:?}"));
+    }
+    // A host-resident tensor is not a WGSL buffer: a clear error naming it.
+    let mut exe = b.load_wgsl(&p, Mode::Default).expect("load");
+    let e = exe.run_device(&[sinter_core::backend::DeviceTensor::host(&x)]).unwrap_err();
+    assert!(e.to_string().contains("host"), "{e}");
+}
+
+#[test]
+fn autotune_cache_entries_the_renderer_rejects_are_searched_again() {
+    let Some(b) = backend() else { return };
+    let dir = std::env::temp_dir().join(format!("sinter-wgsl-badcache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let p = softmax(6, 300, DType::F32, ReduceStrategy::Persistent);
+    let key = sinter_core::tune::kernel_key(&p.kernels[0]);
+    let file = dir.join("autotune").join(format!("wgsl-{}.json", b.device().info().cache_key()));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    for bad in [0u32, 1, 2, 4, 7] {
+        let mut t = serde_json::to_value(sinter_wgsl::render::Tuning::default()).unwrap();
+        t["workgroup_size"] = bad.into();
+        std::fs::write(&file, serde_json::json!({"version": 1, "entries": {key.clone(): t}}).to_string()).unwrap();
+        let opts = sinter_core::backend::LoadOptions {
+            mode: Mode::MaxAutotune,
+            cache_dir: Some(dir.clone()),
+            ..Default::default()
+        };
+        let mut exe = b.load_wgsl_with(&p, &opts).expect("load");
+        assert!(!exe.tuning_log().iter().any(|l| l.contains("cached")), "bad entry {bad} used: {:?}", exe.tuning_log());
+        assert!(exe.tuning_workgroups().iter().all(|w| *w >= 32), "workgroup {bad} used");
+        let x = random(DType::F32, &[6, 300], 3, -4.0, 4.0);
+        let want = interp::run_program(&p, std::slice::from_ref(&x)).expect("interp");
+        assert_close(&exe.run(&[x]).expect("run"), &want, &format!("after bad cache entry {bad}"));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

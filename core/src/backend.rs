@@ -4,12 +4,27 @@
 //! * A [`Backend`] states its [`Capabilities`] (all the scheduler reads) and turns a scheduled
 //!   [`Program`] into an [`Executable`]: render (pure: kernel IR → source text), then compile and
 //!   allocate on the device.
-//! * An [`Executable`] runs with host inputs and returns host outputs, optionally timing each
-//!   kernel on the device.
+//! * An [`Executable`] runs with host inputs and returns host outputs ([`Executable::run`]), or
+//!   takes [`DeviceTensor`]s already on the device and leaves its outputs there
+//!   ([`Executable::run_device`]), so layers and training steps chain without host round trips;
+//!   optionally it times each kernel on the device.
+//! * A [`DeviceTensor`] is a dtype, a shape and a backend-owned [`DeviceBuffer`]; the backend that
+//!   made it recognises its own buffers through [`DeviceBuffer::as_any`]. Host-resident tensors
+//!   ([`HostBuffer`]) serve backends that run on the host.
+//! * Constants are uploaded once per compiled graph: [`LoadOptions::constants`] is a pool shared by
+//!   every specialization of one `CompiledGraph`, keyed by the constant's content hash.
+//!
+//! Backends are `Send + Sync` and executables `Send`, so a compiled graph can be shared by threads
+//! behind a lock (a server) or moved to a worker.
 
 use crate::kernel::{Capabilities, Program};
+use crate::schedule::{CostModel, DefaultCostModel};
 use crate::tensor::HostTensor;
 use serde::{Deserialize, Serialize};
+use std::any::Any;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 /// Errors from a backend.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -107,12 +122,215 @@ pub struct KernelSource {
     pub grid: [u32; 3],
     /// Workgroup / block size.
     pub block: [u32; 3],
+    /// What the device compiler reported (registers, spills, shared memory), where it reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<KernelResources>,
+}
+
+/// What [`Backend::calibrate`] measured.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceCeilings {
+    /// Device-to-device copy bandwidth, GB/s (bytes read + written per second).
+    pub copy_gbps: f64,
+    /// Bytes copied in the measurement.
+    pub copy_bytes: u64,
+    /// Host-to-device launch overhead of one kernel, µs.
+    pub launch_overhead_us: f64,
+}
+
+/// Per-kernel resources reported by the device compiler (ptxas on CUDA).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelResources {
+    /// Registers per thread.
+    pub registers: u32,
+    /// Bytes spilled to local memory (stores), per thread.
+    pub spill_bytes: u32,
+    /// Shared memory per block (static + dynamic), bytes.
+    pub shared_bytes: u32,
+}
+
+/// A buffer owned by a backend's device. Dropping the last handle frees it (or returns it to the
+/// backend's pool).
+pub trait DeviceBuffer: Send + Sync + std::fmt::Debug {
+    /// The backend that owns it (`cuda`, `wgsl`, `host`).
+    fn backend(&self) -> &str;
+    /// Size in bytes.
+    fn len_bytes(&self) -> u64;
+    /// Copies the whole buffer to the host (waits for pending work that writes it).
+    fn read(&self) -> Result<Vec<u8>, BackendError>;
+    /// For the owning backend to recognise its own buffers.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// Bytes on the host, as a [`DeviceBuffer`] (the interpreter's "device", and the fallback of
+/// backends without device-resident execution).
+#[derive(Clone, Debug)]
+pub struct HostBuffer(pub Arc<Vec<u8>>);
+
+impl DeviceBuffer for HostBuffer {
+    fn backend(&self) -> &str {
+        "host"
+    }
+    fn len_bytes(&self) -> u64 {
+        self.0.len() as u64
+    }
+    fn read(&self) -> Result<Vec<u8>, BackendError> {
+        Ok(self.0.as_ref().clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A tensor that lives on a device: dtype, shape and a backend-owned buffer holding the host byte
+/// layout (little-endian, dense, row-major). Cloning shares the buffer.
+#[derive(Clone, Debug)]
+pub struct DeviceTensor {
+    dtype: crate::DType,
+    shape: Vec<usize>,
+    buffer: Arc<dyn DeviceBuffer>,
+}
+
+impl DeviceTensor {
+    /// Wraps a buffer; fails when its size does not match the dtype and shape.
+    pub fn new(
+        dtype: crate::DType,
+        shape: Vec<usize>,
+        buffer: Arc<dyn DeviceBuffer>,
+    ) -> Result<DeviceTensor, BackendError> {
+        let want = shape.iter().product::<usize>() as u64 * dtype.size_bytes() as u64;
+        if buffer.len_bytes() < want {
+            return Err(BackendError::Input(format!(
+                "a {dtype}{shape:?} tensor needs {want} bytes, the {} buffer holds {}",
+                buffer.backend(),
+                buffer.len_bytes()
+            )));
+        }
+        Ok(DeviceTensor { dtype, shape, buffer })
+    }
+
+    /// A host tensor as a host-resident device tensor.
+    pub fn host(t: &HostTensor) -> DeviceTensor {
+        DeviceTensor {
+            dtype: t.dtype(),
+            shape: t.shape.clone(),
+            buffer: Arc::new(HostBuffer(Arc::new(t.to_le_bytes()))),
+        }
+    }
+
+    /// Element type.
+    pub fn dtype(&self) -> crate::DType {
+        self.dtype
+    }
+
+    /// Shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// Element count.
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// The buffer.
+    pub fn buffer(&self) -> &Arc<dyn DeviceBuffer> {
+        &self.buffer
+    }
+
+    /// The backend owning the buffer.
+    pub fn backend(&self) -> &str {
+        self.buffer.backend()
+    }
+
+    /// Copies to the host.
+    pub fn to_host(&self) -> Result<HostTensor, BackendError> {
+        let n = self.numel() * self.dtype.size_bytes();
+        let bytes = self.buffer.read()?;
+        HostTensor::from_le_bytes(self.dtype, self.shape.clone(), &bytes[..n.min(bytes.len())])
+            .map_err(|e| BackendError::Device(format!("download of a {}{:?} tensor: {e}", self.dtype, self.shape)))
+    }
+}
+
+/// Device copies of a compiled graph's constants, keyed by content hash, shared by every
+/// specialization (so a model's weights are uploaded once however many shapes it is compiled for).
+#[derive(Clone, Default)]
+pub struct ConstantPool(Arc<Mutex<HashMap<String, DeviceTensor>>>);
+
+impl std::fmt::Debug for ConstantPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map(|m| m.len()).unwrap_or(0);
+        write!(f, "ConstantPool({n} constants)")
+    }
+}
+
+impl ConstantPool {
+    /// The content key of a constant (dtype, shape and bytes).
+    pub fn key(t: &HostTensor) -> String {
+        let mut h = blake3::Hasher::new();
+        h.update(format!("{}{:?}", t.dtype(), t.shape).as_bytes());
+        h.update(&t.to_le_bytes());
+        h.finalize().to_hex()[..32].to_string()
+    }
+
+    /// The device copy of `t` owned by `backend`, uploading it with `upload` on first use.
+    pub fn get_or_upload(
+        &self,
+        backend: &str,
+        t: &HostTensor,
+        upload: impl FnOnce(&HostTensor) -> Result<DeviceTensor, BackendError>,
+    ) -> Result<DeviceTensor, BackendError> {
+        let key = format!("{backend}:{}", Self::key(t));
+        if let Some(d) = self.0.lock().map_err(|_| BackendError::Device("constant pool poisoned".into()))?.get(&key) {
+            return Ok(d.clone());
+        }
+        let d = upload(t)?;
+        self.0.lock().map_err(|_| BackendError::Device("constant pool poisoned".into()))?.insert(key, d.clone());
+        Ok(d)
+    }
+
+    /// Number of constants held.
+    pub fn len(&self) -> usize {
+        self.0.lock().map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What [`Backend::load_with`] needs beyond the program.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// The compile mode.
+    pub mode: Mode,
+    /// Folder for on-disk caches (autotune winners, compiled binaries); `None`: the backend's
+    /// default (`SINTER_CACHE_DIR`, else the user's cache folder).
+    pub cache_dir: Option<PathBuf>,
+    /// Constants already on the device (one pool per compiled graph).
+    pub constants: ConstantPool,
+}
+
+impl LoadOptions {
+    /// Options with this mode and nothing shared.
+    pub fn mode(mode: Mode) -> LoadOptions {
+        LoadOptions { mode, ..Default::default() }
+    }
 }
 
 /// A compiled program, ready to run.
-pub trait Executable {
+pub trait Executable: Send {
     /// Runs once with inputs in program order and returns outputs in program order.
     fn run(&mut self, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, BackendError>;
+
+    /// Runs once with inputs already on the device and returns outputs left on the device (fresh
+    /// buffers: a later run never overwrites them). The default goes through the host (for
+    /// backends that run there); device backends override it without host copies.
+    fn run_device(&mut self, inputs: &[DeviceTensor]) -> Result<Vec<DeviceTensor>, BackendError> {
+        let host = inputs.iter().map(DeviceTensor::to_host).collect::<Result<Vec<_>, _>>()?;
+        Ok(self.run(&host)?.iter().map(DeviceTensor::host).collect())
+    }
 
     /// Runs `iters` times after uploading inputs once, returning the outputs of the last run and
     /// per-kernel device timings of every run (empty when the device cannot time).
@@ -127,13 +345,38 @@ pub trait Executable {
 }
 
 /// A code generator plus device.
-pub trait Backend {
+pub trait Backend: Send + Sync {
     /// Short name (`wgsl`, `cuda`, `interp`).
     fn name(&self) -> &str;
     /// Human-readable device description (adapter name, driver).
     fn device_name(&self) -> String;
     /// What the scheduler may assume.
     fn caps(&self) -> &Capabilities;
+    /// The cost model the scheduler uses for this backend (its binding rules, what is worth a
+    /// matmul tile): the default model unless the backend knows better.
+    fn cost_model(&self) -> Arc<dyn CostModel> {
+        Arc::new(DefaultCostModel::default())
+    }
+    /// Copies a host tensor to this backend's device (host-resident for host backends).
+    fn upload(&self, t: &HostTensor) -> Result<DeviceTensor, BackendError> {
+        Ok(DeviceTensor::host(t))
+    }
+    /// Measures the device's ceilings for the roofline (copy bandwidth, launch overhead); `None`
+    /// for backends without a device to measure. `copy_bytes` bounds the copy measured.
+    fn calibrate(&self, copy_bytes: u64) -> Result<Option<DeviceCeilings>, BackendError> {
+        let _ = copy_bytes;
+        Ok(None)
+    }
+    /// True when every measurement should run on a freshly opened device (NVIDIA's Vulkan driver
+    /// drops to its idle clock a few seconds after a device is created: see BENCHMARKS.md).
+    fn fresh_device_per_measurement(&self) -> bool {
+        false
+    }
     /// Renders, compiles and allocates `program`.
     fn load(&self, program: &Program, mode: Mode) -> Result<Box<dyn Executable>, BackendError>;
+    /// As [`Backend::load`], with caches and a constant pool shared across loads. The default
+    /// ignores what it cannot use.
+    fn load_with(&self, program: &Program, opts: &LoadOptions) -> Result<Box<dyn Executable>, BackendError> {
+        self.load(program, opts.mode)
+    }
 }

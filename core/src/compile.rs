@@ -13,8 +13,15 @@
 //! * writes **debug artifacts** (`SINTER_DEBUG=dir` or [`CompileOptions::debug_dir`]): `graph.txt`,
 //!   `graph.json`, `passes/NN_<pass>.txt`, `ir_pre_fusion.txt`, `ir_post_fusion.txt`,
 //!   `program.json`, `fusion.json` and `kernels/<name>.<ext>`.
+//!
+//! A [`CompiledGraph`] is `Send + Sync`: its specializations sit behind one lock, so a server can
+//! share one compiled model between threads (runs are serialized, as on one stream). Inputs may
+//! stay on the device ([`CompiledGraph::run_device`]); constants are uploaded once per compiled
+//! graph and shared by every specialization ([`crate::backend::ConstantPool`]).
 
-use crate::backend::{Backend, BackendError, Executable, KernelSource, KernelTiming, Mode};
+use crate::backend::{
+    Backend, BackendError, ConstantPool, DeviceTensor, Executable, KernelSource, KernelTiming, LoadOptions, Mode,
+};
 use crate::dtype::DType;
 use crate::error::Error;
 use crate::ir::{Graph as IrGraph, Op};
@@ -24,10 +31,9 @@ use crate::shape::{Dim, Shape};
 use crate::tensor::HostTensor;
 use crate::trace::AsGraph;
 use serde::{Deserialize, Serialize};
-use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 /// Errors of the compile driver.
@@ -168,34 +174,38 @@ struct Specialization {
     exe: Box<dyn Executable>,
 }
 
+/// What a [`CompiledGraph`] learns as it runs: one executable per signature, every compile event,
+/// the specialization used last.
+#[derive(Default)]
+struct State {
+    specs: Vec<Specialization>,
+    events: Vec<CompileEvent>,
+    last: usize,
+}
+
 /// A compiled graph: guards plus one executable per input signature seen.
 pub struct CompiledGraph {
     graph: IrGraph,
-    backend: Rc<dyn Backend>,
+    backend: Arc<dyn Backend>,
     opts: CompileOptions,
-    specs: RefCell<Vec<Specialization>>,
-    events: RefCell<Vec<CompileEvent>>,
-    last: Cell<usize>,
+    state: Mutex<State>,
+    constants: ConstantPool,
 }
 
 /// Compiles `g` for `backend`. Graphs whose inputs are all static are compiled now (so errors
 /// surface here); graphs with symbolic dims are compiled at the first call.
 pub fn compile(
     g: &impl AsGraph,
-    backend: Rc<dyn Backend>,
+    backend: Arc<dyn Backend>,
     opts: CompileOptions,
 ) -> Result<CompiledGraph, CompileError> {
     let graph = g.to_ir()?.into_owned();
-    let c = CompiledGraph {
-        graph,
-        backend,
-        opts,
-        specs: RefCell::new(Vec::new()),
-        events: RefCell::new(Vec::new()),
-        last: Cell::new(0),
-    };
+    let c =
+        CompiledGraph { graph, backend, opts, state: Mutex::new(State::default()), constants: ConstantPool::default() };
     if let Some(sig) = Signature::declared(&c.graph) {
-        c.specialize(sig, "first compilation".into())?;
+        let mut st = c.lock();
+        c.specialize(&mut st, sig, "first compilation".into())?;
+        drop(st);
     }
     Ok(c)
 }
@@ -204,8 +214,30 @@ impl CompiledGraph {
     /// Runs with inputs in the graph's input order. Checks the guards first, recompiling when the
     /// inputs' dtypes or shapes differ from every specialization so far.
     pub fn run(&self, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, CompileError> {
-        let i = self.guard(inputs)?;
-        Ok(self.specs.borrow_mut()[i].exe.run(inputs)?)
+        let mut st = self.lock();
+        let i = self.guard(&mut st, Signature::of(inputs))?;
+        Ok(st.specs[i].exe.run(inputs)?)
+    }
+
+    /// Runs with inputs already on the device (made by [`CompiledGraph::upload`] or returned by an
+    /// earlier run) and leaves the outputs there; `.to_host()` on an output copies it back. Guards
+    /// and recompiles as [`CompiledGraph::run`].
+    pub fn run_device(&self, inputs: &[DeviceTensor]) -> Result<Vec<DeviceTensor>, CompileError> {
+        let sig = Signature(inputs.iter().map(|t| (t.dtype(), t.shape().to_vec())).collect());
+        let mut st = self.lock();
+        let i = self.guard(&mut st, sig)?;
+        Ok(st.specs[i].exe.run_device(inputs)?)
+    }
+
+    /// Copies a host tensor to the backend's device, ready for [`CompiledGraph::run_device`].
+    pub fn upload(&self, t: &HostTensor) -> Result<DeviceTensor, CompileError> {
+        Ok(self.backend.upload(t)?)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves no half-built specialization behind (one is pushed
+        // only when complete), so a poisoned lock's state is still consistent.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Runs `iters` times and returns the last outputs and per-kernel device timings of each run.
@@ -214,34 +246,34 @@ impl CompiledGraph {
         inputs: &[HostTensor],
         iters: usize,
     ) -> Result<(Vec<HostTensor>, Vec<Vec<KernelTiming>>), CompileError> {
-        let i = self.guard(inputs)?;
-        Ok(self.specs.borrow_mut()[i].exe.run_timed(inputs, iters)?)
+        let mut st = self.lock();
+        let i = self.guard(&mut st, Signature::of(inputs))?;
+        Ok(st.specs[i].exe.run_timed(inputs, iters)?)
     }
 
-    fn guard(&self, inputs: &[HostTensor]) -> Result<usize, CompileError> {
-        let sig = Signature::of(inputs);
-        if let Some(i) = self.specs.borrow().iter().position(|s| s.signature == sig) {
-            self.last.set(i);
+    fn guard(&self, st: &mut State, sig: Signature) -> Result<usize, CompileError> {
+        if let Some(i) = st.specs.iter().position(|s| s.signature == sig) {
+            st.last = i;
             return Ok(i);
         }
         let names = self.graph.input_names();
-        let reason = match self.specs.borrow().last() {
+        let reason = match st.specs.last() {
             None => "first call".to_string(),
             Some(s) => format!("guard failed: {}", s.signature.describe_difference(&sig, &names)),
         };
-        if self.specs.borrow().len() > self.opts.max_recompiles {
+        if st.specs.len() > self.opts.max_recompiles {
             return Err(CompileError::RecompileLimit { limit: self.opts.max_recompiles, reason });
         }
-        if inputs.len() != self.graph.inputs.len() {
+        if sig.0.len() != self.graph.inputs.len() {
             return Err(
-                Error::Input(format!("expected {} input(s) {names:?}, got {}", names.len(), inputs.len())).into()
+                Error::Input(format!("expected {} input(s) {names:?}, got {}", names.len(), sig.0.len())).into()
             );
         }
-        self.specialize(sig, reason)?;
-        Ok(self.last.get())
+        self.specialize(st, sig, reason)?;
+        Ok(st.last)
     }
 
-    fn specialize(&self, sig: Signature, reason: String) -> Result<(), CompileError> {
+    fn specialize(&self, st: &mut State, sig: Signature, reason: String) -> Result<(), CompileError> {
         let t0 = Instant::now();
         let mut stats = CompileStats::default();
         tracing::info!(target: "sinter::recompiles", "compiling for {:?}: {reason}", sig.0);
@@ -272,7 +304,11 @@ impl CompiledGraph {
                     prev = next;
                 }
                 let t = Instant::now();
-                let sched = ScheduleOptions { fusion: self.opts.fusion, ..ScheduleOptions::default() };
+                let sched = ScheduleOptions {
+                    fusion: self.opts.fusion,
+                    cost_model: self.backend.cost_model(),
+                    ..ScheduleOptions::default()
+                };
                 let program = schedule(&prev, self.backend.caps(), &sched)?;
                 stats.phases.push(("schedule".into(), t.elapsed().as_secs_f64()));
                 for k in &program.kernels {
@@ -300,7 +336,12 @@ impl CompiledGraph {
             }
         };
         let t = Instant::now();
-        let exe = self.backend.load(&program, self.opts.mode)?;
+        let load = LoadOptions {
+            mode: self.opts.mode,
+            cache_dir: self.opts.cache_dir.clone(),
+            constants: self.constants.clone(),
+        };
+        let exe = self.backend.load_with(&program, &load)?;
         stats.phases.push(("backend_load".into(), t.elapsed().as_secs_f64()));
         stats.total_s = t0.elapsed().as_secs_f64();
         for s in exe.sources() {
@@ -309,10 +350,9 @@ impl CompiledGraph {
         if let Some(dir) = self.opts.debug_dir.clone() {
             write_artifacts(&dir, &self.graph, &program, &exe.sources(), &artifacts)?;
         }
-        self.events.borrow_mut().push(CompileEvent { reason, signature: sig.clone(), stats });
-        let mut specs = self.specs.borrow_mut();
-        specs.push(Specialization { signature: sig, program, exe });
-        self.last.set(specs.len() - 1);
+        st.events.push(CompileEvent { reason, signature: sig.clone(), stats });
+        st.specs.push(Specialization { signature: sig, program, exe });
+        st.last = st.specs.len() - 1;
         Ok(())
     }
 
@@ -376,8 +416,10 @@ impl CompiledGraph {
             b.add_kernel(kp);
         }
         for d in &program.decisions {
+            // The profile's `nodes` are captured-graph ids (what the viewer's graph shows), not
+            // the post-decomposition ids the scheduler worked on.
             b.push_fusion(PFusion {
-                nodes: d.nodes.clone(),
+                nodes: d.origins.clone(),
                 kernels: d.kernels.clone(),
                 fused: d.fused,
                 reason: d.reason.clone(),
@@ -404,21 +446,23 @@ impl CompiledGraph {
 
     /// The program of the most recently used specialization.
     pub fn program(&self) -> Option<Program> {
-        self.specs.borrow().get(self.last.get()).map(|s| s.program.clone())
+        let st = self.lock();
+        st.specs.get(st.last).map(|s| s.program.clone())
     }
 
     /// The generated sources of the most recently used specialization.
     pub fn sources(&self) -> Vec<KernelSource> {
-        self.specs.borrow().get(self.last.get()).map(|s| s.exe.sources()).unwrap_or_default()
+        let st = self.lock();
+        st.specs.get(st.last).map(|s| s.exe.sources()).unwrap_or_default()
     }
 
     /// Every compilation so far, with its reason and timings.
     pub fn events(&self) -> Vec<CompileEvent> {
-        self.events.borrow().clone()
+        self.lock().events.clone()
     }
 
     /// The backend.
-    pub fn backend(&self) -> &Rc<dyn Backend> {
+    pub fn backend(&self) -> &Arc<dyn Backend> {
         &self.backend
     }
 
@@ -598,6 +642,37 @@ mod tests {
     use crate::kernel::interp::InterpBackend;
     use crate::prelude::*;
 
+    /// A server shares one compiled graph behind a lock or an `Arc`: it must be `Send + Sync`.
+    #[test]
+    fn compiled_graph_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<CompiledGraph>();
+        assert_send_sync::<DeviceTensor>();
+    }
+
+    #[test]
+    fn run_device_chains_without_host_tensors_and_shares_one_compile() {
+        let g = Graph::new();
+        let x = g.input("x", DType::F32, [3, 5]);
+        g.output(&(&x * &x).softmax(-1));
+        let c = compile(&g, Arc::new(InterpBackend::new()), opts(None)).unwrap();
+        let x = HostTensor::random(DType::F32, vec![3, 5], 7, -2.0, 2.0);
+        let want = crate::cpu::run(&g, std::slice::from_ref(&x)).unwrap();
+        let d = c.upload(&x).unwrap();
+        let y = c.run_device(&[d]).unwrap();
+        assert_eq!(y[0].shape(), [3, 5]);
+        let got = y[0].to_host().unwrap();
+        assert!(got.max_abs_diff(&want[0]) < 1e-6);
+        // A second call through the host path reuses the same specialization.
+        c.run(&[x]).unwrap();
+        assert_eq!(c.events().len(), 1);
+        // A shared compiled graph runs from another thread.
+        let c = Arc::new(c);
+        let c2 = Arc::clone(&c);
+        let t = std::thread::spawn(move || c2.run(&[HostTensor::random(DType::F32, vec![3, 5], 8, -1.0, 1.0)]).is_ok());
+        assert!(t.join().unwrap());
+    }
+
     fn opts(cache: Option<PathBuf>) -> CompileOptions {
         CompileOptions { cache_dir: cache, debug_dir: None, ..CompileOptions::default() }
     }
@@ -619,7 +694,7 @@ mod tests {
     #[test]
     fn compiled_matches_reference_and_guards_recompile() {
         let g = softmax_graph(Dim::sym("batch"));
-        let c = compile(&g, Rc::new(InterpBackend::new()), opts(None)).unwrap();
+        let c = compile(&g, Arc::new(InterpBackend::new()), opts(None)).unwrap();
         assert!(c.events().is_empty(), "symbolic graphs compile at the first call");
         for (k, rows) in [5usize, 5, 9, 5].into_iter().enumerate() {
             let x = HostTensor::random(DType::F32, vec![rows, 37], k as u64, -3.0, 3.0);
@@ -638,7 +713,7 @@ mod tests {
         let g = Graph::new();
         let x = g.input("x", DType::F32, [4, 6]);
         g.output(&((x.relu() * 2.0) + 1.0));
-        let c = compile(&g, Rc::new(InterpBackend::new()), opts(None)).unwrap();
+        let c = compile(&g, Arc::new(InterpBackend::new()), opts(None)).unwrap();
         assert_eq!(c.events().len(), 1);
         let x2 = HostTensor::random(DType::F16, vec![3, 10], 7, -2.0, 2.0);
         let got = c.run(std::slice::from_ref(&x2)).unwrap();
@@ -652,7 +727,7 @@ mod tests {
     #[test]
     fn wrong_inputs_are_errors() {
         let g = softmax_graph(Dim::Static(4));
-        let c = compile(&g, Rc::new(InterpBackend::new()), opts(None)).unwrap();
+        let c = compile(&g, Arc::new(InterpBackend::new()), opts(None)).unwrap();
         let x = HostTensor::random(DType::F32, vec![4, 37], 1, -1.0, 1.0);
         assert!(c.run(std::slice::from_ref(&x)).is_err(), "missing input");
         let bad = HostTensor::random(DType::F32, vec![4, 36], 1, -1.0, 1.0);
@@ -665,7 +740,7 @@ mod tests {
     fn recompile_limit() {
         let g = softmax_graph(Dim::sym("n"));
         let o = CompileOptions { max_recompiles: 1, ..opts(None) };
-        let c = compile(&g, Rc::new(InterpBackend::new()), o).unwrap();
+        let c = compile(&g, Arc::new(InterpBackend::new()), o).unwrap();
         let b = HostTensor::random(DType::F32, vec![37], 1, -1.0, 1.0);
         for rows in [1, 2] {
             c.run(&[HostTensor::random(DType::F32, vec![rows, 37], 1, -1.0, 1.0), b.clone()]).unwrap();
@@ -678,9 +753,9 @@ mod tests {
     fn disk_cache_hit_and_corrupt_entry_rebuilt() {
         let dir = tmpdir("cache");
         let g = softmax_graph(Dim::Static(3));
-        let first = compile(&g, Rc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+        let first = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
         assert!(!first.events()[0].stats.cache_hit);
-        let second = compile(&g, Rc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+        let second = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
         assert!(second.events()[0].stats.cache_hit, "a second compile of the same graph hits the cache");
         assert_eq!(first.program(), second.program());
         // Corrupt every entry: the next compile must rebuild, not trust it.
@@ -691,7 +766,7 @@ mod tests {
             bytes[n / 2] ^= 0x5a;
             std::fs::write(&p, bytes).unwrap();
         }
-        let third = compile(&g, Rc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+        let third = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
         assert!(!third.events()[0].stats.cache_hit);
         let x = HostTensor::random(DType::F32, vec![3, 37], 5, -1.0, 1.0);
         let b = HostTensor::random(DType::F32, vec![37], 6, -1.0, 1.0);
@@ -707,8 +782,8 @@ mod tests {
         let dir = tmpdir("cache-workloads");
         for w in crate::workloads::all() {
             let g = w.build(crate::workloads::Scale::Reduced).unwrap();
-            let first = compile(&g, Rc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
-            let second = compile(&g, Rc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+            let first = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+            let second = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
             assert!(second.events()[0].stats.cache_hit, "{}: second compile missed the cache", w.name);
             assert_eq!(format!("{:?}", first.program()), format!("{:?}", second.program()), "{}", w.name);
         }
@@ -720,7 +795,7 @@ mod tests {
         let dir = tmpdir("artifacts");
         let g = softmax_graph(Dim::Static(3));
         let o = CompileOptions { debug_dir: Some(dir.clone()), ..opts(None) };
-        compile(&g, Rc::new(InterpBackend::new()), o).unwrap();
+        compile(&g, Arc::new(InterpBackend::new()), o).unwrap();
         for f in ["graph.txt", "graph.json", "ir_pre_fusion.txt", "ir_post_fusion.txt", "fusion.json", "program.json"] {
             assert!(dir.join(f).is_file(), "{f} missing");
         }
@@ -732,7 +807,7 @@ mod tests {
     fn profile_records_kernels_and_roundtrips() {
         let dir = tmpdir("profile");
         let g = softmax_graph(Dim::Static(5));
-        let c = compile(&g, Rc::new(InterpBackend::new()), opts(None)).unwrap();
+        let c = compile(&g, Arc::new(InterpBackend::new()), opts(None)).unwrap();
         let x = HostTensor::random(DType::F32, vec![5, 37], 5, -1.0, 1.0);
         let b = HostTensor::random(DType::F32, vec![37], 6, -1.0, 1.0);
         let device = crate::profile::DeviceInfo::new("host", "interp", crate::profile::Ceilings::default());

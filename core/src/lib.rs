@@ -38,3 +38,4 @@ pub mod backend;
 pub mod compile;
 pub mod kernel;
 pub mod schedule;
+pub mod tune;

@@ -9,7 +9,7 @@ use sinter::core::compile::{CompileOptions, CompiledGraph, compile};
 use sinter::workloads::{Scale, Workload};
 use sinter::{Backend, HostTensor};
 use std::path::PathBuf;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Arguments of `sinter bench`.
@@ -18,7 +18,7 @@ pub struct Args {
     /// Workloads (comma separated); all but resnet18 when omitted.
     #[arg(long, value_delimiter = ',')]
     pub workload: Vec<String>,
-    /// Backend: auto, wgsl, interp.
+    /// Backend: auto, cuda, wgsl, interp.
     #[arg(long, default_value = "auto")]
     pub backend: String,
     /// Compile mode: default, reduce-overhead, max-autotune.
@@ -129,25 +129,31 @@ fn run_span_ns(t: &[KernelTiming]) -> Option<f64> {
     (end > start).then_some(end - start)
 }
 
-/// Makes a backend of the requested kind and measures its copy ceiling when it can.
-pub fn make_backend(name: &str, calibrate: bool) -> Result<(Rc<dyn BackendTrait>, Option<f64>)> {
-    let kind = Backend::from_name(name).with_context(|| format!("unknown backend {name:?} (auto, wgsl, interp)"))?;
-    if matches!(kind, Backend::Wgsl | Backend::Auto) {
-        match sinter_wgsl::WgslBackend::new() {
-            Ok(b) => {
-                let ceiling = if calibrate {
-                    let bytes = (256u64 << 20).min(b.device().max_binding_size() / 2);
-                    b.device().measure_copy_bandwidth(bytes).ok().map(|bw| bw.gb_per_s)
-                } else {
-                    None
-                };
-                return Ok((Rc::new(b), ceiling));
-            }
-            Err(e) if kind == Backend::Wgsl => return Err(e.into()),
-            Err(e) => eprintln!("note: no WGSL adapter ({e}); using the host interpreter"),
-        }
+/// Opens a backend of the requested kind through the registry (printing which, and why for
+/// `auto`) and measures its copy ceiling when asked and the backend has a device.
+pub fn make_backend(name: &str, calibrate: bool) -> Result<(Arc<dyn BackendTrait>, Option<f64>)> {
+    let kind = Backend::from_name(name)
+        .with_context(|| format!("unknown backend {name:?} (available: {})", Backend::names()))?;
+    let sel = sinter::runtime::open(kind).with_context(|| format!("opening the {name} backend"))?;
+    if kind == Backend::Auto {
+        eprintln!("# {}", sel.why);
     }
-    Ok((sinter::backend(if kind == Backend::Auto { Backend::Interp } else { kind })?, None))
+    let ceiling = if calibrate {
+        sel.backend.calibrate(256 << 20).ok().flatten().map(|c| c.copy_gbps)
+    } else {
+        None
+    };
+    Ok((sel.backend, ceiling))
+}
+
+/// A fresh instance of `backend`'s kind when its measurements need a new device each time, else
+/// the same one.
+pub fn for_measurement(backend: &Arc<dyn BackendTrait>, reuse: bool) -> Result<Arc<dyn BackendTrait>> {
+    if reuse || !backend.fresh_device_per_measurement() {
+        return Ok(backend.clone());
+    }
+    let kind = Backend::from_name(backend.name()).context("backend without a registry entry")?;
+    Ok(sinter::runtime::open(kind)?.backend)
 }
 
 /// Compiles and times one workload in one mode.
@@ -155,7 +161,7 @@ pub fn make_backend(name: &str, calibrate: bool) -> Result<(Rc<dyn BackendTrait>
 pub fn measure(
     w: &Workload,
     scale: Scale,
-    backend: &Rc<dyn BackendTrait>,
+    backend: &Arc<dyn BackendTrait>,
     mode: Mode,
     fusion: bool,
     iters: usize,
@@ -268,14 +274,8 @@ pub fn run(a: Args) -> Result<()> {
         }
         let mut eager_out: Option<Vec<HostTensor>> = None;
         for (m, fusion) in modes {
-            let fresh;
-            let b = if a.reuse_device || backend.name() != "wgsl" {
-                &backend
-            } else {
-                fresh = make_backend(&a.backend, false)?.0;
-                &fresh
-            };
-            let (mut row, out, _c) = match measure(w, scale, b, m, fusion, a.iters, a.warmup, &inputs) {
+            let b = for_measurement(&backend, a.reuse_device)?;
+            let (mut row, out, _c) = match measure(w, scale, &b, m, fusion, a.iters, a.warmup, &inputs) {
                 Ok(r) => r,
                 Err(e) => {
                     println!("{:32} {:>15} error: {e:#}", w.name, if fusion { m.name() } else { "eager" });

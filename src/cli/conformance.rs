@@ -40,28 +40,27 @@ pub struct Args {
     pub verbose: bool,
 }
 
-/// The backend with this name: `cpu` (the CPU reference interpreter), `wgsl` (compiled and run
-/// through wgpu, fused) or `interp` (compiled, run on the host kernel-IR interpreter).
+/// The runner for `name`: `cpu` (the CPU reference interpreter, the ground truth), or any backend
+/// of the registry (`auto`, `cuda`, `wgsl`, `interp`), compiled fused and run once per case.
 pub fn backend(name: &str) -> Result<Backend> {
-    match name {
-        "cpu" => Ok(Arc::new(sinter::cpu::run)),
-        "wgsl" => {
-            let b = sinter_wgsl::WgslBackend::new()?;
-            Ok(Arc::new(move |g: &sinter::IrGraph, inputs: &[sinter::HostTensor]| {
-                compiled_run(std::rc::Rc::new(b.clone()), g, inputs)
-            }))
-        }
-        "interp" => Ok(Arc::new(|g: &sinter::IrGraph, inputs: &[sinter::HostTensor]| {
-            compiled_run(std::rc::Rc::new(sinter::core::kernel::interp::InterpBackend::new()), g, inputs)
-        })),
-        other => bail!("unknown backend {other:?}; available: cpu, wgsl, interp"),
+    if name == "cpu" {
+        return Ok(Arc::new(sinter::cpu::run));
     }
+    let kind = sinter::Backend::from_name(name).with_context(|| {
+        format!("unknown backend {name:?}; available: cpu, {}", sinter::Backend::names())
+    })?;
+    let sel = sinter::runtime::open(kind).with_context(|| format!("opening the {name} backend"))?;
+    if kind == sinter::Backend::Auto {
+        eprintln!("# {}", sel.why);
+    }
+    let b = sel.backend;
+    Ok(Arc::new(move |g: &sinter::IrGraph, inputs: &[sinter::HostTensor]| compiled_run(b.clone(), g, inputs)))
 }
 
 /// Compiles `g` (no disk cache, no artifacts) and runs it once; a backend's refusal (a dtype or
 /// limit it lacks) becomes [`sinter::Error::Unsupported`] so the runner counts it as unsupported.
 fn compiled_run(
-    b: std::rc::Rc<dyn sinter::core::backend::Backend>,
+    b: Arc<dyn sinter::core::backend::Backend>,
     g: &sinter::IrGraph,
     inputs: &[sinter::HostTensor],
 ) -> Result<Vec<sinter::HostTensor>, sinter::Error> {

@@ -10,7 +10,7 @@ use sinter::core::profile::{self, Ceilings, DeviceInfo};
 use sinter::workloads::Scale;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// Arguments of `sinter profile`.
 #[derive(clap::Args, Debug)]
@@ -18,7 +18,7 @@ pub struct Args {
     /// Workload name.
     #[arg(long)]
     pub workload: String,
-    /// Backend: auto, wgsl, interp.
+    /// Backend: auto, cuda, wgsl, interp.
     #[arg(long, default_value = "auto")]
     pub backend: String,
     /// Size.
@@ -36,7 +36,7 @@ pub struct Args {
 }
 
 /// The device ceilings: cached calibration if present, else a quick copy measurement.
-fn ceilings(backend: &Rc<dyn BackendTrait>, measured_copy: Option<f64>) -> Ceilings {
+fn ceilings(backend: &Arc<dyn BackendTrait>, measured_copy: Option<f64>) -> Ceilings {
     let key = Ceilings::adapter_key(&[backend.name(), &backend.device_name()]);
     if let Ok(Some(c)) = Ceilings::load(&key) {
         return c;
@@ -52,7 +52,7 @@ fn ceilings(backend: &Rc<dyn BackendTrait>, measured_copy: Option<f64>) -> Ceili
 fn record(
     dir: &Path,
     a: &Args,
-    backend: &Rc<dyn BackendTrait>,
+    backend: &Arc<dyn BackendTrait>,
     device: &DeviceInfo,
     fusion: bool,
 ) -> Result<profile::Profile> {
@@ -80,9 +80,9 @@ pub fn run(a: Args) -> Result<()> {
         let p = record(&a.out, &a, &backend, &device, false)?;
         p.write(&a.out)?;
     }
-    // A fresh WGSL device for the compiled recording: NVIDIA's Vulkan driver boosts clocks only
-    // for a few seconds after a device is created (see `sinter bench --reuse-device`).
-    let backend = if backend.name() == "wgsl" { super::bench::make_backend(&a.backend, false)?.0 } else { backend };
+    // A fresh device for the compiled recording where the backend needs one (NVIDIA's Vulkan
+    // driver boosts clocks only for a few seconds after a device is created).
+    let backend = super::bench::for_measurement(&backend, false)?;
     let p = record(&a.out, &a, &backend, &device, true)?;
     p.write(&a.out)?;
     let analysis = profile::analyze(&p);

@@ -10,7 +10,7 @@ use sinter_core::profile::{DeviceInfo, KernelProfile, Mode, ProfileBuilder};
 use sinter_core::workloads::{self, Scale};
 use sinter_viewer::artifacts::{post_fusion_excerpt, pre_fusion_excerpt};
 use sinter_viewer::{Artifacts, ViewerApp, app::Tab};
-use std::rc::Rc;
+use std::sync::Arc;
 
 #[test]
 fn viewer_reads_what_the_compiler_writes() {
@@ -26,7 +26,7 @@ fn viewer_reads_what_the_compiler_writes() {
         DeviceInfo::new("cpu interpreter", "interp", Default::default()),
     );
     let compiled = b.time_span(sinter_core::profile::SpanCategory::Other, "compile", || {
-        compile(&g, Rc::new(InterpBackend::new()), opts).unwrap()
+        compile(&g, Arc::new(InterpBackend::new()), opts).unwrap()
     });
     let inputs = w.inputs(Scale::Reduced, 1);
     let (_, runs): (_, Vec<Vec<KernelTiming>>) = compiled.run_timed(&inputs, 3).unwrap();

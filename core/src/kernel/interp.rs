@@ -938,6 +938,7 @@ impl Executable for InterpExecutable {
                     source: super::print::print_kernel(k),
                     grid: [work.min(u32::MAX as usize) as u32, 1, 1],
                     block: [1, 1, 1],
+                    resources: None,
                 }
             })
             .collect()

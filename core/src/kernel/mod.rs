@@ -44,6 +44,7 @@
 //! (e.g. bf16 for a bf16 matmul) and converts from the accumulator like any other expression of
 //! that dtype (carried in f32, not rounded to 16 bits until a cast or a store).
 
+pub mod alloc;
 pub mod index;
 pub mod interp;
 pub mod print;
