@@ -350,6 +350,11 @@ impl Backend for WgslBackend {
         Ok(Box::new(self.load_wgsl_with(program, opts)?))
     }
 
+    fn cost_model(&self) -> Arc<dyn sinter_core::schedule::CostModel> {
+        // Arguments bigger than one storage binding count once per window they are bound as.
+        Arc::new(crate::cost::WgslCostModel::for_caps(&self.wcaps))
+    }
+
     fn calibrate(&self, copy_bytes: u64) -> Result<Option<DeviceCeilings>, BackendError> {
         let dev = &self.device;
         let bytes = copy_bytes.min(dev.max_binding_size() / 2).min(dev.limits().max_buffer_size / 2);

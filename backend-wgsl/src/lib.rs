@@ -5,6 +5,7 @@
 //! * [`backend`]: [`WgslBackend`], the [`sinter_core::backend::Backend`] tying them together.
 
 pub mod backend;
+pub mod cost;
 pub mod device;
 pub mod render;
 

@@ -412,6 +412,9 @@ impl CompiledGraph {
             let mut kp = KernelProfile::from_kernel(k);
             if let Some(s) = sources.iter().find(|s| s.name == k.name) {
                 kp = kp.grid(s.grid).block(s.block).source_path(format!("kernels/{}.{}", s.name, s.ext));
+                if let Some(r) = s.resources {
+                    kp = kp.registers(r.registers).spill_bytes(r.spill_bytes).shared_mem_bytes(r.shared_bytes as u64);
+                }
             }
             b.add_kernel(kp);
         }
@@ -671,6 +674,39 @@ mod tests {
         let c2 = Arc::clone(&c);
         let t = std::thread::spawn(move || c2.run(&[HostTensor::random(DType::F32, vec![3, 5], 8, -1.0, 1.0)]).is_ok());
         assert!(t.join().unwrap());
+    }
+
+    /// `fusion.json` in a profile names captured-graph nodes (what the viewer draws), not the
+    /// post-decomposition ids: softmax decomposes into ~6 nodes, yet every decision must point at
+    /// the captured softmax or its inputs.
+    #[test]
+    fn profile_fusion_decisions_name_captured_nodes() {
+        let g = Graph::new();
+        let x = g.input("x", DType::F32, [4, 33]);
+        let b = g.input("b", DType::F32, [33]);
+        g.output(&(&x + &b).softmax(-1).exp());
+        let captured = g.build().unwrap();
+        let c = compile(&g, Arc::new(InterpBackend::new()), opts(None)).unwrap();
+        let inputs = vec![
+            HostTensor::random(DType::F32, vec![4, 33], 1, -1.0, 1.0),
+            HostTensor::random(DType::F32, vec![33], 2, -1.0, 1.0),
+        ];
+        let ceilings = crate::profile::Ceilings {
+            copy_gbps: 1.0,
+            matmul_tflops: Default::default(),
+            launch_overhead_us: 0.0,
+            measured: false,
+        };
+        let dev = crate::profile::DeviceInfo::new("host", "interp", ceilings);
+        let p = c.profile(&inputs, 1, "t", dev).unwrap();
+        let program = c.program().unwrap();
+        assert!(!p.fusion.is_empty());
+        // The decomposed graph has more nodes than the captured one; decisions must not leak its ids.
+        assert!(program.decisions.iter().any(|d| d.nodes.iter().any(|&n| n as usize >= captured.nodes.len())));
+        for (pd, d) in p.fusion.iter().zip(&program.decisions) {
+            assert_eq!(pd.nodes, d.origins, "{}", d.reason);
+            assert!(pd.nodes.iter().all(|&n| (n as usize) < captured.nodes.len()), "{:?}", pd.nodes);
+        }
     }
 
     fn opts(cache: Option<PathBuf>) -> CompileOptions {

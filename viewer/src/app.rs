@@ -241,6 +241,9 @@ impl ViewerApp {
             if let Some(s) = k.shared_mem_bytes {
                 row("shared memory", format!("{s} B"));
             }
+            if let Some(s) = k.spill_bytes {
+                row("spilled / thread", if s == 0 { "none".to_string() } else { format!("{s} B (local memory)") });
+            }
         });
         ui.separator();
         if k.nodes.is_empty() {

@@ -63,18 +63,26 @@
 //! assert_eq!(p.kernels.len(), 1);
 //! ```
 
+mod bindings;
 mod build;
+mod conv;
 mod emit;
 mod finish;
+mod inline;
+mod matmul_plan;
+mod member_plan;
 mod memory;
 mod plan;
+mod reduce_plan;
 mod split;
+mod window_plan;
 
 #[cfg(test)]
 mod tests;
 
 pub use memory::plan_memory;
 
+use crate::dtype::DType;
 use crate::error::Error;
 use crate::ir::Graph as IrGraph;
 use crate::kernel::{Capabilities, Program, ReduceStrategy};
@@ -103,6 +111,16 @@ pub trait CostModel: fmt::Debug + Send + Sync {
     /// of `len` and skips the split when only a much smaller one exists.
     fn reduce_split(&self, rows: usize, len: usize, caps: &Capabilities) -> usize {
         let _ = (rows, len, caps);
+        1
+    }
+
+    /// How many of a kernel's [`Capabilities::max_bindings`] one argument of `numel` elements of
+    /// `dtype` uses. The default, `1`, suits backends that bind any buffer whole; a backend that
+    /// binds a buffer larger than [`Capabilities::max_binding_bytes`] as several windows (WGSL's
+    /// split bindings) counts each window, so the scheduler splits kernels before the backend
+    /// runs out of bindings. Results below 1 count as 1.
+    fn bindings(&self, caps: &Capabilities, dtype: DType, numel: usize) -> usize {
+        let _ = (caps, dtype, numel);
         1
     }
 

@@ -720,6 +720,52 @@ fn conv_matmul_reads_inlined_pads_and_half_types() {
     }
 }
 
+/// The default cost model, but a buffer larger than `caps.max_binding_bytes` takes one binding per
+/// window of the limit (rounded down to 256 bytes), as a backend with split bindings binds it.
+#[derive(Debug, Default)]
+struct WindowBindings(DefaultCostModel);
+
+impl CostModel for WindowBindings {
+    fn name(&self) -> &str {
+        "window-bindings"
+    }
+    fn materialize(&self, users: usize, cost: usize) -> Option<String> {
+        self.0.materialize(users, cost)
+    }
+    fn reduce_strategy(&self, rows: usize, len: usize, caps: &Capabilities) -> ReduceStrategy {
+        self.0.reduce_strategy(rows, len, caps)
+    }
+    fn fuse_horizontal(&self, shared_bytes: usize) -> bool {
+        self.0.fuse_horizontal(shared_bytes)
+    }
+    fn reduce_split(&self, rows: usize, len: usize, caps: &Capabilities) -> usize {
+        self.0.reduce_split(rows, len, caps)
+    }
+    fn conv_as_matmul(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
+        self.0.conv_as_matmul(conv, caps)
+    }
+    fn bindings(&self, caps: &Capabilities, dtype: DType, numel: usize) -> usize {
+        let window = caps.max_binding_bytes - caps.max_binding_bytes % 256;
+        let bytes = (numel as u64).saturating_mul(dtype.size_bytes() as u64);
+        if window == 0 { 1 } else { bytes.div_ceil(window).max(1) as usize }
+    }
+}
+
+fn window_bindings() -> ScheduleOptions {
+    ScheduleOptions { cost_model: Arc::new(WindowBindings::default()), ..ScheduleOptions::default() }
+}
+
+#[test]
+fn bindings_default_to_one_per_argument() {
+    // Without a cost model that counts windows, a buffer over the binding size is one binding.
+    let caps = Capabilities { max_binding_bytes: 1024, ..Capabilities::host() };
+    assert_eq!(DefaultCostModel::default().bindings(&caps, DType::F32, 1 << 20), 1);
+    let m = WindowBindings::default();
+    assert_eq!(m.bindings(&caps, DType::F32, 256), 1);
+    assert_eq!(m.bindings(&caps, DType::F32, 257), 2);
+    assert_eq!(m.bindings(&caps, DType::F16, 0), 1);
+}
+
 #[test]
 fn conv_falls_back_to_a_window_kernel_over_the_binding_limit() {
     // Bindings of 1 KiB: the weight and the im2col buffer take 3 windows each, so the matmul would
@@ -728,15 +774,18 @@ fn conv_falls_back_to_a_window_kernel_over_the_binding_limit() {
     let g =
         graph2(DType::F32, &[1, 16, 4, 4], &[16, 16, 1, 3], |x, w| x.conv2d(w, None, [1, 1], [0, 1, 0, 1], [1, 1], 1));
     let ins = [rnd(DType::F32, &[1, 16, 4, 4], 1), rnd(DType::F32, &[16, 16, 1, 3], 2)];
-    let p = check_with(&g, &ins, &caps, &ScheduleOptions::default());
+    let p = check_with(&g, &ins, &caps, &window_bindings());
     assert_eq!(p.kernels.len(), 1, "{}", print_program(&p));
     assert!(matches!(p.kernels[0].body, KernelBody::Reduce(_)), "{}", print_program(&p));
     let lowering: Vec<&str> =
         p.decisions.iter().filter(|d| d.reason.starts_with("conv lowering")).map(|d| d.reason.as_str()).collect();
     assert_eq!(lowering, ["conv lowering: window (as a matmul it would bind 7 buffers > 6)"]);
-    // With room for 7 bindings it is a matmul.
-    let caps = Capabilities { max_bindings: 7, ..caps };
+    // With room for 7 bindings it is a matmul, and so it is under the default cost model, which
+    // counts one binding per argument.
     let p = check_with(&g, &ins, &caps, &ScheduleOptions::default());
+    assert!(matches!(p.kernels[1].body, KernelBody::Matmul(_)), "{}", print_program(&p));
+    let caps = Capabilities { max_bindings: 7, ..caps };
+    let p = check_with(&g, &ins, &caps, &window_bindings());
     assert!(matches!(p.kernels[1].body, KernelBody::Matmul(_)), "{}", print_program(&p));
 }
 
@@ -831,12 +880,15 @@ fn split_binding_windows_count_against_the_binding_limit() {
     let ir = g.build().expect("build");
     let ins: Vec<HostTensor> = (0..8).map(|i| rnd(DType::F32, &[600], i)).collect();
     let caps = Capabilities { max_bindings: 12, max_binding_bytes: 1024, ..Capabilities::host() };
-    let p = check_with(&ir, &ins, &caps, &ScheduleOptions::default());
+    let p = check_with(&ir, &ins, &caps, &window_bindings());
     assert!(p.kernels.len() > 1, "{}", print_program(&p));
     for k in &p.kernels {
         let windows: u64 = k.args.iter().map(|a| ((a.numel * a.dtype.size_bytes()) as u64).div_ceil(1024)).sum();
         assert!(windows <= 12, "{} binds {windows} windows\n{}", k.name, print_program(&p));
     }
+    // The default cost model counts one binding per argument: one kernel of 9 bindings.
+    let p = check_with(&ir, &ins, &caps, &ScheduleOptions::default());
+    assert_eq!(p.kernels.len(), 1, "{}", print_program(&p));
 }
 
 #[test]

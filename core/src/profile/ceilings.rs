@@ -1,0 +1,131 @@
+//! Calibration: a device's performance ceilings ([`Ceilings`]: copy bandwidth, matmul peaks,
+//! launch overhead) and their per-adapter cache on disk.
+
+use super::files::{check_schema, io_err, parse_json, write_json};
+use super::{ProfileError, SCHEMA_VERSION, SINTER_VERSION};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A device's performance ceilings, ideally measured by `sinter calibrate`.
+/// Zero means unknown; [`Ceilings::default`] knows nothing.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ceilings {
+    /// Device-memory copy bandwidth, GB/s (10^9 bytes per second), counting bytes read + written.
+    pub copy_gbps: f64,
+    /// Peak matmul rate per dtype name (`f32`, `f16`, `bf16`, ...), TFLOP/s (10^12 FLOP/s).
+    pub matmul_tflops: BTreeMap<String, f64>,
+    /// Cost of one kernel launch (submit to start, back to back), microseconds.
+    pub launch_overhead_us: f64,
+    /// True when measured on this device; false for nominal (data-sheet) or unknown values.
+    pub measured: bool,
+}
+
+/// The on-disk form of a cached calibration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct CalibrationFile {
+    schema_version: u32,
+    sinter_version: String,
+    adapter: String,
+    created_unix_s: u64,
+    ceilings: Ceilings,
+}
+
+impl Ceilings {
+    /// Peak FLOP/s (in TFLOP/s) for work in `dtype`: its own entry, else `f32`'s, else the
+    /// largest known. `None` when nothing is known.
+    pub fn peak_tflops(&self, dtype: &str) -> Option<f64> {
+        let ok = |v: &f64| v.is_finite() && *v > 0.0;
+        self.matmul_tflops
+            .get(dtype)
+            .filter(|v| ok(v))
+            .or_else(|| self.matmul_tflops.get("f32").filter(|v| ok(v)))
+            .or_else(|| self.matmul_tflops.values().filter(|v| ok(v)).max_by(|a, b| a.total_cmp(b)))
+            .copied()
+    }
+
+    /// Copy bandwidth when known.
+    pub fn bandwidth_gbps(&self) -> Option<f64> {
+        (self.copy_gbps.is_finite() && self.copy_gbps > 0.0).then_some(self.copy_gbps)
+    }
+
+    /// Launch overhead in ns when known.
+    pub fn launch_overhead_ns(&self) -> Option<f64> {
+        (self.launch_overhead_us.is_finite() && self.launch_overhead_us > 0.0).then_some(self.launch_overhead_us * 1e3)
+    }
+
+    /// The ridge point (FLOP per byte) for `dtype`: kernels of higher arithmetic intensity are
+    /// compute-bound, lower bandwidth-bound.
+    pub fn ridge_point(&self, dtype: &str) -> Option<f64> {
+        Some(self.peak_tflops(dtype)? * 1e12 / (self.bandwidth_gbps()? * 1e9))
+    }
+
+    /// The calibration cache folder: `$SINTER_CACHE_DIR/calibration`, else
+    /// `$XDG_CACHE_HOME/sinter/calibration`, else `~/.cache/sinter/calibration`.
+    pub fn cache_dir() -> Result<PathBuf, ProfileError> {
+        let root = if let Some(d) = std::env::var_os("SINTER_CACHE_DIR").filter(|d| !d.is_empty()) {
+            PathBuf::from(d)
+        } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+            PathBuf::from(d).join("sinter")
+        } else if let Some(h) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+            PathBuf::from(h).join(".cache").join("sinter")
+        } else {
+            return Err(ProfileError::NoCacheDir);
+        };
+        Ok(root.join("calibration"))
+    }
+
+    /// A file-name-safe key for an adapter (e.g. from its name, backend and driver): letters,
+    /// digits, `-`, `_` and `.` kept, anything else becomes `_`.
+    pub fn adapter_key(parts: &[&str]) -> String {
+        let joined = parts.join("-");
+        let key: String = joined
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' })
+            .collect();
+        if key.is_empty() { "adapter".to_string() } else { key }
+    }
+
+    /// Loads the cached ceilings of an adapter from [`Ceilings::cache_dir`]; `Ok(None)` when
+    /// the adapter was never calibrated.
+    pub fn load(adapter_key: &str) -> Result<Option<Ceilings>, ProfileError> {
+        Ceilings::load_from(&Ceilings::cache_dir()?, adapter_key)
+    }
+
+    /// Saves these ceilings for an adapter under [`Ceilings::cache_dir`]; returns the file.
+    pub fn save(&self, adapter_key: &str) -> Result<PathBuf, ProfileError> {
+        self.save_to(&Ceilings::cache_dir()?, adapter_key)
+    }
+
+    /// Loads `<dir>/<key>.json`; `Ok(None)` when it does not exist.
+    pub fn load_from(dir: &Path, adapter_key: &str) -> Result<Option<Ceilings>, ProfileError> {
+        let path = dir.join(format!("{}.json", Ceilings::adapter_key(&[adapter_key])));
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err(&path)(e)),
+        };
+        let value: Value = parse_json(&path, &text)?;
+        check_schema(&path, &value)?;
+        let file: CalibrationFile = serde_json::from_value(value)
+            .map_err(|e| ProfileError::Parse { path: path.clone(), msg: e.to_string() })?;
+        Ok(Some(file.ceilings))
+    }
+
+    /// Saves to `<dir>/<key>.json`, creating `dir`; returns the file.
+    pub fn save_to(&self, dir: &Path, adapter_key: &str) -> Result<PathBuf, ProfileError> {
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let path = dir.join(format!("{}.json", Ceilings::adapter_key(&[adapter_key])));
+        let file = CalibrationFile {
+            schema_version: SCHEMA_VERSION,
+            sinter_version: SINTER_VERSION.to_string(),
+            adapter: adapter_key.to_string(),
+            created_unix_s: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+            ceilings: self.clone(),
+        };
+        write_json(&path, &file, true)?;
+        Ok(path)
+    }
+}

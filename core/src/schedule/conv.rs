@@ -1,0 +1,215 @@
+//! Convolutions lowered to matmuls: the plan chosen before stage A ([`ConvPlan`]: legality here,
+//! profitability by [`CostModel::conv_as_matmul`](super::CostModel::conv_as_matmul)) and the
+//! kernels of a lowered convolution (a 1x1 convolution on strided views, or an im2col gather kernel
+//! and a matmul batched over groups storing NCHW).
+
+use super::ConvShape;
+use super::build::{BufRef, KernelBuilder, MatOut, MatRef, MatSpec, Member, Phase, Space, Target, delinearize};
+use super::emit::Refusal;
+use super::plan::{Sched, acc_dtype};
+use super::window_plan::Tap;
+use crate::error::Error;
+use crate::ir::{BinaryOp, NodeId, Op, Window2d};
+use crate::kernel::{Expr, Index, RedOp, Var};
+
+/// How a convolution is computed (decided before stage A: legality here, profitability by the
+/// [`CostModel`](super::CostModel)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ConvPlan {
+    /// A window kernel: one thread per output element looping over `C/groups * kh * kw` taps.
+    Window,
+    /// A 1x1, stride-1, unpadded, ungrouped convolution is a plain batched matmul on strided views:
+    /// `out[b] = W[OC, C] @ x[b][C, H*W]` (batch over images, the weight broadcast), no copy.
+    Direct,
+    /// An im2col gather kernel writes `cols[g][C/groups * kh * kw, N * OH * OW]` (taps outside the
+    /// image read 0), then one matmul per group, batched over groups, `W[g] @ cols[g]`, stores NCHW.
+    Im2col,
+}
+
+impl Sched<'_> {
+    /// Chooses how every live convolution is computed and records why.
+    pub(super) fn plan_convs(&mut self) {
+        for i in 0..self.g.nodes.len() {
+            let id = NodeId(i as u32);
+            let Op::Conv2d { window, groups } = self.g.node(id).op else { continue };
+            if !self.live[i] || self.numel_of(id) == 0 {
+                continue;
+            }
+            let (plan, reason) = self.conv_choice(id, &window, groups);
+            self.conv[i] = plan;
+            self.decide(vec![id.0], false, format!("conv lowering: {reason}"), vec![]);
+        }
+    }
+
+    /// The legal lowerings of convolution `id`, and the cost model's pick among them.
+    fn conv_choice(&self, id: NodeId, window: &Window2d, groups: usize) -> (ConvPlan, String) {
+        let node = self.g.node(id);
+        let (xs, ws, out) =
+            (&self.shapes[node.inputs[0].index()], &self.shapes[node.inputs[1].index()], &self.shapes[id.index()]);
+        let dt = node.ty.dtype;
+        let acc = acc_dtype(RedOp::Sum, dt);
+        if !dt.is_float() || !self.caps.dtypes.contains(&acc) || !self.caps.dtypes.contains(&dt) {
+            return (ConvPlan::Window, format!("window: {dt} convolution (matmuls are lowered for float types)"));
+        }
+        let g = groups.max(1);
+        let kg = ws[1] * ws[2] * ws[3];
+        if kg == 0 {
+            return (ConvPlan::Window, "window: empty reduction".into());
+        }
+        let (n, p) = (out[0], out[2] * out[3]);
+        let direct = g == 1 && ws[2] == 1 && ws[3] == 1 && window.stride == [1, 1] && window.padding == [0; 4];
+        let cols = if direct { 0 } else { g * kg * n * p };
+        // Renderers index with 32-bit integers and reject matmul extents above u32::MAX / 2.
+        let limit = (u32::MAX / 2) as usize;
+        if [cols, n * p, kg, ws[0], xs.iter().product::<usize>()].iter().any(|&e| e > limit) {
+            return (ConvPlan::Window, format!("window: im2col of {cols} elements exceeds the 32-bit matmul extents"));
+        }
+        let shape = ConvShape {
+            batch: n,
+            in_channels: xs[1],
+            out_channels: ws[0],
+            groups: g,
+            kernel: [ws[2], ws[3]],
+            out_hw: [out[2], out[3]],
+            im2col_bytes: cols * dt.size_bytes(),
+        };
+        match self.opts.cost_model.conv_as_matmul(&shape, self.caps) {
+            Ok(r) => (if direct { ConvPlan::Direct } else { ConvPlan::Im2col }, r),
+            Err(r) => (ConvPlan::Window, r),
+        }
+    }
+
+    /// A convolution as a matmul kernel (see [`ConvPlan`]): the weight and the input (directly, or
+    /// through an im2col buffer written by a gather kernel just before) are strided operands; the
+    /// bias and any fused epilogue are computed on the accumulator and stored NCHW. Returns the
+    /// binding count and limit when a kernel would bind too many buffers (the caller then drops
+    /// what was pushed and schedules a window kernel instead).
+    pub(super) fn sched_conv_matmul(&mut self, w: NodeId) -> Result<Option<(usize, usize)>, Error> {
+        let node = self.g.node(w).clone();
+        let Op::Conv2d { window, groups } = node.op else {
+            return Err(Error::Unsupported(format!("schedule: {w} is not a convolution")));
+        };
+        let (x, wt) = (node.inputs[0], node.inputs[1]);
+        let xs = self.shapes[x.index()].clone();
+        let ws = self.shapes[wt.index()].clone();
+        let out = self.shapes[w.index()].clone();
+        let dt = node.ty.dtype;
+        let g = groups.max(1);
+        let (nb, oc, cg, kh, kw) = (out[0], ws[0], ws[1], ws[2], ws[3]);
+        let (cog, kg, p) = (oc / g, cg * kh * kw, out[2] * out[3]);
+        let plan = self.conv[w.index()];
+        let (space, ar, br) = if plan == ConvPlan::Direct {
+            // out[b] = W[OC, C] @ x[b][C, H*W]
+            let space = Space::Matmul { batch: nb, m: oc, n: p, k: kg, out: MatOut::plain(oc, p) };
+            let wc = [Index::var(Var::M), Index::var(Var::Red), Index::Const(0), Index::Const(0)];
+            let ar = self.mat_operand(w, wt, &wc, &space, [Var::Batch, Var::M, Var::Red], [nb, oc, kg], true)?;
+            let n = Index::var(Var::N);
+            let xc = [Index::var(Var::Batch), Index::var(Var::Red), n.clone().div(xs[3] as i64), n.rem(xs[3] as i64)];
+            let br = self.mat_operand(w, x, &xc, &space, [Var::Batch, Var::Red, Var::N], [nb, kg, p], false)?;
+            (space, ar, br)
+        } else {
+            // out[:, g*cog + m, pixel] = sum_r W[g*cog + m, r] * cols[g][r, image * P + pixel]
+            let out_map = MatOut { s_batch: cog * p, s_outer: oc * p, s_m: p, inner: p };
+            let space = Space::Matmul { batch: g, m: cog, n: nb * p, k: kg, out: out_map };
+            let red = delinearize(&Index::var(Var::Red), &[cg, kh, kw]);
+            let mut wc = vec![Index::var(Var::Batch).mul(cog as i64).add(Index::var(Var::M))];
+            wc.extend(red);
+            let ar = self.mat_operand(w, wt, &wc, &space, [Var::Batch, Var::M, Var::Red], [g, cog, kg], false)?;
+            let br = match self.im2col(w, &window, g)? {
+                Ok(br) => br,
+                Err(over) => return Ok(Some(over)),
+            };
+            (space, ar, br)
+        };
+        let pos = self.kernels.len();
+        let mut kb = KernelBuilder::new(space.clone());
+        for r in [&ar, &br] {
+            let (dt, n) = self.buf_info(&r.buf);
+            kb.read_arg(r.buf.clone(), dt, n);
+        }
+        kb.matmul = Some(MatSpec { a: ar, b: br, in_dtype: dt, acc_dtype: acc_dtype(RedOp::Sum, dt) });
+        let mut v = kb.push(Expr::Acc(0), dt);
+        if let Some(&bias) = node.inputs.get(2) {
+            let ch = match plan {
+                ConvPlan::Direct => Index::var(Var::M),
+                _ => Index::var(Var::Batch).mul(cog as i64).add(Index::var(Var::M)),
+            };
+            let bv = self.emit(&mut kb, pos, bias, &[ch], Phase::Epilogue).map_err(|r| Self::internal(r, self))?;
+            v = kb.push(Expr::Binary(BinaryOp::Add, v, bv), dt);
+        }
+        let Space::Matmul { out: out_map, .. } = &space else { unreachable!() };
+        let index = kb.simp(&out_map.flat());
+        kb.computed.insert(w);
+        kb.members.push(Member {
+            target: Target::Node(w),
+            value: v,
+            index,
+            phase: Phase::Epilogue,
+            root: true,
+            ready: usize::MAX,
+        });
+        match self.check(&kb) {
+            Ok(()) => {}
+            Err(Refusal::Bindings { would, limit }) => return Ok(Some((would, limit))),
+            Err(r) => return Err(Self::internal(r, self)),
+        }
+        self.kernels.push(kb);
+        self.place[w.index()] = Some(pos);
+        Ok(None)
+    }
+
+    /// The im2col buffer of convolution `w` with `g` groups, `[g][C/g * kh * kw][N * OH * OW]`
+    /// row-major, written by a pointwise gather kernel (taps in the padding read 0); returns it as
+    /// the matmul's B operand (batch over groups); `Err((would, limit))` when the gather kernel would
+    /// bind too many buffers.
+    #[allow(clippy::type_complexity)]
+    fn im2col(&mut self, w: NodeId, window: &Window2d, g: usize) -> Result<Result<MatRef, (usize, usize)>, Error> {
+        let node = self.g.node(w);
+        let x = node.inputs[0];
+        let ws = &self.shapes[node.inputs[1].index()];
+        let out = &self.shapes[w.index()];
+        let (cg, kh, kw) = (ws[1], ws[2], ws[3]);
+        let (nb, oh, ow) = (out[0], out[2], out[3]);
+        let (kg, cols) = (cg * kh * kw, nb * oh * ow);
+        let dt = self.g.ty(x).dtype;
+        let numel = g * kg * cols;
+        let id = self.copies.len();
+        self.copies.push((dt, numel));
+        let pos = self.kernels.len();
+        let mut kb = KernelBuilder::new(Space::Pointwise { numel });
+        kb.label = Some("im2col");
+        let l = Index::var(Var::Lane);
+        let c = delinearize(&l, &[g, cg, kh, kw, nb, oh, ow]);
+        let tap = Tap {
+            n: c[4].clone(),
+            chan: c[0].clone().mul(cg as i64).add(c[1].clone()),
+            oy: c[5].clone(),
+            ox: c[6].clone(),
+            ky: c[2].clone(),
+            kx: c[3].clone(),
+        };
+        let value = self.conv_tap(&mut kb, pos, x, window, &tap, Phase::Lane).map_err(|r| Self::internal(r, self))?;
+        kb.computed.insert(w);
+        kb.members.push(Member {
+            target: Target::Operand(id),
+            value,
+            index: l,
+            phase: Phase::Lane,
+            root: false,
+            ready: usize::MAX,
+        });
+        match self.check(&kb) {
+            Ok(()) => {}
+            Err(Refusal::Bindings { would, limit }) => return Ok(Err((would, limit))),
+            Err(r) => return Err(Self::internal(r, self)),
+        }
+        self.kernels.push(kb);
+        self.decide(
+            vec![w.0],
+            false,
+            format!("materialized: im2col of conv {w} ({g} x {kg} x {cols} {dt}, {} bytes)", numel * dt.size_bytes()),
+            vec![pos],
+        );
+        Ok(Ok(MatRef { buf: BufRef::Operand(id), offset: 0, s_batch: kg * cols, s_row: cols, s_col: 1 }))
+    }
+}

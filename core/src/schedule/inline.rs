@@ -1,0 +1,117 @@
+//! Stage A, lowering-time inlining as Inductor does it: every elementwise, movement and gather node
+//! is computed inside its consumers unless it is *materialized* (stored to a buffer): graph outputs,
+//! operands that a matmul or window reads through strides or many times, expensive values with
+//! several users (the [`CostModel`](super::CostModel)'s call), eager mode, or the inline depth
+//! limit.
+
+use super::conv::ConvPlan;
+use super::plan::{Kind, Sched};
+use crate::ir::{NodeId, Op, UnaryOp};
+
+/// The longest chain of producers inlined into one consumer: deeper chains are cut by
+/// materializing, which bounds the recursion of emission (and the size of one kernel).
+pub(super) const MAX_INLINE_DEPTH: usize = 400;
+
+/// The op weight used by the inline cost (transcendentals count more).
+fn weight(op: &Op) -> usize {
+    match op {
+        Op::Unary(u) => match u {
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Not | UnaryOp::Sign => 1,
+            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::IsNan | UnaryOp::IsInf => 1,
+            UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Reciprocal => 2,
+            _ => 4,
+        },
+        Op::Binary(crate::ir::BinaryOp::Pow) => 4,
+        Op::Binary(crate::ir::BinaryOp::Div | crate::ir::BinaryOp::Mod | crate::ir::BinaryOp::FMod) => 2,
+        Op::Binary(_) | Op::Where | Op::Cast(_) => 1,
+        Op::Concat { .. } | Op::Pad { .. } | Op::Gather { .. } | Op::GatherElements { .. } => 1,
+        _ => 0,
+    }
+}
+
+impl Sched<'_> {
+    /// Decides which inlinable nodes are materialized (stored) rather than recomputed inside
+    /// every consumer.
+    pub(super) fn stage_a(&mut self) {
+        let n = self.g.nodes.len();
+        // Operands of contractions and windows: their compute producers are materialized (a
+        // matmul reads strided buffers; a window reads each element many times).
+        let mut need: Vec<Option<&'static str>> = vec![None; n];
+        for (id, node) in self.g.iter() {
+            if !self.live[id.index()] {
+                continue;
+            }
+            // (operand, read through strides only, reason)
+            let operands: Vec<(NodeId, bool, &'static str)> = match &node.op {
+                Op::MatMul => node.inputs.iter().map(|&o| (o, true, "materialized: matmul operand")).collect(),
+                Op::Conv2d { .. } => match self.conv[id.index()] {
+                    ConvPlan::Window => node.inputs[..2]
+                        .iter()
+                        .map(|&o| (o, false, "materialized: conv operand (read by every tap)"))
+                        .collect(),
+                    ConvPlan::Direct => node.inputs[..2]
+                        .iter()
+                        .map(|&o| (o, true, "materialized: conv operand (a matmul operand: 1x1 conv)"))
+                        .collect(),
+                    ConvPlan::Im2col => vec![
+                        (node.inputs[0], false, "materialized: conv operand (read by every tap of the im2col gather)"),
+                        (node.inputs[1], true, "materialized: conv weight (a matmul operand)"),
+                    ],
+                },
+                Op::Pool2d { .. } => {
+                    vec![(node.inputs[0], false, "materialized: pooling operand (read by every window)")]
+                }
+                _ => continue,
+            };
+            for (o, strided_only, why) in operands {
+                let mut cur = o;
+                loop {
+                    let op = &self.g.node(cur).op;
+                    let through = match op {
+                        Op::Reshape(_) | Op::Permute(_) | Op::Expand(_) | Op::Slice(_) => true,
+                        Op::Pad { .. } => !strided_only,
+                        _ => false,
+                    };
+                    if through && !self.g.node(cur).inputs.is_empty() {
+                        cur = self.g.node(cur).inputs[0];
+                        continue;
+                    }
+                    if self.kind[cur.index()].inlinable() && need[cur.index()].is_none() {
+                        need[cur.index()] = Some(why);
+                    }
+                    break;
+                }
+            }
+        }
+        let mut cost = vec![0usize; n];
+        let mut depth = vec![0usize; n];
+        for (id, node) in self.g.iter() {
+            let i = id.index();
+            if !self.live[i] || !self.kind[i].inlinable() {
+                continue;
+            }
+            let inlined =
+                || node.inputs.iter().filter(|a| self.kind[a.index()].inlinable() && !self.materialized[a.index()]);
+            cost[i] = weight(&node.op) + inlined().map(|a| cost[a.index()]).sum::<usize>();
+            depth[i] = 1 + inlined().map(|a| depth[a.index()]).max().unwrap_or(0);
+            let users = self.users[i].len();
+            let reason: Option<String> = if !self.outputs_of[i].is_empty() {
+                Some("materialized: graph output".into())
+            } else if !self.opts.fusion && self.kind[i] != Kind::Movement {
+                Some("materialized: eager mode (one kernel per op)".into())
+            } else if let Some(why) = need[i] {
+                Some(why.into())
+            } else if users >= 2 && self.opts.fusion {
+                self.opts.cost_model.materialize(users, cost[i])
+            } else if depth[i] >= MAX_INLINE_DEPTH {
+                Some(format!("materialized: inline depth limit ({MAX_INLINE_DEPTH})"))
+            } else {
+                None
+            };
+            if let Some(r) = reason {
+                self.materialized[i] = true;
+                self.decide(vec![id.0], false, r, vec![]);
+            }
+        }
+    }
+}

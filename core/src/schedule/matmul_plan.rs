@@ -1,0 +1,171 @@
+//! Placing matmuls (stage B): each operand read through strides (batch, row, column) when its
+//! inline tree is an affine view of one buffer, else through a contiguous copy made by a pointwise
+//! kernel; then a matmul kernel whose stores later nodes join as epilogues.
+
+use super::build::{BufRef, KernelBuilder, MatOut, MatRef, MatSpec, Member, Phase, Space, Target, delinearize};
+use super::plan::{Sched, acc_dtype, numel};
+use crate::error::Error;
+use crate::ir::NodeId;
+use crate::kernel::{Expr, Index, RedOp, Var};
+
+impl Sched<'_> {
+    /// The strided form of a matmul operand read at coordinates `c`, or a contiguous copy.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn mat_operand(
+        &mut self,
+        mm: NodeId,
+        opnd: NodeId,
+        c: &[Index],
+        space: &Space,
+        vars: [Var; 3],
+        copy_shape: [usize; 3],
+        broadcast_batch: bool,
+    ) -> Result<MatRef, Error> {
+        let pos = self.kernels.len();
+        let probe = KernelBuilder::new(space.clone());
+        if let Some((buf, ix)) = self.view_index(&probe, pos, opnd, c)
+            && let Some((off, coefs)) = affine(&ix)
+            && off >= 0
+        {
+            let coef = |v: Var| coefs.iter().find(|(w, _)| *w == v).map_or(0, |(_, k)| *k);
+            let (sb, sr, sc) = (coef(vars[0]), coef(vars[1]), coef(vars[2]));
+            let only_known = coefs.iter().all(|(v, _)| vars.contains(v));
+            if only_known && sb >= 0 && sr >= 0 && sc >= 0 {
+                return Ok(MatRef {
+                    buf,
+                    offset: off as usize,
+                    s_batch: sb as usize,
+                    s_row: sr as usize,
+                    s_col: sc as usize,
+                });
+            }
+        }
+        // Materialize a contiguous [batch, rows, cols] copy with a pointwise kernel.
+        let [b, r, cc] = copy_shape;
+        let b = if broadcast_batch { 1 } else { b };
+        let dt = self.g.ty(opnd).dtype;
+        let id = self.copies.len();
+        self.copies.push((dt, b * r * cc));
+        let pos = self.kernels.len();
+        let mut kb = KernelBuilder::new(Space::Pointwise { numel: b * r * cc });
+        let l = Index::var(Var::Lane);
+        let sub = delinearize(&l, &[b, r, cc]);
+        let map = |i: &Index| i.substitute(vars[0], &sub[0]).substitute(vars[1], &sub[1]).substitute(vars[2], &sub[2]);
+        let lc: Vec<Index> = c.iter().map(map).collect();
+        let value = self.emit(&mut kb, pos, opnd, &lc, Phase::Lane).map_err(|e| Self::internal(e, self))?;
+        kb.members.push(Member {
+            target: Target::Operand(id),
+            value,
+            index: l,
+            phase: Phase::Lane,
+            root: false,
+            ready: usize::MAX,
+        });
+        if let Err(e) = self.check(&kb) {
+            return Err(Self::internal(e, self));
+        }
+        self.kernels.push(kb);
+        self.decide(
+            vec![opnd.0, mm.0],
+            false,
+            format!("materialized: matmul operand {opnd} copied (not expressible by strides)"),
+            vec![pos],
+        );
+        let (sb, sr, sc) = if b == 1 { (0, cc, 1) } else { (r * cc, cc, 1) };
+        Ok(MatRef { buf: BufRef::Operand(id), offset: 0, s_batch: sb, s_row: sr, s_col: sc })
+    }
+
+    pub(super) fn sched_matmul(&mut self, mm: NodeId) -> Result<(), Error> {
+        let node = self.g.node(mm);
+        let (a, b) = (node.inputs[0], node.inputs[1]);
+        let (sa, sb) = (self.shapes[a.index()].clone(), self.shapes[b.index()].clone());
+        let a2 = if sa.len() == 1 { vec![1, sa[0]] } else { sa.clone() };
+        let b2 = if sb.len() == 1 { vec![sb[0], 1] } else { sb.clone() };
+        let (ra, rb) = (a2.len(), b2.len());
+        let (m, k, n) = (a2[ra - 2], a2[ra - 1], b2[rb - 1]);
+        let rbatch = (ra - 2).max(rb - 2);
+        let pad = |s: &[usize]| -> Vec<usize> {
+            let mut v = vec![1; rbatch - s.len()];
+            v.extend_from_slice(s);
+            v
+        };
+        let (ba, bb) = (pad(&a2[..ra - 2]), pad(&b2[..rb - 2]));
+        let bdims: Vec<usize> = ba.iter().zip(&bb).map(|(&x, &y)| x.max(y)).collect();
+        let batch = numel(&bdims);
+        if k == 0 {
+            return Err(Error::Unsupported(format!("schedule: matmul {mm} has an empty inner dimension")));
+        }
+        let space = Space::Matmul { batch, m, n, k, out: MatOut::plain(m, n) };
+        let bc = delinearize(&Index::var(Var::Batch), &bdims);
+        let coords = |bshape: &[usize], orig_rank: usize, r: Index, c: Index, one_d_row: bool| -> Vec<Index> {
+            if orig_rank == 1 {
+                return vec![if one_d_row { c } else { r }];
+            }
+            let mut v: Vec<Index> = bcast_batch(&bc, bshape)[rbatch - (orig_rank - 2)..].to_vec();
+            v.push(r);
+            v.push(c);
+            v
+        };
+        let ca = coords(&ba, sa.len(), Index::var(Var::M), Index::var(Var::Red), true);
+        let cb = coords(&bb, sb.len(), Index::var(Var::Red), Index::var(Var::N), false);
+        let a_bcast = ba.iter().all(|&d| d == 1);
+        let b_bcast = bb.iter().all(|&d| d == 1);
+        let ar = self.mat_operand(mm, a, &ca, &space, [Var::Batch, Var::M, Var::Red], [batch, m, k], a_bcast)?;
+        let br = self.mat_operand(mm, b, &cb, &space, [Var::Batch, Var::Red, Var::N], [batch, k, n], b_bcast)?;
+        let pos = self.kernels.len();
+        let mut kb = KernelBuilder::new(space.clone());
+        let in_dtype = self.g.ty(a).dtype;
+        for r in [&ar, &br] {
+            let (dt, n) = self.buf_info(&r.buf);
+            kb.read_arg(r.buf.clone(), dt, n);
+        }
+        kb.matmul = Some(MatSpec { a: ar, b: br, in_dtype, acc_dtype: acc_dtype(RedOp::Sum, in_dtype) });
+        let v = kb.push(Expr::Acc(0), node.ty.dtype);
+        let index = kb.simp(&MatOut::plain(m, n).flat());
+        kb.computed.insert(mm);
+        kb.members.push(Member {
+            target: Target::Node(mm),
+            value: v,
+            index,
+            phase: Phase::Epilogue,
+            root: true,
+            ready: usize::MAX,
+        });
+        self.check(&kb).map_err(|e| Self::internal(e, self))?;
+        self.kernels.push(kb);
+        self.place[mm.index()] = Some(pos);
+        Ok(())
+    }
+}
+
+/// Batch coordinates of an operand with batch dims `bshape` (padded to the full batch rank) from
+/// the full batch coordinates `bc`.
+fn bcast_batch(bc: &[Index], bshape: &[usize]) -> Vec<Index> {
+    bc.iter().zip(bshape).map(|(c, &d)| if d == 1 { Index::Const(0) } else { c.clone() }).collect()
+}
+
+/// `offset + sum coef * var` when `i` is affine in loop variables.
+fn affine(i: &Index) -> Option<(i64, Vec<(Var, i64)>)> {
+    let mut off = 0i64;
+    let mut coefs: Vec<(Var, i64)> = Vec::new();
+    let mut add = |v: Var, k: i64| match coefs.iter_mut().find(|(w, _)| *w == v) {
+        Some((_, kk)) => *kk += k,
+        None => coefs.push((v, k)),
+    };
+    let terms: Vec<&Index> = match i {
+        Index::Sum(ts) => ts.iter().collect(),
+        other => vec![other],
+    };
+    for t in terms {
+        match t {
+            Index::Const(c) => off += c,
+            Index::Var(v) => add(*v, 1),
+            Index::Mul(x, k) => match &**x {
+                Index::Var(v) => add(*v, *k),
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
+    Some((off, coefs))
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The CUDA backend on the device machine (H100/H200), in one call per part. No Rust there: build
+# here, copy the release binary to .bench/sinter and the test executables to .cudatest/, carry both.
+#
+#   scripts/device_cuda.sh check    # CUDA test binaries (shared suite, device tests), the ONNX node
+#                                   # suite on cuda vs the CPU reference, real models vs onnxruntime
+#   scripts/device_cuda.sh bench    # sinter bench --backend cuda (default, reduce-overhead) beside
+#                                   # torch_anchor.py in the same call, compare.py's table
+#   scripts/device_cuda.sh all
+#
+# Results land in $OUT (default /tmp/out): logs, JSON reports, compare.txt.
+set -uo pipefail
+part=${1:-all}
+cd "$(dirname "$0")/.."
+BIN=${BIN:-$PWD/.bench/sinter}
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+export SINTER_REQUIRE_CUDA=1 SINTER_REQUIRE_NVRTC=1 SINTER_CACHE_DIR=/tmp/sinter-cache XDG_RUNTIME_DIR=/tmp
+export SINTER_CUDA_INCLUDE=${SINTER_CUDA_INCLUDE:-/usr/local/cuda/include}
+if compgen -G ".gl/*.deb" >/dev/null; then
+  for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+  export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
+  [ -f "$VK_DRIVER_FILES" ] || unset VK_DRIVER_FILES
+fi
+step() { printf '\n== %s (%ss)\n' "$1" "$SECONDS"; }
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+
+if [ "$part" = check ] || [ "$part" = all ]; then
+  step "CUDA test binaries"
+  for t in .cudatest/*; do
+    [ -x "$t" ] || continue
+    echo "-- $t"
+    "$t" --test-threads=1 >"$OUT/test-$(basename "$t").log" 2>&1; rc=$?
+    grep -E "^test result|FAILED|panicked" "$OUT/test-$(basename "$t").log" | head -20
+    [ $rc -eq 0 ] || echo "   $t exited $rc"
+  done
+  step "ONNX node suite: cpu reference and cuda"
+  suite=$(mktemp -d)
+  python3 onnx/conformance/make_onnx_suite.py "$suite" >/dev/null 2>&1
+  "$BIN" conformance "$suite" --backend cpu --json "$OUT/conf-cpu.json" 2>&1 | tail -4
+  "$BIN" conformance "$suite" --backend cuda --json "$OUT/conf-cuda.json" 2>&1 | tail -4
+  python3 - "$OUT/conf-cpu.json" "$OUT/conf-cuda.json" <<'EOF' | tee "$OUT/conf-diff.txt"
+import json, sys
+def load(p):
+    r = json.load(open(p))
+    cases = r.get("cases", r.get("results", []))
+    return {c["name"]: c for c in cases}
+cpu, cuda = load(sys.argv[1]), load(sys.argv[2])
+ok = lambda c: c.get("status") == "pass"
+both = [n for n in cpu if ok(cpu[n])]
+miss = [n for n in both if not (n in cuda and ok(cuda[n]))]
+print(f"cpu passes {len(both)}; cuda passes {sum(ok(c) for c in cuda.values())}; cpu-pass cases failing on cuda: {len(miss)}")
+for n in miss[:60]:
+    c = cuda.get(n, {})
+    print(f"  {n}: {c.get('status')} {str(c.get('detail', c.get('message', '')))[:160]}")
+EOF
+  step "real models vs onnxruntime"
+  BACKENDS="cuda cpu" OUT="$OUT" onnx/models/device_check.sh "$BIN" 2>&1 | tail -30
+fi
+
+if [ "$part" = bench ] || [ "$part" = all ]; then
+  step "sinter bench --backend cuda"
+  "$BIN" calibrate --backend cuda --no-matmul 2>&1 | tail -3
+  "$BIN" bench --backend cuda --eager --check --scale full --json "$OUT/sinter-cuda.json" 2>&1 | tee "$OUT/sinter-cuda.txt"
+  "$BIN" bench --backend cuda --mode reduce-overhead --no-calibrate --json "$OUT/sinter-cuda-ro.json" 2>&1 | tee "$OUT/sinter-cuda-ro.txt"
+  step "torch anchor"
+  PYTHONUNBUFFERED=1 python3 .bench/torch_anchor.py --modes eager,default,reduce-overhead --out "$OUT/torch.json" >"$OUT/torch.log" 2>&1
+  tail -5 "$OUT/torch.log"
+  python3 .bench/compare.py "$OUT/torch.json" "$OUT/sinter-cuda.json" "$OUT/sinter-cuda-ro.json" | tee "$OUT/compare.txt"
+fi
+step done
