@@ -39,3 +39,5 @@ pub mod compile;
 pub mod kernel;
 pub mod schedule;
 pub mod tune;
+#[doc(hidden)]
+pub mod testsuite;

@@ -1,0 +1,236 @@
+//! Comparison of a backend's outputs with the CPU reference: per-dtype error bounds ([`Tol`]) and
+//! an elementwise check ([`compare`]) that never lets a NaN or an infinity through by accident.
+//!
+//! Contract of [`compare`]:
+//! * the output lists have the same length, and it is not zero (a graph with no outputs proves
+//!   nothing);
+//! * every output pair has the same shape and dtype;
+//! * integers and bools are equal exactly;
+//! * floats: NaN matches only NaN; an infinity matches only the same infinity; finite values
+//!   match when `|got - want| <= atol + rtol * |want|` with `(rtol, atol)` from
+//!   [`Tol::bounds`] for the output's dtype. `+0` and `-0` are equal.
+
+use crate::dtype::DType;
+use crate::tensor::HostTensor;
+
+/// Unit roundoff of f32 (2^-24): the error of one rounding, relative.
+const U32: f64 = 5.960_464_477_539_063e-8;
+
+/// An error bound, written at f32 scale and scaled per output dtype by [`Tol::bounds`].
+///
+/// `rel`/`abs` cover the roundings of the ops themselves (one correctly rounded or few-ulp op:
+/// [`Tol::ROUNDED`]); `terms` covers accumulation (`K` of a matmul, the row length of a
+/// reduction: an f32 accumulator may differ from the reference's exact sum by about
+/// `terms * 2^-24` relative to the magnitude of the terms); `magnitude` is the size of the
+/// values the absolute part is relative to (the largest `|term|` of a sum, 1 for most ops).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tol {
+    /// Relative bound of the op roundings at f32.
+    pub rel: f64,
+    /// Absolute bound of the op roundings at f32 (times `magnitude`).
+    pub abs: f64,
+    /// Terms accumulated (0 for elementwise results).
+    pub terms: f64,
+    /// Size of the values the absolute part scales with.
+    pub magnitude: f64,
+}
+
+impl Tol {
+    /// Bit-exact (integers, movement, exactly rounded float ops such as add, max, floor).
+    pub const EXACT: Tol = Tol { rel: 0.0, abs: 0.0, terms: 0.0, magnitude: 1.0 };
+    /// A few ulps of one float op (transcendentals, division): `1e-5` relative, `1e-6` absolute
+    /// at f32.
+    pub const ROUNDED: Tol = Tol { rel: 1e-5, abs: 1e-6, terms: 0.0, magnitude: 1.0 };
+
+    /// [`Tol::ROUNDED`] plus the accumulation error of a sum of `terms` values of size at most
+    /// `magnitude`.
+    pub fn sum(terms: usize, magnitude: f64) -> Tol {
+        Tol { terms: terms as f64, magnitude, ..Tol::ROUNDED }
+    }
+
+    /// This bound with the op-rounding part multiplied by `k` (chains of `k` rounded ops, or an
+    /// op whose error grows with its argument, as `sin` of large arguments).
+    pub fn times(self, k: f64) -> Tol {
+        Tol { rel: self.rel * k, abs: self.abs * k, ..self }
+    }
+
+    /// This bound with the absolute part relative to `magnitude` instead.
+    pub fn with_magnitude(self, magnitude: f64) -> Tol {
+        Tol { magnitude, ..self }
+    }
+
+    /// `(rtol, atol)` for an output of `dtype`: the f32-scale bound times the dtype's precision
+    /// relative to f32 (f64: 1e-7, so `1e-5` becomes `1e-12`; f16: 200, `2e-3`, about two ulps;
+    /// bf16: 1600, `1.6e-2`, about two ulps); accumulation runs in f32 for the half types, in f64
+    /// for f64. `None` for integers and bools, which are compared exactly.
+    pub fn bounds(&self, dtype: DType) -> Option<(f64, f64)> {
+        let (k_out, k_acc) = match dtype {
+            DType::F64 => (1e-7, 1e-7),
+            DType::F32 => (1.0, 1.0),
+            DType::F16 => (200.0, 1.0),
+            DType::BF16 => (1600.0, 1.0),
+            _ => return None,
+        };
+        let acc = self.terms * U32 * k_acc;
+        Some((self.rel * k_out + acc, (self.abs * k_out + acc) * self.magnitude))
+    }
+}
+
+/// One element that does not match.
+fn describe(index: &[usize], got: f64, want: f64) -> String {
+    format!("at {index:?}: got {got} want {want}")
+}
+
+/// The multi-dimensional index of flat position `i` in a row-major `shape`.
+fn unflatten(shape: &[usize], mut i: usize) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for (k, &n) in shape.iter().enumerate().rev() {
+        if n > 0 {
+            idx[k] = i % n;
+            i /= n;
+        }
+    }
+    idx
+}
+
+/// Whether `got` matches `want` within `(rtol, atol)` (see the module docs for NaN and infinity).
+pub fn float_matches(got: f64, want: f64, rtol: f64, atol: f64) -> bool {
+    if want.is_nan() || got.is_nan() {
+        return want.is_nan() && got.is_nan();
+    }
+    if want.is_infinite() || got.is_infinite() {
+        return got == want;
+    }
+    // Both finite: a difference that overflows is infinite and fails.
+    (got - want).abs() <= atol + rtol * want.abs()
+}
+
+/// Checks one output against its reference; `Err` describes the first mismatches.
+pub fn compare_one(got: &HostTensor, want: &HostTensor, tol: Tol) -> Result<(), String> {
+    if got.dtype() != want.dtype() {
+        return Err(format!("dtype {} but the reference is {}", got.dtype(), want.dtype()));
+    }
+    if got.shape != want.shape {
+        return Err(format!("shape {:?} but the reference is {:?}", got.shape, want.shape));
+    }
+    if got.numel() != want.numel() {
+        return Err(format!("{} elements but the reference has {}", got.numel(), want.numel()));
+    }
+    let mut bad = Vec::new();
+    let mut count = 0usize;
+    match tol.bounds(want.dtype()) {
+        None => {
+            let (a, b) = (got.to_i64_vec(), want.to_i64_vec());
+            for (i, (&x, &y)) in a.iter().zip(&b).enumerate() {
+                if x != y {
+                    count += 1;
+                    if bad.len() < 8 {
+                        // u64 is held as its bits: print it unsigned.
+                        let (x, y) = if want.dtype() == DType::U64 {
+                            ((x as u64).to_string(), (y as u64).to_string())
+                        } else {
+                            (x.to_string(), y.to_string())
+                        };
+                        bad.push(format!("at {:?}: got {x} want {y}", unflatten(&want.shape, i)));
+                    }
+                }
+            }
+        }
+        Some((rtol, atol)) => {
+            let (a, b) = (got.to_f64_vec(), want.to_f64_vec());
+            for (i, (&x, &y)) in a.iter().zip(&b).enumerate() {
+                if !float_matches(x, y, rtol, atol) {
+                    count += 1;
+                    if bad.len() < 8 {
+                        bad.push(describe(&unflatten(&want.shape, i), x, y));
+                    }
+                }
+            }
+            if count > 0 {
+                bad.push(format!("(rtol {rtol:e}, atol {atol:e})"));
+            }
+        }
+    }
+    if count == 0 { Ok(()) } else { Err(format!("{count} of {} elements differ: {}", want.numel(), bad.join("; "))) }
+}
+
+/// Checks every output against the reference (see the module docs).
+pub fn compare(got: &[HostTensor], want: &[HostTensor], tol: Tol) -> Result<(), String> {
+    if want.is_empty() {
+        return Err("the reference has no outputs: nothing is checked".into());
+    }
+    if got.len() != want.len() {
+        return Err(format!("{} outputs but the reference has {}", got.len(), want.len()));
+    }
+    let errs: Vec<String> = got
+        .iter()
+        .zip(want)
+        .enumerate()
+        .filter_map(|(i, (g, w))| compare_one(g, w, tol).err().map(|e| format!("output {i} ({}): {e}", w.dtype())))
+        .collect();
+    if errs.is_empty() { Ok(()) } else { Err(errs.join("\n")) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32s(v: &[f32]) -> HostTensor {
+        HostTensor::f32([v.len()], v.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn nan_and_infinities_match_only_themselves() {
+        let loose = Tol { rel: 1e9, abs: 1e9, ..Tol::ROUNDED };
+        let (inf, nan, big) = (f32::INFINITY, f32::NAN, f32::MAX);
+        let same = [nan, inf, -inf, 1.0];
+        assert!(compare_one(&f32s(&same), &f32s(&same), Tol::EXACT).is_ok());
+        // (got, want) pairs no tolerance may accept, including a finite value where the reference
+        // is NaN (what a max-based fold of ratios drops).
+        for (g, w) in [(1.0, nan), (nan, 1.0), (inf, nan), (nan, inf), (big, inf), (inf, big), (-inf, inf), (inf, -inf)]
+        {
+            assert!(compare_one(&f32s(&[g]), &f32s(&[w]), loose).is_err(), "got {g} passed for {w}");
+        }
+        // Signed zeros are equal.
+        assert!(compare_one(&f32s(&[-0.0]), &f32s(&[0.0]), Tol::EXACT).is_ok());
+    }
+
+    #[test]
+    fn shapes_dtypes_counts_and_empty_lists_are_checked() {
+        let a = f32s(&[1.0, 2.0]);
+        let b = HostTensor::f32([2, 1], vec![1.0, 2.0]).unwrap();
+        assert!(compare_one(&a, &b, Tol::EXACT).unwrap_err().contains("shape"));
+        let c = HostTensor::from_f64(DType::F64, vec![2], &[1.0, 2.0]);
+        assert!(compare_one(&c, &a, Tol::EXACT).unwrap_err().contains("dtype"));
+        assert!(compare(&[], &[], Tol::EXACT).is_err());
+        assert!(compare(std::slice::from_ref(&a), &[a.clone(), a.clone()], Tol::EXACT).is_err());
+        assert!(compare(std::slice::from_ref(&a), std::slice::from_ref(&a), Tol::EXACT).is_ok());
+    }
+
+    #[test]
+    fn integers_are_exact_and_floats_scale_per_dtype() {
+        let i = |v: &[i64]| HostTensor::from_i64(DType::I32, vec![v.len()], v);
+        assert!(compare_one(&i(&[1, 2]), &i(&[1, 3]), Tol::sum(1 << 20, 1e9)).is_err());
+        let (r32, _) = Tol::ROUNDED.bounds(DType::F32).unwrap();
+        let (r64, _) = Tol::ROUNDED.bounds(DType::F64).unwrap();
+        let (r16, _) = Tol::ROUNDED.bounds(DType::F16).unwrap();
+        let (rb, _) = Tol::ROUNDED.bounds(DType::BF16).unwrap();
+        assert!(r64 < 1e-11 && r32 == 1e-5 && (1e-3..5e-3).contains(&r16) && (1e-2..3e-2).contains(&rb));
+        // Accumulation widens the absolute bound with the term count, in f32 even for f16.
+        let (_, a1) = Tol::sum(1, 1.0).bounds(DType::F16).unwrap();
+        let (_, a2) = Tol::sum(4097, 1.0).bounds(DType::F16).unwrap();
+        assert!(a2 > a1 && a2 - a1 < 1e-3);
+        let x = f32s(&[1.0]);
+        let y = f32s(&[1.0 + 2e-5]);
+        assert!(compare_one(&y, &x, Tol::ROUNDED).is_err());
+        assert!(compare_one(&y, &x, Tol::ROUNDED.times(3.0)).is_ok());
+    }
+
+    #[test]
+    fn mismatches_name_their_index() {
+        let want = HostTensor::f32([2, 3], vec![0.0; 6]).unwrap();
+        let got = HostTensor::f32([2, 3], vec![0.0, 0.0, 0.0, 0.0, 1.0, 0.0]).unwrap();
+        let e = compare_one(&got, &want, Tol::ROUNDED).unwrap_err();
+        assert!(e.contains("[1, 1]") && e.starts_with("1 of 6"), "{e}");
+    }
+}
