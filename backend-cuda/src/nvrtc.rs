@@ -1,13 +1,34 @@
 //! NVRTC: CUDA C++ source to a cubin for one architecture, with the compile log in the error and
-//! an on-disk cubin cache keyed by source hash, architecture and NVRTC version.
+//! an on-disk cubin cache keyed by source hash, architecture, NVRTC version and options
+//! ([`CubinCache`]).
+//!
+//! Contract:
+//! * Never panics: [`crate::probe::nvrtc`] loads libnvrtc (or says why it cannot) before cudarc's
+//!   NVRTC bindings are called, and a missing library is [`NvrtcError::Unavailable`].
+//! * The options are fixed by the target ([`options`]): `--gpu-architecture=sm_90a` on sm 9.0
+//!   (wgmma needs the arch-specific target), else `sm_XY`; `-std=c++17`; `--ptxas-options=-v` so
+//!   the log reports registers, spills and shared memory per kernel ([`resources`]);
+//!   `-default-device`; the include folders of [`include_dirs`]. No fast-math: the renderer's
+//!   numerics must match `sinter_core::scalar`.
+//! * The log is kept: in [`NvrtcError::Compile`] on failure, in [`Cubin::log`] on success.
+
+mod cache;
+mod resources;
+
+pub use cache::{CubinCache, EntryError, decode_entry, encode_entry};
+pub use resources::resources;
+
+use cudarc::nvrtc::{result as rtc, sys};
+use std::ffi::{CString, c_char};
+use std::path::{Path, PathBuf};
 
 /// Errors of NVRTC compilation.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum NvrtcError {
-    /// libnvrtc could not be found or loaded.
+    /// libnvrtc could not be found or loaded, or the CUDA headers could not be found.
     #[error("NVRTC is not available: {0}")]
     Unavailable(String),
-    /// The source did not compile.
+    /// The source did not compile (or NVRTC failed on it).
     #[error("NVRTC compile of {name} failed:\n{log}")]
     Compile {
         /// Kernel / program name.
@@ -24,6 +45,20 @@ pub struct Target {
     pub sm: (u32, u32),
 }
 
+impl Target {
+    /// Hopper (H100): sm 9.0, compiled as `sm_90a`.
+    pub fn hopper() -> Target {
+        Target { sm: (9, 0) }
+    }
+
+    /// The `--gpu-architecture` value: `sm_90a` for sm 9.0 (the arch-specific features wgmma and
+    /// setmaxnreg need), else `sm_XY`.
+    pub fn arch(&self) -> String {
+        let (major, minor) = self.sm;
+        if self.sm == (9, 0) { format!("sm_{major}{minor}a") } else { format!("sm_{major}{minor}") }
+    }
+}
+
 /// A compiled cubin and what ptxas reported.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cubin {
@@ -35,6 +70,266 @@ pub struct Cubin {
 
 /// Compiles `source` (program name `name`) to a cubin for `target`.
 pub fn compile(name: &str, source: &str, target: &Target) -> Result<Cubin, NvrtcError> {
-    let _ = (source, target);
-    Err(NvrtcError::Unavailable(format!("{name}: NVRTC support not written yet")))
+    // The library first, so a machine without NVRTC is told that (not that headers are missing).
+    crate::probe::nvrtc().map_err(NvrtcError::Unavailable)?;
+    let opts = options(target, source)?;
+    let mut prog = Program::compile(name, source, &opts)?;
+    let image = prog.cubin()?;
+    Ok(Cubin { image, log: std::mem::take(&mut prog.log) })
+}
+
+/// Compiles `source` to PTX for `target` (same options as [`compile`]), for debugging and
+/// artifacts.
+pub fn compile_ptx(name: &str, source: &str, target: &Target) -> Result<String, NvrtcError> {
+    crate::probe::nvrtc().map_err(NvrtcError::Unavailable)?;
+    let opts = options(target, source)?;
+    let prog = Program::compile(name, source, &opts)?;
+    // SAFETY: `prog.handle` is a live, compiled program.
+    let ptx = unsafe { rtc::get_ptx(prog.handle) }.map_err(|e| prog.api_error("nvrtcGetPTX", e))?;
+    Ok(c_chars_to_string(&ptx))
+}
+
+/// Joins self-contained kernel sources into one translation unit, so one NVRTC call (one
+/// front-end start, one header parse) compiles them all into one cubin: every `#include` line is
+/// hoisted to the top once, and the rest of source `i` is wrapped in `namespace sinter_src{i}`, so
+/// helper functions of the same name in two sources do not collide. `extern "C"` entry points
+/// keep their unmangled names, so those must be distinct across `sources`.
+pub fn combine_sources(sources: &[&str]) -> String {
+    let mut includes: Vec<&str> = Vec::new();
+    let mut bodies = String::new();
+    for (i, src) in sources.iter().enumerate() {
+        bodies.push_str(&format!("namespace sinter_src{i} {{\n"));
+        for line in src.lines() {
+            if line.trim_start().starts_with("#include") {
+                if !includes.contains(&line.trim()) {
+                    includes.push(line.trim());
+                }
+            } else {
+                bodies.push_str(line);
+                bodies.push('\n');
+            }
+        }
+        bodies.push_str(&format!("}} // namespace sinter_src{i}\n\n"));
+    }
+    let mut out: String = includes.iter().map(|l| format!("{l}\n")).collect();
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(&bodies);
+    out
+}
+
+/// The NVRTC version (major, minor), e.g. (13, 0).
+pub fn version() -> Result<(i32, i32), NvrtcError> {
+    crate::probe::nvrtc().map_err(NvrtcError::Unavailable)?;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: NVRTC is loaded (probe above); the pointers are to live locals.
+    unsafe { sys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .map_err(|e| NvrtcError::Unavailable(format!("nvrtcVersion failed: {e:?}")))?;
+    Ok((major, minor))
+}
+
+/// The real architectures this NVRTC can compile for, as `major * 10 + minor` (90 for sm_90).
+pub fn supported_archs() -> Result<Vec<i32>, NvrtcError> {
+    crate::probe::nvrtc().map_err(NvrtcError::Unavailable)?;
+    let mut n = 0;
+    let unavailable = |e| NvrtcError::Unavailable(format!("nvrtcGetSupportedArchs failed: {e:?}"));
+    // SAFETY: NVRTC is loaded; `n` is a live local.
+    unsafe { sys::nvrtcGetNumSupportedArchs(&mut n) }.result().map_err(unavailable)?;
+    let mut archs = vec![0; n.max(0) as usize];
+    // SAFETY: `archs` has room for the `n` entries NVRTC writes.
+    unsafe { sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }.result().map_err(unavailable)?;
+    Ok(archs)
+}
+
+/// The NVRTC options for `target`: architecture, `-std=c++17`, `--ptxas-options=-v`,
+/// `-default-device`, then one `--include-path=` per folder of [`include_dirs`]. Errors when
+/// `source` has an `#include` and no folder holds `cuda_fp16.h` (naming the folders searched).
+pub fn options(target: &Target, source: &str) -> Result<Vec<String>, NvrtcError> {
+    let mut opts = vec![
+        format!("--gpu-architecture={}", target.arch()),
+        "-std=c++17".to_string(),
+        "--ptxas-options=-v".to_string(),
+        "-default-device".to_string(),
+    ];
+    let dirs = include_dirs();
+    if source.contains("#include") && !dirs.iter().any(|d| d.join("cuda_fp16.h").is_file()) {
+        let searched: Vec<String> = include_candidates().iter().map(|d| d.display().to_string()).collect();
+        return Err(NvrtcError::Unavailable(format!(
+            "cuda_fp16.h not found (searched {}); set SINTER_CUDA_INCLUDE to the CUDA include folder, install \
+             the CUDA toolkit, or `pip install nvidia-cuda-runtime==13.0.* nvidia-cuda-crt==13.0.*`",
+            searched.join(", ")
+        )));
+    }
+    // Option strings become C strings: a path with a NUL byte cannot be passed (and cannot exist).
+    opts.extend(
+        dirs.iter().filter_map(|d| d.to_str()).filter(|d| !d.contains('\0')).map(|d| format!("--include-path={d}")),
+    );
+    Ok(opts)
+}
+
+/// The include folders NVRTC gets, existing ones only, each once, in this order: every entry of
+/// `SINTER_CUDA_INCLUDE` (colon-separated); `include/` beside the loaded libnvrtc's folder
+/// (the headers of the same toolkit or wheel set); `$CUDA_HOME/include`, `$CUDA_PATH/include`,
+/// `/usr/local/cuda/include`, `/usr/local/cuda/targets/x86_64-linux/include`; under every
+/// Python site-packages folder, `nvidia/cu13/include` (the CUDA 13 wheels `nvidia-cuda-runtime`,
+/// `nvidia-cuda-crt`, `nvidia-cuda-nvrtc` all install there) and the CUDA 12 wheels'
+/// `nvidia/cuda_runtime/include`, `nvidia/cuda_nvrtc/include`. Each folder's `cccl/`
+/// subfolder follows it where present.
+pub fn include_dirs() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for d in include_candidates() {
+        if !d.is_dir() || out.contains(&d) {
+            continue;
+        }
+        let cccl = d.join("cccl");
+        out.push(d);
+        if cccl.is_dir() && !out.contains(&cccl) {
+            out.push(cccl);
+        }
+    }
+    out
+}
+
+/// Every folder [`include_dirs`] considers, existing or not, in order.
+fn include_candidates() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::env::var("SINTER_CUDA_INCLUDE")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    if let Some(dir) = nvrtc_include_dir() {
+        out.push(dir);
+    }
+    for home in crate::probe::toolkit_homes() {
+        out.push(home.join("include"));
+        out.push(home.join("targets/x86_64-linux/include"));
+    }
+    for site in crate::probe::python_site_dirs() {
+        for sub in ["nvidia/cu13/include", "nvidia/cuda_runtime/include", "nvidia/cuda_nvrtc/include"] {
+            out.push(site.join(sub));
+        }
+    }
+    out
+}
+
+/// `<lib>/../include` for the loaded libnvrtc in `<lib>`, where it holds `cuda_fp16.h`.
+fn nvrtc_include_dir() -> Option<PathBuf> {
+    let at = crate::probe::nvrtc_location().ok()?;
+    let lib_dir = Path::new(&at).parent()?;
+    let lib_dir = lib_dir.canonicalize().unwrap_or_else(|_| lib_dir.to_path_buf());
+    let include = lib_dir.parent()?.join("include");
+    include.join("cuda_fp16.h").is_file().then_some(include)
+}
+
+/// One NVRTC program, destroyed on drop, with its log.
+struct Program {
+    handle: sys::nvrtcProgram,
+    name: String,
+    log: String,
+    // The source and name C strings must outlive the program.
+    _source: CString,
+    _name: CString,
+}
+
+impl Program {
+    /// Creates and compiles; a failed compile is [`NvrtcError::Compile`] with the log.
+    fn compile(name: &str, source: &str, opts: &[String]) -> Result<Program, NvrtcError> {
+        crate::probe::nvrtc().map_err(NvrtcError::Unavailable)?;
+        let nul =
+            |what: &str| NvrtcError::Compile { name: name.into(), log: format!("the {what} contains a NUL byte") };
+        let c_source = CString::new(source).map_err(|_| nul("source"))?;
+        let c_name = CString::new(format!("{name}.cu")).map_err(|_| nul("program name"))?;
+        let handle = rtc::create_program(&c_source, Some(&c_name))
+            .map_err(|e| NvrtcError::Compile { name: name.into(), log: format!("nvrtcCreateProgram failed: {e:?}") })?;
+        let mut prog = Program { handle, name: name.into(), log: String::new(), _source: c_source, _name: c_name };
+        // SAFETY: `handle` is live; the options have no NUL bytes (built by `options`).
+        let compiled = unsafe { rtc::compile_program(prog.handle, opts) };
+        // SAFETY: as above; the log exists after a compile attempt, successful or not.
+        prog.log = unsafe { rtc::get_program_log(prog.handle) }.map(|l| c_chars_to_string(&l)).unwrap_or_default();
+        match compiled {
+            Ok(()) => Ok(prog),
+            Err(e) => Err(NvrtcError::Compile {
+                name: name.into(),
+                log: format!("{e:?} with options {}\n{}", opts.join(" "), prog.log.trim_end()),
+            }),
+        }
+    }
+
+    fn cubin(&self) -> Result<Vec<u8>, NvrtcError> {
+        let mut size = 0usize;
+        // SAFETY: `handle` is a live, compiled program; `size` is a live local.
+        unsafe { sys::nvrtcGetCUBINSize(self.handle, &mut size) }
+            .result()
+            .map_err(|e| self.api_error("nvrtcGetCUBINSize", e))?;
+        let mut image = vec![0u8; size];
+        // SAFETY: `image` has the `size` bytes NVRTC writes.
+        unsafe { sys::nvrtcGetCUBIN(self.handle, image.as_mut_ptr().cast::<c_char>()) }
+            .result()
+            .map_err(|e| self.api_error("nvrtcGetCUBIN", e))?;
+        if image.is_empty() {
+            return Err(self.api_error_msg("nvrtcGetCUBIN returned no image (was a virtual architecture given?)"));
+        }
+        Ok(image)
+    }
+
+    fn api_error(&self, call: &str, e: rtc::NvrtcError) -> NvrtcError {
+        self.api_error_msg(&format!("{call} failed: {e:?}"))
+    }
+
+    fn api_error_msg(&self, msg: &str) -> NvrtcError {
+        NvrtcError::Compile { name: self.name.clone(), log: format!("{msg}\n{}", self.log.trim_end()) }
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: `handle` came from nvrtcCreateProgram and is destroyed once, here.
+        let _ = unsafe { rtc::destroy_program(self.handle) };
+    }
+}
+
+/// NVRTC's NUL-terminated char buffers as a `String` (lossy, up to the first NUL).
+fn c_chars_to_string(chars: &[c_char]) -> String {
+    let bytes: Vec<u8> = chars.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_is_arch_specific_on_hopper_only() {
+        assert_eq!(Target::hopper().arch(), "sm_90a");
+        assert_eq!(Target { sm: (8, 0) }.arch(), "sm_80");
+        assert_eq!(Target { sm: (12, 0) }.arch(), "sm_120");
+    }
+
+    #[test]
+    fn options_are_fixed_and_have_no_fast_math() {
+        let opts = options(&Target::hopper(), "extern \"C\" __global__ void k() {}").unwrap();
+        assert_eq!(&opts[..4], ["--gpu-architecture=sm_90a", "-std=c++17", "--ptxas-options=-v", "-default-device"]);
+        assert!(opts[4..].iter().all(|o| o.starts_with("--include-path=")), "{opts:?}");
+        assert!(!opts.iter().any(|o| o.contains("fast-math") || o.contains("ftz")), "{opts:?}");
+    }
+
+    #[test]
+    fn combine_hoists_includes_once_and_wraps_each_source() {
+        let a = "#include <cuda_fp16.h>\nstatic __device__ float h(float x) { return x; }\nextern \"C\" __global__ void ka() {}\n";
+        let b = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\nstatic __device__ float h(float x) { return x; }\n";
+        let c = combine_sources(&[a, b]);
+        assert_eq!(c.matches("#include <cuda_fp16.h>").count(), 1, "{c}");
+        assert!(c.starts_with("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n\nnamespace sinter_src0 {\n"), "{c}");
+        assert!(c.contains("} // namespace sinter_src0\n\nnamespace sinter_src1 {\nstatic __device__"), "{c}");
+        assert_eq!(combine_sources(&["x\n"]), "namespace sinter_src0 {\nx\n} // namespace sinter_src0\n\n");
+    }
+
+    #[test]
+    fn c_chars_stop_at_nul() {
+        let chars: Vec<c_char> = b"ab\0cd".iter().map(|&b| b as c_char).collect();
+        assert_eq!(c_chars_to_string(&chars), "ab");
+    }
 }

@@ -1,7 +1,287 @@
-//! Probing for the CUDA driver and NVRTC before cudarc is touched (cudarc panics when a library
-//! is absent).
+//! Probing for the CUDA driver and NVRTC before cudarc is touched: cudarc loads libcuda and
+//! libnvrtc on first use and panics when one is absent, so every entry point of this crate calls
+//! [`driver`] or [`nvrtc`] first and turns a missing library into an error naming it.
+//!
+//! libcuda comes with the NVIDIA driver and is looked up on the loader path only (its names:
+//! cudarc's `get_lib_name_candidates("cuda")`, `libcuda.so.1` among them). libnvrtc is looked up
+//! on the loader path first (`LD_LIBRARY_PATH`, the ldconfig cache), then in the folders a CUDA
+//! toolkit or the PyPI wheels install it to (see [`nvrtc_search_dirs`]); a library found there is
+//! loaded by absolute path and kept loaded, so cudarc's own lookup by soname then finds it.
+//! `SINTER_NVRTC_SEARCH=0` turns that second step off.
 
-/// Checks that libcuda can be loaded; the error names what is missing.
-pub fn driver() -> Result<(), String> {
-    Err("libcuda probe not written yet".into())
+use cudarc::driver::{result as cu, sys as cusys};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The file name of the NVRTC this crate's bindings are built for (CUDA 13).
+pub const NVRTC_LIB: &str = "libnvrtc.so.13";
+
+/// Older NVRTC sonames also accepted in the well-known folders (the API this crate uses is
+/// unchanged since CUDA 12).
+const NVRTC_FALLBACK_LIBS: &[&str] = &["libnvrtc.so.12"];
+
+/// What [`driver`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DriverInfo {
+    /// Driver API version as `cuDriverGetVersion` reports it (e.g. 13000 for CUDA 13.0).
+    pub version: i32,
+    /// Number of CUDA devices (at least one).
+    pub device_count: u32,
+    /// Device 0's name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub device0_name: String,
+    /// Device 0's compute capability (major, minor), e.g. (9, 0).
+    pub device0_sm: (u32, u32),
+}
+
+impl DriverInfo {
+    /// The driver version as `major.minor` (13000 → `13.0`).
+    pub fn version_string(&self) -> String {
+        format!("{}.{}", self.version / 1000, (self.version % 1000) / 10)
+    }
+}
+
+/// Checks that the CUDA driver can be loaded and initialized and has a device; the error names
+/// what is missing (`libcuda.so.1 not found: ...`, `cuInit failed: CUDA_ERROR_NO_DEVICE ...`).
+/// Never panics.
+pub fn driver() -> Result<DriverInfo, String> {
+    // SAFETY: only tries to dlopen the driver library under its known names.
+    if !unsafe { cusys::is_culib_present() } {
+        let tried = cudarc::get_lib_name_candidates("cuda").len() + cudarc::get_lib_name_candidates("nvcuda").len();
+        return Err(format!(
+            "libcuda.so.1 not found: no NVIDIA driver on this machine (looked on the loader path for \
+             libcuda.so.1, libcuda.so and {} other names)",
+            tried.saturating_sub(2)
+        ));
+    }
+    cu::init().map_err(|e| format!("cuInit failed: {}", driver_error(e)))?;
+    let mut version = 0;
+    // SAFETY: libcuda is present (checked above); the pointer is to a live local.
+    unsafe { cusys::cuDriverGetVersion(&mut version) }
+        .result()
+        .map_err(|e| format!("cuDriverGetVersion failed: {}", driver_error(e)))?;
+    let count = cu::device::get_count().map_err(|e| format!("cuDeviceGetCount failed: {}", driver_error(e)))?;
+    if count <= 0 {
+        return Err("no CUDA device: the driver is loaded but cuDeviceGetCount returned 0".into());
+    }
+    let dev = cu::device::get(0).map_err(|e| format!("cuDeviceGet(0) failed: {}", driver_error(e)))?;
+    let name = cu::device::get_name(dev).map_err(|e| format!("cuDeviceGetName failed: {}", driver_error(e)))?;
+    let attr = |a| {
+        // SAFETY: `dev` is a valid device handle from cuDeviceGet.
+        unsafe { cu::device::get_attribute(dev, a) }
+            .map_err(|e| format!("cuDeviceGetAttribute({a:?}) failed: {}", driver_error(e)))
+    };
+    let major = attr(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+    let minor = attr(cusys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+    Ok(DriverInfo {
+        version,
+        device_count: count as u32,
+        device0_name: name,
+        device0_sm: (major.max(0) as u32, minor.max(0) as u32),
+    })
+}
+
+/// `CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)`.
+fn driver_error(e: cu::DriverError) -> String {
+    let name = e.error_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("{:?}", e.0));
+    match e.error_string() {
+        Ok(s) => format!("{name} ({})", s.to_string_lossy()),
+        Err(_) => name,
+    }
+}
+
+/// Checks that NVRTC can be loaded (and loads it: see the module doc); the error names the
+/// library and the folders searched, and how to install it. Never panics.
+pub fn nvrtc() -> Result<(), String> {
+    nvrtc_location().map(|_| ())
+}
+
+/// The file NVRTC was loaded from (an absolute path; the bare file name when `/proc/self/maps`
+/// does not say). Loads it on first call, as [`nvrtc`].
+pub fn nvrtc_location() -> Result<String, String> {
+    static LOADED: OnceLock<String> = OnceLock::new();
+    if let Some(at) = LOADED.get() {
+        return Ok(at.clone());
+    }
+    let at = find_nvrtc()?;
+    Ok(LOADED.get_or_init(|| at).clone())
+}
+
+fn find_nvrtc() -> Result<String, String> {
+    // The loader path first, under cudarc's names in cudarc's order (so cudarc's own lookup later
+    // picks the same file). The handle is kept: a library loaded then dropped would be unmapped,
+    // and /proc/self/maps could not say which file it was.
+    for name in cudarc::get_lib_name_candidates("nvrtc") {
+        // SAFETY: loading NVRTC runs only its (NVIDIA-shipped) initializers.
+        if let Ok(handle) = unsafe { libloading::Library::new(&name) } {
+            std::mem::forget(handle);
+            let Some(path) = mapped_nvrtc() else { return Ok(name) };
+            preload_builtins(&path);
+            return Ok(path.display().to_string());
+        }
+    }
+    let search = std::env::var("SINTER_NVRTC_SEARCH").map_or(true, |v| v != "0");
+    let dirs = if search { nvrtc_search_dirs() } else { Vec::new() };
+    for dir in &dirs {
+        for lib in std::iter::once(&NVRTC_LIB).chain(NVRTC_FALLBACK_LIBS) {
+            let path = dir.join(lib);
+            if !path.is_file() {
+                continue;
+            }
+            // SAFETY: loading NVRTC runs only its (trusted, NVIDIA-shipped) initializers.
+            match unsafe { libloading::Library::new(&path) } {
+                Ok(handle) => {
+                    // Kept loaded for the life of the process: cudarc's dlopen by soname now
+                    // resolves to this already-loaded object.
+                    std::mem::forget(handle);
+                    preload_builtins(&path);
+                    // SAFETY: as above.
+                    if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+                        return Ok(path.display().to_string());
+                    }
+                }
+                Err(e) => tracing::debug!(target: "sinter::cuda", "could not load {}: {e}", path.display()),
+            }
+        }
+    }
+    let searched = if dirs.is_empty() {
+        String::new()
+    } else {
+        format!(" or in {}", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "))
+    };
+    Err(format!(
+        "{NVRTC_LIB} not found (searched the loader path{searched}); install the CUDA toolkit or \
+         `pip install nvidia-cuda-nvrtc==13.0.*` and put its lib folder on LD_LIBRARY_PATH"
+    ))
+}
+
+/// Loads (and keeps) `libnvrtc-builtins.so.<major>.<minor>` from the folder of the libnvrtc at
+/// `nvrtc`: NVRTC opens it by file name at its first compile, which finds it only on the loader
+/// path, and a library already loaded under that soname satisfies that lookup.
+fn preload_builtins(nvrtc: &Path) {
+    let Some(dir) = nvrtc.parent() else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.filter_map(|e| e.ok()) {
+        let name = e.file_name();
+        if name.to_str().is_some_and(|n| n.starts_with("libnvrtc-builtins.so.")) {
+            // SAFETY: as for libnvrtc itself.
+            match unsafe { libloading::Library::new(e.path()) } {
+                Ok(handle) => std::mem::forget(handle),
+                Err(err) => tracing::debug!(target: "sinter::cuda", "could not load {}: {err}", e.path().display()),
+            }
+        }
+    }
+}
+
+/// The libnvrtc file mapped into this process, from `/proc/self/maps`.
+fn mapped_nvrtc() -> Option<PathBuf> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines().filter_map(|l| l.split_whitespace().nth(5)).map(PathBuf::from).find(|p| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("libnvrtc.") || n.starts_with("libnvrtc64"))
+    })
+}
+
+/// The folders (that exist) where a CUDA toolkit or the PyPI wheels put libnvrtc, in search
+/// order: `$CUDA_HOME/lib64`, `$CUDA_PATH/lib64`, `/usr/local/cuda/lib64`,
+/// `/usr/local/cuda/targets/x86_64-linux/lib`, then `nvidia/cu13/lib` (CUDA 13 wheels) and
+/// `nvidia/cuda_nvrtc/lib` (CUDA 12 wheels) under every Python site-packages folder of
+/// [`python_site_dirs`].
+pub fn nvrtc_search_dirs() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for home in toolkit_homes() {
+        out.push(home.join("lib64"));
+        out.push(home.join("targets/x86_64-linux/lib"));
+    }
+    for site in python_site_dirs() {
+        out.push(site.join("nvidia/cu13/lib"));
+        out.push(site.join("nvidia/cuda_nvrtc/lib"));
+    }
+    dedup_existing(out)
+}
+
+/// CUDA toolkit roots: `$CUDA_HOME`, `$CUDA_PATH`, `/usr/local/cuda`.
+pub(crate) fn toolkit_homes() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
+        .iter()
+        .filter_map(|v| std::env::var_os(v).filter(|s| !s.is_empty()).map(PathBuf::from))
+        .collect();
+    out.push(PathBuf::from("/usr/local/cuda"));
+    out
+}
+
+/// Python package folders where pip may have put the NVIDIA wheels: the active virtual
+/// environment and conda prefix, the user site (`~/.local/lib/python3.*/site-packages`), pyenv's
+/// interpreters (`$PYENV_ROOT/versions/*/lib/python3.*/site-packages`), and the system ones (`/usr/local/lib/python3.*/{site,dist}-packages`, `/usr/lib/python3/dist-packages`,
+/// `/usr/lib/python3.*/site-packages`, `/opt/conda/lib/python3.*/site-packages`). Only folders
+/// that exist.
+pub fn python_site_dirs() -> Vec<PathBuf> {
+    let mut prefixes: Vec<PathBuf> = ["VIRTUAL_ENV", "CONDA_PREFIX"]
+        .iter()
+        .filter_map(|v| std::env::var_os(v).filter(|s| !s.is_empty()).map(PathBuf::from))
+        .collect();
+    let home = std::env::var_os("HOME").filter(|s| !s.is_empty()).map(PathBuf::from);
+    if let Some(home) = &home {
+        prefixes.push(home.join(".local"));
+    }
+    // pyenv interpreters: `$PYENV_ROOT/versions/*`, else `~/.pyenv/versions/*`.
+    let pyenv = std::env::var_os("PYENV_ROOT").filter(|s| !s.is_empty()).map(PathBuf::from);
+    if let Some(root) = pyenv.or_else(|| home.map(|h| h.join(".pyenv")))
+        && let Ok(versions) = std::fs::read_dir(root.join("versions"))
+    {
+        let mut v: Vec<PathBuf> = versions.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+        v.sort();
+        prefixes.extend(v);
+    }
+    prefixes.extend(["/usr/local", "/usr", "/opt/conda"].iter().map(PathBuf::from));
+    let mut out = Vec::new();
+    for prefix in prefixes {
+        for py in python_dirs(&prefix.join("lib")) {
+            out.push(py.join("site-packages"));
+            out.push(py.join("dist-packages"));
+        }
+    }
+    out.push(PathBuf::from("/usr/lib/python3/dist-packages"));
+    dedup_existing(out)
+}
+
+/// `lib/python3.*` folders under `lib`, newest name last.
+fn python_dirs(lib: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(lib) else { return Vec::new() };
+    let mut out: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("python3")))
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    out
+}
+
+/// Keeps the folders that exist, each once, in order.
+pub(crate) fn dedup_existing(dirs: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for d in dirs {
+        if d.is_dir() && !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_string_splits_major_minor() {
+        let info = DriverInfo { version: 12040, device_count: 1, device0_name: "x".into(), device0_sm: (9, 0) };
+        assert_eq!(info.version_string(), "12.4");
+    }
+
+    #[test]
+    fn dedup_existing_drops_missing_and_repeated() {
+        let tmp = std::env::temp_dir();
+        let missing = tmp.join("sinter-no-such-folder-7f3a");
+        assert_eq!(dedup_existing(vec![tmp.clone(), missing, tmp.clone()]), vec![tmp]);
+    }
 }

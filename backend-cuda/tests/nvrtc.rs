@@ -1,0 +1,448 @@
+//! NVRTC in CI: every kernel of every built-in workload (reduced scale, fused and unfused),
+//! rendered with the default tuning and with every `render::candidates` tuning, compiles to an
+//! sm_90a cubin; compile errors carry the log; the cubin cache hits, and rebuilds corrupt entries.
+//!
+//! Cost: default-tuning sources are compiled one by one, exactly as the backend compiles them;
+//! the other candidates (several thousand sources, most of them the same few kernel shapes at
+//! other sizes) are deduplicated per tuning up to numeric literals and compiled in batches of
+//! `nvrtc::combine_sources`, which keeps this test to about a minute of NVRTC time.
+//!
+//! Without NVRTC these tests print a skip line, unless `SINTER_REQUIRE_NVRTC=1` (CI sets it in
+//! `scripts/test.sh`, with the NVRTC wheel from PyPI), which makes a missing NVRTC a failure.
+
+use sinter_core::dtype::DType;
+use sinter_core::kernel::{Capabilities, Kernel};
+use sinter_core::schedule::{ScheduleOptions, schedule};
+use sinter_core::workloads::{self, Scale};
+use sinter_cuda::nvrtc::{self, CubinCache, NvrtcError, Target};
+use sinter_cuda::probe;
+use sinter_cuda::render::{self, CudaCaps, Tuning};
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+/// Whether NVRTC is here; prints a skip line when not, and fails when it is required.
+fn nvrtc_available(test: &str) -> bool {
+    match probe::nvrtc() {
+        Ok(()) => true,
+        Err(e) => {
+            assert!(
+                !std::env::var("SINTER_REQUIRE_NVRTC").is_ok_and(|v| v == "1"),
+                "SINTER_REQUIRE_NVRTC=1 but NVRTC is unavailable: {e}"
+            );
+            eprintln!("skipped {test}: {e}");
+            false
+        }
+    }
+}
+
+/// The CUDA backend's capabilities (H100), as the scheduler sees them.
+fn cuda_caps() -> Capabilities {
+    Capabilities {
+        backend: "cuda".into(),
+        max_workgroup_size: 1024,
+        max_shared_bytes: 48 * 1024,
+        max_bindings: 64,
+        max_binding_bytes: u64::MAX,
+        subgroup_size: Some(32),
+        dtypes: DType::ALL.to_vec(),
+        compute_units: 132,
+        matrix_dtypes: vec![],
+    }
+}
+
+/// A kernel in the style of the renderer's output: f16/bf16 headers, a vectorized body.
+const TYPICAL: &str = r#"#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+extern "C" __global__ void __launch_bounds__(256) k0_add_relu_mul(
+    const float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, unsigned n) {
+  unsigned i = (blockIdx.x * blockDim.x + threadIdx.x) * 4u;
+  if (i + 3u < n) {
+    float4 x = *reinterpret_cast<const float4*>(a0 + i);
+    float4 b = *reinterpret_cast<const float4*>(a1 + i);
+    float4 y;
+    y.x = fmaxf(x.x + b.x, 0.0f) * 2.0f;
+    y.y = fmaxf(x.y + b.y, 0.0f) * 2.0f;
+    y.z = fmaxf(x.z + b.z, 0.0f) * 2.0f;
+    y.w = fmaxf(x.w + b.w, 0.0f) * 2.0f;
+    *reinterpret_cast<float4*>(a2 + i) = y;
+  } else {
+    for (; i < n; ++i) a2[i] = fmaxf(a0[i] + a1[i], 0.0f) * 2.0f;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) k1_sum_bf16(
+    const __nv_bfloat16* __restrict__ a0, float* __restrict__ a1, unsigned cols) {
+  __shared__ float warp_sums[8];
+  float acc = 0.0f;
+  for (unsigned c = threadIdx.x; c < cols; c += blockDim.x) acc += __bfloat162float(a0[blockIdx.x * cols + c]);
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if ((threadIdx.x & 31u) == 0u) warp_sums[threadIdx.x >> 5] = acc;
+  __syncthreads();
+  if (threadIdx.x < 32u) {
+    acc = threadIdx.x < 8u ? warp_sums[threadIdx.x] : 0.0f;
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (threadIdx.x == 0u) a1[blockIdx.x] = acc;
+  }
+}
+"#;
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+#[test]
+fn compiles_a_kernel_to_a_cubin_and_reports_resources() {
+    if !nvrtc_available("compiles_a_kernel_to_a_cubin_and_reports_resources") {
+        return;
+    }
+    let t = Target::hopper();
+    let mut times = Vec::new();
+    let mut cubin = None;
+    for _ in 0..3 {
+        let t0 = Instant::now();
+        cubin = Some(nvrtc::compile("typical", TYPICAL, &t).unwrap_or_else(|e| panic!("{e}")));
+        times.push(t0.elapsed());
+    }
+    let cubin = cubin.expect("compiled");
+    eprintln!("NVRTC compile of a typical two-kernel source (f16/bf16 headers): median {:?}", median(times));
+    assert!(cubin.image.starts_with(b"\x7fELF"), "not an ELF cubin");
+    let add = nvrtc::resources(&cubin.log, "k0_add_relu_mul").unwrap_or_else(|| panic!("no resources:\n{}", cubin.log));
+    let sum = nvrtc::resources(&cubin.log, "k1_sum_bf16").unwrap_or_else(|| panic!("no resources:\n{}", cubin.log));
+    assert!(add.registers > 0 && add.spill_bytes == 0 && add.shared_bytes == 0, "{add:?}\n{}", cubin.log);
+    assert!(sum.registers > 0 && sum.shared_bytes == 32, "{sum:?}\n{}", cubin.log);
+    assert!(cubin.log.contains("for 'sm_90a'"), "{}", cubin.log);
+
+    let ptx = nvrtc::compile_ptx("typical", TYPICAL, &t).unwrap_or_else(|e| panic!("{e}"));
+    assert!(ptx.contains(".target sm_90a") && ptx.contains(".entry k1_sum_bf16"), "{ptx}");
+
+    // Another architecture: plain `sm_XY`.
+    let ampere = nvrtc::compile("typical", TYPICAL, &Target { sm: (8, 0) }).unwrap_or_else(|e| panic!("{e}"));
+    assert!(ampere.log.contains("for 'sm_80'"), "{}", ampere.log);
+}
+
+#[test]
+fn compile_errors_carry_the_log() {
+    if !nvrtc_available("compile_errors_carry_the_log") {
+        return;
+    }
+    let src = "extern \"C\" __global__ void k(float* a) {\n  a[0] = not_declared;\n}\n";
+    match nvrtc::compile("k9_broken", src, &Target::hopper()) {
+        Err(NvrtcError::Compile { name, log }) => {
+            assert_eq!(name, "k9_broken");
+            assert!(log.contains("k9_broken.cu(2): error") && log.contains("not_declared"), "{log}");
+            assert!(log.contains("--gpu-architecture=sm_90a"), "options missing from the log: {log}");
+        }
+        other => panic!("expected a compile error, got {other:?}"),
+    }
+    match nvrtc::compile("nul", "extern \"C\" __global__ void k() {}\0", &Target::hopper()) {
+        Err(NvrtcError::Compile { log, .. }) => assert!(log.contains("NUL"), "{log}"),
+        other => panic!("expected a compile error, got {other:?}"),
+    }
+    // An architecture NVRTC does not know is an error with NVRTC's message, not a panic.
+    match nvrtc::compile("k", "extern \"C\" __global__ void k() {}", &Target { sm: (1, 0) }) {
+        Err(NvrtcError::Compile { log, .. }) => assert!(log.contains("sm_10"), "{log}"),
+        other => panic!("expected an error for sm_10, got {other:?}"),
+    }
+}
+
+#[test]
+fn cubin_cache_hits_and_rebuilds_corrupt_entries() {
+    if !nvrtc_available("cubin_cache_hits_and_rebuilds_corrupt_entries") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let cache = CubinCache::open(Some(tmp.path()));
+    let t = Target::hopper();
+    let t0 = Instant::now();
+    let (cold, hit) = cache.compile_cached("typical", TYPICAL, &t).unwrap_or_else(|e| panic!("{e}"));
+    let cold_time = t0.elapsed();
+    assert!(!hit, "first compile cannot hit");
+    let mut hit_times = Vec::new();
+    for _ in 0..5 {
+        let t0 = Instant::now();
+        let (warm, hit) = cache.compile_cached("typical", TYPICAL, &t).unwrap_or_else(|e| panic!("{e}"));
+        hit_times.push(t0.elapsed());
+        assert!(hit, "second compile must hit");
+        assert!(warm == cold, "a hit must return the stored cubin and log");
+    }
+    eprintln!("cubin cache: cold compile {cold_time:?}, hit (key + read + validate) median {:?}", median(hit_times));
+    // Another target or another source misses.
+    assert!(!cache.compile_cached("typical", TYPICAL, &Target { sm: (8, 0) }).expect("sm_80").1);
+    let other = TYPICAL.replace("2.0f", "3.0f");
+    assert!(!cache.compile_cached("typical", &other, &t).expect("other").1);
+
+    // A truncated entry is detected, rebuilt and rewritten whole.
+    let key = CubinCache::key(TYPICAL, &t).expect("key");
+    let path = cache.path(&key).expect("path");
+    let bytes = std::fs::read(&path).expect("entry written");
+    std::fs::write(&path, &bytes[..bytes.len() / 3]).expect("truncate");
+    let (rebuilt, hit) = cache.compile_cached("typical", TYPICAL, &t).expect("rebuild");
+    assert!(!hit, "a truncated entry must not be trusted");
+    assert!(rebuilt.image == cold.image, "the rebuilt cubin differs");
+    // Rewritten whole (the log differs: ptxas reports its compile time).
+    let rewritten = nvrtc::decode_entry(&std::fs::read(&path).expect("rewritten")).expect("a valid entry");
+    assert!(rewritten.image == cold.image, "the rewritten entry holds another cubin");
+    assert!(cache.compile_cached("typical", TYPICAL, &t).expect("hit").1);
+}
+
+/// One kernel to compile: where it came from, and its rendered source.
+struct Job {
+    what: String,
+    kernel: String,
+    source: String,
+}
+
+/// What one compile thread takes: a default-tuning source alone (exactly as the backend compiles
+/// it), or a batch of other candidates joined by `nvrtc::combine_sources`.
+enum Work<'a> {
+    Alone(&'a Job),
+    Batch(Vec<&'a Job>),
+}
+
+/// Candidates per NVRTC call: each call costs a front-end start (~30-50 ms) besides its kernels.
+const BATCH: usize = 24;
+
+#[test]
+fn every_workload_kernel_compiles_for_sm90() {
+    if !nvrtc_available("every_workload_kernel_compiles_for_sm90") {
+        return;
+    }
+    let caps = cuda_caps();
+    let cuda = CudaCaps::hopper();
+    let mut failures: Vec<String> = Vec::new();
+    let (mut defaults, mut others): (Vec<Job>, Vec<Job>) = (Vec::new(), Vec::new());
+    // Sources already queued, up to comments and the entry name.
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut kernels = 0usize;
+    for w in workloads::all() {
+        let g = w.build(Scale::Reduced).unwrap_or_else(|e| panic!("{}: build: {e}", w.name));
+        let opt = sinter_core::passes::optimize(&g).unwrap_or_else(|e| panic!("{}: passes: {e}", w.name));
+        for fusion in [true, false] {
+            let opts = if fusion { ScheduleOptions::default() } else { ScheduleOptions::eager() };
+            let p =
+                schedule(&opt, &caps, &opts).unwrap_or_else(|e| panic!("{} (fusion {fusion}): schedule: {e}", w.name));
+            for k in &p.kernels {
+                kernels += 1;
+                let mut tunings = render::candidates(k, &cuda);
+                if !tunings.contains(&Tuning::default()) {
+                    tunings.insert(0, Tuning::default());
+                }
+                for t in tunings {
+                    let what = format!("{} (fusion {fusion}) {} {t:?}", w.name, k.name);
+                    match render::render(k, &cuda, &t) {
+                        Ok(r) => {
+                            if r.name != k.name {
+                                failures.push(format!("{what}: rendered entry {} is not the kernel's name", r.name));
+                            }
+                            // Default tunings: every distinct source, as the backend compiles it.
+                            // Other candidates: per tuning, every distinct source up to numeric
+                            // literals (the unfused chain and ResNet repeat one kernel shape at many
+                            // sizes); the tuning is part of the key, so block sizes and tiles stay.
+                            let default = t == Tuning::default();
+                            let key = if default {
+                                code_key(&r.source, &r.name)
+                            } else {
+                                format!("{t:?} {}", shape_key(&r.source, &r.name))
+                            };
+                            if seen.insert(key) {
+                                let job = Job { what, kernel: r.name, source: r.source };
+                                if default { defaults.push(job) } else { others.push(job) }
+                            }
+                        }
+                        Err(e) => failures.push(format!("{what}: render: {e}")),
+                    }
+                }
+            }
+        }
+    }
+    let mut work: Vec<Work> = defaults.iter().map(Work::Alone).collect();
+    work.extend(batches(&others).into_iter().map(Work::Batch));
+    let t0 = Instant::now();
+    let (compile_failures, times) = compile_all(&work);
+    failures.extend(compile_failures);
+    eprintln!(
+        "{kernels} kernels: {} distinct default-tuning sources compiled alone, {} other candidates in {} batches; \
+         {:?} wall, {:?} of NVRTC time (median call {:?}, max {:?})",
+        defaults.len(),
+        others.len(),
+        work.len() - defaults.len(),
+        t0.elapsed(),
+        times.iter().sum::<Duration>(),
+        median(times.clone()),
+        times.iter().max().copied().unwrap_or_default()
+    );
+    let shown: Vec<&String> = failures.iter().take(12).collect();
+    assert!(
+        failures.is_empty(),
+        "{} renders/compiles failed ({} kernels); the first {}:\n\n{}",
+        failures.len(),
+        kernels,
+        shown.len(),
+        shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n\n")
+    );
+}
+
+/// A source without its comments and blank lines, the entry point's name replaced: the same kernel
+/// scheduled in two workloads differs only in those.
+fn code_key(source: &str, name: &str) -> String {
+    let code: Vec<&str> =
+        source.lines().map(|l| l.split("//").next().unwrap_or("").trim_end()).filter(|l| !l.is_empty()).collect();
+    format!("exact:{}", code.join("\n").replace(name, "@ENTRY@"))
+}
+
+/// [`code_key`] with every numeric literal (a digit run not inside an identifier) masked: sources
+/// that go through the same code paths at other sizes.
+fn shape_key(source: &str, name: &str) -> String {
+    let code = code_key(source, name);
+    let mut out = String::with_capacity(code.len());
+    let mut prev_ident = false;
+    let mut in_number = false;
+    for c in code.chars() {
+        if c.is_ascii_digit() && (in_number || !prev_ident) {
+            if !in_number {
+                out.push('#');
+            }
+            in_number = true;
+        } else {
+            in_number = false;
+            out.push(c);
+        }
+        prev_ident = c.is_ascii_alphanumeric() || c == '_';
+    }
+    format!("shape:{out}")
+}
+
+/// Groups jobs into batches of at most [`BATCH`] with distinct entry names (first fit).
+fn batches(jobs: &[Job]) -> Vec<Vec<&Job>> {
+    let mut out: Vec<(HashSet<&str>, Vec<&Job>)> = Vec::new();
+    for j in jobs {
+        match out.iter_mut().find(|(names, b)| b.len() < BATCH && !names.contains(j.kernel.as_str())) {
+            Some((names, b)) => {
+                names.insert(&j.kernel);
+                b.push(j);
+            }
+            None => out.push((HashSet::from([j.kernel.as_str()]), vec![j])),
+        }
+    }
+    out.into_iter().map(|(_, b)| b).collect()
+}
+
+/// Compiles all work on a few threads. Returns the failures (each with its log, cut to 60 lines,
+/// and the numbered source) and the time of each NVRTC call.
+fn compile_all(work: &[Work]) -> (Vec<String>, Vec<Duration>) {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<(Vec<String>, Vec<Duration>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let (mut failures, mut times) = (Vec::new(), Vec::new());
+                    while let Some(w) = work.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+                        match w {
+                            Work::Alone(job) => {
+                                let (f, t) = compile_one(job);
+                                failures.extend(f);
+                                times.push(t);
+                            }
+                            Work::Batch(jobs) => failures.extend(compile_batch(jobs, &mut times)),
+                        }
+                    }
+                    (failures, times)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("compile thread")).collect()
+    });
+    let mut failures = Vec::new();
+    let mut times = Vec::new();
+    for (f, t) in results {
+        failures.extend(f);
+        times.extend(t);
+    }
+    (failures, times)
+}
+
+/// Compiles a batch as one program; when that fails, each member alone, to name the culprit.
+fn compile_batch(jobs: &[&Job], times: &mut Vec<Duration>) -> Vec<String> {
+    let sources: Vec<&str> = jobs.iter().map(|j| j.source.as_str()).collect();
+    let t0 = Instant::now();
+    let result = nvrtc::compile("candidates", &nvrtc::combine_sources(&sources), &Target::hopper());
+    times.push(t0.elapsed());
+    match result {
+        Ok(c) => jobs
+            .iter()
+            .filter(|j| nvrtc::resources(&c.log, &j.kernel).is_none())
+            .map(|j| format!("{}: no ptxas resources for {} in the batch log:\n{}", j.what, j.kernel, c.log))
+            .collect(),
+        Err(e) => {
+            let mut failures = Vec::new();
+            for j in jobs {
+                let (f, t) = compile_one(j);
+                failures.extend(f);
+                times.push(t);
+            }
+            if failures.is_empty() {
+                let text = e.to_string();
+                let log: Vec<&str> = text.lines().take(60).collect();
+                failures.push(format!(
+                    "a batch of {} candidates fails together but each compiles alone:\n{}",
+                    jobs.len(),
+                    log.join("\n")
+                ));
+            }
+            failures
+        }
+    }
+}
+
+fn compile_one(job: &Job) -> (Option<String>, Duration) {
+    let t0 = Instant::now();
+    let result = nvrtc::compile(&job.kernel, &job.source, &Target::hopper());
+    let took = t0.elapsed();
+    let failure = match result {
+        Ok(c) => match nvrtc::resources(&c.log, &job.kernel) {
+            Some(_) => None,
+            None => Some(format!("{}: no ptxas resources for {} in the log:\n{}", job.what, job.kernel, c.log)),
+        },
+        Err(e) => {
+            let text = e.to_string();
+            let log: Vec<&str> = text.lines().take(60).collect();
+            Some(format!("{}: {}\n--- source ---\n{}", job.what, log.join("\n"), numbered(&job.source, 200)))
+        }
+    };
+    (failure, took)
+}
+
+/// The first `max` lines of `source`, numbered as NVRTC's messages number them.
+fn numbered(source: &str, max: usize) -> String {
+    source.lines().take(max).enumerate().map(|(i, l)| format!("{:4} {l}", i + 1)).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn workloads_schedule_to_every_kernel_kind() {
+    // Guards the test above against silently testing nothing: the workloads schedule to a
+    // reasonable number of kernels of every body kind at the reduced scale.
+    let caps = cuda_caps();
+    let mut kinds = HashSet::new();
+    let mut count = 0;
+    for w in workloads::all() {
+        let g = sinter_core::passes::optimize(&w.build(Scale::Reduced).expect("build")).expect("passes");
+        for opts in [ScheduleOptions::default(), ScheduleOptions::eager()] {
+            let p = schedule(&g, &caps, &opts).expect("schedule");
+            count += p.kernels.len();
+            kinds.extend(p.kernels.iter().map(body_kind));
+        }
+    }
+    assert!(count >= 50, "only {count} kernels");
+    assert_eq!(kinds.len(), 3, "{kinds:?}");
+}
+
+fn body_kind(k: &Kernel) -> &'static str {
+    match &k.body {
+        sinter_core::kernel::KernelBody::Pointwise { .. } => "pointwise",
+        sinter_core::kernel::KernelBody::Reduce(_) => "reduce",
+        sinter_core::kernel::KernelBody::Matmul(_) => "matmul",
+    }
+}
