@@ -7,6 +7,11 @@
 //! is absent), so a missing driver is an error naming the library, never a panic.
 #![warn(missing_docs)]
 
+pub mod backend;
+pub mod device;
 pub mod nvrtc;
 pub mod probe;
 pub mod render;
+
+pub use backend::{CudaBackend, CudaExecutable};
+pub use device::{CudaBuffer, CudaCalibration, Device, DeviceInfo};

@@ -1,8 +1,66 @@
 //! The CUDA renderer: a pure function from one kernel of the kernel IR (plus a [`Tuning`]) to
 //! CUDA C++ source text and its launch shape. No device, no I/O.
+//!
+//! Each kernel is one `extern "C" __global__ void <name>(...)` whose parameters are one pointer
+//! per [`Kernel::args`] entry, in order (`const T* __restrict__ aN` for reads, `T* __restrict__ aN`
+//! for writes, `T` the storage type, see the `types` module); nothing else is passed: extents are baked into
+//! the source. The source is self-contained apart from `cuda_fp16.h` / `cuda_bf16.h` (included only
+//! when f16 / bf16 appear) and is meant to be compiled by NVRTC without fast-math flags.
+//!
+//! # Kernel shapes
+//!
+//! * **Pointwise**: one thread per lane, or per group of `W` consecutive lanes
+//!   (`W` = 16 bytes over the narrowest contiguous element: 4 for f32, 8 for f16/bf16, 2 for f64,
+//!   16 for bytes) when the lane count is a multiple of `W` and some access is contiguous and
+//!   aligned in the lane: those are one `sinter_vec<T, W>` (16-byte) load or store, accesses
+//!   uniform across the group are loaded once, others element by element. 256 threads per block,
+//!   `ceil(threads / 256)` blocks on grid x, an early return only when the grid has excess threads.
+//! * **Reduce**: one block per row (`Persistent`: row in registers when it fits,
+//!   `Looped` otherwise; warp shuffles then shared memory across warps), or one thread per row
+//!   (`ThreadPerRow`). Sequential reductions, `Acc(k)` visible to later ones and to the element
+//!   stores; row stores once per row.
+//! * **Matmul**: a shared-memory tiled CUDA-core kernel with register blocking
+//!   ([`MatmulTile`]), operands read through their strides with zero fill at the edges, then the
+//!   epilogue per output element.
+//!
+//! Indices need no bounds checks: the kernel IR guarantees them in range (the `index` module). Vector
+//! accesses assume every argument pointer is 16-byte aligned (device allocations are 256-byte
+//! aligned; a sub-allocator must keep 16).
+//!
+//! # Numerics
+//!
+//! As [`sinter_core::scalar`] and the kernel-IR interpreter define them (the `ops` and `prelude` modules):
+//! f16/bf16 computed in `float` and rounded only at casts and stores; literals converted as casts
+//! from f64; integers wrap to their dtype after every op (signed arithmetic in the unsigned type
+//! of its width, no undefined behaviour); accurate libm (`expf`, `erff`, ..., the double versions
+//! for f64); NaN-propagating max/min, half-even `rint`, floored `mod`, `sign(-0) = +0`,
+//! float-to-integer casts truncating, saturating and wrapping. The compiler may contract `a * b + c`
+//! into an FMA unless NVRTC is given `--fmad=false` (one rounding less, never more error).
+//!
+//! # Launch
+//!
+//! [`Rendered::grid`] blocks of [`Rendered::block`] threads, no dynamic shared memory (tiles are
+//! static `__shared__` arrays within 48 KiB). A grid of `[0, 1, 1]` means there is nothing to do:
+//! skip the launch.
+
+mod analysis;
+mod emit;
+mod index;
+mod matmul;
+mod ops;
+mod pointwise;
+mod prelude;
+mod reduce;
+mod types;
 
 use serde::{Deserialize, Serialize};
-use sinter_core::kernel::Kernel;
+use sinter_core::DType;
+use sinter_core::backend::BackendError;
+use sinter_core::kernel::{Access, Kernel, KernelBody, ReduceStrategy};
+
+pub use matmul::{MatmulTile, check_tile};
+
+use emit::Emitter;
 
 /// What the renderer may assume about the device.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -25,28 +83,42 @@ impl CudaCaps {
 }
 
 /// A tuning of one kernel (what max-autotune varies); `Tuning::default()` is the heuristic choice.
+/// A field that does not apply to the kernel's kind must be `None` (or the "off" value);
+/// [`render`] returns [`RenderError::InvalidTuning`] for a tuning it cannot honour.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Tuning {
-    /// Threads per block (None: the renderer's default for the kernel kind).
+    /// Threads per block (None: the renderer's default for the kernel kind). A positive multiple
+    /// of 32 up to the device limit; for matmuls it must equal the tile's thread count.
     pub block: Option<u32>,
-    /// Vectorize contiguous aligned accesses (16-byte loads/stores) where provable.
+    /// Vectorize contiguous aligned accesses (16-byte loads/stores) where provable: `None` where
+    /// provable, `Some(false)` never, `Some(true)` required (invalid where nothing is contiguous).
     pub vectorize: Option<bool>,
+    /// Block-per-row reductions: keep the row in registers (`None`: whenever it fits 32 elements
+    /// per thread, also for rows the scheduler marked `Looped`; `Some(false)`: always loop;
+    /// `Some(true)`: required, invalid when the row does not fit).
+    #[serde(default)]
+    pub persistent: Option<bool>,
+    /// Matmuls: the tile (`None`: by size, see [`MatmulTile`]).
+    #[serde(default)]
+    pub tile: Option<MatmulTile>,
 }
 
 /// A rendered kernel.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Rendered {
-    /// Kernel name (the `extern "C"` entry point), as [`Kernel::name`].
+    /// The `extern "C"` entry point: [`Kernel::name`] (scheduler names are valid identifiers;
+    /// others are made so by [`entry_name`]).
     pub name: String,
     /// Full CUDA C++ source (self-contained apart from `cuda_fp16.h` / `cuda_bf16.h`).
     pub source: String,
-    /// Grid (blocks).
+    /// Grid (blocks); `[0, 1, 1]` when there is nothing to launch.
     pub grid: [u32; 3],
     /// Block (threads).
     pub block: [u32; 3],
     /// Dynamic shared memory bytes to launch with.
     pub dynamic_shared_bytes: u32,
-    /// Short description of the strategy (e.g. `pointwise vec4`, `reduce persistent block 256`).
+    /// Short description of the strategy (e.g. `pointwise x4 block 256`,
+    /// `reduce persistent x8 block 256 vec4`, `matmul 128x128x8 8x8`).
     pub strategy: String,
 }
 
@@ -71,15 +143,179 @@ pub enum RenderError {
     },
 }
 
+impl From<RenderError> for BackendError {
+    fn from(e: RenderError) -> Self {
+        match e {
+            RenderError::Unsupported { kernel, what } => {
+                BackendError::Unsupported { backend: "cuda".into(), what: format!("kernel {kernel}: {what}") }
+            }
+            RenderError::InvalidTuning { kernel, msg } => BackendError::Render { kernel, msg },
+        }
+    }
+}
+
+/// What a body template produced besides the code.
+pub(crate) struct Body {
+    grid: [u32; 3],
+    block: [u32; 3],
+    strategy: String,
+    /// A comment line describing the mapping.
+    summary: String,
+    /// The second `__launch_bounds__` argument: blocks per SM to keep registers for.
+    min_blocks: Option<u32>,
+}
+
+/// The C++ entry-point name of a kernel: its name with every character outside `[A-Za-z0-9_]`
+/// replaced by `_`, kept when it has the scheduler's form `k<digit>...` (no C++ keyword, no name of
+/// the generated code has it), else prefixed with `k_`; double underscores (reserved in C++) become
+/// `_x`.
+pub fn entry_name(kernel: &str) -> String {
+    let s: String = kernel.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    let mut chars = s.chars();
+    let scheduler_form = chars.next() == Some('k') && chars.next().is_some_and(|c| c.is_ascii_digit());
+    let mut s = if scheduler_form { s } else { format!("k_{s}") };
+    while s.contains("__") {
+        s = s.replace("__", "_x");
+    }
+    s
+}
+
 /// Renders `k` with `t`. Kernel parameters are one pointer per [`Kernel::args`] entry, in order
 /// (`const T* __restrict__ a0` for reads, `T* __restrict__ a1` for writes), nothing else.
 pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, RenderError> {
-    let _ = (caps, t);
-    Err(RenderError::Unsupported { kernel: k.name.clone(), what: "renderer not written yet".into() })
+    analysis::validate(k)?;
+    let wide = index::needs_wide(k);
+    let mut em = Emitter::new(k, wide);
+    let body = match &k.body {
+        KernelBody::Pointwise { numel, stores } => pointwise::render(&mut em, *numel, stores, caps, t)?,
+        KernelBody::Reduce(r) => reduce::render(&mut em, r, caps, t)?,
+        KernelBody::Matmul(m) => matmul::render(&mut em, m, caps, t)?,
+    };
+    let name = entry_name(&k.name);
+    let mut src = String::new();
+    src.push_str(&format!("// sinter kernel {}: {}\n", k.name, k.ops.join(", ")));
+    if !k.origins.is_empty() {
+        let o: Vec<String> = k.origins.iter().map(|n| format!("%{n}")).collect();
+        src.push_str(&format!("// fused graph nodes: {}\n", o.join(" ")));
+    }
+    src.push_str(&format!("// {}\n", body.summary));
+    let mut dts: Vec<DType> = k.args.iter().map(|a| a.dtype).chain(k.exprs.iter().map(|e| e.dtype)).collect();
+    if let KernelBody::Matmul(m) = &k.body {
+        dts.extend([m.in_dtype, m.acc_dtype]);
+    }
+    if dts.contains(&DType::F16) {
+        src.push_str("#include <cuda_fp16.h>\n");
+    }
+    if dts.contains(&DType::BF16) {
+        src.push_str("#include <cuda_bf16.h>\n");
+    }
+    src.push('\n');
+    if !em.h.is_empty() {
+        src.push_str(&em.h.render());
+    }
+    let [bx, by, bz] = body.block;
+    let bounds = match body.min_blocks {
+        Some(m) => format!("{}, {m}", bx * by * bz),
+        None => (bx * by * bz).to_string(),
+    };
+    src.push_str(&format!("extern \"C\" __global__ void __launch_bounds__({bounds}) {name}("));
+    let n = k.args.len();
+    for (i, a) in k.args.iter().enumerate() {
+        let (cv, what) = if a.access == Access::Read { ("const ", "read") } else { ("", "written") };
+        let sep = if i + 1 < n { "," } else { ")" };
+        src.push_str(&format!(
+            "\n    {cv}{}* __restrict__ a{i}{sep} // {}[{}] (b{}), {what}",
+            types::storage(a.dtype),
+            a.dtype,
+            a.numel,
+            a.buffer.0
+        ));
+    }
+    if n == 0 {
+        src.push(')');
+    }
+    src.push_str("\n{\n");
+    src.push_str(&emit::prune_unused(&em.out));
+    src.push_str("}\n");
+    Ok(Rendered {
+        name,
+        source: src,
+        grid: body.grid,
+        block: body.block,
+        dynamic_shared_bytes: 0,
+        strategy: body.strategy,
+    })
 }
 
-/// The tunings max-autotune times for `k` (the default first).
+/// Checks that `t` is a tuning [`render`] honours for `k` (to reject stale autotune-cache
+/// entries): `Err` exactly when rendering would fail.
+pub fn check_tuning(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<(), RenderError> {
+    render(k, caps, t).map(|_| ())
+}
+
+/// The tunings max-autotune times for `k`: the default first, then block sizes (64..1024),
+/// vectorization off, looped instead of persistent reductions, and matmul tiles; each renders, and
+/// no two render the same source.
 pub fn candidates(k: &Kernel, caps: &CudaCaps) -> Vec<Tuning> {
-    let _ = (k, caps);
-    vec![Tuning::default()]
+    let blocks: Vec<u32> =
+        [64u32, 128, 256, 512, 1024].into_iter().filter(|&b| b <= caps.max_threads_per_block).collect();
+    let mut all = vec![Tuning::default()];
+    match &k.body {
+        KernelBody::Pointwise { .. } => {
+            for &b in &blocks {
+                for v in [None, Some(false)] {
+                    all.push(Tuning { block: Some(b), vectorize: v, ..Tuning::default() });
+                }
+            }
+        }
+        KernelBody::Reduce(r) if r.strategy == ReduceStrategy::ThreadPerRow => {
+            for b in std::iter::once(32).chain(blocks.iter().copied()) {
+                all.push(Tuning { block: Some(b), ..Tuning::default() });
+            }
+        }
+        KernelBody::Reduce(_) => {
+            all.push(Tuning { persistent: Some(false), ..Tuning::default() });
+            all.push(Tuning { vectorize: Some(false), ..Tuning::default() });
+            for b in std::iter::once(32).chain(blocks.iter().copied()) {
+                for persistent in [None, Some(false)] {
+                    for vectorize in [None, Some(false)] {
+                        all.push(Tuning { block: Some(b), vectorize, persistent, tile: None });
+                    }
+                }
+            }
+        }
+        KernelBody::Matmul(_) => {
+            for tile in MatmulTile::CANDIDATES {
+                all.push(Tuning { tile: Some(tile), ..Tuning::default() });
+            }
+        }
+    }
+    let mut seen: Vec<(String, [u32; 3])> = Vec::new();
+    let mut out = Vec::new();
+    for t in all {
+        if let Ok(r) = render(k, caps, &t) {
+            let key = (r.source, r.grid);
+            if !seen.contains(&key) {
+                seen.push(key);
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_names_are_safe_identifiers() {
+        assert_eq!(entry_name("k3_softmax"), "k3_softmax");
+        assert_eq!(entry_name("a0"), "k_a0");
+        assert_eq!(entry_name("int"), "k_int");
+        assert_eq!(entry_name("3x"), "k_3x");
+        assert_eq!(entry_name("k1 weird-name"), "k1_weird_name");
+        assert_eq!(entry_name("k2___x"), "k2_x_x");
+        assert_eq!(entry_name(""), "k_");
+    }
 }

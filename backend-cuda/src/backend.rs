@@ -1,0 +1,432 @@
+//! [`CudaBackend`]: the [`Backend`] that renders kernel IR to CUDA C++, compiles it with NVRTC for
+//! the GPU's own architecture (cubins cached on disk), and runs it through the [`crate::device`]
+//! layer.
+//!
+//! # Loading
+//!
+//! [`CudaBackend::load_cuda`] validates the program ([`interp::validate`]), gives the executable
+//! its own stream, allocates from the device pool following [`alloc::plan`] (memory-plan slots
+//! shared; constants through the [`LoadOptions::constants`] pool, so one compiled graph uploads
+//! each constant once across specializations), zero-fills its own memory, renders and compiles
+//! every kernel and loads its module. Each kernel becomes a [`crate::device::Launch`] whose
+//! parameter array (one device pointer per [`Kernel::args`] entry) is built here, once.
+//!
+//! # Modes
+//!
+//! * [`Mode::Default`]: each run launches every kernel on the executable's stream.
+//!   [`Executable::run_device`] patches the inputs' device pointers and fresh pooled output
+//!   buffers into the parameter arrays and launches: no copies, no synchronize.
+//! * [`Mode::ReduceOverhead`]: the whole run is captured once at load (stream capture, then
+//!   instantiate) as a CUDA graph over the executable's own buffers and replayed with one
+//!   `cuGraphLaunch`. Captured arguments are frozen, so before each `run_device` replay the kernel
+//!   nodes that read inputs or write outputs are given the run's pointers
+//!   (`cuGraphExecKernelNodeSetParams`; replays already queued keep theirs): no copies. Where the
+//!   driver refuses that, or [`CudaBackend::set_graph_arg_updates`] turns it off, `run_device`
+//!   copies inputs (device to device, async) into the own input buffers before the replay and
+//!   outputs into fresh pooled buffers after it. `run` uploads into and downloads from the own
+//!   buffers either way.
+//! * [`Mode::MaxAutotune`]: as `ReduceOverhead`, after picking each kernel's [`Tuning`] with the
+//!   shared tuner ([`sinter_core::tune::autotune`]) over [`render::candidates`], each candidate
+//!   timed on the device with events (median of 5 after warm-ups). Winners are cached in
+//!   `<cache dir>/autotune/cuda-<device key>.json` ([`DeviceInfo::key`]: GPU, architecture,
+//!   driver); entries are re-validated by rendering them.
+//!
+//! Inputs produced on another stream (another executable's outputs) are waited for with an event
+//! and recorded as used there, so the pool does not reuse their memory too early (see
+//! [`crate::device::pool`]).
+
+mod exec;
+mod tune;
+
+pub use exec::CudaExecutable;
+
+use crate::device::{CudaBuffer, CudaCalibration, Device, DeviceInfo, Launch, Stream};
+use crate::nvrtc::{self, CubinCache, NvrtcError, Target};
+use crate::render::{self, CudaCaps, Rendered, Tuning};
+use exec::{IoSlot, LoadedKernel, Memory};
+use sinter_core::DType;
+use sinter_core::backend::{Backend, BackendError, DeviceTensor, Executable, KernelResources, LoadOptions, Mode};
+use sinter_core::kernel::alloc::{self, AllocRole};
+use sinter_core::kernel::{Capabilities, Kernel, Program, interp};
+use sinter_core::tensor::HostTensor;
+use sinter_core::tune::{TuneCache, autotune};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Environment variable choosing the GPU ordinal (default 0).
+pub const ENV_DEVICE: &str = "SINTER_CUDA_DEVICE";
+/// Environment variable that, when `1`, fills every output with 0xFF bytes before each run (so a
+/// kernel that misses an element is caught by a comparison).
+pub const ENV_POISON: &str = "SINTER_CUDA_POISON";
+/// Environment variable that, when `1`, makes graph replays copy inputs and outputs instead of
+/// updating kernel node arguments (see [`CudaBackend::set_graph_arg_updates`]).
+pub const ENV_GRAPH_COPY: &str = "SINTER_CUDA_GRAPH_COPY";
+
+/// Static shared memory the renderer may use per block (the limit without opt-in).
+const SHARED_BYTES: u32 = 48 * 1024;
+
+/// The CUDA backend: a device plus the renderer and NVRTC.
+pub struct CudaBackend {
+    dev: Device,
+    caps: Capabilities,
+    cuda_caps: CudaCaps,
+    cache_dir: Option<PathBuf>,
+    poison: bool,
+    graph_updates: bool,
+}
+
+impl std::fmt::Debug for CudaBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CudaBackend({})", self.dev.info().description())
+    }
+}
+
+/// The scheduler-facing capabilities of a device.
+pub fn capabilities(info: &DeviceInfo) -> Capabilities {
+    Capabilities {
+        backend: "cuda".into(),
+        max_workgroup_size: info.max_threads_per_block.clamp(1, 1024),
+        max_shared_bytes: SHARED_BYTES.min(info.max_shared_per_block.max(1)),
+        max_bindings: 64,
+        max_binding_bytes: u64::MAX,
+        subgroup_size: Some(32),
+        dtypes: DType::ALL.to_vec(),
+        compute_units: info.sm_count,
+        matrix_dtypes: vec![],
+    }
+}
+
+/// What the renderer may assume about a device.
+pub fn cuda_caps(info: &DeviceInfo) -> CudaCaps {
+    CudaCaps {
+        sm: info.cc,
+        max_threads_per_block: info.max_threads_per_block.clamp(1, 1024),
+        max_shared_bytes_per_block: SHARED_BYTES.min(info.max_shared_per_block.max(1)),
+        sm_count: info.sm_count,
+    }
+}
+
+/// Whether a tuning read from the autotuning cache is plausible for some kernel on this device:
+/// a block that is a positive multiple of 32 within the limit, a matmul tile the renderer accepts.
+/// Whether it fits the kernel it is cached for is checked by rendering it when it is used.
+pub fn plausible_tuning(t: &Tuning, caps: &CudaCaps) -> bool {
+    t.block.is_none_or(|b| b >= 32 && b <= caps.max_threads_per_block && b % 32 == 0)
+        && t.tile.is_none_or(|tile| render::check_tile(&tile, caps, DType::F32).is_ok())
+}
+
+fn nvrtc_error(e: NvrtcError, source: &str) -> BackendError {
+    match e {
+        NvrtcError::Unavailable(m) => BackendError::NoDevice(format!("NVRTC (libnvrtc): {m}")),
+        NvrtcError::Compile { name, log } => BackendError::Compile { kernel: name, log, code: source.to_string() },
+    }
+}
+
+/// The [`CudaBuffer`] behind a device tensor of this device (`what` names it in errors).
+pub(crate) fn cuda_buffer<'a>(t: &'a DeviceTensor, dev: &Device, what: &str) -> Result<&'a CudaBuffer, BackendError> {
+    let Some(b) = t.buffer().as_any().downcast_ref::<CudaBuffer>() else {
+        return Err(BackendError::Input(format!(
+            "{what} lives on the {} backend; the cuda backend runs only on its own device tensors (upload it with the cuda backend)",
+            t.backend()
+        )));
+    };
+    if !Arc::ptr_eq(b.home().pool(), dev.pool()) {
+        return Err(BackendError::Input(format!("{what} lives on another CUDA device than {}", dev.info().name)));
+    }
+    Ok(b)
+}
+
+impl CudaBackend {
+    /// Opens the GPU named by `SINTER_CUDA_DEVICE` (default 0). Without libcuda, libnvrtc or a GPU
+    /// the error is [`BackendError::NoDevice`] naming what is missing.
+    pub fn new() -> Result<CudaBackend, BackendError> {
+        let ordinal = match std::env::var(ENV_DEVICE) {
+            Ok(v) if !v.trim().is_empty() => v
+                .trim()
+                .parse()
+                .map_err(|_| BackendError::NoDevice(format!("{ENV_DEVICE}={v:?} is not a device ordinal")))?,
+            _ => 0,
+        };
+        Self::with_ordinal(ordinal)
+    }
+
+    /// Opens GPU `ordinal`.
+    pub fn with_ordinal(ordinal: usize) -> Result<CudaBackend, BackendError> {
+        let dev = Device::new(ordinal)?;
+        crate::probe::nvrtc().map_err(|e| BackendError::NoDevice(format!("NVRTC (libnvrtc): {e}")))?;
+        Ok(Self::with_device(dev))
+    }
+
+    /// Wraps an opened device. `SINTER_CUDA_POISON=1` turns on [`CudaBackend::set_poison_outputs`].
+    pub fn with_device(dev: Device) -> CudaBackend {
+        let info = dev.info();
+        CudaBackend {
+            caps: capabilities(info),
+            cuda_caps: cuda_caps(info),
+            cache_dir: None,
+            poison: std::env::var(ENV_POISON).is_ok_and(|v| v.trim() == "1"),
+            graph_updates: !std::env::var(ENV_GRAPH_COPY).is_ok_and(|v| v.trim() == "1"),
+            dev,
+        }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Device {
+        &self.dev
+    }
+
+    /// What the renderer assumes about the device.
+    pub fn cuda_caps(&self) -> &CudaCaps {
+        &self.cuda_caps
+    }
+
+    /// Folder for the autotuning and cubin caches when [`LoadOptions::cache_dir`] names none
+    /// (default: [`sinter_core::compile::default_cache_dir`]).
+    pub fn set_cache_dir(&mut self, dir: Option<PathBuf>) {
+        self.cache_dir = dir;
+    }
+
+    /// Fill every output with 0xFF bytes before each run of executables loaded afterwards (tests:
+    /// an element a kernel fails to write then reads as NaN or -1, not a stale correct value).
+    pub fn set_poison_outputs(&mut self, on: bool) {
+        self.poison = on;
+    }
+
+    /// Graph replays (`reduce-overhead`, `max-autotune`) of `run_device` give the kernel nodes that
+    /// read inputs or write outputs the run's pointers (`cuGraphExecKernelNodeSetParams`, on by
+    /// default), or, when off, copy inputs into the executable's own buffers and outputs out of
+    /// them (device to device). Applies to executables loaded afterwards.
+    pub fn set_graph_arg_updates(&mut self, on: bool) {
+        self.graph_updates = on;
+    }
+
+    /// Copy bandwidth and launch overhead of the device (see [`Device::calibrate`]).
+    pub fn calibrate(&self) -> Result<CudaCalibration, BackendError> {
+        self.dev.calibrate()
+    }
+
+    fn cache_dir(&self, opts: &LoadOptions) -> Option<PathBuf> {
+        opts.cache_dir.clone().or_else(|| self.cache_dir.clone()).or_else(sinter_core::compile::default_cache_dir)
+    }
+
+    /// Compiles CUDA C++ for this device through the on-disk cubin cache.
+    fn compile(&self, name: &str, source: &str, cubins: &CubinCache) -> Result<nvrtc::Cubin, BackendError> {
+        let target = Target { sm: self.cuda_caps.sm };
+        let (cubin, hit) = cubins.compile_cached(name, source, &target).map_err(|e| nvrtc_error(e, source))?;
+        tracing::debug!(target: "sinter::cuda", "{name}: cubin {}", if hit { "cached" } else { "compiled" });
+        Ok(cubin)
+    }
+
+    /// Renders `k` with `t`, compiles and loads it, with `args` (one device pointer per
+    /// [`Kernel::args`] entry) in its parameter array.
+    pub(crate) fn build_kernel(
+        &self,
+        k: &Kernel,
+        t: &Tuning,
+        args: &[u64],
+        cubins: &CubinCache,
+    ) -> Result<LoadedKernel, BackendError> {
+        let r: Rendered = render::render(k, &self.cuda_caps, t)?;
+        if args.len() != k.args.len() {
+            return Err(BackendError::Device(format!(
+                "kernel {}: {} arguments for {} parameters",
+                k.name,
+                args.len(),
+                k.args.len()
+            )));
+        }
+        let cubin = self.compile(&r.name, &r.source, cubins)?;
+        let func = self.dev.load_function(&cubin.image, &r.name)?;
+        let launch = Launch::new(&self.dev, func, &r.name, r.grid, r.block, r.dynamic_shared_bytes, args)?;
+        let attrs = launch.attributes();
+        let spill = nvrtc::resources(&cubin.log, &r.name).map_or(attrs.local_bytes, |x| x.spill_bytes);
+        let resources = KernelResources {
+            registers: attrs.registers,
+            spill_bytes: spill,
+            shared_bytes: attrs.static_shared_bytes + r.dynamic_shared_bytes,
+        };
+        Ok(LoadedKernel { name: k.name.clone(), rendered: r, tuning: t.clone(), launch, resources })
+    }
+
+    /// As [`Backend::load_with`], returning the concrete executable.
+    pub fn load_cuda(&self, program: &Program, opts: &LoadOptions) -> Result<CudaExecutable, BackendError> {
+        interp::validate(program).map_err(|e| BackendError::Render { kernel: "program".into(), msg: e.to_string() })?;
+        self.dev.bind()?;
+        let stream: Arc<Stream> = self.dev.new_stream()?;
+        let plan = alloc::plan(program);
+        let mut mem = Vec::with_capacity(plan.allocations.len());
+        for a in &plan.allocations {
+            mem.push(match &a.role {
+                AllocRole::Constant(t) => {
+                    let tensor = opts.constants.get_or_upload("cuda", t, |t| self.upload(t))?;
+                    let b = cuda_buffer(&tensor, &self.dev, &a.label)?;
+                    exec::wait_for(b, &stream, None)?;
+                    Memory::Shared { ptr: b.ptr(), _tensor: tensor }
+                }
+                _ => {
+                    let b = stream.alloc(a.bytes)?;
+                    stream.fill(b.ptr(), 0, a.bytes, &a.label)?;
+                    Memory::Own(b)
+                }
+            });
+        }
+        let alloc_of = |b: sinter_core::kernel::BufferId| plan.of_buffer[b.0 as usize];
+        let args_of = |k: &Kernel| k.args.iter().map(|a| mem[alloc_of(a.buffer)].ptr()).collect::<Vec<u64>>();
+        let cache_dir = self.cache_dir(opts);
+        let cubins = CubinCache::open(cache_dir.as_deref());
+        let mut kernels = Vec::with_capacity(program.kernels.len());
+        let mut tuning_log = Vec::new();
+        if opts.mode == Mode::MaxAutotune {
+            let caps = &self.cuda_caps;
+            let mut cache = TuneCache::open(cache_dir.as_deref(), "cuda", &self.dev.info().key(), |t: &Tuning| {
+                plausible_tuning(t, caps)
+            });
+            for k in &program.kernels {
+                let mut target = tune::KernelTuner::new(self, k, args_of(k), &stream, &cubins)?;
+                let tuned = autotune(k, &mut target, render::candidates(k, &self.cuda_caps), &mut cache)?;
+                kernels.push(tuned.loaded);
+            }
+            cache.save();
+            tuning_log = cache.log.clone();
+        } else {
+            for k in &program.kernels {
+                kernels.push(self.build_kernel(k, &Tuning::default(), &args_of(k), &cubins)?);
+            }
+        }
+        let uses = |a: usize| -> Vec<(usize, usize)> {
+            let mut v = Vec::new();
+            for (ki, k) in program.kernels.iter().enumerate() {
+                for (j, arg) in k.args.iter().enumerate() {
+                    if alloc_of(arg.buffer) == a {
+                        v.push((ki, j));
+                    }
+                }
+            }
+            v
+        };
+        let slot = |io: &sinter_core::kernel::IoDecl| {
+            let a = alloc_of(io.buffer);
+            IoSlot {
+                name: io.name.clone(),
+                alloc: a,
+                dtype: io.dtype,
+                shape: io.shape.clone(),
+                bytes: (io.shape.iter().product::<usize>() * io.dtype.size_bytes()) as u64,
+                capacity: plan.allocations[a].bytes,
+                patches: uses(a),
+            }
+        };
+        let inputs = program.inputs.iter().map(slot).collect();
+        let outputs = program.outputs.iter().map(slot).collect();
+        exec::CudaExecutable::new(exec::Parts {
+            dev: self.dev.clone(),
+            stream,
+            mode: opts.mode,
+            kernels,
+            mem,
+            inputs,
+            outputs,
+            poison: self.poison,
+            graph_updates: self.graph_updates,
+            tuning_log,
+        })
+    }
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> &str {
+        "cuda"
+    }
+
+    fn device_name(&self) -> String {
+        self.dev.info().description()
+    }
+
+    fn caps(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    fn calibrate(&self, _copy_bytes: u64) -> Result<Option<sinter_core::backend::DeviceCeilings>, BackendError> {
+        let c = CudaBackend::calibrate(self)?;
+        Ok(Some(sinter_core::backend::DeviceCeilings {
+            copy_gbps: c.copy_gbps,
+            copy_bytes: c.copy_bytes,
+            launch_overhead_us: c.launch_overhead_us,
+        }))
+    }
+
+    fn upload(&self, t: &HostTensor) -> Result<DeviceTensor, BackendError> {
+        let bytes = t.to_le_bytes();
+        let what = format!("upload of a {}{:?} tensor", t.dtype(), t.shape);
+        let buf = self.dev.upload_bytes(&bytes, &what)?;
+        DeviceTensor::new(t.dtype(), t.shape.clone(), Arc::new(buf))
+    }
+
+    fn load(&self, program: &Program, mode: Mode) -> Result<Box<dyn Executable>, BackendError> {
+        self.load_with(program, &LoadOptions::mode(mode))
+    }
+
+    fn load_with(&self, program: &Program, opts: &LoadOptions) -> Result<Box<dyn Executable>, BackendError> {
+        Ok(Box::new(self.load_cuda(program, opts)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_without_a_driver_is_a_clean_no_device_error() {
+        // On a machine with a GPU this opens it; without one it must fail cleanly, never panic.
+        match CudaBackend::new() {
+            Ok(b) => assert_eq!(b.name(), "cuda"),
+            Err(e) => {
+                assert!(matches!(e, BackendError::NoDevice(_)), "{e:?}");
+                let m = e.to_string();
+                assert!(
+                    m.contains("libcuda") || m.contains("GPU") || m.contains("libnvrtc") || m.contains("device"),
+                    "{m}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn capabilities_of_a_hopper() {
+        let info = DeviceInfo {
+            ordinal: 0,
+            name: "NVIDIA H100 80GB HBM3".into(),
+            cc: (9, 0),
+            driver_version: 13000,
+            sm_count: 132,
+            max_threads_per_block: 1024,
+            max_shared_per_block: 48 * 1024,
+            max_shared_per_block_optin: 227 * 1024,
+            total_mem_bytes: 80 << 30,
+            l2_bytes: 50 << 20,
+        };
+        let c = capabilities(&info);
+        assert_eq!((c.backend.as_str(), c.max_workgroup_size, c.max_shared_bytes), ("cuda", 1024, 48 * 1024));
+        assert_eq!(
+            (c.max_bindings, c.max_binding_bytes, c.subgroup_size, c.compute_units),
+            (64, u64::MAX, Some(32), 132)
+        );
+        assert_eq!(c.dtypes, DType::ALL.to_vec());
+        assert!(c.matrix_dtypes.is_empty());
+        assert_eq!(cuda_caps(&info), CudaCaps::hopper());
+        assert_eq!(info.key(), "nvidia-h100-80gb-hbm3-sm90-drv13000");
+        assert_eq!(info.description(), "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 80.0 GiB, driver 13.0)");
+        let caps = CudaCaps::hopper();
+        assert!(plausible_tuning(&Tuning::default(), &caps));
+        assert!(plausible_tuning(&Tuning { block: Some(256), ..Tuning::default() }, &caps));
+        for bad in [0, 16, 48, 96 * 32] {
+            assert!(!plausible_tuning(&Tuning { block: Some(bad), ..Tuning::default() }, &caps), "{bad}");
+        }
+        let tile = render::MatmulTile { bm: 64, bn: 64, bk: 8, tm: 4, tn: 4 };
+        assert_eq!(
+            plausible_tuning(&Tuning { tile: Some(tile), ..Tuning::default() }, &caps),
+            render::check_tile(&tile, &caps, DType::F32).is_ok()
+        );
+        let zero = render::MatmulTile { bm: 0, ..tile };
+        assert!(!plausible_tuning(&Tuning { tile: Some(zero), ..Tuning::default() }, &caps));
+    }
+}

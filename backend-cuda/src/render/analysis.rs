@@ -1,0 +1,241 @@
+//! Kernel-IR walks the templates share: operands, dependence on loop variables and accumulators,
+//! closures of roots, and the structural checks rendering relies on (operands precede users,
+//! arguments exist and are used as declared, index operands that must be non-negative are).
+
+use std::collections::BTreeSet;
+
+use sinter_core::kernel::index::Range;
+use sinter_core::kernel::{Access, Expr, ExprId, Index, Kernel, KernelBody, Store, Var};
+
+use super::RenderError;
+
+/// Operands of an expression, including the values its indices use.
+pub(crate) fn operands(e: &Expr) -> Vec<ExprId> {
+    let mut out = Vec::new();
+    match e {
+        Expr::Load { index, .. } | Expr::IndexValue(index) => index.values(&mut |v| out.push(v)),
+        Expr::IndexCmp(_, a, b) => {
+            a.values(&mut |v| out.push(v));
+            b.values(&mut |v| out.push(v));
+        }
+        Expr::Unary(_, x) | Expr::Cast(x) => out.push(*x),
+        Expr::Binary(_, a, b) => out.extend([*a, *b]),
+        Expr::Where(c, a, b) => out.extend([*c, *a, *b]),
+        Expr::Const(_) | Expr::Acc(_) => {}
+    }
+    out
+}
+
+/// Every index an expression holds.
+pub(crate) fn indices(e: &Expr) -> Vec<&Index> {
+    match e {
+        Expr::Load { index, .. } | Expr::IndexValue(index) => vec![index],
+        Expr::IndexCmp(_, a, b) => vec![a, b],
+        _ => vec![],
+    }
+}
+
+/// Whether each expression depends on loop variable `v` (through an index, directly or through
+/// its operands).
+pub(crate) fn depends_on(k: &Kernel, v: Var) -> Vec<bool> {
+    let mut dep = vec![false; k.exprs.len()];
+    for (i, te) in k.exprs.iter().enumerate() {
+        let own = indices(&te.expr).iter().any(|ix| ix.uses(v));
+        dep[i] = own || operands(&te.expr).iter().any(|o| dep.get(o.0 as usize).copied().unwrap_or(false));
+    }
+    dep
+}
+
+/// The largest accumulator slot each expression reads (transitively), if any.
+pub(crate) fn acc_uses(k: &Kernel) -> Vec<Option<usize>> {
+    let mut out: Vec<Option<usize>> = vec![None; k.exprs.len()];
+    for (i, te) in k.exprs.iter().enumerate() {
+        let own = match te.expr {
+            Expr::Acc(s) => Some(s),
+            _ => None,
+        };
+        out[i] = operands(&te.expr).iter().filter_map(|o| out.get(o.0 as usize).copied().flatten()).chain(own).max();
+    }
+    out
+}
+
+/// The transitive closure of `roots` (ids, in arena order), not descending below `leaf`
+/// expressions.
+pub(crate) fn closure(k: &Kernel, roots: &[ExprId], leaf: &dyn Fn(u32) -> bool) -> BTreeSet<u32> {
+    let mut seen = BTreeSet::new();
+    let mut stack: Vec<u32> = roots.iter().map(|r| r.0).collect();
+    while let Some(e) = stack.pop() {
+        if !seen.insert(e) || leaf(e) {
+            continue;
+        }
+        if let Some(te) = k.exprs.get(e as usize) {
+            stack.extend(operands(&te.expr).into_iter().map(|o| o.0));
+        }
+    }
+    seen
+}
+
+/// Roots of a store: its value and the values its index uses.
+pub(crate) fn store_roots(s: &Store) -> Vec<ExprId> {
+    let mut r = vec![s.value];
+    s.index.values(&mut |v| r.push(v));
+    r
+}
+
+/// The ranges of the loop variables of a kernel body (`None` for an empty extent or a variable the
+/// body lacks).
+pub(crate) fn var_range(k: &Kernel, v: Var) -> Option<Range> {
+    let r = |n: usize| if n == 0 { None } else { Some((0, n as i64 - 1)) };
+    match (&k.body, v) {
+        (KernelBody::Pointwise { numel, .. }, Var::Lane) => r(*numel),
+        (KernelBody::Reduce(b), Var::Row) => r(b.rows),
+        (KernelBody::Reduce(b), Var::Red) => r(b.len),
+        (KernelBody::Matmul(m), Var::Batch) => r(m.batch),
+        (KernelBody::Matmul(m), Var::M) => r(m.m),
+        (KernelBody::Matmul(m), Var::N) => r(m.n),
+        _ => None,
+    }
+}
+
+/// Every index of the kernel: those of its expressions and of its stores.
+pub(crate) fn all_indices(k: &Kernel) -> Vec<&Index> {
+    let mut out: Vec<&Index> = k.exprs.iter().flat_map(|te| indices(&te.expr)).collect();
+    let stores: Vec<&Store> = match &k.body {
+        KernelBody::Pointwise { stores, .. } => stores.iter().collect(),
+        KernelBody::Reduce(r) => r.elem_stores.iter().chain(&r.row_stores).collect(),
+        KernelBody::Matmul(m) => m.stores.iter().collect(),
+    };
+    out.extend(stores.into_iter().map(|s| &s.index));
+    out
+}
+
+/// Checks that every division, remainder and clamp operand of `i` is provably non-negative (so the
+/// index renders in wrapping unsigned arithmetic), divisors are positive, and gathered values
+/// appear only directly inside a clamp.
+fn check_index(i: &Index, vr: &dyn Fn(Var) -> Option<Range>) -> Result<(), String> {
+    let nonneg = |x: &Index| x.range(vr).is_some_and(|(lo, _)| lo >= 0);
+    match i {
+        Index::Const(_) | Index::Var(_) => Ok(()),
+        Index::Value(e) => Err(format!("gathered value v{} is used outside a clamp in `{i}`", e.0)),
+        Index::Sum(ts) => ts.iter().try_for_each(|t| check_index(t, vr)),
+        Index::Mul(x, _) => check_index(x, vr),
+        Index::Div(x, c) | Index::Mod(x, c) => {
+            if *c <= 0 {
+                return Err(format!("`{i}` divides by {c}"));
+            }
+            if !nonneg(x) {
+                return Err(format!("the operand of `{i}` may be negative"));
+            }
+            check_index(x, vr)
+        }
+        Index::Clamp(x, lo, hi) => {
+            if lo > hi {
+                return Err(format!("`{i}` has an empty range"));
+            }
+            if let Index::Value(_) = **x {
+                return Ok(());
+            }
+            if !nonneg(x) {
+                return Err(format!("the operand of `{i}` may be negative"));
+            }
+            check_index(x, vr)
+        }
+    }
+}
+
+/// Structural checks of the kernel IR that rendering relies on. Violations are
+/// [`RenderError::Unsupported`] naming the expression; nothing here panics.
+pub(crate) fn validate(k: &Kernel) -> Result<(), RenderError> {
+    let bad = |what: String| Err(RenderError::Unsupported { kernel: k.name.clone(), what });
+    let vr = |v: Var| var_range(k, v);
+    let n = k.exprs.len();
+    for (i, te) in k.exprs.iter().enumerate() {
+        for o in operands(&te.expr) {
+            if o.0 as usize >= i {
+                return bad(format!("v{i} uses v{}, which does not precede it", o.0));
+            }
+        }
+        if let Expr::Load { arg, .. } = te.expr {
+            match k.args.get(arg) {
+                None => return bad(format!("v{i} loads argument {arg}; the kernel has {}", k.args.len())),
+                Some(a) if a.access != Access::Read => return bad(format!("v{i} loads written argument {arg}")),
+                Some(a) if a.dtype != te.dtype => {
+                    return bad(format!("v{i} loads {} from a {} argument", te.dtype, a.dtype));
+                }
+                Some(_) => {}
+            }
+        }
+        if let Expr::Const(c) = te.expr
+            && c.is_nan()
+            && !te.dtype.is_float()
+        {
+            return bad(format!("v{i} is a NaN literal of dtype {}", te.dtype));
+        }
+    }
+    let check_store = |s: &Store| -> Result<(), RenderError> {
+        match k.args.get(s.arg) {
+            None => return bad(format!("a store writes argument {}; the kernel has {}", s.arg, k.args.len())),
+            Some(a) if a.access != Access::Write => return bad(format!("a store writes read-only argument {}", s.arg)),
+            Some(_) => {}
+        }
+        if s.value.0 as usize >= n {
+            return bad(format!("a store uses v{}, which does not exist", s.value.0));
+        }
+        let mut missing = None;
+        s.index.values(&mut |e| {
+            if e.0 as usize >= n {
+                missing = Some(e.0);
+            }
+        });
+        if let Some(e) = missing {
+            return bad(format!("a store index uses v{e}, which does not exist"));
+        }
+        Ok(())
+    };
+    match &k.body {
+        KernelBody::Pointwise { stores, .. } => stores.iter().try_for_each(check_store)?,
+        KernelBody::Reduce(r) => {
+            r.elem_stores.iter().chain(&r.row_stores).try_for_each(check_store)?;
+            for (i, red) in r.reductions.iter().enumerate() {
+                if red.value.0 as usize >= n {
+                    return bad(format!("reduction {i} folds v{}, which does not exist", red.value.0));
+                }
+                if red.slot != i {
+                    return bad(format!("reduction {i} has slot {}; slots must equal positions", red.slot));
+                }
+            }
+        }
+        KernelBody::Matmul(m) => {
+            m.stores.iter().try_for_each(check_store)?;
+            for (name, op) in [("a", &m.a), ("b", &m.b)] {
+                match k.args.get(op.arg) {
+                    None => return bad(format!("matmul operand {name} is argument {}, which is missing", op.arg)),
+                    Some(a) if a.access != Access::Read || a.dtype != m.in_dtype => {
+                        return bad(format!(
+                            "matmul operand {name} (argument {}) must be read with dtype {}",
+                            op.arg, m.in_dtype
+                        ));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+    let empty = match &k.body {
+        KernelBody::Pointwise { numel, .. } => *numel == 0,
+        KernelBody::Reduce(r) => r.rows == 0,
+        KernelBody::Matmul(m) => m.batch * m.m * m.n == 0,
+    };
+    if !empty {
+        const VARS: [Var; 6] = [Var::Lane, Var::Row, Var::Red, Var::Batch, Var::M, Var::N];
+        for ix in all_indices(k) {
+            // An index over an empty extent (a row of length 0) is never evaluated; one over a
+            // variable the body lacks is refused when rendered.
+            if VARS.iter().any(|&v| ix.uses(v) && vr(v).is_none()) {
+                continue;
+            }
+            check_index(ix, &vr).map_err(|what| RenderError::Unsupported { kernel: k.name.clone(), what })?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,382 @@
+//! Matmul kernels: a generic CUDA-core tiled product (shared-memory tiles, register blocking) and
+//! the elementwise epilogue.
+//!
+//! A block computes a `bm x bn` tile of one batch's output with `(bm / tm) * (bn / tn)` threads,
+//! each `tm x tn` outputs held in registers. Per step of `bk` along k, the block stages the A tile
+//! (stored k-major, `[bk][bm + 4]`) and the B tile (`[bk][bn + 4]`) in shared memory, converted to
+//! the accumulator type and zero-filled past the edges; the next step's elements are loaded into
+//! registers while the current tiles are multiplied (one barrier pair per step). A thread's rows
+//! are `tm / 4` runs of 4, `bm / (tm / 4)` apart (likewise its columns), read from shared memory as
+//! 16-byte vectors without bank conflicts. Operands are read through their strides (any layout),
+//! each global load coalesced along the operand's contiguous dimension. f32 accumulates with
+//! `fmaf`, f64 with `fma`, integers with wrapping unsigned multiply-adds.
+//!
+//! The epilogue runs per output element with `Acc(0)` the accumulator; values that depend on the
+//! batch only, or on the batch and row only, are computed once outside the inner loops.
+//! Tensor-core templates slot in later through [`MatmulTile`] and the tuning.
+
+use serde::{Deserialize, Serialize};
+use sinter_core::DType;
+use sinter_core::kernel::{ExprId, MatOperand, MatmulBody, Var};
+
+use super::analysis::{acc_uses, depends_on, store_roots};
+use super::emit::{AccVal, Emitter};
+use super::ops::{cast, load_conv};
+use super::prelude::H;
+use super::types::{Ct, ct};
+use super::{Body, CudaCaps, RenderError, Tuning};
+
+/// A matmul tile configuration of the CUDA-core kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MatmulTile {
+    /// Output rows per block.
+    pub bm: u32,
+    /// Output columns per block.
+    pub bn: u32,
+    /// Reduction depth per shared-memory step.
+    pub bk: u32,
+    /// Output rows per thread (a multiple of 4).
+    pub tm: u32,
+    /// Output columns per thread (a multiple of 4).
+    pub tn: u32,
+}
+
+impl MatmulTile {
+    /// 128x128x8 with 8x8 per thread (256 threads): large products.
+    pub const LARGE: MatmulTile = MatmulTile { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8 };
+    /// 64x64x8 with 4x4 per thread (256 threads): mid-sized products.
+    pub const MEDIUM: MatmulTile = MatmulTile { bm: 64, bn: 64, bk: 8, tm: 4, tn: 4 };
+    /// 32x32x8 with 4x4 per thread (64 threads): small products.
+    pub const SMALL: MatmulTile = MatmulTile { bm: 32, bn: 32, bk: 8, tm: 4, tn: 4 };
+
+    /// The tiles max-autotune tries (each checked with [`check_tile`] first).
+    pub const CANDIDATES: [MatmulTile; 7] = [
+        MatmulTile::LARGE,
+        MatmulTile { bm: 128, bn: 128, bk: 16, tm: 8, tn: 8 },
+        MatmulTile { bm: 128, bn: 64, bk: 8, tm: 8, tn: 4 },
+        MatmulTile { bm: 64, bn: 128, bk: 8, tm: 4, tn: 8 },
+        MatmulTile::MEDIUM,
+        MatmulTile { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4 },
+        MatmulTile::SMALL,
+    ];
+
+    /// Threads per block.
+    pub fn threads(&self) -> u32 {
+        (self.bm / self.tm.max(1)) * (self.bn / self.tn.max(1))
+    }
+
+    /// Shared memory of the two tiles, for elements of `elem_bytes`.
+    pub fn shared_bytes(&self, elem_bytes: u32) -> u64 {
+        u64::from(self.bk) * (u64::from(self.bm) + 4 + u64::from(self.bn) + 4) * u64::from(elem_bytes)
+    }
+}
+
+/// The accumulator element type of the tiles: the accumulator's compute type, the unsigned type of
+/// its width for integers (wrapping multiply-adds).
+fn tile_ct(acc: DType) -> Ct {
+    let c = ct(acc);
+    if c.is_int() { c.unsigned() } else { c }
+}
+
+fn tile_bytes(c: Ct) -> u32 {
+    match c {
+        Ct::Double | Ct::Long | Ct::ULong => 8,
+        _ => 4,
+    }
+}
+
+/// Checks a tile against the device's limits for accumulator dtype `acc`; `Err` says why it does
+/// not fit.
+pub fn check_tile(t: &MatmulTile, caps: &CudaCaps, acc: DType) -> Result<(), String> {
+    let MatmulTile { bm, bn, bk, tm, tn } = *t;
+    if [bm, bn, bk, tm, tn].contains(&0) {
+        return Err(format!("tile {t:?} has a zero extent"));
+    }
+    if !tm.is_multiple_of(4) || !tn.is_multiple_of(4) || !bm.is_multiple_of(tm) || !bn.is_multiple_of(tn) {
+        return Err(format!("tile {t:?}: tm and tn must be multiples of 4 dividing bm and bn"));
+    }
+    if tm * tn > 64 {
+        return Err(format!("tile {t:?}: {} accumulators per thread (at most 64)", tm * tn));
+    }
+    let threads = t.threads();
+    if !threads.is_multiple_of(32) || threads > caps.max_threads_per_block {
+        return Err(format!(
+            "tile {t:?} needs {threads} threads: a multiple of 32 up to {}",
+            caps.max_threads_per_block
+        ));
+    }
+    if !(bm * bk).is_multiple_of(threads) || !(bn * bk).is_multiple_of(threads) {
+        return Err(format!("tile {t:?}: the {threads} threads must divide bm*bk and bn*bk"));
+    }
+    let shared = t.shared_bytes(tile_bytes(tile_ct(acc)));
+    if shared > u64::from(caps.max_shared_bytes_per_block) {
+        return Err(format!(
+            "tile {t:?} needs {shared} bytes of shared memory; the device allows {}",
+            caps.max_shared_bytes_per_block
+        ));
+    }
+    Ok(())
+}
+
+/// The default tile: the largest whose grid still gives every SM a block, else the small one.
+pub(super) fn default_tile(mm: &MatmulBody, caps: &CudaCaps) -> MatmulTile {
+    let blocks = |t: &MatmulTile| {
+        (mm.m as u64).div_ceil(u64::from(t.bm)) * (mm.n as u64).div_ceil(u64::from(t.bn)) * mm.batch as u64
+    };
+    for t in [MatmulTile::LARGE, MatmulTile::MEDIUM] {
+        if blocks(&t) >= u64::from(caps.sm_count.max(1)) && check_tile(&t, caps, mm.acc_dtype).is_ok() {
+            return t;
+        }
+    }
+    MatmulTile::SMALL
+}
+
+/// The index type of an operand's addresses (64-bit when it has 2^31 elements or more).
+fn op_ity(em: &Emitter<'_>, op: &MatOperand) -> &'static str {
+    if em.k.args[op.arg].numel > i32::MAX as usize { "unsigned long long" } else { "unsigned" }
+}
+
+fn lit(ty: &str, c: u64) -> String {
+    if ty == "unsigned" { format!("{c}u") } else { format!("{c}ull") }
+}
+
+/// `base + r * s_r + c * s_c` in type `ty` (terms with a zero stride dropped).
+fn address(ty: &str, base: &str, (r, s_r): (&str, usize), (c, s_c): (&str, usize)) -> String {
+    let mut s = base.to_string();
+    for (v, st) in [(r, s_r), (c, s_c)] {
+        let v = if ty == "unsigned" { v.to_string() } else { format!("({ty}){v}") };
+        match st {
+            0 => {}
+            1 => s.push_str(&format!(" + {v}")),
+            st => s.push_str(&format!(" + {v} * {}", lit(ty, st as u64))),
+        }
+    }
+    s
+}
+
+/// Renders a matmul body.
+pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: &Tuning) -> Result<Body, RenderError> {
+    let k = em.k;
+    let kname = k.name.clone();
+    let invalid = |msg: String| RenderError::InvalidTuning { kernel: kname.clone(), msg };
+    if t.vectorize == Some(true) || t.persistent == Some(true) {
+        return Err(invalid("vectorize and persistent apply to pointwise and reduce kernels".into()));
+    }
+    if ct(mm.acc_dtype) == Ct::Bool {
+        return Err(em.err(format!("matmul accumulator dtype {}", mm.acc_dtype)));
+    }
+    let tile = t.tile.unwrap_or_else(|| default_tile(mm, caps));
+    check_tile(&tile, caps, mm.acc_dtype).map_err(&invalid)?;
+    if let Some(b) = t.block
+        && b != tile.threads()
+    {
+        return Err(invalid(format!("block {b}: the tile {tile:?} runs {} threads", tile.threads())));
+    }
+    let (batch, m, n, kd) = (mm.batch as u64, mm.m as u64, mm.n as u64, mm.k as u64);
+    if [batch, m, n, kd].iter().any(|&x| x > i32::MAX as u64) {
+        return Err(em.err(format!("matmul {batch}x{m}x{n}x{kd} exceeds the 32-bit extents")));
+    }
+    let MatmulTile { bm, bn, bk, tm, tn } = tile;
+    let threads = tile.threads();
+    let txn = bn / tn;
+    let (tiles_n, tiles_m) = (n.div_ceil(u64::from(bn)), m.div_ceil(u64::from(bm)));
+    let blocks = tiles_n * tiles_m * batch;
+    if blocks > i32::MAX as u64 {
+        return Err(em.err(format!("{blocks} blocks exceed the grid limit")));
+    }
+    let strategy = format!("matmul {bm}x{bn}x{bk} {tm}x{tn}");
+    let summary = format!(
+        "matmul batch {batch} x m {m} x n {n} x k {kd} ({} -> {}), tile {bm}x{bn}x{bk}, {tm}x{tn} per thread, \
+         {threads} threads, {blocks} blocks",
+        mm.in_dtype, mm.acc_dtype
+    );
+    // Two blocks per SM (128 registers a thread at 256 threads) hide the barriers' latency; the 8x8
+    // tile then needs no spills.
+    let min_blocks = (threads <= 256).then_some(2);
+    let body = Body { grid: [blocks as u32, 1, 1], block: [threads, 1, 1], strategy, summary, min_blocks };
+    if blocks == 0 {
+        return Ok(Body { grid: [0, 1, 1], ..body });
+    }
+    let tc = tile_ct(mm.acc_dtype);
+    let tt = tc.name();
+    let ity = em.ity();
+    em.line(format!("// {}", body.summary));
+    em.line("const unsigned tile = blockIdx.x;");
+    em.line(format!("const unsigned n0 = tile % {tiles_n}u * {bn}u;"));
+    em.line(format!("const unsigned m0 = tile / {tiles_n}u % {tiles_m}u * {bm}u;"));
+    em.decl("batch", format!("const unsigned batch = tile / {}u;", tiles_n * tiles_m));
+    em.line("const unsigned tid = threadIdx.x;");
+    em.line(format!("const unsigned tx = tid % {txn}u; // column group"));
+    em.line(format!("const unsigned ty = tid / {txn}u; // row group"));
+    for (name, op) in [("a", &mm.a), ("b", &mm.b)] {
+        let oty = op_ity(em, op);
+        let b = if oty == "unsigned" { "batch".to_string() } else { format!("({oty})batch") };
+        let base = match (op.offset, op.s_batch) {
+            (0, 0) => lit(oty, 0),
+            (o, 0) => lit(oty, o as u64),
+            (0, s) => format!("{b} * {}", lit(oty, s as u64)),
+            (o, s) => format!("{} + {b} * {}", lit(oty, o as u64), lit(oty, s as u64)),
+        };
+        em.line(format!("const {oty} {name}_base = {base}; // a{}", op.arg));
+    }
+    em.line(format!("__shared__ __align__(16) {tt} sa[{bk}][{}]; // A tile, k-major (rows padded by 4)", bm + 4));
+    em.line(format!("__shared__ __align__(16) {tt} sb[{bk}][{}]; // B tile", bn + 4));
+    em.line(format!("{tt} acc[{tm}][{tn}];"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {tm}u; ++i)"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {tn}u; ++j)"));
+    em.line(format!("acc[i][j] = {};", tc.zero()));
+    em.close();
+    em.close();
+    let (pa, pb) = (bm * bk / threads, bn * bk / threads);
+    em.line("// the next step's operand elements, loaded while the current tiles are multiplied");
+    em.line(format!("{tt} pa[{pa}];"));
+    em.line(format!("{tt} pb[{pb}];"));
+    stage_loads(em, mm, tile, "0u")?;
+    em.open(format!("for (unsigned k0 = 0; k0 < {kd}u; k0 += {bk}u)"));
+    for (name, op, per) in [("a", &mm.a, pa), ("b", &mm.b, pb)] {
+        let (kk, rr) = mapping(name, op, tile);
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned l = 0; l < {per}u; ++l)"));
+        em.line(format!("const unsigned e = tid + l * {threads}u;"));
+        em.line(format!("s{name}[{kk}][{rr}] = p{name}[l];"));
+        em.close();
+    }
+    em.line("__syncthreads();");
+    em.open(format!("if (k0 + {bk}u < {kd}u)"));
+    stage_loads(em, mm, tile, &format!("k0 + {bk}u"))?;
+    em.close();
+    em.h.need(H::Vec);
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned kk = 0; kk < {bk}u; ++kk)"));
+    em.line(format!("{tt} ra[{tm}];"));
+    em.line(format!("{tt} rb[{tn}];"));
+    for (name, r, t_, b_) in [("a", "ra", tm, bm), ("b", "rb", tn, bn)] {
+        let (who, q) = if name == "a" { ("ty", t_ / 4) } else { ("tx", t_ / 4) };
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned q = 0; q < {q}u; ++q)"));
+        em.line(format!(
+            "const sinter_vec<{tt}, 4> x = *reinterpret_cast<const sinter_vec<{tt}, 4>*>(&s{name}[kk][{who} * 4u + q * {}u]);",
+            b_ / q
+        ));
+        em.line("#pragma unroll");
+        em.open("for (unsigned c = 0; c < 4u; ++c)");
+        em.line(format!("{r}[q * 4u + c] = x.v[c];"));
+        em.close();
+        em.close();
+    }
+    let fma = match tc {
+        Ct::Float => "acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);",
+        Ct::Double => "acc[i][j] = fma(ra[i], rb[j], acc[i][j]);",
+        _ => "acc[i][j] += ra[i] * rb[j];",
+    };
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {tm}u; ++i)"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {tn}u; ++j)"));
+    em.line(fma);
+    em.close();
+    em.close();
+    em.close();
+    em.line("__syncthreads();");
+    em.close();
+
+    // Epilogue.
+    em.line("// ---- epilogue, per output element");
+    em.set_lanes(None);
+    em.names.insert(Var::Batch, "batch".into());
+    let roots: Vec<ExprId> = mm.stores.iter().flat_map(store_roots).collect();
+    let (dep_m, dep_n, accs) = (depends_on(k, Var::M), depends_on(k, Var::N), acc_uses(k));
+    em.emit_closure(&roots, &|e| !dep_m[e as usize] && !dep_n[e as usize] && accs[e as usize].is_none())?;
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {tm}u; ++i)"));
+    em.line(format!("const {ity} m = m0 + ty * 4u + i / 4u * {}u + i % 4u;", bm / (tm / 4)));
+    let m_guard = !m.is_multiple_of(u64::from(bm));
+    if m_guard {
+        em.open(format!("if (m < {m}u)"));
+    }
+    em.names.insert(Var::M, "m".into());
+    em.emit_closure(&roots, &|e| !dep_n[e as usize] && accs[e as usize].is_none())?;
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {tn}u; ++j)"));
+    em.line(format!("const {ity} n = n0 + tx * 4u + j / 4u * {}u + j % 4u;", bn / (tn / 4)));
+    let n_guard = !n.is_multiple_of(u64::from(bn));
+    if n_guard {
+        em.open(format!("if (n < {n}u)"));
+    }
+    em.names.insert(Var::N, "n".into());
+    let acc_val = if tc == ct(mm.acc_dtype) {
+        "acc[i][j]".to_string()
+    } else {
+        let from = if tc == Ct::ULong { DType::U64 } else { DType::U32 };
+        cast("acc[i][j]", from, mm.acc_dtype, &mut em.h)
+    };
+    em.acc.insert(0, AccVal { name: acc_val, dtype: mm.acc_dtype });
+    em.emit_closure(&roots, &|_| true)?;
+    for s in &mm.stores {
+        em.emit_store(s)?;
+    }
+    if n_guard {
+        em.close();
+    }
+    em.close();
+    if m_guard {
+        em.close();
+    }
+    em.close();
+    Ok(body)
+}
+
+/// The shared-tile coordinates (`[k][row]`) of staged element `e` of operand `which`: consecutive
+/// threads walk the operand's contiguous dimension.
+fn mapping(which: &str, op: &MatOperand, t: MatmulTile) -> (String, String) {
+    let (rows, contig_k) =
+        if which == "a" { (t.bm, op.s_col == 1 || op.s_row != 1) } else { (t.bn, !(op.s_col == 1 || op.s_row != 1)) };
+    if contig_k {
+        (format!("e % {}u", t.bk), format!("e / {}u", t.bk))
+    } else {
+        (format!("e / {rows}u"), format!("e % {rows}u"))
+    }
+}
+
+/// Loads one step's operand elements (at reduction offset `k0`) into the staging registers `pa`,
+/// `pb`, converted to the accumulator type, zero past the edges.
+fn stage_loads(em: &mut Emitter<'_>, mm: &MatmulBody, t: MatmulTile, k0: &str) -> Result<(), RenderError> {
+    let threads = t.threads();
+    let tc = tile_ct(mm.acc_dtype);
+    for (which, op) in [("a", &mm.a), ("b", &mm.b)] {
+        let (rows, ext, origin, s_r, s_k) =
+            if which == "a" { (t.bm, mm.m, "m0", op.s_row, op.s_col) } else { (t.bn, mm.n, "n0", op.s_col, op.s_row) };
+        let per = rows * t.bk / threads;
+        let (kk, rr) = mapping(which, op, t);
+        let oty = op_ity(em, op);
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned l = 0; l < {per}u; ++l)"));
+        em.line(format!("const unsigned e = tid + l * {threads}u;"));
+        em.line(format!("const unsigned gr = {origin} + {rr}; // {}", if which == "a" { "m" } else { "n" }));
+        if k0 == "0u" {
+            em.line(format!("const unsigned gk = {kk};"));
+        } else {
+            em.line(format!("const unsigned gk = {k0} + {kk};"));
+        }
+        let addr = address(oty, &format!("{which}_base"), ("gr", s_r), ("gk", s_k));
+        let x = load_conv(&format!("a{}[{addr}]", op.arg), mm.in_dtype);
+        let x = cast(&x, mm.in_dtype, mm.acc_dtype, &mut em.h);
+        let x = if tc == ct(mm.acc_dtype) { x } else { format!("({}){}", tc.name(), super::ops::p(&x)) };
+        let mut conds = Vec::new();
+        if !(ext as u64).is_multiple_of(u64::from(rows)) {
+            conds.push(format!("gr < {ext}u"));
+        }
+        if !mm.k.is_multiple_of(t.bk as usize) {
+            conds.push(format!("gk < {}u", mm.k));
+        }
+        if conds.is_empty() {
+            em.line(format!("p{which}[l] = {x};"));
+        } else {
+            em.line(format!("p{which}[l] = ({}) ? {} : {};", conds.join(" && "), super::ops::p(&x), tc.zero()));
+        }
+        em.close();
+    }
+    Ok(())
+}

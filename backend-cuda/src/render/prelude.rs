@@ -1,0 +1,406 @@
+//! The device helper functions kernels call, emitted only when used (with the helpers they call),
+//! in a stable order, as `static __device__ __forceinline__` functions overloaded on the operand
+//! type, so each kernel source stays self-contained.
+//!
+//! Their semantics are those of [`sinter_core::scalar`]:
+//!
+//! * `sinter_fmax` / `sinter_fmin` propagate NaN; `sinter_relu` and `sinter_sign` keep NaN, and
+//!   `sign(+-0) = +0`; `sinter_sigmoid` neither overflows nor loses the small tail.
+//! * `sinter_mod` on floats is floored (sign of the divisor, Python's `%`); C's `fmodf` is the
+//!   truncated `fmod`.
+//! * `sinter_to_i64` / `sinter_to_u64` convert floats as the reference's casts: truncation toward
+//!   zero, NaN to 0, saturation at the i64 range, except that u64 keeps values from 2^63 up.
+//! * Integer `sinter_div` truncates and wraps (`MIN / -1 = MIN`), `sinter_rem` is C's `%` (the
+//!   truncated `fmod`), `sinter_mod` is floored, `sinter_pow` squares with wrapping
+//!   multiplication. Division by zero and negative exponents are errors on the CPU reference;
+//!   here they give 0 (no trap, no undefined behaviour).
+//! * `sinter_argmax_better` / `sinter_argmin_better` order (value, index) pairs as the arg
+//!   reductions do: a NaN beats any number (the first NaN wins), ties go to the lower index.
+//! * `sinter_vec<T, N>` is `N` consecutive elements read or written as one aligned access (16-byte
+//!   vector loads and stores).
+
+use std::collections::BTreeSet;
+
+/// Float helper families come in an `f32` and an `f64` overload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Fp {
+    /// `float`.
+    F32,
+    /// `double`.
+    F64,
+}
+
+impl Fp {
+    fn ty(self) -> &'static str {
+        match self {
+            Fp::F32 => "float",
+            Fp::F64 => "double",
+        }
+    }
+
+    /// The suffix of the C math functions (`expf` vs `exp`).
+    fn suffix(self) -> &'static str {
+        match self {
+            Fp::F32 => "f",
+            Fp::F64 => "",
+        }
+    }
+
+    fn lit(self, x: &str) -> String {
+        match self {
+            Fp::F32 => format!("{x}f"),
+            Fp::F64 => x.to_string(),
+        }
+    }
+
+    fn nan(self) -> &'static str {
+        match self {
+            Fp::F32 => "__int_as_float(0x7fc00000)",
+            Fp::F64 => "__longlong_as_double(0x7ff8000000000000LL)",
+        }
+    }
+}
+
+/// Integer helper families: one overload per compute type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum It {
+    /// `int`.
+    I32,
+    /// `long long`.
+    I64,
+    /// `unsigned int`.
+    U32,
+    /// `unsigned long long`.
+    U64,
+}
+
+impl It {
+    fn ty(self) -> &'static str {
+        match self {
+            It::I32 => "int",
+            It::I64 => "long long",
+            It::U32 => "unsigned",
+            It::U64 => "unsigned long long",
+        }
+    }
+
+    fn unsigned(self) -> &'static str {
+        match self {
+            It::I32 | It::U32 => "unsigned",
+            It::I64 | It::U64 => "unsigned long long",
+        }
+    }
+
+    fn signed(self) -> bool {
+        matches!(self, It::I32 | It::I64)
+    }
+
+    fn lit(self, x: i64) -> String {
+        match self {
+            It::I32 => x.to_string(),
+            It::I64 => format!("{x}LL"),
+            It::U32 => format!("{x}u"),
+            It::U64 => format!("{x}ULL"),
+        }
+    }
+}
+
+/// A helper function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum H {
+    /// `sinter_vec<T, N>`.
+    Vec,
+    /// NaN-propagating max.
+    FMax(Fp),
+    /// NaN-propagating min.
+    FMin(Fp),
+    /// Relu keeping NaN.
+    Relu(Fp),
+    /// Sign keeping NaN.
+    Sign(Fp),
+    /// The logistic function.
+    Sigmoid(Fp),
+    /// Floored float modulo.
+    FModFloor(Fp),
+    /// Float to i64 (truncating, saturating, NaN to 0).
+    ToI64(Fp),
+    /// Float to u64.
+    ToU64(Fp),
+    /// Integer division.
+    Div(It),
+    /// Truncated integer remainder.
+    Rem(It),
+    /// Floored integer modulo (signed types; unsigned use [`H::Rem`]).
+    ModFloor(It),
+    /// Integer power.
+    Pow(It),
+    /// Clamp of an index (`unsigned`, `unsigned long long` or `long long`).
+    Clamp(It),
+    /// Arg-max ordering of (value, index) pairs.
+    ArgMaxBetter,
+    /// Arg-min ordering.
+    ArgMinBetter,
+}
+
+/// The helpers a kernel uses.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Helpers {
+    used: BTreeSet<H>,
+}
+
+impl Helpers {
+    /// Marks `h` (and what it calls) as used.
+    pub(crate) fn need(&mut self, h: H) {
+        if self.used.insert(h) {
+            for d in deps(h) {
+                self.need(d);
+            }
+        }
+    }
+
+    /// Whether nothing is used.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.used.is_empty()
+    }
+
+    /// The source of every used helper, dependencies first.
+    pub(crate) fn render(&self) -> String {
+        let mut out = String::from("// ---- helpers (sinter's scalar semantics) ----\n");
+        for h in &self.used {
+            out.push_str(&body(*h));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+fn deps(h: H) -> Vec<H> {
+    match h {
+        H::ToU64(f) => vec![H::ToI64(f)],
+        H::ModFloor(i) => vec![H::Rem(i)],
+        _ => vec![],
+    }
+}
+
+const PRE: &str = "static __device__ __forceinline__";
+
+fn body(h: H) -> String {
+    match h {
+        H::Vec => "// N consecutive elements of T as one aligned access (16-byte vector loads and stores)
+template <typename T, int N>
+struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) sinter_vec {
+    T v[N];
+};
+"
+        .into(),
+        H::FMax(f) | H::FMin(f) => {
+            let (name, c) = if matches!(h, H::FMax(_)) { ("fmax", "max") } else { ("fmin", "min") };
+            let t = f.ty();
+            format!(
+                "// {c} propagating NaN (torch, ONNX)
+{PRE} {t} sinter_{name}({t} a, {t} b) {{
+    return (isnan(a) || isnan(b)) ? {nan} : {name}{s}(a, b);
+}}
+",
+                nan = f.nan(),
+                s = f.suffix()
+            )
+        }
+        H::Relu(f) => {
+            let t = f.ty();
+            let z = f.lit("0.0");
+            format!(
+                "// relu keeping NaN; relu(-0) = +0
+{PRE} {t} sinter_relu({t} x) {{
+    return (x > {z} || isnan(x)) ? x : {z};
+}}
+"
+            )
+        }
+        H::Sign(f) => {
+            let t = f.ty();
+            let (z, one) = (f.lit("0.0"), f.lit("1.0"));
+            format!(
+                "// sign keeping NaN (NumPy, ONNX); sign(+-0) = +0
+{PRE} {t} sinter_sign({t} x) {{
+    return x > {z} ? {one} : x < {z} ? -{one} : isnan(x) ? x : {z};
+}}
+"
+            )
+        }
+        H::Sigmoid(f) => {
+            let t = f.ty();
+            let (z, one, s) = (f.lit("0.0"), f.lit("1.0"), f.suffix());
+            format!(
+                "// the logistic function, in a form that neither overflows nor loses the small tail
+{PRE} {t} sinter_sigmoid({t} x) {{
+    if (x >= {z}) {{
+        return {one} / ({one} + exp{s}(-x));
+    }}
+    const {t} e = exp{s}(x);
+    return e / ({one} + e);
+}}
+"
+            )
+        }
+        H::FModFloor(f) => {
+            let t = f.ty();
+            let (z, s) = (f.lit("0.0"), f.suffix());
+            format!(
+                "// floored modulo: the sign of the divisor (Python's %, torch.remainder)
+{PRE} {t} sinter_mod({t} a, {t} b) {{
+    const {t} r = fmod{s}(a, b);
+    return (r != {z} && ((r < {z}) != (b < {z}))) ? r + b : r;
+}}
+"
+            )
+        }
+        H::ToI64(f) => {
+            let t = f.ty();
+            let (two63, conv) = match f {
+                Fp::F32 => ("9.2233720368547758e18f", "__float2ll_rz"),
+                Fp::F64 => ("9.2233720368547758e18", "__double2ll_rz"),
+            };
+            format!(
+                "// float to i64 as the reference casts: truncate toward zero, NaN to 0, saturate
+{PRE} long long sinter_to_i64({t} x) {{
+    if (isnan(x)) {{
+        return 0LL;
+    }}
+    if (x >= {two63}) {{
+        return 9223372036854775807LL;
+    }}
+    if (x <= -{two63}) {{
+        return -9223372036854775807LL - 1LL;
+    }}
+    return {conv}(x);
+}}
+"
+            )
+        }
+        H::ToU64(f) => {
+            let t = f.ty();
+            let (two63, two64, conv) = match f {
+                Fp::F32 => ("9.2233720368547758e18f", "1.8446744073709552e19f", "__float2ull_rz"),
+                Fp::F64 => ("9.2233720368547758e18", "1.8446744073709552e19", "__double2ull_rz"),
+            };
+            format!(
+                "// float to u64: values from 2^63 up keep their value (saturating at 2^64 - 1), others
+// convert through i64 (negative values wrap)
+{PRE} unsigned long long sinter_to_u64({t} x) {{
+    if (x >= {two63}) {{
+        return x >= {two64} ? 18446744073709551615ULL : {conv}(x);
+    }}
+    return (unsigned long long)sinter_to_i64(x);
+}}
+"
+            )
+        }
+        H::Div(i) => {
+            let t = i.ty();
+            let (z, m1) = (i.lit(0), i.lit(-1));
+            if i.signed() {
+                format!(
+                    "// truncating division; MIN / -1 wraps to MIN; division by zero (an error on the CPU) gives 0
+{PRE} {t} sinter_div({t} a, {t} b) {{
+    return b == {z} ? {z} : b == {m1} ? ({t})(({u})0 - ({u})a) : a / b;
+}}
+",
+                    u = i.unsigned()
+                )
+            } else {
+                format!(
+                    "// division; division by zero (an error on the CPU) gives 0
+{PRE} {t} sinter_div({t} a, {t} b) {{
+    return b == {z} ? {z} : a / b;
+}}
+"
+                )
+            }
+        }
+        H::Rem(i) => {
+            let t = i.ty();
+            let (z, m1) = (i.lit(0), i.lit(-1));
+            if i.signed() {
+                format!(
+                    "// truncated remainder (C's %, fmod: the sign of the dividend); MIN % -1 = 0; by zero gives 0
+{PRE} {t} sinter_rem({t} a, {t} b) {{
+    return (b == {z} || b == {m1}) ? {z} : a % b;
+}}
+"
+                )
+            } else {
+                format!(
+                    "// remainder; by zero (an error on the CPU) gives 0
+{PRE} {t} sinter_rem({t} a, {t} b) {{
+    return b == {z} ? {z} : a % b;
+}}
+"
+                )
+            }
+        }
+        H::ModFloor(i) => {
+            let t = i.ty();
+            let z = i.lit(0);
+            format!(
+                "// floored modulo: the sign of the divisor (Python's %)
+{PRE} {t} sinter_mod({t} a, {t} b) {{
+    const {t} r = sinter_rem(a, b);
+    return (r != {z} && ((r < {z}) != (b < {z}))) ? r + b : r;
+}}
+"
+            )
+        }
+        H::Pow(i) => {
+            let (t, u) = (i.ty(), i.unsigned());
+            let neg = if i.signed() {
+                format!("    if (e < {}) {{\n        return {};\n    }}\n", i.lit(0), i.lit(0))
+            } else {
+                String::new()
+            };
+            let note = if i.signed() { "; a negative exponent (an error on the CPU) gives 0" } else { "" };
+            format!(
+                "// base^e by squaring with wrapping multiplication{note}
+{PRE} {t} sinter_pow({t} base, {t} e) {{
+{neg}    {u} acc = 1, b = ({u})base, n = ({u})e;
+    while (n != 0) {{
+        if (n & 1) {{
+            acc *= b;
+        }}
+        b *= b;
+        n >>= 1;
+    }}
+    return ({t})acc;
+}}
+"
+            )
+        }
+        H::Clamp(i) => {
+            let t = i.ty();
+            format!(
+                "{PRE} {t} sinter_clamp({t} x, {t} lo, {t} hi) {{
+    const {t} y = x < lo ? lo : x;
+    return y > hi ? hi : y;
+}}
+"
+            )
+        }
+        H::ArgMaxBetter | H::ArgMinBetter => {
+            let (name, cmp, what) =
+                if h == H::ArgMaxBetter { ("argmax", ">", "larger") } else { ("argmin", "<", "smaller") };
+            format!(
+                "// whether (v, i) beats (bv, bi) in an {name}: a NaN first (the lowest index among NaNs), then
+// the {what} value, then the lower index
+template <typename T>
+{PRE} bool sinter_{name}_better(T v, long long i, T bv, long long bi) {{
+    const bool vn = v != v, bn = bv != bv;
+    if (vn || bn) {{
+        return vn && (!bn || i < bi);
+    }}
+    return v {cmp} bv || (v == bv && i < bi);
+}}
+"
+            )
+        }
+    }
+}

@@ -1,0 +1,516 @@
+//! Reduce kernels: sequential row reductions with an element epilogue and per-row stores.
+//!
+//! * **Block per row** (`Persistent`, `Looped`): thread `tid` visits the row's elements in groups of
+//!   `W` consecutive positions (vector loads where contiguous), `tid * W`, `(tid + B) * W`, ...;
+//!   folds into a register accumulator, then the block combines: a butterfly of `__shfl_xor_sync`
+//!   inside each warp, one shared slot per warp, a second butterfly over the slots in every warp,
+//!   so every thread holds the result (`r0`, `r1`, ...) without another barrier. Persistent keeps
+//!   the loads that several phases use in registers (`p` groups per thread, unrolled), so the row
+//!   is read once; it is chosen whenever the row fits `p * W <= 32` (also for rows the scheduler
+//!   marked `Looped`), unless the tuning says otherwise.
+//! * **Thread per row**: one thread loops serially over its row.
+//!
+//! Reductions accumulate in [`Reduction::dtype`](sinter_core::kernel::Reduction) (f32 for
+//! f16/bf16/f32 sums); `ArgMax`/`ArgMin` carry (value, index) pairs, a NaN winning and ties going
+//! to the lower index. Every thread of a block reaches every barrier and shuffle (no early exit).
+
+use sinter_core::DType;
+use sinter_core::ir::BinaryOp;
+use sinter_core::kernel::{Expr, ExprId, RedOp, ReduceBody, ReduceStrategy, Var};
+
+use super::analysis::{acc_uses, closure, depends_on, store_roots};
+use super::emit::{AccVal, Emitter, Group, emit_group};
+use super::ops::{binary, cast};
+use super::pointwise::{DEFAULT_BLOCK, check_block, choose_width};
+use super::prelude::H;
+use super::types::{Ct, ct, double_lit, float_lit, int_lit};
+use super::{Body, CudaCaps, RenderError, Tuning};
+
+/// Most elements one thread keeps in registers per cached load in a persistent reduction.
+pub(super) const PERSISTENT_PER_THREAD: u64 = 32;
+
+/// How a row's elements are visited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Block per row, `p` groups per thread, unrolled, loads kept in registers.
+    Persistent(u32),
+    /// Block per row, strided loop.
+    Looped,
+    /// One thread per row, serial loop.
+    Serial,
+}
+
+/// One reduction as rendered.
+#[derive(Clone, Debug)]
+struct Red {
+    op: RedOp,
+    value: ExprId,
+    /// The folded value's dtype.
+    value_dt: DType,
+    /// The accumulator dtype (i64 for arg reductions).
+    acc_dt: DType,
+    /// The dtype folded in (the accumulator's, u32 for a bool accumulator; for arg reductions the
+    /// value's, i32 for bool).
+    fold_dt: DType,
+}
+
+impl Red {
+    fn is_arg(&self) -> bool {
+        matches!(self.op, RedOp::ArgMax | RedOp::ArgMin)
+    }
+
+    fn fold_ct(&self) -> Ct {
+        ct(self.fold_dt)
+    }
+
+    /// The identity of the fold (for arg reductions: the value paired with index `i64::MAX`).
+    fn identity(&self) -> String {
+        let c = self.fold_ct();
+        let max_like = matches!(self.op, RedOp::Max | RedOp::ArgMax);
+        let arg = self.is_arg();
+        match self.op {
+            RedOp::Sum => c.zero().to_string(),
+            RedOp::Prod => c.one().to_string(),
+            _ if c == Ct::Float => float_lit(if max_like { f32::NEG_INFINITY } else { f32::INFINITY }),
+            _ if c == Ct::Double => double_lit(if max_like { f64::NEG_INFINITY } else { f64::INFINITY }),
+            _ => {
+                // Integers: the extremes of the accumulator's dtype, as the reference starts;
+                // arg reductions: of the compute type (any value beats or ties it).
+                let d = if arg { self.fold_dt } else { self.acc_dt };
+                let (lo, hi): (i64, i64) = match (arg, d) {
+                    (_, DType::I8) if !arg => (i8::MIN.into(), i8::MAX.into()),
+                    (_, DType::I16) if !arg => (i16::MIN.into(), i16::MAX.into()),
+                    (_, DType::U8) if !arg => (0, u8::MAX.into()),
+                    (_, DType::U16) if !arg => (0, u16::MAX.into()),
+                    (_, DType::Bool) => (0, 1),
+                    _ => match c {
+                        Ct::Int => (i32::MIN.into(), i32::MAX.into()),
+                        Ct::UInt => (0, u32::MAX.into()),
+                        Ct::Long => (i64::MIN, i64::MAX),
+                        _ => (0, -1),
+                    },
+                };
+                int_lit(if max_like { lo } else { hi }, c)
+            }
+        }
+    }
+
+    /// Combines accumulators `a` and `b` (fold reductions).
+    fn combine(&self, a: &str, b: &str, em: &mut Emitter<'_>) -> Result<String, RenderError> {
+        let op = match self.op {
+            RedOp::Sum => BinaryOp::Add,
+            RedOp::Prod => BinaryOp::Mul,
+            RedOp::Max => BinaryOp::Max,
+            _ => BinaryOp::Min,
+        };
+        binary(op, a, b, self.fold_dt, self.fold_dt, &mut em.h).map_err(|m| em.err(m))
+    }
+
+    fn better(&self, em: &mut Emitter<'_>) -> &'static str {
+        if self.op == RedOp::ArgMax {
+            em.h.need(H::ArgMaxBetter);
+            "sinter_argmax_better"
+        } else {
+            em.h.need(H::ArgMinBetter);
+            "sinter_argmin_better"
+        }
+    }
+}
+
+/// The reduction modes a body allows under `t`, with the block size: what [`render`] does.
+struct Plan {
+    mode: Mode,
+    width: u32,
+    block: u32,
+}
+
+fn prev_pow2(x: u32) -> u32 {
+    1 << (31 - x.max(1).leading_zeros())
+}
+
+/// Renders a reduce body.
+pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &Tuning) -> Result<Body, RenderError> {
+    let k = em.k;
+    let kname = k.name.clone();
+    let invalid = |msg: String| RenderError::InvalidTuning { kernel: kname.clone(), msg };
+    if t.tile.is_some() {
+        return Err(invalid("a matmul tile given for a reduce kernel".into()));
+    }
+    if r.rows > i32::MAX as usize {
+        return Err(em.err(format!("{} rows exceed the grid limit", r.rows)));
+    }
+    let dep_red = depends_on(k, Var::Red);
+    let max_acc = acc_uses(k);
+    let mut reds = Vec::with_capacity(r.reductions.len());
+    for (i, red) in r.reductions.iter().enumerate() {
+        let value_dt = k.expr(red.value).dtype;
+        if max_acc[red.value.0 as usize].is_some_and(|s| s >= i) {
+            return Err(em.err(format!("reduction {i} folds a value that reads its own or a later accumulator")));
+        }
+        let is_arg = matches!(red.op, RedOp::ArgMax | RedOp::ArgMin);
+        if is_arg && !ct(red.dtype).is_int() {
+            return Err(em.err(format!("arg reduction {i} accumulates in {}", red.dtype)));
+        }
+        let fold_dt = match (is_arg, value_dt, red.dtype) {
+            (true, DType::Bool, _) => DType::I32,
+            (true, v, _) => v,
+            (false, _, DType::Bool) => DType::U32,
+            (false, _, a) => a,
+        };
+        reds.push(Red { op: red.op, value: red.value, value_dt, acc_dt: red.dtype, fold_dt });
+    }
+    for s in &r.row_stores {
+        if store_roots(s).iter().any(|e| dep_red[e.0 as usize]) || s.index.uses(Var::Red) {
+            return Err(em.err("a row store depends on the reduced position `red`"));
+        }
+    }
+    // Phase roots: reduction i, then the element stores.
+    let mut phases: Vec<Vec<ExprId>> = reds.iter().map(|rd| vec![rd.value]).collect();
+    let elem_roots: Vec<ExprId> = r.elem_stores.iter().flat_map(store_roots).collect();
+    if !r.elem_stores.is_empty() {
+        phases.push(elem_roots.clone());
+    }
+    let all_roots: Vec<ExprId> = phases.iter().flatten().copied().collect();
+    let plan = plan(em, r, &all_roots, caps, t).map_err(invalid)?;
+    let Plan { mode, width, block } = plan;
+
+    // Loads kept in registers: per-element loads of two or more phases (not gathered through an
+    // accumulator, which the first phase cannot know yet).
+    let mut cache: Vec<u32> = Vec::new();
+    if let Mode::Persistent(_) = mode {
+        let sets: Vec<_> = phases.iter().map(|roots| closure(k, roots, &|_| false)).collect();
+        for (e, te) in k.exprs.iter().enumerate() {
+            if matches!(te.expr, Expr::Load { .. })
+                && dep_red[e]
+                && em.varying[e]
+                && max_acc[e].is_none()
+                && sets.iter().filter(|s| s.contains(&(e as u32))).count() >= 2
+            {
+                cache.push(e as u32);
+            }
+        }
+    }
+
+    let ity = em.ity();
+    let nw = block / 32;
+    let blocks = if mode == Mode::Serial { (r.rows as u64).div_ceil(u64::from(block)) } else { r.rows as u64 };
+    let (red0, red) = if width > 1 { ("red0", "red") } else { ("red", "red") };
+    if r.rows > 0 {
+        // Row setup.
+        if mode == Mode::Serial {
+            em.line(format!("// one thread per row: {} rows of {} elements", r.rows, r.len));
+            let tid = if em.wide {
+                format!("(unsigned long long)blockIdx.x * {block}ull + threadIdx.x")
+            } else {
+                format!("blockIdx.x * {block}u + threadIdx.x")
+            };
+            em.decl("row", format!("const {ity} row = {tid};"));
+            if blocks * u64::from(block) != r.rows as u64 {
+                em.line(format!("if (row >= {}) {{", em.ilit(r.rows as u64)));
+                em.line("    return;");
+                em.line("}");
+            }
+        } else {
+            em.line(format!(
+                "// one block per row: {} rows of {} elements, {width} consecutive elements per thread and step",
+                r.rows, r.len
+            ));
+            em.decl("row", format!("const {ity} row = blockIdx.x;"));
+            em.decl("tid", format!("const {ity} tid = threadIdx.x;"));
+            if nw > 1 {
+                em.decl("warp", "const unsigned warp = threadIdx.x / 32u;");
+                em.decl("wlane", "const unsigned wlane = threadIdx.x % 32u;");
+            }
+        }
+        em.names.insert(Var::Row, "row".into());
+        if let Mode::Persistent(p) = mode {
+            for &c in &cache {
+                let ty = ct(k.exprs[c as usize].dtype).name();
+                let dims = if width > 1 { format!("[{p}][{width}]") } else { format!("[{p}]") };
+                em.line(format!("{ty} c{c}{dims}; // v{c}, kept in registers for the later phases"));
+            }
+        }
+        let cache_ref = |c: u32, g: u32| if width > 1 { format!("c{c}[{g}][j]") } else { format!("c{c}[{g}]") };
+        for (i, rd) in reds.iter().enumerate() {
+            em.line(format!("// ---- reduction {i}: {:?} of v{} in {}", rd.op, rd.value.0, rd.acc_dt));
+            let mut roots = vec![rd.value];
+            if i == 0 {
+                roots.extend(cache.iter().map(|&c| ExprId(c)));
+            }
+            em.emit_closure(&roots, &|e| !dep_red[e as usize])?;
+            let fct = rd.fold_ct();
+            em.line(format!("{} acc{i} = {};", fct.name(), rd.identity()));
+            if rd.is_arg() {
+                em.line(format!("long long idx{i} = 9223372036854775807LL;"));
+            }
+            let fold = |em: &mut Emitter<'_>, g: u32| -> Result<(), RenderError> {
+                if i == 0 {
+                    for &c in &cache {
+                        em.line(format!("{} = v{c};", cache_ref(c, g)));
+                    }
+                }
+                let v = em.value(rd.value)?;
+                let v = cast(&v, rd.value_dt, rd.fold_dt, &mut em.h);
+                if rd.is_arg() {
+                    let better = rd.better(em);
+                    em.line(format!("const {} cand{i} = {v};", fct.name()));
+                    em.line(format!("const long long cidx{i} = (long long){red};"));
+                    em.open(format!("if ({better}(cand{i}, cidx{i}, acc{i}, idx{i}))"));
+                    em.line(format!("acc{i} = cand{i};"));
+                    em.line(format!("idx{i} = cidx{i};"));
+                    em.close();
+                } else {
+                    let c = rd.combine(&format!("acc{i}"), &v, em)?;
+                    em.line(format!("acc{i} = {c};"));
+                }
+                Ok(())
+            };
+            visit(em, mode, (width, block, r.len), red0, &mut |em, g| {
+                if i > 0 {
+                    for &c in &cache {
+                        em.cached.insert(c, cache_ref(c, g));
+                    }
+                }
+                let grp = Group { var: Var::Red, width, base: red0, lane: red, roots: &roots, stores: &[] };
+                let res = emit_group(em, &grp, &mut |em| fold(em, g));
+                for &c in &cache {
+                    em.cached.remove(&c);
+                }
+                res
+            })?;
+            if mode != Mode::Serial {
+                block_combine(em, rd, i, nw)?;
+            }
+            let result = if rd.is_arg() {
+                if r.len == 0 { "0LL".to_string() } else { format!("idx{i}") }
+            } else if rd.acc_dt == DType::Bool {
+                format!("acc{i} != 0u")
+            } else {
+                format!("acc{i}")
+            };
+            em.line(format!("const {} r{i} = {result};", ct(rd.acc_dt).name()));
+            em.acc.insert(i, AccVal { name: format!("r{i}"), dtype: rd.acc_dt });
+        }
+        // Element stores.
+        if !r.elem_stores.is_empty() {
+            em.line("// ---- element stores");
+            em.emit_closure(&elem_roots, &|e| !dep_red[e as usize])?;
+            visit(em, mode, (width, block, r.len), red0, &mut |em, g| {
+                for &c in &cache {
+                    em.cached.insert(c, cache_ref(c, g));
+                }
+                let grp =
+                    Group { var: Var::Red, width, base: red0, lane: red, roots: &elem_roots, stores: &r.elem_stores };
+                let res = emit_group(em, &grp, &mut |_| Ok(()));
+                for &c in &cache {
+                    em.cached.remove(&c);
+                }
+                res
+            })?;
+        }
+        // Row stores.
+        if !r.row_stores.is_empty() {
+            em.set_lanes(None);
+            em.names.remove(&Var::Red);
+            em.line("// ---- row stores");
+            let roots: Vec<ExprId> = r.row_stores.iter().flat_map(store_roots).collect();
+            if mode != Mode::Serial {
+                em.open("if (tid == 0)");
+            }
+            em.emit_closure(&roots, &|_| true)?;
+            for s in &r.row_stores {
+                em.emit_store(s)?;
+            }
+            if mode != Mode::Serial {
+                em.close();
+            }
+        }
+    }
+    let strategy = match mode {
+        Mode::Persistent(p) => format!("reduce persistent x{p} block {block}"),
+        Mode::Looped => format!("reduce looped block {block}"),
+        Mode::Serial => format!("reduce thread-per-row block {block}"),
+    } + &if width > 1 { format!(" vec{width}") } else { String::new() };
+    Ok(Body {
+        grid: [if r.rows == 0 { 0 } else { blocks as u32 }, 1, 1],
+        block: [block, 1, 1],
+        summary: format!(
+            "{strategy}: {} rows of {}, {} reductions, {width} elements per thread and step, {block} threads per \
+             block",
+            r.rows,
+            r.len,
+            reds.len()
+        ),
+        strategy,
+        min_blocks: None,
+    })
+}
+
+/// Chooses the mode, vector width and block size under `t`; `Err` when `t` cannot be honoured.
+fn plan(em: &mut Emitter<'_>, r: &ReduceBody, roots: &[ExprId], caps: &CudaCaps, t: &Tuning) -> Result<Plan, String> {
+    if r.strategy == ReduceStrategy::ThreadPerRow {
+        let block = match t.block {
+            Some(b) => b,
+            None => {
+                // Small blocks when rows are few, so the rows spread over the SMs.
+                let mut b = DEFAULT_BLOCK.min(prev_pow2(caps.max_threads_per_block));
+                while b > 32 && (r.rows as u64).div_ceil(u64::from(b)) < 2 * u64::from(caps.sm_count) {
+                    b /= 2;
+                }
+                b
+            }
+        };
+        check_block(block, caps)?;
+        if t.vectorize == Some(true) {
+            return Err("vectorize: a thread-per-row reduction loops serially".into());
+        }
+        if t.persistent == Some(true) {
+            return Err("persistent: a thread-per-row reduction has no block per row".into());
+        }
+        em.set_lanes(Some((Var::Red, 1)));
+        return Ok(Plan { mode: Mode::Serial, width: 1, block });
+    }
+    let elem_stores = &r.elem_stores;
+    let width = if t.vectorize == Some(false) || r.len == 0 {
+        em.set_lanes(Some((Var::Red, 1)));
+        1
+    } else {
+        choose_width(em, Var::Red, r.len, roots, elem_stores)
+    };
+    if t.vectorize == Some(true) && width == 1 {
+        return Err("vectorize: no access is contiguous and aligned along the row".into());
+    }
+    let groups = (r.len as u64).div_ceil(u64::from(width));
+    let per_thread = |b: u32| groups.div_ceil(u64::from(b)).max(1);
+    let fits = |b: u32| per_thread(b) * u64::from(width) <= PERSISTENT_PER_THREAD;
+    let max_block = prev_pow2(caps.max_threads_per_block).max(32);
+    let block = match t.block {
+        Some(b) => b,
+        None => {
+            let b0 = (groups.next_power_of_two().clamp(32, u64::from(DEFAULT_BLOCK)) as u32).min(max_block);
+            if fits(b0) || t.persistent == Some(false) {
+                b0
+            } else {
+                [512, 1024].into_iter().find(|&b| b <= max_block && fits(b)).unwrap_or(b0)
+            }
+        }
+    };
+    check_block(block, caps)?;
+    let mode = match t.persistent {
+        Some(false) => Mode::Looped,
+        Some(true) if !fits(block) => {
+            return Err(format!(
+                "persistent: a row of {} needs {} elements per thread at block {block}, more than {}",
+                r.len,
+                per_thread(block) * u64::from(width),
+                PERSISTENT_PER_THREAD
+            ));
+        }
+        _ if fits(block) => Mode::Persistent(per_thread(block) as u32),
+        _ => Mode::Looped,
+    };
+    Ok(Plan { mode, width, block })
+}
+
+/// Visits the thread's groups of a row: `body(em, g)` inside the block that defines the group's
+/// first position (`red0`, or `red` for width 1), for each unrolled group `g` of a persistent
+/// reduction, once inside the strided loop of a looped one, once inside the serial loop.
+fn visit(
+    em: &mut Emitter<'_>,
+    mode: Mode,
+    (width, block, len): (u32, u32, usize),
+    red0: &str,
+    body: &mut dyn FnMut(&mut Emitter<'_>, u32) -> Result<(), RenderError>,
+) -> Result<(), RenderError> {
+    let ity = em.ity();
+    let (w, b, n) = (u64::from(width), u64::from(block), len as u64);
+    let first = |em: &Emitter<'_>, g: u64| {
+        let off = g * b;
+        let t = if off == 0 { "tid".to_string() } else { format!("(tid + {})", em.ilit(off)) };
+        if w == 1 { t } else { format!("{t} * {}", em.ilit(w)) }
+    };
+    match mode {
+        Mode::Persistent(p) => {
+            for g in 0..u64::from(p) {
+                em.open("");
+                em.decl(red0, format!("const {ity} {red0} = {};", first(em, g)));
+                let guard = (g + 1) * b * w > n;
+                if guard {
+                    em.open(format!("if ({red0} < {})", em.ilit(n)));
+                }
+                body(em, g as u32)?;
+                if guard {
+                    em.close();
+                }
+                em.close();
+            }
+        }
+        Mode::Looped => {
+            // Several iterations' loads in flight.
+            em.line("#pragma unroll 4");
+            em.open(format!(
+                "for ({ity} {red0} = {}; {red0} < {}; {red0} += {})",
+                first(em, 0),
+                em.ilit(n),
+                em.ilit(b * w)
+            ));
+            body(em, 0)?;
+            em.close();
+        }
+        Mode::Serial => {
+            em.open(format!("for ({ity} {red0} = 0; {red0} < {}; ++{red0})", em.ilit(n)));
+            body(em, 0)?;
+            em.close();
+        }
+    }
+    Ok(())
+}
+
+/// Combines reduction `i`'s per-thread partials across the block: a butterfly inside each warp,
+/// then (with several warps) one shared slot per warp and a butterfly over the slots in every warp,
+/// so every thread ends with the block's result in `acc{i}` (and `idx{i}`).
+fn block_combine(em: &mut Emitter<'_>, rd: &Red, i: usize, nw: u32) -> Result<(), RenderError> {
+    let t = rd.fold_ct().name();
+    let butterfly = |em: &mut Emitter<'_>| -> Result<(), RenderError> {
+        em.line("#pragma unroll");
+        em.open("for (int o = 16; o > 0; o >>= 1)");
+        if rd.is_arg() {
+            let better = rd.better(em);
+            em.line(format!("const {t} ov = __shfl_xor_sync(0xffffffffu, acc{i}, o);"));
+            em.line(format!("const long long oi = __shfl_xor_sync(0xffffffffu, idx{i}, o);"));
+            em.open(format!("if ({better}(ov, oi, acc{i}, idx{i}))"));
+            em.line(format!("acc{i} = ov;"));
+            em.line(format!("idx{i} = oi;"));
+            em.close();
+        } else {
+            // The shuffle is bound first: every lane must execute it (a combine may name its
+            // operand twice, as `a < b ? a : b` does).
+            em.line(format!("const {t} other = __shfl_xor_sync(0xffffffffu, acc{i}, o);"));
+            let c = rd.combine(&format!("acc{i}"), "other", em)?;
+            em.line(format!("acc{i} = {c};"));
+        }
+        em.close();
+        Ok(())
+    };
+    em.line(format!("// combine reduction {i} across the block"));
+    butterfly(em)?;
+    if nw > 1 {
+        em.line(format!("__shared__ {t} sh{i}[{nw}];"));
+        if rd.is_arg() {
+            em.line(format!("__shared__ long long shi{i}[{nw}];"));
+        }
+        em.open("if (wlane == 0u)");
+        em.line(format!("sh{i}[warp] = acc{i};"));
+        if rd.is_arg() {
+            em.line(format!("shi{i}[warp] = idx{i};"));
+        }
+        em.close();
+        em.line("__syncthreads();");
+        em.line(format!("acc{i} = wlane < {nw}u ? sh{i}[wlane] : {};", rd.identity()));
+        if rd.is_arg() {
+            em.line(format!("idx{i} = wlane < {nw}u ? shi{i}[wlane] : 9223372036854775807LL;"));
+        }
+        butterfly(em)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,396 @@
+//! Renderer tests: snapshots of the generated CUDA C++ for every built-in workload and for
+//! hand-built kernels (every dtype, every unary and binary op, casts, literals, gathers, every
+//! reduce strategy, arg reductions, matmul epilogues, sizes 1, 7, 1023, 4097), the strategies the
+//! benchmark sizes get, tuning validation and errors.
+//!
+//! Every rendered source is also compiled by NVRTC for sm_90a when NVRTC is present and must give
+//! no error and no warning (without NVRTC the compile step prints a skip line, unless
+//! `SINTER_REQUIRE_NVRTC=1`). `SINTER_CUDA_DUMP=<dir>` writes every rendered source there as
+//! `<test>__<kernel>.cu` for compiling by other means.
+
+mod common;
+
+use common::*;
+use sinter_core::DType;
+use sinter_core::kernel::{Expr, ExprId, Index, Kernel, KernelBody, Program, ReduceStrategy};
+use sinter_core::workloads::{self, Scale};
+use sinter_cuda::render::{self, CudaCaps, MatmulTile, RenderError, Rendered, Tuning, candidates, check_tuning};
+
+const STRATEGIES: [ReduceStrategy; 3] =
+    [ReduceStrategy::Persistent, ReduceStrategy::Looped, ReduceStrategy::ThreadPerRow];
+
+/// Compiles `r` with NVRTC (sm_90a) when available, failing on errors and warnings; writes it to
+/// `$SINTER_CUDA_DUMP` when set.
+fn compile(test: &str, r: &Rendered) {
+    if let Ok(dir) = std::env::var("SINTER_CUDA_DUMP") {
+        let dir = std::path::Path::new(&dir);
+        std::fs::create_dir_all(dir).expect("dump dir");
+        let mut n = 0;
+        let path = loop {
+            let p = dir.join(format!("{test}__{}{}.cu", r.name, if n == 0 { String::new() } else { format!("_{n}") }));
+            if !p.exists() {
+                break p;
+            }
+            n += 1;
+        };
+        std::fs::write(path, &r.source).expect("dump");
+    }
+    match sinter_cuda::probe::nvrtc() {
+        Ok(()) => {}
+        Err(e) => {
+            assert!(
+                !std::env::var("SINTER_REQUIRE_NVRTC").is_ok_and(|v| v == "1"),
+                "SINTER_REQUIRE_NVRTC=1 but NVRTC is unavailable: {e}"
+            );
+            return;
+        }
+    }
+    let target = sinter_cuda::nvrtc::Target::hopper();
+    match sinter_cuda::nvrtc::compile(&r.name, &r.source, &target) {
+        Ok(c) => {
+            let warnings: Vec<&str> = c.log.lines().filter(|l| l.contains("warning")).collect();
+            assert!(warnings.is_empty(), "{test}: {} compiles with warnings:\n{}\n{}", r.name, c.log, r.source);
+        }
+        Err(e) => panic!("{test}: {} does not compile: {e}\n{}", r.name, r.source),
+    }
+}
+
+fn hopper() -> CudaCaps {
+    CudaCaps::hopper()
+}
+
+/// Renders (default tuning) and compiles every kernel of `p`, returning the sources with a header
+/// line per kernel (launch and strategy).
+fn render_all(test: &str, p: &Program) -> String {
+    let mut out = String::new();
+    for k in &p.kernels {
+        let r = render::render(k, &hopper(), &Tuning::default()).unwrap_or_else(|e| panic!("{test}: {e}"));
+        compile(test, &r);
+        out.push_str(&format!("// ==== {} grid {:?} block {:?} ({})\n", r.name, r.grid, r.block, r.strategy));
+        out.push_str(&r.source);
+        out.push('\n');
+    }
+    out
+}
+
+/// Renders and compiles every kernel of `p` without snapshotting.
+fn check_all(test: &str, p: &Program) {
+    let _ = render_all(test, p);
+}
+
+#[test]
+fn every_workload() {
+    for w in workloads::all() {
+        let p = scheduled(&w);
+        let s = render_all(w.name, &p);
+        insta::assert_snapshot!(w.name, s);
+    }
+}
+
+#[test]
+fn unary_ops_of_every_dtype() {
+    let mut s = String::new();
+    for d in DType::ALL {
+        s.push_str(&render_all("unary", &unary_all(d, 1024)));
+        for n in [1, 7, 1023, 4097] {
+            check_all("unary", &unary_all(d, n));
+        }
+    }
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn binary_ops_of_every_dtype() {
+    let mut s = String::new();
+    for d in DType::ALL {
+        s.push_str(&render_all("binary", &binary_all(d, 1024)));
+        for n in [1, 7, 1023, 4097] {
+            check_all("binary", &binary_all(d, n));
+        }
+    }
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn casts_between_every_dtype() {
+    let mut s = String::new();
+    for d in DType::ALL {
+        s.push_str(&render_all("casts", &casts_from(d, 64)));
+        for n in [1, 7, 1023, 4097] {
+            check_all("casts", &casts_from(d, n));
+        }
+    }
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn literals_of_every_dtype() {
+    let mut s = String::new();
+    for d in DType::ALL {
+        s.push_str(&render_all("literals", &literals(d, 7)));
+    }
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn gathers_clamp_in_signed_64_bit() {
+    let mut s = String::new();
+    for id in [DType::I64, DType::I32, DType::U64, DType::F32] {
+        s.push_str(&render_all("gather", &gather(id, 10, 16, 7)));
+    }
+    assert!(s.contains("sinter_clamp((long long)v0, 0LL, 9LL)"), "{s}");
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn pointwise_vector_widths() {
+    // f32 4-wide, f16 8-wide, f64 2-wide, u8 16-wide; a broadcast row loaded once per group when
+    // the row length is a multiple of the width; odd sizes scalar.
+    let mut s = String::new();
+    for (d, w) in [(DType::F32, 4), (DType::F16, 8), (DType::BF16, 8), (DType::F64, 2), (DType::U8, 16)] {
+        let p = add_relu_mul(33, 4096, d);
+        let r = render::render(&p.kernels[0], &hopper(), &Tuning::default()).unwrap();
+        assert!(r.strategy.starts_with(&format!("pointwise x{w} ")), "{d}: {}", r.strategy);
+        s.push_str(&render_all("vector_widths", &p));
+    }
+    for n in [1, 7, 1023, 4097] {
+        let p = add_relu_mul(1, n, DType::F32);
+        let r = render::render(&p.kernels[0], &hopper(), &Tuning::default()).unwrap();
+        assert!(r.strategy.starts_with("pointwise block"), "{n}: {}", r.strategy);
+        check_all("vector_widths", &p);
+    }
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn reductions_of_every_strategy() {
+    let mut s = String::new();
+    for strategy in STRATEGIES {
+        s.push_str(&render_all("reductions", &softmax(67, 129, DType::F32, strategy)));
+        s.push_str(&render_all("reductions", &layer_norm(61, 256, DType::BF16, strategy)));
+    }
+    s.push_str(&render_all("reductions", &softmax(64, 8192, DType::F32, ReduceStrategy::Looped)));
+    s.push_str(&render_all("reductions", &softmax(64, 100_000, DType::F16, ReduceStrategy::Looped)));
+    for d in [DType::F32, DType::F16, DType::BF16, DType::F64] {
+        for strategy in STRATEGIES {
+            for len in [1, 7, 1023, 4097] {
+                check_all("reductions", &softmax(3, len, d, strategy));
+                check_all("reductions", &layer_norm(3, len, d, strategy));
+            }
+        }
+    }
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn arg_reductions_of_every_dtype() {
+    let mut s = String::new();
+    for d in [DType::F32, DType::I32, DType::U64, DType::Bool] {
+        s.push_str(&render_all("arg", &arg_sum(d, 5, 1024, ReduceStrategy::Persistent)));
+    }
+    s.push_str(&render_all("arg", &arg_sum(DType::F16, 4096, 7, ReduceStrategy::ThreadPerRow)));
+    for d in DType::ALL {
+        for strategy in STRATEGIES {
+            for len in [1, 7, 1023, 4097] {
+                check_all("arg", &arg_sum(d, 3, len, strategy));
+            }
+        }
+    }
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn matmul_with_bias_relu_epilogue() {
+    let mut s = String::new();
+    s.push_str(&render_all("matmul", &matmul_bias_relu(1, 100, 96, 72, DType::F32, DType::F32, false)));
+    s.push_str(&render_all("matmul", &matmul_bias_relu(3, 512, 256, 64, DType::BF16, DType::F32, true)));
+    s.push_str(&render_all("matmul", &matmul_bias_relu(1, 37, 41, 29, DType::F64, DType::F64, false)));
+    s.push_str(&render_all("matmul", &matmul_bias_relu(2, 7, 9, 5, DType::I8, DType::I32, true)));
+    for d in DType::ALL.into_iter().filter(|d| *d != DType::Bool) {
+        let acc = match d {
+            DType::F64 => DType::F64,
+            d if d.is_float() => DType::F32,
+            _ => DType::I64,
+        };
+        for n in [1, 7, 1023] {
+            check_all("matmul", &matmul_bias_relu(2, n, 7, n.min(100), d, acc, n == 7));
+        }
+        check_all("matmul", &matmul_bias_relu(1, 4097, 1, 3, d, acc, false));
+    }
+    insta::assert_snapshot!(s);
+}
+
+/// The mapping the benchmark sizes get: the bandwidth-bound workloads vectorize (16-byte accesses),
+/// softmax and layernorm rows stay in registers.
+#[test]
+fn benchmark_sizes_take_the_fast_paths() {
+    let want = [
+        ("add_relu_mul_10M_f32", "pointwise x4"),
+        ("cos_16M_f32", "pointwise x4"),
+        ("cos_cos_16M_f32", "pointwise x4"),
+        ("softmax_8192x8192_f32", "reduce persistent x8 block 256 vec4"),
+        ("layernorm_gelu_8192x4096_f32", "reduce persistent x4 block 256 vec4"),
+        ("matmul_4096_f32", "matmul 128x128x8 8x8"),
+    ];
+    for (name, strategy) in want {
+        let w = workloads::get(name).expect("workload");
+        let g = sinter_core::passes::optimize(&w.build(Scale::Full).expect("build")).expect("passes");
+        let p = sinter_core::schedule::schedule(&g, &cuda_caps(), &Default::default()).expect("schedule");
+        let got: Vec<String> = p
+            .kernels
+            .iter()
+            .map(|k| render::render(k, &hopper(), &Tuning::default()).unwrap_or_else(|e| panic!("{e}")).strategy)
+            .collect();
+        assert!(got.iter().any(|s| s.starts_with(strategy)), "{name}: {got:?}");
+    }
+}
+
+#[test]
+fn candidates_render_distinct_sources() {
+    for w in workloads::all() {
+        let p = scheduled(&w);
+        for k in &p.kernels {
+            let c = candidates(k, &hopper());
+            assert_eq!(c[0], Tuning::default(), "{}: the default comes first", k.name);
+            let mut sources = std::collections::HashSet::new();
+            for t in &c {
+                let r = render::render(k, &hopper(), t).unwrap_or_else(|e| panic!("{}: {t:?}: {e}", k.name));
+                assert!(sources.insert((r.source, r.grid)), "{}: {t:?} repeats another candidate", k.name);
+                check_tuning(k, &hopper(), t).unwrap();
+            }
+            let several = match &k.body {
+                KernelBody::Pointwise { numel, .. } => *numel > 1024,
+                KernelBody::Reduce(r) => r.rows > 0,
+                KernelBody::Matmul(_) => true,
+            };
+            assert!(!several || c.len() > 2, "{}: {} candidates", k.name, c.len());
+        }
+    }
+    // Every candidate of the hand-built kernels compiles.
+    for p in [
+        softmax(64, 4096, DType::F32, ReduceStrategy::Persistent),
+        arg_sum(DType::F16, 4096, 9, ReduceStrategy::ThreadPerRow),
+        matmul_bias_relu(1, 300, 200, 100, DType::BF16, DType::F32, true),
+        add_relu_mul(64, 4096, DType::F16),
+    ] {
+        for t in candidates(&p.kernels[0], &hopper()) {
+            compile("candidates", &render::render(&p.kernels[0], &hopper(), &t).unwrap());
+        }
+    }
+}
+
+fn invalid(k: &Kernel, t: Tuning) -> String {
+    match render::render(k, &hopper(), &t) {
+        Err(RenderError::InvalidTuning { msg, .. }) => {
+            assert!(check_tuning(k, &hopper(), &t).is_err());
+            msg
+        }
+        other => panic!("{t:?}: expected InvalidTuning, got {other:?}"),
+    }
+}
+
+#[test]
+fn tunings_that_cannot_be_honoured_are_errors() {
+    let pw = &add_relu_mul(4, 1024, DType::F32).kernels[0];
+    let odd = &add_relu_mul(1, 7, DType::F32).kernels[0];
+    let red = &softmax(8, 100_000, DType::F32, ReduceStrategy::Looped).kernels[0];
+    let tpr = &arg_sum(DType::F32, 4096, 9, ReduceStrategy::ThreadPerRow).kernels[0];
+    let mm = &matmul_bias_relu(1, 64, 64, 64, DType::F32, DType::F32, false).kernels[0];
+    for k in [pw, red, tpr] {
+        for b in [0, 7, 48, 2048] {
+            let msg = invalid(k, Tuning { block: Some(b), ..Tuning::default() });
+            assert!(msg.contains("block size"), "{msg}");
+        }
+    }
+    assert!(invalid(odd, Tuning { vectorize: Some(true), ..Tuning::default() }).contains("vectorize"));
+    assert!(invalid(tpr, Tuning { vectorize: Some(true), ..Tuning::default() }).contains("vectorize"));
+    assert!(invalid(red, Tuning { persistent: Some(true), ..Tuning::default() }).contains("persistent"));
+    assert!(invalid(pw, Tuning { tile: Some(MatmulTile::LARGE), ..Tuning::default() }).contains("tile"));
+    let bad_tiles = [
+        MatmulTile { bm: 0, ..MatmulTile::LARGE },
+        MatmulTile { tm: 6, ..MatmulTile::LARGE },
+        MatmulTile { bm: 256, bn: 256, bk: 8, tm: 4, tn: 4 },
+        MatmulTile { bm: 128, bn: 128, bk: 64, tm: 8, tn: 8 },
+        MatmulTile { bm: 128, bn: 128, bk: 8, tm: 16, tn: 8 },
+    ];
+    for tile in bad_tiles {
+        invalid(mm, Tuning { tile: Some(tile), ..Tuning::default() });
+    }
+    assert!(invalid(mm, Tuning { block: Some(128), ..Tuning::default() }).contains("threads"));
+    // What is honoured renders.
+    for t in [
+        Tuning { block: Some(1024), vectorize: Some(false), ..Tuning::default() },
+        Tuning { block: Some(32), ..Tuning::default() },
+    ] {
+        check_tuning(pw, &hopper(), &t).unwrap();
+        check_tuning(red, &hopper(), &t).unwrap();
+    }
+    check_tuning(mm, &hopper(), &Tuning { block: Some(256), tile: Some(MatmulTile::MEDIUM), ..Tuning::default() })
+        .unwrap();
+    // Persistent where the row fits, looped on request.
+    let fits = &softmax(8, 4096, DType::F32, ReduceStrategy::Looped).kernels[0];
+    let r = render::render(fits, &hopper(), &Tuning { persistent: Some(true), ..Tuning::default() }).unwrap();
+    assert!(r.strategy.starts_with("reduce persistent"), "{}", r.strategy);
+    let r = render::render(fits, &hopper(), &Tuning { persistent: Some(false), ..Tuning::default() }).unwrap();
+    assert!(r.strategy.starts_with("reduce looped"), "{}", r.strategy);
+    compile("tunings", &r);
+}
+
+#[test]
+fn malformed_kernels_are_errors_not_panics() {
+    let unsupported = |k: &Kernel| {
+        assert!(
+            matches!(render::render(k, &hopper(), &Tuning::default()), Err(RenderError::Unsupported { .. })),
+            "{:?}",
+            render::render(k, &hopper(), &Tuning::default())
+        )
+    };
+    let base = add_relu_mul(4, 8, DType::F32).kernels[0].clone();
+    // An operand that does not precede its user.
+    let mut k = base.clone();
+    k.exprs[2].expr = Expr::Unary(sinter_core::ir::UnaryOp::Exp, ExprId(40));
+    unsupported(&k);
+    // A load from a written argument, and from a missing one.
+    let mut k = base.clone();
+    k.exprs[0].expr = Expr::Load { arg: 2, index: lane() };
+    unsupported(&k);
+    let mut k = base.clone();
+    k.exprs[0].expr = Expr::Load { arg: 9, index: lane() };
+    unsupported(&k);
+    // A loop variable the body lacks, a gathered value outside a clamp, an accumulator in a
+    // pointwise kernel, a float-only op on an integer, operands of different dtypes.
+    let mut k = base.clone();
+    k.exprs[0].expr = Expr::Load { arg: 0, index: Index::var(sinter_core::kernel::Var::Row) };
+    unsupported(&k);
+    let mut k = base.clone();
+    k.exprs[1].expr = Expr::Load { arg: 1, index: Index::Value(ExprId(0)) };
+    unsupported(&k);
+    let mut k = base.clone();
+    k.exprs[0].expr = Expr::Acc(0);
+    unsupported(&k);
+    let mut p = unary_all(DType::I32, 8);
+    p.kernels[0].exprs[1].expr = Expr::Unary(sinter_core::ir::UnaryOp::Exp, ExprId(0));
+    unsupported(&p.kernels[0]);
+    let mut k = base.clone();
+    k.exprs[1].dtype = DType::F64;
+    k.exprs[1].expr = Expr::Const(1.0);
+    unsupported(&k);
+    // A store to a read argument.
+    let mut k = base;
+    if let KernelBody::Pointwise { stores, .. } = &mut k.body {
+        stores[0].arg = 0;
+    }
+    unsupported(&k);
+}
+
+#[test]
+fn empty_kernels_launch_nothing() {
+    let p = add_relu_mul(0, 16, DType::F32);
+    let r = render::render(&p.kernels[0], &hopper(), &Tuning::default()).unwrap();
+    assert_eq!(r.grid, [0, 1, 1]);
+    compile("empty", &r);
+    let p = softmax(0, 16, DType::F32, ReduceStrategy::Persistent);
+    assert_eq!(render::render(&p.kernels[0], &hopper(), &Tuning::default()).unwrap().grid, [0, 1, 1]);
+    let p = matmul_bias_relu(1, 0, 4, 4, DType::F32, DType::F32, false);
+    assert_eq!(render::render(&p.kernels[0], &hopper(), &Tuning::default()).unwrap().grid, [0, 1, 1]);
+}
