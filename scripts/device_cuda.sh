@@ -60,11 +60,20 @@ fi
 if [ "$part" = bench ] || [ "$part" = all ]; then
   step "sinter bench --backend cuda"
   "$BIN" calibrate --backend cuda --no-matmul 2>&1 | tail -3
-  "$BIN" bench --backend cuda --eager --check --scale full --json "$OUT/sinter-cuda.json" 2>&1 | tee "$OUT/sinter-cuda.txt"
-  "$BIN" bench --backend cuda --mode reduce-overhead --no-calibrate --json "$OUT/sinter-cuda-ro.json" 2>&1 | tee "$OUT/sinter-cuda-ro.txt"
+  "$BIN" bench --backend cuda --no-calibrate --json "$OUT/sinter-cuda.json" 2>&1 | tee "$OUT/sinter-cuda.txt"
+  "$BIN" bench --backend cuda --mode reduce-overhead --no-calibrate --iters 10 --warmup 5 \
+    --workload add_relu_mul_10M_f32,cos_16M_f32,matmul_softmax_100_f32,pointwise_chain64_1024_f32,softmax_8192x8192_f32 \
+    --json "$OUT/sinter-cuda-ro.json" 2>&1 | tee "$OUT/sinter-cuda-ro.txt"
   step "torch anchor"
-  PYTHONUNBUFFERED=1 python3 .bench/torch_anchor.py --modes eager,default,reduce-overhead --out "$OUT/torch.json" >"$OUT/torch.log" 2>&1
-  tail -5 "$OUT/torch.log"
+  PYTHONUNBUFFERED=1 timeout 300 python3 .bench/torch_anchor.py --modes eager,default --out "$OUT/torch.json" >"$OUT/torch.log" 2>&1
+  PYTHONUNBUFFERED=1 timeout 120 python3 .bench/torch_anchor.py --modes reduce-overhead \
+    --only matmul_softmax_100_f32,pointwise_chain64_1024_f32 --out "$OUT/torch-ro.json" >>"$OUT/torch.log" 2>&1
+  tail -3 "$OUT/torch.log"
   python3 .bench/compare.py "$OUT/torch.json" "$OUT/sinter-cuda.json" "$OUT/sinter-cuda-ro.json" | tee "$OUT/compare.txt"
+  python3 - "$OUT/torch-ro.json" <<'EOF2'
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    print("torch", r["name"], r["mode"], f"{r['ms'] * 1e3:.1f} us")
+EOF2
 fi
 step done

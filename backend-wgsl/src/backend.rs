@@ -414,6 +414,10 @@ impl DeviceBuffer for WgslBuffer {
         self.device.download(&self.buffer).map_err(dev_err)
     }
 
+    fn synchronize(&self) -> Result<(), BackendError> {
+        self.device.synchronize().map_err(dev_err)
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

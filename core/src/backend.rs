@@ -158,6 +158,12 @@ pub trait DeviceBuffer: Send + Sync + std::fmt::Debug {
     fn len_bytes(&self) -> u64;
     /// Copies the whole buffer to the host (waits for pending work that writes it).
     fn read(&self) -> Result<Vec<u8>, BackendError>;
+    /// Waits until every queued device work that writes this buffer has finished (for timing
+    /// and for handing the memory to code outside sinter). The default does nothing (host
+    /// buffers are always complete).
+    fn synchronize(&self) -> Result<(), BackendError> {
+        Ok(())
+    }
     /// For the owning backend to recognise its own buffers.
     fn as_any(&self) -> &dyn Any;
 }
@@ -241,6 +247,11 @@ impl DeviceTensor {
     /// The backend owning the buffer.
     pub fn backend(&self) -> &str {
         self.buffer.backend()
+    }
+
+    /// Waits for the device work that produces this tensor (see [`DeviceBuffer::synchronize`]).
+    pub fn synchronize(&self) -> Result<(), BackendError> {
+        self.buffer.synchronize()
     }
 
     /// Copies to the host.

@@ -68,6 +68,14 @@ pub struct Row {
     pub wall_ms: f64,
     /// Kernels per run.
     pub kernels: usize,
+    /// For overhead-bound runs (device time under 0.2 ms): host wall time per `run_device` call,
+    /// µs, over 200 back-to-back calls on device-resident inputs, synchronized once at the end
+    /// (what a caller chaining layers sees, launch overhead included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_us: Option<f64>,
+    /// The host's share of `call_us`: time to issue the 200 calls, before waiting for the device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_us: Option<f64>,
     /// Minimum bytes over `ms`, GB/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gbps: Option<f64>,
@@ -199,6 +207,12 @@ pub fn measure(
     } else {
         (median(spans.clone()) / 1e6, spans.iter().cloned().fold(f64::INFINITY, f64::min) / 1e6)
     };
+    let (call_us, host_us) = if ms < 0.2 {
+        let (c, h) = call_time_us(&c, inputs)?;
+        (Some(c), Some(h))
+    } else {
+        (None, None)
+    };
     let program = c.program().context("no program")?;
     let (flops, bytes) = (w.flops(scale), w.min_bytes(scale));
     let row = Row {
@@ -208,6 +222,8 @@ pub fn measure(
         ms_min,
         wall_ms,
         kernels: program.kernels.len(),
+        call_us,
+        host_us,
         gbps: (bytes > 0.0).then(|| bytes / (ms / 1e3) / 1e9),
         tflops: (flops > 0.0).then(|| flops / (ms / 1e3) / 1e12),
         cold_compile_s: cold,
@@ -219,6 +235,25 @@ pub fn measure(
         vs_eager_ratio: None,
     };
     Ok((row, out, c))
+}
+
+/// Host wall time per `run_device` call, µs: 200 calls back to back on inputs already on the device,
+/// then a wait for the last output; and the host's share (the time to issue the calls).
+fn call_time_us(c: &CompiledGraph, inputs: &[HostTensor]) -> Result<(f64, f64)> {
+    let dev = inputs.iter().map(|t| c.upload(t)).collect::<Result<Vec<_>, _>>()?;
+    for _ in 0..20 {
+        c.run_device(&dev)?;
+    }
+    c.run_device(&dev)?[0].synchronize()?;
+    let n = 200;
+    let t = Instant::now();
+    let mut last = Vec::new();
+    for _ in 0..n {
+        last = c.run_device(&dev)?;
+    }
+    let host = t.elapsed().as_secs_f64() * 1e6 / n as f64;
+    last[0].synchronize()?;
+    Ok((t.elapsed().as_secs_f64() * 1e6 / n as f64, host))
 }
 
 fn worst_ratio(a: &[HostTensor], b: &[HostTensor], rtol: f64, atol: f64) -> f64 {
@@ -261,8 +296,8 @@ pub fn run(a: Args) -> Result<()> {
         println!("# measured copy bandwidth: {c:.1} GB/s");
     }
     println!(
-        "{:32} {:>15} {:>7} {:>10} {:>10} {:>9} {:>8} {:>8} {:>8}",
-        "workload", "mode", "kernels", "ms", "GB/s", "TFLOP/s", "%copy", "cold s", "warm s"
+        "{:32} {:>15} {:>7} {:>10} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "workload", "mode", "kernels", "ms", "GB/s", "TFLOP/s", "%copy", "cold s", "warm s", "call us", "host us"
     );
     let mut rows = Vec::new();
     let mut failed = Vec::new();
@@ -304,7 +339,7 @@ pub fn run(a: Args) -> Result<()> {
             };
             let f = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |x| format!("{x:.p$}"));
             println!(
-                "{:32} {:>15} {:>7} {:>10.4} {:>10} {:>9} {:>8} {:>8.3} {:>8.3}{}",
+                "{:32} {:>15} {:>7} {:>10.4} {:>10} {:>9} {:>8} {:>8.3} {:>8.3} {:>8} {:>8}{}",
                 row.name,
                 row.mode,
                 row.kernels,
@@ -314,6 +349,8 @@ pub fn run(a: Args) -> Result<()> {
                 pct,
                 row.cold_compile_s,
                 row.warm_compile_s,
+                f(row.call_us, 1),
+                f(row.host_us, 1),
                 match (row.check_ok, row.check_ratio, row.check_rel_l2) {
                     (Some(true), Some(r), Some(l)) => format!("  check ok (tol ratio {r:.2}, rel L2 {l:.1e})"),
                     (Some(false), Some(r), Some(l)) => format!("  CHECK FAILED (tol ratio {r:.2}, rel L2 {l:.1e})"),

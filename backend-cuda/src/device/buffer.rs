@@ -361,6 +361,11 @@ impl DeviceBuffer for CudaBuffer {
         Ok(out)
     }
 
+    fn synchronize(&self) -> Result<(), BackendError> {
+        self.home.pool.bind()?;
+        self.home.synchronize("synchronize buffer")
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
