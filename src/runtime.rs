@@ -89,9 +89,21 @@ fn open_interp() -> Result<Arc<dyn BackendTrait>, BackendError> {
 
 /// Every backend, in the order [`Backend::Auto`] prefers them.
 pub const REGISTRY: &[Entry] = &[
-    Entry { kind: Backend::Cuda, about: "NVIDIA GPUs: CUDA C++ compiled by NVRTC, run through the driver", open: open_cuda },
-    Entry { kind: Backend::Wgsl, about: "any Vulkan/Metal/DX12 GPU through wgpu, or lavapipe on the CPU", open: open_wgsl },
-    Entry { kind: Backend::Interp, about: "the host interpreter of the kernel IR (slow, always present)", open: open_interp },
+    Entry {
+        kind: Backend::Cuda,
+        about: "NVIDIA GPUs: CUDA C++ compiled by NVRTC, run through the driver",
+        open: open_cuda,
+    },
+    Entry {
+        kind: Backend::Wgsl,
+        about: "any Vulkan/Metal/DX12 GPU through wgpu, or lavapipe on the CPU",
+        open: open_wgsl,
+    },
+    Entry {
+        kind: Backend::Interp,
+        about: "the host interpreter of the kernel IR (slow, always present)",
+        open: open_interp,
+    },
 ];
 
 /// A backend picked by [`open`], with the reason.

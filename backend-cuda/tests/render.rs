@@ -384,6 +384,18 @@ fn malformed_kernels_are_errors_not_panics() {
 }
 
 #[test]
+fn huge_extents_use_64_bit_indices() {
+    let mut s = String::new();
+    s.push_str(&render_all("huge", &add_relu_mul(1 << 16, 1 << 16, DType::F32)));
+    s.push_str(&render_all("huge", &softmax(1 << 16, 1 << 16, DType::BF16, ReduceStrategy::Looped)));
+    s.push_str(&render_all("huge", &arg_sum(DType::F32, 1 << 26, 64, ReduceStrategy::ThreadPerRow)));
+    s.push_str(&render_all("huge", &matmul_bias_relu(1, 1 << 16, 64, 1 << 16, DType::F16, DType::F32, true)));
+    assert!(s.contains("const unsigned long long lane0"), "{s}");
+    assert!(s.contains("const unsigned long long a_base"), "{s}");
+    insta::assert_snapshot!(s);
+}
+
+#[test]
 fn empty_kernels_launch_nothing() {
     let p = add_relu_mul(0, 16, DType::F32);
     let r = render::render(&p.kernels[0], &hopper(), &Tuning::default()).unwrap();

@@ -38,6 +38,6 @@ pub mod backend;
 pub mod compile;
 pub mod kernel;
 pub mod schedule;
-pub mod tune;
 #[doc(hidden)]
 pub mod testsuite;
+pub mod tune;

@@ -146,11 +146,7 @@ pub fn make_backend(name: &str, calibrate: bool) -> Result<(Arc<dyn BackendTrait
     if kind == Backend::Auto {
         eprintln!("# {}", sel.why);
     }
-    let ceiling = if calibrate {
-        sel.backend.calibrate(256 << 20).ok().flatten().map(|c| c.copy_gbps)
-    } else {
-        None
-    };
+    let ceiling = if calibrate { sel.backend.calibrate(256 << 20).ok().flatten().map(|c| c.copy_gbps) } else { None };
     Ok((sel.backend, ceiling))
 }
 

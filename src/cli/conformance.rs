@@ -46,9 +46,8 @@ pub fn backend(name: &str) -> Result<Backend> {
     if name == "cpu" {
         return Ok(Arc::new(sinter::cpu::run));
     }
-    let kind = sinter::Backend::from_name(name).with_context(|| {
-        format!("unknown backend {name:?}; available: cpu, {}", sinter::Backend::names())
-    })?;
+    let kind = sinter::Backend::from_name(name)
+        .with_context(|| format!("unknown backend {name:?}; available: cpu, {}", sinter::Backend::names()))?;
     let sel = sinter::runtime::open(kind).with_context(|| format!("opening the {name} backend"))?;
     if kind == sinter::Backend::Auto {
         eprintln!("# {}", sel.why);

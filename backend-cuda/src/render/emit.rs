@@ -337,8 +337,12 @@ impl<'a> Emitter<'a> {
             Expr::Where(c, a, b) => {
                 let (cd, ad, bd) = (k.expr(*c).dtype, k.expr(*a).dtype, k.expr(*b).dtype);
                 let cs = condition(&self.value(*c)?, cd);
-                let xs = cast(&self.value(*a)?, ad, dt, &mut self.h);
-                let ys = cast(&self.value(*b)?, bd, dt, &mut self.h);
+                // The operands have the expression's dtype (a select, no rounding); others convert.
+                let (xv, yv) = (self.value(*a)?, self.value(*b)?);
+                let h = &mut self.h;
+                let mut operand = |v: String, d: DType| if d == dt { v } else { cast(&v, d, dt, h) };
+                let xs = operand(xv, ad);
+                let ys = operand(yv, bd);
                 format!("{} ? {} : {}", super::ops::p(&cs), super::ops::p(&xs), super::ops::p(&ys))
             }
             Expr::Cast(x) => {

@@ -362,7 +362,7 @@ fn stage_loads(em: &mut Emitter<'_>, mm: &MatmulBody, t: MatmulTile, k0: &str) -
         }
         let addr = address(oty, &format!("{which}_base"), ("gr", s_r), ("gk", s_k));
         let x = load_conv(&format!("a{}[{addr}]", op.arg), mm.in_dtype);
-        let x = cast(&x, mm.in_dtype, mm.acc_dtype, &mut em.h);
+        let x = if mm.in_dtype == mm.acc_dtype { x } else { cast(&x, mm.in_dtype, mm.acc_dtype, &mut em.h) };
         let x = if tc == ct(mm.acc_dtype) { x } else { format!("({}){}", tc.name(), super::ops::p(&x)) };
         let mut conds = Vec::new();
         if !(ext as u64).is_multiple_of(u64::from(rows)) {

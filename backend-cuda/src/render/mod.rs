@@ -10,7 +10,7 @@
 //! # Kernel shapes
 //!
 //! * **Pointwise**: one thread per lane, or per group of `W` consecutive lanes
-//!   (`W` = 16 bytes over the narrowest contiguous element: 4 for f32, 8 for f16/bf16, 2 for f64,
+//!   (`W` = 16 bytes over the widest contiguous element: 4 for f32, 8 for f16/bf16, 2 for f64,
 //!   16 for bytes) when the lane count is a multiple of `W` and some access is contiguous and
 //!   aligned in the lane: those are one `sinter_vec<T, W>` (16-byte) load or store, accesses
 //!   uniform across the group are loaded once, others element by element. 256 threads per block,

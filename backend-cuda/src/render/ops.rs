@@ -19,16 +19,17 @@ pub(crate) fn is_atom(s: &str) -> bool {
     if !s.is_empty() && s.chars().all(simple) {
         return true;
     }
-    // `name(...)` or `(...)` whose first parenthesis closes at the end.
-    let Some(open) = s.find('(') else { return false };
-    if !s[..open].chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || !s.ends_with(')') {
+    // `name(...)`, `(...)` or `name[...]` whose first bracket closes at the end.
+    let Some(open) = s.find(['(', '[']) else { return false };
+    let close = if s[open..].starts_with('(') { ')' } else { ']' };
+    if !s[..open].chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || !s.ends_with(close) {
         return false;
     }
     let mut depth = 0i32;
     for (i, c) in s.char_indices().skip(open) {
         match c {
-            '(' => depth += 1,
-            ')' => {
+            '(' | '[' => depth += 1,
+            ')' | ']' => {
                 depth -= 1;
                 if depth == 0 {
                     return i == s.len() - 1;
@@ -441,6 +442,8 @@ mod tests {
         assert!(!is_atom("f(a) + g(b)"));
         assert!(!is_atom("-v1"));
         assert!(!is_atom("(int)v1"));
+        assert!(is_atom("a1[lane % 7u]"));
+        assert!(!is_atom("a1[lane] + a2[lane]"));
     }
 
     #[test]

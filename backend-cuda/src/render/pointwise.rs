@@ -12,9 +12,10 @@ use super::{Body, CudaCaps, RenderError, Tuning};
 pub(super) const DEFAULT_BLOCK: u32 = 256;
 
 /// The widest lane group of `var` (16, 8, 4 or 2 lanes dividing `extent`) in which some access is
-/// contiguous and aligned and the narrowest such access moves at most 16 bytes per group, so every
-/// vector access is whole 16-byte (or smaller, aligned) transactions; 1 when there is none.
-/// Leaves the emitter vectorized at the chosen width.
+/// contiguous and aligned and the widest such access moves at most 16 bytes per group: one 16-byte
+/// vector for the widest dtype (4 lanes of f32, 8 of f16/bf16, 2 of f64, 16 of bytes), narrower
+/// aligned vectors for the narrower dtypes; 1 when there is none. Leaves the emitter vectorized at
+/// the chosen width.
 pub(super) fn choose_width(em: &mut Emitter<'_>, var: Var, extent: usize, roots: &[ExprId], stores: &[Store]) -> u32 {
     let k = em.k;
     for w in [16u32, 8, 4, 2] {
@@ -22,21 +23,21 @@ pub(super) fn choose_width(em: &mut Emitter<'_>, var: Var, extent: usize, roots:
             continue;
         }
         em.set_lanes(Some((var, w)));
-        let mut min_size = usize::MAX;
+        let mut max_size = 0;
         for e in closure(k, roots, &|_| false) {
             if let Expr::Load { arg, index } = &k.exprs[e as usize].expr
                 && em.varying[e as usize]
                 && em.form(index) == LaneForm::Contig
             {
-                min_size = min_size.min(k.args[*arg].dtype.size_bytes());
+                max_size = max_size.max(k.args[*arg].dtype.size_bytes());
             }
         }
         for s in stores {
             if em.form(&s.index) == LaneForm::Contig {
-                min_size = min_size.min(k.args[s.arg].dtype.size_bytes());
+                max_size = max_size.max(k.args[s.arg].dtype.size_bytes());
             }
         }
-        if min_size != usize::MAX && w as usize * min_size <= 16 {
+        if max_size > 0 && w as usize * max_size <= 16 {
             return w;
         }
     }

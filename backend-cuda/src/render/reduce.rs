@@ -250,7 +250,8 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
                     }
                 }
                 let v = em.value(rd.value)?;
-                let v = cast(&v, rd.value_dt, rd.fold_dt, &mut em.h);
+                // A value of the fold's dtype is folded as it is (a cast to f16 would round it).
+                let v = if rd.value_dt == rd.fold_dt { v } else { cast(&v, rd.value_dt, rd.fold_dt, &mut em.h) };
                 if rd.is_arg() {
                     let better = rd.better(em);
                     em.line(format!("const {} cand{i} = {v};", fct.name()));
@@ -422,6 +423,10 @@ fn visit(
     red0: &str,
     body: &mut dyn FnMut(&mut Emitter<'_>, u32) -> Result<(), RenderError>,
 ) -> Result<(), RenderError> {
+    if len == 0 {
+        // An empty row: nothing to visit, the accumulators keep their identities.
+        return Ok(());
+    }
     let ity = em.ity();
     let (w, b, n) = (u64::from(width), u64::from(block), len as u64);
     let first = |em: &Emitter<'_>, g: u64| {
