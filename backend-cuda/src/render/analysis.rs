@@ -1,101 +1,15 @@
-//! Kernel-IR walks the templates share: operands, dependence on loop variables and accumulators,
-//! closures of roots, and the structural checks rendering relies on (operands precede users,
+//! Kernel-IR walks the templates share (core's [`sinter_core::kernel::analysis`], shared with the
+//! WGSL renderer and the interpreter), and the structural checks rendering relies on (operands precede users,
 //! arguments exist and are used as declared, index operands that must be non-negative are).
 
-use std::collections::BTreeSet;
-
 use sinter_core::kernel::index::Range;
-use sinter_core::kernel::{Access, Expr, ExprId, Index, Kernel, KernelBody, Store, Var};
+use sinter_core::kernel::{Access, Expr, Index, Kernel, KernelBody, Store, Var};
 
 use super::RenderError;
 
-/// Operands of an expression, including the values its indices use.
-pub(crate) fn operands(e: &Expr) -> Vec<ExprId> {
-    let mut out = Vec::new();
-    match e {
-        Expr::Load { index, .. } | Expr::IndexValue(index) => index.values(&mut |v| out.push(v)),
-        Expr::IndexCmp(_, a, b) => {
-            a.values(&mut |v| out.push(v));
-            b.values(&mut |v| out.push(v));
-        }
-        Expr::Unary(_, x) | Expr::Cast(x) => out.push(*x),
-        Expr::Binary(_, a, b) => out.extend([*a, *b]),
-        Expr::Where(c, a, b) => out.extend([*c, *a, *b]),
-        Expr::Const(_) | Expr::Acc(_) => {}
-    }
-    out
-}
-
-/// Every index an expression holds.
-pub(crate) fn indices(e: &Expr) -> Vec<&Index> {
-    match e {
-        Expr::Load { index, .. } | Expr::IndexValue(index) => vec![index],
-        Expr::IndexCmp(_, a, b) => vec![a, b],
-        _ => vec![],
-    }
-}
-
-/// Whether each expression depends on loop variable `v` (through an index, directly or through
-/// its operands).
-pub(crate) fn depends_on(k: &Kernel, v: Var) -> Vec<bool> {
-    let mut dep = vec![false; k.exprs.len()];
-    for (i, te) in k.exprs.iter().enumerate() {
-        let own = indices(&te.expr).iter().any(|ix| ix.uses(v));
-        dep[i] = own || operands(&te.expr).iter().any(|o| dep.get(o.0 as usize).copied().unwrap_or(false));
-    }
-    dep
-}
-
-/// The largest accumulator slot each expression reads (transitively), if any.
-pub(crate) fn acc_uses(k: &Kernel) -> Vec<Option<usize>> {
-    let mut out: Vec<Option<usize>> = vec![None; k.exprs.len()];
-    for (i, te) in k.exprs.iter().enumerate() {
-        let own = match te.expr {
-            Expr::Acc(s) => Some(s),
-            _ => None,
-        };
-        out[i] = operands(&te.expr).iter().filter_map(|o| out.get(o.0 as usize).copied().flatten()).chain(own).max();
-    }
-    out
-}
-
-/// The transitive closure of `roots` (ids, in arena order), not descending below `leaf`
-/// expressions.
-pub(crate) fn closure(k: &Kernel, roots: &[ExprId], leaf: &dyn Fn(u32) -> bool) -> BTreeSet<u32> {
-    let mut seen = BTreeSet::new();
-    let mut stack: Vec<u32> = roots.iter().map(|r| r.0).collect();
-    while let Some(e) = stack.pop() {
-        if !seen.insert(e) || leaf(e) {
-            continue;
-        }
-        if let Some(te) = k.exprs.get(e as usize) {
-            stack.extend(operands(&te.expr).into_iter().map(|o| o.0));
-        }
-    }
-    seen
-}
-
-/// Roots of a store: its value and the values its index uses.
-pub(crate) fn store_roots(s: &Store) -> Vec<ExprId> {
-    let mut r = vec![s.value];
-    s.index.values(&mut |v| r.push(v));
-    r
-}
-
-/// The ranges of the loop variables of a kernel body (`None` for an empty extent or a variable the
-/// body lacks).
-pub(crate) fn var_range(k: &Kernel, v: Var) -> Option<Range> {
-    let r = |n: usize| if n == 0 { None } else { Some((0, n as i64 - 1)) };
-    match (&k.body, v) {
-        (KernelBody::Pointwise { numel, .. }, Var::Lane) => r(*numel),
-        (KernelBody::Reduce(b), Var::Row) => r(b.rows),
-        (KernelBody::Reduce(b), Var::Red) => r(b.len),
-        (KernelBody::Matmul(m), Var::Batch) => r(m.batch),
-        (KernelBody::Matmul(m), Var::M) => r(m.m),
-        (KernelBody::Matmul(m), Var::N) => r(m.n),
-        _ => None,
-    }
-}
+pub(crate) use sinter_core::kernel::analysis::{
+    acc_uses, closure, depends_on, indices, operands, store_roots, var_range,
+};
 
 /// Every index of the kernel: those of its expressions and of its stores.
 pub(crate) fn all_indices(k: &Kernel) -> Vec<&Index> {

@@ -7,7 +7,7 @@
 //! order (operands always precede their users). Values that do not depend on the loop variable of a loop
 //! are hoisted by the templates, which emit them before opening the loop.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use sinter_core::DType;
 use sinter_core::kernel::index::Range;
@@ -31,72 +31,7 @@ pub(crate) struct AccVal {
     pub(crate) vec: bool,
 }
 
-/// Operands of an expression (including the values its indices use).
-pub(crate) fn operands(e: &Expr) -> Vec<ExprId> {
-    let mut out = Vec::new();
-    match e {
-        Expr::Load { index, .. } | Expr::IndexValue(index) => index.values(&mut |v| out.push(v)),
-        Expr::IndexCmp(_, a, b) => {
-            a.values(&mut |v| out.push(v));
-            b.values(&mut |v| out.push(v));
-        }
-        Expr::Unary(_, x) | Expr::Cast(x) => out.push(*x),
-        Expr::Binary(_, a, b) => out.extend([*a, *b]),
-        Expr::Where(c, a, b) => out.extend([*c, *a, *b]),
-        Expr::Const(_) | Expr::Acc(_) => {}
-    }
-    out
-}
-
-/// Whether each expression depends on variable `v` (through an index, directly or through operands).
-pub(crate) fn depends_on(k: &Kernel, v: Var) -> Vec<bool> {
-    let mut dep = vec![false; k.exprs.len()];
-    for (i, te) in k.exprs.iter().enumerate() {
-        let own = match &te.expr {
-            Expr::Load { index, .. } | Expr::IndexValue(index) => index.uses(v),
-            Expr::IndexCmp(_, a, b) => a.uses(v) || b.uses(v),
-            _ => false,
-        };
-        dep[i] = own || operands(&te.expr).iter().any(|o| dep.get(o.0 as usize).copied().unwrap_or(false));
-    }
-    dep
-}
-
-/// The largest Acc slot each expression uses (transitively), if any.
-pub(crate) fn acc_uses(k: &Kernel) -> Vec<Option<usize>> {
-    // The largest Acc slot used, per expression.
-    let mut out: Vec<Option<usize>> = vec![None; k.exprs.len()];
-    for (i, te) in k.exprs.iter().enumerate() {
-        let own = match te.expr {
-            Expr::Acc(s) => Some(s),
-            _ => None,
-        };
-        out[i] = operands(&te.expr).iter().filter_map(|o| out.get(o.0 as usize).copied().flatten()).chain(own).max();
-    }
-    out
-}
-
-/// The transitive closure of `roots` (ids), not descending below `leaf` expressions.
-pub(crate) fn closure(k: &Kernel, roots: &[ExprId], leaf: &dyn Fn(u32) -> bool) -> BTreeSet<u32> {
-    let mut seen = BTreeSet::new();
-    let mut stack: Vec<u32> = roots.iter().map(|r| r.0).collect();
-    while let Some(e) = stack.pop() {
-        if !seen.insert(e) || leaf(e) {
-            continue;
-        }
-        if let Some(te) = k.exprs.get(e as usize) {
-            stack.extend(operands(&te.expr).into_iter().map(|o| o.0));
-        }
-    }
-    seen
-}
-
-/// Roots of a store: its value and the values its index uses.
-pub(crate) fn store_roots(s: &Store) -> Vec<ExprId> {
-    let mut r = vec![s.value];
-    s.index.values(&mut |v| r.push(v));
-    r
-}
+pub(crate) use sinter_core::kernel::analysis::{acc_uses, closure, depends_on, operands, store_roots};
 
 /// The emitter state for one kernel body.
 pub(crate) struct Emitter<'a> {

@@ -45,6 +45,7 @@
 //! that dtype (carried in f32, not rounded to 16 bits until a cast or a store).
 
 pub mod alloc;
+pub mod analysis;
 pub mod index;
 pub mod interp;
 pub mod print;
