@@ -137,7 +137,7 @@ pub fn open(kind: Backend) -> Result<Selected, BackendError> {
     let mut cpu_wgsl: Option<Arc<dyn BackendTrait>> = None;
     for e in REGISTRY {
         match (e.open)() {
-            Ok(b) if e.kind == Backend::Wgsl && cpu_adapter(&*b) => {
+            Ok(b) if e.kind == Backend::Wgsl && b.runs_on_cpu() => {
                 passed.push(format!("wgsl: only a CPU adapter ({})", b.device_name()));
                 cpu_wgsl = Some(b);
             }
@@ -157,12 +157,6 @@ pub fn open(kind: Backend) -> Result<Selected, BackendError> {
     }
     let b = open_interp()?;
     Ok(Selected { why: format!("backend interp{}", reasons(&passed)), backend: b })
-}
-
-/// Whether a WGSL backend runs on a CPU adapter (lavapipe, llvmpipe, WARP).
-fn cpu_adapter(b: &dyn BackendTrait) -> bool {
-    let d = b.device_name();
-    d.contains(", Cpu)") || d.contains("llvmpipe") || d.contains("lavapipe")
 }
 
 fn reasons(passed: &[String]) -> String {

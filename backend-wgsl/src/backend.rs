@@ -367,10 +367,14 @@ impl Backend for WgslBackend {
         }))
     }
 
+    fn runs_on_cpu(&self) -> bool {
+        self.device.info().device_type == "Cpu"
+    }
+
     fn fresh_device_per_measurement(&self) -> bool {
         // NVIDIA's Vulkan driver drops the SM clock ~4 s after device creation (BENCHMARKS.md);
         // CPU adapters have no such clock.
-        self.device.info().device_type != "Cpu"
+        !self.runs_on_cpu()
     }
 
     fn upload(&self, t: &HostTensor) -> Result<DeviceTensor, BackendError> {

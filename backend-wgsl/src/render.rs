@@ -626,60 +626,8 @@ fn render_body(kernel: &Kernel, caps: &WgslCaps, tuning: &Tuning, args: Vec<ArgI
     Ok((body, (em.out, em.h, em.enables), uses))
 }
 
-/// Structural checks of the kernel IR that rendering relies on.
+/// Structural checks of the kernel IR that rendering relies on (core's, shared with the CUDA
+/// renderer and the verifier).
 fn validate(k: &Kernel) -> Result<(), RenderError> {
-    let invalid = |msg: String| Err(RenderError::Invalid { kernel: k.name.clone(), msg });
-    for (i, te) in k.exprs.iter().enumerate() {
-        for o in emit::operands(&te.expr) {
-            if o.0 as usize >= i {
-                return invalid(format!("v{i} uses v{}, which does not precede it", o.0));
-            }
-        }
-        if let sinter_core::kernel::Expr::Load { arg, .. } = te.expr
-            && arg >= k.args.len()
-        {
-            return invalid(format!("v{i} loads argument {arg}; the kernel has {}", k.args.len()));
-        }
-    }
-    let check_store = |s: &sinter_core::kernel::Store| -> Result<(), RenderError> {
-        if s.arg >= k.args.len() {
-            return invalid(format!("a store writes argument {}; the kernel has {}", s.arg, k.args.len()));
-        }
-        if s.value.0 as usize >= k.exprs.len() {
-            return invalid(format!("a store uses v{}, which does not exist", s.value.0));
-        }
-        let mut bad = None;
-        s.index.values(&mut |e| {
-            if e.0 as usize >= k.exprs.len() {
-                bad = Some(e.0);
-            }
-        });
-        if let Some(e) = bad {
-            return invalid(format!("a store index uses v{e}, which does not exist"));
-        }
-        Ok(())
-    };
-    match &k.body {
-        KernelBody::Pointwise { stores, .. } => stores.iter().try_for_each(check_store)?,
-        KernelBody::Reduce(r) => {
-            r.elem_stores.iter().chain(&r.row_stores).try_for_each(check_store)?;
-            for (i, red) in r.reductions.iter().enumerate() {
-                if red.value.0 as usize >= k.exprs.len() {
-                    return invalid(format!("reduction {i} folds v{}, which does not exist", red.value.0));
-                }
-                if red.slot != i {
-                    return invalid(format!("reduction {i} has slot {}; slots must equal positions", red.slot));
-                }
-            }
-        }
-        KernelBody::Matmul(m) => {
-            m.stores.iter().try_for_each(check_store)?;
-            for (name, op) in [("a", &m.a), ("b", &m.b)] {
-                if op.arg >= k.args.len() {
-                    return invalid(format!("operand {name} is argument {}; the kernel has {}", op.arg, k.args.len()));
-                }
-            }
-        }
-    }
-    Ok(())
+    sinter_core::kernel::analysis::check_kernel(k).map_err(|msg| RenderError::Invalid { kernel: k.name.clone(), msg })
 }

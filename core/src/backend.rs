@@ -378,6 +378,11 @@ pub trait Backend: Send + Sync {
         let _ = copy_bytes;
         Ok(None)
     }
+    /// True when the backend's "device" is the host's CPU (lavapipe, a software adapter, the
+    /// interpreter): `Backend::Auto` prefers any GPU to it.
+    fn runs_on_cpu(&self) -> bool {
+        false
+    }
     /// True when every measurement should run on a freshly opened device (NVIDIA's Vulkan driver
     /// drops to its idle clock a few seconds after a device is created: see BENCHMARKS.md).
     fn fresh_device_per_measurement(&self) -> bool {

@@ -130,40 +130,6 @@ fn indices(e: &Expr) -> Vec<&Index> {
     }
 }
 
-/// Checks that every division and remainder has a positive divisor and a non-negative operand,
-/// that every clamp is well formed with a non-negative operand, and that gathered values appear
-/// only directly inside a clamp (so evaluation cannot overflow).
-fn check_nonneg(i: &Index, vr: &dyn Fn(Var) -> Option<(i64, i64)>) -> Result<(), String> {
-    let nonneg = |x: &Index| x.range(vr).is_some_and(|(lo, _)| lo >= 0);
-    match i {
-        Index::Const(_) | Index::Var(_) => Ok(()),
-        Index::Value(_) => Err(format!("value `{i}` is used outside a clamp")),
-        Index::Sum(ts) => ts.iter().try_for_each(|t| check_nonneg(t, vr)),
-        Index::Mul(x, _) => check_nonneg(x, vr),
-        Index::Div(x, c) | Index::Mod(x, c) => {
-            if *c <= 0 {
-                return Err(format!("`{i}` divides by {c}"));
-            }
-            if !nonneg(x) {
-                return Err(format!("operand of `{i}` may be negative"));
-            }
-            check_nonneg(x, vr)
-        }
-        Index::Clamp(x, lo, hi) => {
-            if lo > hi {
-                return Err(format!("`{i}` has an empty range"));
-            }
-            if let Index::Value(_) = **x {
-                return Ok(());
-            }
-            if !nonneg(x) {
-                return Err(format!("operand of `{i}` may be negative"));
-            }
-            check_nonneg(x, vr)
-        }
-    }
-}
-
 /// The loop variables a kernel body defines, with their ranges.
 fn var_ranges(k: &Kernel) -> impl Fn(Var) -> Option<(i64, i64)> + '_ {
     let r = |n: usize| if n == 0 { None } else { Some((0, n as i64 - 1)) };
@@ -256,7 +222,7 @@ fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
                 }
             }
             if !empty {
-                check_nonneg(ix, &vr).map_err(|m| format!("v{i}: {m}"))?;
+                super::analysis::check_index(ix, &vr).map_err(|m| format!("v{i}: {m}"))?;
             }
         }
         match &te.expr {
@@ -331,7 +297,7 @@ fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
             return Err(format!("{what} store a{}[{}] = v{v} depends on red", s.arg, s.index));
         }
         if !empty {
-            check_nonneg(&s.index, &vr).map_err(|m| format!("{what} store: {m}"))?;
+            super::analysis::check_index(&s.index, &vr).map_err(|m| format!("{what} store: {m}"))?;
             match s.index.range(&vr) {
                 Some((lo, hi)) if lo >= 0 && hi < a.numel as i64 => {}
                 r => {
@@ -849,6 +815,10 @@ impl Backend for InterpBackend {
 
     fn caps(&self) -> &Capabilities {
         &self.caps
+    }
+
+    fn runs_on_cpu(&self) -> bool {
+        true
     }
 
     fn load(&self, program: &Program, _mode: Mode) -> Result<Box<dyn Executable>, BackendError> {
