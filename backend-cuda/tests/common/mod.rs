@@ -5,8 +5,8 @@
 use sinter_core::DType;
 use sinter_core::ir::{BinaryOp, UnaryOp};
 use sinter_core::kernel::{
-    Access, BufferDecl, BufferId, BufferKind, Capabilities, Expr, ExprId, Index, IoDecl, Kernel, KernelArg, KernelBody,
-    MatOperand, MatmulBody, MemoryPlan, Program, RedOp, ReduceBody, ReduceStrategy, Reduction, Store, TypedExpr, Var,
+    Access, BufferId, Capabilities, Expr, Index, MatOperand, MatmulBody, Program, RedOp, ReduceBody, ReduceStrategy,
+    Reduction, Var,
 };
 use sinter_core::schedule::{ScheduleOptions, schedule};
 use sinter_core::workloads::{Scale, Workload};
@@ -26,137 +26,7 @@ pub fn scheduled(w: &Workload) -> Program {
     p
 }
 
-/// Builds a program by hand: buffers, inputs and outputs, kernels.
-#[derive(Default)]
-pub struct ProgramBuilder {
-    buffers: Vec<BufferDecl>,
-    inputs: Vec<IoDecl>,
-    outputs: Vec<IoDecl>,
-    kernels: Vec<Kernel>,
-}
-
-impl ProgramBuilder {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn buffer(&mut self, dtype: DType, numel: usize, kind: BufferKind) -> BufferId {
-        let id = BufferId(self.buffers.len() as u32);
-        self.buffers.push(BufferDecl { id, dtype, numel, kind, node: None });
-        id
-    }
-
-    pub fn input(&mut self, name: &str, dtype: DType, shape: &[usize]) -> BufferId {
-        let pos = self.inputs.len();
-        let id = self.buffer(dtype, shape.iter().product(), BufferKind::Input(pos));
-        self.inputs.push(IoDecl { name: name.into(), buffer: id, shape: shape.to_vec(), dtype });
-        id
-    }
-
-    pub fn output(&mut self, name: &str, dtype: DType, shape: &[usize]) -> BufferId {
-        let pos = self.outputs.len();
-        let id = self.buffer(dtype, shape.iter().product(), BufferKind::Output(pos));
-        self.outputs.push(IoDecl { name: name.into(), buffer: id, shape: shape.to_vec(), dtype });
-        id
-    }
-
-    pub fn dtype(&self, b: BufferId) -> DType {
-        self.buffers[b.0 as usize].dtype
-    }
-
-    pub fn numel(&self, b: BufferId) -> usize {
-        self.buffers[b.0 as usize].numel
-    }
-
-    pub fn kernel(&mut self, k: Kernel) {
-        self.kernels.push(k);
-    }
-
-    /// The program, checked by the kernel-IR interpreter's validator.
-    pub fn build(self) -> Program {
-        let n = self.buffers.len();
-        let unplanned: usize = self.buffers.iter().map(|b| b.numel * b.dtype.size_bytes()).sum();
-        let p = Program {
-            buffers: self.buffers,
-            kernels: self.kernels,
-            inputs: self.inputs,
-            outputs: self.outputs,
-            memory: MemoryPlan {
-                slots: vec![],
-                slot_of: vec![None; n],
-                peak_bytes: unplanned,
-                unplanned_bytes: unplanned,
-            },
-            decisions: vec![],
-        };
-        sinter_core::kernel::interp::validate(&p).unwrap_or_else(|e| panic!("invalid hand-built program: {e}"));
-        p
-    }
-}
-
-/// Builds a kernel's arguments and expression arena.
-pub struct KernelBuilder {
-    pub k: Kernel,
-}
-
-impl KernelBuilder {
-    pub fn new(name: &str, ops: &[&str]) -> Self {
-        KernelBuilder {
-            k: Kernel {
-                name: name.into(),
-                args: vec![],
-                exprs: vec![],
-                body: KernelBody::Pointwise { numel: 0, stores: vec![] },
-                origins: vec![],
-                ops: ops.iter().map(|s| s.to_string()).collect(),
-                flops: 0.0,
-                bytes: 0.0,
-            },
-        }
-    }
-
-    pub fn arg(&mut self, p: &ProgramBuilder, buffer: BufferId, access: Access) -> usize {
-        self.k.args.push(KernelArg { buffer, dtype: p.dtype(buffer), numel: p.numel(buffer), access });
-        self.k.args.len() - 1
-    }
-
-    pub fn e(&mut self, expr: Expr, dtype: DType) -> ExprId {
-        self.k.exprs.push(TypedExpr { expr, dtype });
-        ExprId(self.k.exprs.len() as u32 - 1)
-    }
-
-    pub fn load(&mut self, arg: usize, index: Index) -> ExprId {
-        let d = self.k.args[arg].dtype;
-        self.e(Expr::Load { arg, index }, d)
-    }
-
-    pub fn konst(&mut self, x: f64, d: DType) -> ExprId {
-        self.e(Expr::Const(x), d)
-    }
-
-    pub fn pointwise(mut self, numel: usize, stores: Vec<Store>) -> Kernel {
-        self.k.body = KernelBody::Pointwise { numel, stores };
-        self.k
-    }
-
-    pub fn reduce(mut self, body: ReduceBody) -> Kernel {
-        self.k.body = KernelBody::Reduce(body);
-        self.k
-    }
-
-    pub fn matmul(mut self, body: MatmulBody) -> Kernel {
-        self.k.body = KernelBody::Matmul(body);
-        self.k
-    }
-}
-
-pub fn lane() -> Index {
-    Index::var(Var::Lane)
-}
-
-pub fn st(arg: usize, index: Index, value: ExprId) -> Store {
-    Store { arg, index, value }
-}
+pub use sinter_core::testsuite::builder::{KernelBuilder, ProgramBuilder, lane, st};
 
 /// The unary ops the reference defines on dtype `d` (floats: all but `not`; integers and bool: the
 /// ones that are not float-only).
@@ -230,7 +100,7 @@ pub fn unary_all(d: DType, n: usize) -> Program {
         stores.push(st(ao, lane(), r));
     }
     p.kernel(kb.pointwise(n, stores));
-    p.build()
+    p.build_checked()
 }
 
 /// Every binary op defined on `d`, over `n` lanes: `y_k = op_k(a, b)` with `b` broadcast from a
@@ -253,7 +123,7 @@ pub fn binary_all(d: DType, n: usize) -> Program {
         stores.push(st(ao, lane(), r));
     }
     p.kernel(kb.pointwise(n, stores));
-    p.build()
+    p.build_checked()
 }
 
 /// `y_to = cast(x)` from `from` to every dtype, over `n` lanes.
@@ -271,7 +141,7 @@ pub fn casts_from(from: DType, n: usize) -> Program {
         stores.push(st(ao, lane(), c));
     }
     p.kernel(kb.pointwise(n, stores));
-    p.build()
+    p.build_checked()
 }
 
 /// Literals of every dtype (special values included) added to a loaded value, and where/index
@@ -302,7 +172,7 @@ pub fn literals(d: DType, n: usize) -> Program {
     let m = kb.e(Expr::IndexCmp(sinter_core::kernel::IndexCmp::Lt, lane(), Index::Const(3)), DType::Bool);
     let w = kb.e(Expr::Where(m, v, iota), d);
     p.kernel(kb.pointwise(n, vec![st(ay, lane(), acc), st(az, lane().add(Index::Const(1)), w)]));
-    p.build()
+    p.build_checked()
 }
 
 /// An embedding lookup: `y[i, c] = table[clamp(idx[i], 0, rows - 1), c]` with `idx` of dtype
@@ -320,7 +190,7 @@ pub fn gather(id: DType, rows: usize, cols: usize, n: usize) -> Program {
     let row = Index::Value(vi).clamp(0, rows as i64 - 1);
     let vt = kb.load(at, row.mul(cols as i64).add(lane().rem(cols as i64)));
     p.kernel(kb.pointwise(n * cols, vec![st(ay, lane(), vt)]));
-    p.build()
+    p.build_checked()
 }
 
 /// `y = relu(x + b) * 2` with `x: [rows, cols]`, `b: [cols]` broadcast over rows.
@@ -341,7 +211,7 @@ pub fn add_relu_mul(rows: usize, cols: usize, d: DType) -> Program {
     let two = kb.konst(2.0, d);
     let m = kb.e(Expr::Binary(BinaryOp::Mul, r, two), d);
     p.kernel(kb.pointwise(rows * cols, vec![st(ay, lane(), m)]));
-    p.build()
+    p.build_checked()
 }
 
 /// Softmax over the last axis of `x: [rows, len]`: max, then sum of exp, then the division.
@@ -372,7 +242,7 @@ pub fn softmax(rows: usize, len: usize, d: DType, strategy: ReduceStrategy) -> P
         row_stores: vec![],
         strategy,
     }));
-    p.build()
+    p.build_checked()
 }
 
 /// One reduce kernel over `x: [rows, len]` of `d` with argmax (i64 output), argmin (cast to i32),
@@ -428,7 +298,7 @@ pub fn arg_sum(d: DType, rows: usize, len: usize, strategy: ReduceStrategy) -> P
         ],
         strategy,
     }));
-    p.build()
+    p.build_checked()
 }
 
 /// A layer norm over the last axis (mean, then the variance reading the mean) with an element
@@ -473,7 +343,7 @@ pub fn layer_norm(rows: usize, len: usize, d: DType, strategy: ReduceStrategy) -
         row_stores: vec![st(am, Index::var(Var::Row), mu)],
         strategy,
     }));
-    p.build()
+    p.build_checked()
 }
 
 /// Random-ish inputs are not needed by render tests; matmul programs:
@@ -515,5 +385,5 @@ pub fn matmul_bias_relu(batch: usize, m: usize, n: usize, k: usize, d: DType, ac
         acc_dtype: acc,
         stores: vec![st(ay, out, rd)],
     }));
-    p.build()
+    p.build_checked()
 }

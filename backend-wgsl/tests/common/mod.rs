@@ -5,8 +5,7 @@
 use sinter_core::{DType, HostTensor};
 
 use sinter_core::kernel::{
-    Access, BufferDecl, BufferId, BufferKind, Expr, ExprId, Index, IoDecl, Kernel, KernelArg, KernelBody, MatOperand,
-    MatmulBody, MemoryPlan, Program, RedOp, ReduceBody, ReduceStrategy, Reduction, Store, TypedExpr, Var,
+    Access, Expr, Index, MatOperand, MatmulBody, Program, RedOp, ReduceBody, ReduceStrategy, Reduction, Var,
 };
 
 /// Validates WGSL with naga (every capability allowed), panicking with naga's diagnostic.
@@ -117,143 +116,7 @@ pub fn arg_sum(d: DType, rows: usize, len: usize, strategy: ReduceStrategy) -> P
     p.build()
 }
 
-/// Builds a program by hand: buffers, inputs and outputs, kernels.
-#[derive(Default)]
-pub struct ProgramBuilder {
-    buffers: Vec<BufferDecl>,
-    inputs: Vec<IoDecl>,
-    outputs: Vec<IoDecl>,
-    kernels: Vec<Kernel>,
-}
-
-impl ProgramBuilder {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn buffer(&mut self, dtype: DType, numel: usize, kind: BufferKind) -> BufferId {
-        let id = BufferId(self.buffers.len() as u32);
-        self.buffers.push(BufferDecl { id, dtype, numel, kind, node: None });
-        id
-    }
-
-    pub fn input(&mut self, name: &str, dtype: DType, shape: &[usize]) -> BufferId {
-        let pos = self.inputs.len();
-        let id = self.buffer(dtype, shape.iter().product(), BufferKind::Input(pos));
-        self.inputs.push(IoDecl { name: name.into(), buffer: id, shape: shape.to_vec(), dtype });
-        id
-    }
-
-    pub fn output(&mut self, name: &str, dtype: DType, shape: &[usize]) -> BufferId {
-        let pos = self.outputs.len();
-        let id = self.buffer(dtype, shape.iter().product(), BufferKind::Output(pos));
-        self.outputs.push(IoDecl { name: name.into(), buffer: id, shape: shape.to_vec(), dtype });
-        id
-    }
-
-    pub fn intermediate(&mut self, dtype: DType, numel: usize) -> BufferId {
-        self.buffer(dtype, numel, BufferKind::Intermediate)
-    }
-
-    pub fn constant(&mut self, t: sinter_core::HostTensor) -> BufferId {
-        let (d, n) = (t.dtype(), t.numel());
-        self.buffer(d, n, BufferKind::Constant(std::sync::Arc::new(t)))
-    }
-
-    pub fn dtype(&self, b: BufferId) -> DType {
-        self.buffers[b.0 as usize].dtype
-    }
-
-    pub fn numel(&self, b: BufferId) -> usize {
-        self.buffers[b.0 as usize].numel
-    }
-
-    pub fn kernel(&mut self, k: Kernel) {
-        self.kernels.push(k);
-    }
-
-    pub fn build(self) -> Program {
-        let n = self.buffers.len();
-        let unplanned: usize = self.buffers.iter().map(|b| b.numel * b.dtype.size_bytes()).sum();
-        Program {
-            buffers: self.buffers,
-            kernels: self.kernels,
-            inputs: self.inputs,
-            outputs: self.outputs,
-            memory: MemoryPlan {
-                slots: vec![],
-                slot_of: vec![None; n],
-                peak_bytes: unplanned,
-                unplanned_bytes: unplanned,
-            },
-            decisions: vec![],
-        }
-    }
-}
-
-/// Builds a kernel's arguments and expression arena.
-pub struct KernelBuilder {
-    pub k: Kernel,
-}
-
-impl KernelBuilder {
-    pub fn new(name: &str, ops: &[&str]) -> Self {
-        KernelBuilder {
-            k: Kernel {
-                name: name.into(),
-                args: vec![],
-                exprs: vec![],
-                body: KernelBody::Pointwise { numel: 0, stores: vec![] },
-                origins: vec![],
-                ops: ops.iter().map(|s| s.to_string()).collect(),
-                flops: 0.0,
-                bytes: 0.0,
-            },
-        }
-    }
-
-    pub fn arg(&mut self, p: &ProgramBuilder, buffer: BufferId, access: Access) -> usize {
-        self.k.args.push(KernelArg { buffer, dtype: p.dtype(buffer), numel: p.numel(buffer), access });
-        self.k.args.len() - 1
-    }
-
-    pub fn e(&mut self, expr: Expr, dtype: DType) -> ExprId {
-        self.k.exprs.push(TypedExpr { expr, dtype });
-        ExprId(self.k.exprs.len() as u32 - 1)
-    }
-
-    pub fn load(&mut self, arg: usize, index: Index) -> ExprId {
-        let d = self.k.args[arg].dtype;
-        self.e(Expr::Load { arg, index }, d)
-    }
-
-    pub fn konst(&mut self, x: f64, d: DType) -> ExprId {
-        self.e(Expr::Const(x), d)
-    }
-
-    pub fn pointwise(mut self, numel: usize, stores: Vec<Store>) -> Kernel {
-        self.k.body = KernelBody::Pointwise { numel, stores };
-        self.k
-    }
-
-    pub fn reduce(mut self, body: ReduceBody) -> Kernel {
-        self.k.body = KernelBody::Reduce(body);
-        self.k
-    }
-
-    pub fn matmul(mut self, body: MatmulBody) -> Kernel {
-        self.k.body = KernelBody::Matmul(body);
-        self.k
-    }
-}
-
-pub fn lane() -> Index {
-    Index::var(Var::Lane)
-}
-
-pub fn st(arg: usize, index: Index, value: ExprId) -> Store {
-    Store { arg, index, value }
-}
+pub use sinter_core::testsuite::builder::{KernelBuilder, ProgramBuilder, lane, st};
 
 /// `y = relu(x + b) * 2` with `x: [rows, cols]`, `b: [cols]` broadcast over rows.
 pub fn add_relu_mul(rows: usize, cols: usize, d: DType) -> Program {

@@ -29,6 +29,7 @@
 //! `SINTER_SUITE_SEED` (an integer) changes every input; `SINTER_SUITE_MODE` (`default`,
 //! `reduce-overhead`, `max-autotune`) compiles every case in that mode.
 
+pub mod builder;
 pub mod check;
 
 mod cases;
