@@ -177,28 +177,9 @@ fn resnet18_reduced_runs_and_fuses_batchnorm_relu_into_convs() {
     // im2col buffers are intermediates sharing the memory plan's slots.
     assert!(p.memory.peak_bytes < p.memory.unplanned_bytes);
     // A cost model that keeps window kernels (the trait's default) gives the old schedule.
-    let windows = ScheduleOptions { cost_model: Arc::new(ConvsAsWindows), ..ScheduleOptions::default() };
+    let windows = TestModel::convs(Convs::Windows);
     let p = check_with(&g, &inputs, &Capabilities::host(), &windows);
     assert_eq!(p.kernels.len(), convs + 3, "{}", print_program(&p));
-}
-
-/// The default cost model's thresholds, with the trait's default for convolutions (windows).
-#[derive(Debug)]
-struct ConvsAsWindows;
-
-impl CostModel for ConvsAsWindows {
-    fn name(&self) -> &str {
-        "convs-as-windows"
-    }
-    fn materialize(&self, users: usize, cost: usize) -> Option<String> {
-        DefaultCostModel::default().materialize(users, cost)
-    }
-    fn reduce_strategy(&self, rows: usize, len: usize, caps: &Capabilities) -> ReduceStrategy {
-        DefaultCostModel::default().reduce_strategy(rows, len, caps)
-    }
-    fn fuse_horizontal(&self, shared_bytes: usize) -> bool {
-        DefaultCostModel::default().fuse_horizontal(shared_bytes)
-    }
 }
 
 // ------------------------------------------------------------------------------- elementwise
@@ -531,228 +512,97 @@ fn matmuls_strided_broadcast_and_copied() {
 
 // ------------------------------------------------------------------------------- windows
 
-#[test]
-fn conv2d_variants() {
-    type Case = ([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2], usize, bool);
-    let cases: &[Case] = &[
-        ([1, 3, 7, 6], [4, 3, 3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 1, true),
-        ([2, 4, 9, 8], [6, 2, 3, 2], [2, 1], [0, 2, 1, 0], [1, 2], 2, false),
-        ([1, 2, 5, 5], [2, 1, 1, 1], [1, 1], [0, 0, 0, 0], [1, 1], 2, true),
-        ([1, 1, 6, 7], [1, 1, 2, 3], [3, 2], [2, 2, 2, 2], [2, 1], 1, true),
-    ];
-    for (i, &(xs, ws, stride, pad, dil, groups, bias)) in cases.iter().enumerate() {
-        let g = Graph::new();
-        let x = g.input("x", DType::F32, xs);
-        let w = g.input("w", DType::F32, ws);
-        let b = g.input("b", DType::F32, [ws[0]]);
-        let y = x.conv2d(&w, bias.then_some(&b), stride, pad, dil, groups);
-        g.output(&(y.relu() + 1.0));
-        let ir = g.build().expect("build");
-        let ins = [rnd(DType::F32, &xs, i as u64), rnd(DType::F32, &ws, 10 + i as u64), rnd(DType::F32, &[ws[0]], 20)];
-        let p = check(&ir, &ins);
-        // Few output channels: the default cost model keeps the window kernel.
-        assert_eq!(p.kernels.len(), 1, "{}", print_program(&p));
-        let KernelBody::Reduce(r) = &p.kernels[0].body else { panic!("conv is not a reduce kernel") };
-        assert_eq!(r.strategy, ReduceStrategy::ThreadPerRow);
-        assert!(p.decisions.iter().any(|d| d.reason.starts_with("conv lowering: window")));
-    }
-}
+mod conv;
 
-/// The default cost model, except that every convolution the scheduler can lower runs as a matmul.
-#[derive(Debug)]
-struct ConvsAsMatmuls(DefaultCostModel);
-
-impl CostModel for ConvsAsMatmuls {
-    fn name(&self) -> &str {
-        "convs-as-matmuls"
-    }
-    fn materialize(&self, users: usize, cost: usize) -> Option<String> {
-        self.0.materialize(users, cost)
-    }
-    fn reduce_strategy(&self, rows: usize, len: usize, caps: &Capabilities) -> ReduceStrategy {
-        self.0.reduce_strategy(rows, len, caps)
-    }
-    fn fuse_horizontal(&self, shared_bytes: usize) -> bool {
-        self.0.fuse_horizontal(shared_bytes)
-    }
-    fn conv_as_matmul(&self, _: &ConvShape, _: &Capabilities) -> Result<String, String> {
-        Ok("matmul: forced".into())
-    }
-}
-
-#[test]
-fn conv_lowering_cost_model() {
-    let m = DefaultCostModel::default();
-    let caps = Capabilities::host();
-    let conv = |c: usize, oc: usize, groups: usize, k: usize, im2col_bytes: usize| ConvShape {
-        batch: 32,
-        in_channels: c,
-        out_channels: oc,
-        groups,
-        kernel: [k, k],
-        out_hw: [56, 56],
-        im2col_bytes,
-    };
-    // ResNet's 3x3 convs and its 7x7 RGB stem: matmuls.
-    assert!(m.conv_as_matmul(&conv(64, 64, 1, 3, 231 << 20), &caps).is_ok());
-    assert!(m.conv_as_matmul(&conv(3, 64, 1, 7, 236 << 20), &caps).is_ok());
-    let r = m.conv_as_matmul(&conv(256, 64, 1, 1, 0), &caps).expect("1x1");
-    assert!(r.contains("no copy"), "{r}");
-    // Depthwise (one channel per group), few output channels, a tiny reduction, a huge im2col.
-    assert!(m.conv_as_matmul(&conv(32, 32, 32, 3, 1 << 20), &caps).is_err());
-    assert!(m.conv_as_matmul(&conv(64, 4, 1, 3, 1 << 20), &caps).is_err());
-    assert!(m.conv_as_matmul(&conv(1, 64, 1, 3, 1 << 20), &caps).is_err());
-    assert!(m.conv_as_matmul(&conv(64, 64, 1, 3, 2 << 30), &caps).unwrap_err().contains("im2col"));
-    // Grouped with wide groups: a matmul batched over groups.
-    assert!(m.conv_as_matmul(&conv(64, 64, 2, 3, 1 << 20), &caps).is_ok());
-}
-
-#[test]
-fn convs_as_matmuls_at_awkward_sizes() {
-    // (x, w, stride, padding, dilation, groups, bias)
-    type Case = ([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2], usize, bool);
-    let cases: &[Case] = &[
-        // 1x1, stride 1, no padding: a plain matmul on strided views (no copy).
-        ([2, 3, 7, 5], [5, 3, 1, 1], [1, 1], [0; 4], [1, 1], 1, true),
-        ([1, 17, 1, 1], [7, 17, 1, 1], [1, 1], [0; 4], [1, 1], 1, false),
-        ([3, 7, 4, 9], [17, 7, 1, 1], [1, 1], [0; 4], [2, 2], 1, true),
-        // 1x1 with a stride: im2col is a strided gather.
-        ([2, 5, 7, 7], [3, 5, 1, 1], [2, 2], [0; 4], [1, 1], 1, true),
-        // 3x3, pad 1, at extents 1 and 7, odd channels.
-        ([1, 1, 1, 1], [1, 1, 3, 3], [1, 1], [1; 4], [1, 1], 1, true),
-        ([2, 3, 7, 7], [7, 3, 3, 3], [1, 1], [1; 4], [1, 1], 1, false),
-        ([3, 5, 7, 6], [9, 5, 3, 3], [2, 2], [1; 4], [1, 1], 1, true),
-        // Dilation 2, asymmetric padding, rectangular window.
-        ([2, 3, 9, 8], [4, 3, 3, 2], [1, 2], [2, 0, 1, 3], [2, 2], 1, true),
-        // The 7x7 stride-2 pad-3 stem at a small size.
-        ([2, 3, 15, 13], [8, 3, 7, 7], [2, 2], [3; 4], [1, 1], 1, true),
-        // Groups: one matmul batched over groups.
-        ([2, 4, 9, 8], [6, 2, 3, 2], [2, 1], [0, 2, 1, 0], [1, 2], 2, false),
-        ([1, 6, 5, 5], [6, 1, 3, 3], [1, 1], [1; 4], [1, 1], 6, true),
-        ([2, 4, 3, 3], [4, 2, 1, 1], [1, 1], [0; 4], [1, 1], 2, true),
-    ];
-    let forced = ScheduleOptions {
-        cost_model: Arc::new(ConvsAsMatmuls(DefaultCostModel::default())),
-        ..ScheduleOptions::default()
-    };
-    let eager = ScheduleOptions { fusion: false, ..forced.clone() };
-    for (i, &(xs, ws, stride, pad, dil, groups, bias)) in cases.iter().enumerate() {
-        let g = Graph::new();
-        let x = g.input("x", DType::F32, xs);
-        let w = g.input("w", DType::F32, ws);
-        let b = g.input("b", DType::F32, [ws[0]]);
-        let y = x.conv2d(&w, bias.then_some(&b), stride, pad, dil, groups);
-        let oshape = y.shape().as_static().expect("static");
-        let r = g.input("r", DType::F32, oshape.clone());
-        // Epilogue: per-channel scale (batch-norm-like), residual add, relu.
-        g.output(&((y * 0.5 + &b.reshape([ws[0], 1, 1])) + &r).relu());
-        let ir = g.build().expect("build");
-        let ins = [
-            rnd(DType::F32, &xs, i as u64),
-            rnd(DType::F32, &ws, 10 + i as u64),
-            rnd(DType::F32, &[ws[0]], 20),
-            rnd(DType::F32, &oshape, 30 + i as u64),
-        ];
-        let ctx = format!("case {i}: x {xs:?} w {ws:?} stride {stride:?} pad {pad:?} dil {dil:?} groups {groups}");
-        check_with(&ir, &ins, &Capabilities::host(), &eager);
-        let p = check_with(&ir, &ins, &Capabilities::host(), &forced);
-        let direct = groups == 1 && ws[2..] == [1, 1] && stride == [1, 1] && pad == [0; 4];
-        let kinds: Vec<&str> = p
-            .kernels
-            .iter()
-            .map(|k| match &k.body {
-                KernelBody::Matmul(_) => "matmul",
-                KernelBody::Pointwise { .. } if k.name.contains("_im2col") => "im2col",
-                KernelBody::Pointwise { .. } => "pointwise",
-                KernelBody::Reduce(_) => "reduce",
-            })
-            .collect();
-        let want: &[&str] = if direct { &["matmul"] } else { &["im2col", "matmul"] };
-        assert_eq!(kinds, want, "{ctx}\n{}", print_program(&p));
-        // The epilogue (bias, scale, shift, residual, relu) is in the matmul's stores.
-        let mm = p.kernels.last().expect("kernel");
-        assert_eq!(
-            mm.ops,
-            ["conv2d", "mul", "reshape", "add", "relu"].map(String::from),
-            "{ctx}\n{}",
-            print_program(&p)
-        );
-        let KernelBody::Matmul(body) = &mm.body else { unreachable!() };
-        let (cog, kg) = (ws[0] / groups, ws[1] * ws[2] * ws[3]);
-        assert_eq!((body.batch, body.m, body.k), (if direct { xs[0] } else { groups }, cog, kg), "{ctx}");
-    }
-}
-
-#[test]
-fn conv_matmul_reads_inlined_pads_and_half_types() {
-    let forced = ScheduleOptions {
-        cost_model: Arc::new(ConvsAsMatmuls(DefaultCostModel::default())),
-        ..ScheduleOptions::default()
-    };
-    // A reflect pad in front of the conv is index arithmetic inside the im2col gather.
-    let g = graph2(DType::F32, &[2, 3, 6, 5], &[4, 3, 3, 3], |x, w| {
-        x.pad(&[(0, 0), (0, 0), (2, 1), (1, 1)], PadMode::Reflect).conv2d(w, None, [1, 1], [0; 4], [1, 1], 1)
-    });
-    let p = check_with(
-        &g,
-        &[rnd(DType::F32, &[2, 3, 6, 5], 1), rnd(DType::F32, &[4, 3, 3, 3], 2)],
-        &Capabilities::host(),
-        &forced,
-    );
-    assert_eq!(p.kernels.len(), 2, "{}", print_program(&p));
-    assert!(p.kernels[0].ops.contains(&"pad".to_string()), "{}", print_program(&p));
-    // A computed 1x1 conv input is materialized, then read through strides.
-    let g =
-        graph2(DType::F32, &[2, 3, 4, 4], &[5, 3, 1, 1], |x, w| x.relu().conv2d(w, None, [1, 1], [0; 4], [1, 1], 1));
-    let p = check_with(
-        &g,
-        &[rnd(DType::F32, &[2, 3, 4, 4], 3), rnd(DType::F32, &[5, 3, 1, 1], 4)],
-        &Capabilities::host(),
-        &forced,
-    );
-    assert_eq!(p.kernels.len(), 2, "{}", print_program(&p));
-    assert!(matches!(p.kernels[1].body, KernelBody::Matmul(_)));
-    // f16 and bf16 convs accumulate in f32 in the matmul as in the window kernel.
-    for dt in [DType::F16, DType::BF16] {
-        let g = graph2(dt, &[2, 3, 5, 5], &[4, 3, 3, 3], |x, w| x.conv2d(w, None, [2, 2], [1; 4], [1, 1], 1).relu());
-        let p = check_with(&g, &[rnd(dt, &[2, 3, 5, 5], 5), rnd(dt, &[4, 3, 3, 3], 6)], &Capabilities::host(), &forced);
-        assert!(matches!(p.kernels[1].body, KernelBody::Matmul(_)), "{}", print_program(&p));
-    }
-}
-
-/// The default cost model, but a buffer larger than `caps.max_binding_bytes` takes one binding per
-/// window of the limit (rounded down to 256 bytes), as a backend with split bindings binds it.
+/// The default cost model with one decision changed per test: how convolutions are lowered, and
+/// whether a buffer larger than `caps.max_binding_bytes` takes one binding per window of the limit
+/// (rounded down to 256 bytes), as a backend with split bindings binds it.
 #[derive(Debug, Default)]
-struct WindowBindings(DefaultCostModel);
+struct TestModel {
+    base: DefaultCostModel,
+    convs: Convs,
+    windows: bool,
+}
 
-impl CostModel for WindowBindings {
+/// How [`TestModel`] lowers convolutions.
+#[derive(Debug, Default)]
+enum Convs {
+    /// As the default model.
+    #[default]
+    Default,
+    /// Never to a matmul (the trait's default: window kernels).
+    Windows,
+    /// Always to a matmul where the scheduler can.
+    Matmuls,
+}
+
+impl TestModel {
+    fn convs(convs: Convs) -> ScheduleOptions {
+        ScheduleOptions {
+            cost_model: Arc::new(TestModel { convs, ..TestModel::default() }),
+            ..ScheduleOptions::default()
+        }
+    }
+}
+
+impl CostModel for TestModel {
     fn name(&self) -> &str {
-        "window-bindings"
+        "test"
     }
     fn materialize(&self, users: usize, cost: usize) -> Option<String> {
-        self.0.materialize(users, cost)
+        self.base.materialize(users, cost)
     }
     fn reduce_strategy(&self, rows: usize, len: usize, caps: &Capabilities) -> ReduceStrategy {
-        self.0.reduce_strategy(rows, len, caps)
+        self.base.reduce_strategy(rows, len, caps)
     }
     fn fuse_horizontal(&self, shared_bytes: usize) -> bool {
-        self.0.fuse_horizontal(shared_bytes)
+        self.base.fuse_horizontal(shared_bytes)
     }
     fn reduce_split(&self, rows: usize, len: usize, caps: &Capabilities) -> usize {
-        self.0.reduce_split(rows, len, caps)
+        match self.convs {
+            // The two convolution models kept the trait's default split rule.
+            Convs::Default => self.base.reduce_split(rows, len, caps),
+            Convs::Windows | Convs::Matmuls => TraitDefaults.reduce_split(rows, len, caps),
+        }
     }
     fn conv_as_matmul(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
-        self.0.conv_as_matmul(conv, caps)
+        match self.convs {
+            Convs::Default => self.base.conv_as_matmul(conv, caps),
+            Convs::Windows => TraitDefaults.conv_as_matmul(conv, caps),
+            Convs::Matmuls => Ok("matmul: forced".into()),
+        }
     }
     fn bindings(&self, caps: &Capabilities, dtype: DType, numel: usize) -> usize {
         let window = caps.max_binding_bytes - caps.max_binding_bytes % 256;
         let bytes = (numel as u64).saturating_mul(dtype.size_bytes() as u64);
-        if window == 0 { 1 } else { bytes.div_ceil(window).max(1) as usize }
+        if !self.windows || window == 0 { 1 } else { bytes.div_ceil(window).max(1) as usize }
+    }
+}
+
+/// Only the required methods: every other decision is the trait's default.
+#[derive(Debug)]
+struct TraitDefaults;
+
+impl CostModel for TraitDefaults {
+    fn name(&self) -> &str {
+        "trait-defaults"
+    }
+    fn materialize(&self, _: usize, _: usize) -> Option<String> {
+        None
+    }
+    fn reduce_strategy(&self, _: usize, _: usize, _: &Capabilities) -> ReduceStrategy {
+        ReduceStrategy::Looped
+    }
+    fn fuse_horizontal(&self, _: usize) -> bool {
+        false
     }
 }
 
 fn window_bindings() -> ScheduleOptions {
-    ScheduleOptions { cost_model: Arc::new(WindowBindings::default()), ..ScheduleOptions::default() }
+    ScheduleOptions {
+        cost_model: Arc::new(TestModel { windows: true, ..TestModel::default() }),
+        ..ScheduleOptions::default()
+    }
 }
 
 #[test]
@@ -760,86 +610,10 @@ fn bindings_default_to_one_per_argument() {
     // Without a cost model that counts windows, a buffer over the binding size is one binding.
     let caps = Capabilities { max_binding_bytes: 1024, ..Capabilities::host() };
     assert_eq!(DefaultCostModel::default().bindings(&caps, DType::F32, 1 << 20), 1);
-    let m = WindowBindings::default();
+    let m = TestModel { windows: true, ..TestModel::default() };
     assert_eq!(m.bindings(&caps, DType::F32, 256), 1);
     assert_eq!(m.bindings(&caps, DType::F32, 257), 2);
     assert_eq!(m.bindings(&caps, DType::F16, 0), 1);
-}
-
-#[test]
-fn conv_falls_back_to_a_window_kernel_over_the_binding_limit() {
-    // Bindings of 1 KiB: the weight and the im2col buffer take 3 windows each, so the matmul would
-    // bind 7 buffers > 6; the window kernel binds 5.
-    let caps = Capabilities { max_bindings: 6, max_binding_bytes: 1024, ..Capabilities::host() };
-    let g =
-        graph2(DType::F32, &[1, 16, 4, 4], &[16, 16, 1, 3], |x, w| x.conv2d(w, None, [1, 1], [0, 1, 0, 1], [1, 1], 1));
-    let ins = [rnd(DType::F32, &[1, 16, 4, 4], 1), rnd(DType::F32, &[16, 16, 1, 3], 2)];
-    let p = check_with(&g, &ins, &caps, &window_bindings());
-    assert_eq!(p.kernels.len(), 1, "{}", print_program(&p));
-    assert!(matches!(p.kernels[0].body, KernelBody::Reduce(_)), "{}", print_program(&p));
-    let lowering: Vec<&str> =
-        p.decisions.iter().filter(|d| d.reason.starts_with("conv lowering")).map(|d| d.reason.as_str()).collect();
-    assert_eq!(lowering, ["conv lowering: window (as a matmul it would bind 7 buffers > 6)"]);
-    // With room for 7 bindings it is a matmul, and so it is under the default cost model, which
-    // counts one binding per argument.
-    let p = check_with(&g, &ins, &caps, &ScheduleOptions::default());
-    assert!(matches!(p.kernels[1].body, KernelBody::Matmul(_)), "{}", print_program(&p));
-    let caps = Capabilities { max_bindings: 7, ..caps };
-    let p = check_with(&g, &ins, &caps, &window_bindings());
-    assert!(matches!(p.kernels[1].body, KernelBody::Matmul(_)), "{}", print_program(&p));
-}
-
-#[test]
-fn default_cost_model_lowers_wide_convs() {
-    // 16 -> 32 channels, 3x3: im2col and a matmul with the batch norm and relu fused; the same
-    // conv with 4 output channels stays a window kernel.
-    for (oc, want) in [(32, 2), (4, 1)] {
-        let g = Graph::new();
-        let x = g.input("x", DType::F32, [2, 16, 6, 7]);
-        let w = g.input("w", DType::F32, [oc, 16, 3, 3]);
-        let s = g.input("s", DType::F32, [oc]);
-        let b = g.input("b", DType::F32, [oc]);
-        let mu = g.input("mu", DType::F32, [oc]);
-        let var = g.input("var", DType::F32, [oc]);
-        let y = x.conv2d(&w, None, [1, 1], [1; 4], [1, 1], 1).batch_norm(&s, &b, &mu, &var, 1e-5).relu();
-        g.output(&y);
-        let ins = [
-            rnd(DType::F32, &[2, 16, 6, 7], 1),
-            rnd(DType::F32, &[oc, 16, 3, 3], 2),
-            rnd(DType::F32, &[oc], 3),
-            rnd(DType::F32, &[oc], 4),
-            rnd(DType::F32, &[oc], 5),
-            HostTensor::random(DType::F32, vec![oc], 6, 0.5, 2.0),
-        ];
-        let p = check(&g.build().expect("build"), &ins);
-        assert_eq!(p.kernels.len(), want, "{}", print_program(&p));
-        let last = p.kernels.last().expect("kernel");
-        assert_eq!(last.ops, ["conv2d", "batch_norm", "relu"].map(String::from), "{}", print_program(&p));
-        assert_eq!(matches!(last.body, KernelBody::Matmul(_)), want == 2);
-    }
-}
-
-#[test]
-fn pool2d_variants() {
-    for (i, (kind, ceil, cip, pad)) in [
-        (crate::ir::PoolKind::Max, false, false, [1, 1, 1, 1]),
-        (crate::ir::PoolKind::Max, true, false, [0, 1, 0, 1]),
-        (crate::ir::PoolKind::Avg, false, false, [1, 1, 1, 1]),
-        (crate::ir::PoolKind::Avg, false, true, [1, 0, 1, 2]),
-        (crate::ir::PoolKind::Avg, true, true, [1, 1, 1, 1]),
-        (crate::ir::PoolKind::Avg, true, false, [0, 0, 0, 0]),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let g = graph1(DType::F32, &[2, 3, 7, 8], |x| {
-            let window = crate::ir::Window2d { kernel: [3, 2], stride: [2, 2], padding: pad, dilation: [1, 1] };
-            x.apply(crate::ir::Op::Pool2d { kind, window, ceil_mode: ceil, count_include_pad: cip }, &[]) * 2.0
-        });
-        check(&g, &[rnd(DType::F32, &[2, 3, 7, 8], i as u64)]);
-    }
-    let g = graph1(DType::I32, &[1, 2, 5, 5], |x| x.max_pool2d([2, 2], [1, 1], [1, 1, 1, 1]));
-    check(&g, &[rnd(DType::I32, &[1, 2, 5, 5], 9)]);
 }
 
 // ------------------------------------------------------------------------------- outputs
@@ -1148,216 +922,7 @@ fn snapshot_matmul_softmax() {
 
 // ------------------------------------------------------------------------------- random graphs
 
-mod random {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// One step of a random program, interpreted against the tensors built so far.
-    #[derive(Clone, Debug)]
-    enum Step {
-        Unary(u8, usize),
-        Binary(u8, usize, usize),
-        Reduce(u8, usize, u8, bool),
-        Reshape(usize),
-        Permute(usize, u8),
-        Slice(usize, u8),
-        Expand(usize),
-        BroadcastReduce(usize, u8),
-        Concat(usize, usize),
-        Pad(usize, u8),
-        ArgMax(usize),
-    }
-
-    fn step() -> impl Strategy<Value = Step> {
-        prop_oneof![
-            (0u8..6, 0usize..64).prop_map(|(a, b)| Step::Unary(a, b)),
-            (0u8..4, 0usize..64, 0usize..64).prop_map(|(a, b, c)| Step::Binary(a, b, c)),
-            (0u8..3, 0usize..64, 0u8..8, any::<bool>()).prop_map(|(a, b, c, d)| Step::Reduce(a, b, c, d)),
-            (0usize..64).prop_map(Step::Reshape),
-            (0usize..64, 0u8..6).prop_map(|(a, b)| Step::Permute(a, b)),
-            (0usize..64, 0u8..4).prop_map(|(a, b)| Step::Slice(a, b)),
-            (0usize..64).prop_map(Step::Expand),
-            (0usize..64, 0u8..3).prop_map(|(a, b)| Step::BroadcastReduce(a, b)),
-            (0usize..64, 0usize..64).prop_map(|(a, b)| Step::Concat(a, b)),
-            (0usize..64, 0u8..4).prop_map(|(a, b)| Step::Pad(a, b)),
-            (0usize..64).prop_map(Step::ArgMax),
-        ]
-    }
-
-    fn build(shape: &[usize], steps: &[Step], outs: &[usize]) -> Option<IrGraph> {
-        let g = Graph::new();
-        let mut ts = vec![g.input("x", DType::F32, shape.to_vec()), g.input("y", DType::F32, shape.to_vec())];
-        for s in steps {
-            let pick = |i: usize| ts[i % ts.len()].clone();
-            let t = match s {
-                Step::Unary(op, a) => {
-                    let x = pick(*a);
-                    match op {
-                        0 => x.sin(),
-                        1 => x.tanh(),
-                        2 => x.relu(),
-                        3 => x.abs(),
-                        4 => x.sigmoid(),
-                        _ => x.neg(),
-                    }
-                }
-                Step::Binary(op, a, b) => {
-                    let (x, y) = (pick(*a), pick(*b));
-                    if x.shape() != y.shape() {
-                        continue;
-                    }
-                    match op {
-                        0 => &x + &y,
-                        1 => &x * &y,
-                        2 => &x - &y,
-                        _ => x.maximum(&y),
-                    }
-                }
-                Step::Reduce(op, a, mask, keep) => {
-                    let x = pick(*a);
-                    let r = x.shape().rank() as i64;
-                    let axes: Vec<i64> = (0..r).filter(|i| mask & (1 << i) != 0).collect();
-                    if axes.is_empty() {
-                        continue;
-                    }
-                    match op {
-                        0 => x.sum(&axes, *keep),
-                        1 => x.max(&axes, *keep),
-                        _ => x.mean(&axes, *keep),
-                    }
-                }
-                Step::Reshape(a) => {
-                    let x = pick(*a);
-                    let n = x.shape().numel().unwrap_or(0);
-                    if n % 2 == 0 && n > 0 { x.reshape([2, n / 2]) } else { x.reshape([n]) }
-                }
-                Step::Permute(a, p) => {
-                    let x = pick(*a);
-                    let r = x.shape().rank();
-                    if r < 2 {
-                        continue;
-                    }
-                    let mut perm: Vec<usize> = (0..r).collect();
-                    perm.rotate_left(*p as usize % r);
-                    x.permute(&perm)
-                }
-                Step::Slice(a, k) => {
-                    let x = pick(*a);
-                    let dims = x.shape().as_static().unwrap_or_default();
-                    if dims.is_empty() || dims[0] < 2 {
-                        continue;
-                    }
-                    if k % 2 == 0 { x.slice(0, 1, dims[0] as i64, 1) } else { x.slice(0, dims[0] as i64 - 1, -100, -2) }
-                }
-                Step::Expand(a) => {
-                    let x = pick(*a);
-                    let mut dims = x.shape().as_static().unwrap_or_default();
-                    dims.insert(0, 3);
-                    x.expand(dims)
-                }
-                Step::BroadcastReduce(a, ax) => {
-                    let x = pick(*a);
-                    let r = x.shape().rank();
-                    if r == 0 {
-                        continue;
-                    }
-                    let axis = (*ax as usize % r) as i64;
-                    &x - &x.max(&[axis], true)
-                }
-                Step::Concat(a, b) => {
-                    let (x, y) = (pick(*a), pick(*b));
-                    let (sx, sy) = (x.shape(), y.shape());
-                    if sx.rank() == 0 || sx.rank() != sy.rank() || sx.0[1..] != sy.0[1..] {
-                        continue;
-                    }
-                    g.concat(&[&x, &y, &x], 0)
-                }
-                Step::Pad(a, m) => {
-                    let x = pick(*a);
-                    let dims = x.shape().as_static().unwrap_or_default();
-                    if dims.is_empty() || dims[dims.len() - 1] < 2 {
-                        continue;
-                    }
-                    let mut pads = vec![(0i64, 0i64); dims.len()];
-                    pads[dims.len() - 1] = (1, 2);
-                    pads[0] = (pads[0].0 + 1, pads[0].1 - i64::from(dims[0] > 2));
-                    let mode = match m {
-                        0 => PadMode::Constant(0.5),
-                        1 => PadMode::Reflect,
-                        2 => PadMode::Edge,
-                        _ => PadMode::Wrap,
-                    };
-                    x.pad(&pads, mode)
-                }
-                Step::ArgMax(a) => {
-                    let x = pick(*a);
-                    if x.shape().rank() == 0 {
-                        continue;
-                    }
-                    x.argmax(0, true).cast(DType::F32)
-                }
-            };
-            if t.id().is_none() || t.shape().numel().unwrap_or(0) > 4096 {
-                return None;
-            }
-            ts.push(t);
-        }
-        for &o in outs {
-            g.output(&ts[o % ts.len()]);
-        }
-        g.build().ok()
-    }
-
-    /// Regression (found by the property test below): materializing a node during stage B to
-    /// relieve one kernel's binding count made an earlier kernel, which had inlined a user of a
-    /// member of another kernel, read that member from a buffer, adding a write the other kernel's
-    /// count had not included (5 bindings with a limit of 4). `bindings` now counts a write for
-    /// every member some placed kernel already reads.
-    #[test]
-    fn late_materialization_keeps_earlier_kernels_within_the_binding_limit() {
-        use Step::*;
-        let steps = [
-            BroadcastReduce(5, 1),
-            Unary(0, 0),
-            Unary(0, 0),
-            Unary(0, 17),
-            Binary(0, 2, 3),
-            BroadcastReduce(20, 0),
-            Reduce(0, 7, 2, false),
-            Unary(0, 0),
-            Binary(0, 9, 0),
-            Reshape(0),
-            Reduce(0, 0, 1, false),
-        ];
-        let g = build(&[3, 4], &steps, &[8, 23]).expect("graph");
-        let ins = [rnd(DType::F32, &[3, 4], 0), rnd(DType::F32, &[3, 4], 1)];
-        check_with(&g, &ins, &caps_with_bindings(4), &ScheduleOptions::default());
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 512, .. ProptestConfig::default() })]
-        #[test]
-        fn fused_equals_eager_equals_reference(
-            shape in prop::sample::select(vec![vec![5usize], vec![3, 4], vec![2, 3, 5], vec![1, 7], vec![4, 1, 3]]),
-            steps in prop::collection::vec(step(), 1..16),
-            outs in prop::collection::vec(0usize..64, 1..3),
-            seed in 0u64..1000,
-        ) {
-            let Some(g) = build(&shape, &steps, &outs) else { return Ok(()) };
-            let ins = [rnd(DType::F32, &shape, seed), rnd(DType::F32, &shape, seed + 1)];
-            let fused = check_with(&g, &ins, &caps_with_bindings(4), &ScheduleOptions::default());
-            let eager = check_with(&g, &ins, &Capabilities::host(), &ScheduleOptions::eager());
-            let small = ScheduleOptions { max_group_nodes: 2, ..ScheduleOptions::default() };
-            check_with(&g, &ins, &Capabilities::host(), &small);
-            prop_assert!(fused.kernels.len() <= eager.kernels.len() + fused.outputs.len());
-            let a = run_program(&fused, &ins).expect("fused");
-            let b = run_program(&eager, &ins).expect("eager");
-            for (x, y) in a.iter().zip(&b) {
-                assert_close(x, y, "fused vs eager");
-            }
-        }
-    }
-}
+mod random;
 
 #[test]
 fn very_long_chains_do_not_overflow() {

@@ -1,0 +1,241 @@
+//! Convolutions and pooling: window kernels, lowering to matmuls (strided views, im2col), the
+//! cost model's choice, and the fallback to window kernels over the binding limit.
+
+use super::*;
+
+#[test]
+fn conv2d_variants() {
+    type Case = ([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2], usize, bool);
+    let cases: &[Case] = &[
+        ([1, 3, 7, 6], [4, 3, 3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 1, true),
+        ([2, 4, 9, 8], [6, 2, 3, 2], [2, 1], [0, 2, 1, 0], [1, 2], 2, false),
+        ([1, 2, 5, 5], [2, 1, 1, 1], [1, 1], [0, 0, 0, 0], [1, 1], 2, true),
+        ([1, 1, 6, 7], [1, 1, 2, 3], [3, 2], [2, 2, 2, 2], [2, 1], 1, true),
+    ];
+    for (i, &(xs, ws, stride, pad, dil, groups, bias)) in cases.iter().enumerate() {
+        let g = Graph::new();
+        let x = g.input("x", DType::F32, xs);
+        let w = g.input("w", DType::F32, ws);
+        let b = g.input("b", DType::F32, [ws[0]]);
+        let y = x.conv2d(&w, bias.then_some(&b), stride, pad, dil, groups);
+        g.output(&(y.relu() + 1.0));
+        let ir = g.build().expect("build");
+        let ins = [rnd(DType::F32, &xs, i as u64), rnd(DType::F32, &ws, 10 + i as u64), rnd(DType::F32, &[ws[0]], 20)];
+        let p = check(&ir, &ins);
+        // Few output channels: the default cost model keeps the window kernel.
+        assert_eq!(p.kernels.len(), 1, "{}", print_program(&p));
+        let KernelBody::Reduce(r) = &p.kernels[0].body else { panic!("conv is not a reduce kernel") };
+        assert_eq!(r.strategy, ReduceStrategy::ThreadPerRow);
+        assert!(p.decisions.iter().any(|d| d.reason.starts_with("conv lowering: window")));
+    }
+}
+
+#[test]
+fn conv_lowering_cost_model() {
+    let m = DefaultCostModel::default();
+    let caps = Capabilities::host();
+    let conv = |c: usize, oc: usize, groups: usize, k: usize, im2col_bytes: usize| ConvShape {
+        batch: 32,
+        in_channels: c,
+        out_channels: oc,
+        groups,
+        kernel: [k, k],
+        out_hw: [56, 56],
+        im2col_bytes,
+    };
+    // ResNet's 3x3 convs and its 7x7 RGB stem: matmuls.
+    assert!(m.conv_as_matmul(&conv(64, 64, 1, 3, 231 << 20), &caps).is_ok());
+    assert!(m.conv_as_matmul(&conv(3, 64, 1, 7, 236 << 20), &caps).is_ok());
+    let r = m.conv_as_matmul(&conv(256, 64, 1, 1, 0), &caps).expect("1x1");
+    assert!(r.contains("no copy"), "{r}");
+    // Depthwise (one channel per group), few output channels, a tiny reduction, a huge im2col.
+    assert!(m.conv_as_matmul(&conv(32, 32, 32, 3, 1 << 20), &caps).is_err());
+    assert!(m.conv_as_matmul(&conv(64, 4, 1, 3, 1 << 20), &caps).is_err());
+    assert!(m.conv_as_matmul(&conv(1, 64, 1, 3, 1 << 20), &caps).is_err());
+    assert!(m.conv_as_matmul(&conv(64, 64, 1, 3, 2 << 30), &caps).unwrap_err().contains("im2col"));
+    // Grouped with wide groups: a matmul batched over groups.
+    assert!(m.conv_as_matmul(&conv(64, 64, 2, 3, 1 << 20), &caps).is_ok());
+}
+
+#[test]
+fn convs_as_matmuls_at_awkward_sizes() {
+    // (x, w, stride, padding, dilation, groups, bias)
+    type Case = ([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2], usize, bool);
+    let cases: &[Case] = &[
+        // 1x1, stride 1, no padding: a plain matmul on strided views (no copy).
+        ([2, 3, 7, 5], [5, 3, 1, 1], [1, 1], [0; 4], [1, 1], 1, true),
+        ([1, 17, 1, 1], [7, 17, 1, 1], [1, 1], [0; 4], [1, 1], 1, false),
+        ([3, 7, 4, 9], [17, 7, 1, 1], [1, 1], [0; 4], [2, 2], 1, true),
+        // 1x1 with a stride: im2col is a strided gather.
+        ([2, 5, 7, 7], [3, 5, 1, 1], [2, 2], [0; 4], [1, 1], 1, true),
+        // 3x3, pad 1, at extents 1 and 7, odd channels.
+        ([1, 1, 1, 1], [1, 1, 3, 3], [1, 1], [1; 4], [1, 1], 1, true),
+        ([2, 3, 7, 7], [7, 3, 3, 3], [1, 1], [1; 4], [1, 1], 1, false),
+        ([3, 5, 7, 6], [9, 5, 3, 3], [2, 2], [1; 4], [1, 1], 1, true),
+        // Dilation 2, asymmetric padding, rectangular window.
+        ([2, 3, 9, 8], [4, 3, 3, 2], [1, 2], [2, 0, 1, 3], [2, 2], 1, true),
+        // The 7x7 stride-2 pad-3 stem at a small size.
+        ([2, 3, 15, 13], [8, 3, 7, 7], [2, 2], [3; 4], [1, 1], 1, true),
+        // Groups: one matmul batched over groups.
+        ([2, 4, 9, 8], [6, 2, 3, 2], [2, 1], [0, 2, 1, 0], [1, 2], 2, false),
+        ([1, 6, 5, 5], [6, 1, 3, 3], [1, 1], [1; 4], [1, 1], 6, true),
+        ([2, 4, 3, 3], [4, 2, 1, 1], [1, 1], [0; 4], [1, 1], 2, true),
+    ];
+    let forced = TestModel::convs(Convs::Matmuls);
+    let eager = ScheduleOptions { fusion: false, ..forced.clone() };
+    for (i, &(xs, ws, stride, pad, dil, groups, bias)) in cases.iter().enumerate() {
+        let g = Graph::new();
+        let x = g.input("x", DType::F32, xs);
+        let w = g.input("w", DType::F32, ws);
+        let b = g.input("b", DType::F32, [ws[0]]);
+        let y = x.conv2d(&w, bias.then_some(&b), stride, pad, dil, groups);
+        let oshape = y.shape().as_static().expect("static");
+        let r = g.input("r", DType::F32, oshape.clone());
+        // Epilogue: per-channel scale (batch-norm-like), residual add, relu.
+        g.output(&((y * 0.5 + &b.reshape([ws[0], 1, 1])) + &r).relu());
+        let ir = g.build().expect("build");
+        let ins = [
+            rnd(DType::F32, &xs, i as u64),
+            rnd(DType::F32, &ws, 10 + i as u64),
+            rnd(DType::F32, &[ws[0]], 20),
+            rnd(DType::F32, &oshape, 30 + i as u64),
+        ];
+        let ctx = format!("case {i}: x {xs:?} w {ws:?} stride {stride:?} pad {pad:?} dil {dil:?} groups {groups}");
+        check_with(&ir, &ins, &Capabilities::host(), &eager);
+        let p = check_with(&ir, &ins, &Capabilities::host(), &forced);
+        let direct = groups == 1 && ws[2..] == [1, 1] && stride == [1, 1] && pad == [0; 4];
+        let kinds: Vec<&str> = p
+            .kernels
+            .iter()
+            .map(|k| match &k.body {
+                KernelBody::Matmul(_) => "matmul",
+                KernelBody::Pointwise { .. } if k.name.contains("_im2col") => "im2col",
+                KernelBody::Pointwise { .. } => "pointwise",
+                KernelBody::Reduce(_) => "reduce",
+            })
+            .collect();
+        let want: &[&str] = if direct { &["matmul"] } else { &["im2col", "matmul"] };
+        assert_eq!(kinds, want, "{ctx}\n{}", print_program(&p));
+        // The epilogue (bias, scale, shift, residual, relu) is in the matmul's stores.
+        let mm = p.kernels.last().expect("kernel");
+        assert_eq!(
+            mm.ops,
+            ["conv2d", "mul", "reshape", "add", "relu"].map(String::from),
+            "{ctx}\n{}",
+            print_program(&p)
+        );
+        let KernelBody::Matmul(body) = &mm.body else { unreachable!() };
+        let (cog, kg) = (ws[0] / groups, ws[1] * ws[2] * ws[3]);
+        assert_eq!((body.batch, body.m, body.k), (if direct { xs[0] } else { groups }, cog, kg), "{ctx}");
+    }
+}
+
+#[test]
+fn conv_matmul_reads_inlined_pads_and_half_types() {
+    let forced = TestModel::convs(Convs::Matmuls);
+    // A reflect pad in front of the conv is index arithmetic inside the im2col gather.
+    let g = graph2(DType::F32, &[2, 3, 6, 5], &[4, 3, 3, 3], |x, w| {
+        x.pad(&[(0, 0), (0, 0), (2, 1), (1, 1)], PadMode::Reflect).conv2d(w, None, [1, 1], [0; 4], [1, 1], 1)
+    });
+    let p = check_with(
+        &g,
+        &[rnd(DType::F32, &[2, 3, 6, 5], 1), rnd(DType::F32, &[4, 3, 3, 3], 2)],
+        &Capabilities::host(),
+        &forced,
+    );
+    assert_eq!(p.kernels.len(), 2, "{}", print_program(&p));
+    assert!(p.kernels[0].ops.contains(&"pad".to_string()), "{}", print_program(&p));
+    // A computed 1x1 conv input is materialized, then read through strides.
+    let g =
+        graph2(DType::F32, &[2, 3, 4, 4], &[5, 3, 1, 1], |x, w| x.relu().conv2d(w, None, [1, 1], [0; 4], [1, 1], 1));
+    let p = check_with(
+        &g,
+        &[rnd(DType::F32, &[2, 3, 4, 4], 3), rnd(DType::F32, &[5, 3, 1, 1], 4)],
+        &Capabilities::host(),
+        &forced,
+    );
+    assert_eq!(p.kernels.len(), 2, "{}", print_program(&p));
+    assert!(matches!(p.kernels[1].body, KernelBody::Matmul(_)));
+    // f16 and bf16 convs accumulate in f32 in the matmul as in the window kernel.
+    for dt in [DType::F16, DType::BF16] {
+        let g = graph2(dt, &[2, 3, 5, 5], &[4, 3, 3, 3], |x, w| x.conv2d(w, None, [2, 2], [1; 4], [1, 1], 1).relu());
+        let p = check_with(&g, &[rnd(dt, &[2, 3, 5, 5], 5), rnd(dt, &[4, 3, 3, 3], 6)], &Capabilities::host(), &forced);
+        assert!(matches!(p.kernels[1].body, KernelBody::Matmul(_)), "{}", print_program(&p));
+    }
+}
+
+#[test]
+fn conv_falls_back_to_a_window_kernel_over_the_binding_limit() {
+    // Bindings of 1 KiB: the weight and the im2col buffer take 3 windows each, so the matmul would
+    // bind 7 buffers > 6; the window kernel binds 5.
+    let caps = Capabilities { max_bindings: 6, max_binding_bytes: 1024, ..Capabilities::host() };
+    let g =
+        graph2(DType::F32, &[1, 16, 4, 4], &[16, 16, 1, 3], |x, w| x.conv2d(w, None, [1, 1], [0, 1, 0, 1], [1, 1], 1));
+    let ins = [rnd(DType::F32, &[1, 16, 4, 4], 1), rnd(DType::F32, &[16, 16, 1, 3], 2)];
+    let p = check_with(&g, &ins, &caps, &window_bindings());
+    assert_eq!(p.kernels.len(), 1, "{}", print_program(&p));
+    assert!(matches!(p.kernels[0].body, KernelBody::Reduce(_)), "{}", print_program(&p));
+    let lowering: Vec<&str> =
+        p.decisions.iter().filter(|d| d.reason.starts_with("conv lowering")).map(|d| d.reason.as_str()).collect();
+    assert_eq!(lowering, ["conv lowering: window (as a matmul it would bind 7 buffers > 6)"]);
+    // With room for 7 bindings it is a matmul, and so it is under the default cost model, which
+    // counts one binding per argument.
+    let p = check_with(&g, &ins, &caps, &ScheduleOptions::default());
+    assert!(matches!(p.kernels[1].body, KernelBody::Matmul(_)), "{}", print_program(&p));
+    let caps = Capabilities { max_bindings: 7, ..caps };
+    let p = check_with(&g, &ins, &caps, &window_bindings());
+    assert!(matches!(p.kernels[1].body, KernelBody::Matmul(_)), "{}", print_program(&p));
+}
+
+#[test]
+fn default_cost_model_lowers_wide_convs() {
+    // 16 -> 32 channels, 3x3: im2col and a matmul with the batch norm and relu fused; the same
+    // conv with 4 output channels stays a window kernel.
+    for (oc, want) in [(32, 2), (4, 1)] {
+        let g = Graph::new();
+        let x = g.input("x", DType::F32, [2, 16, 6, 7]);
+        let w = g.input("w", DType::F32, [oc, 16, 3, 3]);
+        let s = g.input("s", DType::F32, [oc]);
+        let b = g.input("b", DType::F32, [oc]);
+        let mu = g.input("mu", DType::F32, [oc]);
+        let var = g.input("var", DType::F32, [oc]);
+        let y = x.conv2d(&w, None, [1, 1], [1; 4], [1, 1], 1).batch_norm(&s, &b, &mu, &var, 1e-5).relu();
+        g.output(&y);
+        let ins = [
+            rnd(DType::F32, &[2, 16, 6, 7], 1),
+            rnd(DType::F32, &[oc, 16, 3, 3], 2),
+            rnd(DType::F32, &[oc], 3),
+            rnd(DType::F32, &[oc], 4),
+            rnd(DType::F32, &[oc], 5),
+            HostTensor::random(DType::F32, vec![oc], 6, 0.5, 2.0),
+        ];
+        let p = check(&g.build().expect("build"), &ins);
+        assert_eq!(p.kernels.len(), want, "{}", print_program(&p));
+        let last = p.kernels.last().expect("kernel");
+        assert_eq!(last.ops, ["conv2d", "batch_norm", "relu"].map(String::from), "{}", print_program(&p));
+        assert_eq!(matches!(last.body, KernelBody::Matmul(_)), want == 2);
+    }
+}
+
+#[test]
+fn pool2d_variants() {
+    for (i, (kind, ceil, cip, pad)) in [
+        (crate::ir::PoolKind::Max, false, false, [1, 1, 1, 1]),
+        (crate::ir::PoolKind::Max, true, false, [0, 1, 0, 1]),
+        (crate::ir::PoolKind::Avg, false, false, [1, 1, 1, 1]),
+        (crate::ir::PoolKind::Avg, false, true, [1, 0, 1, 2]),
+        (crate::ir::PoolKind::Avg, true, true, [1, 1, 1, 1]),
+        (crate::ir::PoolKind::Avg, true, false, [0, 0, 0, 0]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let g = graph1(DType::F32, &[2, 3, 7, 8], |x| {
+            let window = crate::ir::Window2d { kernel: [3, 2], stride: [2, 2], padding: pad, dilation: [1, 1] };
+            x.apply(crate::ir::Op::Pool2d { kind, window, ceil_mode: ceil, count_include_pad: cip }, &[]) * 2.0
+        });
+        check(&g, &[rnd(DType::F32, &[2, 3, 7, 8], i as u64)]);
+    }
+    let g = graph1(DType::I32, &[1, 2, 5, 5], |x| x.max_pool2d([2, 2], [1, 1], [1, 1, 1, 1]));
+    check(&g, &[rnd(DType::I32, &[1, 2, 5, 5], 9)]);
+}
