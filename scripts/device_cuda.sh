@@ -6,6 +6,8 @@
 #                                   # suite on cuda vs the CPU reference, real models vs onnxruntime
 #   scripts/device_cuda.sh bench    # sinter bench --backend cuda (default, reduce-overhead) beside
 #                                   # torch_anchor.py in the same call, compare.py's table
+#   scripts/device_cuda.sh matmul   # contractions only: the shared suite's matmul cases, then bench
+#                                   # (default and max-autotune) beside torch for the matmul workloads
 #   scripts/device_cuda.sh all
 #
 # Results land in $OUT (default /tmp/out): logs, JSON reports, compare.txt.
@@ -75,5 +77,21 @@ import json, sys
 for r in json.load(open(sys.argv[1]))["results"]:
     print("torch", r["name"], r["mode"], f"{r['ms'] * 1e3:.1f} us")
 EOF2
+fi
+if [ "$part" = matmul ]; then
+  MM=${MM:-matmul_8192_bf16,mlp_8192x4096x16384_bf16,matmul_softmax_4096_bf16,matmul_4096_f32}
+  step "shared suite: contractions"
+  .cudatest/suite --test-threads=1 matmul dtype_ conv >"$OUT/test-suite-mm.log" 2>&1; rc=$?
+  grep -E "^test result|FAILED|panicked" "$OUT/test-suite-mm.log" | head -20; [ $rc -eq 0 ] || echo "   suite exited $rc"
+  step "sinter bench (default, max-autotune)"
+  "$BIN" calibrate --backend cuda 2>&1 | tail -4
+  "$BIN" bench --backend cuda --no-calibrate --workload "$MM" --scale reduced --check --iters 3 --warmup 1 2>&1 | tail -6
+  "$BIN" bench --backend cuda --no-calibrate --workload "$MM" --json "$OUT/sinter-mm.json" 2>&1 | tee "$OUT/sinter-mm.txt" | tail -12
+  SINTER_LOG=autotune "$BIN" bench --backend cuda --mode max-autotune --no-calibrate --workload "$MM" \
+    --json "$OUT/sinter-mm-at.json" >"$OUT/sinter-mm-at.txt" 2>&1; tail -12 "$OUT/sinter-mm-at.txt"
+  step "torch anchor"
+  PYTHONUNBUFFERED=1 timeout 240 python3 .bench/torch_anchor.py --modes eager,default --only "$MM" \
+    --out "$OUT/torch-mm.json" >"$OUT/torch-mm.log" 2>&1; tail -2 "$OUT/torch-mm.log"
+  python3 .bench/compare.py "$OUT/torch-mm.json" "$OUT/sinter-mm.json" "$OUT/sinter-mm-at.json" | tee "$OUT/compare-mm.txt"
 fi
 step done

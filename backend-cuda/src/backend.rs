@@ -103,6 +103,7 @@ pub fn cuda_caps(info: &DeviceInfo) -> CudaCaps {
         max_threads_per_block: info.max_threads_per_block.clamp(1, 1024),
         max_shared_bytes_per_block: SHARED_BYTES.min(info.max_shared_per_block.max(1)),
         sm_count: info.sm_count,
+        max_dynamic_shared_bytes: info.max_shared_per_block_optin.max(info.max_shared_per_block),
     }
 }
 
@@ -112,6 +113,7 @@ pub fn cuda_caps(info: &DeviceInfo) -> CudaCaps {
 pub fn plausible_tuning(t: &Tuning, caps: &CudaCaps) -> bool {
     t.block.is_none_or(|b| b >= 32 && b <= caps.max_threads_per_block && b % 32 == 0)
         && t.tile.is_none_or(|tile| render::check_tile(&tile, caps, DType::F32).is_ok())
+        && (t.tile.is_none() || t.mma.is_none())
 }
 
 fn nvrtc_error(e: NvrtcError, source: &str) -> BackendError {

@@ -14,7 +14,7 @@ use common::*;
 use sinter_core::DType;
 use sinter_core::kernel::{Expr, ExprId, Index, Kernel, KernelBody, Program, ReduceStrategy};
 use sinter_core::workloads::{self, Scale};
-use sinter_cuda::render::{self, CudaCaps, MatmulTile, RenderError, Rendered, Tuning, candidates, check_tuning};
+use sinter_cuda::render::{self, CudaCaps, MatmulTile, MmaTile, RenderError, Rendered, Tuning, candidates, check_tuning};
 
 const STRATEGIES: [ReduceStrategy; 3] =
     [ReduceStrategy::Persistent, ReduceStrategy::Looped, ReduceStrategy::ThreadPerRow];
@@ -220,6 +220,77 @@ fn matmul_with_bias_relu_epilogue() {
     insta::assert_snapshot!(s);
 }
 
+/// Every tensor-core tile, for both operand layouts of A and B, aligned (16-byte `cp.async`) and
+/// misaligned (scalar loads), bf16 and f16: compiles without warnings, spills or a stack frame.
+#[test]
+fn tensor_core_tiles_and_layouts_compile() {
+    let mut shown = String::new();
+    for (i, t) in MmaTile::CANDIDATES.iter().enumerate() {
+        for (j, (a_t, b_t, pad)) in
+            [(false, false, 0), (false, true, 0), (true, false, 0), (true, true, 0), (false, false, 1), (true, true, 3)]
+                .into_iter()
+                .enumerate()
+        {
+            // One layout per tile for each dtype beyond the first tile keeps the NVRTC time down.
+            if i > 0 && j != i % 6 {
+                continue;
+            }
+            for d in [DType::BF16, DType::F16] {
+                let p = matmul_layout(2, 300, 200, 72, d, DType::F32, Layout { a_t, b_t, pad });
+                let k = &p.kernels[0];
+                let tuning = Tuning { mma: Some(*t), ..Tuning::default() };
+                let r = render::render(k, &hopper(), &tuning).unwrap_or_else(|e| panic!("{t:?}: {e}"));
+                assert!(r.strategy.starts_with("mma "), "{}", r.strategy);
+                assert_eq!(r.block[0], t.threads());
+                assert!(r.dynamic_shared_bytes > 0);
+                compile("mma", &r);
+                if i == 0 && d == DType::BF16 && sinter_cuda::probe::nvrtc().is_ok() {
+                    let c = sinter_cuda::nvrtc::compile(&r.name, &r.source, &sinter_cuda::nvrtc::Target::hopper())
+                        .expect("compiles");
+                    assert!(
+                        c.log.contains("0 bytes stack frame, 0 bytes spill stores"),
+                        "{t:?} a_t {a_t} b_t {b_t} pad {pad}: spills\n{}",
+                        c.log
+                    );
+                }
+                if i == 0 && d == DType::BF16 && matches!(j, 0 | 5) {
+                    shown.push_str(&format!("// ==== a_t {a_t} b_t {b_t} pad {pad} ({})\n", r.strategy));
+                    shown.push_str(&r.source);
+                }
+            }
+        }
+    }
+    insta::assert_snapshot!(shown);
+}
+
+/// bf16/f16 matmuls take the tensor cores by default, the others the CUDA-core template; a
+/// tensor-core tile is refused for an f32 matmul and together with a CUDA-core tile.
+#[test]
+fn tensor_cores_by_default_where_they_apply() {
+    let strategy = |d: DType, acc: DType, t: Tuning| {
+        let p = matmul_bias_relu(1, 64, 64, 64, d, acc, false);
+        render::render(&p.kernels[0], &hopper(), &t).map(|r| r.strategy)
+    };
+    assert!(strategy(DType::BF16, DType::F32, Tuning::default()).unwrap().starts_with("mma "));
+    assert!(strategy(DType::F16, DType::F32, Tuning::default()).unwrap().starts_with("mma "));
+    assert!(strategy(DType::F32, DType::F32, Tuning::default()).unwrap().starts_with("matmul "));
+    let simt = Tuning { tile: Some(MatmulTile::MEDIUM), ..Tuning::default() };
+    assert!(strategy(DType::BF16, DType::F32, simt.clone()).unwrap().starts_with("matmul "));
+    let mma = Tuning { mma: Some(MmaTile::SMALL), ..Tuning::default() };
+    let e = strategy(DType::F32, DType::F32, mma.clone()).unwrap_err().to_string();
+    assert!(e.contains("no tensor-core template"), "{e}");
+    let both = Tuning { mma: Some(MmaTile::SMALL), ..simt };
+    assert!(strategy(DType::BF16, DType::F32, both).is_err());
+    let mut old = hopper();
+    old.sm = (7, 5);
+    let p = matmul_bias_relu(1, 64, 64, 64, DType::BF16, DType::F32, false);
+    let r = render::render(&p.kernels[0], &old, &Tuning::default()).unwrap();
+    assert!(r.strategy.starts_with("matmul "), "sm_75 has no m16n8k16 bf16: {}", r.strategy);
+    let huge = MmaTile { stages: 8, bk: 128, ..MmaTile::CANDIDATES[0] };
+    let e = render::render(&p.kernels[0], &hopper(), &Tuning { mma: Some(huge), ..Tuning::default() }).unwrap_err();
+    assert!(e.to_string().contains("shared memory"), "{e}");
+}
+
 /// The mapping the benchmark sizes get: the bandwidth-bound workloads vectorize (16-byte accesses),
 /// softmax and layernorm rows stay in registers.
 #[test]
@@ -231,6 +302,9 @@ fn benchmark_sizes_take_the_fast_paths() {
         ("softmax_8192x8192_f32", "reduce persistent x8 block 256 vec4"),
         ("layernorm_gelu_8192x4096_f32", "reduce persistent x4 block 256 vec4"),
         ("matmul_4096_f32", "matmul 128x128x8 8x8"),
+        ("matmul_8192_bf16", "mma 128x256x32 w2x4 s3"),
+        ("mlp_8192x4096x16384_bf16", "mma 128x256x32 w2x4 s3"),
+        ("matmul_softmax_4096_bf16", "mma 128x256x32 w2x4 s3"),
     ];
     for (name, strategy) in want {
         let w = workloads::get(name).expect("workload");

@@ -13,7 +13,8 @@
 //!
 //! The epilogue runs per output element with `Acc(0)` the accumulator; values that depend on the
 //! batch only, or on the batch and row only, are computed once outside the inner loops.
-//! Tensor-core templates slot in later through [`MatmulTile`] and the tuning.
+//! bf16/f16 matmuls accumulating in f32 go to the tensor-core template (the `mma` module) unless
+//! the tuning names a [`MatmulTile`].
 
 use serde::{Deserialize, Serialize};
 use sinter_core::DType;
@@ -132,16 +133,16 @@ pub(super) fn default_tile(mm: &MatmulBody, caps: &CudaCaps) -> MatmulTile {
 }
 
 /// The index type of an operand's addresses (64-bit when it has 2^31 elements or more).
-fn op_ity(em: &Emitter<'_>, op: &MatOperand) -> &'static str {
+pub(super) fn op_ity(em: &Emitter<'_>, op: &MatOperand) -> &'static str {
     if em.k.args[op.arg].numel > i32::MAX as usize { "unsigned long long" } else { "unsigned" }
 }
 
-fn lit(ty: &str, c: u64) -> String {
+pub(super) fn lit(ty: &str, c: u64) -> String {
     if ty == "unsigned" { format!("{c}u") } else { format!("{c}ull") }
 }
 
 /// `base + r * s_r + c * s_c` in type `ty` (terms with a zero stride dropped).
-fn address(ty: &str, base: &str, (r, s_r): (&str, usize), (c, s_c): (&str, usize)) -> String {
+pub(super) fn address(ty: &str, base: &str, (r, s_r): (&str, usize), (c, s_c): (&str, usize)) -> String {
     let mut s = base.to_string();
     for (v, st) in [(r, s_r), (c, s_c)] {
         let v = if ty == "unsigned" { v.to_string() } else { format!("({ty}){v}") };
@@ -161,6 +162,15 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     let invalid = |msg: String| RenderError::InvalidTuning { kernel: kname.clone(), msg };
     if t.vectorize == Some(true) || t.persistent == Some(true) {
         return Err(invalid("vectorize and persistent apply to pointwise and reduce kernels".into()));
+    }
+    match (t.tile, t.mma) {
+        (Some(_), Some(_)) => return Err(invalid("a CUDA-core tile and a tensor-core tile together".into())),
+        (None, Some(_)) => {
+            super::mma::mma_applies(mm, caps).map_err(|why| invalid(format!("no tensor-core template: {why}")))?;
+            return super::mma::render(em, mm, caps, t);
+        }
+        (None, None) if super::mma::mma_applies(mm, caps).is_ok() => return super::mma::render(em, mm, caps, t),
+        _ => {}
     }
     if ct(mm.acc_dtype) == Ct::Bool {
         return Err(em.err(format!("matmul accumulator dtype {}", mm.acc_dtype)));
@@ -193,7 +203,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     // Two blocks per SM (128 registers a thread at 256 threads) hide the barriers' latency; the 8x8
     // tile then needs no spills.
     let min_blocks = (threads <= 256).then_some(2);
-    let body = Body { grid: [blocks as u32, 1, 1], block: [threads, 1, 1], strategy, summary, min_blocks };
+    let body = Body { grid: [blocks as u32, 1, 1], block: [threads, 1, 1], strategy, summary, min_blocks, dynamic_shared: 0 };
     if blocks == 0 {
         return Ok(Body { grid: [0, 1, 1], ..body });
     }

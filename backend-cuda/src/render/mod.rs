@@ -19,9 +19,10 @@
 //!   `Looped` otherwise; warp shuffles then shared memory across warps), or one thread per row
 //!   (`ThreadPerRow`). Sequential reductions, `Acc(k)` visible to later ones and to the element
 //!   stores; row stores once per row.
-//! * **Matmul**: a shared-memory tiled CUDA-core kernel with register blocking
-//!   ([`MatmulTile`]), operands read through their strides with zero fill at the edges, then the
-//!   epilogue per output element.
+//! * **Matmul**: bf16/f16 operands with f32 accumulation on tensor cores (`mma.sync` m16n8k16, a
+//!   multi-stage `cp.async` pipeline, [`MmaTile`]; the `mma` module); every other dtype on a
+//!   shared-memory tiled CUDA-core kernel with register blocking ([`MatmulTile`]); operands read
+//!   through their strides with zero fill at the edges, then the epilogue per output element.
 //!
 //! Indices need no bounds checks: the kernel IR guarantees them in range (the `index` module). Vector
 //! accesses assume every argument pointer is 16-byte aligned (device allocations are 256-byte
@@ -39,14 +40,16 @@
 //!
 //! # Launch
 //!
-//! [`Rendered::grid`] blocks of [`Rendered::block`] threads, no dynamic shared memory (tiles are
-//! static `__shared__` arrays within 48 KiB). A grid of `[0, 1, 1]` means there is nothing to do:
-//! skip the launch.
+//! [`Rendered::grid`] blocks of [`Rendered::block`] threads with [`Rendered::dynamic_shared_bytes`]
+//! of dynamic shared memory (the tensor-core template's pipeline, up to the opt-in limit
+//! [`CudaCaps::max_dynamic_shared_bytes`]; the other templates use static `__shared__` arrays
+//! within 48 KiB). A grid of `[0, 1, 1]` means there is nothing to do: skip the launch.
 
 mod analysis;
 mod emit;
 mod index;
 mod matmul;
+mod mma;
 mod ops;
 mod pointwise;
 mod prelude;
@@ -59,6 +62,7 @@ use sinter_core::backend::BackendError;
 use sinter_core::kernel::{Access, Kernel, KernelBody, ReduceStrategy};
 
 pub use matmul::{MatmulTile, check_tile};
+pub use mma::{MmaTile, check_mma, mma_applies};
 
 use emit::Emitter;
 
@@ -73,12 +77,21 @@ pub struct CudaCaps {
     pub max_shared_bytes_per_block: u32,
     /// Streaming multiprocessors.
     pub sm_count: u32,
+    /// Dynamic shared memory per block after opting in (`cuFuncSetAttribute`), bytes.
+    #[serde(default)]
+    pub max_dynamic_shared_bytes: u32,
 }
 
 impl CudaCaps {
     /// An H100 SXM (sm_90, 132 SMs): what snapshots and CI compiles assume.
     pub fn hopper() -> CudaCaps {
-        CudaCaps { sm: (9, 0), max_threads_per_block: 1024, max_shared_bytes_per_block: 48 * 1024, sm_count: 132 }
+        CudaCaps {
+            sm: (9, 0),
+            max_threads_per_block: 1024,
+            max_shared_bytes_per_block: 48 * 1024,
+            sm_count: 132,
+            max_dynamic_shared_bytes: 227 * 1024,
+        }
     }
 }
 
@@ -98,9 +111,14 @@ pub struct Tuning {
     /// `Some(true)`: required, invalid when the row does not fit).
     #[serde(default)]
     pub persistent: Option<bool>,
-    /// Matmuls: the tile (`None`: by size, see [`MatmulTile`]).
+    /// Matmuls on CUDA cores: the tile (`None`: by size, see [`MatmulTile`]). Setting it picks the
+    /// CUDA-core template for a matmul the tensor cores could take.
     #[serde(default)]
     pub tile: Option<MatmulTile>,
+    /// Matmuls on tensor cores: the tile (`None`: by size, see [`MmaTile`]); invalid together with
+    /// `tile` and for matmuls the tensor-core template does not take ([`mma_applies`]).
+    #[serde(default)]
+    pub mma: Option<MmaTile>,
 }
 
 /// A rendered kernel.
@@ -163,6 +181,8 @@ pub(crate) struct Body {
     summary: String,
     /// The second `__launch_bounds__` argument: blocks per SM to keep registers for.
     min_blocks: Option<u32>,
+    /// Dynamic shared memory bytes to launch with.
+    dynamic_shared: u32,
 }
 
 /// The C++ entry-point name of a kernel: its name with every character outside `[A-Za-z0-9_]`
@@ -242,7 +262,7 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         source: src,
         grid: body.grid,
         block: body.block,
-        dynamic_shared_bytes: 0,
+        dynamic_shared_bytes: body.dynamic_shared,
         strategy: body.strategy,
     })
 }
@@ -279,9 +299,14 @@ pub fn candidates(k: &Kernel, caps: &CudaCaps) -> Vec<Tuning> {
             for b in std::iter::once(32).chain(blocks.iter().copied()) {
                 for persistent in [None, Some(false)] {
                     for vectorize in [None, Some(false)] {
-                        all.push(Tuning { block: Some(b), vectorize, persistent, tile: None });
+                        all.push(Tuning { block: Some(b), vectorize, persistent, ..Tuning::default() });
                     }
                 }
+            }
+        }
+        KernelBody::Matmul(mm) if mma_applies(mm, caps).is_ok() => {
+            for t in MmaTile::CANDIDATES {
+                all.push(Tuning { mma: Some(t), ..Tuning::default() });
             }
         }
         KernelBody::Matmul(_) => {

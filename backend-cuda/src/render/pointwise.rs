@@ -124,5 +124,6 @@ pub(super) fn render(
         ),
         strategy,
         min_blocks: None,
+        dynamic_shared: 0,
     })
 }

@@ -140,6 +140,8 @@ pub(crate) enum H {
     ArgMaxBetter,
     /// Arg-min ordering.
     ArgMinBetter,
+    /// Tensor-core primitives (sm_80+): `cp.async` with zero fill, `ldmatrix`, `mma.sync` m16n8k16.
+    Mma,
 }
 
 /// The helpers a kernel uses.
@@ -186,6 +188,7 @@ const PRE: &str = "static __device__ __forceinline__";
 
 fn body(h: H) -> String {
     match h {
+        H::Mma => MMA.into(),
         H::Vec => "// N consecutive elements of T as one aligned access (16-byte vector loads and stores)
 template <typename T, int N>
 struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) sinter_vec {
@@ -404,3 +407,45 @@ template <typename T>
         }
     }
 }
+
+/// The tensor-core primitives of the `mma` template: asynchronous 16-byte copies into shared
+/// memory (`src_bytes` < 16 zero-fills the rest), `ldmatrix` (four 8x8 b16 matrices, optionally
+/// transposed) and the m16n8k16 products with f32 accumulators.
+const MMA: &str = r#"// 16 bytes global -> shared without passing through registers; bytes past src_bytes are zero
+template <typename T>
+static __device__ __forceinline__ void sinter_cp_async16(unsigned dst, const T* src, unsigned src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+static __device__ __forceinline__ void sinter_cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+static __device__ __forceinline__ void sinter_cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+// four 8x8 b16 matrices from shared memory (transposed with TRANS); lane l gives the address of
+// row l % 8 of matrix l / 8
+template <bool TRANS>
+static __device__ __forceinline__ void sinter_ldsm_x4(unsigned (&r)[4], unsigned addr) {
+    if (TRANS) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+    } else {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+    }
+}
+// c += a (16x16, row) * b (16x8, col) with f32 accumulators; operands f16 with F16, else bf16
+template <bool F16>
+static __device__ __forceinline__ void sinter_mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    if (F16) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    } else {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+}
+"#;

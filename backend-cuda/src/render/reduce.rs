@@ -344,6 +344,7 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
         ),
         strategy,
         min_blocks: None,
+        dynamic_shared: 0,
     })
 }
 

@@ -350,10 +350,29 @@ pub fn layer_norm(rows: usize, len: usize, d: DType, strategy: ReduceStrategy) -
 /// `y = relu(a @ b + bias)` with `a: [batch, m, k]`, `b: [k, n]` (or `b^T` stored `[n, k]` when
 /// `b_t`, broadcast over the batch), `bias: [n]`, accumulated in `acc`.
 pub fn matmul_bias_relu(batch: usize, m: usize, n: usize, k: usize, d: DType, acc: DType, b_t: bool) -> Program {
+    matmul_layout(batch, m, n, k, d, acc, Layout { b_t, ..Layout::default() })
+}
+
+/// How [`matmul_layout`] stores its operands.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Layout {
+    /// A stored `[batch, k, m]` (k not contiguous).
+    pub a_t: bool,
+    /// B stored `[n, k]` (k contiguous).
+    pub b_t: bool,
+    /// Extra elements after each stored row of both operands and at their start (an odd pad makes
+    /// the operands misaligned for 16-byte copies).
+    pub pad: usize,
+}
+
+/// `relu(a @ b + bias)` with the operands stored as `layout` says.
+pub fn matmul_layout(batch: usize, m: usize, n: usize, k: usize, d: DType, acc: DType, layout: Layout) -> Program {
+    let Layout { a_t, b_t, pad } = layout;
     let mut p = ProgramBuilder::new();
-    let a = p.input("a", d, &[batch, m, k]);
-    let b_shape = if b_t { [n, k] } else { [k, n] };
-    let b = p.input("b", d, &b_shape);
+    let (ar, ac) = if a_t { (k, m) } else { (m, k) };
+    let a = p.input("a", d, &[batch * ar * (ac + pad) + pad]);
+    let (br, bc) = if b_t { (n, k) } else { (k, n) };
+    let b = p.input("b", d, &[br * (bc + pad) + pad]);
     let bias = p.input("bias", d, &[n]);
     let y = p.output("y", d, &[batch, m, n]);
     let mut kb = KernelBuilder::new("k0_matmul_add_relu", &["matmul", "add", "relu"]);
@@ -369,17 +388,23 @@ pub fn matmul_bias_relu(batch: usize, m: usize, n: usize, k: usize, d: DType, ac
     let r = kb.e(Expr::Unary(UnaryOp::Relu, s), ed);
     let rd = kb.e(Expr::Cast(r), d);
     let out = Index::var(Var::Batch).mul((m * n) as i64).add(Index::var(Var::M).mul(n as i64)).add(Index::var(Var::N));
-    let bop = if b_t {
-        MatOperand { arg: ab, offset: 0, s_batch: 0, s_row: 1, s_col: k }
+    let s_batch = ar * (ac + pad);
+    let aop = if a_t {
+        MatOperand { arg: aa, offset: pad, s_batch, s_row: 1, s_col: m + pad }
     } else {
-        MatOperand { arg: ab, offset: 0, s_batch: 0, s_row: n, s_col: 1 }
+        MatOperand { arg: aa, offset: pad, s_batch, s_row: k + pad, s_col: 1 }
+    };
+    let bop = if b_t {
+        MatOperand { arg: ab, offset: pad, s_batch: 0, s_row: 1, s_col: k + pad }
+    } else {
+        MatOperand { arg: ab, offset: pad, s_batch: 0, s_row: n + pad, s_col: 1 }
     };
     p.kernel(kb.matmul(MatmulBody {
         batch,
         m,
         n,
         k,
-        a: MatOperand { arg: aa, offset: 0, s_batch: m * k, s_row: k, s_col: 1 },
+        a: aop,
         b: bop,
         in_dtype: d,
         acc_dtype: acc,

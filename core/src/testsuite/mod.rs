@@ -426,12 +426,13 @@ macro_rules! __sinter_suite {
                 matmul_sizes, matmul_batched, matmul_broadcast, matmul_transposed, matmul_vector,
                 conv2d_small, conv2d_strided_grouped, conv2d_depthwise, conv2d_pointwise, pool2d,
                 dtype_f16, dtype_bf16, dtype_f64, dtype_i32, dtype_i64, dtype_u8, dtype_bool,
-                dtype_f16_matmul, dtype_bf16_matmul,
+                dtype_f16_matmul, dtype_bf16_matmul, matmul_bf16_shapes, matmul_f16_shapes,
             ]
             fused [
                 softmax_last, softmax_middle, log_softmax_last, layer_norm, gelu, gelu_tanh, silu,
                 add_relu_mul, normalize_rows, matmul_bias_relu, conv2d_bias_relu, attention,
-                dtype_f16_softmax, dtype_bf16_layer_norm,
+                dtype_f16_softmax, dtype_bf16_layer_norm, matmul_bf16_layouts_epilogue,
+                matmul_f16_layouts_epilogue,
             ]
         }
     };

@@ -40,6 +40,10 @@ pub(crate) fn cases() -> Vec<Case> {
         case("dtype_bool", dtype_bool),
         case("dtype_f16_matmul", || dtype_matmul(DType::F16)),
         case("dtype_bf16_matmul", || dtype_matmul(DType::BF16)),
+        case("matmul_bf16_shapes", || matmul_lowp_shapes(DType::BF16)),
+        case("matmul_f16_shapes", || matmul_lowp_shapes(DType::F16)),
+        fused("matmul_bf16_layouts_epilogue", || matmul_lowp_layouts(DType::BF16)),
+        fused("matmul_f16_layouts_epilogue", || matmul_lowp_layouts(DType::F16)),
         fused("softmax_last", softmax_last),
         fused("softmax_middle", softmax_middle),
         fused("log_softmax_last", log_softmax_last),
@@ -356,6 +360,51 @@ fn dtype_matmul(d: DType) -> Result<Vec<Instance>, String> {
         let a = b.input(d, &[m, k], unit());
         let w = b.input(d, &[k, n], unit());
         b.finish(format!("{d} {m}x{n}x{k}"), Tol::sum(k, 1.0), &[&a.matmul(&w)])
+    })
+}
+
+/// 16-bit matmuls (tensor cores where a backend has them) at sizes around and across tiles:
+/// M/N/K of 1, 7, 127, 4097 and multiples of 8 and 64, batched.
+fn matmul_lowp_shapes(d: DType) -> Result<Vec<Instance>, String> {
+    let shapes = [
+        (1, 1, 1, 1),
+        (1, 7, 7, 7),
+        (1, 127, 127, 127),
+        (1, 4097, 7, 127),
+        (1, 7, 4097, 16),
+        (1, 3, 5, 4097),
+        (2, 64, 64, 64),
+        (3, 130, 72, 40),
+        (1, 256, 512, 136),
+    ];
+    each(&shapes, |(batch, m, n, k)| {
+        let mut b = Builder::new();
+        let a = b.input(d, &[batch, m, k], unit());
+        let w = b.input(d, &[batch, k, n], unit());
+        b.finish(format!("{d} {batch}x{m}x{n}x{k}"), Tol::sum(k, 1.0), &[&a.matmul(&w)])
+    })
+}
+
+/// 16-bit matmuls with transposed operands, a strided (sliced) operand and a broadcast weight,
+/// each with a fused bias, residual and GELU epilogue computed from the f32 accumulator.
+fn matmul_lowp_layouts(d: DType) -> Result<Vec<Instance>, String> {
+    each(&[(7, 9, 5), (64, 64, 64), (127, 130, 72), (300, 200, 72)], |(m, n, k)| {
+        let mut b = Builder::new();
+        let a = b.input(d, &[2, m, k], unit());
+        let at = b.input(d, &[2, k, m], unit());
+        let wt = b.input(d, &[n, k], unit());
+        let w = b.input(d, &[k, n + 3], unit());
+        let bias = b.input(d, &[n], unit());
+        let res = b.input(d, &[2, m, n], unit());
+        let w_view = w.slice(1, 1, (n + 1) as i64, 1);
+        let y1 = (a.matmul(&wt.transpose(0, 1)) + &bias).gelu();
+        let y2 = at.transpose(-1, -2).matmul(&w_view) + &res;
+        let y3 = at.transpose(-1, -2).matmul(&wt.transpose(0, 1)).relu();
+        // The residual sum cancels: its error is that of the product's rounding (or, fused, the
+        // rounding it skips), one 16-bit ulp of |a @ w|, whose size grows as sqrt(k) for these
+        // operands (standard deviation sqrt(k / 9); 6 of them bound every element here).
+        let size = 2.0 * (k as f64).sqrt() + 2.0;
+        b.finish(format!("{d} {m}x{n}x{k}"), Tol::sum(k + 2, 1.0).with_magnitude(size), &[&y1, &y2, &y3])
     })
 }
 
