@@ -83,6 +83,11 @@ if [ "$part" = matmul ]; then
   step "shared suite: contractions"
   .cudatest/suite --test-threads=1 matmul dtype_ conv >"$OUT/test-suite-mm.log" 2>&1; rc=$?
   grep -E "^test result|FAILED|panicked" "$OUT/test-suite-mm.log" | head -20; [ $rc -eq 0 ] || echo "   suite exited $rc"
+  step "shared suite: contractions through cuBLASLt (SINTER_CUDA_LIBRARY=force)"
+  SINTER_CUDA_LIBRARY=force .cudatest/suite --test-threads=1 matmul dtype_ conv >"$OUT/test-suite-lib.log" 2>&1; rc=$?
+  grep -E "^test result|FAILED|panicked" "$OUT/test-suite-lib.log" | head -20; [ $rc -eq 0 ] || echo "   suite exited $rc"
+  .cudatest/device --test-threads=1 tensor_core >"$OUT/test-device-tc.log" 2>&1; rc=$?
+  grep -E "^test result|FAILED|panicked" -A3 "$OUT/test-device-tc.log" | head -12
   step "sinter bench (default, max-autotune)"
   "$BIN" calibrate --backend cuda 2>&1 | tail -4
   "$BIN" bench --backend cuda --no-calibrate --workload "$MM" --scale reduced --check --iters 3 --warmup 1 2>&1 | tail -6

@@ -29,13 +29,19 @@
 //!   shared tuner ([`sinter_core::tune::autotune`]) over [`render::candidates`], each candidate
 //!   timed on the device with events (median of 5 after warm-ups). Winners are cached in
 //!   `<cache dir>/autotune/cuda-<device key>.json` ([`DeviceInfo::key`]: GPU, architecture,
-//!   driver); entries are re-validated by rendering them.
+//!   driver); entries are re-validated by rendering them. Matmuls the library can run also get
+//!   cuBLASLt candidates (`library`).
+//!
+//! Large matmuls whose epilogue cuBLASLt computes exactly run as cuBLASLt calls in `default` mode
+//! too; see the `library` module for the rule. An executable with a library call launches its
+//! steps on the stream (no CUDA graph).
 //!
 //! Inputs produced on another stream (another executable's outputs) are waited for with an event
 //! and recorded as used there, so the pool does not reuse their memory too early (see
 //! [`crate::device::pool`]).
 
 mod exec;
+mod library;
 mod tune;
 
 pub use exec::CudaExecutable;
@@ -114,6 +120,7 @@ pub fn plausible_tuning(t: &Tuning, caps: &CudaCaps) -> bool {
     t.block.is_none_or(|b| b >= 32 && b <= caps.max_threads_per_block && b % 32 == 0)
         && t.tile.is_none_or(|tile| render::check_tile(&tile, caps, DType::F32).is_ok())
         && (t.tile.is_none() || t.mma.is_none())
+        && (t.library.is_none() || (t.tile.is_none() && t.mma.is_none() && t.block.is_none()))
 }
 
 fn nvrtc_error(e: NvrtcError, source: &str) -> BackendError {
@@ -226,7 +233,11 @@ impl CudaBackend {
         t: &Tuning,
         args: &[u64],
         cubins: &CubinCache,
+        stream: &Arc<Stream>,
     ) -> Result<LoadedKernel, BackendError> {
+        if let Some(algo) = t.library {
+            return library::build(k, algo, args, stream, t);
+        }
         let r: Rendered = render::render(k, &self.cuda_caps, t)?;
         if args.len() != k.args.len() {
             return Err(BackendError::Device(format!(
@@ -246,7 +257,13 @@ impl CudaBackend {
             spill_bytes: spill,
             shared_bytes: attrs.static_shared_bytes + r.dynamic_shared_bytes,
         };
-        Ok(LoadedKernel { name: k.name.clone(), rendered: r, tuning: t.clone(), launch, resources })
+        Ok(LoadedKernel {
+            name: k.name.clone(),
+            rendered: r,
+            tuning: t.clone(),
+            launch: library::Step::Kernel(launch),
+            resources,
+        })
     }
 
     /// As [`Backend::load_with`], returning the concrete executable.
@@ -284,14 +301,25 @@ impl CudaBackend {
             });
             for k in &program.kernels {
                 let mut target = tune::KernelTuner::new(self, k, args_of(k), &stream, &cubins)?;
-                let tuned = autotune(k, &mut target, render::candidates(k, &self.cuda_caps), &mut cache)?;
+                let mut candidates = render::candidates(k, &self.cuda_caps);
+                candidates.extend(library::candidates(k, &stream));
+                let tuned = autotune(k, &mut target, candidates, &mut cache)?;
                 kernels.push(tuned.loaded);
             }
             cache.save();
             tuning_log = cache.log.clone();
         } else {
             for k in &program.kernels {
-                kernels.push(self.build_kernel(k, &Tuning::default(), &args_of(k), &cubins)?);
+                let t = match library::library_allowed(k, opts.mode) {
+                    Ok(()) => Tuning { library: Some(0), ..Tuning::default() },
+                    Err(why) => {
+                        if matches!(k.body, sinter_core::kernel::KernelBody::Matmul(_)) {
+                            tracing::debug!(target: "sinter::cuda", "{}: own template, not cuBLASLt: {why}", k.name);
+                        }
+                        Tuning::default()
+                    }
+                };
+                kernels.push(self.build_kernel(k, &t, &args_of(k), &cubins, &stream)?);
             }
         }
         let uses = |a: usize| -> Vec<(usize, usize)> {

@@ -268,6 +268,69 @@ pub(crate) fn dedup_existing(dirs: Vec<PathBuf>) -> Vec<PathBuf> {
     out
 }
 
+/// Loads cuBLASLt (once per process) so cudarc's `cublaslt` module finds it: the loader path
+/// under cudarc's names first, then `lib64` of the toolkit roots and the PyPI wheels' folders
+/// (`nvidia/cu13/lib`, `nvidia/cublas/lib`); `Err` says what was searched. Optional: without it
+/// the CUDA backend runs every product on its own templates.
+pub fn cublaslt() -> Result<(), String> {
+    static LOADED: OnceLock<Result<(), String>> = OnceLock::new();
+    LOADED.get_or_init(find_cublaslt).clone()
+}
+
+fn find_cublaslt() -> Result<(), String> {
+    if std::env::var("SINTER_CUDA_LIBRARY").is_ok_and(|v| v == "0") {
+        return Err("turned off by SINTER_CUDA_LIBRARY=0".into());
+    }
+    let present = || {
+        // SAFETY: checks that the symbols resolve; loads only NVIDIA-shipped initializers.
+        unsafe { cudarc::cublaslt::sys::is_culib_present() }
+    };
+    for name in cudarc::get_lib_name_candidates("cublasLt") {
+        // SAFETY: as above.
+        if let Ok(handle) = unsafe { libloading::Library::new(&name) } {
+            std::mem::forget(handle);
+            if present() {
+                return Ok(());
+            }
+        }
+    }
+    let mut dirs: Vec<PathBuf> = toolkit_homes().into_iter().map(|h| h.join("lib64")).collect();
+    for site in python_site_dirs() {
+        dirs.push(site.join("nvidia/cu13/lib"));
+        dirs.push(site.join("nvidia/cublas/lib"));
+    }
+    let dirs = dedup_existing(dirs);
+    for dir in &dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        let mut libs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libcublasLt.so.")))
+            .collect();
+        libs.sort();
+        for path in libs {
+            // SAFETY: as above; kept loaded so cudarc's dlopen by soname resolves to it.
+            match unsafe { libloading::Library::new(&path) } {
+                Ok(handle) => {
+                    std::mem::forget(handle);
+                    if present() {
+                        return Ok(());
+                    }
+                }
+                Err(e) => tracing::debug!(target: "sinter::cuda", "could not load {}: {e}", path.display()),
+            }
+        }
+    }
+    Err(format!(
+        "libcublasLt not found (searched the loader path{}); products run on sinter's own templates",
+        if dirs.is_empty() {
+            String::new()
+        } else {
+            format!(" and {}", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "))
+        }
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

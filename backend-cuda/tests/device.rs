@@ -356,6 +356,48 @@ fn wrong_inputs_are_errors_naming_the_problem() {
     assert!(c.run_device(&[]).is_err());
 }
 
+/// Tensor-core and library products in bf16/f16: awkward shapes on the `mma.sync` template (small
+/// products stay on sinter's kernels in default mode), a product over the library threshold on
+/// cuBLASLt in default mode (when libcublasLt is present), a bias+relu epilogue both ways, and
+/// max-autotune choosing between them; all against the CPU reference.
+#[test]
+fn tensor_core_and_library_products() {
+    let Some(b) = backend("tensor_core") else { return };
+    let b = Arc::new(b);
+    let dynb: Arc<dyn Backend> = b.clone();
+    for (i, &(d, m, kk, n)) in [
+        (DType::BF16, 7, 1023, 130),
+        (DType::F16, 4097, 40, 9),
+        (DType::BF16, 1, 4097, 1),
+        (DType::BF16, 1024, 512, 1024),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let g = Graph::new();
+        let a = g.input("a", d, [m, kk]);
+        let w = g.input("w", d, [kk, n]);
+        let bias = g.input("bias", d, [n]);
+        g.output(&(a.matmul(&w) + &bias).relu());
+        let inputs = [
+            HostTensor::random(d, vec![m, kk], 50 + i as u64, -1.0, 1.0),
+            HostTensor::random(d, vec![kk, n], 60 + i as u64, -1.0, 1.0),
+            HostTensor::random(d, vec![n], 70 + i as u64, -1.0, 1.0),
+        ];
+        let modes: &[Mode] = if i == 3 { &MODES } else { &[Mode::Default] };
+        for &md in modes {
+            // Inputs rounded to 16 bits, f32 accumulation in another order, one rounding at the store.
+            check_graph(&dynb, &format!("{d} matmul {m}x{kk}x{n}"), &g, &inputs, md, 2e-2 * (kk as f64).sqrt());
+        }
+        let c = compile(&g, dynb.clone(), opts(Mode::Default)).unwrap();
+        let strategies: Vec<String> =
+            c.sources().iter().map(|s| s.source.lines().take(3).collect::<String>()).collect();
+        let library = sinter_cuda::probe::cublaslt().is_ok() && 2.0 * (m * kk * n) as f64 >= 1e9;
+        let want = if library { "cuBLASLt product" } else { "tensor-core matmul" };
+        assert!(strategies.iter().any(|s| s.contains(want)), "{d} {m}x{kk}x{n}: want {want} in {strategies:#?}");
+    }
+}
+
 #[test]
 fn timing_sources_and_autotune_cache() {
     let Some(b) = backend("timing") else { return };

@@ -14,7 +14,9 @@ use common::*;
 use sinter_core::DType;
 use sinter_core::kernel::{Expr, ExprId, Index, Kernel, KernelBody, Program, ReduceStrategy};
 use sinter_core::workloads::{self, Scale};
-use sinter_cuda::render::{self, CudaCaps, MatmulTile, MmaTile, RenderError, Rendered, Tuning, candidates, check_tuning};
+use sinter_cuda::render::{
+    self, CudaCaps, MatmulTile, MmaTile, RenderError, Rendered, Tuning, candidates, check_tuning,
+};
 
 const STRATEGIES: [ReduceStrategy; 3] =
     [ReduceStrategy::Persistent, ReduceStrategy::Looped, ReduceStrategy::ThreadPerRow];
@@ -302,9 +304,9 @@ fn benchmark_sizes_take_the_fast_paths() {
         ("softmax_8192x8192_f32", "reduce persistent x8 block 256 vec4"),
         ("layernorm_gelu_8192x4096_f32", "reduce persistent x4 block 256 vec4"),
         ("matmul_4096_f32", "matmul 128x128x8 8x8"),
-        ("matmul_8192_bf16", "mma 128x256x32 w2x4 s3"),
-        ("mlp_8192x4096x16384_bf16", "mma 128x256x32 w2x4 s3"),
-        ("matmul_softmax_4096_bf16", "mma 128x256x32 w2x4 s3"),
+        ("matmul_8192_bf16", "mma 128x128x64 w2x2 s3"),
+        ("mlp_8192x4096x16384_bf16", "mma 128x128x64 w2x2 s3"),
+        ("matmul_softmax_4096_bf16", "mma 128x128x64 w2x2 s3"),
     ];
     for (name, strategy) in want {
         let w = workloads::get(name).expect("workload");

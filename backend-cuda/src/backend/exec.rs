@@ -5,7 +5,8 @@
 //! output handles and formats nothing unless something fails.
 
 use super::cuda_buffer;
-use crate::device::{CudaBuffer, Device, Graph, Launch, Stream, TimingEvents, check};
+use super::library::Step;
+use crate::device::{CudaBuffer, Device, Graph, Stream, TimingEvents, check};
 use crate::render::{Rendered, Tuning};
 use cudarc::driver::{CudaEvent, sys};
 use sinter_core::DType;
@@ -19,7 +20,8 @@ pub(crate) struct LoadedKernel {
     pub(crate) name: String,
     pub(crate) rendered: Rendered,
     pub(crate) tuning: Tuning,
-    pub(crate) launch: Launch,
+    /// Its launch (or library call).
+    pub(crate) launch: Step,
     pub(crate) resources: KernelResources,
 }
 
@@ -167,7 +169,11 @@ impl CudaExecutable {
             dev: p.dev,
             stream: p.stream,
         };
-        if exe.mode != Mode::Default {
+        let library = exe.kernels.iter().any(|k| k.launch.kernel().is_none());
+        if library && exe.mode != Mode::Default {
+            tracing::debug!(target: "sinter::cuda", "no CUDA graph: the run has library calls (steps launch on the stream)");
+        }
+        if exe.mode != Mode::Default && !library {
             let stream = exe.stream.clone();
             let kernels = &exe.kernels;
             exe.graph = Graph::capture(&stream, "executable", || {
@@ -198,7 +204,7 @@ impl CudaExecutable {
         io.dedup();
         let mut pairs = Vec::with_capacity(io.len());
         for k in io {
-            let launch = &self.kernels[k].launch;
+            let launch = self.kernels[k].launch.kernel()?;
             if launch.is_empty() {
                 continue;
             }
@@ -216,7 +222,9 @@ impl CudaExecutable {
     fn push_graph_args(&self) -> Result<(), BackendError> {
         if let (Some(g), Replay::Update(pairs)) = (&self.graph, &self.replay) {
             for &(k, node) in pairs {
-                g.update_kernel(node, &self.kernels[k].launch)?;
+                if let Some(l) = self.kernels[k].launch.kernel() {
+                    g.update_kernel(node, l)?;
+                }
             }
         }
         Ok(())

@@ -45,7 +45,7 @@ impl TuneTarget for KernelTuner<'_> {
     type Loaded = LoadedKernel;
 
     fn compile(&mut self, t: &Tuning) -> Result<LoadedKernel, BackendError> {
-        self.backend.build_kernel(self.kernel, t, &self.args, self.cubins)
+        self.backend.build_kernel(self.kernel, t, &self.args, self.cubins, self.stream)
     }
 
     fn source<'b>(&self, l: &'b LoadedKernel) -> &'b str {

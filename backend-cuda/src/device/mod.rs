@@ -13,10 +13,12 @@
 //!   (arguments are patched in place; launching is one `cuLaunchKernel`).
 //! * [`Graph`]: a captured and instantiated CUDA graph, replayed with one `cuGraphLaunch`.
 //! * [`Device::calibrate`]: copy bandwidth and launch overhead, for roofline ceilings.
+//! * [`blas::GemmPlan`]: a cuBLASLt product (descriptors, heuristic algorithms, workspace).
 //!
 //! The hot paths call the driver through cudarc's `sys` layer (no per-call allocation, no event
 //! tracking); setup uses cudarc's safe types (context, streams, modules, events, graphs).
 
+pub mod blas;
 mod buffer;
 mod calibrate;
 mod graph;
@@ -54,6 +56,11 @@ pub fn driver_error(call: &str, what: &str, e: DriverError) -> BackendError {
     } else {
         BackendError::Device(msg)
     }
+}
+
+/// `Ok` for `CUBLAS_STATUS_SUCCESS`, else a [`BackendError`] naming the cuBLASLt call.
+pub(crate) fn check_blas(r: cudarc::cublaslt::sys::cublasStatus_t, call: &str) -> Result<(), BackendError> {
+    r.result().map_err(|e| BackendError::Device(format!("{call}: {e:?}")))
 }
 
 /// `Ok` for `CUDA_SUCCESS`, else [`driver_error`].

@@ -203,7 +203,8 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     // Two blocks per SM (128 registers a thread at 256 threads) hide the barriers' latency; the 8x8
     // tile then needs no spills.
     let min_blocks = (threads <= 256).then_some(2);
-    let body = Body { grid: [blocks as u32, 1, 1], block: [threads, 1, 1], strategy, summary, min_blocks, dynamic_shared: 0 };
+    let body =
+        Body { grid: [blocks as u32, 1, 1], block: [threads, 1, 1], strategy, summary, min_blocks, dynamic_shared: 0 };
     if blocks == 0 {
         return Ok(Body { grid: [0, 1, 1], ..body });
     }

@@ -64,17 +64,25 @@ pub struct MmaTile {
 }
 
 impl MmaTile {
-    /// The tiles max-autotune tries (largest first; each checked with [`check_mma`]).
-    pub const CANDIDATES: [MmaTile; 8] = [
-        MmaTile { bm: 128, bn: 256, bk: 32, warps_m: 2, warps_n: 4, stages: 3 },
-        MmaTile { bm: 256, bn: 128, bk: 32, warps_m: 4, warps_n: 2, stages: 3 },
+    /// The tiles max-autotune tries (the default first; each checked with [`check_mma`]).
+    /// Measured on an H100 at 8192^3 (BENCHMARKS.md): 128x128x64 with four warps and three stages
+    /// 3.37 ms, 128x128x32 3.47, 128x256x32 3.73, 256x128x32 3.94, 64x64x32 6.53.
+    pub const CANDIDATES: [MmaTile; 10] = [
+        MmaTile::LARGE,
+        MmaTile { bm: 128, bn: 128, bk: 64, warps_m: 2, warps_n: 2, stages: 4 },
+        MmaTile { bm: 128, bn: 256, bk: 64, warps_m: 2, warps_n: 4, stages: 3 },
+        MmaTile { bm: 256, bn: 128, bk: 64, warps_m: 4, warps_n: 2, stages: 3 },
         MmaTile { bm: 128, bn: 256, bk: 32, warps_m: 2, warps_n: 4, stages: 4 },
         MmaTile { bm: 128, bn: 128, bk: 32, warps_m: 2, warps_n: 2, stages: 4 },
-        MmaTile { bm: 128, bn: 128, bk: 64, warps_m: 2, warps_n: 2, stages: 3 },
-        MmaTile { bm: 128, bn: 64, bk: 32, warps_m: 2, warps_n: 2, stages: 4 },
-        MmaTile { bm: 64, bn: 128, bk: 32, warps_m: 2, warps_n: 2, stages: 4 },
+        MmaTile::MEDIUM,
+        MmaTile { bm: 64, bn: 128, bk: 64, warps_m: 2, warps_n: 2, stages: 3 },
+        MmaTile { bm: 64, bn: 64, bk: 64, warps_m: 2, warps_n: 2, stages: 3 },
         MmaTile::SMALL,
     ];
+    /// 128x128x64, four warps of 64x64, three stages: large products.
+    pub const LARGE: MmaTile = MmaTile { bm: 128, bn: 128, bk: 64, warps_m: 2, warps_n: 2, stages: 3 };
+    /// 128x64x64, four warps of 64x32, three stages: mid-sized products.
+    pub const MEDIUM: MmaTile = MmaTile { bm: 128, bn: 64, bk: 64, warps_m: 2, warps_n: 2, stages: 3 };
     /// 64x64x32, four warps, four stages: small products.
     pub const SMALL: MmaTile = MmaTile { bm: 64, bn: 64, bk: 32, warps_m: 2, warps_n: 2, stages: 4 };
 
@@ -105,10 +113,8 @@ impl OpPlan {
         let kmajor = s_k == 1 || s_ext != 1;
         let (contig, other, other_ext) = if kmajor { (s_k, s_ext, ext) } else { (s_ext, s_k, kd) };
         let aligned = |s: usize, e: usize| e <= 1 || s.is_multiple_of(8);
-        let vector = contig == 1
-            && aligned(other, other_ext)
-            && aligned(op.s_batch, batch)
-            && op.offset.is_multiple_of(8);
+        let vector =
+            contig == 1 && aligned(other, other_ext) && aligned(op.s_batch, batch) && op.offset.is_multiple_of(8);
         OpPlan { kmajor, vector }
     }
 
@@ -137,7 +143,10 @@ fn stage_bytes(t: &MmaTile, a: OpPlan, b: OpPlan) -> u32 {
 /// Whether the tensor-core template applies to `mm` on this device: `Err` says why not.
 pub fn mma_applies(mm: &MatmulBody, caps: &CudaCaps) -> Result<(), String> {
     if !matches!(mm.in_dtype, DType::BF16 | DType::F16) || mm.acc_dtype != DType::F32 {
-        return Err(format!("operands {} accumulating in {} (tensor cores take bf16/f16 into f32)", mm.in_dtype, mm.acc_dtype));
+        return Err(format!(
+            "operands {} accumulating in {} (tensor cores take bf16/f16 into f32)",
+            mm.in_dtype, mm.acc_dtype
+        ));
     }
     if caps.sm.0 < 8 {
         return Err(format!("sm_{}{} has no mma.sync m16n8k16 (sm_80+)", caps.sm.0, caps.sm.1));
@@ -194,8 +203,7 @@ pub(super) fn default_mma(mm: &MatmulBody, caps: &CudaCaps) -> MmaTile {
     let blocks = |t: &MmaTile| {
         (mm.m as u64).div_ceil(u64::from(t.bm)) * (mm.n as u64).div_ceil(u64::from(t.bn)) * mm.batch as u64
     };
-    let pick = [MmaTile::CANDIDATES[0], MmaTile::CANDIDATES[3], MmaTile::CANDIDATES[5], MmaTile::CANDIDATES[6]];
-    for t in pick {
+    for t in [MmaTile::LARGE, MmaTile::MEDIUM] {
         if blocks(&t) >= u64::from(caps.sm_count.max(1)) && check_mma(&t, caps, mm).is_ok() {
             return t;
         }
@@ -463,9 +471,7 @@ fn load_stage(
         if plan.vector {
             // Valid elements of the 8 along the contiguous dimension, 0 when the other is out.
             let (cv, ce, ov, oe) = if plan.kmajor { ("gk", mm.k, "gr", ext) } else { ("gr", ext, "gk", mm.k) };
-            em.line(format!(
-                "const unsigned valid = {ov} < {oe}u && {cv} < {ce}u ? min({ce}u - {cv}, 8u) * 2u : 0u;"
-            ));
+            em.line(format!("const unsigned valid = {ov} < {oe}u && {cv} < {ce}u ? min({ce}u - {cv}, 8u) * 2u : 0u;"));
             em.line(format!("const {oty} off = valid ? {addr} : {};", lit(oty, 0)));
             em.line(format!("sinter_cp_async16({sdst}, &a{}[off], valid);", op.arg));
         } else {

@@ -119,6 +119,10 @@ pub struct Tuning {
     /// `tile` and for matmuls the tensor-core template does not take ([`mma_applies`]).
     #[serde(default)]
     pub mma: Option<MmaTile>,
+    /// Matmuls: run as a vendor-library call (cuBLASLt) with this algorithm of its heuristic's
+    /// list instead of a rendered kernel (the backend's choice; [`render`] refuses it).
+    #[serde(default)]
+    pub library: Option<u32>,
 }
 
 /// A rendered kernel.
@@ -204,6 +208,12 @@ pub fn entry_name(kernel: &str) -> String {
 /// (`const T* __restrict__ a0` for reads, `T* __restrict__ a1` for writes), nothing else.
 pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, RenderError> {
     analysis::validate(k)?;
+    if let Some(a) = t.library {
+        return Err(RenderError::InvalidTuning {
+            kernel: k.name.clone(),
+            msg: format!("library algorithm {a}: a library call, not a rendered kernel"),
+        });
+    }
     let wide = index::needs_wide(k);
     let mut em = Emitter::new(k, wide);
     let body = match &k.body {

@@ -48,6 +48,7 @@ pub mod alloc;
 pub mod analysis;
 pub mod index;
 pub mod interp;
+pub mod library;
 pub mod print;
 
 pub use index::Index;

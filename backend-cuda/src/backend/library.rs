@@ -1,0 +1,211 @@
+//! Library products in an executable: a matmul kernel that [`library_gemm`] recognizes can run as
+//! a cuBLASLt call ([`GemmPlan`]) instead of a rendered kernel. A [`Step`] is either; the
+//! executable launches, patches and times both alike.
+//!
+//! # When the library runs
+//!
+//! * `default`: for products of at least [`LIBRARY_MIN_FLOPS`] whose epilogue the library computes
+//!   exactly (`acc`, `+ bias`, `relu`), with the heuristic's first algorithm; sinter's own
+//!   templates otherwise. The own tensor-core template (`mma.sync`) reaches about half of
+//!   cuBLASLt's `wgmma` kernels on an H100 (BENCHMARKS.md), so large products go to the library
+//!   until a `wgmma` template exists.
+//! * `max-autotune`: the heuristic's first algorithms join the template candidates and the
+//!   fastest wins (cached per device).
+//! * `reduce-overhead`: never (the run is one CUDA graph whose kernel arguments sinter patches per
+//!   run; a library call's kernels cannot be patched). An executable with a library step runs its
+//!   steps on the stream instead of replaying a graph.
+//! * `SINTER_CUDA_LIBRARY=0`, or no libcublasLt: never. `SINTER_CUDA_LIBRARY=force`: every product
+//!   the library can run, whatever its size (tests: the shared suite's awkward shapes through
+//!   cuBLASLt).
+
+use super::exec::LoadedKernel;
+use crate::device::blas::{BlasOperand, BlasType, GemmDesc, GemmPlan};
+use crate::device::{Launch, Stream};
+use crate::render::{Rendered, Tuning, entry_name};
+use sinter_core::DType;
+use sinter_core::backend::{BackendError, KernelResources, Mode};
+use sinter_core::kernel::library::{LibraryGemm, library_gemm};
+use sinter_core::kernel::{Kernel, MatOperand};
+use std::sync::Arc;
+
+/// Products below this many floating-point operations keep sinter's own kernels in `default`
+/// mode (launch overhead and the CUDA graph matter more there).
+pub const LIBRARY_MIN_FLOPS: f64 = 1e9;
+/// Products below this many floating-point operations get no library candidate in max-autotune
+/// (the executable would lose its CUDA graph for a kernel of a few microseconds).
+pub const LIBRARY_MIN_TUNE_FLOPS: f64 = 1e8;
+/// Algorithms of the heuristic max-autotune times.
+pub const LIBRARY_CANDIDATES: usize = 4;
+
+/// One step of an executable: a rendered kernel or a library product.
+pub(crate) enum Step {
+    /// A kernel launch.
+    Kernel(Launch),
+    /// A cuBLASLt product.
+    Gemm(Box<GemmStep>),
+}
+
+/// A library product bound to the kernel's arguments.
+pub(crate) struct GemmStep {
+    plan: GemmPlan,
+    algo: usize,
+    /// One device pointer per kernel argument (patched like a launch's).
+    args: Vec<u64>,
+    gemm: LibraryGemm,
+}
+
+impl Step {
+    /// True when there is nothing to launch.
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            Step::Kernel(l) => l.is_empty(),
+            Step::Gemm(_) => false,
+        }
+    }
+
+    /// Queues the step on `stream`.
+    pub(crate) fn launch(&self, stream: &Stream) -> Result<(), BackendError> {
+        match self {
+            Step::Kernel(l) => l.launch(stream),
+            Step::Gemm(g) => {
+                let bias = g.gemm.bias.map_or(0, |i| g.args[i]);
+                g.plan.launch(stream, g.algo, g.args[g.gemm.a.arg], g.args[g.gemm.b.arg], bias, g.args[g.gemm.out])
+            }
+        }
+    }
+
+    /// Sets the device pointer of kernel argument `i`.
+    pub(crate) fn set_arg(&mut self, i: usize, value: u64) {
+        match self {
+            Step::Kernel(l) => l.set_arg(i, value),
+            Step::Gemm(g) => g.args[i] = value,
+        }
+    }
+
+    /// The kernel launch, unless this is a library call.
+    pub(crate) fn kernel(&self) -> Option<&Launch> {
+        match self {
+            Step::Kernel(l) => Some(l),
+            Step::Gemm(_) => None,
+        }
+    }
+}
+
+fn blas_op(o: &MatOperand) -> BlasOperand {
+    BlasOperand { offset: o.offset as u64, s_batch: o.s_batch as u64, s_row: o.s_row as u64, s_col: o.s_col as u64 }
+}
+
+/// The cuBLASLt description of `k`, or why the library cannot run it.
+pub(crate) fn gemm_desc(k: &Kernel) -> Result<(LibraryGemm, GemmDesc), String> {
+    let g = library_gemm(k)?;
+    let dtype = match g.dtype {
+        DType::F32 => BlasType::F32,
+        DType::F16 => BlasType::F16,
+        DType::BF16 => BlasType::BF16,
+        d => return Err(format!("dtype {d}")),
+    };
+    let desc = GemmDesc {
+        batch: g.batch as u64,
+        m: g.m as u64,
+        n: g.n as u64,
+        k: g.k as u64,
+        a: blas_op(&g.a),
+        b: blas_op(&g.b),
+        dtype,
+        bias: g.bias.is_some(),
+        relu: g.relu,
+    };
+    crate::device::blas::supported(&desc)?;
+    Ok((g, desc))
+}
+
+/// Why the library does not take `k` in `mode` (`Ok` when it may: the product is large enough
+/// for `default`, any size for `max-autotune`).
+pub(crate) fn library_allowed(k: &Kernel, mode: Mode) -> Result<(), String> {
+    if mode == Mode::ReduceOverhead {
+        return Err("reduce-overhead keeps every step in the patched CUDA graph".into());
+    }
+    crate::probe::cublaslt()?;
+    let (g, _) = gemm_desc(k)?;
+    let min = if mode == Mode::Default { LIBRARY_MIN_FLOPS } else { LIBRARY_MIN_TUNE_FLOPS };
+    let forced = std::env::var("SINTER_CUDA_LIBRARY").is_ok_and(|v| v == "force");
+    if g.flops() < min && !forced {
+        return Err(format!("{:.2e} FLOP is below the library threshold of {min:.0e}", g.flops()));
+    }
+    Ok(())
+}
+
+/// Builds the library step of `k` with heuristic algorithm `algo`, bound to `args`.
+pub(crate) fn build(
+    k: &Kernel,
+    algo: u32,
+    args: &[u64],
+    stream: &Arc<Stream>,
+    tuning: &Tuning,
+) -> Result<LoadedKernel, BackendError> {
+    let unsupported =
+        |what: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("kernel {}: {what}", k.name) };
+    let (gemm, desc) = gemm_desc(k).map_err(unsupported)?;
+    let plan = GemmPlan::new(stream, &desc)?;
+    let algo = algo as usize;
+    if algo >= plan.algos() {
+        return Err(BackendError::Render {
+            kernel: k.name.clone(),
+            msg: format!("cuBLASLt offers {} algorithms, not {}", plan.algos(), algo + 1),
+        });
+    }
+    let epi = match (gemm.bias.is_some(), gemm.relu) {
+        (false, false) => "none",
+        (true, false) => "bias",
+        (false, true) => "relu",
+        (true, true) => "relu(bias)",
+    };
+    let strategy = format!("cublaslt algo {}/{}", algo + 1, plan.algos());
+    let source = format!(
+        "// sinter kernel {}: {}\n// cuBLASLt product (library call, no source): batch {} x m {} x n {} x k {}, {:?} operands, \
+         f32 accumulation, epilogue {epi}, heuristic algorithm {} of {}\n",
+        k.name,
+        k.ops.join(", "),
+        gemm.batch,
+        gemm.m,
+        gemm.n,
+        gemm.k,
+        desc.dtype,
+        algo + 1,
+        plan.algos()
+    );
+    let rendered = Rendered {
+        name: entry_name(&k.name),
+        source,
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        dynamic_shared_bytes: 0,
+        strategy,
+    };
+    let step = Step::Gemm(Box::new(GemmStep { plan, algo, args: args.to_vec(), gemm }));
+    Ok(LoadedKernel {
+        name: k.name.clone(),
+        rendered,
+        tuning: tuning.clone(),
+        launch: step,
+        resources: KernelResources { registers: 0, spill_bytes: 0, shared_bytes: 0 },
+    })
+}
+
+/// The library candidates max-autotune times for `k` (none when the library cannot run it).
+pub(crate) fn candidates(k: &Kernel, stream: &Arc<Stream>) -> Vec<Tuning> {
+    if let Err(why) = library_allowed(k, Mode::MaxAutotune) {
+        tracing::debug!(target: "sinter::autotune", "{}: no cuBLASLt candidate: {why}", k.name);
+        return Vec::new();
+    }
+    let Ok((_, desc)) = gemm_desc(k) else { return Vec::new() };
+    match GemmPlan::new(stream, &desc) {
+        Ok(plan) => (0..plan.algos().min(LIBRARY_CANDIDATES) as u32)
+            .map(|i| Tuning { library: Some(i), ..Tuning::default() })
+            .collect(),
+        Err(e) => {
+            tracing::debug!(target: "sinter::autotune", "{}: no cuBLASLt candidate: {e}", k.name);
+            Vec::new()
+        }
+    }
+}

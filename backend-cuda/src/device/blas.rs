@@ -1,0 +1,403 @@
+//! cuBLASLt products: the vendor library as one more way to run a (batched, strided) matrix
+//! product with a bias/ReLU epilogue. Knows nothing of the kernel IR: a [`GemmDesc`] describes a
+//! row-major product `D[b, i, j] = epi(sum_k A[b, i, k] * B[b, k, j])` through element strides.
+//!
+//! cuBLAS is column-major; a row-major `D (m x n)` is the column-major `D^T (n x m)`, so the plan
+//! computes `D^T = B^T A^T`: the library's first operand is our B, its second our A, each
+//! transposed or not depending on which of its strides is 1. f32 accumulation
+//! (`CUBLAS_COMPUTE_32F`, no TF32) with f32 scales; D has the operands' type (rounded once).
+//!
+//! [`crate::probe::cublaslt`] must have succeeded before a plan is made (cudarc panics when the
+//! library is absent).
+
+use super::{Stream, check_blas};
+use crate::device::CudaBuffer;
+use cudarc::cublaslt::{result as lt, sys};
+use sinter_core::backend::BackendError;
+use std::ffi::c_void;
+use std::sync::{Arc, OnceLock};
+
+/// Workspace bytes per plan (what cuBLASLt's heuristics may use; 32 MiB as PyTorch gives Hopper).
+pub const WORKSPACE_BYTES: u64 = 32 << 20;
+/// Algorithms asked of the heuristic (the candidates max-autotune times).
+pub const MAX_ALGOS: usize = 6;
+
+/// Element type of A, B and D.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlasType {
+    /// f32 (exact, no TF32).
+    F32,
+    /// f16.
+    F16,
+    /// bf16.
+    BF16,
+}
+
+impl BlasType {
+    fn cuda(self) -> sys::cudaDataType {
+        match self {
+            BlasType::F32 => sys::cudaDataType::CUDA_R_32F,
+            BlasType::F16 => sys::cudaDataType::CUDA_R_16F,
+            BlasType::BF16 => sys::cudaDataType::CUDA_R_16BF,
+        }
+    }
+
+    /// Bytes per element.
+    pub fn bytes(self) -> u64 {
+        if self == BlasType::F32 { 4 } else { 2 }
+    }
+}
+
+/// A row-major operand: element `(b, r, c)` at `offset + b * s_batch + r * s_row + c * s_col`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlasOperand {
+    /// Element offset.
+    pub offset: u64,
+    /// Batch stride (0: broadcast).
+    pub s_batch: u64,
+    /// Row stride.
+    pub s_row: u64,
+    /// Column stride.
+    pub s_col: u64,
+}
+
+/// A product: `D[b, i, j] = relu?(sum_k A[b, i, k] B[b, k, j] + bias?[j])`, D dense row-major.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmDesc {
+    /// Batch count.
+    pub batch: u64,
+    /// Rows of D.
+    pub m: u64,
+    /// Columns of D.
+    pub n: u64,
+    /// Reduction extent.
+    pub k: u64,
+    /// A (`m x k`).
+    pub a: BlasOperand,
+    /// B (`k x n`).
+    pub b: BlasOperand,
+    /// Type of A, B, D and the bias.
+    pub dtype: BlasType,
+    /// A bias of `n` elements added to every row.
+    pub bias: bool,
+    /// ReLU after the bias.
+    pub relu: bool,
+}
+
+/// The process's cuBLASLt handle (context-independent), made once.
+fn handle() -> Result<sys::cublasLtHandle_t, BackendError> {
+    struct H(sys::cublasLtHandle_t);
+    // SAFETY: a cuBLASLt handle may be used from any thread (the library documents it as
+    // thread-safe for concurrent matmuls on different streams).
+    unsafe impl Send for H {}
+    unsafe impl Sync for H {}
+    static HANDLE: OnceLock<Result<H, String>> = OnceLock::new();
+    match HANDLE.get_or_init(|| lt::create_handle().map(H).map_err(|e| format!("cublasLtCreate: {e:?}"))) {
+        Ok(h) => Ok(h.0),
+        Err(e) => Err(BackendError::Device(e.clone())),
+    }
+}
+
+/// One column-major library operand: rows, columns, leading dimension, transposed, batch stride.
+struct Layout {
+    rows: u64,
+    cols: u64,
+    ld: u64,
+    trans: bool,
+    stride: u64,
+}
+
+/// The library operand for the row-major `x` of `r x c` (`x^T` column-major is `c x r`): plain
+/// when `s_col == 1` (column-major `c x r`, ld `s_row`), transposed when `s_row == 1` (column-
+/// major `r x c`, ld `s_col`); `None` when neither stride is 1.
+fn layout(x: &BlasOperand, r: u64, c: u64) -> Option<Layout> {
+    if x.s_col == 1 || c == 1 {
+        let ld = if r <= 1 { c.max(1) } else { x.s_row };
+        (ld >= c.max(1)).then_some(Layout { rows: c, cols: r, ld, trans: false, stride: x.s_batch })
+    } else if x.s_row == 1 || r == 1 {
+        let ld = if c <= 1 { r.max(1) } else { x.s_col };
+        (ld >= r.max(1)).then_some(Layout { rows: r, cols: c, ld, trans: true, stride: x.s_batch })
+    } else {
+        None
+    }
+}
+
+/// Whether cuBLASLt can take `g` (`Err` says why not).
+pub fn supported(g: &GemmDesc) -> Result<(), String> {
+    if [g.batch, g.m, g.n, g.k].contains(&0) {
+        return Err("an empty product".into());
+    }
+    if [g.batch, g.m, g.n, g.k].iter().any(|&x| x > i32::MAX as u64) {
+        return Err("an extent over 2^31".into());
+    }
+    layout(&g.b, g.k, g.n).ok_or("B has no unit stride")?;
+    layout(&g.a, g.m, g.k).ok_or("A has no unit stride")?;
+    Ok(())
+}
+
+/// Owned cuBLASLt descriptors.
+struct Descs {
+    desc: sys::cublasLtMatmulDesc_t,
+    layouts: [sys::cublasLtMatrixLayout_t; 3],
+    pref: sys::cublasLtMatmulPreference_t,
+}
+
+impl Drop for Descs {
+    fn drop(&mut self) {
+        // SAFETY: each was created once by this plan and is destroyed once.
+        unsafe {
+            if !self.pref.is_null() {
+                let _ = lt::destroy_matmul_pref(self.pref);
+            }
+            for l in self.layouts {
+                if !l.is_null() {
+                    let _ = lt::destroy_matrix_layout(l);
+                }
+            }
+            if !self.desc.is_null() {
+                let _ = lt::destroy_matmul_desc(self.desc);
+            }
+        }
+    }
+}
+
+/// A product ready to run: descriptors, the heuristic's algorithms, a workspace.
+pub struct GemmPlan {
+    desc: GemmDesc,
+    descs: Descs,
+    algos: Vec<sys::cublasLtMatmulAlgo_t>,
+    workspace: CudaBuffer,
+    handle: sys::cublasLtHandle_t,
+}
+
+// SAFETY: the descriptors are only read after creation; launches are serialized by the owner.
+unsafe impl Send for GemmPlan {}
+
+impl std::fmt::Debug for GemmPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GemmPlan({:?}, {} algorithms)", self.desc, self.algos.len())
+    }
+}
+
+fn blas_err(call: &str, e: lt::CublasError) -> BackendError {
+    BackendError::Device(format!("{call}: {e:?}"))
+}
+
+impl GemmPlan {
+    /// Builds the descriptors of `g` and asks the heuristic for up to [`MAX_ALGOS`] algorithms
+    /// (an error when there is none); the workspace comes from `stream`'s pool.
+    pub fn new(stream: &Arc<Stream>, g: &GemmDesc) -> Result<GemmPlan, BackendError> {
+        supported(g)
+            .map_err(|w| BackendError::Unsupported { backend: "cuda".into(), what: format!("cuBLASLt: {w}") })?;
+        crate::probe::cublaslt().map_err(BackendError::NoDevice)?;
+        let handle = handle()?;
+        let la = layout(&g.b, g.k, g.n).expect("checked");
+        let lb = layout(&g.a, g.m, g.k).expect("checked");
+        let ty = g.dtype.cuda();
+        let mut descs =
+            Descs { desc: std::ptr::null_mut(), layouts: [std::ptr::null_mut(); 3], pref: std::ptr::null_mut() };
+        descs.desc =
+            lt::create_matmul_desc(sys::cublasComputeType_t::CUBLAS_COMPUTE_32F, sys::cudaDataType::CUDA_R_32F)
+                .map_err(|e| blas_err("cublasLtMatmulDescCreate", e))?;
+        let set_desc = |attr: sys::cublasLtMatmulDescAttributes_t, v: *const c_void, n: usize| {
+            // SAFETY: `v` points at `n` readable bytes of the attribute's type.
+            unsafe { lt::set_matmul_desc_attribute(descs.desc, attr, v, n) }
+                .map_err(|e| blas_err("cublasLtMatmulDescSetAttribute", e))
+        };
+        use sys::cublasLtMatmulDescAttributes_t as D;
+        // cublasOperation_t as a 32-bit integer: 0 = N, 1 = T.
+        let (opa, opb) = (la.trans as i32, lb.trans as i32);
+        let sz = std::mem::size_of::<i32>();
+        set_desc(D::CUBLASLT_MATMUL_DESC_TRANSA, &opa as *const _ as *const c_void, sz)?;
+        set_desc(D::CUBLASLT_MATMUL_DESC_TRANSB, &opb as *const _ as *const c_void, sz)?;
+        let epi = match (g.bias, g.relu) {
+            (false, false) => sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_DEFAULT,
+            (false, true) => sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_RELU,
+            (true, false) => sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_BIAS,
+            (true, true) => sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_RELU_BIAS,
+        };
+        set_desc(D::CUBLASLT_MATMUL_DESC_EPILOGUE, &epi as *const _ as *const c_void, std::mem::size_of_val(&epi))?;
+        if g.bias {
+            set_desc(
+                D::CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                &ty as *const _ as *const c_void,
+                std::mem::size_of_val(&ty),
+            )?;
+        }
+        // The library's A (our B), B (our A), and D (= C, beta 0).
+        let lay = |l: &Layout| -> Result<sys::cublasLtMatrixLayout_t, BackendError> {
+            let h = lt::create_matrix_layout(ty, l.rows, l.cols, l.ld as i64)
+                .map_err(|e| blas_err("cublasLtMatrixLayoutCreate", e))?;
+            Ok(h)
+        };
+        let ld = Layout { rows: g.n, cols: g.m, ld: g.n, trans: false, stride: g.m * g.n };
+        for (i, l) in [&la, &lb, &ld].into_iter().enumerate() {
+            descs.layouts[i] = lay(l)?;
+            if g.batch > 1 {
+                use sys::cublasLtMatrixLayoutAttribute_t as L;
+                let count = g.batch as i32;
+                let stride = l.stride as i64;
+                // SAFETY: pointers to an i32 and an i64, the attributes' types.
+                unsafe {
+                    lt::set_matrix_layout_attribute(
+                        descs.layouts[i],
+                        L::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                        &count as *const i32 as *const c_void,
+                        4,
+                    )
+                    .map_err(|e| blas_err("cublasLtMatrixLayoutSetAttribute", e))?;
+                    lt::set_matrix_layout_attribute(
+                        descs.layouts[i],
+                        L::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                        &stride as *const i64 as *const c_void,
+                        8,
+                    )
+                    .map_err(|e| blas_err("cublasLtMatrixLayoutSetAttribute", e))?;
+                }
+            }
+        }
+        descs.pref = lt::create_matmul_pref().map_err(|e| blas_err("cublasLtMatmulPreferenceCreate", e))?;
+        let ws = WORKSPACE_BYTES;
+        // SAFETY: a u64, the attribute's type.
+        unsafe {
+            lt::set_matmul_pref_attribute(
+                descs.pref,
+                sys::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                &ws as *const u64 as *const c_void,
+                8,
+            )
+        }
+        .map_err(|e| blas_err("cublasLtMatmulPreferenceSetAttribute", e))?;
+        let mut results: Vec<sys::cublasLtMatmulHeuristicResult_t> = Vec::with_capacity(MAX_ALGOS);
+        let mut count = 0i32;
+        let [a_l, b_l, d_l] = descs.layouts;
+        // SAFETY: `results` has room for MAX_ALGOS entries; the library writes `count` of them.
+        unsafe {
+            sys::cublasLtMatmulAlgoGetHeuristic(
+                handle,
+                descs.desc,
+                a_l,
+                b_l,
+                d_l,
+                d_l,
+                descs.pref,
+                MAX_ALGOS as i32,
+                results.as_mut_ptr(),
+                &mut count,
+            )
+            .result()
+            .map_err(|e| blas_err("cublasLtMatmulAlgoGetHeuristic", e))?;
+            results.set_len(count.clamp(0, MAX_ALGOS as i32) as usize);
+        }
+        let algos: Vec<_> = results
+            .iter()
+            .filter(|r| r.state == sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS && r.workspaceSize as u64 <= ws)
+            .map(|r| r.algo)
+            .collect();
+        if algos.is_empty() {
+            return Err(BackendError::Unsupported {
+                backend: "cuda".into(),
+                what: format!("cuBLASLt has no algorithm for {g:?}"),
+            });
+        }
+        let workspace = stream.alloc(ws)?;
+        Ok(GemmPlan { desc: *g, descs, algos, workspace, handle })
+    }
+
+    /// The product.
+    pub fn desc(&self) -> &GemmDesc {
+        &self.desc
+    }
+
+    /// Algorithms the heuristic offered (at least one), best guess first.
+    pub fn algos(&self) -> usize {
+        self.algos.len()
+    }
+
+    /// Queues the product with algorithm `algo` on `stream`: A at `a`, B at `b`, the bias at
+    /// `bias` (ignored without one), D at `d` (device pointers to element 0 of each buffer).
+    pub fn launch(&self, stream: &Stream, algo: usize, a: u64, b: u64, bias: u64, d: u64) -> Result<(), BackendError> {
+        let g = &self.desc;
+        let e = g.dtype.bytes();
+        let algo = &self.algos[algo.min(self.algos.len() - 1)];
+        if g.bias {
+            // SAFETY: a device pointer, the attribute's type; the descriptor is this plan's own and
+            // launches are serialized by its owner.
+            unsafe {
+                lt::set_matmul_desc_attribute(
+                    self.descs.desc,
+                    sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                    &bias as *const u64 as *const c_void,
+                    8,
+                )
+            }
+            .map_err(|e| blas_err("cublasLtMatmulDescSetAttribute(bias)", e))?;
+        }
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let [a_l, b_l, d_l] = self.descs.layouts;
+        let pa = (b + g.b.offset * e) as *const c_void;
+        let pb = (a + g.a.offset * e) as *const c_void;
+        // SAFETY: the pointers are device buffers sized for the described operands (the caller's
+        // contract), the workspace is this plan's, `algo` came from the heuristic for these
+        // descriptors.
+        let r = unsafe {
+            sys::cublasLtMatmul(
+                self.handle,
+                self.descs.desc,
+                &alpha as *const f32 as *const c_void,
+                pa,
+                a_l,
+                pb,
+                b_l,
+                &beta as *const f32 as *const c_void,
+                d as *const c_void,
+                d_l,
+                d as *mut c_void,
+                d_l,
+                algo,
+                self.workspace.ptr() as *mut c_void,
+                WORKSPACE_BYTES as usize,
+                stream.cu() as sys::cudaStream_t,
+            )
+        };
+        check_blas(r, "cublasLtMatmul")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(s_row: u64, s_col: u64) -> BlasOperand {
+        BlasOperand { offset: 0, s_batch: 0, s_row, s_col }
+    }
+
+    #[test]
+    fn row_major_operands_map_to_column_major_layouts() {
+        // B [k=64, n=32] row-major: the library's A is n x k column-major, not transposed.
+        let l = layout(&op(32, 1), 64, 32).unwrap();
+        assert_eq!((l.rows, l.cols, l.ld, l.trans), (32, 64, 32, false));
+        // B stored [n, k] (k contiguous): transposed k x n, ld k.
+        let l = layout(&op(1, 64), 64, 32).unwrap();
+        assert_eq!((l.rows, l.cols, l.ld, l.trans), (64, 32, 64, true));
+        // A padded rows (ld > columns) keep their stride.
+        let l = layout(&op(40, 1), 7, 33).unwrap();
+        assert_eq!((l.rows, l.cols, l.ld, l.trans), (33, 7, 40, false));
+        // No unit stride: refused.
+        assert!(layout(&op(8, 2), 7, 33).is_none());
+        // A stride too small for its extent (overlapping rows): refused.
+        assert!(layout(&op(4, 1), 7, 33).is_none());
+        let g = GemmDesc {
+            batch: 1,
+            m: 7,
+            n: 5,
+            k: 3,
+            a: op(8, 2),
+            b: op(5, 1),
+            dtype: BlasType::BF16,
+            bias: false,
+            relu: false,
+        };
+        assert!(supported(&g).unwrap_err().contains("A has no unit stride"));
+    }
+}

@@ -1,0 +1,223 @@
+//! Matmul kernels a vendor library can run exactly: [`library_gemm`] recognizes a
+//! [`KernelBody::Matmul`] whose epilogue is one of the forms a GEMM library computes itself
+//! (cuBLASLt's default, bias and ReLU-bias epilogues) and says, for any other kernel, why not.
+//!
+//! The recognized epilogues, with `acc` the f32 accumulator and every intermediate carried in
+//! f32 (the kernel IR's numerics), stored once into a dense row-major `[batch, m, n]` output of
+//! the operands' dtype:
+//!
+//! * `acc`
+//! * `acc + bias[n]` (the bias of the operands' dtype, converted exactly to f32)
+//! * `relu(acc)`, `relu(acc + bias[n])`
+//!
+//! Casts to f32 or to the output dtype around these are allowed (they round nothing the store
+//! does not); a cast to a narrower type in between (which would round before the add) is not.
+//! Which of the library and sinter's own templates runs is a backend's decision; this module only
+//! decides what the library *can* compute with the same result.
+
+use super::{Expr, ExprId, Index, Kernel, KernelBody, MatOperand, Var};
+use crate::dtype::DType;
+use crate::ir::{BinaryOp, UnaryOp};
+
+/// A matmul kernel as a library product.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LibraryGemm {
+    /// Batch count.
+    pub batch: usize,
+    /// Output rows.
+    pub m: usize,
+    /// Output columns.
+    pub n: usize,
+    /// Reduction extent.
+    pub k: usize,
+    /// Left operand (kernel argument and strides).
+    pub a: MatOperand,
+    /// Right operand.
+    pub b: MatOperand,
+    /// Operand and output dtype (f32, f16 or bf16; f32 accumulation).
+    pub dtype: DType,
+    /// The kernel argument the product is stored into (dense `[batch, m, n]`).
+    pub out: usize,
+    /// The kernel argument holding the bias along `n`, if any.
+    pub bias: Option<usize>,
+    /// ReLU after the bias.
+    pub relu: bool,
+}
+
+impl LibraryGemm {
+    /// Floating-point operations of the product (`2 * batch * m * n * k`).
+    pub fn flops(&self) -> f64 {
+        2.0 * self.batch as f64 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+}
+
+/// Whether `idx` is an affine function of (Batch, M, N) equal to `f` (affine functions that
+/// agree at the origin and one step along each variable agree everywhere).
+fn equals_affine(idx: &Index, f: &dyn Fn(i64, i64, i64) -> i64, extents: [usize; 3]) -> bool {
+    fn affine(i: &Index) -> bool {
+        match i {
+            Index::Const(_) | Index::Var(Var::Batch | Var::M | Var::N) => true,
+            Index::Sum(ts) => ts.iter().all(affine),
+            Index::Mul(x, _) => affine(x),
+            _ => false,
+        }
+    }
+    let at = |b: i64, i: i64, j: i64| {
+        idx.eval(
+            &|v| match v {
+                Var::Batch => b,
+                Var::M => i,
+                Var::N => j,
+                _ => 0,
+            },
+            &|_| 0,
+        )
+    };
+    // A variable of extent 1 is always 0 (its term may have been simplified away).
+    let steps = [(1, 0, 0), (0, 1, 0), (0, 0, 1)].into_iter().zip(extents).filter(|&(_, e)| e > 1).map(|(s, _)| s);
+    affine(idx) && std::iter::once((0, 0, 0)).chain(steps).all(|(b, i, j)| at(b, i, j) == f(b, i, j))
+}
+
+/// `k` as a library product, or why it is not one.
+pub fn library_gemm(k: &Kernel) -> Result<LibraryGemm, String> {
+    let KernelBody::Matmul(mm) = &k.body else { return Err("not a matmul".into()) };
+    if !matches!(mm.in_dtype, DType::F32 | DType::F16 | DType::BF16) || mm.acc_dtype != DType::F32 {
+        return Err(format!("operands {} accumulating in {}", mm.in_dtype, mm.acc_dtype));
+    }
+    let [st] = mm.stores.as_slice() else {
+        return Err(format!("{} stores (a library product writes one output)", mm.stores.len()));
+    };
+    let out = k.args.get(st.arg).ok_or("store to a missing argument")?;
+    if out.dtype != mm.in_dtype {
+        return Err(format!("output {} differs from the operands' {}", out.dtype, mm.in_dtype));
+    }
+    let vr = |v: Var| super::analysis::var_range(k, v);
+    let dense = |b: i64, i: i64, j: i64| b * (mm.m * mm.n) as i64 + i * mm.n as i64 + j;
+    let extents = [mm.batch, mm.m, mm.n];
+    if !equals_affine(&st.index, &dense, extents) || out.numel != mm.batch * mm.m * mm.n {
+        return Err("the output is not a dense [batch, m, n] tensor".into());
+    }
+    let e = |id: ExprId| &k.exprs[id.0 as usize];
+    // Casts that round nothing the store does not: to f32, or to the output dtype at the top.
+    let peel = |mut id: ExprId, top: bool| {
+        while let Expr::Cast(x) = e(id).expr {
+            let to = e(id).dtype;
+            if to == DType::F32 || (top && to == mm.in_dtype) {
+                id = x;
+            } else {
+                break;
+            }
+        }
+        id
+    };
+    let mut v = peel(st.value, true);
+    let mut relu = false;
+    if let Expr::Unary(UnaryOp::Relu, x) = e(v).expr {
+        relu = true;
+        v = peel(x, true);
+    }
+    let is_acc = |id: ExprId| matches!(e(peel(id, false)).expr, Expr::Acc(0));
+    let bias_of = |id: ExprId| -> Option<usize> {
+        let id = peel(id, false);
+        match &e(id).expr {
+            Expr::Load { arg, index }
+                if k.args.get(*arg).is_some_and(|a| a.dtype == mm.in_dtype && a.numel == mm.n)
+                    && equals_affine(&index.simplify(&vr), &|_, _, j| j, extents) =>
+            {
+                Some(*arg)
+            }
+            _ => None,
+        }
+    };
+    let bias = if is_acc(v) {
+        None
+    } else if let Expr::Binary(BinaryOp::Add, x, y) = e(v).expr {
+        match (is_acc(x), is_acc(y)) {
+            (true, _) => Some(bias_of(y).ok_or("the sum's other term is not a bias along n")?),
+            (_, true) => Some(bias_of(x).ok_or("the sum's other term is not a bias along n")?),
+            _ => return Err("the epilogue is not acc [+ bias] [relu]".into()),
+        }
+    } else {
+        return Err(format!("epilogue `{}` is not acc [+ bias] [relu]", k.ops.join(", ")));
+    };
+    Ok(LibraryGemm {
+        batch: mm.batch,
+        m: mm.m,
+        n: mm.n,
+        k: mm.k,
+        a: mm.a.clone(),
+        b: mm.b.clone(),
+        dtype: mm.in_dtype,
+        out: st.arg,
+        bias,
+        relu,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::Capabilities;
+    use crate::schedule::{ScheduleOptions, schedule};
+    use crate::trace::Graph;
+
+    fn first_matmul(build: impl Fn(&Graph) -> Vec<crate::trace::Tensor>, d: DType) -> Kernel {
+        let _ = d;
+        let g = Graph::new();
+        for t in build(&g) {
+            g.output(&t);
+        }
+        let ir = crate::passes::optimize(&g.build().unwrap()).unwrap();
+        let p = schedule(&ir, &Capabilities::host(), &ScheduleOptions::default()).unwrap();
+        p.kernels.into_iter().find(|k| matches!(k.body, KernelBody::Matmul(_))).expect("a matmul kernel")
+    }
+
+    #[test]
+    fn plain_bias_and_relu_epilogues_are_library_products() {
+        for d in [DType::BF16, DType::F16, DType::F32] {
+            let k = first_matmul(|g| vec![g.input("a", d, vec![3, 64, 32]).matmul(&g.input("w", d, vec![32, 48]))], d);
+            let l = library_gemm(&k).unwrap();
+            assert_eq!((l.batch, l.m, l.n, l.k, l.bias, l.relu, l.dtype), (3, 64, 48, 32, None, false, d));
+            let k = first_matmul(
+                |g| {
+                    let y = g.input("a", d, vec![64, 32]).matmul(&g.input("w", d, vec![32, 48]))
+                        + &g.input("b", d, vec![48]);
+                    vec![y.relu()]
+                },
+                d,
+            );
+            let l = library_gemm(&k).unwrap();
+            assert!(l.bias.is_some() && l.relu, "{l:?}");
+        }
+    }
+
+    #[test]
+    fn other_epilogues_say_why_not() {
+        let d = DType::BF16;
+        let gelu = first_matmul(
+            |g| {
+                vec![
+                    (g.input("a", d, vec![64, 32]).matmul(&g.input("w", d, vec![32, 48])) + &g.input("b", d, vec![48]))
+                        .gelu(),
+                ]
+            },
+            d,
+        );
+        assert!(library_gemm(&gelu).unwrap_err().contains("not acc"), "{:?}", library_gemm(&gelu));
+        let residual = first_matmul(
+            |g| {
+                vec![
+                    g.input("a", d, vec![64, 32]).matmul(&g.input("w", d, vec![32, 48]))
+                        + &g.input("r", d, vec![64, 48]),
+                ]
+            },
+            d,
+        );
+        assert!(library_gemm(&residual).is_err());
+        let i32mm = first_matmul(
+            |g| vec![g.input("a", DType::I32, vec![8, 4]).matmul(&g.input("w", DType::I32, vec![4, 8]))],
+            DType::I32,
+        );
+        assert!(library_gemm(&i32mm).unwrap_err().contains("operands i32"));
+    }
+}
