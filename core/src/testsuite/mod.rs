@@ -418,7 +418,7 @@ macro_rules! __sinter_suite {
                 compare_where, where_broadcast,
                 broadcast_binary, expand_reshape, permute_2d, permute_3d, slice_step, slice_reverse,
                 pad_constant, pad_reflect, pad_edge, pad_wrap, concat_last, concat_first, gather_embedding,
-                gather_axis1, gather_elements,
+                gather_axis1, gather_elements, gather_out_of_range,
                 reduce_sum_last, reduce_sum_middle, reduce_sum_all, reduce_max_last, reduce_max_middle,
                 reduce_min_last, reduce_min_middle, reduce_mean_last, reduce_mean_middle, reduce_prod_last,
                 reduce_prod_middle, reduce_max_special, argmax_last, argmax_middle, argmin_last,

@@ -14,6 +14,7 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
             cx.arity(2, 2)?;
             let (x, i) = (cx.inp(0)?, cx.inp(1)?);
             let axis = cx.axis(cx.ai("axis", 0), cx.rank(x))?;
+            check_known(cx, i, &[cx.shape(x)?[axis]], "gather")?;
             cx.add(Op::Gather { axis }, vec![x, i])
         }),
         "GatherElements" => one(cx, |cx| {
@@ -21,6 +22,7 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
             let (x, i) = (cx.inp(0)?, cx.inp(1)?);
             let axis = cx.axis(cx.ai("axis", 0), cx.rank(x))?;
             let n = cx.shape(x)?[axis];
+            check_known(cx, i, &[n], "gather")?;
             let i = wrap_negative(cx, i, n)?;
             cx.add(Op::GatherElements { axis }, vec![x, i])
         }),
@@ -36,16 +38,53 @@ fn one(cx: &mut Cx, f: impl FnOnce(&mut Cx) -> R<NodeId>) -> Out {
     f(cx).map(|x| vec![Some(x)])
 }
 
-/// Indices as i64 with negative values wrapped by `n`.
+/// Indices as i64 with negative values wrapped by `n` (once) and the result clamped into `0..n`:
+/// the out-of-range rule of every backend's gathers (`Op::Gather`, `Op::GatherElements`), so the
+/// scatters and GatherND built from one-hot masks and linear indices follow it too. Indices
+/// known at import time are checked first ([`check_known`]): out of range there is an error.
 pub(super) fn wrap_negative(cx: &mut Cx, i: NodeId, n: usize) -> R<NodeId> {
     if !cx.dt(i).is_int() {
         return Err(cx.err(format!("indices must be integers, got {}", cx.dt(i))));
     }
+    let unsigned64 = cx.dt(i) == DType::U64;
     let i = cx.cast(i, DType::I64)?;
     let z = cx.scalar(DType::I64, 0.0);
     let neg = cx.bin(B::Lt, i, z)?;
-    let w = cx.bin_s(B::Add, i, n as f64)?;
-    cx.select(neg, w, i)
+    let last = n.max(1) as f64 - 1.0;
+    let w = if unsigned64 {
+        // A u64 above i64::MAX reads as negative after the cast: it is huge, so it clamps high.
+        let hi = cx.scalar(DType::I64, last);
+        cx.select(neg, hi, i)?
+    } else {
+        let w = cx.bin_s(B::Add, i, n as f64)?;
+        cx.select(neg, w, i)?
+    };
+    let w = cx.bin_s(B::Max, w, 0.0)?;
+    cx.bin_s(B::Min, w, last)
+}
+
+/// Errs when the indices `i` are known at import time and some index, after one negative wrap,
+/// falls outside `0..extents[k]` (`extents` has one entry, or one per component of the last axis
+/// for GatherND/ScatterND). A graph with such constant indices is invalid; run-time indices clamp.
+fn check_known(cx: &Cx, i: NodeId, extents: &[usize], what: &str) -> R<()> {
+    let Some(v) = cx.known(i) else { return Ok(()) };
+    if !v.dtype().is_int() {
+        return Ok(());
+    }
+    let unsigned64 = v.dtype() == DType::U64;
+    for (pos, &x) in v.to_i64_vec().iter().enumerate() {
+        let n = extents[pos % extents.len()];
+        let j = if x < 0 && !unsigned64 { x + n as i64 } else { x };
+        if (unsigned64 && x < 0) || j < 0 || j >= n as i64 {
+            let shown = if unsigned64 { (x as u64).to_string() } else { x.to_string() };
+            return Err(cx.err(format!(
+                "{what} index {shown} (element {pos}) is out of range for an extent of {n} (valid: {} to {})",
+                -(n as i64),
+                n as i64 - 1
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Row-major linear index over `dims` from the last axis of `idx` (`[..., k]`, k = dims.len()).
@@ -85,6 +124,9 @@ fn gather_nd(cx: &mut Cx) -> R<NodeId> {
     let k = *is.last().expect("rank >= 1");
     if b + k > xs.len() || b >= is.len() || xs[..b] != is[..b] {
         return Err(cx.err(format!("indices {is:?} do not fit data {xs:?} with batch_dims {b}")));
+    }
+    if k > 0 {
+        check_known(cx, idx, &xs[b..b + k], "gather")?;
     }
     let lin = linear_index(cx, idx, &xs[b..b + k])?; // shape is[..-1]
     let inner: usize = xs[b..b + k].iter().product();
@@ -165,6 +207,7 @@ fn scatter_elements(cx: &mut Cx) -> R<NodeId> {
     }
     let red = cx.as_str("reduction", "none");
     let n = xs[a];
+    check_known(cx, idx, &[n], "scatter")?;
     let i = wrap_negative(cx, idx, n)?;
     let mut es = is.clone();
     es.push(1);
@@ -215,6 +258,9 @@ fn scatter_nd(cx: &mut Cx) -> R<NodeId> {
     us.extend_from_slice(&xs[k..]);
     if cx.shape(upd)? != us {
         return Err(cx.err(format!("updates must have shape {us:?}")));
+    }
+    if k > 0 {
+        check_known(cx, idx, &xs[..k], "scatter")?;
     }
     let lin = linear_index(cx, idx, &xs[..k])?;
     let lin = cx.reshape(lin, &[1, u, 1])?;
