@@ -100,6 +100,28 @@ mod tests {
         assert_eq!(parse_bytes("99999999999T"), None);
     }
 
+    /// A broadcast of a scalar to 2^40 elements used to abort the CPU reference and the
+    /// interpreter in the allocator; both now refuse it before allocating, naming the node.
+    #[test]
+    fn huge_values_are_refused_before_allocating() {
+        use crate::backend::Backend;
+        use crate::prelude::*;
+        let g = Graph::new();
+        let x = g.input("x", DType::F32, [1]);
+        let y = x.expand([1usize << 20, 1 << 20]) * 2.0;
+        g.output(&y);
+        let one = HostTensor::f32([1], vec![1.0]).unwrap();
+        let e = crate::cpu::run(&g, std::slice::from_ref(&one)).unwrap_err();
+        assert!(matches!(e, Error::Memory { .. }), "{e}");
+        assert!(e.to_string().contains("expand") && e.to_string().contains("1048576"), "{e}");
+        // The interpreter: compiling may succeed (nothing is allocated yet); running must not.
+        let backend: std::sync::Arc<dyn Backend> = std::sync::Arc::new(crate::kernel::interp::InterpBackend::new());
+        let opts = crate::compile::CompileOptions { cache_dir: None, ..Default::default() };
+        let r = crate::compile::compile(&g, backend, opts).and_then(|c| c.run(&[one]));
+        let Err(e) = r else { panic!("a 4 TiB result cannot be computed") };
+        assert!(e.to_string().contains("host memory limit"), "{e}");
+    }
+
     #[test]
     fn the_default_limit_is_positive() {
         assert!(host_limit() > 0);

@@ -208,6 +208,26 @@ fn scatter_elements(cx: &mut Cx) -> R<NodeId> {
     let red = cx.as_str("reduction", "none");
     let n = xs[a];
     check_known(cx, idx, &[n], "scatter")?;
+    if let Some(v) = constant_indices(cx, idx) {
+        // Flat target of every update: its own coordinates with axis `a` replaced by the index.
+        let dst = sinter_core::shape::contiguous_strides(&xs);
+        let src = sinter_core::shape::contiguous_strides(&is);
+        let targets: Vec<usize> = v
+            .iter()
+            .enumerate()
+            .map(|(e, &iv)| {
+                let j = if iv < 0 { iv + n as i64 } else { iv } as usize;
+                (0..r).map(|d| if d == a { j } else { (e / src[d]) % is[d] } * dst[d]).sum()
+            })
+            .collect();
+        let total: usize = xs.iter().product();
+        let u: usize = is.iter().product();
+        let xf = cx.reshape(x, &[total, 1])?;
+        let uf = cx.reshape(upd, &[u, 1])?;
+        if let Some(y) = scatter_rows(cx, &red, xf, uf, &targets, total)? {
+            return cx.reshape(y, &xs);
+        }
+    }
     let i = wrap_negative(cx, idx, n)?;
     let mut es = is.clone();
     es.push(1);
@@ -262,6 +282,24 @@ fn scatter_nd(cx: &mut Cx) -> R<NodeId> {
     if k > 0 {
         check_known(cx, idx, &xs[..k], "scatter")?;
     }
+    if let Some(v) = constant_indices(cx, idx) {
+        let targets: Vec<usize> = if k == 0 {
+            vec![0; u]
+        } else {
+            v.chunks(k)
+                .map(|c| {
+                    c.iter()
+                        .zip(&xs[..k])
+                        .fold(0usize, |acc, (&iv, &d)| acc * d + if iv < 0 { iv + d as i64 } else { iv } as usize)
+                })
+                .collect()
+        };
+        let xf = cx.reshape(x, &[m, rest])?;
+        let uf = cx.reshape(upd, &[u, rest])?;
+        if let Some(y) = scatter_rows(cx, &red, xf, uf, &targets, m)? {
+            return cx.reshape(y, &xs);
+        }
+    }
     let lin = linear_index(cx, idx, &xs[..k])?;
     let lin = cx.reshape(lin, &[1, u, 1])?;
     let pos = cx.iota(m, DType::I64)?;
@@ -275,6 +313,56 @@ fn scatter_nd(cx: &mut Cx) -> R<NodeId> {
     let xf = cx.reshape(x, &[m, rest])?;
     let y = apply_reduction(cx, &red, xf, comb, hit)?;
     cx.reshape(y, &xs)
+}
+
+/// The value of indices that are constants of the model (not values assumed from run-time
+/// inputs), already checked in range by [`check_known`].
+fn constant_indices(cx: &Cx, idx: NodeId) -> Option<Vec<i64>> {
+    if cx.imp.assumed.contains(&idx) || !cx.dt(idx).is_int() {
+        return None;
+    }
+    cx.known(idx).map(|v| v.to_i64_vec())
+}
+
+/// The most updates one position may receive for [`scatter_rows`] (one gather per round).
+const MAX_SCATTER_ROUNDS: usize = 8;
+
+/// A scatter whose targets are known at import: row `e` of `upd` (`[u, rest]`) goes to row
+/// `targets[e]` of `x` (`[m, rest]`). Built from gathers of `upd` by constant inverse maps, one
+/// round per update a position receives, so it costs `O((m + u) * rest)` per round instead of the
+/// one-hot masks' `O(m * u * rest)` (100k updates into 100k elements: 10^5, not 10^10). Duplicate
+/// targets combine in update order (`none`: the last update wins, as in the ONNX reference).
+/// `None` when some position receives more than [`MAX_SCATTER_ROUNDS`] updates under a
+/// reduction (the one-hot lowering handles that).
+fn scatter_rows(cx: &mut Cx, red: &str, x: NodeId, upd: NodeId, targets: &[usize], m: usize) -> R<Option<NodeId>> {
+    cx.guard(m)?;
+    let mut by_target: Vec<Vec<usize>> = vec![Vec::new(); m];
+    for (e, &t) in targets.iter().enumerate() {
+        by_target[t].push(e);
+    }
+    if red == "none" {
+        for list in by_target.iter_mut() {
+            if list.len() > 1 {
+                *list = vec![*list.last().expect("non-empty")];
+            }
+        }
+    }
+    let rounds = by_target.iter().map(Vec::len).max().unwrap_or(0);
+    if rounds > MAX_SCATTER_ROUNDS {
+        return Ok(None);
+    }
+    let rest = cx.shape(x)?[1];
+    let mut acc = x;
+    for r in 0..rounds {
+        let inv: Vec<i64> = by_target.iter().map(|l| l.get(r).map_or(0, |&e| e as i64)).collect();
+        let hit: Vec<i64> = by_target.iter().map(|l| (l.len() > r) as i64).collect();
+        let inv = cx.konst(HostTensor::from_i64(DType::I64, vec![m], &inv));
+        let hit = cx.konst(HostTensor::from_i64(DType::Bool, vec![m, 1], &hit));
+        let picked = cx.add(Op::Gather { axis: 0 }, vec![upd, inv])?; // [m, rest]
+        let hit = cx.expand(hit, &[m, rest])?;
+        acc = apply_reduction(cx, red, acc, picked, hit)?;
+    }
+    Ok(Some(acc))
 }
 
 /// `ai.onnx.ml.ArrayFeatureExtractor`: selects entries of the last axis.
