@@ -23,10 +23,10 @@
 //!   `fmod` is truncated (sign of the dividend, C's `fmod`), `pow` is C's `pow`.
 //! * Integers wrap (`add`, `sub`, `mul`, `neg`, `abs`, `pow`); `div` truncates toward zero and `mod`
 //!   / `fmod` follow the float rules' signs. Integer `div`, `mod` and `fmod` by zero give 0 (as
-//!   NumPy) and a negative integer exponent gives the truncated `1 / a^|b|` (1 for `a = 1`, ±1 for
-//!   `a = -1`, else 0): values, not errors, because device kernels cannot raise errors and every
-//!   backend computes the same (renderers guard the divisor; an unguarded division by zero is
-//!   undefined on GPUs). Unsigned `abs`/`relu` are the identity and `sign` is 0 or 1.
+//!   NumPy) and a negative integer exponent gives 0: values, not errors, because device kernels
+//!   cannot raise errors and every backend computes the same (renderers guard the divisor; an
+//!   unguarded division by zero is undefined on GPUs). Unsigned `abs`/`relu` are the identity and
+//!   `sign` is 0 or 1.
 //! * Comparisons give bool; `and`/`or`/`xor`/`not` act on bools (any non-zero is true).
 //! * Float to integer casts truncate toward zero, NaN gives 0, out-of-range values saturate to
 //!   `i64` and then wrap to the dtype (`u64` keeps values from 2^63 up); anything to bool is `!= 0`
@@ -301,8 +301,7 @@ pub fn binary_f64(op: BinaryOp, a: f64, b: f64) -> Result<Scalar, String> {
 
 /// A binary op on integers or bools `a`, `b` of dtype `dtype` (the operands'), wrapped to the
 /// result's dtype (`dtype`, or bool for comparisons and logical ops). Division, `mod` and `fmod`
-/// by zero give 0; negative exponents of signed integers give the truncated reciprocal power
-/// (see the module docs). Only ops undefined on integers (none here) are errors.
+/// by zero give 0; negative exponents of signed integers give 0 (see the module docs).
 pub fn binary_i64(op: BinaryOp, a: i64, b: i64, dtype: DType) -> Result<i64, String> {
     let u64_bits = dtype == DType::U64;
     let (ka, kb) = (int_key(a, u64_bits), int_key(b, u64_bits));
@@ -335,17 +334,7 @@ pub fn binary_i64(op: BinaryOp, a: i64, b: i64, dtype: DType) -> Result<i64, Str
                 a.wrapping_rem(b)
             }
         }
-        BinaryOp::Pow if !u64_bits && b < 0 => match a {
-            1 => 1,
-            -1 => {
-                if b % 2 == 0 {
-                    1
-                } else {
-                    -1
-                }
-            }
-            _ => 0,
-        },
+        BinaryOp::Pow if !u64_bits && b < 0 => 0,
         BinaryOp::Pow => ipow(a, b as u64),
         BinaryOp::Max => {
             if ka >= kb {
@@ -447,9 +436,7 @@ mod tests {
         assert_eq!(binary_i64(BinaryOp::Pow, 3, 4, DType::I64), Ok(81));
         // Division by zero and negative exponents are values every backend computes alike.
         assert_eq!(binary_i64(BinaryOp::Pow, 3, -1, DType::I64), Ok(0));
-        assert_eq!(binary_i64(BinaryOp::Pow, -1, -3, DType::I32), Ok(-1));
-        assert_eq!(binary_i64(BinaryOp::Pow, -1, -2, DType::I32), Ok(1));
-        assert_eq!(binary_i64(BinaryOp::Pow, 1, -5, DType::I32), Ok(1));
+        assert_eq!(binary_i64(BinaryOp::Pow, -1, -3, DType::I32), Ok(0));
         for op in [BinaryOp::Div, BinaryOp::Mod, BinaryOp::FMod] {
             assert_eq!(binary_i64(op, 3, 0, DType::I64), Ok(0));
             assert_eq!(binary_i64(op, -1, 0, DType::U64), Ok(0));

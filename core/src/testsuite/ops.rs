@@ -185,8 +185,8 @@ fn div_by_constant_zero() -> Result<Vec<super::Instance>, String> {
 }
 
 /// Integer `div`, `mod`, `fmod` by run-time zeros and -1 (`MIN / -1` wraps), and `pow` with
-/// negative exponents, in i32, u8 and i64 (within i32): `core::scalar`'s values (0 by zero, the
-/// truncated reciprocal power), which kernels must compute since they cannot report errors.
+/// negative exponents, in i32, u8 and i64 (within i32): `core::scalar`'s values (0 by zero, 0 for
+/// a negative exponent), which kernels must compute since they cannot report errors.
 fn int_div_by_zero() -> Result<Vec<super::Instance>, String> {
     let mut out = Vec::new();
     for d in [DType::I32, DType::U8, DType::I64] {
