@@ -27,6 +27,19 @@ pub enum Error {
     /// Something the graph asks for is not supported here (names the op or feature).
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// An allocation would exceed the host-memory budget ([`crate::budget`]); checked before
+    /// allocating, so an absurd size is this error rather than an abort.
+    #[error(
+        "{what} needs {bytes} bytes, more than the host memory limit of {limit} bytes (set SINTER_HOST_MEMORY_LIMIT to change it)"
+    )]
+    Memory {
+        /// The allocation: the node (or buffer) and its shape.
+        what: String,
+        /// Bytes it needs (saturated at `u64::MAX`).
+        bytes: u64,
+        /// The limit in force.
+        limit: u64,
+    },
     /// Evaluation failed (e.g. an index out of range in a gather).
     #[error("evaluation of {node}: {msg}")]
     Eval {

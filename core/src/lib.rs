@@ -3,6 +3,7 @@
 //! kernel IR and the backend boundary. It knows nothing of wgpu or CUDA.
 #![warn(missing_docs)]
 
+pub mod budget;
 pub mod cpu;
 pub mod dtype;
 pub mod error;

@@ -22,8 +22,11 @@
 //!   `sign(+-0) = +0`, `round` is half to even, `mod` is floored (sign of the divisor, Python's `%`),
 //!   `fmod` is truncated (sign of the dividend, C's `fmod`), `pow` is C's `pow`.
 //! * Integers wrap (`add`, `sub`, `mul`, `neg`, `abs`, `pow`); `div` truncates toward zero and `mod`
-//!   / `fmod` follow the float rules' signs; dividing by zero and negative integer exponents are
-//!   errors; unsigned `abs`/`relu` are the identity and `sign` is 0 or 1.
+//!   / `fmod` follow the float rules' signs. Integer `div`, `mod` and `fmod` by zero give 0 (as
+//!   NumPy) and a negative integer exponent gives 0: values, not errors, because device kernels
+//!   cannot raise errors and every backend computes the same (renderers guard the divisor; an
+//!   unguarded division by zero is undefined on GPUs). Unsigned `abs`/`relu` are the identity and
+//!   `sign` is 0 or 1.
 //! * Comparisons give bool; `and`/`or`/`xor`/`not` act on bools (any non-zero is true).
 //! * Float to integer casts truncate toward zero, NaN gives 0, out-of-range values saturate to
 //!   `i64` and then wrap to the dtype (`u64` keeps values from 2^63 up); anything to bool is `!= 0`
@@ -298,21 +301,25 @@ pub fn binary_f64(op: BinaryOp, a: f64, b: f64) -> Result<Scalar, String> {
 
 /// A binary op on integers or bools `a`, `b` of dtype `dtype` (the operands'), wrapped to the
 /// result's dtype (`dtype`, or bool for comparisons and logical ops). Division, `mod` and `fmod`
-/// by zero and negative exponents of signed integers are errors.
+/// by zero give 0; negative exponents of signed integers give 0 (see the module docs).
 pub fn binary_i64(op: BinaryOp, a: i64, b: i64, dtype: DType) -> Result<i64, String> {
     let u64_bits = dtype == DType::U64;
     let (ka, kb) = (int_key(a, u64_bits), int_key(b, u64_bits));
-    let nonzero = |what: &str| if b == 0 { Err(format!("integer {what} by zero")) } else { Ok(()) };
+    if b == 0 && matches!(op, BinaryOp::Div | BinaryOp::Mod | BinaryOp::FMod) {
+        return Ok(0);
+    }
     let r = match op {
         BinaryOp::Add => a.wrapping_add(b),
         BinaryOp::Sub => a.wrapping_sub(b),
         BinaryOp::Mul => a.wrapping_mul(b),
         BinaryOp::Div => {
-            nonzero("division")?;
-            if u64_bits { ((a as u64) / (b as u64)) as i64 } else { a.wrapping_div(b) }
+            if u64_bits {
+                ((a as u64) / (b as u64)) as i64
+            } else {
+                a.wrapping_div(b)
+            }
         }
         BinaryOp::Mod => {
-            nonzero("modulo")?;
             if u64_bits {
                 ((a as u64) % (b as u64)) as i64
             } else {
@@ -321,15 +328,14 @@ pub fn binary_i64(op: BinaryOp, a: i64, b: i64, dtype: DType) -> Result<i64, Str
             }
         }
         BinaryOp::FMod => {
-            nonzero("fmod")?;
-            if u64_bits { ((a as u64) % (b as u64)) as i64 } else { a.wrapping_rem(b) }
-        }
-        BinaryOp::Pow => {
-            if !u64_bits && b < 0 {
-                return Err(format!("integer power with negative exponent {b}"));
+            if u64_bits {
+                ((a as u64) % (b as u64)) as i64
+            } else {
+                a.wrapping_rem(b)
             }
-            ipow(a, b as u64)
         }
+        BinaryOp::Pow if !u64_bits && b < 0 => 0,
+        BinaryOp::Pow => ipow(a, b as u64),
         BinaryOp::Max => {
             if ka >= kb {
                 a
@@ -428,8 +434,13 @@ mod tests {
         assert_eq!(binary_i64(BinaryOp::Div, i32::MIN as i64, -1, DType::I32), Ok(i32::MIN as i64));
         assert_eq!(binary_i64(BinaryOp::Add, 200, 100, DType::U8), Ok(44));
         assert_eq!(binary_i64(BinaryOp::Pow, 3, 4, DType::I64), Ok(81));
-        assert!(binary_i64(BinaryOp::Pow, 3, -1, DType::I64).is_err());
-        assert!(binary_i64(BinaryOp::Div, 3, 0, DType::I64).unwrap_err().contains("by zero"));
+        // Division by zero and negative exponents are values every backend computes alike.
+        assert_eq!(binary_i64(BinaryOp::Pow, 3, -1, DType::I64), Ok(0));
+        assert_eq!(binary_i64(BinaryOp::Pow, -1, -3, DType::I32), Ok(0));
+        for op in [BinaryOp::Div, BinaryOp::Mod, BinaryOp::FMod] {
+            assert_eq!(binary_i64(op, 3, 0, DType::I64), Ok(0));
+            assert_eq!(binary_i64(op, -1, 0, DType::U64), Ok(0));
+        }
         // u64 held as bits: u64::MAX > 1, and divides as unsigned.
         assert_eq!(binary_i64(BinaryOp::Gt, -1, 1, DType::U64), Ok(1));
         assert_eq!(binary_i64(BinaryOp::Max, -1, 1, DType::U64), Ok(-1));

@@ -51,6 +51,17 @@ pub enum OnnxError {
         /// The limit.
         limit: u64,
     },
+    /// The model's IR version or `ai.onnx` opset is outside what this importer knows
+    /// ([`crate::MAX_IR_VERSION`], [`crate::MAX_OPSET`]); newer versions may change what ops mean.
+    #[error("the model's {what} is {version}; this importer supports versions up to {max}")]
+    Version {
+        /// `IR version` or `ai.onnx opset`.
+        what: String,
+        /// The version the model declares.
+        version: i64,
+        /// The newest version supported.
+        max: i64,
+    },
     /// A node, attribute or data type this importer does not support. `op` is the op type (or
     /// the data type, for dtype problems outside a node).
     #[error("unsupported: {node} ({op}): {detail}")]

@@ -9,6 +9,7 @@
 
 use crate::error::OnnxError;
 use crate::model::{Init, Model};
+use crate::proto::attribute_proto::AttributeType;
 use crate::proto::{AttributeProto, GraphProto, NodeProto, TensorProto};
 use crate::tensor::{decode_tensor, dtype_from_code};
 use sinter_core::ir::{BinaryOp, Node, Origin, ReduceOp, SliceDim, UnaryOp};
@@ -21,6 +22,10 @@ pub(crate) type R<T> = Result<T, OnnxError>;
 
 /// Folding computes at most this many elements per value at import time.
 pub const FOLD_LIMIT: usize = 1 << 22;
+
+/// The most IR nodes an imported graph may hold: unrolling Loops and Scans (the IR has no
+/// control flow) stops with an error naming the node there, before time and memory run out.
+pub const MAX_GRAPH_NODES: usize = 1 << 20;
 
 /// The largest constant (in elements) the importer builds from shapes or attribute values.
 pub const MAX_CONST_ELEMS: usize = 1 << 24;
@@ -115,6 +120,46 @@ pub(crate) fn topo_order(nodes: &[NodeProto]) -> R<Vec<usize>> {
         }
     }
     Ok(order)
+}
+
+/// Checks the static single assignment of a graph's value names: no two nodes write the same
+/// output name (the importer would silently keep the last), and no node output redefines a graph
+/// input or an initializer of the same graph (it would silently shadow it).
+pub(crate) fn check_names(g: &GraphProto) -> R<()> {
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    let inputs: HashSet<&str> = g.input.iter().filter_map(|i| i.name.as_deref()).collect();
+    let inits: HashSet<&str> = g.initializer.iter().filter_map(|t| t.name.as_deref()).collect();
+    for (i, n) in g.node.iter().enumerate() {
+        for o in n.output.iter().filter(|o| !o.is_empty()) {
+            let kind = if inits.contains(o.as_str()) {
+                Some("an initializer")
+            } else if inputs.contains(o.as_str()) {
+                Some("a graph input")
+            } else {
+                None
+            };
+            if let Some(kind) = kind {
+                return Err(OnnxError::malformed(
+                    format!("{} ({})", node_desc(i, n), n.op_type.as_deref().unwrap_or("")),
+                    format!("output {o:?} redefines {kind} of the same name"),
+                ));
+            }
+            if let Some(prev) = producer.insert(o.as_str(), i) {
+                let p = &g.node[prev];
+                return Err(OnnxError::malformed(
+                    format!("value {o:?}"),
+                    format!(
+                        "written by two nodes: {} ({}) and {} ({})",
+                        node_desc(prev, p),
+                        p.op_type.as_deref().unwrap_or(""),
+                        node_desc(i, n),
+                        n.op_type.as_deref().unwrap_or("")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Names a subgraph reads from enclosing scopes.
@@ -215,6 +260,7 @@ pub(crate) fn domain_opset(opsets: &HashMap<String, i64>, domain: Option<&str>) 
 /// Imports the model's main graph for the given input specializations.
 pub(crate) fn import(model: &Model, specs: Vec<InputSpec>) -> R<IrGraph> {
     let gp = model.graph_proto();
+    check_names(gp)?;
     let order = topo_order(&gp.node)?;
     let needed = needed_values(&gp.node, &order, &model.opsets);
     let mut imp = Importer {
@@ -364,10 +410,26 @@ impl<'m> Importer<'m> {
         let start = self.g.nodes.len();
         let origin = Origin { node: idx as u32, op: Arc::from(op.to_lowercase().as_str()) };
         let outs = {
-            let mut cx = Cx { imp: self, node, ins, op: &op, domain, opset, desc: desc.clone(), origin, nout };
+            let mut cx = Cx {
+                imp: self,
+                node,
+                ins,
+                op: &op,
+                domain,
+                opset,
+                desc: desc.clone(),
+                origin,
+                nout,
+                bad_attr: Default::default(),
+            };
             // A panic while lowering is an importer bug; it becomes an error naming the node rather
             // than taking the caller down (the fuzz target still aborts on it).
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::ops::lower(&mut cx))) {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::ops::lower(&mut cx)));
+            // An attribute of the wrong type is the root cause of whatever the lowering made of it.
+            if let Some(e) = cx.take_attr_error() {
+                return Err(e);
+            }
+            match r {
                 Ok(r) => r?,
                 Err(p) => {
                     let msg = p
@@ -590,6 +652,31 @@ pub(crate) struct Cx<'a, 'm> {
     pub origin: Origin,
     /// Number of outputs the node lists (some may be empty names).
     pub nout: usize,
+    /// The first attribute found with the wrong type ([`Cx::attr_of`]).
+    pub bad_attr: std::cell::RefCell<Option<OnnxError>>,
+}
+
+/// The type of an attribute: its declared `type`, or (old models leave it unset) the one value
+/// field that is set. `None` when neither says (an empty list without a type).
+fn attr_type(a: &AttributeProto) -> Option<AttributeType> {
+    if let Some(t) = a.r#type.and_then(|t| AttributeType::try_from(t).ok())
+        && t != AttributeType::Undefined
+    {
+        return Some(t);
+    }
+    let set = [
+        (a.i.is_some(), AttributeType::Int),
+        (a.f.is_some(), AttributeType::Float),
+        (a.s.is_some(), AttributeType::String),
+        (a.t.is_some(), AttributeType::Tensor),
+        (a.g.is_some(), AttributeType::Graph),
+        (!a.ints.is_empty(), AttributeType::Ints),
+        (!a.floats.is_empty(), AttributeType::Floats),
+        (!a.strings.is_empty(), AttributeType::Strings),
+        (!a.tensors.is_empty(), AttributeType::Tensors),
+        (!a.graphs.is_empty(), AttributeType::Graphs),
+    ];
+    set.iter().find(|(on, _)| *on).map(|(_, t)| *t)
 }
 
 impl Cx<'_, '_> {
@@ -640,52 +727,90 @@ impl Cx<'_, '_> {
 
     // ---- attributes ----
 
-    /// The attribute named `name`.
+    /// The attribute named `name`, whatever its type (the typed accessors below check types).
     pub fn attr(&self, name: &str) -> Option<&AttributeProto> {
         self.node.attribute.iter().find(|a| a.name.as_deref() == Some(name))
     }
 
+    /// The attribute named `name` when it has type `want`. An attribute of another type is
+    /// recorded as this node's error (returned by the importer once the op is lowered, whatever
+    /// the lowering did with the `None`), so every op refuses e.g. a FLOAT `axis` instead of
+    /// silently using the default.
+    pub fn attr_of(&self, name: &str, want: AttributeType) -> Option<&AttributeProto> {
+        let a = self.attr(name)?;
+        match attr_type(a) {
+            Some(t) if t != want => {
+                let mut bad = self.bad_attr.borrow_mut();
+                if bad.is_none() {
+                    *bad = Some(self.err(format!(
+                        "attribute {name:?} must be of type {} but is {}",
+                        want.as_str_name(),
+                        t.as_str_name()
+                    )));
+                }
+                None
+            }
+            _ => Some(a),
+        }
+    }
+
+    /// The error recorded by [`Cx::attr_of`] for an attribute of the wrong type, if any.
+    pub fn take_attr_error(&self) -> Option<OnnxError> {
+        self.bad_attr.borrow_mut().take()
+    }
+
     /// An int attribute.
     pub fn ai(&self, name: &str, default: i64) -> i64 {
-        self.attr(name).and_then(|a| a.i).unwrap_or(default)
+        self.ai_opt(name).unwrap_or(default)
     }
 
     /// An optional int attribute.
     pub fn ai_opt(&self, name: &str) -> Option<i64> {
-        self.attr(name).and_then(|a| a.i)
+        self.attr_of(name, AttributeType::Int).and_then(|a| a.i)
     }
 
     /// A float attribute.
     pub fn af(&self, name: &str, default: f32) -> f32 {
-        self.attr(name).and_then(|a| a.f).unwrap_or(default)
+        self.af_opt(name).unwrap_or(default)
     }
 
     /// An optional float attribute.
     pub fn af_opt(&self, name: &str) -> Option<f32> {
-        self.attr(name).and_then(|a| a.f)
+        self.attr_of(name, AttributeType::Float).and_then(|a| a.f)
     }
 
     /// A string attribute (lossy UTF-8).
     pub fn as_str(&self, name: &str, default: &str) -> String {
-        self.attr(name)
+        self.attr_of(name, AttributeType::String)
             .and_then(|a| a.s.as_ref())
             .map(|s| String::from_utf8_lossy(s).into_owned())
             .unwrap_or_else(|| default.to_string())
     }
 
+    /// A strings attribute (lossy UTF-8).
+    pub fn astrings(&self, name: &str) -> Option<Vec<String>> {
+        self.attr_of(name, AttributeType::Strings)
+            .map(|a| a.strings.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect())
+    }
+
     /// An ints attribute.
     pub fn aints(&self, name: &str) -> Option<Vec<i64>> {
-        self.attr(name).map(|a| a.ints.clone())
+        self.attr_of(name, AttributeType::Ints).map(|a| a.ints.clone())
     }
 
     /// A floats attribute.
     pub fn afloats(&self, name: &str) -> Option<Vec<f32>> {
-        self.attr(name).map(|a| a.floats.clone())
+        self.attr_of(name, AttributeType::Floats).map(|a| a.floats.clone())
+    }
+
+    /// A graph attribute (If branches, Loop and Scan bodies, FlexAttention modifiers).
+    pub fn agraph(&self, name: &str) -> Option<GraphProto> {
+        self.attr_of(name, AttributeType::Graph).and_then(|a| a.g.clone())
     }
 
     /// A tensor attribute, decoded.
     pub fn atensor(&self, name: &str) -> R<Option<HostTensor>> {
-        match self.attr(name).and_then(|a| a.t.as_ref()) {
+        match self.attr_of(name, AttributeType::Tensor).and_then(|a| a.t.as_ref()) {
             None => Ok(None),
             Some(t) => self.decode(t).map(Some),
         }
@@ -701,7 +826,9 @@ impl Cx<'_, '_> {
 
     /// The dtype of an ONNX type-code attribute (e.g. Cast's `to`).
     pub fn dtype_attr(&self, name: &str) -> R<DType> {
-        let c = self.attr(name).and_then(|a| a.i).ok_or_else(|| self.err(format!("attribute {name:?} is required")))?;
+        let c = self.ai_opt(name).ok_or_else(|| {
+            self.take_attr_error().unwrap_or_else(|| self.err(format!("attribute {name:?} is required")))
+        })?;
         dtype_from_code(c as i32).map_err(|t| self.unsup(format!("data type {t} has no sinter equivalent")))
     }
 
@@ -779,11 +906,33 @@ impl Cx<'_, '_> {
 
     // ---- building ----
 
-    /// Adds an IR node with this node's origin.
+    /// Adds an IR node with this node's origin. The graph's size is capped ([`MAX_GRAPH_NODES`])
+    /// and the new value's inferred size is checked against the host-memory budget
+    /// (`sinter_core::budget`), so absurd shapes fail here, at import, naming the node.
     pub fn add(&mut self, op: Op, ins: Vec<NodeId>) -> R<NodeId> {
         check_op(&op).map_err(|m| self.err(m))?;
+        self.check_graph_size()?;
         let origin = self.origin.clone();
-        self.imp.g.add(op, ins, Some(origin)).map_err(|e| self.err(e.to_string()))
+        let id = self.imp.g.add(op, ins, Some(origin)).map_err(|e| self.err(e.to_string()))?;
+        let ty = self.imp.g.ty(id);
+        if let Some(dims) = ty.shape.as_static() {
+            let bytes = sinter_core::budget::bytes_of(sinter_core::budget::elems(&dims), ty.dtype.size_bytes() as u64);
+            let what = || format!("{} ({}): its {} result {}", self.desc, self.op, self.imp.g.node(id).op.name(), ty);
+            sinter_core::budget::check(bytes, what)?;
+        }
+        Ok(id)
+    }
+
+    /// Errs once the imported graph holds [`MAX_GRAPH_NODES`] IR nodes (unrolled Loops and
+    /// Scans, nested ones above all, are what gets there).
+    pub fn check_graph_size(&self) -> R<()> {
+        if self.imp.g.nodes.len() >= MAX_GRAPH_NODES {
+            return Err(self.unsup(format!(
+                "the imported graph reached {MAX_GRAPH_NODES} IR nodes (Loop and Scan bodies are unrolled; nested \
+                 loops multiply their trip counts)"
+            )));
+        }
+        Ok(())
     }
 
     /// A constant.
@@ -939,6 +1088,8 @@ impl Cx<'_, '_> {
         if g.input.len() != inputs.len() {
             return Err(self.err(format!("subgraph takes {} inputs, given {}", g.input.len(), inputs.len())));
         }
+        check_names(g).map_err(|e| self.err(format!("in a subgraph: {e}")))?;
+        self.check_graph_size()?;
         let mut scope = HashMap::new();
         for (vi, &x) in g.input.iter().zip(inputs) {
             scope.insert(vi.name.clone().unwrap_or_default(), x);

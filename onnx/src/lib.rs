@@ -40,5 +40,5 @@ pub mod tensor;
 
 pub use error::OnnxError;
 pub use import::FOLD_LIMIT;
-pub use model::{IoInfo, Model, load, load_bytes};
+pub use model::{IoInfo, MAX_IR_VERSION, MAX_OPSET, Model, load, load_bytes};
 pub use tensor::{decode_tensor, tensor_from_pb, tensor_to_proto};

@@ -13,6 +13,17 @@ use std::sync::Arc;
 /// The largest model file [`load`] reads (2 GiB, the protobuf limit).
 pub const MAX_MODEL_BYTES: u64 = 2 << 30;
 
+/// The newest `ai.onnx` opset the importer accepts: that of onnx 1.23 (`onnx.defs.
+/// onnx_opset_version()`), whose `onnx.proto` (IR version [`MAX_IR_VERSION`]) is bundled and
+/// whose backend test suite the conformance runner is measured on. A model importing a newer
+/// opset is refused ([`OnnxError::Version`]): its ops may mean something this importer does not
+/// implement.
+pub const MAX_OPSET: i64 = 28;
+
+/// The newest ONNX IR version the importer reads (`IR_VERSION` of the bundled `onnx.proto`).
+/// Newer models are refused ([`OnnxError::Version`]); older ones (and 0, unset) are read.
+pub const MAX_IR_VERSION: i64 = 14;
+
 /// One graph input or output as the model declares it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct IoInfo {
@@ -113,12 +124,21 @@ impl Model {
     /// Decodes a model; `dir` is the folder external data resolves against (`None` refuses it).
     pub fn from_bytes(bytes: &[u8], dir: Option<PathBuf>) -> Result<Model, OnnxError> {
         let proto = ModelProto::decode(bytes).map_err(|e| OnnxError::Decode { what: "model".into(), source: e })?;
+        if let Some(v) = proto.ir_version
+            && !(0..=MAX_IR_VERSION).contains(&v)
+        {
+            return Err(OnnxError::Version { what: "IR version".into(), version: v, max: MAX_IR_VERSION });
+        }
         let graph = proto.graph.as_ref().ok_or_else(|| OnnxError::malformed("model", "no graph"))?;
         let mut opsets = HashMap::new();
         for o in &proto.opset_import {
             let d = o.domain.clone().unwrap_or_default();
             let d = if d == "ai.onnx" { String::new() } else { d };
-            opsets.insert(d, o.version.unwrap_or(1));
+            let v = o.version.unwrap_or(1);
+            if d.is_empty() && !(1..=MAX_OPSET).contains(&v) {
+                return Err(OnnxError::Version { what: "ai.onnx opset".into(), version: v, max: MAX_OPSET });
+            }
+            opsets.insert(d, v);
         }
         // A model without an opset import predates opsets; treat it as opset 1.
         opsets.entry(String::new()).or_insert(1);

@@ -9,8 +9,9 @@ use sinter_core::{DType, HostTensor, TensorData};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Component, Path};
 
-/// The largest tensor, in bytes, the importer will ever allocate (16 GiB). Larger declared sizes
-/// are errors before any allocation.
+/// The largest tensor, in bytes, the importer will ever allocate (16 GiB; less where half the
+/// host-memory budget, `sinter_core::budget::host_limit() / 2`, is smaller). Larger declared
+/// sizes are errors before any allocation or read.
 pub const MAX_TENSOR_BYTES: u64 = 1 << 34;
 
 /// ONNX `TensorProto.DataType` codes of the types sinter has.
@@ -111,8 +112,11 @@ pub fn checked_size(what: &str, dims: &[i64], dtype: DType) -> Result<(Vec<usize
         return Err(OnnxError::TooLarge { what: format!("{what} {dtype}{dims:?}"), bytes: span, limit: 1 << 48 });
     }
     let bytes = n.saturating_mul(dtype.size_bytes() as u64);
-    if bytes > MAX_TENSOR_BYTES {
-        return Err(OnnxError::TooLarge { what: format!("{what} {dtype}{dims:?}"), bytes, limit: MAX_TENSOR_BYTES });
+    // Decoding holds the decoded tensor beside the raw bytes it comes from, so one tensor may
+    // take half the host-memory budget (`sinter_core::budget`), and never more than 16 GiB.
+    let limit = MAX_TENSOR_BYTES.min(sinter_core::budget::host_limit() / 2);
+    if bytes > limit {
+        return Err(OnnxError::TooLarge { what: format!("{what} {dtype}{dims:?}"), bytes, limit });
     }
     Ok((shape, n as usize))
 }

@@ -367,7 +367,15 @@ impl<'a> Emitter<'a> {
                     return Err(self.err(format!("v{}: {} of {ad} and {bd}", e.0, op.name())));
                 }
                 let (x, y) = (self.operand(*a, vec)?, self.operand(*b, vec)?);
-                ops::binary(*op, &x, &y, ad, dt, vec, &mut self.h).map_err(ctx)?
+                match (op, &self.k.expr(*b).expr) {
+                    (op, Expr::Const(c)) if ad.is_float() && *c == 0.0 => {
+                        match ops::by_float_zero(*op, &x, c.is_sign_negative(), vec) {
+                            Some(s) => s,
+                            None => ops::binary(*op, &x, &y, ad, dt, vec, &mut self.h).map_err(ctx)?,
+                        }
+                    }
+                    _ => ops::binary(*op, &x, &y, ad, dt, vec, &mut self.h).map_err(ctx)?,
+                }
             }
             Expr::Where(c, a, b) => {
                 let (cd, ad, bd) = (self.k.expr(*c).dtype, self.k.expr(*a).dtype, self.k.expr(*b).dtype);

@@ -208,18 +208,84 @@ pub(crate) fn binary(
                 BinaryOp::Add => format!("({a}) + ({b})"),
                 BinaryOp::Sub => format!("({a}) - ({b})"),
                 BinaryOp::Mul => format!("({a}) * ({b})"),
-                // Truncating; WGSL defines x / 0 = x and MIN / -1 = MIN (no trap).
-                BinaryOp::Div => format!("({a}) / ({b})"),
+                // Truncating, with core::scalar's x / 0 = 0; the divisor is made safe first (by
+                // zero, and MIN / -1 for signed), since drivers do not all honour WGSL's rules.
+                BinaryOp::Div | BinaryOp::Mod | BinaryOp::FMod => int_division(op, a, b, c, vec, h),
                 BinaryOp::Pow if signed => format!("{}({a}, {b})", h.need(H::IPow, vec)),
                 BinaryOp::Pow => format!("{}({a}, {b})", h.need(H::UPow, vec)),
                 BinaryOp::Max => format!("max({a}, {b})"),
                 BinaryOp::Min => format!("min({a}, {b})"),
-                BinaryOp::Mod if signed => format!("{}({a}, {b})", h.need(H::IModFloor, vec)),
-                BinaryOp::Mod | BinaryOp::FMod => format!("({a}) % ({b})"),
                 _ => unreachable!("comparisons and logical ops handled above"),
             };
             (wrap(&s, din, vec), din)
         }
     };
     cast(&natural, nat_dt, dout, vec, h)
+}
+
+/// `x op ±0` for float `x` and a *constant* zero, written out with its IEEE result, or `None`
+/// where the op needs nothing special. Drivers apply non-IEEE algebraic folds to constant
+/// operands (lavapipe turns `x / 0.0`, `x * 0.0` and `fmod(x, 0.0)` into 0, 0 and `x`, which WGSL's
+/// float rules permit), so these never reach the driver as such:
+/// * `x / ±0 = x * ±inf` (±inf, NaN for 0 and NaN, as `core::scalar`);
+/// * `x * ±0` = a zero with the product's sign for finite `x`, NaN for ±inf and NaN;
+/// * `mod`/`fmod` by ±0 = NaN.
+pub(crate) fn by_float_zero(op: BinaryOp, x: &str, negative: bool, vec: bool) -> Option<String> {
+    let lit = |v: f32| super::types::splat(Ct::F32, vec, &super::types::f32_lit(v));
+    let u = if vec { "vec4<u32>" } else { "u32" };
+    let s = match op {
+        BinaryOp::Div => format!("({x}) * {}", lit(f32::INFINITY.copysign(if negative { -1.0 } else { 1.0 }))),
+        BinaryOp::Mul => {
+            let flip = if negative { 0x8000_0000u32 } else { 0 };
+            let zero = format!(
+                "bitcast<{}>((bitcast<{u}>({x}) & {}) ^ {})",
+                Ct::F32.ty(vec),
+                splat_u(vec, 0x8000_0000),
+                splat_u(vec, flip)
+            );
+            format!("select({}, {zero}, abs({x}) <= {})", lit(f32::NAN), lit(f32::MAX))
+        }
+        BinaryOp::Mod | BinaryOp::FMod => lit(f32::NAN),
+        _ => return None,
+    };
+    Some(s)
+}
+
+/// A u32 literal, splatted to `vec4<u32>` when `vec`.
+fn splat_u(vec: bool, v: u32) -> String {
+    super::types::splat(Ct::U32, vec, &super::types::u32_lit(v))
+}
+
+/// Integer `div`, `mod` (floored) and `fmod` (truncated) of `a` by `b` with `core::scalar`'s
+/// rules: by zero gives 0, and a signed `MIN / -1` wraps to `MIN` (remainder 0). The division
+/// itself only ever sees a divisor that is neither 0 nor -1 (an undefined or trapping case on
+/// some drivers); those two are answered by `select`.
+fn int_division(op: BinaryOp, a: &str, b: &str, c: Ct, vec: bool, h: &mut Helpers) -> String {
+    let lit = |v: i64| {
+        let s = if c == Ct::I32 { super::types::i32_lit(v as i32) } else { super::types::u32_lit(v as u32) };
+        splat(c, vec, &s)
+    };
+    let (zero, one) = (lit(0), lit(1));
+    let (b_zero, unsafe_b) = if c == Ct::I32 {
+        let z = format!("(({b}) == {zero})");
+        let u = format!("({z} | (({b}) == {}))", lit(-1));
+        (z, u)
+    } else {
+        let z = format!("(({b}) == {zero})");
+        (z.clone(), z)
+    };
+    let sb = format!("select({b}, {one}, {unsafe_b})");
+    let q = match op {
+        BinaryOp::Div => format!("(({a}) / {sb})"),
+        BinaryOp::Mod if c == Ct::I32 => format!("{}({a}, {sb})", h.need(H::IModFloor, vec)),
+        _ => format!("(({a}) % {sb})"),
+    };
+    if c == Ct::I32 {
+        // b == -1: a / -1 = -a (wrapping: MIN stays MIN), remainders are 0.
+        let neg1 = if op == BinaryOp::Div { format!("({zero} - ({a}))") } else { zero.clone() };
+        let q = format!("select({q}, {neg1}, ({b}) == {})", lit(-1));
+        format!("select({q}, {zero}, {b_zero})")
+    } else {
+        format!("select({q}, {zero}, {b_zero})")
+    }
 }

@@ -224,6 +224,15 @@ fn evaluate(g: &IrGraph, inputs: &[HostTensor], all: bool) -> Result<Vec<Option<
         if !live[id.index()] {
             continue;
         }
+        // The budget is checked before the node allocates its result (8 bytes per element plus
+        // the index maps movement ops build).
+        if let Some(dims) = node.ty.shape.as_static() {
+            let bytes =
+                crate::budget::bytes_of(crate::budget::elems(&dims), crate::budget::REFERENCE_BYTES_PER_ELEMENT);
+            crate::budget::check(bytes, || {
+                format!("node {id} ({}) of type {} on the CPU reference", node.op.name(), node.ty)
+            })?;
+        }
         let v =
             {
                 let args: Vec<&Value> =

@@ -146,14 +146,24 @@ pub(super) fn pad(x: &Value, pads: &[(i64, i64)], mode: PadMode, shape: Vec<usiz
 }
 
 /// An index read from an integer tensor, made non-negative (negative indices count from the end,
-/// once) and checked against the extent `n`.
+/// once) and then clamped into `0..n`: the one rule every backend follows for out-of-range gather
+/// indices (device kernels cannot raise errors, so the reference clamps as they do; the ONNX
+/// importer refuses out-of-range indices it knows at import time). A `u64` index above `i64::MAX`
+/// reads as huge, so it clamps to `n - 1`. An empty axis has nothing to read: an error.
 fn norm_index(i: i64, n: usize, u64_bits: bool, axis: usize) -> Result<usize, String> {
-    let j = if u64_bits || i >= 0 { i } else { i + n as i64 };
-    if u64_bits && i < 0 || j < 0 || j >= n as i64 {
+    if n == 0 {
         let shown = if u64_bits { (i as u64).to_string() } else { i.to_string() };
-        return Err(format!("index {shown} is out of range for axis {axis} of extent {n}"));
+        return Err(format!("index {shown} reads axis {axis} of extent 0"));
     }
-    Ok(j as usize)
+    let last = n as i64 - 1;
+    let j = if u64_bits && i < 0 {
+        last
+    } else if i < 0 {
+        i + n as i64
+    } else {
+        i
+    };
+    Ok(j.clamp(0, last) as usize)
 }
 
 /// NumPy `take` along `axis`: output shape `data[..axis] ++ indices ++ data[axis+1..]`.

@@ -301,7 +301,7 @@ fn bin_i(op: BinaryOp, a: i32, b: i32) -> Result<i32, ()> {
         BinaryOp::Mul => a.wrapping_mul(b),
         BinaryOp::Max => a.max(b),
         BinaryOp::Min => a.min(b),
-        BinaryOp::Div | BinaryOp::Mod | BinaryOp::FMod if b == 0 => return Err(()),
+        BinaryOp::Div | BinaryOp::Mod | BinaryOp::FMod if b == 0 => 0,
         BinaryOp::Div => a.wrapping_div(b),
         BinaryOp::Mod => {
             let r = a.wrapping_rem(b);

@@ -739,17 +739,29 @@ fn setup(p: &Program, inputs: &[HostTensor]) -> Result<Memory, Error> {
             )));
         }
     }
-    let mut storage: Vec<Vec<u8>> = p.memory.slots.iter().map(|&s| vec![0xFF; s]).collect();
+    // Every buffer is checked against the host-memory budget before it is allocated.
+    let mut storage: Vec<Vec<u8>> = p
+        .memory
+        .slots
+        .iter()
+        .enumerate()
+        .map(|(k, &s)| crate::budget::try_filled(s, 0xFFu8, || format!("intermediate slot {k} of the interpreter")))
+        .collect::<Result<_, _>>()?;
     let mut of = vec![0usize; p.buffers.len()];
     for (i, b) in p.buffers.iter().enumerate() {
-        let bytes = b.numel * b.dtype.size_bytes();
         of[i] = match (&b.kind, p.memory.slot_of.get(i).copied().flatten()) {
             (BufferKind::Intermediate, Some(s)) => s,
             (kind, _) => {
                 storage.push(match kind {
                     BufferKind::Input(k) => inputs[*k].to_le_bytes(),
                     BufferKind::Constant(t) => t.to_le_bytes(),
-                    _ => vec![0xFF; bytes],
+                    _ => {
+                        let bytes = (b.numel as u64).saturating_mul(b.dtype.size_bytes() as u64);
+                        let node = b.node.map_or(String::new(), |n| format!(" of node %{n}"));
+                        let what = || format!("buffer {}{node} ({} x {}) in the interpreter", b.id.0, b.numel, b.dtype);
+                        crate::budget::check(bytes, what)?;
+                        crate::budget::try_filled(bytes as usize, 0xFFu8, what)?
+                    }
                 });
                 storage.len() - 1
             }

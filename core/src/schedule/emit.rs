@@ -199,7 +199,8 @@ impl Sched<'_> {
     }
 
     /// An index from a loaded integer value: negative values count from the end (once), and the
-    /// result is clamped into `0..n` so the read stays in range even for bad indices.
+    /// result is clamped into `0..n` so the read stays in range even for bad indices: the rule
+    /// the CPU reference follows too (`cpu::movement::norm_index`).
     fn gather_index(&self, kb: &mut KernelBuilder, iv: ExprId, dt: DType, n: usize) -> R<Index> {
         if n == 0 {
             return Err(Refusal::Internal("gather from an axis of extent 0".into()));
@@ -211,6 +212,13 @@ impl Sched<'_> {
             let ext = kb.konst(n as f64, DType::I64);
             let up = kb.push(Expr::Binary(BinaryOp::Add, v, ext), DType::I64);
             kb.push(Expr::Where(neg, up, v), DType::I64)
+        } else if dt == DType::U64 {
+            // A u64 above i64::MAX reads as negative here; it is huge, so it clamps to the end
+            // (as on the CPU reference).
+            let zero = kb.konst(0.0, DType::I64);
+            let neg = kb.push(Expr::Binary(BinaryOp::Lt, v, zero), DType::Bool);
+            let last = kb.konst(n as f64 - 1.0, DType::I64);
+            kb.push(Expr::Where(neg, last, v), DType::I64)
         } else {
             v
         };

@@ -36,6 +36,7 @@ pub(crate) fn cases() -> Vec<Case> {
         case("gather_embedding", gather_embedding),
         case("gather_axis1", gather_axis1),
         case("gather_elements", gather_elements),
+        case("gather_out_of_range", gather_out_of_range),
     ];
     for (name, op) in [
         ("sum", ReduceOp::Sum),
@@ -199,6 +200,26 @@ fn gather_elements() -> Result<Vec<Instance>, String> {
         let a = x.gather_elements(1, &i1);
         let d = x.gather_elements(0, &i0);
         b.finish(format!("{r}x{c}"), Tol::EXACT, &[&a, &d])
+    })
+}
+
+/// Out-of-range gather indices (far below `-n` and far above `n`; i64 ones within the i32 range
+/// WGSL's emulation takes, i32 and u8): every backend clamps them into `0..n` after one negative
+/// wrap, as the CPU reference does.
+fn gather_out_of_range() -> Result<Vec<Instance>, String> {
+    each(&[(1usize, 1usize, 7usize), (5, 7, 9), (3, 1023, 17)], |(r, c, k)| {
+        let mut b = Builder::new();
+        let x = b.input(F, &[r, c], Dist::Uniform(-2.0, 2.0));
+        let span = 4.0 * c as f64 + 8.0;
+        let i64s = b.input(DType::I64, &[k], Dist::Specials(-span, span, vec![-2e9, 2e9, -(c as f64) - 1.0]));
+        let i32s = b.input(DType::I32, &[r, k], Dist::Uniform(-span, span));
+        let u8s = b.input(DType::U8, &[k], Dist::Uniform(0.0, 256.0));
+        let a = x.gather(1, &i64s);
+        let d = x.gather(0, &i32s);
+        let e = x.gather(1, &u8s);
+        let ie = b.input(DType::I64, &[r, c], Dist::Uniform(-span, span));
+        let f = x.gather_elements(1, &ie);
+        b.finish(format!("{r}x{c} take {k}"), Tol::EXACT, &[&a, &d, &e, &f])
     })
 }
 

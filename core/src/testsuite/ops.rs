@@ -40,6 +40,8 @@ pub(crate) fn cases() -> Vec<Case> {
     v.extend(DType::ALL.into_iter().map(|from| case(format!("cast_from_{}", from.name()), move || casts(from))));
     v.push(case("compare_where", compare_where));
     v.push(case("where_broadcast", where_broadcast));
+    v.push(case("div_by_constant_zero", div_by_constant_zero));
+    v.push(case("int_div_by_zero", int_div_by_zero));
     v
 }
 
@@ -160,4 +162,58 @@ fn where_broadcast() -> Result<Vec<super::Instance>, String> {
         let z = cond.where_(&k, &i);
         b.finish(format!("{r}x{c}"), Tol::EXACT, &[&y, &z])
     })
+}
+
+/// Division by a constant ±0 (a literal in the kernel, so the renderer or the shader compiler may
+/// fold it): IEEE results (±inf, NaN for 0/0 and NaN/0), also through a QuantizeLinear-style
+/// round/clamp/cast with scale 0; `mod` and `fmod` by ±0 are NaN.
+fn div_by_constant_zero() -> Result<Vec<super::Instance>, String> {
+    each(&SIZES, |n| {
+        let mut b = Builder::new();
+        let specials = vec![0.0, -0.0, NAN, INF, -INF, 1.0, -1.0, 1e-30];
+        let x = b.input(DType::F32, &[n], Dist::Specials(-4.0, 4.0, specials));
+        let zero = b.graph().scalar(DType::F32, 0.0);
+        let neg_zero = b.graph().scalar(DType::F32, -0.0);
+        let p = &x / &zero;
+        let q = &x / &neg_zero;
+        let quant = (&x / &zero).unary(UnaryOp::Round).clamp(0.0, 255.0).cast(DType::U8);
+        let m = x.binary(BinaryOp::Mod, &zero);
+        let f = x.binary(BinaryOp::FMod, &neg_zero);
+        let z = &x * &zero;
+        b.finish(format!("n={n}"), Tol::EXACT, &[&p, &q, &quant, &m, &f, &z])
+    })
+}
+
+/// Integer `div`, `mod`, `fmod` by run-time zeros and -1 (`MIN / -1` wraps), and `pow` with
+/// negative exponents, in i32, u8 and i64 (within i32): `core::scalar`'s values (0 by zero, 0 for
+/// a negative exponent), which kernels must compute since they cannot report errors.
+fn int_div_by_zero() -> Result<Vec<super::Instance>, String> {
+    let mut out = Vec::new();
+    for d in [DType::I32, DType::U8, DType::I64] {
+        let signed = d != DType::U8;
+        // i64: MIN_i32 / -1 = 2^31 would leave WGSL's 32-bit emulation of i64 (a separate limit).
+        let min = if d == DType::I64 { i32::MIN as f64 + 1.0 } else { i32::MIN as f64 };
+        let (a, b, lo) = if signed {
+            (
+                vec![min, min, 7.0, -7.0, 5.0, 0.0, -3.0, 1.0, -1.0, -1.0],
+                vec![0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 2.0, -3.0, -3.0, -2.0],
+                -9.0,
+            )
+        } else {
+            (vec![7.0, 255.0, 0.0, 3.0], vec![0.0, 0.0, 0.0, 1.0], 0.0)
+        };
+        for n in [SIZES[2], SIZES[3]] {
+            let mut bld = Builder::new();
+            let x = bld.input(d, &[n], Dist::Specials(lo, 9.0, a.clone()));
+            let y = bld.input(d, &[n], Dist::Specials(lo, 3.0, b.clone()));
+            let outs: Vec<_> = [BinaryOp::Div, BinaryOp::Mod, BinaryOp::FMod, BinaryOp::Pow]
+                .into_iter()
+                .filter(|&op| op != BinaryOp::Pow || d == DType::I32)
+                .map(|op| x.binary(op, &y))
+                .collect();
+            let refs: Vec<&_> = outs.iter().collect();
+            out.push(bld.finish(format!("{d} n={n}"), Tol::EXACT, &refs)?);
+        }
+    }
+    Ok(out)
 }

@@ -14,6 +14,7 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
             cx.arity(2, 2)?;
             let (x, i) = (cx.inp(0)?, cx.inp(1)?);
             let axis = cx.axis(cx.ai("axis", 0), cx.rank(x))?;
+            check_known(cx, i, &[cx.shape(x)?[axis]], "gather")?;
             cx.add(Op::Gather { axis }, vec![x, i])
         }),
         "GatherElements" => one(cx, |cx| {
@@ -21,6 +22,7 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
             let (x, i) = (cx.inp(0)?, cx.inp(1)?);
             let axis = cx.axis(cx.ai("axis", 0), cx.rank(x))?;
             let n = cx.shape(x)?[axis];
+            check_known(cx, i, &[n], "gather")?;
             let i = wrap_negative(cx, i, n)?;
             cx.add(Op::GatherElements { axis }, vec![x, i])
         }),
@@ -36,16 +38,53 @@ fn one(cx: &mut Cx, f: impl FnOnce(&mut Cx) -> R<NodeId>) -> Out {
     f(cx).map(|x| vec![Some(x)])
 }
 
-/// Indices as i64 with negative values wrapped by `n`.
+/// Indices as i64 with negative values wrapped by `n` (once) and the result clamped into `0..n`:
+/// the out-of-range rule of every backend's gathers (`Op::Gather`, `Op::GatherElements`), so the
+/// scatters and GatherND built from one-hot masks and linear indices follow it too. Indices
+/// known at import time are checked first ([`check_known`]): out of range there is an error.
 pub(super) fn wrap_negative(cx: &mut Cx, i: NodeId, n: usize) -> R<NodeId> {
     if !cx.dt(i).is_int() {
         return Err(cx.err(format!("indices must be integers, got {}", cx.dt(i))));
     }
+    let unsigned64 = cx.dt(i) == DType::U64;
     let i = cx.cast(i, DType::I64)?;
     let z = cx.scalar(DType::I64, 0.0);
     let neg = cx.bin(B::Lt, i, z)?;
-    let w = cx.bin_s(B::Add, i, n as f64)?;
-    cx.select(neg, w, i)
+    let last = n.max(1) as f64 - 1.0;
+    let w = if unsigned64 {
+        // A u64 above i64::MAX reads as negative after the cast: it is huge, so it clamps high.
+        let hi = cx.scalar(DType::I64, last);
+        cx.select(neg, hi, i)?
+    } else {
+        let w = cx.bin_s(B::Add, i, n as f64)?;
+        cx.select(neg, w, i)?
+    };
+    let w = cx.bin_s(B::Max, w, 0.0)?;
+    cx.bin_s(B::Min, w, last)
+}
+
+/// Errs when the indices `i` are known at import time and some index, after one negative wrap,
+/// falls outside `0..extents[k]` (`extents` has one entry, or one per component of the last axis
+/// for GatherND/ScatterND). A graph with such constant indices is invalid; run-time indices clamp.
+fn check_known(cx: &Cx, i: NodeId, extents: &[usize], what: &str) -> R<()> {
+    let Some(v) = cx.known(i) else { return Ok(()) };
+    if !v.dtype().is_int() {
+        return Ok(());
+    }
+    let unsigned64 = v.dtype() == DType::U64;
+    for (pos, &x) in v.to_i64_vec().iter().enumerate() {
+        let n = extents[pos % extents.len()];
+        let j = if x < 0 && !unsigned64 { x + n as i64 } else { x };
+        if (unsigned64 && x < 0) || j < 0 || j >= n as i64 {
+            let shown = if unsigned64 { (x as u64).to_string() } else { x.to_string() };
+            return Err(cx.err(format!(
+                "{what} index {shown} (element {pos}) is out of range for an extent of {n} (valid: {} to {})",
+                -(n as i64),
+                n as i64 - 1
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Row-major linear index over `dims` from the last axis of `idx` (`[..., k]`, k = dims.len()).
@@ -85,6 +124,9 @@ fn gather_nd(cx: &mut Cx) -> R<NodeId> {
     let k = *is.last().expect("rank >= 1");
     if b + k > xs.len() || b >= is.len() || xs[..b] != is[..b] {
         return Err(cx.err(format!("indices {is:?} do not fit data {xs:?} with batch_dims {b}")));
+    }
+    if k > 0 {
+        check_known(cx, idx, &xs[b..b + k], "gather")?;
     }
     let lin = linear_index(cx, idx, &xs[b..b + k])?; // shape is[..-1]
     let inner: usize = xs[b..b + k].iter().product();
@@ -165,6 +207,27 @@ fn scatter_elements(cx: &mut Cx) -> R<NodeId> {
     }
     let red = cx.as_str("reduction", "none");
     let n = xs[a];
+    check_known(cx, idx, &[n], "scatter")?;
+    if let Some(v) = constant_indices(cx, idx) {
+        // Flat target of every update: its own coordinates with axis `a` replaced by the index.
+        let dst = sinter_core::shape::contiguous_strides(&xs);
+        let src = sinter_core::shape::contiguous_strides(&is);
+        let targets: Vec<usize> = v
+            .iter()
+            .enumerate()
+            .map(|(e, &iv)| {
+                let j = if iv < 0 { iv + n as i64 } else { iv } as usize;
+                (0..r).map(|d| if d == a { j } else { (e / src[d]) % is[d] } * dst[d]).sum()
+            })
+            .collect();
+        let total: usize = xs.iter().product();
+        let u: usize = is.iter().product();
+        let xf = cx.reshape(x, &[total, 1])?;
+        let uf = cx.reshape(upd, &[u, 1])?;
+        if let Some(y) = scatter_rows(cx, &red, xf, uf, &targets, total)? {
+            return cx.reshape(y, &xs);
+        }
+    }
     let i = wrap_negative(cx, idx, n)?;
     let mut es = is.clone();
     es.push(1);
@@ -216,6 +279,27 @@ fn scatter_nd(cx: &mut Cx) -> R<NodeId> {
     if cx.shape(upd)? != us {
         return Err(cx.err(format!("updates must have shape {us:?}")));
     }
+    if k > 0 {
+        check_known(cx, idx, &xs[..k], "scatter")?;
+    }
+    if let Some(v) = constant_indices(cx, idx) {
+        let targets: Vec<usize> = if k == 0 {
+            vec![0; u]
+        } else {
+            v.chunks(k)
+                .map(|c| {
+                    c.iter()
+                        .zip(&xs[..k])
+                        .fold(0usize, |acc, (&iv, &d)| acc * d + if iv < 0 { iv + d as i64 } else { iv } as usize)
+                })
+                .collect()
+        };
+        let xf = cx.reshape(x, &[m, rest])?;
+        let uf = cx.reshape(upd, &[u, rest])?;
+        if let Some(y) = scatter_rows(cx, &red, xf, uf, &targets, m)? {
+            return cx.reshape(y, &xs);
+        }
+    }
     let lin = linear_index(cx, idx, &xs[..k])?;
     let lin = cx.reshape(lin, &[1, u, 1])?;
     let pos = cx.iota(m, DType::I64)?;
@@ -229,6 +313,56 @@ fn scatter_nd(cx: &mut Cx) -> R<NodeId> {
     let xf = cx.reshape(x, &[m, rest])?;
     let y = apply_reduction(cx, &red, xf, comb, hit)?;
     cx.reshape(y, &xs)
+}
+
+/// The value of indices that are constants of the model (not values assumed from run-time
+/// inputs), already checked in range by [`check_known`].
+fn constant_indices(cx: &Cx, idx: NodeId) -> Option<Vec<i64>> {
+    if cx.imp.assumed.contains(&idx) || !cx.dt(idx).is_int() {
+        return None;
+    }
+    cx.known(idx).map(|v| v.to_i64_vec())
+}
+
+/// The most updates one position may receive for [`scatter_rows`] (one gather per round).
+const MAX_SCATTER_ROUNDS: usize = 8;
+
+/// A scatter whose targets are known at import: row `e` of `upd` (`[u, rest]`) goes to row
+/// `targets[e]` of `x` (`[m, rest]`). Built from gathers of `upd` by constant inverse maps, one
+/// round per update a position receives, so it costs `O((m + u) * rest)` per round instead of the
+/// one-hot masks' `O(m * u * rest)` (100k updates into 100k elements: 10^5, not 10^10). Duplicate
+/// targets combine in update order (`none`: the last update wins, as in the ONNX reference).
+/// `None` when some position receives more than [`MAX_SCATTER_ROUNDS`] updates under a
+/// reduction (the one-hot lowering handles that).
+fn scatter_rows(cx: &mut Cx, red: &str, x: NodeId, upd: NodeId, targets: &[usize], m: usize) -> R<Option<NodeId>> {
+    cx.guard(m)?;
+    let mut by_target: Vec<Vec<usize>> = vec![Vec::new(); m];
+    for (e, &t) in targets.iter().enumerate() {
+        by_target[t].push(e);
+    }
+    if red == "none" {
+        for list in by_target.iter_mut() {
+            if list.len() > 1 {
+                *list = vec![*list.last().expect("non-empty")];
+            }
+        }
+    }
+    let rounds = by_target.iter().map(Vec::len).max().unwrap_or(0);
+    if rounds > MAX_SCATTER_ROUNDS {
+        return Ok(None);
+    }
+    let rest = cx.shape(x)?[1];
+    let mut acc = x;
+    for r in 0..rounds {
+        let inv: Vec<i64> = by_target.iter().map(|l| l.get(r).map_or(0, |&e| e as i64)).collect();
+        let hit: Vec<i64> = by_target.iter().map(|l| (l.len() > r) as i64).collect();
+        let inv = cx.konst(HostTensor::from_i64(DType::I64, vec![m], &inv));
+        let hit = cx.konst(HostTensor::from_i64(DType::Bool, vec![m, 1], &hit));
+        let picked = cx.add(Op::Gather { axis: 0 }, vec![upd, inv])?; // [m, rest]
+        let hit = cx.expand(hit, &[m, rest])?;
+        acc = apply_reduction(cx, red, acc, picked, hit)?;
+    }
+    Ok(Some(acc))
 }
 
 /// `ai.onnx.ml.ArrayFeatureExtractor`: selects entries of the last axis.

@@ -1130,6 +1130,15 @@ fn einsum(cx: &mut Cx) -> R<NodeId> {
             s
         }
     };
+    // The output may only keep (and permute) letters of the inputs, each once.
+    for (k, c) in out.chars().enumerate() {
+        if !terms.iter().any(|t| t.contains(c)) {
+            return Err(cx.err(format!("equation {eq:?}: output letter {c:?} appears in no input term")));
+        }
+        if out.chars().skip(k + 1).any(|d| d == c) {
+            return Err(cx.err(format!("equation {eq:?}: output letter {c:?} appears twice")));
+        }
+    }
     // All letters in a canonical order: output letters first, then summed ones.
     let mut letters: Vec<char> = out.chars().collect();
     for t in &terms {

@@ -74,8 +74,8 @@ fn activate(cx: &mut Cx, a: &Act, x: NodeId) -> R<NodeId> {
 
 /// Reads the activations attribute, filling defaults and alphas/betas.
 fn activations(cx: &Cx, defaults: &[&str], dirs: usize) -> R<Vec<Act>> {
-    let names: Vec<String> = match cx.attr("activations") {
-        Some(a) if !a.strings.is_empty() => a.strings.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect(),
+    let names: Vec<String> = match cx.astrings("activations") {
+        Some(a) if !a.is_empty() => a,
         _ => (0..dirs).flat_map(|_| defaults.iter().map(|s| s.to_string())).collect(),
     };
     if names.len() != defaults.len() * dirs {
@@ -383,7 +383,7 @@ pub(super) fn scan(cx: &mut Cx) -> Out {
     if cx.opset < 9 {
         return scan8(cx);
     }
-    let body = cx.attr("body").and_then(|a| a.g.clone()).ok_or_else(|| cx.err("body is required"))?;
+    let body = cx.agraph("body").ok_or_else(|| cx.err("body is required"))?;
     let m = cx.ai("num_scan_inputs", 0);
     let total = cx.ins.len();
     if m <= 0 || m as usize > total {
@@ -465,13 +465,13 @@ pub(super) fn if_op(cx: &mut Cx) -> Out {
     }
     let take = v.to_f64_vec()[0] != 0.0;
     let name = if take { "then_branch" } else { "else_branch" };
-    let g = cx.attr(name).and_then(|a| a.g.clone()).ok_or_else(|| cx.err(format!("{name} is required")))?;
+    let g = cx.agraph(name).ok_or_else(|| cx.err(format!("{name} is required")))?;
     let outs = cx.inline_graph(&g, &[])?;
     Ok(outs.into_iter().map(Some).collect())
 }
 
 pub(super) fn loop_op(cx: &mut Cx) -> Out {
-    let body = cx.attr("body").and_then(|a| a.g.clone()).ok_or_else(|| cx.err("body is required"))?;
+    let body = cx.agraph("body").ok_or_else(|| cx.err("body is required"))?;
     let trip = match cx.opt(0) {
         Some(m) => Some(cx.ints(m)?.first().copied().unwrap_or(0)),
         None => None,
@@ -494,6 +494,16 @@ pub(super) fn loop_op(cx: &mut Cx) -> Out {
         Some(t) => t as usize,
         None => MAX_UNROLL,
     };
+    // Refuse up front what unrolling could not finish: at least one IR node per body node per
+    // iteration (nested loops are caught by the graph-size cap as they unroll).
+    let room = crate::import::MAX_GRAPH_NODES.saturating_sub(cx.imp.g.nodes.len());
+    if trip.is_some() && limit.saturating_mul(body.node.len()) > room {
+        return Err(cx.unsup(format!(
+            "unrolling {limit} iterations of a {}-node body would exceed the graph-size cap of {} IR nodes",
+            body.node.len(),
+            crate::import::MAX_GRAPH_NODES
+        )));
+    }
     let mut scans: Vec<Vec<NodeId>> = vec![Vec::new(); k];
     let mut i = 0usize;
     while cond && i < limit {
@@ -532,7 +542,7 @@ pub(super) fn loop_op(cx: &mut Cx) -> Out {
 /// Scan-8: a batch axis in front of every state and scan input (scan axis 1), and an optional
 /// `sequence_lens` first input (only full lengths are supported). Unrolled per batch entry.
 fn scan8(cx: &mut Cx) -> Out {
-    let body = cx.attr("body").and_then(|a| a.g.clone()).ok_or_else(|| cx.err("body is required"))?;
+    let body = cx.agraph("body").ok_or_else(|| cx.err("body is required"))?;
     let m = cx.ai("num_scan_inputs", 0);
     let total = cx.ins.len().saturating_sub(1);
     if m <= 0 || m as usize > total {

@@ -631,12 +631,12 @@ pub(super) fn flex_attention(cx: &mut Cx) -> Out {
         None => DType::F32,
     };
     let mut scores = cx.cast(scores, compute)?;
-    if let Some(g) = cx.attr("score_mod").and_then(|a| a.g.clone()) {
+    if let Some(g) = cx.agraph("score_mod") {
         let o = cx.inline_graph(&g, &[scores])?;
         scores = cx.cast(*o.first().ok_or_else(|| cx.err("score_mod has no output"))?, compute)?;
     }
     let mut probs = cx.add(Op::Softmax { axis: 3 }, vec![scores])?;
-    if let Some(g) = cx.attr("prob_mod").and_then(|a| a.g.clone()) {
+    if let Some(g) = cx.agraph("prob_mod") {
         let o = cx.inline_graph(&g, &[probs])?;
         probs = cx.cast(*o.first().ok_or_else(|| cx.err("prob_mod has no output"))?, compute)?;
     }
