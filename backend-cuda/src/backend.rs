@@ -235,8 +235,8 @@ impl CudaBackend {
         cubins: &CubinCache,
         stream: &Arc<Stream>,
     ) -> Result<LoadedKernel, BackendError> {
-        if let Some(algo) = t.library {
-            return library::build(k, algo, args, stream, t);
+        if t.library.is_some() {
+            return library::build(self, k, t, args, cubins, stream);
         }
         let r: Rendered = render::render(k, &self.cuda_caps, t)?;
         if args.len() != k.args.len() {

@@ -1,12 +1,15 @@
-//! Library products in an executable: a matmul kernel that [`library_gemm`] recognizes can run as
-//! a cuBLASLt call ([`GemmPlan`]) instead of a rendered kernel. A [`Step`] is either; the
-//! executable launches, patches and times both alike.
+//! Library products in an executable: a matmul kernel can run as a cuBLASLt call ([`GemmPlan`])
+//! instead of a rendered kernel: directly when [`library_gemm`] recognizes its epilogue (the
+//! library computes it), else split ([`split_epilogue`]): the product into a scratch buffer of the
+//! operands' dtype, then the epilogue as a rendered pointwise kernel. A [`Step`] is either a
+//! kernel or a library call; the executable launches, patches and times both alike.
 //!
 //! # When the library runs
 //!
-//! * `default`: for products of at least [`LIBRARY_MIN_FLOPS`] whose epilogue the library computes
-//!   exactly (`acc`, `+ bias`, `relu`), with the heuristic's first algorithm; sinter's own
-//!   templates otherwise. The own tensor-core template (`mma.sync`) reaches about half of
+//! * `default`: for products of at least [`LIBRARY_MIN_FLOPS`], with the heuristic's first
+//!   algorithm: directly where the library computes the epilogue (`acc`, `+ bias`, `relu`), split
+//!   otherwise (measured on an H100: bias + GELU split 1.6 ms + 0.3 ms against 3.2 ms fused on the
+//!   template); sinter's own templates for smaller products. The own tensor-core template (`mma.sync`) reaches about half of
 //!   cuBLASLt's `wgmma` kernels on an H100 (BENCHMARKS.md), so large products go to the library
 //!   until a `wgmma` template exists.
 //! * `max-autotune`: the heuristic's first algorithms join the template candidates and the
@@ -20,11 +23,12 @@
 
 use super::exec::LoadedKernel;
 use crate::device::blas::{BlasOperand, BlasType, GemmDesc, GemmPlan};
-use crate::device::{Launch, Stream};
+use crate::device::{CudaBuffer, Launch, Stream};
+use crate::nvrtc::CubinCache;
 use crate::render::{Rendered, Tuning, entry_name};
 use sinter_core::DType;
 use sinter_core::backend::{BackendError, KernelResources, Mode};
-use sinter_core::kernel::library::{LibraryGemm, library_gemm};
+use sinter_core::kernel::library::{LibraryGemm, SplitGemm, library_gemm, split_epilogue};
 use sinter_core::kernel::{Kernel, MatOperand};
 use std::sync::Arc;
 
@@ -52,6 +56,9 @@ pub(crate) struct GemmStep {
     /// One device pointer per kernel argument (patched like a launch's).
     args: Vec<u64>,
     gemm: LibraryGemm,
+    /// Split form: the epilogue kernel (the kernel's arguments, then the scratch) and the scratch
+    /// the product goes to.
+    epilogue: Option<(Launch, CudaBuffer)>,
 }
 
 impl Step {
@@ -69,7 +76,15 @@ impl Step {
             Step::Kernel(l) => l.launch(stream),
             Step::Gemm(g) => {
                 let bias = g.gemm.bias.map_or(0, |i| g.args[i]);
-                g.plan.launch(stream, g.algo, g.args[g.gemm.a.arg], g.args[g.gemm.b.arg], bias, g.args[g.gemm.out])
+                let d = match &g.epilogue {
+                    Some((_, scratch)) => scratch.ptr(),
+                    None => g.args[g.gemm.out],
+                };
+                g.plan.launch(stream, g.algo, g.args[g.gemm.a.arg], g.args[g.gemm.b.arg], bias, d)?;
+                match &g.epilogue {
+                    Some((l, _)) if !l.is_empty() => l.launch(stream),
+                    _ => Ok(()),
+                }
             }
         }
     }
@@ -78,7 +93,12 @@ impl Step {
     pub(crate) fn set_arg(&mut self, i: usize, value: u64) {
         match self {
             Step::Kernel(l) => l.set_arg(i, value),
-            Step::Gemm(g) => g.args[i] = value,
+            Step::Gemm(g) => {
+                g.args[i] = value;
+                if let Some((l, _)) = &mut g.epilogue {
+                    l.set_arg(i, value);
+                }
+            }
         }
     }
 
@@ -95,9 +115,30 @@ fn blas_op(o: &MatOperand) -> BlasOperand {
     BlasOperand { offset: o.offset as u64, s_batch: o.s_batch as u64, s_row: o.s_row as u64, s_col: o.s_col as u64 }
 }
 
-/// The cuBLASLt description of `k`, or why the library cannot run it.
-pub(crate) fn gemm_desc(k: &Kernel) -> Result<(LibraryGemm, GemmDesc), String> {
-    let g = library_gemm(k)?;
+/// How the library runs a kernel.
+pub(crate) enum Form {
+    /// The library computes the whole kernel.
+    Direct(LibraryGemm),
+    /// The library computes the product; a rendered kernel the epilogue.
+    Split(Box<SplitGemm>),
+}
+
+impl Form {
+    fn gemm(&self) -> &LibraryGemm {
+        match self {
+            Form::Direct(g) => g,
+            Form::Split(s) => &s.gemm,
+        }
+    }
+}
+
+/// The library form of `k` with its cuBLASLt description, or why the library cannot run it.
+pub(crate) fn gemm_desc(k: &Kernel) -> Result<(Form, GemmDesc), String> {
+    let form = match library_gemm(k) {
+        Ok(g) => Form::Direct(g),
+        Err(direct) => Form::Split(Box::new(split_epilogue(k).map_err(|split| format!("{direct}; split: {split}"))?)),
+    };
+    let g = form.gemm();
     let dtype = match g.dtype {
         DType::F32 => BlasType::F32,
         DType::F16 => BlasType::F16,
@@ -116,7 +157,7 @@ pub(crate) fn gemm_desc(k: &Kernel) -> Result<(LibraryGemm, GemmDesc), String> {
         relu: g.relu,
     };
     crate::device::blas::supported(&desc)?;
-    Ok((g, desc))
+    Ok((form, desc))
 }
 
 /// Why the library does not take `k` in `mode` (`Ok` when it may: the product is large enough
@@ -126,7 +167,8 @@ pub(crate) fn library_allowed(k: &Kernel, mode: Mode) -> Result<(), String> {
         return Err("reduce-overhead keeps every step in the patched CUDA graph".into());
     }
     crate::probe::cublaslt()?;
-    let (g, _) = gemm_desc(k)?;
+    let (form, _) = gemm_desc(k)?;
+    let g = form.gemm();
     let min = if mode == Mode::Default { LIBRARY_MIN_FLOPS } else { LIBRARY_MIN_TUNE_FLOPS };
     let forced = std::env::var("SINTER_CUDA_LIBRARY").is_ok_and(|v| v == "force");
     if g.flops() < min && !forced {
@@ -135,33 +177,36 @@ pub(crate) fn library_allowed(k: &Kernel, mode: Mode) -> Result<(), String> {
     Ok(())
 }
 
-/// Builds the library step of `k` with heuristic algorithm `algo`, bound to `args`.
+/// Builds the library step of `k` with heuristic algorithm `algo`, bound to `args` (split form:
+/// its epilogue kernel compiled through `backend`).
 pub(crate) fn build(
+    backend: &super::CudaBackend,
     k: &Kernel,
-    algo: u32,
-    args: &[u64],
-    stream: &Arc<Stream>,
     tuning: &Tuning,
+    args: &[u64],
+    cubins: &CubinCache,
+    stream: &Arc<Stream>,
 ) -> Result<LoadedKernel, BackendError> {
     let unsupported =
         |what: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("kernel {}: {what}", k.name) };
-    let (gemm, desc) = gemm_desc(k).map_err(unsupported)?;
+    let algo = tuning.library.unwrap_or(0) as usize;
+    let (form, desc) = gemm_desc(k).map_err(unsupported)?;
     let plan = GemmPlan::new(stream, &desc)?;
-    let algo = algo as usize;
     if algo >= plan.algos() {
         return Err(BackendError::Render {
             kernel: k.name.clone(),
             msg: format!("cuBLASLt offers {} algorithms, not {}", plan.algos(), algo + 1),
         });
     }
-    let epi = match (gemm.bias.is_some(), gemm.relu) {
-        (false, false) => "none",
-        (true, false) => "bias",
-        (false, true) => "relu",
-        (true, true) => "relu(bias)",
+    let gemm = form.gemm().clone();
+    let epi = match (&form, gemm.bias.is_some(), gemm.relu) {
+        (Form::Split(_), ..) => "none; the epilogue is the kernel below, reading the product from a scratch buffer",
+        (_, false, false) => "none",
+        (_, true, false) => "bias",
+        (_, false, true) => "relu",
+        (_, true, true) => "relu(bias)",
     };
-    let strategy = format!("cublaslt algo {}/{}", algo + 1, plan.algos());
-    let source = format!(
+    let mut source = format!(
         "// sinter kernel {}: {}\n// cuBLASLt product (library call, no source): batch {} x m {} x n {} x k {}, {:?} operands, \
          f32 accumulation, epilogue {epi}, heuristic algorithm {} of {}\n",
         k.name,
@@ -174,6 +219,28 @@ pub(crate) fn build(
         algo + 1,
         plan.algos()
     );
+    let mut resources = KernelResources { registers: 0, spill_bytes: 0, shared_bytes: 0 };
+    let (epilogue, kind) = match form {
+        Form::Direct(_) => (None, "direct"),
+        Form::Split(split) => {
+            let bytes = (gemm.batch * gemm.m * gemm.n * gemm.dtype.size_bytes()) as u64;
+            let scratch = stream.alloc(bytes.max(4))?;
+            let mut eargs = args.to_vec();
+            eargs.push(scratch.ptr());
+            let loaded = backend.build_kernel(&split.epilogue, &Tuning::default(), &eargs, cubins, stream)?;
+            source.push('\n');
+            source.push_str(&loaded.rendered.source);
+            resources = loaded.resources;
+            let Step::Kernel(launch) = loaded.launch else {
+                return Err(BackendError::Render {
+                    kernel: k.name.clone(),
+                    msg: "the epilogue is not a kernel".into(),
+                });
+            };
+            (Some((launch, scratch)), "split")
+        }
+    };
+    let strategy = format!("cublaslt {kind} algo {}/{}", algo + 1, plan.algos());
     let rendered = Rendered {
         name: entry_name(&k.name),
         source,
@@ -182,14 +249,8 @@ pub(crate) fn build(
         dynamic_shared_bytes: 0,
         strategy,
     };
-    let step = Step::Gemm(Box::new(GemmStep { plan, algo, args: args.to_vec(), gemm }));
-    Ok(LoadedKernel {
-        name: k.name.clone(),
-        rendered,
-        tuning: tuning.clone(),
-        launch: step,
-        resources: KernelResources { registers: 0, spill_bytes: 0, shared_bytes: 0 },
-    })
+    let step = Step::Gemm(Box::new(GemmStep { plan, algo, args: args.to_vec(), gemm, epilogue }));
+    Ok(LoadedKernel { name: k.name.clone(), rendered, tuning: tuning.clone(), launch: step, resources })
 }
 
 /// The library candidates max-autotune times for `k` (none when the library cannot run it).

@@ -119,17 +119,35 @@ pub fn check_tile(t: &MatmulTile, caps: &CudaCaps, acc: DType) -> Result<(), Str
     Ok(())
 }
 
+/// Blocks of a grid of `bm x bn` output tiles over every batch.
+pub(super) fn tile_blocks(mm: &MatmulBody, bm: u32, bn: u32) -> u64 {
+    (mm.m as u64).div_ceil(u64::from(bm)) * (mm.n as u64).div_ceil(u64::from(bn)) * mm.batch as u64
+}
+
 /// The default tile: the largest whose grid still gives every SM a block, else the small one.
 pub(super) fn default_tile(mm: &MatmulBody, caps: &CudaCaps) -> MatmulTile {
-    let blocks = |t: &MatmulTile| {
-        (mm.m as u64).div_ceil(u64::from(t.bm)) * (mm.n as u64).div_ceil(u64::from(t.bn)) * mm.batch as u64
-    };
     for t in [MatmulTile::LARGE, MatmulTile::MEDIUM] {
-        if blocks(&t) >= u64::from(caps.sm_count.max(1)) && check_tile(&t, caps, mm.acc_dtype).is_ok() {
+        if tile_blocks(mm, t.bm, t.bn) >= u64::from(caps.sm_count.max(1)) && check_tile(&t, caps, mm.acc_dtype).is_ok()
+        {
             return t;
         }
     }
     MatmulTile::SMALL
+}
+
+/// Declares `a_base` and `b_base`: each operand's element offset for the block's batch.
+pub(super) fn emit_operand_bases(em: &mut Emitter<'_>, mm: &MatmulBody) {
+    for (name, op) in [("a", &mm.a), ("b", &mm.b)] {
+        let oty = op_ity(em, op);
+        let b = if oty == "unsigned" { "batch".to_string() } else { format!("({oty})batch") };
+        let base = match (op.offset, op.s_batch) {
+            (0, 0) => lit(oty, 0),
+            (o, 0) => lit(oty, o as u64),
+            (0, s) => format!("{b} * {}", lit(oty, s as u64)),
+            (o, s) => format!("{} + {b} * {}", lit(oty, o as u64), lit(oty, s as u64)),
+        };
+        em.line(format!("const {oty} {name}_base = {base}; // a{}", op.arg));
+    }
 }
 
 /// The index type of an operand's addresses (64-bit when it has 2^31 elements or more).
@@ -219,17 +237,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     em.line("const unsigned tid = threadIdx.x;");
     em.line(format!("const unsigned tx = tid % {txn}u; // column group"));
     em.line(format!("const unsigned ty = tid / {txn}u; // row group"));
-    for (name, op) in [("a", &mm.a), ("b", &mm.b)] {
-        let oty = op_ity(em, op);
-        let b = if oty == "unsigned" { "batch".to_string() } else { format!("({oty})batch") };
-        let base = match (op.offset, op.s_batch) {
-            (0, 0) => lit(oty, 0),
-            (o, 0) => lit(oty, o as u64),
-            (0, s) => format!("{b} * {}", lit(oty, s as u64)),
-            (o, s) => format!("{} + {b} * {}", lit(oty, o as u64), lit(oty, s as u64)),
-        };
-        em.line(format!("const {oty} {name}_base = {base}; // a{}", op.arg));
-    }
+    emit_operand_bases(em, mm);
     em.line(format!("__shared__ __align__(16) {tt} sa[{bk}][{}]; // A tile, k-major (rows padded by 4)", bm + 4));
     em.line(format!("__shared__ __align__(16) {tt} sb[{bk}][{}]; // B tile", bn + 4));
     em.line(format!("{tt} acc[{tm}][{tn}];"));

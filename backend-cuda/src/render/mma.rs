@@ -39,7 +39,7 @@ use sinter_core::kernel::{ExprId, MatOperand, MatmulBody, Var};
 
 use super::analysis::{acc_uses, depends_on, store_roots};
 use super::emit::{AccVal, Emitter};
-use super::matmul::{address, lit, op_ity};
+use super::matmul::{address, emit_operand_bases, lit, op_ity, tile_blocks};
 use super::prelude::H;
 use super::{Body, CudaCaps, RenderError, Tuning};
 
@@ -200,11 +200,8 @@ pub fn check_mma(t: &MmaTile, caps: &CudaCaps, mm: &MatmulBody) -> Result<(), St
 /// The default tile: the largest candidate whose grid still gives every SM a block, else
 /// [`MmaTile::SMALL`].
 pub(super) fn default_mma(mm: &MatmulBody, caps: &CudaCaps) -> MmaTile {
-    let blocks = |t: &MmaTile| {
-        (mm.m as u64).div_ceil(u64::from(t.bm)) * (mm.n as u64).div_ceil(u64::from(t.bn)) * mm.batch as u64
-    };
     for t in [MmaTile::LARGE, MmaTile::MEDIUM] {
-        if blocks(&t) >= u64::from(caps.sm_count.max(1)) && check_mma(&t, caps, mm).is_ok() {
+        if tile_blocks(mm, t.bm, t.bn) >= u64::from(caps.sm_count.max(1)) && check_mma(&t, caps, mm).is_ok() {
             return t;
         }
     }
@@ -278,17 +275,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     em.line("const unsigned warp = tid / 32u;");
     em.line(format!("const unsigned wm0 = warp % {warps_m}u * {wm}u; // the warp's rows in the tile"));
     em.line(format!("const unsigned wn0 = warp / {warps_m}u * {wn}u; // and columns"));
-    for (name, op) in [("a", &mm.a), ("b", &mm.b)] {
-        let oty = op_ity(em, op);
-        let bb = if oty == "unsigned" { "batch".to_string() } else { format!("({oty})batch") };
-        let base = match (op.offset, op.s_batch) {
-            (0, 0) => lit(oty, 0),
-            (o, 0) => lit(oty, o as u64),
-            (0, s) => format!("{bb} * {}", lit(oty, s as u64)),
-            (o, s) => format!("{} + {bb} * {}", lit(oty, o as u64), lit(oty, s as u64)),
-        };
-        em.line(format!("const {oty} {name}_base = {base}; // a{}", op.arg));
-    }
+    emit_operand_bases(em, mm);
     let a_stage = {
         let (r, c) = pa.dims(bm, bk);
         r * c * 2

@@ -12,10 +12,15 @@
 //!
 //! Casts to f32 or to the output dtype around these are allowed (they round nothing the store
 //! does not); a cast to a narrower type in between (which would round before the add) is not.
+//! Any other epilogue can still use the library through [`split_epilogue`]: the product alone,
+//! rounded to the operands' dtype into a scratch buffer (exactly what the unfused graph computes:
+//! the matmul node's value), then the epilogue as a pointwise kernel reading it. That costs one
+//! write and one read of the product and one rounding the fused kernel skips.
+//!
 //! Which of the library and sinter's own templates runs is a backend's decision; this module only
-//! decides what the library *can* compute with the same result.
+//! decides what the library *can* compute, and how.
 
-use super::{Expr, ExprId, Index, Kernel, KernelBody, MatOperand, Var};
+use super::{Access, BufferId, Expr, ExprId, Index, Kernel, KernelArg, KernelBody, MatOperand, Store, TypedExpr, Var};
 use crate::dtype::DType;
 use crate::ir::{BinaryOp, UnaryOp};
 
@@ -78,12 +83,19 @@ fn equals_affine(idx: &Index, f: &dyn Fn(i64, i64, i64) -> i64, extents: [usize;
     affine(idx) && std::iter::once((0, 0, 0)).chain(steps).all(|(b, i, j)| at(b, i, j) == f(b, i, j))
 }
 
-/// `k` as a library product, or why it is not one.
-pub fn library_gemm(k: &Kernel) -> Result<LibraryGemm, String> {
+/// The matmul body of `k` when its dtypes are a library's (f32, f16 or bf16 operands, f32
+/// accumulation).
+fn library_matmul(k: &Kernel) -> Result<&super::MatmulBody, String> {
     let KernelBody::Matmul(mm) = &k.body else { return Err("not a matmul".into()) };
     if !matches!(mm.in_dtype, DType::F32 | DType::F16 | DType::BF16) || mm.acc_dtype != DType::F32 {
         return Err(format!("operands {} accumulating in {}", mm.in_dtype, mm.acc_dtype));
     }
+    Ok(mm)
+}
+
+/// `k` as a library product, or why it is not one.
+pub fn library_gemm(k: &Kernel) -> Result<LibraryGemm, String> {
+    let mm = library_matmul(k)?;
     let [st] = mm.stores.as_slice() else {
         return Err(format!("{} stores (a library product writes one output)", mm.stores.len()));
     };
@@ -154,6 +166,89 @@ pub fn library_gemm(k: &Kernel) -> Result<LibraryGemm, String> {
     })
 }
 
+/// The buffer id of the scratch argument [`split_epilogue`] appends (not a buffer of the program:
+/// the backend binds it to memory of its own).
+pub const SCRATCH: BufferId = BufferId(u32::MAX);
+
+/// A matmul kernel as a library product into a scratch buffer plus a pointwise epilogue.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SplitGemm {
+    /// The product: `out` is the scratch argument (index `kernel.args.len()` of the original
+    /// kernel, the last argument of `epilogue`), dense `[batch, m, n]` of the operands' dtype.
+    pub gemm: LibraryGemm,
+    /// The epilogue: the original kernel's arguments plus the scratch (read), one lane per output
+    /// element, `Acc(0)` replaced by a load of the scratch.
+    pub epilogue: Kernel,
+}
+
+/// `k` as a library product of the plain accumulator into a scratch buffer followed by its
+/// epilogue as a pointwise kernel, or why not (see the module docs for the numerics).
+pub fn split_epilogue(k: &Kernel) -> Result<SplitGemm, String> {
+    let mm = library_matmul(k)?;
+    let numel = mm.batch * mm.m * mm.n;
+    let scratch = k.args.len();
+    let lane = Index::var(Var::Lane);
+    let (m, n) = (mm.m as i64, mm.n as i64);
+    let subst = |i: &Index| {
+        i.substitute(Var::Batch, &lane.clone().div(m * n))
+            .substitute(Var::M, &lane.clone().div(n).rem(m))
+            .substitute(Var::N, &lane.clone().rem(n))
+    };
+    let mut exprs = Vec::with_capacity(k.exprs.len());
+    for te in &k.exprs {
+        let expr = match &te.expr {
+            Expr::Acc(0) => Expr::Load { arg: scratch, index: lane.clone() },
+            Expr::Acc(s) => return Err(format!("accumulator slot {s} in a matmul")),
+            Expr::Load { arg, index } => Expr::Load { arg: *arg, index: subst(index) },
+            Expr::IndexValue(i) => Expr::IndexValue(subst(i)),
+            Expr::IndexCmp(c, a, b) => Expr::IndexCmp(*c, subst(a), subst(b)),
+            e => e.clone(),
+        };
+        // The scratch holds the product rounded to the operands' dtype: a load of that dtype.
+        let dtype = if matches!(te.expr, Expr::Acc(0)) { mm.in_dtype } else { te.dtype };
+        exprs.push(TypedExpr { expr, dtype });
+    }
+    let stores = mm.stores.iter().map(|s| Store { arg: s.arg, index: subst(&s.index), value: s.value }).collect();
+    let mut args = k.args.clone();
+    args.push(KernelArg { buffer: SCRATCH, dtype: mm.in_dtype, numel, access: Access::Read });
+    // Bytes: every argument the epilogue loads or stores, once (the operands are not read).
+    let mut used = vec![false; args.len()];
+    for te in &exprs {
+        if let Expr::Load { arg, .. } = te.expr {
+            used[arg] = true;
+        }
+    }
+    for s in &mm.stores {
+        used[s.arg] = true;
+    }
+    let bytes: f64 =
+        args.iter().zip(&used).filter(|(_, u)| **u).map(|(a, _)| (a.numel * a.dtype.size_bytes()) as f64).sum();
+    let epilogue = Kernel {
+        name: format!("{}_epilogue", k.name),
+        args,
+        exprs,
+        body: KernelBody::Pointwise { numel, stores },
+        origins: k.origins.clone(),
+        ops: k.ops.iter().filter(|o| o.as_str() != "matmul").cloned().collect(),
+        flops: (k.flops - 2.0 * numel as f64 * mm.k as f64).max(0.0),
+        bytes,
+    };
+    super::analysis::check_kernel(&epilogue).map_err(|e| format!("epilogue kernel: {e}"))?;
+    let gemm = LibraryGemm {
+        batch: mm.batch,
+        m: mm.m,
+        n: mm.n,
+        k: mm.k,
+        a: mm.a.clone(),
+        b: mm.b.clone(),
+        dtype: mm.in_dtype,
+        out: scratch,
+        bias: None,
+        relu: false,
+    };
+    Ok(SplitGemm { gemm, epilogue })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,6 +284,58 @@ mod tests {
             let l = library_gemm(&k).unwrap();
             assert!(l.bias.is_some() && l.relu, "{l:?}");
         }
+    }
+
+    /// The split program (library product rounded into a scratch, then the epilogue kernel) gives
+    /// what the unfused graph gives: run through the interpreter with the scratch filled by the
+    /// reference product.
+    #[test]
+    fn split_epilogue_computes_the_unfused_graph() {
+        use crate::kernel::interp;
+        use crate::tensor::HostTensor;
+        let d = DType::BF16;
+        let (m, kk, n) = (7, 33, 10);
+        let g = Graph::new();
+        let a = g.input("a", d, vec![2, m, kk]);
+        let w = g.input("w", d, vec![kk, n]);
+        let bias = g.input("b", d, vec![n]);
+        let prod = a.matmul(&w);
+        g.output(&(&prod + &bias).gelu());
+        g.output(&prod);
+        let ir = crate::passes::optimize(&g.build().unwrap()).unwrap();
+        let p = schedule(&ir, &Capabilities::host(), &ScheduleOptions::default()).unwrap();
+        let k = p.kernels.iter().find(|k| matches!(k.body, KernelBody::Matmul(_))).unwrap();
+        assert!(library_gemm(k).is_err(), "gelu and two stores are not a library epilogue");
+        let split = split_epilogue(k).unwrap();
+        assert_eq!(split.gemm.out, k.args.len());
+        assert!(matches!(split.epilogue.body, KernelBody::Pointwise { numel, .. } if numel == 2 * m * n));
+        let inputs = [
+            HostTensor::random(d, vec![2, m, kk], 1, -1.0, 1.0),
+            HostTensor::random(d, vec![kk, n], 2, -1.0, 1.0),
+            HostTensor::random(d, vec![n], 3, -1.0, 1.0),
+        ];
+        let want = crate::cpu::run(&g, &inputs).unwrap();
+        // The epilogue alone, over the original arguments plus the scratch holding the product.
+        let mut ep = split.epilogue.clone();
+        let mut prog = p.clone();
+        let sid = BufferId(prog.buffers.len() as u32);
+        prog.buffers.push(crate::kernel::BufferDecl {
+            id: sid,
+            dtype: d,
+            numel: 2 * m * n,
+            kind: crate::kernel::BufferKind::Constant(std::sync::Arc::new(want[1].clone())),
+            node: None,
+        });
+        prog.memory.slot_of.push(None);
+        ep.args.last_mut().unwrap().buffer = sid;
+        let ki = prog.kernels.iter().position(|x| x == k).unwrap();
+        prog.kernels[ki] = ep;
+        let got = interp::run_program(&prog, &inputs).unwrap();
+        // The fused add is not rounded to bf16 before the GELU (the kernel IR's numerics): within
+        // the bf16 tolerance of the unfused graph, and the product output exact.
+        let r = got[0].tolerance_ratio(&want[0], d.rel_tolerance(), 1e-2);
+        assert!(r <= 1.0, "epilogue over the rounded product: tolerance ratio {r}");
+        assert_eq!(got[1].to_f64_vec(), want[1].to_f64_vec());
     }
 
     #[test]
