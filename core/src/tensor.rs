@@ -286,21 +286,11 @@ impl HostTensor {
             return f64::INFINITY;
         }
         let (a, b) = (self.to_f64_vec(), reference.to_f64_vec());
-        let mut worst = 0.0f64;
-        for (&x, &y) in a.iter().zip(&b) {
-            let r = if x.is_nan() || y.is_nan() {
-                if x.is_nan() && y.is_nan() { 0.0 } else { f64::INFINITY }
-            } else if x == y {
-                0.0
-            } else {
-                (x - y).abs() / (atol + rtol * y.abs())
-            };
-            worst = worst.max(r);
-        }
-        worst
+        a.iter().zip(&b).map(|(&x, &y)| crate::compare::element_ratio(x, y, rtol, atol)).fold(0.0, f64::max)
     }
 
-    /// Largest absolute difference against `other` (NaN-aware as [`HostTensor::tolerance_ratio`]).
+    /// Largest absolute difference against `other` (NaN-aware as [`HostTensor::tolerance_ratio`]:
+    /// NaN against NaN and equal infinities are 0, any other NaN or infinity mismatch `+inf`).
     pub fn max_abs_diff(&self, other: &HostTensor) -> f64 {
         if self.shape != other.shape {
             return f64::INFINITY;
@@ -309,12 +299,12 @@ impl HostTensor {
         a.iter()
             .zip(&b)
             .map(|(&x, &y)| {
-                if x.is_nan() && y.is_nan() || x == y {
+                if crate::compare::element_ratio(x, y, 0.0, 0.0) == 0.0 {
                     0.0
-                } else if x.is_nan() || y.is_nan() {
-                    f64::INFINITY
-                } else {
+                } else if x.is_finite() && y.is_finite() {
                     (x - y).abs()
+                } else {
+                    f64::INFINITY
                 }
             })
             .fold(0.0, f64::max)

@@ -50,7 +50,7 @@ pub struct Model {
 /// Loads a model file. External data resolves against the file's folder.
 pub fn load(path: impl AsRef<Path>) -> Result<Model, OnnxError> {
     let path = path.as_ref();
-    let io = |e| OnnxError::Io { path: path.to_path_buf(), source: e };
+    let io = |e| OnnxError::Io { path: path.to_path_buf(), error: e };
     let meta = std::fs::metadata(path).map_err(io)?;
     if meta.len() > MAX_MODEL_BYTES {
         return Err(OnnxError::TooLarge {
@@ -61,7 +61,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<Model, OnnxError> {
     }
     let bytes = std::fs::read(path).map_err(io)?;
     let dir = path.parent().map(|p| if p.as_os_str().is_empty() { PathBuf::from(".") } else { p.to_path_buf() });
-    Model::from_bytes(&bytes, dir)
+    Model::from_bytes(&bytes, dir).map_err(|e| e.in_file(path))
 }
 
 /// Loads a model from bytes. A model with external data needs [`Model::from_bytes`] with a folder.
@@ -112,8 +112,13 @@ pub(crate) fn io_info(vi: &ValueInfoProto) -> IoInfo {
 impl Model {
     /// Decodes a model; `dir` is the folder external data resolves against (`None` refuses it).
     pub fn from_bytes(bytes: &[u8], dir: Option<PathBuf>) -> Result<Model, OnnxError> {
-        let proto = ModelProto::decode(bytes).map_err(|e| OnnxError::Decode { what: "model".into(), source: e })?;
-        let graph = proto.graph.as_ref().ok_or_else(|| OnnxError::malformed("model", "no graph"))?;
+        if bytes.is_empty() {
+            return Err(OnnxError::malformed("model", "the data is empty (0 bytes): not an ONNX model"));
+        }
+        let proto = ModelProto::decode(bytes).map_err(|e| OnnxError::Decode { what: "model".into(), error: e })?;
+        let graph = proto.graph.as_ref().ok_or_else(|| {
+            OnnxError::malformed("model", format!("no graph in {} bytes: not an ONNX model (ModelProto)", bytes.len()))
+        })?;
         let mut opsets = HashMap::new();
         for o in &proto.opset_import {
             let d = o.domain.clone().unwrap_or_default();

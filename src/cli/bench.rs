@@ -252,20 +252,38 @@ fn call_time_us(c: &CompiledGraph, inputs: &[HostTensor]) -> Result<(f64, f64)> 
     Ok((t.elapsed().as_secs_f64() * 1e6 / n as f64, host))
 }
 
+/// Largest tolerance ratio of `a` against `b` by the shared comparison
+/// ([`sinter::core::compare::compare_outputs`]: NaN only equals NaN, an infinity only the same
+/// infinity, integers exact; a count, shape or dtype mismatch, or no outputs, is `+inf`).
 fn worst_ratio(a: &[HostTensor], b: &[HostTensor], rtol: f64, atol: f64) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x.tolerance_ratio(y, rtol, atol)).fold(0.0, f64::max)
+    sinter::core::compare::compare_outputs(a, b, |_| (rtol, atol)).max_ratio
 }
 
-/// Largest `||a - b|| / ||b||` over the outputs (METHOD: f32 lands far under 1e-3, bf16 operands
-/// between 1e-3 and 1e-2; NaN never passes).
+/// Largest `||a - b|| / ||b||` over the finite elements of the outputs (METHOD: f32 lands far
+/// under 1e-3, bf16 operands between 1e-3 and 1e-2). Elements where both are the same NaN or
+/// infinity are equal; any other NaN or infinity mismatch, or a count or shape mismatch, is
+/// `+inf`: NaN never passes.
 fn worst_rel_l2(a: &[HostTensor], b: &[HostTensor]) -> f64 {
+    if a.len() != b.len() || b.is_empty() {
+        return f64::INFINITY;
+    }
     a.iter()
         .zip(b)
         .map(|(x, y)| {
+            if x.shape != y.shape || x.dtype() != y.dtype() {
+                return f64::INFINITY;
+            }
             let (x, y) = (x.to_f64_vec(), y.to_f64_vec());
-            let num: f64 = x.iter().zip(&y).map(|(p, q)| (p - q) * (p - q)).sum();
-            let den: f64 = y.iter().map(|q| q * q).sum();
-            if num.is_nan() { f64::INFINITY } else { (num / den.max(f64::MIN_POSITIVE)).sqrt() }
+            let (mut num, mut den) = (0.0f64, 0.0f64);
+            for (&p, &q) in x.iter().zip(&y) {
+                if p.is_finite() && q.is_finite() {
+                    num += (p - q) * (p - q);
+                    den += q * q;
+                } else if sinter::core::compare::element_ratio(p, q, 0.0, 0.0) != 0.0 {
+                    return f64::INFINITY;
+                }
+            }
+            if num.is_finite() { (num / den.max(f64::MIN_POSITIVE)).sqrt() } else { f64::INFINITY }
         })
         .fold(0.0, f64::max)
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Arguments of `sinter conformance`.
 #[derive(clap::Args, Debug)]
@@ -25,7 +25,8 @@ pub struct Args {
     /// Only cases whose name (or kind/name) contains this substring.
     #[arg(long)]
     pub filter: Option<String>,
-    /// Per-case time limit in seconds (a case over it is abandoned and counted as a timeout).
+    /// Per-case time limit in seconds, in (0, 86400] (a case over it is abandoned and counted as a
+    /// timeout).
     #[arg(long, default_value_t = 20.0)]
     pub timeout: f64,
     /// Cases run in parallel (default: the available cores).
@@ -78,6 +79,7 @@ fn compiled_run(
 
 /// Runs the suite.
 pub fn run(args: Args) -> Result<()> {
+    let timeout = super::seconds_arg("timeout", args.timeout)?;
     let be = backend(&args.backend)?;
     let cases = conformance::discover(&args.dir).with_context(|| format!("reading {}", args.dir.display()))?;
     let bar = ProgressBar::new(cases.len() as u64);
@@ -90,7 +92,7 @@ pub fn run(args: Args) -> Result<()> {
     let p2 = passed.clone();
     let mut opts = Options {
         filter: args.filter.clone(),
-        timeout: Duration::from_secs_f64(args.timeout.max(0.001)),
+        timeout,
         progress: Some(Arc::new(move |r, done, total| {
             if r.status == Status::Pass {
                 p2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

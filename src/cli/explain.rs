@@ -51,6 +51,9 @@ pub fn run(args: Args) -> Result<()> {
         prev = step;
     }
     if args.backend.is_some() || args.out.is_some() {
+        if let Some(dir) = &args.out {
+            super::out_dir("out", dir)?;
+        }
         let (backend, _) = super::bench::make_backend(args.backend.as_deref().unwrap_or("auto"), false)?;
         let opts = CompileOptions {
             fusion: !args.eager,

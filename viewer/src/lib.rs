@@ -31,13 +31,12 @@ pub enum ViewerError {
     #[error(transparent)]
     Profile(#[from] sinter_core::profile::ProfileError),
     /// A file could not be read or written.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        /// The I/O error (in the message, not a `source()`: reporters print it once).
+        error: std::io::Error,
     },
     /// The demo folder could not be generated.
     #[error("demo artifacts: {0}")]

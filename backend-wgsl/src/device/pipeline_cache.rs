@@ -135,7 +135,7 @@ impl DiskPipelineCache {
         let Some(data) = cache.get_data() else { return Ok(None) };
         let io = |p: &Path| {
             let p = p.to_path_buf();
-            move |source| DeviceError::Io { path: p, source }
+            move |error| DeviceError::Io { path: p, error }
         };
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(io(parent))?;

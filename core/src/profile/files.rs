@@ -22,13 +22,12 @@ pub const FUSION_FILE: &str = "fusion.json";
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
     /// A file could not be read or written.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file or folder.
         path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        /// The I/O error (in the message, not a `source()`: reporters print it once).
+        error: std::io::Error,
     },
     /// A file is not valid JSON of the expected shape.
     #[error("{}: not a valid sinter file: {msg}", path.display())]
@@ -75,7 +74,7 @@ pub enum ProfileError {
 }
 
 pub(super) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ProfileError + '_ {
-    move |source| ProfileError::Io { path: path.to_path_buf(), source }
+    move |error| ProfileError::Io { path: path.to_path_buf(), error }
 }
 
 pub(super) fn parse_json(path: &Path, text: &str) -> Result<Value, ProfileError> {
@@ -126,7 +125,7 @@ impl Profile {
         if !dir.is_dir() {
             return Err(ProfileError::Io {
                 path: dir.to_path_buf(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such folder"),
+                error: std::io::Error::new(std::io::ErrorKind::NotFound, "no such folder"),
             });
         }
         for mode in [Mode::Compiled, Mode::Eager] {
