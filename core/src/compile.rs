@@ -95,8 +95,10 @@ impl Default for CompileOptions {
     }
 }
 
-/// The cache folder: `SINTER_CACHE_DIR`, else `$XDG_CACHE_HOME/sinter`, else `~/.cache/sinter`;
-/// `None` when `SINTER_CACHE=0`.
+/// The cache folder: `SINTER_CACHE_DIR`, else `sinter` in the user's cache folder (the `dirs`
+/// crate: `$XDG_CACHE_HOME` or `~/.cache` on Linux, `~/Library/Caches` on macOS, `%LOCALAPPDATA%`
+/// on Windows); `None` when `SINTER_CACHE=0`. The same folder the backends keep their autotuning,
+/// pipeline and cubin caches in.
 pub fn default_cache_dir() -> Option<PathBuf> {
     if std::env::var("SINTER_CACHE").is_ok_and(|v| v == "0") {
         return None;
@@ -104,10 +106,7 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("SINTER_CACHE_DIR").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(d));
     }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(d).join("sinter"));
-    }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("sinter"))
+    dirs::cache_dir().map(|d| d.join("sinter"))
 }
 
 /// The dtypes and shapes of one call's inputs: what the guards compare.
@@ -597,10 +596,13 @@ fn cache_path(dir: &Path, key: &str) -> PathBuf {
 fn cache_load(dir: &Path, key: &str) -> Option<Program> {
     let path = cache_path(dir, key);
     let bytes = std::fs::read(&path).ok()?;
+    // Nothing read is trusted: the checksum catches damaged files, the kernel-IR verifier a program
+    // no backend would accept (an entry written by another version, or edited).
     let parsed = serde_json::from_slice::<CacheEntry>(&bytes).ok().and_then(|e| {
         (blake3::hash(e.program.as_bytes()).to_hex().as_str() == e.checksum)
             .then(|| serde_json::from_str::<Program>(&e.program).ok())
             .flatten()
+            .filter(|p| crate::kernel::interp::validate(p).is_ok())
     });
     if parsed.is_none() {
         tracing::warn!(target: "sinter::cache", "corrupt cache entry {} ignored; rebuilding", path.display());
@@ -820,6 +822,30 @@ mod tests {
         let b = HostTensor::random(DType::F32, vec![37], 6, -1.0, 1.0);
         let want = crate::cpu::run(&g, &[x.clone(), b.clone()]).unwrap();
         assert!(third.run(&[x, b]).unwrap()[0].tolerance_ratio(&want[0], 1e-5, 1e-7) <= 1.0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn cache_entries_with_a_valid_checksum_but_an_invalid_program_are_rebuilt() {
+        let dir = tmpdir("cache-invalid");
+        let g = softmax_graph(Dim::Static(3));
+        compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+        // Re-checksummed entries whose program no backend accepts (its buffers gone).
+        for e in std::fs::read_dir(dir.join("programs")).unwrap() {
+            let path = e.unwrap().path();
+            let entry: CacheEntry = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            let mut p: Program = serde_json::from_str(&entry.program).unwrap();
+            p.buffers.clear();
+            let program = serde_json::to_string(&p).unwrap();
+            let entry = CacheEntry { checksum: blake3::hash(program.as_bytes()).to_hex().to_string(), program };
+            std::fs::write(&path, serde_json::to_vec(&entry).unwrap()).unwrap();
+        }
+        let c = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+        assert!(!c.events()[0].stats.cache_hit, "an invalid program was trusted");
+        let x = HostTensor::random(DType::F32, vec![3, 37], 5, -1.0, 1.0);
+        let b = HostTensor::random(DType::F32, vec![37], 6, -1.0, 1.0);
+        let want = crate::cpu::run(&g, &[x.clone(), b.clone()]).unwrap();
+        assert!(c.run(&[x, b]).unwrap()[0].tolerance_ratio(&want[0], 1e-5, 1e-7) <= 1.0);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -51,6 +51,9 @@ pub struct Args {
     /// to its idle clock under load too (1980 -> 345 MHz on an H200; BENCHMARKS.md).
     #[arg(long)]
     pub reuse_device: bool,
+    /// The on-disk cache.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
 }
 
 /// One measured row (see BENCHMARKS.md).
@@ -160,7 +163,11 @@ pub fn for_measurement(backend: &Arc<dyn BackendTrait>, reuse: bool) -> Result<A
     Ok(sinter::runtime::open(kind)?.backend)
 }
 
-/// Compiles and times one workload in one mode.
+/// Compiles and times one workload in one mode. The cold and warm compile times are measured in
+/// a private scratch folder (cold: empty; warm: the same folder again), so they never depend on
+/// what the user's cache holds; the graph that is timed is then compiled with `cache` (the user's
+/// cache: max-autotune winners and programs are kept between runs), or is the cold one when
+/// `cache` is `None`.
 #[allow(clippy::too_many_arguments)]
 pub fn measure(
     w: &Workload,
@@ -171,20 +178,29 @@ pub fn measure(
     iters: usize,
     warmup: usize,
     inputs: &[HostTensor],
+    cache: Option<&std::path::Path>,
 ) -> Result<(Row, Vec<HostTensor>, CompiledGraph)> {
     let g = w.build(scale)?;
-    let cache = std::env::temp_dir().join(format!("sinter-bench-{}-{}", std::process::id(), w.name));
-    let _ = std::fs::remove_dir_all(&cache);
+    let scratch = std::env::temp_dir().join(format!("sinter-bench-{}-{}", std::process::id(), w.name));
+    let _ = std::fs::remove_dir_all(&scratch);
     let opts =
-        CompileOptions { mode, fusion, cache_dir: Some(cache.clone()), debug_dir: None, ..CompileOptions::default() };
+        CompileOptions { mode, fusion, cache_dir: Some(scratch.clone()), debug_dir: None, ..CompileOptions::default() };
     let t = Instant::now();
-    let c = compile(&g, backend.clone(), opts.clone()).with_context(|| format!("compiling {}", w.name))?;
+    let cold_c = compile(&g, backend.clone(), opts.clone()).with_context(|| format!("compiling {}", w.name))?;
     let cold = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let warm_c = compile(&g, backend.clone(), opts)?;
+    let warm_c = compile(&g, backend.clone(), opts.clone())?;
     let warm = t.elapsed().as_secs_f64();
     drop(warm_c);
-    let _ = std::fs::remove_dir_all(&cache);
+    let _ = std::fs::remove_dir_all(&scratch);
+    let c = match cache {
+        Some(d) => {
+            drop(cold_c);
+            compile(&g, backend.clone(), CompileOptions { cache_dir: Some(d.to_path_buf()), ..opts })
+                .with_context(|| format!("compiling {}", w.name))?
+        }
+        None => cold_c,
+    };
     // Warm-up runs (clocks ramp up, caches fill): at least `warmup` runs and 50 ms, then timed runs.
     let t = Instant::now();
     c.run(inputs)?;
@@ -313,6 +329,7 @@ pub fn run(a: Args) -> Result<()> {
         "{:32} {:>15} {:>7} {:>10} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}",
         "workload", "mode", "kernels", "ms", "GB/s", "TFLOP/s", "%copy", "cold s", "warm s", "call us", "host us"
     );
+    let cache = a.cache.dir();
     let mut rows = Vec::new();
     let mut failed = Vec::new();
     for w in &list {
@@ -324,14 +341,15 @@ pub fn run(a: Args) -> Result<()> {
         let mut eager_out: Option<Vec<HostTensor>> = None;
         for (m, fusion) in modes {
             let b = for_measurement(&backend, a.reuse_device)?;
-            let (mut row, out, _c) = match measure(w, scale, &b, m, fusion, a.iters, a.warmup, &inputs) {
-                Ok(r) => r,
-                Err(e) => {
-                    println!("{:32} {:>15} error: {e:#}", w.name, if fusion { m.name() } else { "eager" });
-                    failed.push(w.name);
-                    continue;
-                }
-            };
+            let (mut row, out, _c) =
+                match measure(w, scale, &b, m, fusion, a.iters, a.warmup, &inputs, cache.as_deref()) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        println!("{:32} {:>15} error: {e:#}", w.name, if fusion { m.name() } else { "eager" });
+                        failed.push(w.name);
+                        continue;
+                    }
+                };
             let (rtol, atol) = w.tolerance();
             if a.check {
                 let want = w.reference(scale, &inputs)?;

@@ -39,11 +39,15 @@ pub struct Args {
     /// Also list every unsupported case (failures, errors and timeouts are always listed).
     #[arg(long, short)]
     pub verbose: bool,
+    /// The on-disk cache.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
 }
 
 /// The runner for `name`: `cpu` (the CPU reference interpreter, the ground truth), or any backend
-/// of the registry (`auto`, `cuda`, `wgsl`, `interp`), compiled fused and run once per case.
-pub fn backend(name: &str) -> Result<Backend> {
+/// of the registry (`auto`, `cuda`, `wgsl`, `interp`), compiled fused (programs cached in
+/// `cache`, when given) and run once per case.
+pub fn backend(name: &str, cache: Option<PathBuf>) -> Result<Backend> {
     if name == "cpu" {
         return Ok(Arc::new(sinter::cpu::run));
     }
@@ -54,19 +58,23 @@ pub fn backend(name: &str) -> Result<Backend> {
         eprintln!("# {}", sel.why);
     }
     let b = sel.backend;
-    Ok(Arc::new(move |g: &sinter::IrGraph, inputs: &[sinter::HostTensor]| compiled_run(b.clone(), g, inputs)))
+    Ok(Arc::new(move |g: &sinter::IrGraph, inputs: &[sinter::HostTensor]| {
+        compiled_run(b.clone(), g, inputs, cache.clone())
+    }))
 }
 
-/// Compiles `g` (no disk cache, no artifacts) and runs it once; a backend's refusal (a dtype or
-/// limit it lacks) becomes [`sinter::Error::Unsupported`] so the runner counts it as unsupported.
+/// Compiles `g` (programs cached in `cache`, no artifacts) and runs it once; a backend's refusal
+/// (a dtype or limit it lacks) becomes [`sinter::Error::Unsupported`] so the runner counts it as
+/// unsupported.
 fn compiled_run(
     b: Arc<dyn sinter::core::backend::Backend>,
     g: &sinter::IrGraph,
     inputs: &[sinter::HostTensor],
+    cache: Option<PathBuf>,
 ) -> Result<Vec<sinter::HostTensor>, sinter::Error> {
     use sinter::core::backend::BackendError;
     use sinter::core::compile::{CompileError, CompileOptions, compile};
-    let opts = CompileOptions { cache_dir: None, debug_dir: None, ..CompileOptions::default() };
+    let opts = CompileOptions { cache_dir: cache, debug_dir: None, ..CompileOptions::default() };
     let run = || -> Result<Vec<sinter::HostTensor>, CompileError> { compile(g, b.clone(), opts.clone())?.run(inputs) };
     run().map_err(|e| match e {
         CompileError::Graph(e) => e,
@@ -80,7 +88,7 @@ fn compiled_run(
 /// Runs the suite.
 pub fn run(args: Args) -> Result<()> {
     let timeout = super::seconds_arg("timeout", args.timeout)?;
-    let be = backend(&args.backend)?;
+    let be = backend(&args.backend, args.cache.dir())?;
     let cases = conformance::discover(&args.dir).with_context(|| format!("reading {}", args.dir.display()))?;
     let bar = ProgressBar::new(cases.len() as u64);
     bar.set_style(

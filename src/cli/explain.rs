@@ -28,6 +28,9 @@ pub struct Args {
     /// Compile with fusion off (one kernel per primitive op).
     #[arg(long)]
     pub eager: bool,
+    /// The on-disk cache.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
 }
 
 /// Prints the graphs.
@@ -58,7 +61,7 @@ pub fn run(args: Args) -> Result<()> {
         let opts = CompileOptions {
             fusion: !args.eager,
             debug_dir: args.out.clone(),
-            cache_dir: None,
+            cache_dir: args.cache.dir(),
             ..CompileOptions::default()
         };
         let c = compile(&g, backend.clone(), opts).with_context(|| format!("compiling {}", w.name))?;

@@ -41,6 +41,23 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
 }
 
+/// The on-disk cache flag every compiling command shares.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct CacheArgs {
+    /// Neither read nor write the on-disk cache (compiled programs, autotuning winners, pipelines).
+    /// Without it the cache is `SINTER_CACHE_DIR`, else the user's cache folder (`~/.cache/sinter`
+    /// on Linux); `SINTER_CACHE=0` turns it off too.
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
+impl CacheArgs {
+    /// The cache folder to compile with, `None` when off.
+    pub fn dir(&self) -> Option<std::path::PathBuf> {
+        if self.no_cache { None } else { sinter::core::compile::default_cache_dir() }
+    }
+}
+
 /// The longest time limit a command accepts, seconds (one day).
 pub const MAX_SECONDS: f64 = 86_400.0;
 

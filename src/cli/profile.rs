@@ -33,6 +33,9 @@ pub struct Args {
     /// Skip the eager run.
     #[arg(long)]
     pub no_eager: bool,
+    /// The on-disk cache.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
 }
 
 /// The device ceilings: cached calibration if present and valid, else a quick copy measurement.
@@ -66,7 +69,7 @@ fn record(
     let opts = CompileOptions {
         mode: Mode::Default,
         fusion,
-        cache_dir: None,
+        cache_dir: a.cache.dir(),
         debug_dir: fusion.then(|| dir.to_path_buf()),
         ..CompileOptions::default()
     };

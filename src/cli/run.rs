@@ -21,6 +21,9 @@ pub struct Args {
     /// `out.npz` (every output, by name). Without it, a summary is printed.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The on-disk cache.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
 }
 
 /// Reads a `.pb` (TensorProto) or `.npy` tensor (by extension, in any case); errors name the
@@ -65,7 +68,7 @@ pub fn run(args: Args) -> Result<()> {
         bail!("the model takes {want} input(s) ({}), {} given with --input", names.join(", "), inputs.len());
     }
     let g = model.graph_for_inputs(&inputs).context("importing the model")?;
-    let backend = super::conformance::backend(&args.backend)?;
+    let backend = super::conformance::backend(&args.backend, args.cache.dir())?;
     let outs = backend(&g, &inputs).with_context(|| format!("running on the {} backend", args.backend))?;
     let names: Vec<String> = g.outputs.iter().map(|o| o.name.clone()).collect();
     match &args.out {
