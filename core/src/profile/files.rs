@@ -169,15 +169,22 @@ impl FusionFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_err(&path)(e)),
         };
-        let value = parse_json(&path, &text)?;
+        FusionFile::from_json(&path, &text).map(Some)
+    }
+
+    /// Parses the text of a `fusion.json` (`path` is used in messages), in either form
+    /// [`FusionFile::read`] accepts.
+    pub fn from_json(path: &Path, text: &str) -> Result<FusionFile, ProfileError> {
+        let path = path.to_path_buf();
+        let value = parse_json(&path, text)?;
         if value.is_array() {
             let raw: Vec<crate::kernel::FusionDecision> =
                 serde_json::from_value(value).map_err(|e| ProfileError::Parse { path, msg: e.to_string() })?;
             let decisions = raw.iter().map(FusionDecision::from).collect();
-            return Ok(Some(FusionFile { schema_version: SCHEMA_VERSION, decisions }));
+            return Ok(FusionFile { schema_version: SCHEMA_VERSION, decisions });
         }
         check_schema(&path, &value)?;
-        serde_json::from_value(value).map(Some).map_err(|e| ProfileError::Parse { path, msg: e.to_string() })
+        serde_json::from_value(value).map_err(|e| ProfileError::Parse { path, msg: e.to_string() })
     }
 }
 
