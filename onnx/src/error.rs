@@ -72,6 +72,15 @@ pub enum OnnxError {
         /// What is wrong.
         msg: String,
     },
+    /// Bytes (a file, once [`OnnxError::in_file`] names it) that are not what they should be:
+    /// empty, another format, no data type.
+    #[error("{what}: {msg}")]
+    BadData {
+        /// The data (`model data`, `tensor data`) or the file.
+        what: String,
+        /// What is wrong.
+        msg: String,
+    },
     /// A conformance suite folder holds no case to run (or none matches the filter).
     #[error("{}: {detail}", dir.display())]
     NoCases {
@@ -107,6 +116,7 @@ impl OnnxError {
             OnnxError::Malformed { context, msg } => {
                 OnnxError::Malformed { context: format!("{}: {context}", path.display()), msg }
             }
+            OnnxError::BadData { msg, .. } => OnnxError::BadData { what: path.display().to_string(), msg },
             other => other,
         }
     }

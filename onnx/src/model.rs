@@ -113,7 +113,7 @@ impl Model {
     /// Decodes a model; `dir` is the folder external data resolves against (`None` refuses it).
     pub fn from_bytes(bytes: &[u8], dir: Option<PathBuf>) -> Result<Model, OnnxError> {
         if bytes.is_empty() {
-            return Err(OnnxError::malformed("model", "the data is empty (0 bytes): not an ONNX model"));
+            return Err(OnnxError::malformed("model", "empty (0 bytes): not an ONNX model"));
         }
         let proto = ModelProto::decode(bytes).map_err(|e| OnnxError::Decode { what: "model".into(), error: e })?;
         let graph = proto.graph.as_ref().ok_or_else(|| {

@@ -123,19 +123,16 @@ pub fn checked_size(what: &str, dims: &[i64], dtype: DType) -> Result<(Vec<usize
 /// Bytes that cannot be one are named for what they are: empty, NumPy `.npy` data, or a message
 /// without a data type (protobuf decodes almost anything, so a data type is required).
 pub fn tensor_from_pb(bytes: &[u8]) -> Result<HostTensor, OnnxError> {
-    const WHAT: &str = "serialized TensorProto";
+    let bad = |msg: String| OnnxError::BadData { what: "tensor data".into(), msg };
     if bytes.is_empty() {
-        return Err(OnnxError::malformed(WHAT, "the data is empty (0 bytes)"));
+        return Err(bad("empty (0 bytes): not a serialized TensorProto".into()));
     }
     if bytes.starts_with(b"\x93NUMPY") {
-        return Err(OnnxError::malformed(WHAT, "this is NumPy .npy data, not a TensorProto (name the file .npy)"));
+        return Err(bad("NumPy .npy data, not a serialized TensorProto (name the file .npy)".into()));
     }
     let t = TensorProto::decode(bytes).map_err(|e| OnnxError::Decode { what: "TensorProto".into(), error: e })?;
     if t.data_type.unwrap_or(0) == 0 {
-        return Err(OnnxError::malformed(
-            WHAT,
-            format!("no data type (UNDEFINED) in {} bytes: not a TensorProto", bytes.len()),
-        ));
+        return Err(bad(format!("no data type (UNDEFINED) in {} bytes: not a serialized TensorProto", bytes.len())));
     }
     decode_tensor(&t, None)
 }

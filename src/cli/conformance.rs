@@ -89,7 +89,7 @@ fn compiled_run(
 pub fn run(args: Args) -> Result<()> {
     let timeout = super::seconds_arg("timeout", args.timeout)?;
     let be = backend(&args.backend, args.cache.dir())?;
-    let cases = conformance::discover(&args.dir).with_context(|| format!("reading {}", args.dir.display()))?;
+    let cases = conformance::discover(&args.dir)?;
     let bar = ProgressBar::new(cases.len() as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed_precise} {msg}")

@@ -118,9 +118,10 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("sinter-run-files-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let t = HostTensor::f32([2], vec![1.0, 2.0]).unwrap();
-        let cases: [(&str, Vec<u8>, &str); 4] = [
+        let cases: [(&str, Vec<u8>, &str); 5] = [
             ("empty.pb", vec![], "empty (0 bytes)"),
             ("npy.pb", sinter_onnx::npy::to_npy(&t), "NumPy .npy data"),
+            ("garbage.pb", b"\x08\x07\x12\xff\xff".to_vec(), "garbage.pb"),
             ("empty.npy", vec![], "empty (0 bytes)"),
             ("garbage.NPY", b"hello world, not numpy".to_vec(), "not .npy data"),
         ];
@@ -129,6 +130,7 @@ mod tests {
             std::fs::write(&p, bytes).unwrap();
             let e = super::super::report(&read_tensor(&p).unwrap_err());
             assert!(e.contains(&p.display().to_string()) && e.contains(want), "{name}: {e}");
+            assert!(!e.contains("malformed model"), "{name} is not a model: {e}");
         }
         let model = dir.join("model.onnx");
         std::fs::write(&model, b"").unwrap();
