@@ -413,3 +413,28 @@ pub fn run(a: Args) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(v: &[f32]) -> HostTensor {
+        HostTensor::f32([v.len()], v.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn check_never_passes_wrong_infinities_nan_or_missing_outputs() {
+        let inf = f32::INFINITY;
+        // Issue 14: expected [inf, inf, 1], got [0, -inf, 1] passed the old check.
+        let (got, want) = ([t(&[0.0, -inf, 1.0])], [t(&[inf, inf, 1.0])]);
+        assert!(worst_ratio(&got, &want, 1e-3, 1e-5) > 1.0);
+        assert!(worst_rel_l2(&got, &want) > 1e-2);
+        assert!(worst_rel_l2(&[t(&[f32::NAN])], &[t(&[1.0])]).is_infinite());
+        // Matching infinities and NaNs are equal; the finite rest is measured.
+        let same = [t(&[f32::NAN, -inf, 2.0])];
+        assert_eq!((worst_ratio(&same, &same, 0.0, 0.0), worst_rel_l2(&same, &same)), (0.0, 0.0));
+        // Missing outputs, or none at all, fail.
+        assert!(worst_ratio(&[], &want, 1.0, 1.0).is_infinite() && worst_ratio(&[], &[], 1.0, 1.0).is_infinite());
+        assert!(worst_rel_l2(&[], &want).is_infinite() && worst_rel_l2(&[], &[]).is_infinite());
+    }
+}
