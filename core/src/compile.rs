@@ -850,6 +850,25 @@ mod tests {
     }
 
     #[test]
+    fn programs_with_infinite_constants_hit_the_disk_cache() {
+        // A causal mask: -inf above the diagonal. Its JSON used to hold `null`, so the entry was
+        // "corrupt" on every load and rebuilt with a warning each time.
+        let dir = tmpdir("cache-inf");
+        let g = Graph::new();
+        let x = g.input("x", DType::F32, [4, 4]);
+        let mask: Vec<f32> = (0..16).map(|i| if i % 4 > i / 4 { f32::NEG_INFINITY } else { 0.0 }).collect();
+        let m = g.constant(HostTensor::f32([4, 4], mask).unwrap());
+        g.output(&(&x + &m).softmax(-1));
+        compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+        let second = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+        assert!(second.events()[0].stats.cache_hit, "the cached program with -inf constants did not load");
+        let x = HostTensor::random(DType::F32, vec![4, 4], 5, -1.0, 1.0);
+        let want = crate::cpu::run(&g, std::slice::from_ref(&x)).unwrap();
+        assert!(second.run(&[x]).unwrap()[0].tolerance_ratio(&want[0], 1e-5, 1e-7) <= 1.0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn every_workload_hits_the_disk_cache() {
         // Regression: a max-pool's -inf padding constant was written to JSON as `null`, so every
         // cached ResNet program was "corrupt" and rebuilt.
