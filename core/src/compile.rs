@@ -611,15 +611,26 @@ fn cache_load(dir: &Path, key: &str) -> Option<Program> {
     parsed
 }
 
+/// A temporary name beside `path`, unique per process *and* call (threads of one process compiling
+/// the same program write at the same time: a name from the process id alone interleaves them).
+pub fn unique_tmp(path: &Path) -> PathBuf {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
+}
+
 fn cache_store(dir: &Path, key: &str, p: &Program) -> std::io::Result<()> {
     let program = serde_json::to_string(p).map_err(std::io::Error::other)?;
     let entry = CacheEntry { checksum: blake3::hash(program.as_bytes()).to_hex().to_string(), program };
     let path = cache_path(dir, key);
     std::fs::create_dir_all(path.parent().unwrap_or(dir))?;
     // Write then rename, so a crash never leaves a half-written entry under the real name.
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let tmp = unique_tmp(&path);
     std::fs::write(&tmp, serde_json::to_vec(&entry).map_err(std::io::Error::other)?)?;
-    std::fs::rename(&tmp, &path)
+    std::fs::rename(&tmp, &path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 /// Writes the debug artifacts of one compilation into `dir`.
@@ -865,6 +876,28 @@ mod tests {
         let x = HostTensor::random(DType::F32, vec![4, 4], 5, -1.0, 1.0);
         let want = crate::cpu::run(&g, std::slice::from_ref(&x)).unwrap();
         assert!(second.run(&[x]).unwrap()[0].tolerance_ratio(&want[0], 1e-5, 1e-7) <= 1.0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn concurrent_stores_of_one_entry_never_interleave() {
+        let dir = tmpdir("cache-race");
+        let g = softmax_graph(Dim::Static(3));
+        let c = compile(&g, Arc::new(InterpBackend::new()), opts(None)).unwrap();
+        let p = c.program().unwrap();
+        let a = cache_path(&dir, "k");
+        assert_ne!(unique_tmp(&a), unique_tmp(&a), "two writers of one entry share a temporary file");
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..20 {
+                        cache_store(&dir, "k", &p).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(cache_load(&dir, "k").as_ref(), Some(&p));
+        assert_eq!(std::fs::read_dir(dir.join("programs")).unwrap().count(), 1, "temporary files left behind");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -158,7 +158,7 @@ impl DiskPipelineCache {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(io(parent))?;
         }
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let tmp = sinter_core::compile::unique_tmp(path);
         std::fs::write(&tmp, encode(&data)).map_err(io(&tmp))?;
         std::fs::rename(&tmp, path).map_err(io(path))?;
         Ok(Some(path.clone()))

@@ -100,7 +100,7 @@ pub(super) fn write_json<T: Serialize>(path: &Path, value: &T, pretty: bool) -> 
     let text = if pretty { serde_json::to_string_pretty(value) } else { serde_json::to_string(value) }
         .map_err(|e| ProfileError::Parse { path: path.to_path_buf(), msg: e.to_string() })?;
     // Write then rename, so a reader never sees half a file.
-    let tmp = path.with_extension("json.tmp");
+    let tmp = crate::compile::unique_tmp(path);
     std::fs::write(&tmp, text).map_err(io_err(&tmp))?;
     std::fs::rename(&tmp, path).map_err(io_err(path))
 }
