@@ -96,15 +96,14 @@ impl Ceilings {
         Some(self.peak_tflops(dtype)? * 1e12 / (self.bandwidth_gbps()? * 1e9))
     }
 
-    /// The calibration cache folder: `$SINTER_CACHE_DIR/calibration`, else
-    /// `$XDG_CACHE_HOME/sinter/calibration`, else `~/.cache/sinter/calibration`.
+    /// The calibration cache folder: `$SINTER_CACHE_DIR/calibration`, else `sinter/calibration`
+    /// in the user's cache folder (the `dirs` crate, as [`crate::compile::default_cache_dir`];
+    /// calibration is kept even when `SINTER_CACHE=0` turns the compile caches off).
     pub fn cache_dir() -> Result<PathBuf, ProfileError> {
         let root = if let Some(d) = std::env::var_os("SINTER_CACHE_DIR").filter(|d| !d.is_empty()) {
             PathBuf::from(d)
-        } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-            PathBuf::from(d).join("sinter")
-        } else if let Some(h) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-            PathBuf::from(h).join(".cache").join("sinter")
+        } else if let Some(d) = dirs::cache_dir() {
+            d.join("sinter")
         } else {
             return Err(ProfileError::NoCacheDir);
         };
