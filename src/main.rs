@@ -85,7 +85,7 @@ fn main() -> ExitCode {
         // A closed pipe (`sinter explain ... | head`) is not an error.
         Err(e) if cli::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", cli::report(&e));
             ExitCode::from(1)
         }
     }

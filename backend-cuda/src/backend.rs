@@ -448,7 +448,7 @@ mod tests {
         let caps = CudaCaps::hopper();
         assert!(plausible_tuning(&Tuning::default(), &caps));
         assert!(plausible_tuning(&Tuning { block: Some(256), ..Tuning::default() }, &caps));
-        for bad in [0, 16, 48, 96 * 32] {
+        for bad in [0, 1, 2, 4, 7, 16, 48, 96 * 32] {
             assert!(!plausible_tuning(&Tuning { block: Some(bad), ..Tuning::default() }, &caps), "{bad}");
         }
         let tile = render::MatmulTile { bm: 64, bn: 64, bk: 8, tm: 4, tn: 4 };

@@ -427,8 +427,9 @@ impl DeviceBuffer for WgslBuffer {
     }
 }
 
-/// The variants the autotuner times for a kernel.
-fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
+/// The variants the autotuner times for a kernel: only tunings [`check_tuning`] accepts on `caps`
+/// (no workgroup narrower than the adapter's subgroup, e.g. no 32 on a 64-wide-subgroup adapter).
+pub fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
     let max = caps.max_invocations.min(caps.max_workgroup_size_x);
     let base = Tuning::default();
     let mut out = vec![base.clone()];
@@ -476,6 +477,7 @@ fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
             }
         }
     }
+    out.retain(|t| check_tuning(t, caps).is_ok());
     out
 }
 

@@ -219,13 +219,12 @@ pub enum DeviceError {
     #[error("waiting for the GPU failed: {0}")]
     Poll(String),
     /// A cache file could not be read or written.
-    #[error("cache I/O on {}: {source}", path.display())]
+    #[error("cache I/O on {}: {error}", path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        /// The I/O error (in the message, not a `source()`: reporters print it once).
+        error: std::io::Error,
     },
 }
 

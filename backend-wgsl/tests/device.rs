@@ -507,6 +507,51 @@ fn pipeline_cache_persists_and_rejects_corrupt_files() {
     drop(dev);
 }
 
+/// Issue 14: a cache file whose sinter framing is intact (header, length and hash recomputed) but
+/// whose driver data is garbage must not break compiles: pipeline creation falls back to no cache,
+/// the file is deleted and the status names it.
+#[test]
+fn pipeline_cache_with_corrupt_inner_bytes_is_discarded() {
+    if device().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let opts = DeviceOptions { cache_dir: Some(dir.path().to_path_buf()), ..Default::default() };
+    let dev = Device::new(opts.clone()).unwrap();
+    if dev.pipeline_cache_status() == PipelineCacheStatus::Unsupported {
+        eprintln!("SKIPPED: the {} backend has no pipeline cache", dev.info().backend);
+        return;
+    }
+    dev.compile(&affine_wgsl(), "main", "affine").unwrap();
+    let Some(path) = dev.save_pipeline_cache().unwrap() else {
+        eprintln!("SKIPPED: the driver returned no pipeline cache data");
+        return;
+    };
+    drop(dev);
+    let good = std::fs::read(&path).unwrap();
+    // Every payload byte past wgpu's own header garbled, the framing redone as the backend does.
+    let mut payload = good[48..].to_vec();
+    let n = payload.len();
+    for (i, b) in payload.iter_mut().enumerate().skip(n.min(64)) {
+        *b = (i as u8).wrapping_mul(151) ^ 0xA5;
+    }
+    let mut file = b"SNTRPLC1".to_vec();
+    file.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    file.extend_from_slice(blake3::hash(&payload).as_bytes());
+    file.extend_from_slice(&payload);
+    std::fs::write(&path, &file).unwrap();
+    for round in 0..2 {
+        let dev = Device::new(opts.clone()).unwrap();
+        eprintln!("round {round}: {:?}", dev.pipeline_cache_status());
+        check_affine(&dev, 100, &ProgramOptions::default());
+        if let PipelineCacheStatus::Corrupt { reason } = dev.pipeline_cache_status() {
+            assert!(reason.contains(&path.display().to_string()), "{reason}");
+            assert!(!path.exists(), "the unusable file is deleted");
+        }
+        dev.save_pipeline_cache().unwrap();
+    }
+}
+
 #[test]
 fn calibration_measures_bandwidth_and_launch_overhead() {
     let Some(dev) = device() else { return };

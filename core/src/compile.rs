@@ -95,8 +95,10 @@ impl Default for CompileOptions {
     }
 }
 
-/// The cache folder: `SINTER_CACHE_DIR`, else `$XDG_CACHE_HOME/sinter`, else `~/.cache/sinter`;
-/// `None` when `SINTER_CACHE=0`.
+/// The cache folder: `SINTER_CACHE_DIR`, else `sinter` in the user's cache folder (the `dirs`
+/// crate: `$XDG_CACHE_HOME` or `~/.cache` on Linux, `~/Library/Caches` on macOS, `%LOCALAPPDATA%`
+/// on Windows); `None` when `SINTER_CACHE=0`. The same folder the backends keep their autotuning,
+/// pipeline and cubin caches in.
 pub fn default_cache_dir() -> Option<PathBuf> {
     if std::env::var("SINTER_CACHE").is_ok_and(|v| v == "0") {
         return None;
@@ -104,10 +106,7 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("SINTER_CACHE_DIR").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(d));
     }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(d).join("sinter"));
-    }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("sinter"))
+    dirs::cache_dir().map(|d| d.join("sinter"))
 }
 
 /// The dtypes and shapes of one call's inputs: what the guards compare.
@@ -597,10 +596,13 @@ fn cache_path(dir: &Path, key: &str) -> PathBuf {
 fn cache_load(dir: &Path, key: &str) -> Option<Program> {
     let path = cache_path(dir, key);
     let bytes = std::fs::read(&path).ok()?;
+    // Nothing read is trusted: the checksum catches damaged files, the kernel-IR verifier a program
+    // no backend would accept (an entry written by another version, or edited).
     let parsed = serde_json::from_slice::<CacheEntry>(&bytes).ok().and_then(|e| {
         (blake3::hash(e.program.as_bytes()).to_hex().as_str() == e.checksum)
             .then(|| serde_json::from_str::<Program>(&e.program).ok())
             .flatten()
+            .filter(|p| crate::kernel::interp::validate(p).is_ok())
     });
     if parsed.is_none() {
         tracing::warn!(target: "sinter::cache", "corrupt cache entry {} ignored; rebuilding", path.display());
@@ -609,15 +611,26 @@ fn cache_load(dir: &Path, key: &str) -> Option<Program> {
     parsed
 }
 
+/// A temporary name beside `path`, unique per process *and* call (threads of one process compiling
+/// the same program write at the same time: a name from the process id alone interleaves them).
+pub fn unique_tmp(path: &Path) -> PathBuf {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
+}
+
 fn cache_store(dir: &Path, key: &str, p: &Program) -> std::io::Result<()> {
     let program = serde_json::to_string(p).map_err(std::io::Error::other)?;
     let entry = CacheEntry { checksum: blake3::hash(program.as_bytes()).to_hex().to_string(), program };
     let path = cache_path(dir, key);
     std::fs::create_dir_all(path.parent().unwrap_or(dir))?;
     // Write then rename, so a crash never leaves a half-written entry under the real name.
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let tmp = unique_tmp(&path);
     std::fs::write(&tmp, serde_json::to_vec(&entry).map_err(std::io::Error::other)?)?;
-    std::fs::rename(&tmp, &path)
+    std::fs::rename(&tmp, &path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 /// Writes the debug artifacts of one compilation into `dir`.
@@ -820,6 +833,71 @@ mod tests {
         let b = HostTensor::random(DType::F32, vec![37], 6, -1.0, 1.0);
         let want = crate::cpu::run(&g, &[x.clone(), b.clone()]).unwrap();
         assert!(third.run(&[x, b]).unwrap()[0].tolerance_ratio(&want[0], 1e-5, 1e-7) <= 1.0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn cache_entries_with_a_valid_checksum_but_an_invalid_program_are_rebuilt() {
+        let dir = tmpdir("cache-invalid");
+        let g = softmax_graph(Dim::Static(3));
+        compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+        // Re-checksummed entries whose program no backend accepts (its buffers gone).
+        for e in std::fs::read_dir(dir.join("programs")).unwrap() {
+            let path = e.unwrap().path();
+            let entry: CacheEntry = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            let mut p: Program = serde_json::from_str(&entry.program).unwrap();
+            p.buffers.clear();
+            let program = serde_json::to_string(&p).unwrap();
+            let entry = CacheEntry { checksum: blake3::hash(program.as_bytes()).to_hex().to_string(), program };
+            std::fs::write(&path, serde_json::to_vec(&entry).unwrap()).unwrap();
+        }
+        let c = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+        assert!(!c.events()[0].stats.cache_hit, "an invalid program was trusted");
+        let x = HostTensor::random(DType::F32, vec![3, 37], 5, -1.0, 1.0);
+        let b = HostTensor::random(DType::F32, vec![37], 6, -1.0, 1.0);
+        let want = crate::cpu::run(&g, &[x.clone(), b.clone()]).unwrap();
+        assert!(c.run(&[x, b]).unwrap()[0].tolerance_ratio(&want[0], 1e-5, 1e-7) <= 1.0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn programs_with_infinite_constants_hit_the_disk_cache() {
+        // A causal mask: -inf above the diagonal. Its JSON used to hold `null`, so the entry was
+        // "corrupt" on every load and rebuilt with a warning each time.
+        let dir = tmpdir("cache-inf");
+        let g = Graph::new();
+        let x = g.input("x", DType::F32, [4, 4]);
+        let mask: Vec<f32> = (0..16).map(|i| if i % 4 > i / 4 { f32::NEG_INFINITY } else { 0.0 }).collect();
+        let m = g.constant(HostTensor::f32([4, 4], mask).unwrap());
+        g.output(&(&x + &m).softmax(-1));
+        compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+        let second = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+        assert!(second.events()[0].stats.cache_hit, "the cached program with -inf constants did not load");
+        let x = HostTensor::random(DType::F32, vec![4, 4], 5, -1.0, 1.0);
+        let want = crate::cpu::run(&g, std::slice::from_ref(&x)).unwrap();
+        assert!(second.run(&[x]).unwrap()[0].tolerance_ratio(&want[0], 1e-5, 1e-7) <= 1.0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn concurrent_stores_of_one_entry_never_interleave() {
+        let dir = tmpdir("cache-race");
+        let g = softmax_graph(Dim::Static(3));
+        let c = compile(&g, Arc::new(InterpBackend::new()), opts(None)).unwrap();
+        let p = c.program().unwrap();
+        let a = cache_path(&dir, "k");
+        assert_ne!(unique_tmp(&a), unique_tmp(&a), "two writers of one entry share a temporary file");
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..20 {
+                        cache_store(&dir, "k", &p).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(cache_load(&dir, "k").as_ref(), Some(&p));
+        assert_eq!(std::fs::read_dir(dir.join("programs")).unwrap().count(), 1, "temporary files left behind");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -36,6 +36,7 @@ pub mod prelude {
     pub use crate::trace::{Graph, Tensor};
 }
 pub mod backend;
+pub mod compare;
 pub mod compile;
 pub mod kernel;
 pub mod schedule;

@@ -9,13 +9,13 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum TensorData {
     /// f32 values.
-    F32(Vec<f32>),
+    F32(#[serde(with = "json_floats")] Vec<f32>),
     /// f16 values.
     F16(Vec<f16>),
     /// bf16 values.
     BF16(Vec<bf16>),
     /// f64 values.
-    F64(Vec<f64>),
+    F64(#[serde(with = "json_floats")] Vec<f64>),
     /// i8 values.
     I8(Vec<i8>),
     /// i16 values.
@@ -286,21 +286,11 @@ impl HostTensor {
             return f64::INFINITY;
         }
         let (a, b) = (self.to_f64_vec(), reference.to_f64_vec());
-        let mut worst = 0.0f64;
-        for (&x, &y) in a.iter().zip(&b) {
-            let r = if x.is_nan() || y.is_nan() {
-                if x.is_nan() && y.is_nan() { 0.0 } else { f64::INFINITY }
-            } else if x == y {
-                0.0
-            } else {
-                (x - y).abs() / (atol + rtol * y.abs())
-            };
-            worst = worst.max(r);
-        }
-        worst
+        a.iter().zip(&b).map(|(&x, &y)| crate::compare::element_ratio(x, y, rtol, atol)).fold(0.0, f64::max)
     }
 
-    /// Largest absolute difference against `other` (NaN-aware as [`HostTensor::tolerance_ratio`]).
+    /// Largest absolute difference against `other` (NaN-aware as [`HostTensor::tolerance_ratio`]:
+    /// NaN against NaN and equal infinities are 0, any other NaN or infinity mismatch `+inf`).
     pub fn max_abs_diff(&self, other: &HostTensor) -> f64 {
         if self.shape != other.shape {
             return f64::INFINITY;
@@ -309,12 +299,12 @@ impl HostTensor {
         a.iter()
             .zip(&b)
             .map(|(&x, &y)| {
-                if x.is_nan() && y.is_nan() || x == y {
+                if crate::compare::element_ratio(x, y, 0.0, 0.0) == 0.0 {
                     0.0
-                } else if x.is_nan() || y.is_nan() {
-                    f64::INFINITY
-                } else {
+                } else if x.is_finite() && y.is_finite() {
                     (x - y).abs()
+                } else {
+                    f64::INFINITY
                 }
             })
             .fold(0.0, f64::max)
@@ -343,5 +333,125 @@ impl SplitMix64 {
     /// A uniform value in `[0, 1)`.
     pub fn next_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Serde for float vectors that may hold non-finite values: finite values as JSON numbers, `inf`,
+/// `-inf` and `nan` as strings (serde_json writes non-finite numbers as `null`, which reads back as
+/// an error: a cached program with a `-inf` mask constant was "corrupt" on every load). Plain
+/// numbers read as before.
+mod json_floats {
+    use serde::de::{Deserializer, Error, SeqAccess, Visitor};
+    use serde::ser::{SerializeSeq, Serializer};
+
+    /// f32 or f64.
+    pub trait Float: Copy {
+        fn to_f64(self) -> f64;
+        fn from_f64(v: f64) -> Self;
+    }
+    impl Float for f32 {
+        fn to_f64(self) -> f64 {
+            self as f64
+        }
+        fn from_f64(v: f64) -> f32 {
+            v as f32
+        }
+    }
+    impl Float for f64 {
+        fn to_f64(self) -> f64 {
+            self
+        }
+        fn from_f64(v: f64) -> f64 {
+            v
+        }
+    }
+
+    pub fn serialize<S: Serializer, T: Float + serde::Serialize>(v: &[T], s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(v.len()))?;
+        for &x in v {
+            let f = x.to_f64();
+            if f.is_finite() {
+                seq.serialize_element(&x)?;
+            } else {
+                seq.serialize_element(if f.is_nan() {
+                    "nan"
+                } else if f > 0.0 {
+                    "inf"
+                } else {
+                    "-inf"
+                })?;
+            }
+        }
+        seq.end()
+    }
+
+    /// One element: a number or one of the three strings.
+    struct Elem(f64);
+
+    impl<'de> serde::Deserialize<'de> for Elem {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Elem, D::Error> {
+            struct V;
+            impl Visitor<'_> for V {
+                type Value = Elem;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a number, \"inf\", \"-inf\" or \"nan\"")
+                }
+                fn visit_f64<E: Error>(self, v: f64) -> Result<Elem, E> {
+                    Ok(Elem(v))
+                }
+                fn visit_i64<E: Error>(self, v: i64) -> Result<Elem, E> {
+                    Ok(Elem(v as f64))
+                }
+                fn visit_u64<E: Error>(self, v: u64) -> Result<Elem, E> {
+                    Ok(Elem(v as f64))
+                }
+                fn visit_str<E: Error>(self, v: &str) -> Result<Elem, E> {
+                    match v {
+                        "inf" => Ok(Elem(f64::INFINITY)),
+                        "-inf" => Ok(Elem(f64::NEG_INFINITY)),
+                        "nan" => Ok(Elem(f64::NAN)),
+                        other => Err(E::custom(format!("not a number: {other:?}"))),
+                    }
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>, T: Float>(d: D) -> Result<Vec<T>, D::Error> {
+        struct S<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Float> Visitor<'de> for S<T> {
+            type Value = Vec<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of numbers")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Vec<T>, A::Error> {
+                let mut out = Vec::with_capacity(a.size_hint().unwrap_or(0).min(1 << 20));
+                while let Some(Elem(v)) = a.next_element()? {
+                    out.push(T::from_f64(v));
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_seq(S(std::marker::PhantomData))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use crate::tensor::TensorData;
+
+        #[test]
+        fn non_finite_values_survive_json() {
+            let d = TensorData::F32(vec![0.0, f32::NEG_INFINITY, f32::INFINITY, f32::NAN, 1.5]);
+            let json = serde_json::to_string(&d).unwrap();
+            assert!(!json.contains("null"), "{json}");
+            let back: TensorData = serde_json::from_str(&json).unwrap();
+            let TensorData::F32(v) = back else { panic!("{json}") };
+            assert_eq!((v[0], v[1], v[2], v[4]), (0.0, f32::NEG_INFINITY, f32::INFINITY, 1.5));
+            assert!(v[3].is_nan());
+            // The old form (plain numbers, integers included) still reads.
+            let old: TensorData = serde_json::from_str(r#"{"F64": [1, 2.5, -3]}"#).unwrap();
+            assert_eq!(old, TensorData::F64(vec![1.0, 2.5, -3.0]));
+        }
     }
 }

@@ -128,7 +128,7 @@ impl<T: Clone + Serialize + DeserializeOwned> TuneCache<T> {
             if let Some(d) = path.parent() {
                 std::fs::create_dir_all(d)?;
             }
-            let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
+            let tmp = crate::compile::unique_tmp(path);
             std::fs::write(&tmp, serde_json::to_vec_pretty(&file).map_err(std::io::Error::other)?)?;
             std::fs::rename(&tmp, path)
         };

@@ -501,14 +501,10 @@ impl CpuCheck {
     }
 }
 
+/// The largest tolerance ratio by the shared comparison ([`crate::compare::compare_outputs`]:
+/// infinities exact, integers exact, no outputs or a count mismatch is `+inf`).
 fn worst_ratio(got: &[HostTensor], want: &[HostTensor], (rtol, atol): (f64, f64)) -> f64 {
-    if got.len() != want.len() {
-        return f64::INFINITY;
-    }
-    got.iter()
-        .zip(want)
-        .map(|(g, w)| g.tolerance_ratio(w, rtol, atol))
-        .fold(0.0, |a, r| if r.is_nan() { r } else { a.max(r) })
+    crate::compare::compare_outputs(got, want, |_| (rtol, atol)).max_ratio
 }
 
 impl Workload {
@@ -968,6 +964,10 @@ mod tests {
             let bad = HostTensor::from_f64(got[0].dtype(), got[0].shape.clone(), &v);
             assert!(worst_ratio(&[bad], &want, (rtol, atol)) > 1.0, "{name}");
         }
+        // Nothing to compare never passes; an infinity of the wrong sign fails whatever the tolerance.
+        assert!(worst_ratio(&[], &[], (1.0, 1.0)) > 1.0);
+        let t = |v: f32| HostTensor::f32([1], vec![v]).unwrap();
+        assert!(worst_ratio(&[t(f32::NEG_INFINITY)], &[t(f32::INFINITY)], (1e9, 1e9)) > 1.0);
     }
 
     #[test]

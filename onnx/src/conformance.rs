@@ -10,7 +10,7 @@
 
 use crate::error::OnnxError;
 use crate::model::Model;
-use crate::tensor::tensor_from_pb;
+use crate::tensor::read_tensor_pb;
 use serde::Serialize;
 use sinter_core::{HostTensor, IrGraph};
 use std::collections::BTreeMap;
@@ -228,12 +228,13 @@ fn file_name(p: &Path) -> String {
 }
 
 /// Finds cases: `dir` itself, its case subfolders (kind = `dir`'s name), or the case folders of
-/// its kind subfolders (a suite root).
+/// its kind subfolders (a suite root). A folder with no case is an error ([`OnnxError::NoCases`]):
+/// an empty or mistyped suite must not pass as "0/0".
 pub fn discover(dir: &Path) -> Result<Vec<Case>, OnnxError> {
     if !dir.is_dir() {
         return Err(OnnxError::Io {
             path: dir.to_path_buf(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, "not a folder"),
+            error: std::io::Error::new(std::io::ErrorKind::NotFound, "not a folder"),
         });
     }
     let mut cases = Vec::new();
@@ -252,6 +253,13 @@ pub fn discover(dir: &Path) -> Result<Vec<Case>, OnnxError> {
                 }
             }
         }
+    }
+    if cases.is_empty() {
+        return Err(OnnxError::NoCases {
+            dir: dir.to_path_buf(),
+            detail: "no conformance case here: expected <case>/model.onnx, <kind>/<case>/model.onnx, or a case folder"
+                .into(),
+        });
     }
     Ok(cases)
 }
@@ -274,51 +282,18 @@ fn numbered(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 }
 
 fn read_pb(p: &Path) -> Result<HostTensor, OnnxError> {
-    let bytes = std::fs::read(p).map_err(|e| OnnxError::Io { path: p.to_path_buf(), source: e })?;
-    tensor_from_pb(&bytes)
+    read_tensor_pb(p)
 }
 
-/// Compares outputs; returns (ok, max abs error, max ratio, message).
+/// Compares outputs with [`sinter_core::compare::compare_outputs`] (NaN only equals NaN, an
+/// infinity only the same infinity, integers exact, no outputs or a count, shape or dtype
+/// mismatch fails); bf16 outputs get `rtol >= 2^-6`. Returns (ok, max abs error, max ratio,
+/// message).
 fn compare(outs: &[HostTensor], refs: &[HostTensor], rtol: f64, atol: f64) -> (bool, f64, f64, Option<String>) {
-    if outs.len() != refs.len() {
-        return (false, f64::INFINITY, f64::INFINITY, Some(format!("{} outputs, expected {}", outs.len(), refs.len())));
-    }
-    let (mut err, mut ratio) = (0.0f64, 0.0f64);
-    let mut msg = None;
-    for (i, (o, r)) in outs.iter().zip(refs).enumerate() {
-        if o.shape != r.shape {
-            return (
-                false,
-                f64::INFINITY,
-                f64::INFINITY,
-                Some(format!("output {i}: shape {:?}, expected {:?}", o.shape, r.shape)),
-            );
-        }
-        if o.dtype() != r.dtype() {
-            return (
-                false,
-                f64::INFINITY,
-                f64::INFINITY,
-                Some(format!("output {i}: dtype {}, expected {}", o.dtype(), r.dtype())),
-            );
-        }
-        let rt = if r.dtype() == sinter_core::DType::BF16 { rtol.max(1.0 / 64.0) } else { rtol };
-        let (rt, at) = if r.dtype().is_float() { (rt, atol) } else { (0.0, 0.0) };
-        let e = o.max_abs_diff(r);
-        let q = if r.dtype().is_float() {
-            o.tolerance_ratio(r, rt, at)
-        } else if e == 0.0 {
-            0.0
-        } else {
-            f64::INFINITY
-        };
-        if q > 1.0 && msg.is_none() {
-            msg = Some(format!("output {i}: max abs error {e:.3e} (tolerance ratio {q:.3e})"));
-        }
-        err = err.max(e);
-        ratio = ratio.max(q);
-    }
-    (ratio <= 1.0, err, ratio, msg)
+    let c = sinter_core::compare::compare_outputs(outs, refs, |d| {
+        if d == sinter_core::DType::BF16 { (rtol.max(1.0 / 64.0), atol) } else { (rtol, atol) }
+    });
+    (c.ok(), c.max_abs, c.max_ratio, c.problem)
 }
 
 /// Runs one case on the calling thread.
@@ -401,6 +376,13 @@ fn run_model(
     for s in sets {
         let inputs: Vec<HostTensor> = numbered(&s, "input_").iter().map(|p| read_pb(p)).collect::<Result<_, _>>()?;
         let refs: Vec<HostTensor> = numbered(&s, "output_").iter().map(|p| read_pb(p)).collect::<Result<_, _>>()?;
+        if refs.is_empty() {
+            return Err(OnnxError::malformed(
+                format!("case {}", case.name),
+                format!("{} has no output_N.pb: nothing to compare with", s.display()),
+            )
+            .into());
+        }
         let g = model.graph_for_inputs(&inputs)?;
         let outs = backend(&g, &inputs).map_err(CaseError::Backend)?;
         let (ok, e, q, m) = compare(&outs, &refs, rtol, atol);
@@ -460,7 +442,14 @@ fn run_isolated(case: &Case, backend: &Backend, opts: &Options) -> CaseResult {
 pub fn run(dir: &Path, backend: Backend, opts: &Options) -> Result<Report, OnnxError> {
     let mut cases = discover(dir)?;
     if let Some(f) = &opts.filter {
+        let found = cases.len();
         cases.retain(|c| c.name.contains(f.as_str()) || format!("{}/{}", c.kind, c.name).contains(f.as_str()));
+        if cases.is_empty() {
+            return Err(OnnxError::NoCases {
+                dir: dir.to_path_buf(),
+                detail: format!("none of the {found} cases matches the filter {f:?}"),
+            });
+        }
     }
     let total = cases.len();
     let next = AtomicUsize::new(0);

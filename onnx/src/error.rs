@@ -7,20 +7,20 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum OnnxError {
     /// The bytes are not a valid protobuf message of the expected kind (truncated, corrupt).
-    #[error("malformed protobuf ({what}): {source}")]
+    #[error("malformed protobuf ({what}): {error}")]
     Decode {
         /// What was being decoded (`model`, `tensor`, a file name).
         what: String,
-        /// The decoder's error.
-        source: prost::DecodeError,
+        /// The decoder's error (in the message, not a `source()`: reporters print it once).
+        error: prost::DecodeError,
     },
     /// A file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error (in the message, not a `source()`: reporters print it once).
+        error: std::io::Error,
     },
     /// The model is structurally invalid (missing graph, bad dims, sizes that do not match the
     /// data, duplicate names...). `context` says where.
@@ -83,6 +83,23 @@ pub enum OnnxError {
         /// What is wrong.
         msg: String,
     },
+    /// Bytes (a file, once [`OnnxError::in_file`] names it) that are not what they should be:
+    /// empty, another format, no data type.
+    #[error("{what}: {msg}")]
+    BadData {
+        /// The data (`model data`, `tensor data`) or the file.
+        what: String,
+        /// What is wrong.
+        msg: String,
+    },
+    /// A conformance suite folder holds no case to run (or none matches the filter).
+    #[error("{}: {detail}", dir.display())]
+    NoCases {
+        /// The suite folder.
+        dir: PathBuf,
+        /// What was looked for.
+        detail: String,
+    },
     /// The run-time inputs given for specialization do not match the model's inputs.
     #[error("inputs: {0}")]
     Inputs(String),
@@ -97,6 +114,21 @@ impl OnnxError {
         match self {
             OnnxError::Unsupported { op, .. } => Some(op),
             _ => None,
+        }
+    }
+
+    /// This error with the file it came from in its context (decode and malformed-data errors;
+    /// errors that already name a file or a node are returned as they are).
+    pub fn in_file(self, path: &std::path::Path) -> OnnxError {
+        match self {
+            OnnxError::Decode { what, error } => {
+                OnnxError::Decode { what: format!("{}: {what}", path.display()), error }
+            }
+            OnnxError::Malformed { context, msg } => {
+                OnnxError::Malformed { context: format!("{}: {context}", path.display()), msg }
+            }
+            OnnxError::BadData { msg, .. } => OnnxError::BadData { what: path.display().to_string(), msg },
+            other => other,
         }
     }
 

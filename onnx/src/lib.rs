@@ -41,4 +41,4 @@ pub mod tensor;
 pub use error::OnnxError;
 pub use import::FOLD_LIMIT;
 pub use model::{IoInfo, MAX_IR_VERSION, MAX_OPSET, Model, load, load_bytes};
-pub use tensor::{decode_tensor, tensor_from_pb, tensor_to_proto};
+pub use tensor::{decode_tensor, read_tensor_pb, tensor_from_pb, tensor_to_proto};

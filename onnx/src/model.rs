@@ -61,7 +61,7 @@ pub struct Model {
 /// Loads a model file. External data resolves against the file's folder.
 pub fn load(path: impl AsRef<Path>) -> Result<Model, OnnxError> {
     let path = path.as_ref();
-    let io = |e| OnnxError::Io { path: path.to_path_buf(), source: e };
+    let io = |e| OnnxError::Io { path: path.to_path_buf(), error: e };
     let meta = std::fs::metadata(path).map_err(io)?;
     if meta.len() > MAX_MODEL_BYTES {
         return Err(OnnxError::TooLarge {
@@ -72,7 +72,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<Model, OnnxError> {
     }
     let bytes = std::fs::read(path).map_err(io)?;
     let dir = path.parent().map(|p| if p.as_os_str().is_empty() { PathBuf::from(".") } else { p.to_path_buf() });
-    Model::from_bytes(&bytes, dir)
+    Model::from_bytes(&bytes, dir).map_err(|e| e.in_file(path))
 }
 
 /// Loads a model from bytes. A model with external data needs [`Model::from_bytes`] with a folder.
@@ -123,13 +123,18 @@ pub(crate) fn io_info(vi: &ValueInfoProto) -> IoInfo {
 impl Model {
     /// Decodes a model; `dir` is the folder external data resolves against (`None` refuses it).
     pub fn from_bytes(bytes: &[u8], dir: Option<PathBuf>) -> Result<Model, OnnxError> {
-        let proto = ModelProto::decode(bytes).map_err(|e| OnnxError::Decode { what: "model".into(), source: e })?;
+        if bytes.is_empty() {
+            return Err(OnnxError::malformed("model", "empty (0 bytes): not an ONNX model"));
+        }
+        let proto = ModelProto::decode(bytes).map_err(|e| OnnxError::Decode { what: "model".into(), error: e })?;
         if let Some(v) = proto.ir_version
             && !(0..=MAX_IR_VERSION).contains(&v)
         {
             return Err(OnnxError::Version { what: "IR version".into(), version: v, max: MAX_IR_VERSION });
         }
-        let graph = proto.graph.as_ref().ok_or_else(|| OnnxError::malformed("model", "no graph"))?;
+        let graph = proto.graph.as_ref().ok_or_else(|| {
+            OnnxError::malformed("model", format!("no graph in {} bytes: not an ONNX model (ModelProto)", bytes.len()))
+        })?;
         let mut opsets = HashMap::new();
         for o in &proto.opset_import {
             let d = o.domain.clone().unwrap_or_default();

@@ -60,7 +60,11 @@ pub fn to_npy(t: &HostTensor) -> Vec<u8> {
 pub fn from_npy(b: &[u8]) -> Result<HostTensor, NpyError> {
     let bad = |m: &str| NpyError::Format(m.to_string());
     if b.len() < 10 || &b[..6] != b"\x93NUMPY" {
-        return Err(bad("missing magic"));
+        return Err(bad(if b.is_empty() {
+            "the data is empty (0 bytes)"
+        } else {
+            "no NumPy magic (\\x93NUMPY): not .npy data (a TensorProto must be named .pb)"
+        }));
     }
     let (hlen, start) = match b[6] {
         1 => (u16::from_le_bytes([b[8], b[9]]) as usize, 10usize),

@@ -123,9 +123,28 @@ pub fn checked_size(what: &str, dims: &[i64], dtype: DType) -> Result<(Vec<usize
 
 /// Decodes a serialized `TensorProto` (a `.pb` file of the ONNX test layout). External data is
 /// refused (there is no folder to resolve it against).
+///
+/// Bytes that cannot be one are named for what they are: empty, NumPy `.npy` data, or a message
+/// without a data type (protobuf decodes almost anything, so a data type is required).
 pub fn tensor_from_pb(bytes: &[u8]) -> Result<HostTensor, OnnxError> {
-    let t = TensorProto::decode(bytes).map_err(|e| OnnxError::Decode { what: "tensor".into(), source: e })?;
+    let bad = |msg: String| OnnxError::BadData { what: "tensor data".into(), msg };
+    if bytes.is_empty() {
+        return Err(bad("empty (0 bytes): not a serialized TensorProto".into()));
+    }
+    if bytes.starts_with(b"\x93NUMPY") {
+        return Err(bad("NumPy .npy data, not a serialized TensorProto (name the file .npy)".into()));
+    }
+    let t = TensorProto::decode(bytes).map_err(|e| OnnxError::Decode { what: "TensorProto".into(), error: e })?;
+    if t.data_type.unwrap_or(0) == 0 {
+        return Err(bad(format!("no data type (UNDEFINED) in {} bytes: not a serialized TensorProto", bytes.len())));
+    }
     decode_tensor(&t, None)
+}
+
+/// Reads a `.pb` tensor file ([`tensor_from_pb`]); every error names the file.
+pub fn read_tensor_pb(path: &Path) -> Result<HostTensor, OnnxError> {
+    let bytes = std::fs::read(path).map_err(|e| OnnxError::Io { path: path.to_path_buf(), error: e })?;
+    tensor_from_pb(&bytes).map_err(|e| e.in_file(path))
 }
 
 /// Serializes a tensor as a `TensorProto` with raw little-endian data.
@@ -287,7 +306,7 @@ fn read_external(
             format!("external data length {len} but the tensor needs {bytes} bytes"),
         ));
     }
-    let io = |path: &Path, e: std::io::Error| OnnxError::Io { path: path.to_path_buf(), source: e };
+    let io = |path: &Path, e: std::io::Error| OnnxError::Io { path: path.to_path_buf(), error: e };
     let base = dir.canonicalize().map_err(|e| io(dir, e))?;
     let joined = dir.join(&location);
     let real = joined.canonicalize().map_err(|e| io(&joined, e))?;

@@ -51,6 +51,9 @@ pub struct Args {
     /// to its idle clock under load too (1980 -> 345 MHz on an H200; BENCHMARKS.md).
     #[arg(long)]
     pub reuse_device: bool,
+    /// The on-disk cache.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
 }
 
 /// One measured row (see BENCHMARKS.md).
@@ -160,7 +163,11 @@ pub fn for_measurement(backend: &Arc<dyn BackendTrait>, reuse: bool) -> Result<A
     Ok(sinter::runtime::open(kind)?.backend)
 }
 
-/// Compiles and times one workload in one mode.
+/// Compiles and times one workload in one mode. The cold and warm compile times are measured in
+/// a private scratch folder (cold: empty; warm: the same folder again), so they never depend on
+/// what the user's cache holds; the graph that is timed is then compiled with `cache` (the user's
+/// cache: max-autotune winners and programs are kept between runs), or is the cold one when
+/// `cache` is `None`.
 #[allow(clippy::too_many_arguments)]
 pub fn measure(
     w: &Workload,
@@ -171,20 +178,29 @@ pub fn measure(
     iters: usize,
     warmup: usize,
     inputs: &[HostTensor],
+    cache: Option<&std::path::Path>,
 ) -> Result<(Row, Vec<HostTensor>, CompiledGraph)> {
     let g = w.build(scale)?;
-    let cache = std::env::temp_dir().join(format!("sinter-bench-{}-{}", std::process::id(), w.name));
-    let _ = std::fs::remove_dir_all(&cache);
+    let scratch = std::env::temp_dir().join(format!("sinter-bench-{}-{}", std::process::id(), w.name));
+    let _ = std::fs::remove_dir_all(&scratch);
     let opts =
-        CompileOptions { mode, fusion, cache_dir: Some(cache.clone()), debug_dir: None, ..CompileOptions::default() };
+        CompileOptions { mode, fusion, cache_dir: Some(scratch.clone()), debug_dir: None, ..CompileOptions::default() };
     let t = Instant::now();
-    let c = compile(&g, backend.clone(), opts.clone()).with_context(|| format!("compiling {}", w.name))?;
+    let cold_c = compile(&g, backend.clone(), opts.clone()).with_context(|| format!("compiling {}", w.name))?;
     let cold = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let warm_c = compile(&g, backend.clone(), opts)?;
+    let warm_c = compile(&g, backend.clone(), opts.clone())?;
     let warm = t.elapsed().as_secs_f64();
     drop(warm_c);
-    let _ = std::fs::remove_dir_all(&cache);
+    let _ = std::fs::remove_dir_all(&scratch);
+    let c = match cache {
+        Some(d) => {
+            drop(cold_c);
+            compile(&g, backend.clone(), CompileOptions { cache_dir: Some(d.to_path_buf()), ..opts })
+                .with_context(|| format!("compiling {}", w.name))?
+        }
+        None => cold_c,
+    };
     // Warm-up runs (clocks ramp up, caches fill): at least `warmup` runs and 50 ms, then timed runs.
     let t = Instant::now();
     c.run(inputs)?;
@@ -252,20 +268,38 @@ fn call_time_us(c: &CompiledGraph, inputs: &[HostTensor]) -> Result<(f64, f64)> 
     Ok((t.elapsed().as_secs_f64() * 1e6 / n as f64, host))
 }
 
+/// Largest tolerance ratio of `a` against `b` by the shared comparison
+/// ([`sinter::core::compare::compare_outputs`]: NaN only equals NaN, an infinity only the same
+/// infinity, integers exact; a count, shape or dtype mismatch, or no outputs, is `+inf`).
 fn worst_ratio(a: &[HostTensor], b: &[HostTensor], rtol: f64, atol: f64) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x.tolerance_ratio(y, rtol, atol)).fold(0.0, f64::max)
+    sinter::core::compare::compare_outputs(a, b, |_| (rtol, atol)).max_ratio
 }
 
-/// Largest `||a - b|| / ||b||` over the outputs (METHOD: f32 lands far under 1e-3, bf16 operands
-/// between 1e-3 and 1e-2; NaN never passes).
+/// Largest `||a - b|| / ||b||` over the finite elements of the outputs (METHOD: f32 lands far
+/// under 1e-3, bf16 operands between 1e-3 and 1e-2). Elements where both are the same NaN or
+/// infinity are equal; any other NaN or infinity mismatch, or a count or shape mismatch, is
+/// `+inf`: NaN never passes.
 fn worst_rel_l2(a: &[HostTensor], b: &[HostTensor]) -> f64 {
+    if a.len() != b.len() || b.is_empty() {
+        return f64::INFINITY;
+    }
     a.iter()
         .zip(b)
         .map(|(x, y)| {
+            if x.shape != y.shape || x.dtype() != y.dtype() {
+                return f64::INFINITY;
+            }
             let (x, y) = (x.to_f64_vec(), y.to_f64_vec());
-            let num: f64 = x.iter().zip(&y).map(|(p, q)| (p - q) * (p - q)).sum();
-            let den: f64 = y.iter().map(|q| q * q).sum();
-            if num.is_nan() { f64::INFINITY } else { (num / den.max(f64::MIN_POSITIVE)).sqrt() }
+            let (mut num, mut den) = (0.0f64, 0.0f64);
+            for (&p, &q) in x.iter().zip(&y) {
+                if p.is_finite() && q.is_finite() {
+                    num += (p - q) * (p - q);
+                    den += q * q;
+                } else if sinter::core::compare::element_ratio(p, q, 0.0, 0.0) != 0.0 {
+                    return f64::INFINITY;
+                }
+            }
+            if num.is_finite() { (num / den.max(f64::MIN_POSITIVE)).sqrt() } else { f64::INFINITY }
         })
         .fold(0.0, f64::max)
 }
@@ -295,6 +329,7 @@ pub fn run(a: Args) -> Result<()> {
         "{:32} {:>15} {:>7} {:>10} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}",
         "workload", "mode", "kernels", "ms", "GB/s", "TFLOP/s", "%copy", "cold s", "warm s", "call us", "host us"
     );
+    let cache = a.cache.dir();
     let mut rows = Vec::new();
     let mut failed = Vec::new();
     for w in &list {
@@ -306,14 +341,15 @@ pub fn run(a: Args) -> Result<()> {
         let mut eager_out: Option<Vec<HostTensor>> = None;
         for (m, fusion) in modes {
             let b = for_measurement(&backend, a.reuse_device)?;
-            let (mut row, out, _c) = match measure(w, scale, &b, m, fusion, a.iters, a.warmup, &inputs) {
-                Ok(r) => r,
-                Err(e) => {
-                    println!("{:32} {:>15} error: {e:#}", w.name, if fusion { m.name() } else { "eager" });
-                    failed.push(w.name);
-                    continue;
-                }
-            };
+            let (mut row, out, _c) =
+                match measure(w, scale, &b, m, fusion, a.iters, a.warmup, &inputs, cache.as_deref()) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        println!("{:32} {:>15} error: {e:#}", w.name, if fusion { m.name() } else { "eager" });
+                        failed.push(w.name);
+                        continue;
+                    }
+                };
             let (rtol, atol) = w.tolerance();
             if a.check {
                 let want = w.reference(scale, &inputs)?;
@@ -376,4 +412,29 @@ pub fn run(a: Args) -> Result<()> {
         bail!("failed: {}", failed.join(", "));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(v: &[f32]) -> HostTensor {
+        HostTensor::f32([v.len()], v.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn check_never_passes_wrong_infinities_nan_or_missing_outputs() {
+        let inf = f32::INFINITY;
+        // Issue 14: expected [inf, inf, 1], got [0, -inf, 1] passed the old check.
+        let (got, want) = ([t(&[0.0, -inf, 1.0])], [t(&[inf, inf, 1.0])]);
+        assert!(worst_ratio(&got, &want, 1e-3, 1e-5) > 1.0);
+        assert!(worst_rel_l2(&got, &want) > 1e-2);
+        assert!(worst_rel_l2(&[t(&[f32::NAN])], &[t(&[1.0])]).is_infinite());
+        // Matching infinities and NaNs are equal; the finite rest is measured.
+        let same = [t(&[f32::NAN, -inf, 2.0])];
+        assert_eq!((worst_ratio(&same, &same, 0.0, 0.0), worst_rel_l2(&same, &same)), (0.0, 0.0));
+        // Missing outputs, or none at all, fail.
+        assert!(worst_ratio(&[], &want, 1.0, 1.0).is_infinite() && worst_ratio(&[], &[], 1.0, 1.0).is_infinite());
+        assert!(worst_rel_l2(&[], &want).is_infinite() && worst_rel_l2(&[], &[]).is_infinite());
+    }
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Arguments of `sinter conformance`.
 #[derive(clap::Args, Debug)]
@@ -25,7 +25,8 @@ pub struct Args {
     /// Only cases whose name (or kind/name) contains this substring.
     #[arg(long)]
     pub filter: Option<String>,
-    /// Per-case time limit in seconds (a case over it is abandoned and counted as a timeout).
+    /// Per-case time limit in seconds, in (0, 86400] (a case over it is abandoned and counted as a
+    /// timeout).
     #[arg(long, default_value_t = 20.0)]
     pub timeout: f64,
     /// Cases run in parallel (default: the available cores).
@@ -38,11 +39,15 @@ pub struct Args {
     /// Also list every unsupported case (failures, errors and timeouts are always listed).
     #[arg(long, short)]
     pub verbose: bool,
+    /// The on-disk cache.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
 }
 
 /// The runner for `name`: `cpu` (the CPU reference interpreter, the ground truth), or any backend
-/// of the registry (`auto`, `cuda`, `wgsl`, `interp`), compiled fused and run once per case.
-pub fn backend(name: &str) -> Result<Backend> {
+/// of the registry (`auto`, `cuda`, `wgsl`, `interp`), compiled fused (programs cached in
+/// `cache`, when given) and run once per case.
+pub fn backend(name: &str, cache: Option<PathBuf>) -> Result<Backend> {
     if name == "cpu" {
         return Ok(Arc::new(sinter::cpu::run));
     }
@@ -53,19 +58,23 @@ pub fn backend(name: &str) -> Result<Backend> {
         eprintln!("# {}", sel.why);
     }
     let b = sel.backend;
-    Ok(Arc::new(move |g: &sinter::IrGraph, inputs: &[sinter::HostTensor]| compiled_run(b.clone(), g, inputs)))
+    Ok(Arc::new(move |g: &sinter::IrGraph, inputs: &[sinter::HostTensor]| {
+        compiled_run(b.clone(), g, inputs, cache.clone())
+    }))
 }
 
-/// Compiles `g` (no disk cache, no artifacts) and runs it once; a backend's refusal (a dtype or
-/// limit it lacks) becomes [`sinter::Error::Unsupported`] so the runner counts it as unsupported.
+/// Compiles `g` (programs cached in `cache`, no artifacts) and runs it once; a backend's refusal
+/// (a dtype or limit it lacks) becomes [`sinter::Error::Unsupported`] so the runner counts it as
+/// unsupported.
 fn compiled_run(
     b: Arc<dyn sinter::core::backend::Backend>,
     g: &sinter::IrGraph,
     inputs: &[sinter::HostTensor],
+    cache: Option<PathBuf>,
 ) -> Result<Vec<sinter::HostTensor>, sinter::Error> {
     use sinter::core::backend::BackendError;
     use sinter::core::compile::{CompileError, CompileOptions, compile};
-    let opts = CompileOptions { cache_dir: None, debug_dir: None, ..CompileOptions::default() };
+    let opts = CompileOptions { cache_dir: cache, debug_dir: None, ..CompileOptions::default() };
     let run = || -> Result<Vec<sinter::HostTensor>, CompileError> { compile(g, b.clone(), opts.clone())?.run(inputs) };
     run().map_err(|e| match e {
         CompileError::Graph(e) => e,
@@ -78,8 +87,9 @@ fn compiled_run(
 
 /// Runs the suite.
 pub fn run(args: Args) -> Result<()> {
-    let be = backend(&args.backend)?;
-    let cases = conformance::discover(&args.dir).with_context(|| format!("reading {}", args.dir.display()))?;
+    let timeout = super::seconds_arg("timeout", args.timeout)?;
+    let be = backend(&args.backend, args.cache.dir())?;
+    let cases = conformance::discover(&args.dir)?;
     let bar = ProgressBar::new(cases.len() as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed_precise} {msg}")
@@ -90,7 +100,7 @@ pub fn run(args: Args) -> Result<()> {
     let p2 = passed.clone();
     let mut opts = Options {
         filter: args.filter.clone(),
-        timeout: Duration::from_secs_f64(args.timeout.max(0.001)),
+        timeout,
         progress: Some(Arc::new(move |r, done, total| {
             if r.status == Status::Pass {
                 p2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

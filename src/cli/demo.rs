@@ -99,5 +99,6 @@ pub fn run(args: Args) -> Result<()> {
         check: reduced,
         no_calibrate: false,
         reuse_device: false,
+        cache: super::CacheArgs::default(),
     })
 }

@@ -28,6 +28,9 @@ pub struct Args {
     /// Compile with fusion off (one kernel per primitive op).
     #[arg(long)]
     pub eager: bool,
+    /// The on-disk cache.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
 }
 
 /// Prints the graphs.
@@ -51,11 +54,14 @@ pub fn run(args: Args) -> Result<()> {
         prev = step;
     }
     if args.backend.is_some() || args.out.is_some() {
+        if let Some(dir) = &args.out {
+            super::out_dir("out", dir)?;
+        }
         let (backend, _) = super::bench::make_backend(args.backend.as_deref().unwrap_or("auto"), false)?;
         let opts = CompileOptions {
             fusion: !args.eager,
             debug_dir: args.out.clone(),
-            cache_dir: None,
+            cache_dir: args.cache.dir(),
             ..CompileOptions::default()
         };
         let c = compile(&g, backend.clone(), opts).with_context(|| format!("compiling {}", w.name))?;

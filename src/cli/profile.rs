@@ -33,13 +33,19 @@ pub struct Args {
     /// Skip the eager run.
     #[arg(long)]
     pub no_eager: bool,
+    /// The on-disk cache.
+    #[command(flatten)]
+    pub cache: super::CacheArgs,
 }
 
-/// The device ceilings: cached calibration if present, else a quick copy measurement.
+/// The device ceilings: cached calibration if present and valid, else a quick copy measurement.
+/// A calibration file that exists but cannot be read, parsed or trusted is named in a warning.
 fn ceilings(backend: &Arc<dyn BackendTrait>, measured_copy: Option<f64>) -> Ceilings {
     let key = Ceilings::adapter_key(&[backend.name(), &backend.device_name()]);
-    if let Ok(Some(c)) = Ceilings::load(&key) {
-        return c;
+    match Ceilings::load(&key) {
+        Ok(Some(c)) => return c,
+        Ok(None) => {}
+        Err(e) => eprintln!("warning: ignoring the calibration file: {e}"),
     }
     Ceilings {
         copy_gbps: measured_copy.unwrap_or(0.0),
@@ -63,7 +69,7 @@ fn record(
     let opts = CompileOptions {
         mode: Mode::Default,
         fusion,
-        cache_dir: None,
+        cache_dir: a.cache.dir(),
         debug_dir: fusion.then(|| dir.to_path_buf()),
         ..CompileOptions::default()
     };
@@ -75,7 +81,7 @@ fn record(
 pub fn run(a: Args) -> Result<()> {
     let (backend, copy) = super::bench::make_backend(&a.backend, true)?;
     let device = DeviceInfo::new(backend.device_name(), backend.name(), ceilings(&backend, copy));
-    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    super::out_dir("out", &a.out)?;
     if !a.no_eager {
         let p = record(&a.out, &a, &backend, &device, false)?;
         p.write(&a.out)?;

@@ -73,5 +73,9 @@ pub fn summary_text(a: &Artifacts) -> String {
         }
         s.push('\n');
     }
+    // Files refused or unreadable (outside the folder, not regular, over the size limit).
+    for w in &a.warnings {
+        let _ = writeln!(s, "note: {w}");
+    }
     s
 }

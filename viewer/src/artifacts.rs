@@ -2,6 +2,7 @@
 //! decisions, the captured graph, the IR dumps, the pass snapshots and (lazily) kernel sources.
 
 use crate::ViewerError;
+use crate::folder::Folder;
 use sinter_core::profile::{Analysis, FusionDecision, FusionFile, GraphSummary, KernelProfile, Mode, Profile, analyze};
 use std::path::{Path, PathBuf};
 
@@ -67,16 +68,20 @@ pub struct Artifacts {
     pub ir_post_fusion: Option<String>,
     /// Pass snapshots in order.
     pub passes: Vec<PassFile>,
-    /// Problems with optional files (shown, not fatal).
+    /// Problems with optional files, and files refused (outside the folder, not regular files,
+    /// over [`crate::folder::MAX_FILE_BYTES`]): shown, not fatal.
     pub warnings: Vec<String>,
+    /// The folder every file is read through.
+    pub folder: Folder,
 }
 
-fn read_optional(path: &Path, warnings: &mut Vec<String>) -> Option<String> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Some(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+/// Reads an optional file of the folder (see [`Folder::read_to_string`]); a refusal or a read
+/// error becomes a warning.
+fn read_optional(folder: &Folder, rel: &str, warnings: &mut Vec<String>) -> Option<String> {
+    match folder.read_to_string(Path::new(rel)) {
+        Ok(t) => t,
         Err(e) => {
-            warnings.push(format!("{}: {e}", path.display()));
+            warnings.push(e);
             None
         }
     }
@@ -102,8 +107,16 @@ impl Artifacts {
         if !dir.is_dir() {
             return Err(ViewerError::NoFolder(dir.to_path_buf()));
         }
-        let compiled = Profile::read_mode(dir, Mode::Compiled)?.map(Run::new);
-        let eager = Profile::read_mode(dir, Mode::Eager)?.map(Run::new);
+        let folder = Folder::new(dir).map_err(|error| ViewerError::Io { path: dir.to_path_buf(), error })?;
+        let read_profile = |mode: Mode| -> Result<Option<Run>, ViewerError> {
+            let rel = mode.profile_file();
+            match folder.read_to_string(Path::new(rel)).map_err(ViewerError::Refused)? {
+                None => Ok(None),
+                Some(text) => Ok(Some(Run::new(Profile::from_json(&dir.join(rel), &text)?))),
+            }
+        };
+        let compiled = read_profile(Mode::Compiled)?;
+        let eager = read_profile(Mode::Eager)?;
         let (main, baseline) = match (compiled, eager) {
             (Some(c), e) => (c, e),
             (None, Some(e)) => (e, None),
@@ -113,24 +126,31 @@ impl Artifacts {
         };
         let mut warnings = Vec::new();
         let mut fusion = main.profile.fusion.clone();
-        if fusion.is_empty() {
-            match FusionFile::read(dir) {
-                Ok(Some(f)) => fusion = f.decisions,
-                Ok(None) => {}
+        if fusion.is_empty()
+            && let Some(text) = read_optional(&folder, "fusion.json", &mut warnings)
+        {
+            match FusionFile::from_json(&dir.join("fusion.json"), &text) {
+                Ok(f) => fusion = f.decisions,
                 Err(e) => warnings.push(e.to_string()),
             }
         }
         let mut graph = main.profile.graph.clone();
         if graph.is_none() {
-            graph = read_graph_json(&dir.join("graph.json"), &mut warnings);
+            graph = read_graph_json(&folder, &mut warnings);
         }
         let mut passes = Vec::new();
-        let pass_dir = dir.join("passes");
-        if let Ok(entries) = std::fs::read_dir(&pass_dir) {
+        let pass_dir = match folder.resolve(Path::new("passes")) {
+            Ok(d) => d,
+            Err(e) => {
+                warnings.push(e);
+                None
+            }
+        };
+        if let Some(Ok(entries)) = pass_dir.map(std::fs::read_dir) {
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().to_string();
                 if let Some((index, pass)) = parse_pass_file_name(&name)
-                    && let Some(text) = read_optional(&e.path(), &mut warnings)
+                    && let Some(text) = read_optional(&folder, &format!("passes/{name}"), &mut warnings)
                 {
                     passes.push(PassFile { index, name: pass, text });
                 }
@@ -139,15 +159,16 @@ impl Artifacts {
         passes.sort_by(|a, b| (a.index, &a.name).cmp(&(b.index, &b.name)));
         Ok(Artifacts {
             dir: dir.to_path_buf(),
-            graph_txt: read_optional(&dir.join("graph.txt"), &mut warnings),
-            ir_pre_fusion: read_optional(&dir.join("ir_pre_fusion.txt"), &mut warnings),
-            ir_post_fusion: read_optional(&dir.join("ir_post_fusion.txt"), &mut warnings),
+            graph_txt: read_optional(&folder, "graph.txt", &mut warnings),
+            ir_pre_fusion: read_optional(&folder, "ir_pre_fusion.txt", &mut warnings),
+            ir_post_fusion: read_optional(&folder, "ir_post_fusion.txt", &mut warnings),
             main,
             baseline,
             fusion,
             graph,
             passes,
             warnings,
+            folder,
         })
     }
 
@@ -156,20 +177,20 @@ impl Artifacts {
         std::iter::once(&self.main).chain(self.baseline.iter()).collect()
     }
 
-    /// The source of a kernel: its `source_path`, else `kernels/<name>.wgsl` or `.cu`.
+    /// The source of a kernel: its `source_path`, else `kernels/<name>.wgsl` or `.cu`, read only
+    /// inside the folder ([`Folder`]): a path or kernel name that leads out of it, or to anything
+    /// but a regular file under the size limit, is refused with the reason.
     pub fn kernel_source(&self, k: &KernelProfile) -> Result<(PathBuf, String), String> {
         let mut candidates: Vec<PathBuf> = Vec::new();
         if let Some(p) = &k.source_path {
-            candidates.push(self.dir.join(p));
+            candidates.push(PathBuf::from(p));
         }
         for ext in ["wgsl", "cu"] {
-            candidates.push(self.dir.join("kernels").join(format!("{}.{ext}", k.name)));
+            candidates.push(Path::new("kernels").join(format!("{}.{ext}", k.name)));
         }
         for c in &candidates {
-            match std::fs::read_to_string(c) {
-                Ok(t) => return Ok((c.clone(), t)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(format!("{}: {e}", c.display())),
+            if let Some(t) = self.folder.read_to_string(c)? {
+                return Ok((self.dir.join(c), t));
             }
         }
         Err(format!("no source file for {} (looked for {})", k.name, names(&candidates)))
@@ -189,15 +210,15 @@ fn names(paths: &[PathBuf]) -> String {
 }
 
 /// Reads `graph.json`: either a [`GraphSummary`] or a serialized `sinter_core::ir::Graph`.
-fn read_graph_json(path: &Path, warnings: &mut Vec<String>) -> Option<GraphSummary> {
-    let text = read_optional(path, warnings)?;
+fn read_graph_json(folder: &Folder, warnings: &mut Vec<String>) -> Option<GraphSummary> {
+    let text = read_optional(folder, "graph.json", warnings)?;
     if let Ok(s) = serde_json::from_str::<GraphSummary>(&text) {
         return Some(s);
     }
     match serde_json::from_str::<sinter_core::ir::Graph>(&text) {
         Ok(g) => Some(GraphSummary::from_graph(&g)),
         Err(e) => {
-            warnings.push(format!("{}: not a graph: {e}", path.display()));
+            warnings.push(format!("{}: not a graph: {e}", folder.root().join("graph.json").display()));
             None
         }
     }

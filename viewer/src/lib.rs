@@ -9,6 +9,7 @@
 pub mod app;
 pub mod artifacts;
 pub mod demo;
+pub mod folder;
 pub mod fusion;
 pub mod passes;
 pub mod roofline;
@@ -31,14 +32,17 @@ pub enum ViewerError {
     #[error(transparent)]
     Profile(#[from] sinter_core::profile::ProfileError),
     /// A file could not be read or written.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        /// The I/O error (in the message, not a `source()`: reporters print it once).
+        error: std::io::Error,
     },
+    /// A file of the artifact folder was refused (outside the folder, not a regular file, too
+    /// large: see [`folder`]) or could not be read.
+    #[error("{0}")]
+    Refused(String),
     /// The demo folder could not be generated.
     #[error("demo artifacts: {0}")]
     Demo(String),

@@ -5,9 +5,13 @@
 //! payload (wgpu's `PipelineCache::get_data()`). A file whose magic, length or hash does not match is
 //! reported as [`PipelineCacheStatus::Corrupt`], deleted, and the cache starts empty; its bytes never reach
 //! the driver. wgpu additionally checks that the payload was made by the same wgpu, adapter and driver
-//! (`fallback: true`).
+//! (`fallback: true`). A file whose framing is intact but whose driver data breaks pipeline creation
+//! (the first pipeline created with it fails, then succeeds without it) is discarded the same way
+//! ([`DiskPipelineCache::discard`]): deleted with a warning naming it, and the device goes on
+//! without a cache, so one bad file never breaks every compile.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -43,9 +47,9 @@ pub enum PipelineCacheStatus {
 
 /// The pipeline cache of one device and where it lives.
 pub(crate) struct DiskPipelineCache {
-    cache: Option<wgpu::PipelineCache>,
+    /// The cache and its status; the cache becomes `None` when discarded.
+    state: Mutex<(Option<wgpu::PipelineCache>, PipelineCacheStatus)>,
     path: Option<PathBuf>,
-    status: PipelineCacheStatus,
 }
 
 /// Checks the header and hash of a cache file's bytes; returns the payload.
@@ -82,7 +86,7 @@ pub(crate) fn encode(payload: &[u8]) -> Vec<u8> {
 impl DiskPipelineCache {
     /// No cache, for the given reason.
     pub(crate) fn disabled(status: PipelineCacheStatus) -> Self {
-        Self { cache: None, path: None, status }
+        Self { state: Mutex::new((None, status)), path: None }
     }
 
     /// Loads (or starts) the cache for `key` under `dir`. Never fails: problems become the status.
@@ -91,13 +95,13 @@ impl DiskPipelineCache {
         let path = dir.join("pipelines").join(format!("wgpu30-{key}.bin"));
         let (data, status) = match std::fs::read(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, PipelineCacheStatus::Fresh),
-            Err(e) => (None, PipelineCacheStatus::Corrupt { reason: format!("unreadable: {e}") }),
+            Err(e) => (None, PipelineCacheStatus::Corrupt { reason: format!("{}: unreadable: {e}", path.display()) }),
             Ok(bytes) => match decode(&bytes) {
                 Ok(payload) => (Some(payload.to_vec()), PipelineCacheStatus::Loaded { bytes: payload.len() as u64 }),
                 Err(reason) => {
                     tracing::warn!("pipeline cache {} is corrupt ({reason}); rebuilding it", path.display());
                     let _ = std::fs::remove_file(&path);
-                    (None, PipelineCacheStatus::Corrupt { reason })
+                    (None, PipelineCacheStatus::Corrupt { reason: format!("{}: {reason}", path.display()) })
                 }
             },
         };
@@ -111,12 +115,26 @@ impl DiskPipelineCache {
                 fallback: true,
             })
         };
-        Self { cache: Some(cache), path: Some(path), status }
+        Self { state: Mutex::new((Some(cache), status)), path: Some(path) }
     }
 
-    /// The wgpu cache to pass to pipeline creation.
-    pub(crate) fn cache(&self) -> Option<&wgpu::PipelineCache> {
-        self.cache.as_ref()
+    /// The wgpu cache to pass to pipeline creation (`None` when disabled or discarded).
+    pub(crate) fn cache(&self) -> Option<wgpu::PipelineCache> {
+        self.state.lock().map(|s| s.0.clone()).unwrap_or(None)
+    }
+
+    /// Stops using the cache for `reason`: deletes its file (logging a warning naming it) and
+    /// sets the status to [`PipelineCacheStatus::Corrupt`]; pipelines are created without a cache
+    /// from now on and nothing is saved.
+    pub(crate) fn discard(&self, reason: &str) {
+        let name = self.path.as_ref().map_or_else(|| "(no file)".to_string(), |p| p.display().to_string());
+        tracing::warn!("pipeline cache {name} is unusable ({reason}); deleted, going on without it");
+        if let Some(p) = &self.path {
+            let _ = std::fs::remove_file(p);
+        }
+        if let Ok(mut s) = self.state.lock() {
+            *s = (None, PipelineCacheStatus::Corrupt { reason: format!("{name}: {reason}") });
+        }
     }
 
     /// The cache file.
@@ -126,21 +144,21 @@ impl DiskPipelineCache {
 
     /// How the file was found.
     pub(crate) fn status(&self) -> PipelineCacheStatus {
-        self.status.clone()
+        self.state.lock().map(|s| s.1.clone()).unwrap_or(PipelineCacheStatus::Disabled)
     }
 
     /// Writes the cache atomically (temporary file, then rename). `None` when there is nothing to write.
     pub(crate) fn save(&self) -> Result<Option<PathBuf>, DeviceError> {
-        let (Some(cache), Some(path)) = (&self.cache, &self.path) else { return Ok(None) };
+        let (Some(cache), Some(path)) = (self.cache(), &self.path) else { return Ok(None) };
         let Some(data) = cache.get_data() else { return Ok(None) };
         let io = |p: &Path| {
             let p = p.to_path_buf();
-            move |source| DeviceError::Io { path: p, source }
+            move |error| DeviceError::Io { path: p, error }
         };
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(io(parent))?;
         }
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let tmp = sinter_core::compile::unique_tmp(path);
         std::fs::write(&tmp, encode(&data)).map_err(io(&tmp))?;
         std::fs::rename(&tmp, path).map_err(io(path))?;
         Ok(Some(path.clone()))

@@ -301,7 +301,62 @@ impl Device {
 
         let device = &self.inner.device;
         let context = format!("compiling `{label}`");
-        let (pipeline, layout) = self.checked(&context, || {
+        // With the disk pipeline cache first; if that fails, the cache's driver data may be what is
+        // broken (a file whose framing is intact but whose inner bytes are not): the cache is
+        // discarded (file deleted, warning naming it) and the pipeline created once more without it.
+        let disk_cache = self.inner.disk_cache.cache();
+        let mut result = self.create_pipeline(
+            &context,
+            device,
+            module.clone(),
+            label,
+            entry,
+            checked,
+            opts,
+            &bindings,
+            disk_cache.as_ref(),
+        );
+        if let (Err(e), Some(_)) = (&result, &disk_cache) {
+            let reason = format!("creating the pipeline of `{label}` with it failed: {e}");
+            self.inner.disk_cache.discard(&reason);
+            result = self.create_pipeline(&context, device, module, label, entry, checked, opts, &bindings, None);
+        }
+        let (pipeline, layout) = result?;
+        self.inner.cache_dirty.store(true, std::sync::atomic::Ordering::Relaxed);
+        let program = Program {
+            label: Arc::from(label),
+            inner: Arc::new(ProgramInner {
+                entry: entry.to_string(),
+                pipeline,
+                layout,
+                bindings,
+                workgroup_size,
+                hash,
+                checked,
+            }),
+        };
+        if let Ok(mut m) = self.inner.programs.lock() {
+            m.insert(*hash.as_bytes(), program.clone());
+        }
+        Ok(program)
+    }
+
+    /// Creates the shader module and compute pipeline of a validated module, with `cache` (the
+    /// disk pipeline cache, or none); errors caught by the device's error scopes are returned.
+    #[allow(clippy::too_many_arguments)]
+    fn create_pipeline(
+        &self,
+        context: &str,
+        device: &wgpu::Device,
+        module: naga::Module,
+        label: &str,
+        entry: &str,
+        checked: bool,
+        opts: &ProgramOptions,
+        bindings: &[BindingInfo],
+        cache: Option<&wgpu::PipelineCache>,
+    ) -> Result<(wgpu::ComputePipeline, Option<wgpu::BindGroupLayout>), DeviceError> {
+        self.checked(context, || {
             let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(label),
                 source: wgpu::ShaderSource::Naga(Cow::Owned(module)),
@@ -358,7 +413,7 @@ impl Device {
                     constants: &constants,
                     zero_initialize_workgroup_memory: opts.zero_initialize_workgroup_memory,
                 },
-                cache: self.inner.disk_cache.cache(),
+                cache,
             });
             let layout = match explicit {
                 Some((bgl, _)) => Some(bgl),
@@ -366,24 +421,7 @@ impl Device {
                 None => Some(pipeline.get_bind_group_layout(0)),
             };
             (pipeline, layout)
-        })?;
-        self.inner.cache_dirty.store(true, std::sync::atomic::Ordering::Relaxed);
-        let program = Program {
-            label: Arc::from(label),
-            inner: Arc::new(ProgramInner {
-                entry: entry.to_string(),
-                pipeline,
-                layout,
-                bindings,
-                workgroup_size,
-                hash,
-                checked,
-            }),
-        };
-        if let Ok(mut m) = self.inner.programs.lock() {
-            m.insert(*hash.as_bytes(), program.clone());
-        }
-        Ok(program)
+        })
     }
 
     /// Forgets the in-memory program cache (compiled programs stay valid).

@@ -33,11 +33,45 @@ struct CalibrationFile {
     ceilings: Ceilings,
 }
 
+/// The plausible range of copy bandwidth, GB/s: above 0, at most 100 TB/s (an H200 copies at
+/// about 4 TB/s).
+pub const COPY_GBPS_RANGE: (f64, f64) = (0.0, 1e5);
+/// The plausible range of a matmul peak, TFLOP/s: above 0, at most 100 PFLOP/s.
+pub const MATMUL_TFLOPS_RANGE: (f64, f64) = (0.0, 1e5);
+/// The plausible range of the launch overhead, µs: above 0, at most 100 ms.
+pub const LAUNCH_US_RANGE: (f64, f64) = (0.0, 1e5);
+
+/// Whether `v` is finite and in `(lo, hi]`.
+fn plausible(v: f64, (lo, hi): (f64, f64)) -> bool {
+    v.is_finite() && v > lo && v <= hi
+}
+
 impl Ceilings {
+    /// Checks every value against its plausible range ([`COPY_GBPS_RANGE`],
+    /// [`MATMUL_TFLOPS_RANGE`], [`LAUNCH_US_RANGE`]); `Err` names the first field out of range
+    /// and its value. Measured ceilings must all be known (0 is not a measurement).
+    pub fn check(&self) -> Result<(), String> {
+        let bad = |field: &str, v: f64, (lo, hi): (f64, f64), unit: &str| {
+            Err(format!("{field} = {v} is outside the plausible range ({lo}, {hi}] {unit}"))
+        };
+        if !plausible(self.copy_gbps, COPY_GBPS_RANGE) && (self.measured || self.copy_gbps != 0.0) {
+            return bad("copy_gbps", self.copy_gbps, COPY_GBPS_RANGE, "GB/s");
+        }
+        if !plausible(self.launch_overhead_us, LAUNCH_US_RANGE) && (self.measured || self.launch_overhead_us != 0.0) {
+            return bad("launch_overhead_us", self.launch_overhead_us, LAUNCH_US_RANGE, "µs");
+        }
+        for (dtype, &v) in &self.matmul_tflops {
+            if !plausible(v, MATMUL_TFLOPS_RANGE) {
+                return bad(&format!("matmul_tflops.{dtype}"), v, MATMUL_TFLOPS_RANGE, "TFLOP/s");
+            }
+        }
+        Ok(())
+    }
+
     /// Peak FLOP/s (in TFLOP/s) for work in `dtype`: its own entry, else `f32`'s, else the
-    /// largest known. `None` when nothing is known.
+    /// largest known. `None` when nothing plausible is known (see [`MATMUL_TFLOPS_RANGE`]).
     pub fn peak_tflops(&self, dtype: &str) -> Option<f64> {
-        let ok = |v: &f64| v.is_finite() && *v > 0.0;
+        let ok = |v: &f64| plausible(*v, MATMUL_TFLOPS_RANGE);
         self.matmul_tflops
             .get(dtype)
             .filter(|v| ok(v))
@@ -46,14 +80,14 @@ impl Ceilings {
             .copied()
     }
 
-    /// Copy bandwidth when known.
+    /// Copy bandwidth when known and plausible ([`COPY_GBPS_RANGE`]).
     pub fn bandwidth_gbps(&self) -> Option<f64> {
-        (self.copy_gbps.is_finite() && self.copy_gbps > 0.0).then_some(self.copy_gbps)
+        plausible(self.copy_gbps, COPY_GBPS_RANGE).then_some(self.copy_gbps)
     }
 
-    /// Launch overhead in ns when known.
+    /// Launch overhead in ns when known and plausible ([`LAUNCH_US_RANGE`]).
     pub fn launch_overhead_ns(&self) -> Option<f64> {
-        (self.launch_overhead_us.is_finite() && self.launch_overhead_us > 0.0).then_some(self.launch_overhead_us * 1e3)
+        plausible(self.launch_overhead_us, LAUNCH_US_RANGE).then_some(self.launch_overhead_us * 1e3)
     }
 
     /// The ridge point (FLOP per byte) for `dtype`: kernels of higher arithmetic intensity are
@@ -62,15 +96,14 @@ impl Ceilings {
         Some(self.peak_tflops(dtype)? * 1e12 / (self.bandwidth_gbps()? * 1e9))
     }
 
-    /// The calibration cache folder: `$SINTER_CACHE_DIR/calibration`, else
-    /// `$XDG_CACHE_HOME/sinter/calibration`, else `~/.cache/sinter/calibration`.
+    /// The calibration cache folder: `$SINTER_CACHE_DIR/calibration`, else `sinter/calibration`
+    /// in the user's cache folder (the `dirs` crate, as [`crate::compile::default_cache_dir`];
+    /// calibration is kept even when `SINTER_CACHE=0` turns the compile caches off).
     pub fn cache_dir() -> Result<PathBuf, ProfileError> {
         let root = if let Some(d) = std::env::var_os("SINTER_CACHE_DIR").filter(|d| !d.is_empty()) {
             PathBuf::from(d)
-        } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-            PathBuf::from(d).join("sinter")
-        } else if let Some(h) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-            PathBuf::from(h).join(".cache").join("sinter")
+        } else if let Some(d) = dirs::cache_dir() {
+            d.join("sinter")
         } else {
             return Err(ProfileError::NoCacheDir);
         };
@@ -99,9 +132,16 @@ impl Ceilings {
         self.save_to(&Ceilings::cache_dir()?, adapter_key)
     }
 
-    /// Loads `<dir>/<key>.json`; `Ok(None)` when it does not exist.
+    /// The file [`Ceilings::load_from`] reads for an adapter.
+    pub fn file_in(dir: &Path, adapter_key: &str) -> PathBuf {
+        dir.join(format!("{}.json", Ceilings::adapter_key(&[adapter_key])))
+    }
+
+    /// Loads `<dir>/<key>.json`; `Ok(None)` when it does not exist. A file that exists but cannot
+    /// be read, does not parse, or holds a value out of its plausible range ([`Ceilings::check`])
+    /// is an error naming the file (never trusted).
     pub fn load_from(dir: &Path, adapter_key: &str) -> Result<Option<Ceilings>, ProfileError> {
-        let path = dir.join(format!("{}.json", Ceilings::adapter_key(&[adapter_key])));
+        let path = Ceilings::file_in(dir, adapter_key);
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -111,13 +151,19 @@ impl Ceilings {
         check_schema(&path, &value)?;
         let file: CalibrationFile = serde_json::from_value(value)
             .map_err(|e| ProfileError::Parse { path: path.clone(), msg: e.to_string() })?;
+        file.ceilings.check().map_err(|msg| ProfileError::Parse {
+            path: path.clone(),
+            msg: format!("{msg}; rerun `sinter calibrate` to measure again"),
+        })?;
         Ok(Some(file.ceilings))
     }
 
-    /// Saves to `<dir>/<key>.json`, creating `dir`; returns the file.
+    /// Saves to `<dir>/<key>.json`, creating `dir`; returns the file. Values out of their
+    /// plausible range ([`Ceilings::check`]) are refused, not written.
     pub fn save_to(&self, dir: &Path, adapter_key: &str) -> Result<PathBuf, ProfileError> {
+        let path = Ceilings::file_in(dir, adapter_key);
+        self.check().map_err(|msg| ProfileError::Parse { path: path.clone(), msg: format!("not saved: {msg}") })?;
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
-        let path = dir.join(format!("{}.json", Ceilings::adapter_key(&[adapter_key])));
         let file = CalibrationFile {
             schema_version: SCHEMA_VERSION,
             sinter_version: SINTER_VERSION.to_string(),

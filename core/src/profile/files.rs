@@ -22,13 +22,12 @@ pub const FUSION_FILE: &str = "fusion.json";
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
     /// A file could not be read or written.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file or folder.
         path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        /// The I/O error (in the message, not a `source()`: reporters print it once).
+        error: std::io::Error,
     },
     /// A file is not valid JSON of the expected shape.
     #[error("{}: not a valid sinter file: {msg}", path.display())]
@@ -75,7 +74,7 @@ pub enum ProfileError {
 }
 
 pub(super) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ProfileError + '_ {
-    move |source| ProfileError::Io { path: path.to_path_buf(), source }
+    move |error| ProfileError::Io { path: path.to_path_buf(), error }
 }
 
 pub(super) fn parse_json(path: &Path, text: &str) -> Result<Value, ProfileError> {
@@ -101,7 +100,7 @@ pub(super) fn write_json<T: Serialize>(path: &Path, value: &T, pretty: bool) -> 
     let text = if pretty { serde_json::to_string_pretty(value) } else { serde_json::to_string(value) }
         .map_err(|e| ProfileError::Parse { path: path.to_path_buf(), msg: e.to_string() })?;
     // Write then rename, so a reader never sees half a file.
-    let tmp = path.with_extension("json.tmp");
+    let tmp = crate::compile::unique_tmp(path);
     std::fs::write(&tmp, text).map_err(io_err(&tmp))?;
     std::fs::rename(&tmp, path).map_err(io_err(path))
 }
@@ -126,7 +125,7 @@ impl Profile {
         if !dir.is_dir() {
             return Err(ProfileError::Io {
                 path: dir.to_path_buf(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such folder"),
+                error: std::io::Error::new(std::io::ErrorKind::NotFound, "no such folder"),
             });
         }
         for mode in [Mode::Compiled, Mode::Eager] {
@@ -170,15 +169,22 @@ impl FusionFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_err(&path)(e)),
         };
-        let value = parse_json(&path, &text)?;
+        FusionFile::from_json(&path, &text).map(Some)
+    }
+
+    /// Parses the text of a `fusion.json` (`path` is used in messages), in either form
+    /// [`FusionFile::read`] accepts.
+    pub fn from_json(path: &Path, text: &str) -> Result<FusionFile, ProfileError> {
+        let path = path.to_path_buf();
+        let value = parse_json(&path, text)?;
         if value.is_array() {
             let raw: Vec<crate::kernel::FusionDecision> =
                 serde_json::from_value(value).map_err(|e| ProfileError::Parse { path, msg: e.to_string() })?;
             let decisions = raw.iter().map(FusionDecision::from).collect();
-            return Ok(Some(FusionFile { schema_version: SCHEMA_VERSION, decisions }));
+            return Ok(FusionFile { schema_version: SCHEMA_VERSION, decisions });
         }
         check_schema(&path, &value)?;
-        serde_json::from_value(value).map(Some).map_err(|e| ProfileError::Parse { path, msg: e.to_string() })
+        serde_json::from_value(value).map_err(|e| ProfileError::Parse { path, msg: e.to_string() })
     }
 }
 

@@ -328,6 +328,40 @@ fn artifact_helpers() {
 }
 
 #[test]
+fn calibration_files_with_absurd_values_are_refused_naming_the_file() {
+    let dir = std::env::temp_dir().join(format!("sinter-calib-bad-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = ceilings().save_to(&dir, "gpu").unwrap();
+    let good: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for (field, value) in [
+        ("launch_overhead_us", json!(1e9)),
+        ("launch_overhead_us", json!(-3.0)),
+        ("copy_gbps", json!(0.0)),
+        ("copy_gbps", json!(-1.0)),
+        ("copy_gbps", json!(1e300)),
+    ] {
+        let mut v = good.clone();
+        v["ceilings"][field] = value.clone();
+        std::fs::write(&path, v.to_string()).unwrap();
+        let e = Ceilings::load_from(&dir, "gpu").unwrap_err().to_string();
+        assert!(e.contains(&path.display().to_string()) && e.contains(field), "{field} = {value}: {e}");
+    }
+    let mut v = good.clone();
+    v["ceilings"]["matmul_tflops"]["f32"] = json!(-5.0);
+    std::fs::write(&path, v.to_string()).unwrap();
+    assert!(Ceilings::load_from(&dir, "gpu").unwrap_err().to_string().contains("matmul_tflops.f32"));
+    // NaN is not JSON: a file that does not parse names itself too (never "run calibrate" alone).
+    std::fs::write(&path, good.to_string().replace("3000.0", "NaN")).unwrap();
+    assert!(Ceilings::load_from(&dir, "gpu").unwrap_err().to_string().contains(&path.display().to_string()));
+    // Absurd values are not saved, and the accessors never hand them out.
+    let bad = Ceilings { launch_overhead_us: f64::NAN, ..ceilings() };
+    assert!(bad.save_to(&dir, "gpu2").is_err() && !dir.join("gpu2.json").exists());
+    let huge = Ceilings { launch_overhead_us: 1e9, copy_gbps: 1e12, ..ceilings() };
+    assert_eq!((huge.launch_overhead_ns(), huge.bandwidth_gbps()), (None, None));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn calibration_round_trip() {
     let dir = std::env::temp_dir().join(format!("sinter-calib-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

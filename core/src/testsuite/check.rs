@@ -1,5 +1,6 @@
 //! Comparison of a backend's outputs with the CPU reference: per-dtype error bounds ([`Tol`]) and
-//! an elementwise check ([`compare`]) that never lets a NaN or an infinity through by accident.
+//! an elementwise check ([`compare`], the shared [`crate::compare`]) that never lets a NaN or an
+//! infinity through by accident.
 //!
 //! Contract of [`compare`]:
 //! * the output lists have the same length, and it is not zero (a graph with no outputs proves
@@ -76,99 +77,27 @@ impl Tol {
     }
 }
 
-/// One element that does not match.
-fn describe(index: &[usize], got: f64, want: f64) -> String {
-    format!("at {index:?}: got {got} want {want}")
-}
-
-/// The multi-dimensional index of flat position `i` in a row-major `shape`.
-fn unflatten(shape: &[usize], mut i: usize) -> Vec<usize> {
-    let mut idx = vec![0; shape.len()];
-    for (k, &n) in shape.iter().enumerate().rev() {
-        if n > 0 {
-            idx[k] = i % n;
-            i /= n;
-        }
-    }
-    idx
-}
-
 /// Whether `got` matches `want` within `(rtol, atol)` (see the module docs for NaN and infinity).
 pub fn float_matches(got: f64, want: f64, rtol: f64, atol: f64) -> bool {
-    if want.is_nan() || got.is_nan() {
-        return want.is_nan() && got.is_nan();
-    }
-    if want.is_infinite() || got.is_infinite() {
-        return got == want;
-    }
-    // Both finite: a difference that overflows is infinite and fails.
-    (got - want).abs() <= atol + rtol * want.abs()
+    crate::compare::element_ratio(got, want, rtol, atol) <= 1.0
 }
 
 /// Checks one output against its reference; `Err` describes the first mismatches.
 pub fn compare_one(got: &HostTensor, want: &HostTensor, tol: Tol) -> Result<(), String> {
-    if got.dtype() != want.dtype() {
-        return Err(format!("dtype {} but the reference is {}", got.dtype(), want.dtype()));
+    let bounds = tol.bounds(want.dtype()).unwrap_or((0.0, 0.0));
+    match crate::compare::compare_tensor(got, want, bounds).problem {
+        None => Ok(()),
+        Some(p) => Err(p),
     }
-    if got.shape != want.shape {
-        return Err(format!("shape {:?} but the reference is {:?}", got.shape, want.shape));
-    }
-    if got.numel() != want.numel() {
-        return Err(format!("{} elements but the reference has {}", got.numel(), want.numel()));
-    }
-    let mut bad = Vec::new();
-    let mut count = 0usize;
-    match tol.bounds(want.dtype()) {
-        None => {
-            let (a, b) = (got.to_i64_vec(), want.to_i64_vec());
-            for (i, (&x, &y)) in a.iter().zip(&b).enumerate() {
-                if x != y {
-                    count += 1;
-                    if bad.len() < 8 {
-                        // u64 is held as its bits: print it unsigned.
-                        let (x, y) = if want.dtype() == DType::U64 {
-                            ((x as u64).to_string(), (y as u64).to_string())
-                        } else {
-                            (x.to_string(), y.to_string())
-                        };
-                        bad.push(format!("at {:?}: got {x} want {y}", unflatten(&want.shape, i)));
-                    }
-                }
-            }
-        }
-        Some((rtol, atol)) => {
-            let (a, b) = (got.to_f64_vec(), want.to_f64_vec());
-            for (i, (&x, &y)) in a.iter().zip(&b).enumerate() {
-                if !float_matches(x, y, rtol, atol) {
-                    count += 1;
-                    if bad.len() < 8 {
-                        bad.push(describe(&unflatten(&want.shape, i), x, y));
-                    }
-                }
-            }
-            if count > 0 {
-                bad.push(format!("(rtol {rtol:e}, atol {atol:e})"));
-            }
-        }
-    }
-    if count == 0 { Ok(()) } else { Err(format!("{count} of {} elements differ: {}", want.numel(), bad.join("; "))) }
 }
 
-/// Checks every output against the reference (see the module docs).
+/// Checks every output against the reference (see the module docs): [`crate::compare::compare_outputs`]
+/// with the bounds of `tol` per dtype.
 pub fn compare(got: &[HostTensor], want: &[HostTensor], tol: Tol) -> Result<(), String> {
-    if want.is_empty() {
-        return Err("the reference has no outputs: nothing is checked".into());
+    match crate::compare::compare_outputs(got, want, |d| tol.bounds(d).unwrap_or((0.0, 0.0))).problem {
+        None => Ok(()),
+        Some(p) => Err(p),
     }
-    if got.len() != want.len() {
-        return Err(format!("{} outputs but the reference has {}", got.len(), want.len()));
-    }
-    let errs: Vec<String> = got
-        .iter()
-        .zip(want)
-        .enumerate()
-        .filter_map(|(i, (g, w))| compare_one(g, w, tol).err().map(|e| format!("output {i} ({}): {e}", w.dtype())))
-        .collect();
-    if errs.is_empty() { Ok(()) } else { Err(errs.join("\n")) }
 }
 
 #[cfg(test)]
