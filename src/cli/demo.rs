@@ -19,7 +19,7 @@ pub struct Args {
     /// Only these workloads (comma-separated names).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
-    /// Backend for the compiled runs: auto, wgsl, interp.
+    /// Backend for the compiled runs: auto, cuda, wgsl, interp.
     #[arg(long, default_value = "auto")]
     pub backend: String,
     /// Size of the compiled runs (`full` needs a GPU; the reference check is skipped there).

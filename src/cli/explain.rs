@@ -19,7 +19,7 @@ pub struct Args {
     /// Build at the benchmark size or the reduced one.
     #[arg(long, value_enum, default_value = "full")]
     pub scale: ScaleArg,
-    /// Also compile for this backend (auto, wgsl, interp) and summarize the kernels.
+    /// Also compile for this backend (auto, cuda, wgsl, interp) and summarize the kernels.
     #[arg(long)]
     pub backend: Option<String>,
     /// Write the debug artifacts of the compilation here (implies `--backend auto` if none given).
