@@ -28,9 +28,6 @@ use super::{Body, CudaCaps, RenderError, Tuning};
 
 /// Most elements one thread keeps in registers per cached load in a persistent reduction.
 pub(super) const PERSISTENT_PER_THREAD: u64 = 32;
-/// Most elements one thread keeps in registers for later phases in all (loads and computed
-/// values); computed values beyond it are recomputed.
-const MAX_CACHED_PER_THREAD: u32 = 64;
 
 /// How a row's elements are visited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,47 +191,6 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
         }
     }
 
-    // Values a reduction phase computes per element and a later phase uses again (softmax's
-    // `exp(x - max)`: summed by reduction 1, divided by the sum in the stores) are kept in
-    // registers from where they are first computed, not recomputed: the frontier of what phase
-    // `i` shares with a later phase (an expression there with a user that phase `i` does not
-    // compute), reading only accumulators of earlier phases. Measured on an H100: recomputing
-    // `expf` made a bf16 softmax over wide-range rows instruction-bound (BENCHMARKS.md).
-    let mut derived: Vec<(u32, usize)> = Vec::new();
-    if let Mode::Persistent(p) = mode {
-        let sets: Vec<_> = phases.iter().map(|roots| closure(k, roots, &|_| false)).collect();
-        let mut users: Vec<Vec<u32>> = vec![Vec::new(); k.exprs.len()];
-        for (u, te) in k.exprs.iter().enumerate() {
-            for o in super::analysis::operands(&te.expr) {
-                users[o.0 as usize].push(u as u32);
-            }
-        }
-        let per_array = p * width;
-        for i in 0..reds.len() {
-            for &e in &sets[i] {
-                let eu = e as usize;
-                let cheap = matches!(
-                    k.exprs[eu].expr,
-                    Expr::Load { .. } | Expr::Const(_) | Expr::Acc(_) | Expr::IndexValue(_) | Expr::Cast(_)
-                );
-                let later = |u: u32| sets[i + 1..].iter().any(|s| s.contains(&u));
-                let frontier = users[eu].iter().any(|&u| later(u) && !sets[i].contains(&u));
-                if cheap
-                    || !dep_red[eu]
-                    || !em.varying[eu]
-                    || max_acc[eu].is_some_and(|a| a >= i)
-                    || !later(e)
-                    || !frontier
-                    || derived.iter().any(|&(d, _)| d == e)
-                    || (cache.len() + derived.len() + 1) as u32 * per_array > MAX_CACHED_PER_THREAD
-                {
-                    continue;
-                }
-                derived.push((e, i));
-            }
-        }
-    }
-
     let ity = em.ity();
     let nw = block / 32;
     let blocks = if mode == Mode::Serial { (r.rows as u64).div_ceil(u64::from(block)) } else { r.rows as u64 };
@@ -268,7 +224,7 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
         }
         em.names.insert(Var::Row, "row".into());
         if let Mode::Persistent(p) = mode {
-            for c in cache.iter().copied().chain(derived.iter().map(|&(d, _)| d)) {
+            for &c in &cache {
                 let ty = ct(k.exprs[c as usize].dtype).name();
                 let dims = if width > 1 { format!("[{p}][{width}]") } else { format!("[{p}]") };
                 em.line(format!("{ty} c{c}{dims}; // v{c}, kept in registers for the later phases"));
@@ -281,9 +237,6 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
             if i == 0 {
                 roots.extend(cache.iter().map(|&c| ExprId(c)));
             }
-            let kept: Vec<u32> = derived.iter().filter(|&&(_, pi)| pi == i).map(|&(d, _)| d).collect();
-            let reused: Vec<u32> = derived.iter().filter(|&&(_, pi)| pi < i).map(|&(d, _)| d).collect();
-            roots.extend(kept.iter().map(|&d| ExprId(d)));
             em.emit_closure(&roots, &|e| !dep_red[e as usize])?;
             let fct = rd.fold_ct();
             em.line(format!("{} acc{i} = {};", fct.name(), rd.identity()));
@@ -295,9 +248,6 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
                     for &c in &cache {
                         em.line(format!("{} = v{c};", cache_ref(c, g)));
                     }
-                }
-                for &d in &kept {
-                    em.line(format!("{} = v{d};", cache_ref(d, g)));
                 }
                 let v = em.value(rd.value)?;
                 // A value of the fold's dtype is folded as it is (a cast to f16 would round it).
@@ -318,14 +268,14 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
             };
             visit(em, mode, (width, block, r.len), red0, &mut |em, g| {
                 if i > 0 {
-                    for &c in cache.iter().chain(&reused) {
+                    for &c in &cache {
                         em.cached.insert(c, cache_ref(c, g));
                     }
                 }
                 let grp = Group { var: Var::Red, width, base: red0, lane: red, roots: &roots, stores: &[] };
                 let res = emit_group(em, &grp, &mut |em| fold(em, g));
-                for c in cache.iter().chain(&reused) {
-                    em.cached.remove(c);
+                for &c in &cache {
+                    em.cached.remove(&c);
                 }
                 res
             })?;
@@ -346,16 +296,15 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
         if !r.elem_stores.is_empty() {
             em.line("// ---- element stores");
             em.emit_closure(&elem_roots, &|e| !dep_red[e as usize])?;
-            let all_kept: Vec<u32> = cache.iter().copied().chain(derived.iter().map(|&(d, _)| d)).collect();
             visit(em, mode, (width, block, r.len), red0, &mut |em, g| {
-                for &c in &all_kept {
+                for &c in &cache {
                     em.cached.insert(c, cache_ref(c, g));
                 }
                 let grp =
                     Group { var: Var::Red, width, base: red0, lane: red, roots: &elem_roots, stores: &r.elem_stores };
                 let res = emit_group(em, &grp, &mut |_| Ok(()));
-                for c in &all_kept {
-                    em.cached.remove(c);
+                for &c in &cache {
+                    em.cached.remove(&c);
                 }
                 res
             })?;
