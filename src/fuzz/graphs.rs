@@ -69,7 +69,11 @@ impl Gen {
     }
 
     /// One random op on `v` (or `v` unchanged when the pick does not apply).
-    fn step(&mut self, v: Val) -> Val {
+    fn step(&mut self, mut v: Val) -> Val {
+        if v.shape.is_empty() {
+            v.t = v.t.reshape(vec![1]);
+            v.shape = vec![1];
+        }
         let float = v.dtype.is_float();
         let rank = v.shape.len();
         let r = self.rng.below(14);

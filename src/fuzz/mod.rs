@@ -174,6 +174,11 @@ impl Summary {
     pub fn line(&self) -> String {
         let mut seeds: Vec<String> = self.findings.iter().map(|f| format!("{:#x}", f.seed)).collect();
         seeds.dedup();
+        if seeds.len() > 12 {
+            let more = seeds.len() - 12;
+            seeds.truncate(12);
+            seeds.push(format!("and {more} more"));
+        }
         format!(
             "executions {}, crashes {}, mismatches {} (seeds: {})",
             self.executions,
@@ -185,9 +190,18 @@ impl Summary {
 
     /// Every finding, one paragraph each, then the counters.
     pub fn report(&self) -> String {
+        // One paragraph per distinct first line (the panic message and location), with a count.
         let mut s = String::new();
+        let mut seen: Vec<(&str, usize, &Finding)> = Vec::new();
         for f in &self.findings {
-            s.push_str(&format!("{:?} seed {:#x}: {}\n", f.kind, f.seed, f.what));
+            let head = f.what.lines().next().unwrap_or("");
+            match seen.iter_mut().find(|(h, _, _)| *h == head) {
+                Some(e) => e.1 += 1,
+                None => seen.push((head, 1, f)),
+            }
+        }
+        for (_, n, f) in seen {
+            s.push_str(&format!("{:?} seed {:#x} ({n} like it): {}\n", f.kind, f.seed, f.what));
         }
         let notes: Vec<String> = self.notes.iter().map(|(k, v)| format!("{k} {v}")).collect();
         s.push_str(&format!("{:.1} s, skipped {}, {}\n", self.seconds, self.skipped, notes.join(", ")));
@@ -201,13 +215,23 @@ pub fn drive(config: &Config, summary: &mut Summary, mut one: impl FnMut(u64, &m
     let start = Instant::now();
     let budget = Duration::from_secs_f64(config.seconds.max(0.0));
     let _quiet = QuietPanics::install();
+    let mut guarded = |seed: u64, summary: &mut Summary| {
+        if let Err(p) = catch(|| one(seed, summary)) {
+            summary.executions += 1;
+            summary.findings.push(Finding {
+                seed,
+                kind: FindingKind::Crash,
+                what: format!("the iteration panicked outside the checked calls: {p}"),
+            });
+        }
+    };
     if let Some(seed) = config.case {
-        one(seed, summary);
+        guarded(seed, summary);
     } else {
         let mut i = 0u64;
         while config.iterations.is_none_or(|n| i < n) && (config.iterations.is_some() || start.elapsed() < budget) {
             let before = summary.findings.len();
-            one(iteration_seed(config.seed, i), summary);
+            guarded(iteration_seed(config.seed, i), summary);
             if config.verbose {
                 for f in &summary.findings[before..] {
                     eprintln!("{:?} seed {:#x}: {}", f.kind, f.seed, f.what);
@@ -251,6 +275,7 @@ impl Drop for QuietPanics {
         let mut prev = PREVIOUS.lock().unwrap_or_else(|e| e.into_inner());
         prev.0 -= 1;
         if prev.0 == 0
+            && !std::thread::panicking()
             && let Some(h) = prev.1.take()
         {
             panic::set_hook(h);

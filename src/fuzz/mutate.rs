@@ -345,7 +345,7 @@ pub fn apply(p: &mut Program, m: Mutation) -> Option<String> {
                     if val & 8 == 0 { Index::Div(Box::new(old), d) } else { Index::Mod(Box::new(old), d) }
                 }
                 Kind::IndexMul => Index::Mul(Box::new(old), [i64::MAX, i64::MIN, -1, 1 << 40][(val % 4) as usize]),
-                Kind::IndexClamp => Index::Clamp(Box::new(old), c, wild_i64(val >> 12, c - 1)),
+                Kind::IndexClamp => Index::Clamp(Box::new(old), c, wild_i64(val >> 12, c.wrapping_sub(1))),
                 Kind::IndexValue => {
                     let v = ExprId(wild_usize(val >> 2, ne.saturating_sub(1)) as u32);
                     if val & 2 == 0 { Index::Value(v) } else { Index::Clamp(Box::new(Index::Value(v)), 0, c) }
