@@ -97,7 +97,9 @@ pub fn iteration(backends: &Backends, seed: u64, summary: &mut Summary) {
                         .zip(&want)
                         .zip(&rg.bounds)
                         .enumerate()
-                        .find_map(|(i, ((g, w), &b))| compare_tensor(g, w, b).problem.map(|p| format!("output {i}: {p}")))
+                        .find_map(|(i, ((g, w), &b))| {
+                            compare_tensor(g, w, b).problem.map(|p| format!("output {i}: {p}"))
+                        })
                         .map(|p| (FindingKind::Mismatch, p))
                 }
             }

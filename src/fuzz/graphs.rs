@@ -174,11 +174,7 @@ impl Gen {
             9 if float => {
                 let k = v.shape[rank - 1];
                 let n = self.rng.pick(&DIMS);
-                let bshape = if rank >= 3 && self.rng.chance(0.5) {
-                    vec![v.shape[0], k, n]
-                } else {
-                    vec![k, n]
-                };
+                let bshape = if rank >= 3 && self.rng.chance(0.5) { vec![v.shape[0], k, n] } else { vec![k, n] };
                 let w = self.input(v.dtype, bshape);
                 let (t, shape) = if rank == 1 {
                     (v.t.unsqueeze(0).matmul(&w.t), vec![1, n])

@@ -296,9 +296,8 @@ fn payload_text(p: &(dyn std::any::Any + Send)) -> String {
 /// Runs `f`, turning a panic into `Err(message and location)`.
 pub fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     LAST_PANIC.with(|p| *p.borrow_mut() = None);
-    panic::catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
-        LAST_PANIC.with(|p| p.borrow_mut().take()).unwrap_or_else(|| payload_text(payload.as_ref()))
-    })
+    panic::catch_unwind(AssertUnwindSafe(f))
+        .map_err(|payload| LAST_PANIC.with(|p| p.borrow_mut().take()).unwrap_or_else(|| payload_text(payload.as_ref())))
 }
 
 /// A few helpers over [`SplitMix64`].

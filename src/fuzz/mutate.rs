@@ -134,7 +134,22 @@ impl Mutation {
 
 /// Wild signed values: boundaries, huge, negative, small.
 fn wild_i64(v: u64, near: i64) -> i64 {
-    const T: [i64; 14] = [0, -1, 1, 2, -7, i32::MAX as i64, i32::MIN as i64, u32::MAX as i64, 1 << 40, i64::MAX, i64::MIN, i64::MAX / 2, -(1 << 40), 3];
+    const T: [i64; 14] = [
+        0,
+        -1,
+        1,
+        2,
+        -7,
+        i32::MAX as i64,
+        i32::MIN as i64,
+        u32::MAX as i64,
+        1 << 40,
+        i64::MAX,
+        i64::MIN,
+        i64::MAX / 2,
+        -(1 << 40),
+        3,
+    ];
     match v % 4 {
         0 => near,
         1 => near.wrapping_add(1 + (v >> 8) as i64 % 5),
@@ -557,8 +572,8 @@ pub fn apply(p: &mut Program, m: Mutation) -> Option<String> {
         }
         Kind::Strategy => {
             let KernelBody::Reduce(r) = &mut k.body else { return None };
-            r.strategy = [ReduceStrategy::Persistent, ReduceStrategy::Looped, ReduceStrategy::ThreadPerRow]
-                [(val % 3) as usize];
+            r.strategy =
+                [ReduceStrategy::Persistent, ReduceStrategy::Looped, ReduceStrategy::ThreadPerRow][(val % 3) as usize];
             format!("strategy := {:?}", r.strategy)
         }
         Kind::KernelOrder | Kind::Buffer | Kind::Memory | Kind::Io => unreachable!("handled above"),

@@ -81,9 +81,11 @@ impl VerifierFuzz {
         if !self.scheduled.contains_key(&ci) {
             let mut progs = Vec::new();
             for inst in self.cases[ci].instances().unwrap_or_default() {
-                let small = inst.graph.nodes.iter().all(|n| {
-                    n.ty.shape.as_static().is_some_and(|s| s.iter().product::<usize>() <= MAX_BASE_NUMEL)
-                });
+                let small = inst
+                    .graph
+                    .nodes
+                    .iter()
+                    .all(|n| n.ty.shape.as_static().is_some_and(|s| s.iter().product::<usize>() <= MAX_BASE_NUMEL));
                 if !small {
                     continue;
                 }
@@ -212,7 +214,8 @@ impl VerifierFuzz {
 /// `base` with `muts` applied, and what each changed.
 fn build(base: &Program, muts: &[Mutation]) -> (Program, Vec<String>) {
     let mut p = base.clone();
-    let descs = muts.iter().map(|&m| mutate::apply(&mut p, m).unwrap_or_else(|| format!("{:?}: no-op", m.kind))).collect();
+    let descs =
+        muts.iter().map(|&m| mutate::apply(&mut p, m).unwrap_or_else(|| format!("{:?}: no-op", m.kind))).collect();
     (p, descs)
 }
 
@@ -222,9 +225,11 @@ fn runnable(p: &Program) -> bool {
     if bytes.is_none_or(|b| b > MAX_RUN_BYTES) {
         return false;
     }
-    let io_ok = p.inputs.iter().chain(&p.outputs).all(|io| {
-        io.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).is_some_and(|n| n <= MAX_RUN_BYTES)
-    });
+    let io_ok = p
+        .inputs
+        .iter()
+        .chain(&p.outputs)
+        .all(|io| io.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).is_some_and(|n| n <= MAX_RUN_BYTES));
     let work: u128 = p
         .kernels
         .iter()
