@@ -193,7 +193,7 @@ impl Gen {
             }
             10 => {
                 let n: usize = v.shape.iter().product();
-                let s = if self.rng.chance(0.5) || n % 2 != 0 || n < 2 { vec![n] } else { vec![2, n / 2] };
+                let s = if self.rng.chance(0.5) || !n.is_multiple_of(2) || n < 2 { vec![n] } else { vec![2, n / 2] };
                 out.t = v.t.reshape(s.clone());
                 out.shape = s.clone();
                 format!("reshape {s:?}")
