@@ -35,7 +35,8 @@ fn differential_fuzz_finds_nothing() {
 /// WGSL index emitter's negation and gcd, the WGSL binding size): each must stay clean.
 #[test]
 fn verifier_crashes_found_stay_fixed() {
-    const SEEDS: [u64; 9] = [
+    const SEEDS: [u64; 10] = [
+        0x7e5e6f1aca95b8a9,
         0x5e06519ab36e43d4,
         0xe37442984610b608,
         0xc684fdc1f9bbfcb0,

@@ -167,8 +167,8 @@ impl Index {
                 match (x, *c) {
                     (_, 0) => Index::Const(0),
                     (x, 1) => x,
-                    (Index::Const(a), c) => Index::Const(a * c),
-                    (Index::Mul(y, a), c) => Index::Mul(y, a * c).simplify(vr),
+                    (Index::Const(a), c) if a.checked_mul(c).is_some() => Index::Const(a * c),
+                    (Index::Mul(y, a), c) if a.checked_mul(c).is_some() => Index::Mul(y, a * c).simplify(vr),
                     (Index::Sum(ts), c) => {
                         Index::Sum(ts.into_iter().map(|t| Index::Mul(Box::new(t), c)).collect()).simplify(vr)
                     }
