@@ -24,3 +24,6 @@ pub mod runtime;
 pub use runtime::{Backend, Options, backend, compile};
 pub use sinter_core::backend::Mode;
 pub use sinter_core::compile::{CompileError, CompiledGraph};
+
+#[doc(hidden)]
+pub mod fuzz;

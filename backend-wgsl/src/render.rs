@@ -413,7 +413,8 @@ pub fn render_with(
             )));
         }
         let layout = Layout::of(a.dtype, caps.has_f16).ok_or_else(|| emit::unsupported_dtype(kernel, a.dtype))?;
-        let bytes = (decl.numel as u64 * a.dtype.size_bytes() as u64).max(1).div_ceil(4) * 4;
+        let bytes =
+            (decl.numel as u64).saturating_mul(a.dtype.size_bytes() as u64).max(1).div_ceil(4).saturating_mul(4);
         let split = if bytes > caps.max_binding_bytes {
             Some(split_plan(bytes, caps).map_err(|why| {
                 unsupported(format!(

@@ -110,8 +110,9 @@ fn ri(idx: &Index, env: &IndexEnv<'_>, h: &mut Helpers) -> Result<(String, Prec)
                 if let Index::Const(c) = t
                     && *c < 0
                     && k > 0
+                    && let Some(n) = c.checked_neg()
                 {
-                    out.push_str(&format!(" - {}", i32_const(-c)?));
+                    out.push_str(&format!(" - {}", i32_const(n)?));
                     continue;
                 }
                 if k > 0 {
@@ -156,13 +157,14 @@ pub(crate) enum LaneForm {
     Gather,
 }
 
-/// Greatest common divisor (gcd(0, x) = x).
+/// Greatest common divisor (gcd(0, x) = |x|); 1 (no known common factor) when it does not fit
+/// an i64 (gcd(i64::MIN, 0)).
 fn gcd(a: i64, b: i64) -> i64 {
-    let (mut a, mut b) = (a.abs(), b.abs());
+    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
     while b != 0 {
         (a, b) = (b, a % b);
     }
-    a
+    i64::try_from(a).unwrap_or(1)
 }
 
 /// `(s, g)`: for `var = base_var + j`, the index equals `base + j * s` with `base` divisible by `g`
@@ -185,7 +187,7 @@ fn affine(idx: &Index, var: Var, w: i64, uniform_value: &dyn Fn(ExprId) -> bool)
         }
         Index::Mul(x, c) => {
             let (s, g) = affine(x, var, w, uniform_value)?;
-            Some((s.checked_mul(*c)?, g.checked_mul(*c)?.abs()))
+            Some((s.checked_mul(*c)?, g.checked_mul(*c)?.checked_abs()?))
         }
         Index::Div(x, c) | Index::Mod(x, c) => {
             let c = *c;

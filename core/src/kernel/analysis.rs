@@ -153,6 +153,19 @@ pub fn check_kernel(k: &Kernel) -> Result<(), String> {
     let bad = |what: String| Err(what);
     let vr = |v: Var| var_range(k, v);
     let n = k.exprs.len();
+    // Index arithmetic is 64-bit signed: the iteration space and every argument must fit it.
+    let extents: &[usize] = match &k.body {
+        KernelBody::Pointwise { numel, .. } => &[*numel],
+        KernelBody::Reduce(r) => &[r.rows, r.len],
+        KernelBody::Matmul(m) => &[m.batch, m.m, m.n, m.k],
+    };
+    let space = extents.iter().fold(1u128, |a, &e| a.saturating_mul(e.max(1) as u128));
+    if space > i64::MAX as u128 {
+        return bad(format!("extents {extents:?} overflow the 64-bit index space"));
+    }
+    if let Some((i, a)) = k.args.iter().enumerate().find(|(_, a)| a.numel > i64::MAX as usize) {
+        return bad(format!("argument {i} has {} elements, more than 64-bit indices reach", a.numel));
+    }
     for (i, te) in k.exprs.iter().enumerate() {
         for o in operands(&te.expr) {
             if o.0 as usize >= i {
@@ -228,7 +241,7 @@ pub fn check_kernel(k: &Kernel) -> Result<(), String> {
     let empty = match &k.body {
         KernelBody::Pointwise { numel, .. } => *numel == 0,
         KernelBody::Reduce(r) => r.rows == 0,
-        KernelBody::Matmul(m) => m.batch * m.m * m.n == 0,
+        KernelBody::Matmul(m) => m.batch == 0 || m.m == 0 || m.n == 0,
     };
     if !empty {
         const VARS: [Var; 6] = [Var::Lane, Var::Row, Var::Red, Var::Batch, Var::M, Var::N];

@@ -77,16 +77,18 @@ impl Index {
         }
     }
 
-    /// Evaluates with the given variable and value bindings.
+    /// Evaluates with the given variable and value bindings, in wrapping 64-bit arithmetic (as
+    /// renderers do; a verified index never wraps), a division or remainder by a divisor the
+    /// verifier refuses (not positive) giving 0 rather than a panic.
     pub fn eval(&self, var: &dyn Fn(Var) -> i64, value: &dyn Fn(ExprId) -> i64) -> i64 {
         match self {
             Index::Const(c) => *c,
             Index::Var(v) => var(*v),
             Index::Value(e) => value(*e),
-            Index::Sum(ts) => ts.iter().map(|t| t.eval(var, value)).sum(),
-            Index::Mul(x, c) => x.eval(var, value) * c,
-            Index::Div(x, c) => x.eval(var, value).div_euclid(*c),
-            Index::Mod(x, c) => x.eval(var, value).rem_euclid(*c),
+            Index::Sum(ts) => ts.iter().fold(0i64, |a, t| a.wrapping_add(t.eval(var, value))),
+            Index::Mul(x, c) => x.eval(var, value).wrapping_mul(*c),
+            Index::Div(x, c) => x.eval(var, value).checked_div_euclid(*c).unwrap_or(0),
+            Index::Mod(x, c) => x.eval(var, value).checked_rem_euclid(*c).unwrap_or(0),
             Index::Clamp(x, lo, hi) => x.eval(var, value).max(*lo).min(*hi),
         }
     }
@@ -112,6 +114,9 @@ impl Index {
                 let (p, q) = (a.checked_mul(*c)?, b.checked_mul(*c)?);
                 Some((p.min(q), p.max(q)))
             }
+            // A divisor that is not positive breaks the IR's invariants: no range (the verifier
+            // refuses the index) rather than a division by zero or an overflow here.
+            Index::Div(_, c) | Index::Mod(_, c) if *c <= 0 => None,
             Index::Div(x, c) => {
                 let (a, b) = x.range(vr)?;
                 Some((a.div_euclid(*c), b.div_euclid(*c)))
@@ -162,8 +167,8 @@ impl Index {
                 match (x, *c) {
                     (_, 0) => Index::Const(0),
                     (x, 1) => x,
-                    (Index::Const(a), c) => Index::Const(a * c),
-                    (Index::Mul(y, a), c) => Index::Mul(y, a * c).simplify(vr),
+                    (Index::Const(a), c) if a.checked_mul(c).is_some() => Index::Const(a * c),
+                    (Index::Mul(y, a), c) if a.checked_mul(c).is_some() => Index::Mul(y, a * c).simplify(vr),
                     (Index::Sum(ts), c) => {
                         Index::Sum(ts.into_iter().map(|t| Index::Mul(Box::new(t), c)).collect()).simplify(vr)
                     }

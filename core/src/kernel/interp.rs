@@ -149,6 +149,8 @@ fn uses_var(i: &Index, v: Var) -> bool {
 }
 
 fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
+    // The structural checks the renderers rely on (extents within 64-bit indices included).
+    super::analysis::check_kernel(k)?;
     for a in &k.args {
         let d = p
             .buffers
@@ -187,7 +189,7 @@ fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
     let empty = match &k.body {
         KernelBody::Pointwise { numel, .. } => *numel == 0,
         KernelBody::Reduce(b) => b.rows == 0,
-        KernelBody::Matmul(m) => m.batch * m.m * m.n == 0,
+        KernelBody::Matmul(m) => m.batch == 0 || m.m == 0 || m.n == 0,
     };
     let n_acc = match &k.body {
         KernelBody::Reduce(b) => b.reductions.len(),
@@ -389,7 +391,8 @@ pub fn validate(p: &Program) -> Result<(), Error> {
                 BufferKind::Output(j) => what == "output" && j == k,
                 _ => false,
             };
-            if !kind_ok || b.dtype != io.dtype || b.numel != io.shape.iter().product::<usize>() {
+            let numel = io.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+            if !kind_ok || b.dtype != io.dtype || numel != Some(b.numel) {
                 return Err(perr(format!("{what} {k} ({:?}) does not match buffer b{}", io.name, b.id.0)));
             }
         }
@@ -404,7 +407,7 @@ pub fn validate(p: &Program) -> Result<(), Error> {
                 return Err(perr(format!("buffer b{i} is not an intermediate but has a slot")));
             }
             match p.memory.slots.get(*s) {
-                Some(&size) if size >= b.numel * b.dtype.size_bytes() => {}
+                Some(&size) if b.numel.checked_mul(b.dtype.size_bytes()).is_some_and(|n| size >= n) => {}
                 _ => return Err(perr(format!("buffer b{i} does not fit slot {s}"))),
             }
         }
