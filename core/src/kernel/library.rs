@@ -50,6 +50,22 @@ pub struct LibraryGemm {
 }
 
 impl LibraryGemm {
+    /// The product of `mm` stored into argument `out`, with a bias argument and ReLU.
+    fn of(mm: &super::MatmulBody, out: usize, bias: Option<usize>, relu: bool) -> LibraryGemm {
+        LibraryGemm {
+            batch: mm.batch,
+            m: mm.m,
+            n: mm.n,
+            k: mm.k,
+            a: mm.a.clone(),
+            b: mm.b.clone(),
+            dtype: mm.in_dtype,
+            out,
+            bias,
+            relu,
+        }
+    }
+
     /// Floating-point operations of the product (`2 * batch * m * n * k`).
     pub fn flops(&self) -> f64 {
         2.0 * self.batch as f64 * self.m as f64 * self.n as f64 * self.k as f64
@@ -152,18 +168,7 @@ pub fn library_gemm(k: &Kernel) -> Result<LibraryGemm, String> {
     } else {
         return Err(format!("epilogue `{}` is not acc [+ bias] [relu]", k.ops.join(", ")));
     };
-    Ok(LibraryGemm {
-        batch: mm.batch,
-        m: mm.m,
-        n: mm.n,
-        k: mm.k,
-        a: mm.a.clone(),
-        b: mm.b.clone(),
-        dtype: mm.in_dtype,
-        out: st.arg,
-        bias,
-        relu,
-    })
+    Ok(LibraryGemm::of(mm, st.arg, bias, relu))
 }
 
 /// The buffer id of the scratch argument [`split_epilogue`] appends (not a buffer of the program:
@@ -234,19 +239,7 @@ pub fn split_epilogue(k: &Kernel) -> Result<SplitGemm, String> {
         bytes,
     };
     super::analysis::check_kernel(&epilogue).map_err(|e| format!("epilogue kernel: {e}"))?;
-    let gemm = LibraryGemm {
-        batch: mm.batch,
-        m: mm.m,
-        n: mm.n,
-        k: mm.k,
-        a: mm.a.clone(),
-        b: mm.b.clone(),
-        dtype: mm.in_dtype,
-        out: scratch,
-        bias: None,
-        relu: false,
-    };
-    Ok(SplitGemm { gemm, epilogue })
+    Ok(SplitGemm { gemm: LibraryGemm::of(mm, scratch, None, false), epilogue })
 }
 
 #[cfg(test)]
