@@ -344,8 +344,8 @@ pub(crate) fn binary(
                 BinaryOp::Sub | BinaryOp::Xor | BinaryOp::Ne => format!("{pa} != {pb}"),
                 BinaryOp::Mul | BinaryOp::Min | BinaryOp::And => format!("{pa} && {pb}"),
                 BinaryOp::Eq => format!("{pa} == {pb}"),
-                // b is 1 (dividing by false is an error on the CPU).
-                BinaryOp::Div => a.to_string(),
+                // a / 1 = a; a / 0 = 0 (integer division by zero gives 0, as `core::scalar`).
+                BinaryOp::Div => format!("{pa} && {pb}"),
                 BinaryOp::Mod | BinaryOp::FMod => "false".to_string(),
                 BinaryOp::Pow | BinaryOp::Ge => format!("{pa} || !{pb}"),
                 BinaryOp::Lt => format!("!{pa} && {pb}"),

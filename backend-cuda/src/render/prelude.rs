@@ -12,8 +12,8 @@
 //!   zero, NaN to 0, saturation at the i64 range, except that u64 keeps values from 2^63 up.
 //! * Integer `sinter_div` truncates and wraps (`MIN / -1 = MIN`), `sinter_rem` is C's `%` (the
 //!   truncated `fmod`), `sinter_mod` is floored, `sinter_pow` squares with wrapping
-//!   multiplication. Division by zero and negative exponents are errors on the CPU reference;
-//!   here they give 0 (no trap, no undefined behaviour).
+//!   multiplication. Division by zero and negative exponents give 0, as `core::scalar` defines
+//!   them for every backend (no trap, no undefined behaviour).
 //! * `sinter_argmax_better` / `sinter_argmin_better` order (value, index) pairs as the arg
 //!   reductions do: a NaN beats any number (the first NaN wins), ties go to the lower index.
 //! * `sinter_vec<T, N>` is `N` consecutive elements read or written as one aligned access (16-byte
@@ -304,7 +304,7 @@ struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) sinter_vec {
             let (z, m1) = (i.lit(0), i.lit(-1));
             if i.signed() {
                 format!(
-                    "// truncating division; MIN / -1 wraps to MIN; division by zero (an error on the CPU) gives 0
+                    "// truncating division; MIN / -1 wraps to MIN; division by zero gives 0 (as core::scalar)
 {PRE} {t} sinter_div({t} a, {t} b) {{
     return b == {z} ? {z} : b == {m1} ? ({t})(({u})0 - ({u})a) : a / b;
 }}
@@ -313,7 +313,7 @@ struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) sinter_vec {
                 )
             } else {
                 format!(
-                    "// division; division by zero (an error on the CPU) gives 0
+                    "// division; division by zero gives 0 (as core::scalar)
 {PRE} {t} sinter_div({t} a, {t} b) {{
     return b == {z} ? {z} : a / b;
 }}
@@ -334,7 +334,7 @@ struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) sinter_vec {
                 )
             } else {
                 format!(
-                    "// remainder; by zero (an error on the CPU) gives 0
+                    "// remainder; by zero gives 0 (as core::scalar)
 {PRE} {t} sinter_rem({t} a, {t} b) {{
     return b == {z} ? {z} : a % b;
 }}
@@ -361,7 +361,7 @@ struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) sinter_vec {
             } else {
                 String::new()
             };
-            let note = if i.signed() { "; a negative exponent (an error on the CPU) gives 0" } else { "" };
+            let note = if i.signed() { "; a negative exponent gives 0 (as core::scalar)" } else { "" };
             format!(
                 "// base^e by squaring with wrapping multiplication{note}
 {PRE} {t} sinter_pow({t} base, {t} e) {{
