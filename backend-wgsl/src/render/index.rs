@@ -145,103 +145,11 @@ fn ri(idx: &Index, env: &IndexEnv<'_>, h: &mut Helpers) -> Result<(String, Prec)
     }
 }
 
-/// How an index behaves across the `W` consecutive values `base + j` (j in 0..W) of a vectorized loop
-/// variable, where `base` is a multiple of `W`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum LaneForm {
-    /// The same element for every j.
-    Uniform,
-    /// `W` consecutive elements starting at a multiple of `W`: one vector access.
-    Contig,
-    /// Anything else: one scalar access per j.
-    Gather,
-}
+pub(crate) use sinter_core::kernel::lanes::LaneForm;
 
-/// Greatest common divisor (gcd(0, x) = |x|); 1 (no known common factor) when it does not fit
-/// an i64 (gcd(i64::MIN, 0)).
-fn gcd(a: i64, b: i64) -> i64 {
-    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    i64::try_from(a).unwrap_or(1)
-}
-
-/// `(s, g)`: for `var = base_var + j`, the index equals `base + j * s` with `base` divisible by `g`
-/// (g = 0: base is 0). `None` when not of that form.
-fn affine(idx: &Index, var: Var, w: i64, uniform_value: &dyn Fn(ExprId) -> bool) -> Option<(i64, i64)> {
-    match idx {
-        Index::Const(c) => Some((0, *c)),
-        Index::Var(v) if *v == var => Some((1, w)),
-        Index::Var(_) => Some((0, 1)),
-        Index::Value(e) => uniform_value(*e).then_some((0, 1)),
-        Index::Sum(ts) => {
-            let mut s = 0i64;
-            let mut g = 0i64;
-            for t in ts {
-                let (ts, tg) = affine(t, var, w, uniform_value)?;
-                s = s.checked_add(ts)?;
-                g = gcd(g, tg);
-            }
-            Some((s, g))
-        }
-        Index::Mul(x, c) => {
-            let (s, g) = affine(x, var, w, uniform_value)?;
-            Some((s.checked_mul(*c)?, g.checked_mul(*c)?.checked_abs()?))
-        }
-        Index::Div(x, c) | Index::Mod(x, c) => {
-            let c = *c;
-            if c <= 0 {
-                return None;
-            }
-            let is_div = matches!(idx, Index::Div(..));
-            let (s, g) = affine(x, var, w, uniform_value)?;
-            // Divisibility of the quotient when c | g, else unknown.
-            let gq = if g == 0 {
-                0
-            } else if g % c == 0 {
-                g / c
-            } else {
-                1
-            };
-            let h = if g == 0 { c } else { gcd(g, c) };
-            if s == 0 {
-                return Some(if is_div { (0, gq) } else { (0, h) });
-            }
-            if s < 0 {
-                return None;
-            }
-            if (w - 1) * s < h {
-                // base is a multiple of h and base + (W-1)s stays below the next multiple of h (so of c).
-                return Some(if is_div { (0, gq) } else { (s, h) });
-            }
-            if s % c == 0 && (g == 0 || g % c == 0) {
-                return Some(if is_div { (s / c, gq) } else { (0, h) });
-            }
-            None
-        }
-        Index::Clamp(x, _, _) => {
-            let (s, _) = affine(x, var, w, uniform_value)?;
-            (s == 0).then_some((0, 1))
-        }
-    }
-}
-
-/// The [`LaneForm`] of `idx` for `W = 4` lanes of `var`. `uniform_value` says whether an
-/// [`Index::Value`] operand is the same for all lanes.
+/// The [`LaneForm`] of `idx` for the 4 lanes of a `vec4` access along `var`.
 pub(crate) fn lane_form(idx: &Index, var: Var, uniform_value: &dyn Fn(ExprId) -> bool) -> LaneForm {
-    if !idx.uses(var) && {
-        let mut all = true;
-        idx.values(&mut |e| all &= uniform_value(e));
-        all
-    } {
-        return LaneForm::Uniform;
-    }
-    match affine(idx, var, 4, uniform_value) {
-        Some((0, _)) => LaneForm::Uniform,
-        Some((1, g)) if g % 4 == 0 => LaneForm::Contig,
-        _ => LaneForm::Gather,
-    }
+    sinter_core::kernel::lanes::lane_form(idx, var, 4, uniform_value)
 }
 
 #[cfg(test)]

@@ -48,6 +48,7 @@ pub mod alloc;
 pub mod analysis;
 pub mod index;
 pub mod interp;
+pub mod lanes;
 pub mod library;
 pub mod print;
 
