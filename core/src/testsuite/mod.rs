@@ -31,6 +31,7 @@
 
 pub mod builder;
 pub mod check;
+pub mod programs;
 
 mod cases;
 mod layout;
