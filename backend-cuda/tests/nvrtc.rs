@@ -444,5 +444,6 @@ fn body_kind(k: &Kernel) -> &'static str {
         sinter_core::kernel::KernelBody::Pointwise { .. } => "pointwise",
         sinter_core::kernel::KernelBody::Reduce(_) => "reduce",
         sinter_core::kernel::KernelBody::Matmul(_) => "matmul",
+        sinter_core::kernel::KernelBody::Attention(_) => "attention",
     }
 }

@@ -337,7 +337,7 @@ fn candidates_render_distinct_sources() {
             let several = match &k.body {
                 KernelBody::Pointwise { numel, .. } => *numel > 1024,
                 KernelBody::Reduce(r) => r.rows > 0,
-                KernelBody::Matmul(_) => true,
+                KernelBody::Matmul(_) | KernelBody::Attention(_) => true,
             };
             assert!(!several || c.len() > 2, "{}: {} candidates", k.name, c.len());
         }

@@ -476,6 +476,7 @@ pub fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
                 }
             }
         }
+        KernelBody::Attention(_) => {}
     }
     out.retain(|t| check_tuning(t, caps).is_ok());
     out

@@ -622,6 +622,12 @@ fn render_body(kernel: &Kernel, caps: &WgslCaps, tuning: &Tuning, args: Vec<ArgI
         KernelBody::Pointwise { numel, stores } => pointwise::render(&mut em, *numel, stores, caps, tuning)?,
         KernelBody::Reduce(r) => reduce::render(&mut em, r, caps, tuning)?,
         KernelBody::Matmul(m) => matmul::render(&mut em, m, caps, tuning)?,
+        KernelBody::Attention(_) => {
+            return Err(RenderError::Unsupported {
+                kernel: kernel.name.clone(),
+                what: "fused attention kernels (not rendered yet)".into(),
+            });
+        }
     };
     let uses = std::mem::take(&mut em.uses);
     Ok((body, (em.out, em.h, em.enables), uses))

@@ -331,6 +331,9 @@ impl CompiledGraph {
                         crate::kernel::KernelBody::Matmul(m) => {
                             format!("matmul {}x{}x{}x{}", m.batch, m.m, m.n, m.k)
                         }
+                        crate::kernel::KernelBody::Attention(a) => {
+                            format!("attention {}x{}x{}x{}x{}x{}", a.batch, a.heads, a.m, a.kv, a.d, a.dv)
+                        }
                     };
                     tracing::debug!(target: "sinter::schedule", "{}: {body}, ops {:?}, {} args", k.name, k.ops, k.args.len());
                 }

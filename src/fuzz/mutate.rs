@@ -173,7 +173,7 @@ fn pick_dtype(v: u64) -> DType {
     DType::ALL[(v % DType::ALL.len() as u64) as usize]
 }
 
-const VARS: [Var; 6] = [Var::Lane, Var::Row, Var::Red, Var::Batch, Var::M, Var::N];
+const VARS: [Var; 7] = sinter_core::kernel::analysis::VARS;
 
 /// Every index of a kernel, mutable: load indices, index values and comparisons, store indices.
 fn indices_mut(k: &mut Kernel) -> Vec<&mut Index> {
@@ -199,6 +199,7 @@ fn stores_mut(b: &mut KernelBody) -> Vec<&mut Store> {
         KernelBody::Pointwise { stores, .. } => stores.iter_mut().collect(),
         KernelBody::Reduce(r) => r.elem_stores.iter_mut().chain(r.row_stores.iter_mut()).collect(),
         KernelBody::Matmul(m) => m.stores.iter_mut().collect(),
+        KernelBody::Attention(a) => a.stores.iter_mut().collect(),
     }
 }
 
@@ -419,6 +420,14 @@ pub fn apply(p: &mut Program, m: Mutation) -> Option<String> {
                     2 => f(&mut mm.n, "n"),
                     _ => f(&mut mm.k, "k"),
                 },
+                KernelBody::Attention(a) => match val % 6 {
+                    0 => f(&mut a.batch, "batch"),
+                    1 => f(&mut a.heads, "heads"),
+                    2 => f(&mut a.m, "m"),
+                    3 => f(&mut a.kv, "kv"),
+                    4 => f(&mut a.d, "d"),
+                    _ => f(&mut a.dv, "dv"),
+                },
             }
         }
         Kind::MatStride | Kind::MatArg | Kind::MatDtype => {
@@ -515,6 +524,7 @@ pub fn apply(p: &mut Program, m: Mutation) -> Option<String> {
                         r.row_stores.clear();
                     }
                     KernelBody::Matmul(mm) => mm.stores.clear(),
+                    KernelBody::Attention(a) => a.stores.clear(),
                 }
                 "stores removed".into()
             }

@@ -237,6 +237,9 @@ fn runnable(p: &Program) -> bool {
             KernelBody::Pointwise { numel, .. } => *numel as u128,
             KernelBody::Reduce(r) => (r.rows as u128) * (r.len as u128 + 1) * (r.reductions.len() as u128 + 1),
             KernelBody::Matmul(m) => (m.batch as u128) * (m.m as u128) * (m.n as u128) * (m.k as u128 + 1),
+            KernelBody::Attention(a) => {
+                (a.batch as u128 * a.heads as u128) * (a.m as u128) * (a.kv as u128) * (a.d as u128 + a.dv as u128 + 1)
+            }
         })
         .fold(0u128, |a, w| a.saturating_add(w));
     io_ok && work <= MAX_RUN_WORK

@@ -220,6 +220,12 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         KernelBody::Pointwise { numel, stores } => pointwise::render(&mut em, *numel, stores, caps, t)?,
         KernelBody::Reduce(r) => reduce::render(&mut em, r, caps, t)?,
         KernelBody::Matmul(m) => matmul::render(&mut em, m, caps, t)?,
+        KernelBody::Attention(_) => {
+            return Err(RenderError::Unsupported {
+                kernel: k.name.clone(),
+                what: "fused attention kernels (not rendered yet)".into(),
+            });
+        }
     };
     let name = entry_name(&k.name);
     let mut src = String::new();
@@ -324,6 +330,7 @@ pub fn candidates(k: &Kernel, caps: &CudaCaps) -> Vec<Tuning> {
                 all.push(Tuning { tile: Some(tile), ..Tuning::default() });
             }
         }
+        KernelBody::Attention(_) => {}
     }
     let mut seen: Vec<(String, [u32; 3])> = Vec::new();
     let mut out = Vec::new();

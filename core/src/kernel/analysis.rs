@@ -94,19 +94,41 @@ pub fn var_range(k: &Kernel, v: Var) -> Option<Range> {
         (KernelBody::Matmul(m), Var::Batch) => r(m.batch),
         (KernelBody::Matmul(m), Var::M) => r(m.m),
         (KernelBody::Matmul(m), Var::N) => r(m.n),
+        (KernelBody::Attention(a), Var::Batch) => r(a.batch * a.heads),
+        (KernelBody::Attention(a), Var::M) => r(a.m),
+        (KernelBody::Attention(a), Var::N) => r(a.dv),
+        (KernelBody::Attention(a), Var::Key) => r(a.kv),
         _ => None,
+    }
+}
+
+/// Every loop variable.
+pub const VARS: [Var; 7] = [Var::Lane, Var::Row, Var::Red, Var::Batch, Var::M, Var::N, Var::Key];
+
+/// The loop variables a kernel body defines.
+pub fn body_vars(b: &KernelBody) -> &'static [Var] {
+    match b {
+        KernelBody::Pointwise { .. } => &[Var::Lane],
+        KernelBody::Reduce(_) => &[Var::Row, Var::Red],
+        KernelBody::Matmul(_) => &[Var::Batch, Var::M, Var::N],
+        KernelBody::Attention(_) => &[Var::Batch, Var::M, Var::N, Var::Key],
+    }
+}
+
+/// True when the body has no iteration to run (an empty extent).
+pub fn body_is_empty(b: &KernelBody) -> bool {
+    match b {
+        KernelBody::Pointwise { numel, .. } => *numel == 0,
+        KernelBody::Reduce(r) => r.rows == 0,
+        KernelBody::Matmul(m) => m.batch == 0 || m.m == 0 || m.n == 0,
+        KernelBody::Attention(a) => a.batch == 0 || a.heads == 0 || a.m == 0 || a.dv == 0,
     }
 }
 
 /// Every index of the kernel: those of its expressions and of its stores.
 pub fn all_indices(k: &Kernel) -> Vec<&Index> {
     let mut out: Vec<&Index> = k.exprs.iter().flat_map(|te| indices(&te.expr)).collect();
-    let stores: Vec<&Store> = match &k.body {
-        KernelBody::Pointwise { stores, .. } => stores.iter().collect(),
-        KernelBody::Reduce(r) => r.elem_stores.iter().chain(&r.row_stores).collect(),
-        KernelBody::Matmul(m) => m.stores.iter().collect(),
-    };
-    out.extend(stores.into_iter().map(|s| &s.index));
+    out.extend(k.body.stores().into_iter().map(|s| &s.index));
     out
 }
 
@@ -158,6 +180,7 @@ pub fn check_kernel(k: &Kernel) -> Result<(), String> {
         KernelBody::Pointwise { numel, .. } => &[*numel],
         KernelBody::Reduce(r) => &[r.rows, r.len],
         KernelBody::Matmul(m) => &[m.batch, m.m, m.n, m.k],
+        KernelBody::Attention(a) => &[a.batch, a.heads, a.m, a.kv, a.d.max(a.dv)],
     };
     let space = extents.iter().fold(1u128, |a, &e| a.saturating_mul(e.max(1) as u128));
     if space > i64::MAX as u128 {
@@ -237,14 +260,32 @@ pub fn check_kernel(k: &Kernel) -> Result<(), String> {
                 }
             }
         }
+        KernelBody::Attention(a) => {
+            a.stores.iter().try_for_each(check_store)?;
+            if a.score.0 as usize >= n {
+                return bad(format!("the attention score v{} does not exist", a.score.0));
+            }
+            for (name, op) in [("q", &a.q), ("k", &a.k), ("v", &a.v)] {
+                match k.args.get(op.arg) {
+                    None => return bad(format!("attention operand {name} is argument {}, which is missing", op.arg)),
+                    Some(arg) if arg.access != Access::Read || arg.dtype != a.in_dtype => {
+                        return bad(format!(
+                            "attention operand {name} (argument {}) must be read with dtype {}",
+                            op.arg, a.in_dtype
+                        ));
+                    }
+                    Some(_) => {}
+                }
+                if op.group == 0 || a.heads % op.group != 0 {
+                    return bad(format!("attention operand {name} groups {} heads of {}", op.group, a.heads));
+                }
+            }
+            if a.d == 0 || a.kv == 0 {
+                return bad(format!("attention with an empty extent (d {}, kv {})", a.d, a.kv));
+            }
+        }
     }
-    let empty = match &k.body {
-        KernelBody::Pointwise { numel, .. } => *numel == 0,
-        KernelBody::Reduce(r) => r.rows == 0,
-        KernelBody::Matmul(m) => m.batch == 0 || m.m == 0 || m.n == 0,
-    };
-    if !empty {
-        const VARS: [Var; 6] = [Var::Lane, Var::Row, Var::Red, Var::Batch, Var::M, Var::N];
+    if !body_is_empty(&k.body) {
         for ix in all_indices(k) {
             // An index over an empty extent (a row of length 0) is never evaluated; one over a
             // variable the body lacks is refused when rendered.

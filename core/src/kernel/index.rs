@@ -404,6 +404,7 @@ impl fmt::Display for Var {
             Var::Batch => "batch",
             Var::M => "m",
             Var::N => "n",
+            Var::Key => "key",
         })
     }
 }

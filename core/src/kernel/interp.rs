@@ -36,13 +36,13 @@ fn err(kernel: &str, msg: impl Into<String>) -> Error {
 }
 
 /// Rounds to the precision an expression of `dt` is computed in.
-fn compute(dt: DType, x: f64) -> f64 {
+pub(super) fn compute(dt: DType, x: f64) -> f64 {
     if dt == DType::F64 { x } else { x as f32 as f64 }
 }
 
 /// Rounds an op's result to the precision of its expression's dtype `dt`: compute precision for
 /// floats ([`compute`]), the dtype's range for integers.
-fn round(dt: DType, v: Val) -> Val {
+pub(super) fn round(dt: DType, v: Val) -> Val {
     match v {
         Val::F(x) => Val::F(compute(dt, x)),
         Val::I(i) => Val::I(cast_int(dt, i)),
@@ -132,16 +132,7 @@ fn indices(e: &Expr) -> Vec<&Index> {
 
 /// The loop variables a kernel body defines, with their ranges.
 fn var_ranges(k: &Kernel) -> impl Fn(Var) -> Option<(i64, i64)> + '_ {
-    let r = |n: usize| if n == 0 { None } else { Some((0, n as i64 - 1)) };
-    move |v| match (&k.body, v) {
-        (KernelBody::Pointwise { numel, .. }, Var::Lane) => r(*numel),
-        (KernelBody::Reduce(b), Var::Row) => r(b.rows),
-        (KernelBody::Reduce(b), Var::Red) => r(b.len),
-        (KernelBody::Matmul(m), Var::Batch) => r(m.batch),
-        (KernelBody::Matmul(m), Var::M) => r(m.m),
-        (KernelBody::Matmul(m), Var::N) => r(m.n),
-        _ => None,
-    }
+    move |v| super::analysis::var_range(k, v)
 }
 
 fn uses_var(i: &Index, v: Var) -> bool {
@@ -181,19 +172,12 @@ fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
         return Err(format!("writes buffer b{} into a memory slot it also reads", a.buffer.0));
     }
     let vr = var_ranges(k);
-    let allowed: &[Var] = match &k.body {
-        KernelBody::Pointwise { .. } => &[Var::Lane],
-        KernelBody::Reduce(_) => &[Var::Row, Var::Red],
-        KernelBody::Matmul(_) => &[Var::Batch, Var::M, Var::N],
-    };
-    let empty = match &k.body {
-        KernelBody::Pointwise { numel, .. } => *numel == 0,
-        KernelBody::Reduce(b) => b.rows == 0,
-        KernelBody::Matmul(m) => m.batch == 0 || m.m == 0 || m.n == 0,
-    };
+    let allowed: &[Var] = super::analysis::body_vars(&k.body);
+    let empty = super::analysis::body_is_empty(&k.body);
     let n_acc = match &k.body {
         KernelBody::Reduce(b) => b.reductions.len(),
         KernelBody::Matmul(_) => 1,
+        KernelBody::Attention(_) => 2,
         KernelBody::Pointwise { .. } => 0,
     };
     // Per expression: the variables it uses and the highest accumulator slot it reads.
@@ -215,7 +199,7 @@ fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
             return Err(format!("v{i} uses v{o}, which does not come before it"));
         }
         for ix in indices(&te.expr) {
-            for &v in &[Var::Lane, Var::Row, Var::Red, Var::Batch, Var::M, Var::N] {
+            for &v in &super::analysis::VARS {
                 if uses_var(ix, v) {
                     if !allowed.contains(&v) {
                         return Err(format!("v{i} uses loop variable {v}, which this kernel lacks"));
@@ -290,7 +274,7 @@ fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
         if let Some(e) = missing {
             return Err(format!("{what} store index uses missing value v{e}"));
         }
-        for var in [Var::Lane, Var::Row, Var::Red, Var::Batch, Var::M, Var::N] {
+        for var in super::analysis::VARS {
             if uses_var(&s.index, var) && !allowed.contains(&var) {
                 return Err(format!("{what} store index uses loop variable {var}, which this kernel lacks"));
             }
@@ -348,22 +332,34 @@ fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
                     return Err(format!("matmul operand {name} must read {} data", m.in_dtype));
                 }
                 let (rows, cols) = if name == "a" { (m.m, m.k) } else { (m.k, m.n) };
-                if m.batch.min(rows).min(cols) > 0 {
-                    let hi = [(m.batch - 1, o.s_batch), (rows - 1, o.s_row), (cols - 1, o.s_col)]
-                        .iter()
-                        .try_fold(o.offset, |acc, &(n, s)| n.checked_mul(s).and_then(|p| acc.checked_add(p)));
-                    match hi {
-                        Some(hi) if hi < a.numel => {}
-                        _ => return Err(format!("matmul operand {name} reads past its {} elements", a.numel)),
-                    }
+                if !operand_in_range(o, m.batch, rows, cols, a.numel) {
+                    return Err(format!("matmul operand {name} reads past its {} elements", a.numel));
                 }
             }
             for s in &m.stores {
                 check_store(s, "matmul", false)?;
             }
         }
+        KernelBody::Attention(a) => {
+            super::attention::validate(k, a, &uses)?;
+            for s in &a.stores {
+                check_store(s, "attention", false)?;
+            }
+        }
     }
     Ok(())
+}
+
+/// Whether every element (batch, r, c) of a strided operand over `batch x rows x cols` lies
+/// inside `numel` (an empty operand reads nothing).
+pub(super) fn operand_in_range(o: &super::MatOperand, batch: usize, rows: usize, cols: usize, numel: usize) -> bool {
+    if batch.min(rows).min(cols) == 0 {
+        return true;
+    }
+    let hi = [(batch - 1, o.s_batch), (rows - 1, o.s_row), (cols - 1, o.s_col)]
+        .iter()
+        .try_fold(o.offset, |acc, &(n, s)| n.checked_mul(s).and_then(|p| acc.checked_add(p)));
+    hi.is_some_and(|hi| hi < numel)
 }
 
 /// Checks the invariants of the kernel IR (see the module docs of [`crate::kernel`]): buffers and
@@ -421,12 +417,12 @@ pub fn validate(p: &Program) -> Result<(), Error> {
 // ------------------------------------------------------------------------------------- execution
 
 /// Device memory of the interpreter: one byte array per storage, buffers mapped onto storages.
-struct Memory {
-    storage: Vec<Vec<u8>>,
-    of: Vec<usize>,
+pub(super) struct Memory {
+    pub(super) storage: Vec<Vec<u8>>,
+    pub(super) of: Vec<usize>,
 }
 
-fn read(dt: DType, bytes: &[u8], i: usize) -> Val {
+pub(super) fn read(dt: DType, bytes: &[u8], i: usize) -> Val {
     let s = dt.size_bytes();
     let b = &bytes[i * s..(i + 1) * s];
     let arr = |n: usize| -> [u8; 8] {
@@ -463,16 +459,16 @@ fn write(dt: DType, bytes: &mut [u8], i: usize, v: Val) {
 }
 
 /// Evaluation state of one kernel.
-struct Run<'k> {
-    k: &'k Kernel,
-    vals: Vec<Val>,
-    /// Loop variables: lane, row, red, batch, m, n.
-    vars: [i64; 6],
-    acc: Vec<Val>,
-    acc_dt: Vec<DType>,
+pub(super) struct Run<'k> {
+    pub(super) k: &'k Kernel,
+    pub(super) vals: Vec<Val>,
+    /// Loop variables: lane, row, red, batch, m, n, key.
+    pub(super) vars: [i64; 7],
+    pub(super) acc: Vec<Val>,
+    pub(super) acc_dt: Vec<DType>,
 }
 
-fn var_slot(v: Var) -> usize {
+pub(super) fn var_slot(v: Var) -> usize {
     match v {
         Var::Lane => 0,
         Var::Row => 1,
@@ -480,6 +476,7 @@ fn var_slot(v: Var) -> usize {
         Var::Batch => 3,
         Var::M => 4,
         Var::N => 5,
+        Var::Key => 6,
     }
 }
 
@@ -489,7 +486,7 @@ impl Run<'_> {
     }
 
     /// Evaluates the flagged expressions in order.
-    fn eval(&mut self, need: &[bool], mem: &Memory) -> Result<(), String> {
+    pub(super) fn eval(&mut self, need: &[bool], mem: &Memory) -> Result<(), String> {
         for (i, te) in self.k.exprs.iter().enumerate() {
             if !need[i] {
                 continue;
@@ -547,7 +544,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    fn store(&self, stores: &[Store], mem: &mut Memory) -> Result<(), String> {
+    pub(super) fn store(&self, stores: &[Store], mem: &mut Memory) -> Result<(), String> {
         for s in stores {
             let a = &self.k.args[s.arg];
             let at = self.index(&s.index);
@@ -641,7 +638,7 @@ fn fold(r: &Reduction, acc: &mut Val, best: &mut Option<Val>, x: Val, vd: DType,
 }
 
 fn run_kernel(k: &Kernel, mem: &mut Memory) -> Result<(), String> {
-    let mut run = Run { k, vals: vec![Val::I(0); k.exprs.len()], vars: [0; 6], acc: Vec::new(), acc_dt: Vec::new() };
+    let mut run = Run { k, vals: vec![Val::I(0); k.exprs.len()], vars: [0; 7], acc: Vec::new(), acc_dt: Vec::new() };
     let ids = |st: &[Store]| -> Vec<ExprId> { st.iter().map(|s| s.value).collect() };
     match &k.body {
         KernelBody::Pointwise { numel, stores } => {
@@ -685,6 +682,7 @@ fn run_kernel(k: &Kernel, mem: &mut Memory) -> Result<(), String> {
             }
         }
         KernelBody::Matmul(m) => run_matmul(&mut run, m, mem)?,
+        KernelBody::Attention(a) => super::attention::run(&mut run, a, mem)?,
     }
     Ok(())
 }
@@ -916,6 +914,7 @@ impl Executable for InterpExecutable {
                     KernelBody::Pointwise { numel, .. } => *numel,
                     KernelBody::Reduce(b) => b.rows,
                     KernelBody::Matmul(m) => m.batch * m.m * m.n,
+                    KernelBody::Attention(a) => a.batch * a.heads * a.m * a.dv,
                 };
                 KernelSource {
                     name: k.name.clone(),

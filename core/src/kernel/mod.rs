@@ -14,6 +14,11 @@
 //! * [`KernelBody::Matmul`]: a batched `m x n x k` product of two strided operands with an
 //!   elementwise epilogue over the accumulator ([`Expr::Acc`] with slot 0) and [`Var::Batch`],
 //!   [`Var::M`], [`Var::N`] (bias, activation, residual, scale, cast).
+//! * [`KernelBody::Attention`]: fused scaled-dot-product attention, `softmax(score(q k^T)) v`
+//!   per batch (heads folded in), the scores never in memory: a score expression of the raw dot
+//!   product ([`Expr::Acc`] slot 1) at [`Var::Batch`], [`Var::M`] (query) and [`Var::Key`]
+//!   (scale, additive or boolean masks), an optional causal bound, and an epilogue over the output
+//!   element ([`Expr::Acc`] slot 0) at `Batch`, `M`, `N` as a matmul's. See [`AttentionBody`].
 //!
 //! Index expressions are simplified symbolically ([`Index::simplify`]) with the known ranges of
 //! the loop variables, so a broadcast reads `i % 4096` rather than a chain of divisions.
@@ -46,6 +51,7 @@
 
 pub mod alloc;
 pub mod analysis;
+mod attention;
 pub mod index;
 pub mod interp;
 pub mod lanes;
@@ -73,8 +79,10 @@ pub enum Var {
     Batch,
     /// Matmul: the output row.
     M,
-    /// Matmul: the output column.
+    /// Matmul and attention: the output column.
     N,
+    /// Attention: the key position, `0..kv` (in the score expression only).
+    Key,
 }
 
 /// Identifies a buffer of a [`Program`].
@@ -297,6 +305,89 @@ pub struct MatmulBody {
     pub stores: Vec<Store>,
 }
 
+/// An operand of an attention body: row `r`, column `c` of flat batch `bh` (`Var::Batch`, over
+/// `batch * heads`) sits at `offset + (bh / heads) * s_batch + ((bh % heads) / group) * s_head
+/// + r * s_row + c`. `group` > 1 shares one key/value head between that many query heads (GQA,
+/// MQA); columns (the head dimension) are contiguous.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AttnOperand {
+    /// Argument position.
+    pub arg: usize,
+    /// Element offset.
+    pub offset: usize,
+    /// Stride of the outer batch index (0 for a broadcast operand).
+    pub s_batch: usize,
+    /// Stride of the head index (after dividing by `group`).
+    pub s_head: usize,
+    /// Row stride (query or key position).
+    pub s_row: usize,
+    /// Query heads per head of this operand (1 for queries).
+    pub group: usize,
+}
+
+impl AttnOperand {
+    /// The element index of (flat batch `bh`, `r`, `c`) with `heads` heads per batch.
+    pub fn at(&self, heads: usize, bh: usize, r: usize, c: usize) -> usize {
+        self.offset
+            + (bh / heads) * self.s_batch
+            + ((bh % heads) / self.group.max(1)) * self.s_head
+            + r * self.s_row
+            + c
+    }
+}
+
+/// A fused attention body: for each flat batch `b` (`Var::Batch` over `batch * heads`) and query
+/// `i`,
+///
+/// ```text
+/// s[j]  = score(Acc(1) = sum_c q[b,i,c] * k[b,j,c]  (in f32), Batch = b, M = i, Key = j)
+///         and -inf where `causal = Some(o)` and j > i + o
+/// mx    = max_j s[j];   e[j] = exp(s[j] - mx);   l = sum_j e[j]          (all f32)
+/// out[n] = (sum_j round_p(e[j]) * v[b,j,n]) / l                           (f32 accumulation)
+/// ```
+///
+/// then the [`stores`](Self::stores) run per output element with `Acc(0) = out[n]` at `Batch`,
+/// `M`, `N`, as a matmul epilogue does (`round_p` rounds to [`p_dtype`](Self::p_dtype), the dtype
+/// the graph fed the probabilities to the second product in). A row whose scores are all `-inf`
+/// gives NaN, as the unfused softmax does.
+///
+/// Invariants (checked by [`interp::validate`]): the operands are read arguments of
+/// [`in_dtype`](Self::in_dtype) that stay in range (`q` as `(m, d)`, `k` as `(kv, d)`, `v` as
+/// `(kv, dv)`, see [`AttnOperand`]); `heads` is divisible by each operand's `group`; the score
+/// expression is f32, uses only `Batch`, `M`, `Key` and accumulator slot 1; stores use only
+/// `Batch`, `M`, `N` and slot 0.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AttentionBody {
+    /// Outer batch count.
+    pub batch: usize,
+    /// Heads per batch (`Var::Batch` ranges over `batch * heads`).
+    pub heads: usize,
+    /// Queries per batch.
+    pub m: usize,
+    /// Keys (and values) per batch.
+    pub kv: usize,
+    /// Head dimension of queries and keys.
+    pub d: usize,
+    /// Head dimension of values (the output's columns).
+    pub dv: usize,
+    /// Queries: element (bh, i, c).
+    pub q: AttnOperand,
+    /// Keys: element (bh, j, c) (rows are keys, not transposed).
+    pub k: AttnOperand,
+    /// Values: element (bh, j, n).
+    pub v: AttnOperand,
+    /// Dtype of q, k and v.
+    pub in_dtype: DType,
+    /// Dtype the probabilities are rounded to before the second product.
+    pub p_dtype: DType,
+    /// The logit fed to the softmax (f32), from [`Expr::Acc`]`(1)`.
+    pub score: ExprId,
+    /// Keys `j > i + o` are masked out (the kernel may skip them without reading).
+    pub causal: Option<usize>,
+    /// Epilogue stores over [`Expr::Acc`]`(0)`.
+    pub stores: Vec<Store>,
+}
+
 /// The body of a kernel.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum KernelBody {
@@ -311,6 +402,20 @@ pub enum KernelBody {
     Reduce(ReduceBody),
     /// Batched matrix product with an epilogue.
     Matmul(MatmulBody),
+    /// Fused attention with an epilogue.
+    Attention(AttentionBody),
+}
+
+impl KernelBody {
+    /// Every store of the body (epilogue, element and row stores).
+    pub fn stores(&self) -> Vec<&Store> {
+        match self {
+            KernelBody::Pointwise { stores, .. } => stores.iter().collect(),
+            KernelBody::Reduce(r) => r.elem_stores.iter().chain(&r.row_stores).collect(),
+            KernelBody::Matmul(m) => m.stores.iter().collect(),
+            KernelBody::Attention(a) => a.stores.iter().collect(),
+        }
+    }
 }
 
 /// One kernel.

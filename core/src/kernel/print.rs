@@ -115,6 +115,18 @@ pub fn print_kernel(k: &Kernel) -> String {
         KernelBody::Matmul(m) => {
             format!("matmul batch={} m={} n={} k={} in {} acc {}", m.batch, m.m, m.n, m.k, m.in_dtype, m.acc_dtype)
         }
+        KernelBody::Attention(a) => format!(
+            "attention batch={} heads={} m={} kv={} d={} dv={} in {} p {}{}",
+            a.batch,
+            a.heads,
+            a.m,
+            a.kv,
+            a.d,
+            a.dv,
+            a.in_dtype,
+            a.p_dtype,
+            a.causal.map_or(String::new(), |o| format!(" causal+{o}"))
+        ),
     };
     let _ = writeln!(s, "kernel {}: {head}", k.name);
     let origins: Vec<String> = k.origins.iter().map(|o| format!("%{o}")).collect();
@@ -134,6 +146,17 @@ pub fn print_kernel(k: &Kernel) -> String {
         let _ = writeln!(s, "  A = {}", operand(&m.a, "m", "k"));
         let _ = writeln!(s, "  B = {}", operand(&m.b, "k", "n"));
         let _ = writeln!(s, "  acc0: {} = sum over k of A * B", m.acc_dtype);
+    }
+    if let KernelBody::Attention(a) = &k.body {
+        for (name, o, r, c) in [("Q", &a.q, "m", "d"), ("K", &a.k, "key", "d"), ("V", &a.v, "key", "n")] {
+            let _ = writeln!(
+                s,
+                "  {name} = a{}[{} + batch / {} * {} + batch % {} / {} * {} + {r} * {} + {c}]",
+                o.arg, o.offset, a.heads, o.s_batch, a.heads, o.group, o.s_head, o.s_row
+            );
+        }
+        let _ = writeln!(s, "  acc1: f32 = sum over d of Q * K (the raw score at m, key)");
+        let _ = writeln!(s, "  acc0: f32 = softmax over key of v{} times V (the output at m, n)", a.score.0);
     }
     // Reductions are printed right after the expression they fold.
     let reds: Vec<(usize, String)> = match &k.body {
@@ -185,6 +208,7 @@ pub fn print_kernel(k: &Kernel) -> String {
             stores(&mut s, "row store ", &b.row_stores);
         }
         KernelBody::Matmul(m) => stores(&mut s, "store ", &m.stores),
+        KernelBody::Attention(a) => stores(&mut s, "store ", &a.stores),
     }
     s
 }

@@ -355,5 +355,13 @@ fn flops(k: &Kernel) -> f64 {
             let outs = (m.batch * m.m * m.n) as f64;
             2.0 * outs * m.k as f64 + outs * arith(k, &needed(k, &ids(&m.stores), &m.stores))
         }
+        KernelBody::Attention(a) => {
+            let rows = (a.batch * a.heads * a.m) as f64;
+            let scores = rows * a.kv as f64;
+            let products = 2.0 * scores * (a.d + a.dv) as f64;
+            // Per score: its expression, max, subtract, exp, sum (the softmax's model count).
+            let softmax = scores * (4.0 + arith(k, &needed(k, &[a.score], &[])));
+            products + softmax + rows * a.dv as f64 * (1.0 + arith(k, &needed(k, &ids(&a.stores), &a.stores)))
+        }
     }
 }

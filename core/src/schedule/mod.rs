@@ -132,6 +132,36 @@ pub trait CostModel: fmt::Debug + Send + Sync {
         let _ = (conv, caps);
         Err("window: the cost model does not lower convolutions".into())
     }
+
+    /// Whether a matched attention chain (`matmul -> score ops -> softmax -> matmul`, legal to
+    /// fuse: see [`AttentionShape`]) becomes one fused attention kernel (`Ok(reason)`) or stays
+    /// three kernels with the scores in memory (`Err(reason)`). The default keeps them apart: a
+    /// backend opts in once its renderer draws attention bodies.
+    fn fuse_attention(&self, attn: &AttentionShape, caps: &Capabilities) -> Result<String, String> {
+        let _ = (attn, caps);
+        Err("attention: this backend's cost model does not fuse attention".into())
+    }
+}
+
+/// A legal attention fusion as the cost model sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttentionShape {
+    /// Outer batch.
+    pub batch: usize,
+    /// Query heads per batch.
+    pub heads: usize,
+    /// Queries per head.
+    pub m: usize,
+    /// Keys per head.
+    pub kv: usize,
+    /// Query/key head dimension.
+    pub d: usize,
+    /// Value head dimension.
+    pub dv: usize,
+    /// Dtype of q, k and v.
+    pub dtype: DType,
+    /// A causal bound was recognised (the kernel may skip masked key blocks).
+    pub causal: bool,
 }
 
 /// A 2-D convolution (NCHW, static shapes) as the cost model sees it when it is legal to lower it
@@ -282,6 +312,21 @@ impl CostModel for DefaultCostModel {
         } else {
             format!("matmul: {groups}{m}x{n}x{k} after an im2col gather ({} bytes)", conv.im2col_bytes)
         })
+    }
+
+    /// Fuses every legal attention chain: the scores (`m x kv` per head) never reach memory, which
+    /// the unfused kernels write once and read twice.
+    fn fuse_attention(&self, attn: &AttentionShape, caps: &Capabilities) -> Result<String, String> {
+        let _ = caps;
+        let saved = attn.batch * attn.heads * attn.m * attn.kv * 4;
+        Ok(format!(
+            "fused: attention over {}x{} heads, {}x{} scores never stored ({saved} bytes){}",
+            attn.batch,
+            attn.heads,
+            attn.m,
+            attn.kv,
+            if attn.causal { ", causal" } else { "" }
+        ))
     }
 }
 

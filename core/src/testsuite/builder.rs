@@ -5,8 +5,8 @@
 
 use crate::DType;
 use crate::kernel::{
-    Access, BufferDecl, BufferId, BufferKind, Expr, ExprId, Index, IoDecl, Kernel, KernelArg, KernelBody, MatmulBody,
-    MemoryPlan, Program, ReduceBody, Store, TypedExpr, Var,
+    Access, AttentionBody, BufferDecl, BufferId, BufferKind, Expr, ExprId, Index, IoDecl, Kernel, KernelArg,
+    KernelBody, MatmulBody, MemoryPlan, Program, ReduceBody, Store, TypedExpr, Var,
 };
 
 /// Builds a program by hand: buffers, inputs and outputs, kernels.
@@ -160,6 +160,12 @@ impl KernelBuilder {
     /// `matmul` (see the module docs).
     pub fn matmul(mut self, body: MatmulBody) -> Kernel {
         self.k.body = KernelBody::Matmul(body);
+        self.k
+    }
+
+    /// `attention` (see the module docs).
+    pub fn attention(mut self, body: AttentionBody) -> Kernel {
+        self.k.body = KernelBody::Attention(body);
         self.k
     }
 }

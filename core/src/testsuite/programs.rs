@@ -57,3 +57,194 @@ pub fn softmax(rows: usize, len: usize, d: DType, strategy: ReduceStrategy) -> P
     }));
     p.build_checked()
 }
+
+/// How an attention test program masks its scores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttnMask {
+    /// No mask.
+    None,
+    /// An f32 `[m, kv]` input added to the scaled scores.
+    Additive,
+    /// A bool `[m, kv]` input: false keys get `-inf`.
+    Bool,
+}
+
+/// The shape and options of a hand-built attention program ([`attention`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttnCase {
+    /// Outer batch.
+    pub batch: usize,
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads (divides `heads`).
+    pub kv_heads: usize,
+    /// Queries.
+    pub m: usize,
+    /// Keys.
+    pub kv: usize,
+    /// Query/key head dimension.
+    pub d: usize,
+    /// Value head dimension.
+    pub dv: usize,
+    /// Dtype of q, k, v and the output.
+    pub dtype: DType,
+    /// Causal offset (keys `j > i + o` masked).
+    pub causal: Option<usize>,
+    /// Mask input.
+    pub mask: AttnMask,
+    /// `[batch, seq, heads, dim]` inputs (as projections reshaped without a transpose) instead
+    /// of `[batch, heads, seq, dim]`.
+    pub bshd: bool,
+}
+
+impl AttnCase {
+    /// A plain case: `batch x heads` heads, `m` queries against `kv` keys of dimension `d`.
+    pub fn new(batch: usize, heads: usize, m: usize, kv: usize, d: usize, dtype: DType) -> AttnCase {
+        AttnCase {
+            batch,
+            heads,
+            kv_heads: heads,
+            m,
+            kv,
+            d,
+            dv: d,
+            dtype,
+            causal: None,
+            mask: AttnMask::None,
+            bshd: false,
+        }
+    }
+
+    /// The scale, `1/sqrt(d)`.
+    pub fn scale(&self) -> f64 {
+        1.0 / (self.d as f64).sqrt()
+    }
+
+    /// Input shapes in order: q, k, v, then the mask if any.
+    pub fn input_shapes(&self) -> Vec<Vec<usize>> {
+        let sh = |h: usize, s: usize, d: usize| {
+            if self.bshd { vec![self.batch, s, h, d] } else { vec![self.batch, h, s, d] }
+        };
+        let mut v = vec![
+            sh(self.heads, self.m, self.d),
+            sh(self.kv_heads, self.kv, self.d),
+            sh(self.kv_heads, self.kv, self.dv),
+        ];
+        if self.mask != AttnMask::None {
+            v.push(vec![self.m, self.kv]);
+        }
+        v
+    }
+}
+
+/// One fused attention kernel over `case` (see [`AttnCase`]): output `y` is `[batch, heads, m,
+/// dv]` in the case's dtype, scores scaled by `1/sqrt(d)`, masked as the case says.
+pub fn attention(c: &AttnCase) -> Program {
+    use crate::kernel::{AttentionBody, AttnOperand};
+    let mut p = ProgramBuilder::new();
+    let shapes = c.input_shapes();
+    let q = p.input("q", c.dtype, &shapes[0]);
+    let k = p.input("k", c.dtype, &shapes[1]);
+    let v = p.input("v", c.dtype, &shapes[2]);
+    let mask = match c.mask {
+        AttnMask::None => None,
+        AttnMask::Additive => Some(p.input("mask", DType::F32, &shapes[3])),
+        AttnMask::Bool => Some(p.input("mask", DType::Bool, &shapes[3])),
+    };
+    let y = p.output("y", c.dtype, &[c.batch, c.heads, c.m, c.dv]);
+    let mut kb = KernelBuilder::new("k0_attention", &["attention"]);
+    let (aq, ak, av) = (kb.arg(&p, q, Access::Read), kb.arg(&p, k, Access::Read), kb.arg(&p, v, Access::Read));
+    let am = mask.map(|m| kb.arg(&p, m, Access::Read));
+    let ay = kb.arg(&p, y, Access::Write);
+    let operand = |arg: usize, h: usize, s: usize, d: usize| {
+        let (s_head, s_row) = if c.bshd { (d, h * d) } else { (s * d, d) };
+        AttnOperand { arg, offset: 0, s_batch: h * s * d, s_head, s_row, group: c.heads / h }
+    };
+    let raw = kb.e(Expr::Acc(1), DType::F32);
+    let scale = kb.konst(c.scale(), DType::F32);
+    let mut score = kb.e(Expr::Binary(BinaryOp::Mul, raw, scale), DType::F32);
+    if let Some(am) = am {
+        let at = Index::var(Var::M).mul(c.kv as i64).add(Index::var(Var::Key));
+        let mv = kb.load(am, at);
+        score = if c.mask == AttnMask::Additive {
+            kb.e(Expr::Binary(BinaryOp::Add, score, mv), DType::F32)
+        } else {
+            let ninf = kb.konst(f64::NEG_INFINITY, DType::F32);
+            kb.e(Expr::Where(mv, score, ninf), DType::F32)
+        };
+    }
+    let out = kb.e(Expr::Acc(0), DType::F32);
+    let outd = kb.e(Expr::Cast(out), c.dtype);
+    let at = Index::var(Var::Batch)
+        .mul((c.m * c.dv) as i64)
+        .add(Index::var(Var::M).mul(c.dv as i64))
+        .add(Index::var(Var::N));
+    p.kernel(kb.attention(AttentionBody {
+        batch: c.batch,
+        heads: c.heads,
+        m: c.m,
+        kv: c.kv,
+        d: c.d,
+        dv: c.dv,
+        q: operand(aq, c.heads, c.m, c.d),
+        k: operand(ak, c.kv_heads, c.kv, c.d),
+        v: operand(av, c.kv_heads, c.kv, c.dv),
+        in_dtype: c.dtype,
+        p_dtype: c.dtype,
+        score,
+        causal: c.causal,
+        stores: vec![st(ay, at, outd)],
+    }));
+    p.build_checked()
+}
+
+/// The graph [`attention`] computes, written out unfused (`softmax(q k^T * scale + mask) v`, GQA
+/// heads repeated, BSHD inputs transposed), for the CPU reference.
+pub fn attention_graph(c: &AttnCase) -> crate::ir::Graph {
+    use crate::trace::Graph;
+    let g = Graph::new();
+    let shapes = c.input_shapes();
+    let mut q = g.input("q", c.dtype, shapes[0].clone());
+    let mut k = g.input("k", c.dtype, shapes[1].clone());
+    let mut v = g.input("v", c.dtype, shapes[2].clone());
+    let mask = match c.mask {
+        AttnMask::None => None,
+        AttnMask::Additive => Some(g.input("mask", DType::F32, shapes[3].clone())),
+        AttnMask::Bool => Some(g.input("mask", DType::Bool, shapes[3].clone())),
+    };
+    if c.bshd {
+        q = q.permute(&[0, 2, 1, 3]);
+        k = k.permute(&[0, 2, 1, 3]);
+        v = v.permute(&[0, 2, 1, 3]);
+    }
+    if c.kv_heads != c.heads {
+        let rep = |t: &crate::trace::Tensor, s: usize, d: usize| {
+            let g5 = t.reshape(vec![c.batch, c.kv_heads, 1, s, d]);
+            let e = g5.expand(vec![c.batch, c.kv_heads, c.heads / c.kv_heads, s, d]);
+            e.reshape(vec![c.batch, c.heads, s, d])
+        };
+        k = rep(&k, c.kv, c.d);
+        v = rep(&v, c.kv, c.dv);
+    }
+    let mut s = q.matmul(&k.permute(&[0, 1, 3, 2]));
+    let low = matches!(c.dtype, DType::F16 | DType::BF16);
+    if low {
+        s = s.cast(DType::F32);
+    }
+    s = &s * c.scale();
+    let ninf = g.scalar(DType::F32, f64::NEG_INFINITY);
+    if let Some(m) = &mask {
+        s = if c.mask == AttnMask::Additive { &s + m } else { m.where_(&s, &ninf) };
+    }
+    if let Some(o) = c.causal {
+        let keep: Vec<i64> = (0..c.m * c.kv).map(|p| (p % c.kv <= p / c.kv + o) as i64).collect();
+        let cm = g.constant(crate::HostTensor::from_i64(DType::Bool, vec![c.m, c.kv], &keep));
+        s = cm.where_(&s, &ninf);
+    }
+    let mut pr = s.softmax(-1);
+    if low {
+        pr = pr.cast(c.dtype);
+    }
+    g.output(&pr.matmul(&v));
+    g.build().expect("attention reference graph")
+}

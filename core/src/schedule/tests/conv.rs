@@ -112,6 +112,7 @@ fn convs_as_matmuls_at_awkward_sizes() {
                 KernelBody::Pointwise { .. } if k.name.contains("_im2col") => "im2col",
                 KernelBody::Pointwise { .. } => "pointwise",
                 KernelBody::Reduce(_) => "reduce",
+                KernelBody::Attention(_) => "attention",
             })
             .collect();
         let want: &[&str] = if direct { &["matmul"] } else { &["im2col", "matmul"] };
