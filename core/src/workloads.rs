@@ -54,13 +54,23 @@ enum Kind {
     AddReluMul,
     Cos,
     CosCos,
-    MatmulSoftmax { dtype: DType, full: usize },
+    MatmulSoftmax {
+        dtype: DType,
+        full: usize,
+    },
     Softmax,
     LayerNormGelu,
     Mlp,
-    Matmul { dtype: DType, full: usize },
+    Matmul {
+        dtype: DType,
+        full: usize,
+    },
     Chain,
-    Attention,
+    /// `softmax(q k^T / sqrt(d) [causal mask]) v`; `decode`: one query against the cache.
+    Attention {
+        causal: bool,
+        decode: bool,
+    },
     ResNet18,
     Sum,
 }
@@ -101,7 +111,17 @@ pub fn all() -> Vec<Workload> {
         w(
             "attention_b8h16s1024d64_bf16",
             "softmax((q @ k.transpose(-1, -2)) * (1 / sqrt(64)), dim=-1) @ v",
-            Kind::Attention,
+            Kind::Attention { causal: false, decode: false },
+        ),
+        w(
+            "attention_causal_b8h16s2048d128_bf16",
+            "softmax((q @ k.transpose(-1, -2) / sqrt(128)).masked_fill(ones(S, S).triu(1), -inf), dim=-1) @ v",
+            Kind::Attention { causal: true, decode: false },
+        ),
+        w(
+            "attention_decode_b32h32kv4096d128_bf16",
+            "softmax((q @ k.transpose(-1, -2)) / sqrt(128), dim=-1) @ v, q [32, 32, 1, 128], k/v [32, 32, 4096, 128]",
+            Kind::Attention { causal: false, decode: true },
         ),
         w("resnet18_b32_f32", "torchvision resnet18 (eval) on [32, 3, 224, 224]", Kind::ResNet18),
         // Not in torch_anchor.py: a whole-tensor reduction (one row), the split-reduction case.
@@ -205,14 +225,15 @@ impl Workload {
                 }
             }
             Kind::Chain => vec![if full { 1024 } else { 1023 }],
-            // [B, H, S, D]
-            Kind::Attention => {
-                if full {
-                    vec![8, 16, 1024, 64]
-                } else {
-                    vec![1, 2, 33, 8]
-                }
-            }
+            // [B, H, queries, keys, D]
+            Kind::Attention { causal, decode } => match (full, causal, decode) {
+                (true, _, true) => vec![32, 32, 1, 4096, 128],
+                (true, true, _) => vec![8, 16, 2048, 2048, 128],
+                (true, false, false) => vec![8, 16, 1024, 1024, 64],
+                (false, _, true) => vec![2, 3, 1, 65, 16],
+                (false, true, _) => vec![1, 2, 37, 37, 16],
+                (false, false, false) => vec![1, 2, 33, 33, 8],
+            },
             // [batch, image extent]
             Kind::ResNet18 => {
                 if full {
@@ -228,7 +249,7 @@ impl Workload {
     pub fn dtype(&self) -> DType {
         match self.kind {
             Kind::MatmulSoftmax { dtype, .. } | Kind::Matmul { dtype, .. } => dtype,
-            Kind::Mlp | Kind::Attention => DType::BF16,
+            Kind::Mlp | Kind::Attention { .. } => DType::BF16,
             _ => DType::F32,
         }
     }
@@ -258,7 +279,10 @@ impl Workload {
                     spec("b2", dt, &[dm], n1),
                 ]
             }
-            Kind::Attention => ["q", "k", "v"].iter().map(|n| spec(n, dt, &d, n1)).collect(),
+            Kind::Attention { .. } => {
+                let (q, kv) = (vec![d[0], d[1], d[2], d[4]], vec![d[0], d[1], d[3], d[4]]);
+                vec![spec("q", dt, &q, n1), spec("k", dt, &kv, n1), spec("v", dt, &kv, n1)]
+            }
             Kind::ResNet18 => resnet_specs(d[0], d[1]),
         }
     }
@@ -289,8 +313,15 @@ impl Workload {
                 }
                 x
             }
-            Kind::Attention => {
-                let s = ins[0].matmul(&ins[1].transpose(-1, -2)) * (1.0 / (d[3] as f64).sqrt());
+            Kind::Attention { causal, .. } => {
+                let mut s = ins[0].matmul(&ins[1].transpose(-1, -2)) * (1.0 / (d[4] as f64).sqrt());
+                if causal {
+                    // masked_fill(ones(S, S).triu(1), -inf), as the anchor script writes it.
+                    let (q, k) = (d[2], d[3]);
+                    let upper: Vec<i64> = (0..q * k).map(|p| (p % k > p / k) as i64).collect();
+                    let mask = g.constant(HostTensor::from_i64(DType::Bool, vec![q, k], &upper));
+                    s = mask.where_(&g.scalar(s.dtype(), f64::NEG_INFINITY), &s);
+                }
                 s.softmax(-1).matmul(&ins[2])
             }
             Kind::ResNet18 => {
@@ -327,7 +358,7 @@ impl Workload {
         match self.kind {
             Kind::MatmulSoftmax { .. } | Kind::Matmul { .. } => 2.0 * d[0] * d[1] * d[2],
             Kind::Mlp => 2.0 * 2.0 * d[0] * d[1] * d[2],
-            Kind::Attention => 4.0 * d[0] * d[1] * d[2] * d[2] * d[3],
+            Kind::Attention { causal, .. } => 4.0 * d[0] * d[1] * d[2] * d[3] * d[4] / if causal { 2.0 } else { 1.0 },
             Kind::ResNet18 if scale == Scale::Full => d[0] * 2.0 * 1.82e9,
             Kind::ResNet18 => self.build(scale).map(|g| graph_flops(&g)).unwrap_or(0.0),
             _ => 0.0,
@@ -345,6 +376,8 @@ impl Workload {
             Kind::Cos | Kind::CosCos | Kind::Chain => 2.0 * d[0] * e,
             Kind::MatmulSoftmax { .. } => (d[0] * d[1] + d[1] * d[2] + d[0] * d[2]) * e,
             Kind::Softmax | Kind::LayerNormGelu => 2.0 * d[0] * d[1] * e,
+            // The anchor counts reading K and V (the query and output are 1/4096 of it).
+            Kind::Attention { decode: true, .. } => 2.0 * d[0] * d[1] * d[3] * d[4] * e,
             _ => {
                 let ins: f64 = self
                     .input_specs(scale)
@@ -363,7 +396,8 @@ impl Workload {
         match self.kind {
             Kind::AddReluMul | Kind::Cos | Kind::CosCos | Kind::Chain => d,
             Kind::MatmulSoftmax { .. } | Kind::Matmul { .. } => vec![d[0], d[2]],
-            Kind::Softmax | Kind::LayerNormGelu | Kind::Attention => d,
+            Kind::Softmax | Kind::LayerNormGelu => d,
+            Kind::Attention { .. } => vec![d[0], d[1], d[2], d[4]],
             Kind::Mlp => vec![d[0], d[1]],
             Kind::ResNet18 => vec![d[0], 1000],
             Kind::Sum => vec![],
@@ -460,13 +494,20 @@ impl Workload {
                 }
                 x
             }
-            Kind::Attention => {
-                let (b, h, s, dh) = (d[0], d[1], d[2], d[3]);
-                let scores = rd(ref_matmul(&v[0], &v[1], b * h, s, dh, s, true));
+            Kind::Attention { causal, .. } => {
+                let (b, h, sq, sk, dh) = (d[0], d[1], d[2], d[3], d[4]);
+                let scores = rd(ref_matmul(&v[0], &v[1], b * h, sq, dh, sk, true));
                 let scale = round_to(dt, 1.0 / (dh as f64).sqrt());
-                let scaled = rd(map(&scores, &|x| x * scale));
-                let p = rd(ref_softmax_rows(&scaled, s));
-                rd(ref_matmul(&p, &v[2], b * h, s, s, dh, false))
+                let mut scaled = rd(map(&scores, &|x| x * scale));
+                if causal {
+                    for (p, x) in scaled.iter_mut().enumerate() {
+                        if p % sk > (p / sk) % sq {
+                            *x = f64::NEG_INFINITY;
+                        }
+                    }
+                }
+                let p = rd(ref_softmax_rows(&scaled, sk));
+                rd(ref_matmul(&p, &v[2], b * h, sq, sk, dh, false))
             }
             Kind::ResNet18 => {
                 let by_name: HashMap<&str, &[f64]> =
@@ -831,6 +872,8 @@ mod tests {
                 "matmul_4096_f32",
                 "pointwise_chain64_1024_f32",
                 "attention_b8h16s1024d64_bf16",
+                "attention_causal_b8h16s2048d128_bf16",
+                "attention_decode_b32h32kv4096d128_bf16",
                 "resnet18_b32_f32",
                 "sum_64M_f32",
             ]
@@ -861,6 +904,15 @@ mod tests {
         assert_eq!(f("pointwise_chain64_1024_f32").min_bytes(Scale::Full), 2.0 * 1024.0 * 4.0);
         assert_eq!(f("attention_b8h16s1024d64_bf16").flops(Scale::Full), 4.0 * 8.0 * 16.0 * 1024.0 * 1024.0 * 64.0);
         assert_eq!(f("attention_b8h16s1024d64_bf16").min_bytes(Scale::Full), 4.0 * 8.0 * 16.0 * 1024.0 * 64.0 * 2.0);
+        assert_eq!(f("attention_decode_b32h32kv4096d128_bf16").flops(Scale::Full), 4.0 * 32.0 * 32.0 * 4096.0 * 128.0);
+        assert_eq!(
+            f("attention_decode_b32h32kv4096d128_bf16").min_bytes(Scale::Full),
+            2.0 * 32.0 * 32.0 * 4096.0 * 128.0 * 2.0
+        );
+        assert_eq!(
+            f("attention_causal_b8h16s2048d128_bf16").flops(Scale::Full),
+            2.0 * 8.0 * 16.0 * 2048.0 * 2048.0 * 128.0
+        );
         assert_eq!(f("resnet18_b32_f32").flops(Scale::Full), 32.0 * 2.0 * 1.82e9);
         let mlp_bytes = (2.0 * 8192.0 * 4096.0 + 2.0 * 16384.0 * 4096.0 + 16384.0 + 4096.0) * 2.0;
         assert_eq!(f("mlp_8192x4096x16384_bf16").min_bytes(Scale::Full), mlp_bytes);
@@ -877,7 +929,11 @@ mod tests {
             if declared == 0.0 {
                 continue;
             }
-            let counted = graph_flops(&w.build(Scale::Full).unwrap());
+            let mut counted = graph_flops(&w.build(Scale::Full).unwrap());
+            if matches!(w.kind, Kind::Attention { causal: true, .. }) {
+                // The anchor counts the half of the scores a causal kernel computes.
+                counted /= 2.0;
+            }
             assert!((counted / declared - 1.0).abs() < 0.01, "{}: counted {counted} vs {declared}", w.name);
         }
     }

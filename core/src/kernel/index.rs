@@ -9,6 +9,14 @@ use super::{ExprId, Var};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// Greatest common divisor of two non-negative numbers.
+fn gcd(mut a: i64, mut b: i64) -> i64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 /// An integer index expression.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Index {
@@ -206,6 +214,22 @@ impl Index {
                             return q.simplify(vr);
                         }
                         return Index::Sum(vec![q, Index::Div(Box::new(rest_sum), c)]).simplify(vr);
+                    }
+                }
+                // `(g * a + r) / (g * q) = a / q` when `0 <= r < g`: the flat index of an
+                // `[.., 5, 4]` block divided by a multiple of its size (20 * batch + 4 * m + n)/60.
+                let terms = as_terms(&x);
+                for &(_, coef) in &terms {
+                    let g = gcd(coef.abs(), c);
+                    if g <= 1 || g == c {
+                        continue;
+                    }
+                    let (big, rest): (Vec<_>, Vec<_>) = terms.iter().cloned().partition(|(_, k)| k % g == 0);
+                    let rest_sum = make_sum(rest.iter().map(|(t, k)| scaled(t.clone(), *k)).collect());
+                    let fits = rest.is_empty() || rest_sum.range(vr).is_some_and(|(lo, hi)| lo >= 0 && hi < g);
+                    let big_sum = make_sum(big.iter().map(|(t, k)| scaled(t.clone(), k / g)).collect());
+                    if fits && big_sum.range(vr).is_some_and(|(lo, _)| lo >= 0) {
+                        return Index::Div(Box::new(big_sum), c / g).simplify(vr);
                     }
                 }
                 Index::Div(Box::new(x), c)

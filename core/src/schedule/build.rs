@@ -40,6 +40,9 @@ pub(super) enum Space {
     Window { rows: usize, len: usize },
     /// A batched matmul whose output element (batch, m, n) is stored at `out`'s flat index.
     Matmul { batch: usize, m: usize, n: usize, k: usize, out: MatOut },
+    /// Fused attention: output element (`Batch` over `batch * heads`, `M`, `N` over `dv`) stored at
+    /// `out`'s flat index, as a matmul's; `Key` ranges over `kv`, `Red` over `d` (operands).
+    Attention { batch: usize, heads: usize, m: usize, dv: usize, kv: usize, d: usize, out: MatOut },
 }
 
 /// Where output element (`Batch`, `M`, `N`) of a matmul kernel sits in the value it computes: flat
@@ -79,6 +82,7 @@ impl Space {
             Space::Pointwise { numel } => format!("{numel} lanes"),
             Space::Reduce { rows, len, .. } | Space::Window { rows, len } => format!("{rows} rows x {len}"),
             Space::Matmul { batch, m, n, .. } => format!("{batch}x{m}x{n} outputs"),
+            Space::Attention { batch, heads, m, dv, .. } => format!("{}x{m}x{dv} attention outputs", batch * heads),
         }
     }
 }
@@ -94,8 +98,10 @@ pub(super) enum Phase {
     Elem,
     /// Reduce/Window: per row after all reductions.
     Row,
-    /// Matmul: per output element after the product.
+    /// Matmul and attention: per output element after the product.
     Epilogue,
+    /// Attention: per score (`Batch`, `M`, `Key`), before the softmax.
+    Score,
 }
 
 /// What a kernel writes a value to.
@@ -164,6 +170,8 @@ pub(super) struct KernelBuilder {
     pub reductions: Vec<Reduction>,
     pub members: Vec<Member>,
     pub matmul: Option<MatSpec>,
+    /// The attention part of an attention kernel.
+    pub attention: Option<super::attention::AttnSpec>,
     /// Graph nodes computed inline here (for origins, ops and decisions).
     pub computed: BTreeSet<NodeId>,
     /// One box of a concat split across kernels: nothing else joins it.
@@ -184,6 +192,7 @@ impl KernelBuilder {
             reductions: Vec::new(),
             members: Vec::new(),
             matmul: None,
+            attention: None,
             computed: BTreeSet::new(),
             partial: false,
             label: None,
@@ -202,6 +211,11 @@ impl KernelBuilder {
             (Space::Matmul { m, .. }, Var::M) => r(*m),
             (Space::Matmul { n, .. }, Var::N) => r(*n),
             (Space::Matmul { k, .. }, Var::Red) => r(*k),
+            (Space::Attention { batch, heads, .. }, Var::Batch) => r(batch * heads),
+            (Space::Attention { m, .. }, Var::M) => r(*m),
+            (Space::Attention { dv, .. }, Var::N) => r(*dv),
+            (Space::Attention { kv, .. }, Var::Key) => r(*kv),
+            (Space::Attention { d, .. }, Var::Red) => r(*d),
             _ => None,
         }
     }
@@ -210,7 +224,7 @@ impl KernelBuilder {
     /// single point 0 becomes the literal 0).
     pub(super) fn simp(&self, i: &Index) -> Index {
         let mut x = i.clone();
-        for v in [Var::Lane, Var::Row, Var::Red, Var::Batch, Var::M, Var::N] {
+        for v in crate::kernel::analysis::VARS {
             if self.var_range(v) == Some((0, 0)) && x.uses(v) {
                 x = x.substitute(v, &Index::Const(0));
             }

@@ -8,8 +8,8 @@ use crate::error::Error;
 use crate::ir::{NodeId, Op};
 use crate::kernel::interp::needed;
 use crate::kernel::{
-    Access, BufferDecl, BufferId, BufferKind, Expr, ExprId, FusionDecision, IoDecl, Kernel, KernelArg, KernelBody,
-    MatOperand, MatmulBody, Program, ReduceBody, ReduceStrategy, Store,
+    Access, AttentionBody, AttnOperand, BufferDecl, BufferId, BufferKind, Expr, ExprId, FusionDecision, IoDecl, Kernel,
+    KernelArg, KernelBody, MatOperand, MatmulBody, Program, ReduceBody, ReduceStrategy, Store,
 };
 use std::collections::{BTreeSet, HashMap};
 
@@ -147,6 +147,11 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
                     Phase::Elem => elem.push(st),
                     Phase::Row | Phase::Value(_) => row.push(st),
                     Phase::Epilogue => epi.push(st),
+                    Phase::Score => {
+                        return Err(Error::Unsupported(format!(
+                            "schedule: internal: kernel {ki} stores a score of an attention"
+                        )));
+                    }
                 }
             }
         }
@@ -167,6 +172,36 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
                     elem_stores: elem,
                     row_stores: row,
                     strategy,
+                })
+            }
+            Space::Attention { batch, heads, m, dv, kv, d, .. } => {
+                let spec = kb.attention.as_ref().ok_or_else(|| {
+                    Error::Unsupported("schedule: internal: attention kernel without operands".into())
+                })?;
+                let pos = |r: &BufRef| kb.reads.iter().position(|a| a.buf == *r).unwrap_or(0);
+                let op = |r: &super::attention::AttnRef| AttnOperand {
+                    arg: pos(&r.buf),
+                    offset: r.offset,
+                    s_batch: r.s_batch,
+                    s_head: r.s_head,
+                    s_row: r.s_row,
+                    group: r.group,
+                };
+                KernelBody::Attention(AttentionBody {
+                    batch: *batch,
+                    heads: *heads,
+                    m: *m,
+                    kv: *kv,
+                    d: *d,
+                    dv: *dv,
+                    q: op(&spec.q),
+                    k: op(&spec.k),
+                    v: op(&spec.v),
+                    in_dtype: spec.in_dtype,
+                    p_dtype: spec.p_dtype,
+                    score: spec.score,
+                    causal: spec.causal,
+                    stores: epi,
                 })
             }
             Space::Matmul { batch, m, n, k, .. } => {

@@ -43,6 +43,14 @@ impl Sched<'_> {
             }
             // (operand, read through strides only, reason)
             let operands: Vec<(NodeId, bool, &'static str)> = match &node.op {
+                // A fused attention reads q, k (through the first product) and v; its
+                // probabilities never leave the kernel.
+                Op::MatMul if self.attn[id.index()].is_some() => {
+                    vec![(node.inputs[1], true, "materialized: attention operand (v)")]
+                }
+                Op::MatMul if self.inner_attn[id.index()] => {
+                    node.inputs.iter().map(|&o| (o, true, "materialized: attention operand (q, k)")).collect()
+                }
                 Op::MatMul => node.inputs.iter().map(|&o| (o, true, "materialized: matmul operand")).collect(),
                 Op::Conv2d { .. } => match self.conv[id.index()] {
                     ConvPlan::Window => node.inputs[..2]
@@ -87,7 +95,7 @@ impl Sched<'_> {
         let mut depth = vec![0usize; n];
         for (id, node) in self.g.iter() {
             let i = id.index();
-            if !self.live[i] || !self.kind[i].inlinable() {
+            if !self.live[i] || !self.kind[i].inlinable() || self.inner_attn[i] {
                 continue;
             }
             let inlined =

@@ -40,6 +40,20 @@ impl Sched<'_> {
                 });
             }
         }
+        self.operand_copy(mm, opnd, c, vars, copy_shape, broadcast_batch)
+    }
+
+    /// A contiguous `[batch, rows, cols]` copy of a contraction operand read at coordinates `c`
+    /// (in `vars`), made by a pointwise kernel (batch 1 when `broadcast_batch`).
+    pub(super) fn operand_copy(
+        &mut self,
+        mm: NodeId,
+        opnd: NodeId,
+        c: &[Index],
+        vars: [Var; 3],
+        copy_shape: [usize; 3],
+        broadcast_batch: bool,
+    ) -> Result<MatRef, Error> {
         // Materialize a contiguous [batch, rows, cols] copy with a pointwise kernel.
         let [b, r, cc] = copy_shape;
         let b = if broadcast_batch { 1 } else { b };
@@ -68,7 +82,7 @@ impl Sched<'_> {
         self.decide(
             vec![opnd.0, mm.0],
             false,
-            format!("materialized: matmul operand {opnd} copied (not expressible by strides)"),
+            format!("materialized: {} operand {opnd} copied (not expressible by strides)", self.g.node(mm).op.name()),
             vec![pos],
         );
         let (sb, sr, sc) = if b == 1 { (0, cc, 1) } else { (r * cc, cc, 1) };
@@ -145,7 +159,7 @@ fn bcast_batch(bc: &[Index], bshape: &[usize]) -> Vec<Index> {
 }
 
 /// `offset + sum coef * var` when `i` is affine in loop variables.
-fn affine(i: &Index) -> Option<(i64, Vec<(Var, i64)>)> {
+pub(super) fn affine(i: &Index) -> Option<(i64, Vec<(Var, i64)>)> {
     let mut off = 0i64;
     let mut coefs: Vec<(Var, i64)> = Vec::new();
     let mut add = |v: Var, k: i64| match coefs.iter_mut().find(|(w, _)| *w == v) {

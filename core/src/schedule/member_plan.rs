@@ -37,6 +37,10 @@ impl Sched<'_> {
                 let flat = out.flat();
                 Ok((delinearize(&flat, shape), flat, Phase::Epilogue))
             }
+            Space::Attention { batch, heads, m, dv, out, .. } if batch * heads * m * dv == n => {
+                let flat = out.flat();
+                Ok((delinearize(&flat, shape), flat, Phase::Epilogue))
+            }
             other => Err(Refusal::Space(format!("{n} elements vs {}", other.describe()))),
         }
     }
@@ -77,7 +81,12 @@ impl Sched<'_> {
             };
             let mut cands: Vec<(usize, usize)> = Vec::new();
             for (k, kb) in self.kernels.iter().enumerate() {
-                if Some(k) == dep || dep.is_some_and(|d| k < d) || kb.partial || kb.matmul.is_some() {
+                if Some(k) == dep
+                    || dep.is_some_and(|d| k < d)
+                    || kb.partial
+                    || kb.matmul.is_some()
+                    || kb.attention.is_some()
+                {
                     continue;
                 }
                 let shared: usize = kb.reads.iter().filter_map(|a| reads.get(&a.buf)).sum();

@@ -63,6 +63,7 @@
 //! assert_eq!(p.kernels.len(), 1);
 //! ```
 
+mod attention;
 mod bindings;
 mod build;
 mod conv;

@@ -84,6 +84,10 @@ pub(super) struct Sched<'g> {
     pub copies: Vec<(DType, usize)>,
     /// How each convolution is computed (`Window` for every other node).
     pub conv: Vec<ConvPlan>,
+    /// The attention chain each fused attention's second product ends.
+    pub attn: Vec<Option<super::attention::AttnMatch>>,
+    /// Nodes computed inside a fused attention kernel (not scheduled on their own).
+    pub inner_attn: Vec<bool>,
     /// Count one binding per buffer instead of the cost model's count (set while placing a kernel
     /// that nothing can be split off any more: the backend then checks its exact binding count).
     pub one_binding_per_buffer: std::cell::Cell<bool>,
@@ -197,9 +201,12 @@ impl<'g> Sched<'g> {
             decisions: Vec::new(),
             copies: Vec::new(),
             conv: vec![ConvPlan::Window; n],
+            attn: vec![None; n],
+            inner_attn: vec![false; n],
             one_binding_per_buffer: std::cell::Cell::new(false),
         };
         s.plan_convs();
+        s.plan_attention();
         Ok(s)
     }
 
@@ -216,7 +223,7 @@ impl Sched<'_> {
     /// Assigns every materialized node and root to a kernel, in topological order.
     pub(super) fn stage_b(&mut self) -> Result<(), Error> {
         for i in 0..self.g.nodes.len() {
-            if !self.live[i] {
+            if !self.live[i] || self.inner_attn[i] {
                 continue;
             }
             let id = NodeId(i as u32);
@@ -234,6 +241,7 @@ impl Sched<'_> {
                 }
                 _ if empty => {}
                 Kind::Reduce | Kind::ArgReduce => self.sched_reduction(id)?,
+                Kind::MatMul if self.attn[i].is_some() => self.sched_attention(id)?,
                 Kind::MatMul => self.sched_matmul(id)?,
                 _ => self.sched_window(id)?,
             }
@@ -329,6 +337,7 @@ impl Sched<'_> {
             (Space::Reduce { .. }, _) => "fused: reduction epilogue (per row)".into(),
             (Space::Window { .. }, _) => "fused: window epilogue (per output element)".into(),
             (Space::Matmul { .. }, _) => "fused: matmul epilogue".into(),
+            (Space::Attention { .. }, _) => "fused: attention epilogue".into(),
             (Space::Pointwise { .. }, _) => "fused: vertical pointwise".into(),
         }
     }

@@ -121,7 +121,9 @@ fn workload_kernel_counts() {
         ("mlp_8192x4096x16384_bf16", 2),
         ("matmul_4096_f32", 1),
         ("matmul_8192_bf16", 1),
-        ("attention_b8h16s1024d64_bf16", 3),
+        ("attention_b8h16s1024d64_bf16", 1),
+        ("attention_causal_b8h16s2048d128_bf16", 1),
+        ("attention_decode_b32h32kv4096d128_bf16", 1),
         ("sum_64M_f32", 2),
     ];
     for &(name, want) in cases {
@@ -512,6 +514,7 @@ fn matmuls_strided_broadcast_and_copied() {
 
 // ------------------------------------------------------------------------------- windows
 
+mod attention;
 mod conv;
 
 /// The default cost model with one decision changed per test: how convolutions are lowered, and

@@ -1,0 +1,141 @@
+//! Attention chains: matched and fused into one kernel (strided, BSHD, GQA, causal, masks),
+//! refused with a named reason where the scores are needed, and checked against the CPU reference.
+
+use super::*;
+use crate::testsuite::programs::{AttnCase, AttnMask, attention_graph};
+
+fn inputs(c: &AttnCase, seed: u64) -> Vec<HostTensor> {
+    c.input_shapes()
+        .iter()
+        .enumerate()
+        .map(|(i, s)| match (i, c.mask) {
+            (3, AttnMask::Bool) => {
+                let keep: Vec<i64> = (0..s[0] * s[1])
+                    .map(|p| (p % s[1] == 0 || !(p * 7 + seed as usize).is_multiple_of(3)) as i64)
+                    .collect();
+                HostTensor::from_i64(DType::Bool, s.clone(), &keep)
+            }
+            (3, _) => rnd(DType::F32, s, seed + 3),
+            _ => rnd(c.dtype, s, seed + i as u64),
+        })
+        .collect()
+}
+
+fn attention_kernels(p: &Program) -> Vec<&crate::kernel::AttentionBody> {
+    p.kernels
+        .iter()
+        .filter_map(|k| match &k.body {
+            KernelBody::Attention(a) => Some(a),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn attention_chains_fuse_into_one_kernel() {
+    let cases = [
+        AttnCase::new(2, 3, 7, 5, 4, DType::F32),
+        AttnCase { dv: 3, ..AttnCase::new(1, 1, 1, 9, 8, DType::F32) },
+        AttnCase::new(1, 2, 5, 33, 8, DType::BF16),
+        AttnCase { causal: Some(0), ..AttnCase::new(2, 2, 9, 9, 8, DType::F16) },
+        AttnCase { causal: Some(0), ..AttnCase::new(1, 2, 4, 7, 8, DType::F32) },
+        AttnCase { mask: AttnMask::Additive, ..AttnCase::new(1, 2, 5, 6, 4, DType::F32) },
+        AttnCase { mask: AttnMask::Bool, bshd: true, ..AttnCase::new(2, 2, 5, 6, 4, DType::BF16) },
+        AttnCase { bshd: true, ..AttnCase::new(2, 3, 4, 4, 8, DType::F32) },
+        AttnCase { kv_heads: 2, dv: 6, bshd: true, ..AttnCase::new(2, 4, 3, 5, 4, DType::F32) },
+        AttnCase { kv_heads: 1, ..AttnCase::new(1, 4, 3, 5, 4, DType::F32) },
+    ];
+    for (i, c) in cases.iter().enumerate() {
+        let g = attention_graph(c);
+        let p = check_with(&g, &inputs(c, i as u64), &Capabilities::host(), &ScheduleOptions::default());
+        let at = attention_kernels(&p);
+        assert_eq!(at.len(), 1, "case {i} {c:?}\n{}", print_program(&p));
+        let a = at[0];
+        assert_eq!((a.batch, a.heads, a.m, a.kv, a.d, a.dv), (c.batch, c.heads, c.m, c.kv, c.d, c.dv), "case {i}");
+        // The causal triangle is the body's bound, not a loaded mask.
+        assert_eq!(a.causal, c.causal, "case {i}\n{}", print_program(&p));
+        if c.causal.is_some() {
+            assert!(p.buffers.iter().all(|b| !matches!(b.kind, BufferKind::Constant(_))), "{}", print_program(&p));
+        }
+        // No buffer holds scores or probabilities.
+        let scores = c.batch * c.heads * c.m * c.kv;
+        let stored = |b: &crate::kernel::BufferDecl| matches!(b.kind, BufferKind::Intermediate) && b.numel == scores;
+        assert!(!p.buffers.iter().any(stored), "case {i}\n{}", print_program(&p));
+        // Strided views need no copies (grouped heads included) .
+        let copies = p.kernels.iter().filter(|k| k.name.contains("copy")).count();
+        assert_eq!(copies, 0, "case {i} {c:?}\n{}", print_program(&p));
+        assert!(p.decisions.iter().any(|d| d.fused && d.reason.starts_with("fused: attention")), "case {i}");
+        // Eager keeps every op apart.
+        let e = check_with(&g, &inputs(c, i as u64), &Capabilities::host(), &ScheduleOptions::eager());
+        assert!(attention_kernels(&e).is_empty());
+    }
+}
+
+#[test]
+fn attention_epilogues_fuse_and_needed_scores_refuse() {
+    // The output scaled and shifted: one kernel. (Stored transposed, as `[batch, seq, heads * dv]`,
+    // it is a second kernel, as for any matmul: epilogues store at the root's own element.)
+    let c = AttnCase::new(2, 3, 5, 6, 4, DType::F32);
+    let g = Graph::new();
+    let sh = c.input_shapes();
+    let (q, k, v) = (
+        g.input("q", DType::F32, sh[0].clone()),
+        g.input("k", DType::F32, sh[1].clone()),
+        g.input("v", DType::F32, sh[2].clone()),
+    );
+    let o = q.attention(&k, &v, None, None, false);
+    g.output(&(o * 2.0 + 1.0));
+    let ir = g.build().unwrap();
+    let p = check(&ir, &inputs(&c, 1));
+    assert_eq!(p.kernels.len(), 1, "{}", print_program(&p));
+    assert!(p.decisions.iter().any(|d| d.reason == "fused: attention epilogue"), "{:?}", p.decisions);
+
+    // The probabilities are an output too: refused, named.
+    let g = Graph::new();
+    let (q, k, v) = (
+        g.input("q", DType::F32, sh[0].clone()),
+        g.input("k", DType::F32, sh[1].clone()),
+        g.input("v", DType::F32, sh[2].clone()),
+    );
+    let pr = (q.matmul(&k.transpose(-1, -2)) * 0.5).softmax(-1);
+    g.output(&pr.matmul(&v));
+    g.output(&pr);
+    let p = check(&g.build().unwrap(), &inputs(&c, 2));
+    assert!(attention_kernels(&p).is_empty());
+    assert!(
+        p.decisions
+            .iter()
+            .any(|d| !d.fused && d.reason.starts_with("refused: attention:") && d.reason.contains("graph output")),
+        "{:?}",
+        p.decisions
+    );
+
+    // A softmax of something that is no product is no attention: refused with the reason.
+    let g = Graph::new();
+    let (x, v) = (g.input("x", DType::F32, [3, 4]), g.input("v", DType::F32, [4, 2]));
+    g.output(&x.exp().softmax(-1).matmul(&v));
+    let p = check(&g.build().unwrap(), &[rnd(DType::F32, &[3, 4], 1), rnd(DType::F32, &[4, 2], 2)]);
+    assert!(attention_kernels(&p).is_empty());
+    assert!(
+        p.decisions.iter().any(|d| d.reason == "refused: attention: the scores do not come from a matmul"),
+        "{:?}",
+        p.decisions
+    );
+
+    // A backend whose cost model does not fuse attention keeps three kernels, with the reason.
+    let g = attention_graph(&c);
+    let opts = ScheduleOptions { cost_model: std::sync::Arc::new(TraitDefaults), ..ScheduleOptions::default() };
+    let p = check_with(&g, &inputs(&c, 3), &Capabilities::host(), &opts);
+    assert!(attention_kernels(&p).is_empty());
+    assert!(p.decisions.iter().any(|d| !d.fused && d.reason.contains("does not fuse attention")));
+}
+
+#[test]
+fn the_anchor_scripts_causal_mask_is_a_causal_bound() {
+    // masked_fill(ones(S, S).triu(1), -inf): no mask is loaded, the kernel skips the upper triangle.
+    let (_, _, p) = workload("attention_causal_b8h16s2048d128_bf16");
+    let at = attention_kernels(&p);
+    assert_eq!(at.len(), 1);
+    assert_eq!(at[0].causal, Some(0));
+    assert_eq!(p.kernels[0].args.len(), 4, "{}", print_program(&p));
+}
