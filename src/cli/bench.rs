@@ -277,7 +277,11 @@ pub fn measure(
     w.step(format_args!("first run ({what})"));
     let t = Instant::now();
     c.run(inputs)?;
-    w.step(format_args!("first run took {:.3} s; warming up and timing {} runs", t.elapsed().as_secs_f64(), iters.max(1)));
+    w.step(format_args!(
+        "first run took {:.3} s; warming up and timing {} runs",
+        t.elapsed().as_secs_f64(),
+        iters.max(1)
+    ));
     let mut done = 1;
     while done < warmup || t.elapsed().as_secs_f64() < 0.05 {
         let n = warmup.saturating_sub(done).max(1);

@@ -112,14 +112,10 @@ pub fn open(path: &Path, progress: &Progress) -> Result<sinter::onnx::Model> {
 /// Loads, checks or makes the inputs, and imports the model (see the module documentation).
 pub fn load(path: &Path, a: &ModelArgs, progress: &Progress) -> Result<Loaded> {
     let model = open(path, progress)?;
-    let mut inputs = if a.inputs.is_empty() {
-        random_inputs(&model, &a.dims)?
-    } else {
-        file_inputs(&model, &a.inputs, &a.dims)?
-    };
-    let describe = |ins: &[HostTensor]| {
-        ins.iter().map(|t| format!("{} {:?}", t.dtype(), t.shape)).collect::<Vec<_>>().join(", ")
-    };
+    let mut inputs =
+        if a.inputs.is_empty() { random_inputs(&model, &a.dims)? } else { file_inputs(&model, &a.inputs, &a.dims)? };
+    let describe =
+        |ins: &[HostTensor]| ins.iter().map(|t| format!("{} {:?}", t.dtype(), t.shape)).collect::<Vec<_>>().join(", ");
     progress.step(format_args!("importing for inputs {}", describe(&inputs)));
     let mut graph = import(&model, &inputs)?;
     if a.inputs.is_empty() && rebound_indices(&model, &graph, &mut inputs) {
@@ -371,5 +367,20 @@ mod tests {
         assert!(i.iter().all(|&x| (0.0..7.0).contains(&x)) && i.iter().any(|&x| x == 6.0));
         let m = random_tensor(DType::I32, vec![10], 3, 7, true).unwrap().to_f64_vec();
         assert!(m.iter().all(|&x| x == 1.0));
+    }
+
+    #[test]
+    fn gather_indices_are_bounded_by_the_indexed_extent() {
+        let g = sinter::Graph::new();
+        let ids = g.input("ids", DType::I64, [2, 3]);
+        let other = g.input("n", DType::I64, [2]);
+        let table = g.input("table", DType::F32, [7, 4]);
+        let types = g.input("types", DType::F32, [2, 4]);
+        g.output(&table.gather(0, &ids));
+        g.output(&types.gather(0, &ids.cast(DType::I32)));
+        g.output(&other.cast(DType::F32));
+        let g = g.build().unwrap();
+        assert_eq!(gather_extent(&g, g.inputs[0]), Some(2), "the smallest table indexed");
+        assert_eq!(gather_extent(&g, g.inputs[1]), None, "not used as indices");
     }
 }

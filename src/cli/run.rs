@@ -167,7 +167,8 @@ pub fn run(args: Args) -> Result<()> {
     progress.step("importing");
     let g = model.graph_for_inputs(&inputs).context("importing the model")?;
     progress.step(format_args!("imported: {} nodes", g.nodes.len()));
-    let outs = execute(&args, &g, &inputs, &progress).with_context(|| format!("running on the {} backend", args.backend))?;
+    let outs =
+        execute(&args, &g, &inputs, &progress).with_context(|| format!("running on the {} backend", args.backend))?;
     let names: Vec<String> = g.outputs.iter().map(|o| o.name.clone()).collect();
     match &args.out {
         None => {
