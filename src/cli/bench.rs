@@ -394,12 +394,15 @@ pub fn precision_bound(p: Precision) -> Option<f64> {
     }
 }
 
+/// Computes the expected outputs of a job's inputs.
+type Reference = Box<dyn Fn(&[HostTensor]) -> Result<Vec<HostTensor>>>;
+
 /// One thing to time: the graph, its inputs, the expected outputs and how to compare with them.
 struct Job {
     subject: Subject,
     inputs: Vec<HostTensor>,
     /// The expected outputs (computed only with `--check`).
-    reference: Box<dyn Fn(&[HostTensor]) -> Result<Vec<HostTensor>>>,
+    reference: Reference,
     /// `(rtol, atol)` of the elementwise check.
     tolerance: (f64, f64),
     /// A relative L2 error that passes even when the elementwise check does not: 1e-2 for
@@ -410,7 +413,7 @@ struct Job {
 }
 
 fn workload_job(w: &Workload, scale: Scale) -> Result<Job> {
-    let w2 = w.clone();
+    let w2 = *w;
     Ok(Job {
         subject: Subject::workload(w, scale)?,
         inputs: w.inputs(scale, 42),
