@@ -187,6 +187,9 @@ pub struct Options {
     pub cache_dir: Option<PathBuf>,
     /// Debug artifact folder.
     pub debug_dir: Option<PathBuf>,
+    /// Mixed precision (`bf16`/`f16`: matmuls, convolutions and attention of an f32 graph in the
+    /// low dtype with f32 accumulation; see `sinter::passes::autocast`).
+    pub precision: sinter_core::passes::Precision,
 }
 
 impl Default for Options {
@@ -199,6 +202,7 @@ impl Default for Options {
             max_recompiles: c.max_recompiles,
             cache_dir: c.cache_dir,
             debug_dir: c.debug_dir,
+            precision: c.precision,
         }
     }
 }
@@ -212,6 +216,7 @@ pub fn compile(g: &impl AsGraph, opts: Options) -> Result<CompiledGraph, Compile
         max_recompiles: opts.max_recompiles,
         cache_dir: opts.cache_dir,
         debug_dir: opts.debug_dir,
+        precision: opts.precision,
     };
     sinter_core::compile::compile(g, b, c)
 }

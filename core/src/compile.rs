@@ -7,7 +7,7 @@
 //! * runs the pipeline: re-type/specialize → named passes (decompose, …) → schedule (fusion) →
 //!   backend load (render + device compile);
 //! * keeps an **on-disk cache** of scheduled programs keyed by a stable hash of the graph, the
-//!   input signature, the backend and its capabilities, the mode and the sinter version, so a
+//!   input signature, the backend and its capabilities, the mode, the precision and the sinter version, so a
 //!   second process skips passes, scheduling and rendering; an entry is stored with a checksum, and
 //!   a corrupt one is detected, logged and rebuilt, never trusted;
 //! * writes **debug artifacts** (`SINTER_DEBUG=dir` or [`CompileOptions::debug_dir`]): `graph.txt`,
@@ -26,6 +26,7 @@ use crate::dtype::DType;
 use crate::error::Error;
 use crate::ir::{Graph as IrGraph, Op};
 use crate::kernel::Program;
+use crate::passes::Precision;
 use crate::schedule::{ScheduleOptions, schedule};
 use crate::shape::{Dim, Shape};
 use crate::tensor::HostTensor;
@@ -79,10 +80,14 @@ pub struct CompileOptions {
     pub cache_dir: Option<PathBuf>,
     /// Where to write debug artifacts; `None` writes none.
     pub debug_dir: Option<PathBuf>,
+    /// Mixed precision: f32 runs the graph as captured; bf16/f16 runs the `autocast` pass first
+    /// (f32 matmuls, convolutions and attention in the low dtype, f32 accumulation and outputs).
+    /// Part of the program cache key.
+    pub precision: Precision,
 }
 
 impl Default for CompileOptions {
-    /// Mode default, fusion on, 8 recompiles, the cache at `SINTER_CACHE_DIR` or
+    /// Mode default, fusion on, f32, 8 recompiles, the cache at `SINTER_CACHE_DIR` or
     /// `~/.cache/sinter` (unless `SINTER_CACHE=0`), artifacts at `SINTER_DEBUG` if set.
     fn default() -> CompileOptions {
         CompileOptions {
@@ -91,6 +96,7 @@ impl Default for CompileOptions {
             max_recompiles: 8,
             cache_dir: default_cache_dir(),
             debug_dir: std::env::var_os("SINTER_DEBUG").filter(|v| !v.is_empty()).map(PathBuf::from),
+            precision: Precision::F32,
         }
     }
 }
@@ -302,7 +308,7 @@ impl CompiledGraph {
                 let g = retype(&self.graph, &sig)?;
                 stats.phases.push(("specialize".into(), t.elapsed().as_secs_f64()));
                 let mut prev = g;
-                for (k, pass) in crate::passes::pipeline().iter().enumerate() {
+                for (k, pass) in crate::passes::pipeline_for(self.opts.precision).iter().enumerate() {
                     let t = Instant::now();
                     let next = (pass.run)(&prev).map_err(|e| match e {
                         Error::Verify(v) => {
@@ -383,7 +389,9 @@ impl CompiledGraph {
         h.update(serde_json::to_string(sig).unwrap_or_default().as_bytes());
         h.update(self.backend.name().as_bytes());
         h.update(serde_json::to_string(self.backend.caps()).unwrap_or_default().as_bytes());
-        h.update(format!("{:?} fusion={}", self.opts.mode, self.opts.fusion).as_bytes());
+        h.update(
+            format!("{:?} fusion={} precision={}", self.opts.mode, self.opts.fusion, self.opts.precision).as_bytes(),
+        );
         h.finalize().to_hex()[..32].to_string()
     }
 

@@ -1,13 +1,15 @@
-//! `sinter bench`: times the built-in workloads, eager and compiled, on a backend and writes the
-//! JSON that `shared/bench/compare.py` reads (schema in BENCHMARKS.md).
+//! `sinter bench`: times the built-in workloads or an ONNX model (`--model`), eager and compiled,
+//! on a backend and writes the JSON that `shared/bench/compare.py` reads (schema in BENCHMARKS.md).
 
+use super::model::{ModelArgs, Progress};
 use super::{ScaleArg, workload};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use sinter::core::backend::{Backend as BackendTrait, KernelTiming, Mode};
 use sinter::core::compile::{CompileOptions, CompiledGraph, compile};
+use sinter::core::passes::Precision;
 use sinter::workloads::{Scale, Workload};
-use sinter::{Backend, HostTensor};
+use sinter::{Backend, HostTensor, IrGraph, Op};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -18,6 +20,14 @@ pub struct Args {
     /// Workloads (comma separated); all but resnet18 when omitted.
     #[arg(long, value_delimiter = ',')]
     pub workload: Vec<String>,
+    /// An ONNX model instead of workloads, with its inputs.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Mixed precision: `bf16`/`f16` run the f32 graph's matmuls, convolutions and attention in
+    /// that dtype with f32 accumulation (autocast); `--check` then reports the error against the
+    /// f32 CPU reference.
+    #[arg(long, default_value = "f32", value_parser = super::model::parse_precision)]
+    pub precision: Precision,
     /// Backend: auto, cuda, wgsl, interp.
     #[arg(long, default_value = "auto")]
     pub backend: String,
@@ -59,10 +69,13 @@ pub struct Args {
 /// One measured row (see BENCHMARKS.md).
 #[derive(Serialize, Debug, Clone)]
 pub struct Row {
-    /// Workload name.
+    /// Workload name (a model's file stem).
     pub name: String,
     /// `eager`, `default`, `reduce-overhead` or `max-autotune`.
     pub mode: String,
+    /// The `--precision` the graph was compiled at: `f32` (as captured), `bf16` or `f16`
+    /// (autocast: matmuls, convolutions and attention in that dtype).
+    pub precision: String,
     /// Median device time of one run, ms (first kernel start to last kernel end).
     pub ms: f64,
     /// Fastest run, ms.
@@ -97,6 +110,9 @@ pub struct Row {
     /// Largest relative L2 error against the CPU reference, when checked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub check_rel_l2: Option<f64>,
+    /// Largest absolute difference against the CPU reference, when checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check_max_abs: Option<f64>,
     /// Whether the check passed (see BENCHMARKS.md for the criterion).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub check_ok: Option<bool>,
@@ -116,8 +132,11 @@ pub struct Report {
     pub backend: String,
     /// Device description.
     pub device: String,
-    /// `full` or `reduced`.
+    /// `full` or `reduced`; `model` for `--model`.
     pub scale: String,
+    /// The model file, for `--model`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// Measured copy bandwidth (read + write), GB/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ceiling_copy_gbps: Option<f64>,
@@ -125,7 +144,8 @@ pub struct Report {
     pub results: Vec<Row>,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The median (upper middle for an even count); NaN when empty.
+pub fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
@@ -134,7 +154,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Device time of one run from its kernel timings: first start to last end.
-fn run_span_ns(t: &[KernelTiming]) -> Option<f64> {
+pub fn run_span_ns(t: &[KernelTiming]) -> Option<f64> {
     let start = t.iter().map(|k| k.start_ns).fold(f64::INFINITY, f64::min);
     let end = t.iter().map(|k| k.start_ns + k.dur_ns).fold(f64::NEG_INFINITY, f64::max);
     (end > start).then_some(end - start)
@@ -163,6 +183,49 @@ pub fn for_measurement(backend: &Arc<dyn BackendTrait>, reuse: bool) -> Result<A
     Ok(sinter::runtime::open(kind)?.backend)
 }
 
+/// What `measure` times: a workload's graph or an imported model's.
+pub struct Subject {
+    /// The name in results.
+    pub name: String,
+    /// The graph (static shapes).
+    pub graph: IrGraph,
+    /// FLOPs of one run (0: unknown).
+    pub flops: f64,
+    /// Minimum bytes one run moves (0: unknown).
+    pub min_bytes: f64,
+    /// Progress lines on stderr for each phase (models, which may take long to compile).
+    pub progress: Option<Progress>,
+}
+
+impl Subject {
+    /// A built-in workload at a scale.
+    pub fn workload(w: &Workload, scale: Scale) -> Result<Subject> {
+        Ok(Subject {
+            name: w.name.to_string(),
+            graph: w.build(scale)?,
+            flops: w.flops(scale),
+            min_bytes: w.min_bytes(scale),
+            progress: None,
+        })
+    }
+
+    /// An imported model: FLOPs of its matmuls and convolutions, and as minimum bytes its
+    /// inputs, outputs and constants (weights) each moved once.
+    pub fn model(name: String, graph: IrGraph, progress: Progress) -> Subject {
+        let bytes = |t: &sinter::TensorType| t.shape.numel().unwrap_or(0) as f64 * t.dtype.size_bytes() as f64;
+        let mut min_bytes: f64 = graph.inputs.iter().map(|&i| bytes(graph.ty(i))).sum();
+        min_bytes += graph.outputs.iter().map(|o| bytes(graph.ty(o.node))).sum::<f64>();
+        min_bytes += graph.nodes.iter().filter(|n| matches!(n.op, Op::Constant(_))).map(|n| bytes(&n.ty)).sum::<f64>();
+        Subject { name, flops: sinter::workloads::graph_flops(&graph), min_bytes, graph, progress: Some(progress) }
+    }
+
+    fn step(&self, what: impl std::fmt::Display) {
+        if let Some(p) = &self.progress {
+            p.step(what);
+        }
+    }
+}
+
 /// Compiles and times one workload in one mode. The cold and warm compile times are measured in
 /// a private scratch folder (cold: empty; warm: the same folder again), so they never depend on
 /// what the user's cache holds; the graph that is timed is then compiled with `cache` (the user's
@@ -170,40 +233,55 @@ pub fn for_measurement(backend: &Arc<dyn BackendTrait>, reuse: bool) -> Result<A
 /// `cache` is `None`.
 #[allow(clippy::too_many_arguments)]
 pub fn measure(
-    w: &Workload,
-    scale: Scale,
+    w: &Subject,
     backend: &Arc<dyn BackendTrait>,
     mode: Mode,
     fusion: bool,
+    precision: Precision,
     iters: usize,
     warmup: usize,
     inputs: &[HostTensor],
     cache: Option<&std::path::Path>,
 ) -> Result<(Row, Vec<HostTensor>, CompiledGraph)> {
-    let g = w.build(scale)?;
+    let g = &w.graph;
+    let what = if fusion { format!("{} {precision}", mode.name()) } else { format!("eager {precision}") };
+    w.step(format_args!("compiling ({what}, cold: empty cache) on {}", backend.name()));
     let scratch = std::env::temp_dir().join(format!("sinter-bench-{}-{}", std::process::id(), w.name));
     let _ = std::fs::remove_dir_all(&scratch);
-    let opts =
-        CompileOptions { mode, fusion, cache_dir: Some(scratch.clone()), debug_dir: None, ..CompileOptions::default() };
+    let opts = CompileOptions {
+        mode,
+        fusion,
+        precision,
+        cache_dir: Some(scratch.clone()),
+        debug_dir: None,
+        ..CompileOptions::default()
+    };
     let t = Instant::now();
-    let cold_c = compile(&g, backend.clone(), opts.clone()).with_context(|| format!("compiling {}", w.name))?;
+    let cold_c = compile(g, backend.clone(), opts.clone()).with_context(|| format!("compiling {}", w.name))?;
     let cold = t.elapsed().as_secs_f64();
+    w.step(format_args!("compiled in {cold:.3} s; compiling again from the warm cache"));
     let t = Instant::now();
-    let warm_c = compile(&g, backend.clone(), opts.clone())?;
+    let warm_c = compile(g, backend.clone(), opts.clone())?;
     let warm = t.elapsed().as_secs_f64();
     drop(warm_c);
     let _ = std::fs::remove_dir_all(&scratch);
     let c = match cache {
         Some(d) => {
             drop(cold_c);
-            compile(&g, backend.clone(), CompileOptions { cache_dir: Some(d.to_path_buf()), ..opts })
+            compile(g, backend.clone(), CompileOptions { cache_dir: Some(d.to_path_buf()), ..opts })
                 .with_context(|| format!("compiling {}", w.name))?
         }
         None => cold_c,
     };
     // Warm-up runs (clocks ramp up, caches fill): at least `warmup` runs and 50 ms, then timed runs.
+    w.step(format_args!("first run ({what})"));
     let t = Instant::now();
     c.run(inputs)?;
+    w.step(format_args!(
+        "first run took {:.3} s; warming up and timing {} runs",
+        t.elapsed().as_secs_f64(),
+        iters.max(1)
+    ));
     let mut done = 1;
     while done < warmup || t.elapsed().as_secs_f64() < 0.05 {
         let n = warmup.saturating_sub(done).max(1);
@@ -226,10 +304,11 @@ pub fn measure(
         (None, None)
     };
     let program = c.program().context("no program")?;
-    let (flops, bytes) = (w.flops(scale), w.min_bytes(scale));
+    let (flops, bytes) = (w.flops, w.min_bytes);
     let row = Row {
-        name: w.name.to_string(),
+        name: w.name.clone(),
         mode: if fusion { mode.name().to_string() } else { "eager".to_string() },
+        precision: precision.name().to_string(),
         ms,
         ms_min,
         wall_ms,
@@ -243,6 +322,7 @@ pub fn measure(
         peak_bytes: program.memory.peak_bytes,
         check_ratio: None,
         check_rel_l2: None,
+        check_max_abs: None,
         check_ok: None,
         vs_eager_ratio: None,
     };
@@ -304,18 +384,122 @@ fn worst_rel_l2(a: &[HostTensor], b: &[HostTensor]) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// Whether outputs pass against a reference: elementwise within the dtype's tolerance, or, for
-/// half-precision workloads, a relative L2 error under 1e-2 (rounding points legitimately differ
-/// when fusion keeps intermediates in f32 registers, as Inductor does).
-fn passes(w: &Workload, ratio: f64, rel_l2: f64) -> bool {
-    ratio <= 1.0 || (matches!(w.dtype(), sinter::DType::BF16 | sinter::DType::F16) && rel_l2 <= 1e-2)
+/// The relative L2 error against the f32 CPU reference that a run at a lower `--precision` may
+/// reach and still pass `--check` (bf16 keeps 8 significant bits, f16 11); `None` for f32.
+pub fn precision_bound(p: Precision) -> Option<f64> {
+    match p {
+        Precision::F32 => None,
+        Precision::BF16 => Some(5e-2),
+        Precision::F16 => Some(1e-2),
+    }
+}
+
+/// Computes the expected outputs of a job's inputs.
+type Reference = Box<dyn Fn(&[HostTensor]) -> Result<Vec<HostTensor>>>;
+
+/// One thing to time: the graph, its inputs, the expected outputs and how to compare with them.
+struct Job {
+    subject: Subject,
+    inputs: Vec<HostTensor>,
+    /// The expected outputs (computed only with `--check`).
+    reference: Reference,
+    /// `(rtol, atol)` of the elementwise check.
+    tolerance: (f64, f64),
+    /// A relative L2 error that passes even when the elementwise check does not: 1e-2 for
+    /// half-precision workloads (rounding points legitimately differ when fusion keeps
+    /// intermediates in f32 registers, as Inductor does), 1e-4 for f32 models (long chains of
+    /// reductions reorder sums).
+    rel_l2_allowed: Option<f64>,
+}
+
+fn workload_job(w: &Workload, scale: Scale) -> Result<Job> {
+    let w2 = *w;
+    Ok(Job {
+        subject: Subject::workload(w, scale)?,
+        inputs: w.inputs(scale, 42),
+        reference: Box::new(move |ins| Ok(w2.reference(scale, ins)?)),
+        tolerance: w.tolerance(),
+        rel_l2_allowed: matches!(w.dtype(), sinter::DType::BF16 | sinter::DType::F16).then_some(1e-2),
+    })
+}
+
+fn model_job(path: &std::path::Path, m: &ModelArgs) -> Result<Job> {
+    let progress = Progress::default();
+    let loaded = super::model::load(path, m, &progress)?;
+    let g = loaded.graph.clone();
+    Ok(Job {
+        subject: Subject::model(loaded.name, loaded.graph, progress),
+        inputs: loaded.inputs,
+        reference: Box::new(move |ins| sinter::cpu::run(&g, ins).context("the CPU reference")),
+        tolerance: sinter::workloads::tolerance(sinter::DType::F32),
+        rel_l2_allowed: Some(1e-4),
+    })
+}
+
+/// Fills the check fields of `row`: outputs against the reference. At a lower `precision` the
+/// criterion is the relative L2 error within [`precision_bound`] (the error is reported, the
+/// loosened precision is not a failure).
+fn check_row(row: &mut Row, job: &Job, out: &[HostTensor], want: &[HostTensor], precision: Precision) {
+    let (rtol, atol) = job.tolerance;
+    let cmp = sinter::core::compare::compare_outputs(out, want, |_| (rtol, atol));
+    let l2 = worst_rel_l2(out, want);
+    row.check_ratio = Some(cmp.max_ratio);
+    row.check_rel_l2 = Some(l2);
+    row.check_max_abs = Some(cmp.max_abs);
+    row.check_ok = Some(match precision_bound(precision) {
+        Some(b) => l2 <= b,
+        None => cmp.max_ratio <= 1.0 || job.rel_l2_allowed.is_some_and(|b| l2 <= b),
+    });
+}
+
+fn print_header() {
+    println!(
+        "{:32} {:>15} {:>7} {:>10} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "workload", "mode", "kernels", "ms", "GB/s", "TFLOP/s", "%copy", "cold s", "warm s", "call us", "host us"
+    );
+}
+
+fn print_row(row: &Row, ceiling: Option<f64>) {
+    let pct = match (row.gbps, ceiling) {
+        (Some(g), Some(c)) => format!("{:.0}%", 100.0 * g / c),
+        _ => "-".into(),
+    };
+    let f = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |x| format!("{x:.p$}"));
+    let mode = if row.precision == "f32" { row.mode.clone() } else { format!("{} {}", row.mode, row.precision) };
+    let check = match (row.check_ok, row.check_ratio, row.check_rel_l2, row.check_max_abs) {
+        (Some(ok), Some(r), Some(l), Some(m)) => format!(
+            "  {} (tol ratio {r:.2}, rel L2 {l:.1e}, max abs {m:.1e}{})",
+            if ok { "check ok" } else { "CHECK FAILED" },
+            if row.precision == "f32" { String::new() } else { format!(" vs f32, {} bound", row.precision) }
+        ),
+        _ => String::new(),
+    };
+    println!(
+        "{:32} {:>15} {:>7} {:>10.4} {:>10} {:>9} {:>8} {:>8.3} {:>8.3} {:>8} {:>8}{check}",
+        row.name,
+        mode,
+        row.kernels,
+        row.ms,
+        f(row.gbps, 1),
+        f(row.tflops, 2),
+        pct,
+        row.cold_compile_s,
+        row.warm_compile_s,
+        f(row.call_us, 1),
+        f(row.host_us, 1),
+    );
 }
 
 /// Runs the benchmark.
 pub fn run(a: Args) -> Result<()> {
     let mode = Mode::from_name(&a.mode).with_context(|| format!("unknown mode {:?}", a.mode))?;
     let scale: Scale = a.scale.into();
-    let list: Vec<Workload> = if a.workload.is_empty() {
+    // A model is loaded (and its inputs checked) before the backend is opened: input errors come
+    // first and fast.
+    let model_job = a.model.model.as_deref().map(|p| model_job(p, &a.model)).transpose()?;
+    let list: Vec<Workload> = if model_job.is_some() {
+        Vec::new()
+    } else if a.workload.is_empty() {
         sinter::workloads::all().into_iter().filter(|w| !w.name.starts_with("resnet")).collect()
     } else {
         a.workload.iter().map(|n| workload(n)).collect::<Result<_>>()?
@@ -325,39 +509,46 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(c) = ceiling {
         println!("# measured copy bandwidth: {c:.1} GB/s");
     }
-    println!(
-        "{:32} {:>15} {:>7} {:>10} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}",
-        "workload", "mode", "kernels", "ms", "GB/s", "TFLOP/s", "%copy", "cold s", "warm s", "call us", "host us"
-    );
+    if a.precision != Precision::F32 {
+        println!("# precision {} (autocast: matmuls, convolutions and attention in {})", a.precision, a.precision);
+    }
+    print_header();
     let cache = a.cache.dir();
     let mut rows = Vec::new();
-    let mut failed = Vec::new();
-    for w in &list {
-        let inputs = w.inputs(scale, 42);
+    let mut failed: Vec<String> = Vec::new();
+    let mut jobs: Box<dyn Iterator<Item = Result<Job>>> = match model_job {
+        Some(j) => Box::new(std::iter::once(Ok(j))),
+        None => Box::new(list.iter().map(|w| workload_job(w, scale))),
+    };
+    while let Some(job) = jobs.next().transpose()? {
         let mut modes = vec![(mode, true)];
         if a.eager {
             modes.insert(0, (Mode::Default, false));
         }
+        let mut want: Option<Vec<HostTensor>> = None;
         let mut eager_out: Option<Vec<HostTensor>> = None;
         for (m, fusion) in modes {
             let b = for_measurement(&backend, a.reuse_device)?;
-            let (mut row, out, _c) =
-                match measure(w, scale, &b, m, fusion, a.iters, a.warmup, &inputs, cache.as_deref()) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        println!("{:32} {:>15} error: {e:#}", w.name, if fusion { m.name() } else { "eager" });
-                        failed.push(w.name);
-                        continue;
-                    }
-                };
-            let (rtol, atol) = w.tolerance();
+            let r = measure(&job.subject, &b, m, fusion, a.precision, a.iters, a.warmup, &job.inputs, cache.as_deref());
+            let (mut row, out, _c) = match r {
+                Ok(r) => r,
+                Err(e) => {
+                    let name = if fusion { m.name() } else { "eager" };
+                    println!("{:32} {:>15} error: {}", job.subject.name, name, super::report(&e));
+                    failed.push(job.subject.name.clone());
+                    continue;
+                }
+            };
             if a.check {
-                let want = w.reference(scale, &inputs)?;
-                let (ratio, l2) = (worst_ratio(&out, &want, rtol, atol), worst_rel_l2(&out, &want));
-                row.check_ratio = Some(ratio);
-                row.check_rel_l2 = Some(l2);
-                row.check_ok = Some(passes(w, ratio, l2));
+                if want.is_none() {
+                    job.subject.step("computing the CPU reference for --check");
+                    want = Some((job.reference)(&job.inputs)?);
+                }
+                if let Some(w) = &want {
+                    check_row(&mut row, &job, &out, w, a.precision);
+                }
             }
+            let (rtol, atol) = job.tolerance;
             if fusion {
                 if let Some(e) = &eager_out {
                     row.vs_eager_ratio = Some(worst_ratio(&out, e, rtol, atol));
@@ -365,32 +556,9 @@ pub fn run(a: Args) -> Result<()> {
             } else {
                 eager_out = Some(out);
             }
-            let pct = match (row.gbps, ceiling) {
-                (Some(g), Some(c)) => format!("{:.0}%", 100.0 * g / c),
-                _ => "-".into(),
-            };
-            let f = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |x| format!("{x:.p$}"));
-            println!(
-                "{:32} {:>15} {:>7} {:>10.4} {:>10} {:>9} {:>8} {:>8.3} {:>8.3} {:>8} {:>8}{}",
-                row.name,
-                row.mode,
-                row.kernels,
-                row.ms,
-                f(row.gbps, 1),
-                f(row.tflops, 2),
-                pct,
-                row.cold_compile_s,
-                row.warm_compile_s,
-                f(row.call_us, 1),
-                f(row.host_us, 1),
-                match (row.check_ok, row.check_ratio, row.check_rel_l2) {
-                    (Some(true), Some(r), Some(l)) => format!("  check ok (tol ratio {r:.2}, rel L2 {l:.1e})"),
-                    (Some(false), Some(r), Some(l)) => format!("  CHECK FAILED (tol ratio {r:.2}, rel L2 {l:.1e})"),
-                    _ => String::new(),
-                }
-            );
+            print_row(&row, ceiling);
             if row.check_ok == Some(false) {
-                failed.push(w.name);
+                failed.push(job.subject.name.clone());
             }
             rows.push(row);
         }
@@ -400,7 +568,8 @@ pub fn run(a: Args) -> Result<()> {
         sinter: env!("CARGO_PKG_VERSION").to_string(),
         backend: backend.name().to_string(),
         device: backend.device_name(),
-        scale: scale.name().to_string(),
+        scale: if a.model.model.is_some() { "model".to_string() } else { scale.name().to_string() },
+        model: a.model.model.as_ref().map(|p| p.display().to_string()),
         ceiling_copy_gbps: ceiling,
         results: rows,
     };
@@ -409,6 +578,7 @@ pub fn run(a: Args) -> Result<()> {
             .with_context(|| format!("writing {}", p.display()))?;
     }
     if !failed.is_empty() {
+        failed.dedup();
         bail!("failed: {}", failed.join(", "));
     }
     Ok(())

@@ -33,7 +33,10 @@ pub fn run(a: Args) -> Result<()> {
             let w = super::workload(name)?;
             let inputs = w.inputs(Scale::Full, 1);
             let b = super::bench::for_measurement(&backend, false)?;
-            let (row, _, _) = super::bench::measure(&w, Scale::Full, &b, Mode::Default, true, 5, 10, &inputs, None)?;
+            let subject = super::bench::Subject::workload(&w, Scale::Full)?;
+            let precision = sinter::core::passes::Precision::F32;
+            let (row, _, _) =
+                super::bench::measure(&subject, &b, Mode::Default, true, precision, 5, 10, &inputs, None)?;
             if let Some(t) = row.tflops {
                 println!("matmul {} ({name}): {t:.2} TFLOP/s", w.dtype());
                 matmul.insert(w.dtype().to_string(), t);

@@ -89,6 +89,8 @@ pub fn run(args: Args) -> Result<()> {
             .filter(|w| reduced || !w.name.starts_with("resnet"))
             .map(|w| w.name.to_string())
             .collect(),
+        model: super::model::ModelArgs::default(),
+        precision: sinter::core::passes::Precision::F32,
         backend: args.backend,
         mode: "default".into(),
         eager: true,

@@ -5,6 +5,7 @@ pub mod calibrate;
 pub mod conformance;
 pub mod demo;
 pub mod explain;
+pub mod model;
 pub mod profile;
 pub mod run;
 pub mod view;

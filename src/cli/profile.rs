@@ -1,13 +1,16 @@
-//! `sinter profile`: compiles a workload eager and fused, times both on the device, and writes
-//! one artifact folder (debug artifacts, `profile.json`, `profile_eager.json`, `trace.json`,
+//! `sinter profile`: compiles a workload or an ONNX model (`--model`) eager and fused, times both
+//! on the device, and writes one artifact folder (debug artifacts, `profile.json`, `profile_eager.json`, `trace.json`,
 //! `trace_eager.json`) for `sinter view` and Perfetto; prints the roofline summary.
 
+use super::model::{ModelArgs, Progress};
 use super::{ScaleArg, workload};
 use anyhow::{Context, Result};
 use sinter::core::backend::{Backend as BackendTrait, Mode};
 use sinter::core::compile::{CompileOptions, compile};
+use sinter::core::passes::Precision;
 use sinter::core::profile::{self, Ceilings, DeviceInfo};
 use sinter::workloads::Scale;
+use sinter::{HostTensor, IrGraph};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,8 +19,14 @@ use std::sync::Arc;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Workload name.
-    #[arg(long)]
-    pub workload: String,
+    #[arg(long, required_unless_present = "model")]
+    pub workload: Option<String>,
+    /// An ONNX model instead of a workload, with its inputs.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Mixed precision (`f32`, `bf16`, `f16`; see `sinter bench --help`).
+    #[arg(long, default_value = "f32", value_parser = super::model::parse_precision)]
+    pub precision: Precision,
     /// Backend: auto, cuda, wgsl, interp.
     #[arg(long, default_value = "auto")]
     pub backend: String,
@@ -55,41 +64,73 @@ fn ceilings(backend: &Arc<dyn BackendTrait>, measured_copy: Option<f64>) -> Ceil
     }
 }
 
+/// What is profiled: a name, a static graph and its inputs, and progress lines for models.
+struct Subject {
+    name: String,
+    graph: IrGraph,
+    inputs: Vec<HostTensor>,
+    progress: Option<Progress>,
+}
+
+impl Subject {
+    fn step(&self, what: impl std::fmt::Display) {
+        if let Some(p) = &self.progress {
+            p.step(what);
+        }
+    }
+}
+
+fn subject(a: &Args) -> Result<Subject> {
+    if let Some(path) = &a.model.model {
+        let progress = Progress::default();
+        let m = super::model::load(path, &a.model, &progress)?;
+        return Ok(Subject { name: m.name, graph: m.graph, inputs: m.inputs, progress: Some(progress) });
+    }
+    let w = workload(a.workload.as_deref().context("--workload or --model is required")?)?;
+    let scale: Scale = a.scale.into();
+    Ok(Subject { name: w.name.to_string(), graph: w.build(scale)?, inputs: w.inputs(scale, 7), progress: None })
+}
+
 fn record(
     dir: &Path,
     a: &Args,
+    s: &Subject,
     backend: &Arc<dyn BackendTrait>,
     device: &DeviceInfo,
     fusion: bool,
 ) -> Result<profile::Profile> {
-    let w = workload(&a.workload)?;
-    let scale: Scale = a.scale.into();
-    let g = w.build(scale)?;
-    let inputs = w.inputs(scale, 7);
     let opts = CompileOptions {
         mode: Mode::Default,
         fusion,
+        precision: a.precision,
         cache_dir: a.cache.dir(),
         debug_dir: fusion.then(|| dir.to_path_buf()),
         ..CompileOptions::default()
     };
-    let c = compile(&g, backend.clone(), opts).with_context(|| format!("compiling {}", w.name))?;
-    Ok(c.profile(&inputs, a.iters, w.name, device.clone())?)
+    let what = if fusion { "compiled" } else { "eager" };
+    s.step(format_args!("compiling ({what}, {}) on {}", a.precision, backend.name()));
+    let c = compile(&s.graph, backend.clone(), opts).with_context(|| format!("compiling {}", s.name))?;
+    s.step(format_args!("recording {} timed runs ({what})", a.iters.max(1)));
+    let p = c.profile(&s.inputs, a.iters, &s.name, device.clone())?;
+    s.step(format_args!("recorded ({what})"));
+    Ok(p)
 }
 
 /// Runs the profile.
 pub fn run(a: Args) -> Result<()> {
+    // The model is loaded and its inputs checked before the backend is opened.
+    let s = subject(&a)?;
     let (backend, copy) = super::bench::make_backend(&a.backend, true)?;
     let device = DeviceInfo::new(backend.device_name(), backend.name(), ceilings(&backend, copy));
     super::out_dir("out", &a.out)?;
     if !a.no_eager {
-        let p = record(&a.out, &a, &backend, &device, false)?;
+        let p = record(&a.out, &a, &s, &backend, &device, false)?;
         p.write(&a.out)?;
     }
     // A fresh device for the compiled recording where the backend needs one (NVIDIA's Vulkan
     // driver boosts clocks only for a few seconds after a device is created).
     let backend = super::bench::for_measurement(&backend, false)?;
-    let p = record(&a.out, &a, &backend, &device, true)?;
+    let p = record(&a.out, &a, &s, &backend, &device, true)?;
     p.write(&a.out)?;
     let analysis = profile::analyze(&p);
     println!("{}", analysis.summary(&p));

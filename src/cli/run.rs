@@ -1,10 +1,24 @@
 //! `sinter run`: import an ONNX model, specialize it to the given input tensors, run it on a
 //! backend and write the outputs as `.npy` (one output), `<stem>_<k>.npy` (several) or `.npz`.
+//! Progress lines (load, import, compile, first run) and the timing go to stderr: the compile
+//! time and the median time of one run over up to [`TIMED_RUNS`] runs after [`WARMUP_RUNS`]
+//! warm-up runs (device time where the backend measures it, else host wall time).
 
+use super::model::Progress;
 use anyhow::{Context, Result, bail};
 use sinter::HostTensor;
+use sinter::core::compile::{CompileOptions, compile};
+use sinter::core::passes::Precision;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Untimed runs after the first, before timing.
+pub const WARMUP_RUNS: usize = 2;
+/// Timed runs at most (fewer, but at least [`MIN_TIMED_RUNS`], once they have taken 2 s).
+pub const TIMED_RUNS: usize = 10;
+/// Timed runs at least.
+pub const MIN_TIMED_RUNS: usize = 3;
 
 /// Arguments of `sinter run`.
 #[derive(clap::Args, Debug)]
@@ -21,6 +35,10 @@ pub struct Args {
     /// `out.npz` (every output, by name). Without it, a summary is printed.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Mixed precision (`f32`, `bf16`, `f16`): the f32 model's matmuls, convolutions and
+    /// attention in that dtype with f32 accumulation (see `sinter bench --help`).
+    #[arg(long, default_value = "f32", value_parser = super::model::parse_precision)]
+    pub precision: Precision,
     /// The on-disk cache.
     #[command(flatten)]
     pub cache: super::CacheArgs,
@@ -34,6 +52,84 @@ pub fn read_tensor(p: &Path) -> Result<HostTensor> {
         return sinter_onnx::npy::from_npy(&bytes).with_context(|| format!("parsing {}", p.display()));
     }
     Ok(sinter_onnx::read_tensor_pb(p)?)
+}
+
+/// Median and count of timed runs: `run` is called [`WARMUP_RUNS`] times untimed, then up to
+/// [`TIMED_RUNS`] times; each call returns the seconds of one run.
+fn time_runs(mut run: impl FnMut() -> Result<f64>) -> Result<(f64, usize)> {
+    for _ in 0..WARMUP_RUNS {
+        run()?;
+    }
+    let start = Instant::now();
+    let mut times = Vec::new();
+    while times.len() < TIMED_RUNS && (times.len() < MIN_TIMED_RUNS || start.elapsed().as_secs_f64() < 2.0) {
+        times.push(run()?);
+    }
+    Ok((super::bench::median(times.clone()), times.len()))
+}
+
+/// Compiles (unless the backend is the CPU reference) and runs once, printing the compile time;
+/// then times further runs and prints the median time of one.
+fn execute(args: &Args, g: &sinter::IrGraph, inputs: &[HostTensor], progress: &Progress) -> Result<Vec<HostTensor>> {
+    if args.backend == "cpu" {
+        let g = match args.precision.low_dtype() {
+            Some(d) => sinter::passes::autocast(g, d)?,
+            None => g.clone(),
+        };
+        progress.step("first run on the CPU reference");
+        let t = Instant::now();
+        let outs = sinter::cpu::run(&g, inputs)?;
+        progress.step(format_args!("first run took {:.3} s", t.elapsed().as_secs_f64()));
+        let (med, n) = time_runs(|| {
+            let t = Instant::now();
+            sinter::cpu::run(&g, inputs)?;
+            Ok(t.elapsed().as_secs_f64())
+        })?;
+        eprintln!(
+            "# cpu reference ({}): no compile; per run {:.3} ms host wall time (median of {n} runs after {WARMUP_RUNS} warm-up)",
+            args.precision,
+            med * 1e3
+        );
+        return Ok(outs);
+    }
+    let (backend, _) = super::bench::make_backend(&args.backend, false)?;
+    progress.step(format_args!("compiling ({}) on {}", args.precision, backend.name()));
+    let opts = CompileOptions {
+        precision: args.precision,
+        cache_dir: args.cache.dir(),
+        debug_dir: None,
+        ..CompileOptions::default()
+    };
+    let t = Instant::now();
+    let c = compile(g, backend.clone(), opts)?;
+    let compile_s = t.elapsed().as_secs_f64();
+    let hit = c.events().first().is_some_and(|e| e.stats.cache_hit);
+    progress.step(format_args!("compiled in {compile_s:.3} s; first run"));
+    let t = Instant::now();
+    let outs = c.run(inputs)?;
+    progress.step(format_args!("first run took {:.3} s", t.elapsed().as_secs_f64()));
+    let mut device = true;
+    let (med, n) = time_runs(|| {
+        let t = Instant::now();
+        let (_, timings) = c.run_timed(inputs, 1)?;
+        let wall = t.elapsed().as_secs_f64();
+        match timings.first().and_then(|k| super::bench::run_span_ns(k)) {
+            Some(ns) => Ok(ns / 1e9),
+            None => {
+                device = false;
+                Ok(wall)
+            }
+        }
+    })?;
+    eprintln!(
+        "# {} ({}): compile {compile_s:.3} s{}; per run {:.3} ms {} (median of {n} runs after {WARMUP_RUNS} warm-up)",
+        backend.name(),
+        args.precision,
+        if hit { " (program cache hit)" } else { "" },
+        med * 1e3,
+        if device { "device time" } else { "host wall time" }
+    );
+    Ok(outs)
 }
 
 /// Where `--out` writes: one `.npz`, or `.npy` file(s). Other extensions (and a folder) are
@@ -60,16 +156,19 @@ fn out_kind(p: &Path) -> Result<OutKind> {
 /// Runs the model and writes or prints the outputs.
 pub fn run(args: Args) -> Result<()> {
     let out_kind = args.out.as_deref().map(out_kind).transpose()?;
-    let model = sinter_onnx::load(&args.model)?;
+    let progress = Progress::default();
+    let model = super::model::open(&args.model, &progress)?;
     let inputs: Vec<HostTensor> = args.inputs.iter().map(|p| read_tensor(p)).collect::<Result<_>>()?;
     let want = model.inputs().len();
     if inputs.len() != want {
         let names: Vec<&str> = model.inputs().iter().map(|i| i.name.as_str()).collect();
         bail!("the model takes {want} input(s) ({}), {} given with --input", names.join(", "), inputs.len());
     }
+    progress.step("importing");
     let g = model.graph_for_inputs(&inputs).context("importing the model")?;
-    let backend = super::conformance::backend(&args.backend, args.cache.dir())?;
-    let outs = backend(&g, &inputs).with_context(|| format!("running on the {} backend", args.backend))?;
+    progress.step(format_args!("imported: {} nodes", g.nodes.len()));
+    let outs =
+        execute(&args, &g, &inputs, &progress).with_context(|| format!("running on the {} backend", args.backend))?;
     let names: Vec<String> = g.outputs.iter().map(|o| o.name.clone()).collect();
     match &args.out {
         None => {

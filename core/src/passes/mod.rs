@@ -5,7 +5,8 @@
 //!
 //! The default [`pipeline`]: `decompose` (composites to primitives), `algebraic` (exact
 //! simplifications), `constant_fold`, `cse`, `dce`. [`specialize()`] takes symbol values and is
-//! run by the caller before the pipeline when shapes are symbolic.
+//! run by the caller before the pipeline when shapes are symbolic. [`pipeline_for`] puts
+//! `autocast` (mixed precision, [`Precision`]) first when a lower precision is asked for.
 //!
 //! ```
 //! use sinter_core::prelude::*;
@@ -17,6 +18,7 @@
 //! ```
 
 mod algebraic;
+mod autocast;
 mod constant_fold;
 mod cse;
 mod dce;
@@ -28,6 +30,7 @@ mod specialize;
 mod tests;
 
 pub use algebraic::algebraic;
+pub use autocast::{Precision, autocast, autocast_bf16, autocast_f16};
 pub use constant_fold::{FOLD_LIMIT, constant_fold};
 pub use cse::cse;
 pub use dce::dce;
@@ -37,6 +40,8 @@ pub use specialize::specialize;
 
 /// Name of the `algebraic` pass.
 pub const ALGEBRAIC: &str = algebraic::NAME;
+/// Name of the `autocast` pass.
+pub const AUTOCAST: &str = autocast::NAME;
 /// Name of the `constant_fold` pass.
 pub const CONSTANT_FOLD: &str = constant_fold::NAME;
 /// Name of the `cse` pass.
@@ -69,6 +74,20 @@ pub fn pipeline() -> Vec<Pass> {
         Pass { name: CSE, run: cse },
         Pass { name: DCE, run: dce },
     ]
+}
+
+/// The passes a compile at `precision` runs: the default [`pipeline`], preceded by `autocast`
+/// (to bf16 or f16) unless the precision is f32. Autocast goes first so that `decompose` sees an
+/// attention's low dtype (and keeps its softmax in f32) and `constant_fold` folds the casts of
+/// constant weights.
+pub fn pipeline_for(precision: Precision) -> Vec<Pass> {
+    let mut passes = pipeline();
+    match precision {
+        Precision::F32 => {}
+        Precision::BF16 => passes.insert(0, Pass { name: AUTOCAST, run: autocast_bf16 }),
+        Precision::F16 => passes.insert(0, Pass { name: AUTOCAST, run: autocast_f16 }),
+    }
+    passes
 }
 
 /// Runs `passes` in order on `g` and returns the graph after each one, named by its pass.
