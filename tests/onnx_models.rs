@@ -255,3 +255,31 @@ fn relative_error_metric() {
     assert_eq!(rel_error(&i(&[1.0, 2.0]), &i(&[1.0, 2.0])).unwrap(), 0.0);
     assert!(rel_error(&i(&[1.0, 3.0]), &i(&[1.0, 2.0])).unwrap().is_infinite());
 }
+
+/// The exported transformers' attention (written out by the exporter: matmul, scale, mask,
+/// softmax, matmul, with the reshape/transpose chains around it) compiles to fused attention
+/// kernels, one per layer, and still matches onnxruntime (checked above for every backend).
+#[test]
+fn exported_transformers_compile_to_fused_attention() {
+    for (name, layers, causal) in [("transformer", 2, true), ("vit_tiny", 2, false)] {
+        let case = cases().into_iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no model {name}"));
+        let model = sinter_onnx::load(case.dir.join("model.onnx")).expect("load");
+        let (_, inputs, refs) = &case.sets[0];
+        let g = model.graph_for_inputs(inputs).expect("import");
+        let backend = Arc::new(sinter::core::kernel::interp::InterpBackend::new());
+        let c = compile(&g, backend, compile_opts(name, "fused-attention")).expect("compile");
+        check(&c.run(inputs).expect("run"), refs).unwrap_or_else(|m| panic!("{name}: {m}"));
+        let p = c.program().expect("a compiled program");
+        let bodies: Vec<_> = p
+            .kernels
+            .iter()
+            .filter_map(|k| match &k.body {
+                sinter::core::kernel::KernelBody::Attention(a) => Some(a),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(bodies.len(), layers, "{name}: {:?}", p.kernels.iter().map(|k| &k.name).collect::<Vec<_>>());
+        assert!(bodies.iter().all(|a| a.causal.is_some() == causal), "{name}: causal bound");
+        assert!(p.decisions.iter().any(|d| d.fused && d.reason.starts_with("fused: attention over")));
+    }
+}

@@ -56,6 +56,9 @@ pub(crate) fn cases() -> Vec<Case> {
         fused("matmul_bias_relu", matmul_bias_relu),
         fused("conv2d_bias_relu", conv2d_bias_relu),
         fused("attention", attention),
+        fused("attention_layouts_masks", || attention_cases(F)),
+        fused("attention_bf16", || attention_cases(DType::BF16)),
+        fused("attention_f16", || attention_cases(DType::F16)),
         fused("dtype_f16_softmax", dtype_f16_softmax),
         fused("dtype_bf16_layer_norm", || layer_norm(DType::BF16, &[(1, 1), (7, 7), (3, 1023)])),
     ]
@@ -326,6 +329,52 @@ fn attention() -> Result<Vec<Instance>, String> {
         let y = q.attention(&k, &v, None, None, causal);
         b.finish(format!("{bt}x{s}x{d} causal={causal}"), Tol::sum(s.max(d), 1.0).times(2.0), &[&y])
     })
+}
+
+/// Attention written out as exports write it, at awkward sizes (queries 1, 7, 128; keys 1, 7,
+/// 128, 1000, 4097; head dims 16, 32, 64, 80, 128), with heads, causal triangles, additive and
+/// boolean masks, BSHD layouts and grouped KV heads.
+fn attention_cases(d: DType) -> Result<Vec<Instance>, String> {
+    use super::programs::{AttnCase, AttnMask, attention_written_out};
+    let cases = [
+        AttnCase::new(1, 2, 7, 7, 32, d),
+        AttnCase::new(1, 2, 1, 1000, 64, d),
+        AttnCase { causal: Some(0), ..AttnCase::new(1, 1, 128, 128, 64, d) },
+        AttnCase { mask: AttnMask::Additive, ..AttnCase::new(2, 1, 7, 128, 80, d) },
+        AttnCase { mask: AttnMask::Bool, bshd: true, ..AttnCase::new(2, 2, 5, 9, 32, d) },
+        AttnCase { kv_heads: 2, ..AttnCase::new(1, 4, 3, 4097, 16, d) },
+        AttnCase { causal: Some(0), dv: 32, ..AttnCase::new(1, 2, 33, 33, 128, d) },
+    ];
+    let mut out = Vec::new();
+    for c in cases {
+        let mut b = Builder::new();
+        let sh = c.input_shapes();
+        let q = b.input(d, &sh[0], unit());
+        let k = b.input(d, &sh[1], unit());
+        let v = b.input(d, &sh[2], unit());
+        let mask = match c.mask {
+            AttnMask::None => None,
+            AttnMask::Additive => Some(b.input(F, &sh[3], unit())),
+            // A coin flip per key: a row that loses all 9 keys (p = 2^-9) is NaN, as in the reference.
+            AttnMask::Bool => Some(b.input(DType::Bool, &sh[3], Dist::Uniform(0.0, 1.0))),
+        };
+        let y = attention_written_out(&c, &q, &k, &v, mask.as_ref());
+        let label = format!(
+            "b{} h{}/{} m{} kv{} d{} dv{}{}{:?}{}",
+            c.batch,
+            c.heads,
+            c.kv_heads,
+            c.m,
+            c.kv,
+            c.d,
+            c.dv,
+            if c.causal.is_some() { " causal " } else { " " },
+            c.mask,
+            if c.bshd { " bshd" } else { "" }
+        );
+        out.push(b.finish(label, Tol::sum(c.kv + c.d, 1.0).times(4.0), &[&y])?);
+    }
+    Ok(out)
 }
 
 // -------------------------------------------------------------------------------------- dtypes

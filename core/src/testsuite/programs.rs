@@ -204,14 +204,30 @@ pub fn attention_graph(c: &AttnCase) -> crate::ir::Graph {
     use crate::trace::Graph;
     let g = Graph::new();
     let shapes = c.input_shapes();
-    let mut q = g.input("q", c.dtype, shapes[0].clone());
-    let mut k = g.input("k", c.dtype, shapes[1].clone());
-    let mut v = g.input("v", c.dtype, shapes[2].clone());
+    let q = g.input("q", c.dtype, shapes[0].clone());
+    let k = g.input("k", c.dtype, shapes[1].clone());
+    let v = g.input("v", c.dtype, shapes[2].clone());
     let mask = match c.mask {
         AttnMask::None => None,
         AttnMask::Additive => Some(g.input("mask", DType::F32, shapes[3].clone())),
         AttnMask::Bool => Some(g.input("mask", DType::Bool, shapes[3].clone())),
     };
+    g.output(&attention_written_out(c, &q, &k, &v, mask.as_ref()));
+    g.build().expect("attention reference graph")
+}
+
+/// `softmax(q k^T * scale [+ mask | where(mask, s, -inf)] [causal]) v` written out as exported
+/// models write it (BSHD inputs transposed, GQA heads repeated by expand and reshape, a causal
+/// `where` with a constant triangle), on inputs shaped as [`AttnCase::input_shapes`] says.
+pub fn attention_written_out(
+    c: &AttnCase,
+    q: &crate::trace::Tensor,
+    k: &crate::trace::Tensor,
+    v: &crate::trace::Tensor,
+    mask: Option<&crate::trace::Tensor>,
+) -> crate::trace::Tensor {
+    let g = q.graph();
+    let (mut q, mut k, mut v) = (q.clone(), k.clone(), v.clone());
     if c.bshd {
         q = q.permute(&[0, 2, 1, 3]);
         k = k.permute(&[0, 2, 1, 3]);
@@ -233,7 +249,7 @@ pub fn attention_graph(c: &AttnCase) -> crate::ir::Graph {
     }
     s = &s * c.scale();
     let ninf = g.scalar(DType::F32, f64::NEG_INFINITY);
-    if let Some(m) = &mask {
+    if let Some(m) = mask {
         s = if c.mask == AttnMask::Additive { &s + m } else { m.where_(&s, &ninf) };
     }
     if let Some(o) = c.causal {
@@ -245,6 +261,5 @@ pub fn attention_graph(c: &AttnCase) -> crate::ir::Graph {
     if low {
         pr = pr.cast(c.dtype);
     }
-    g.output(&pr.matmul(&v));
-    g.build().expect("attention reference graph")
+    pr.matmul(&v)
 }
