@@ -79,6 +79,17 @@ pub fn run(args: Args) -> Result<()> {
                 for s in c.sources() {
                     writeln!(out, "  {}", s.name)?;
                 }
+                // Contraction-level decisions (attention matches and refusals, convolution
+                // lowerings, epilogues): the ones a user looks for first; fusion.json has all.
+                let key = |r: &str| r.contains("attention") || r.starts_with("conv lowering") || r.contains("epilogue");
+                let shown: Vec<_> = p.decisions.iter().filter(|d| key(&d.reason)).collect();
+                if !shown.is_empty() {
+                    writeln!(out, "fusion decisions ({} of {}; all in fusion.json):", shown.len(), p.decisions.len())?;
+                }
+                for d in shown {
+                    let nodes: Vec<String> = d.nodes.iter().map(|n| format!("%{n}")).collect();
+                    writeln!(out, "  {} [{}] -> {}", d.reason, nodes.join(", "), d.kernels.join(", "))?;
+                }
             }
             None => writeln!(out, "(symbolic inputs: compiled at the first call)")?,
         }
