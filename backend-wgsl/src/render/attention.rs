@@ -1,0 +1,452 @@
+//! Attention kernels: flash attention on FMAs (the scores never leave the workgroup).
+//!
+//! A workgroup of `bm / tm * tx` threads owns `bm` query rows of one flat batch and `bdv = tx * tdv`
+//! output columns (`tdv = min(dvt, ceil(dv / tx))`; a wider head takes several workgroups, each
+//! recomputing the scores). Thread `(ty, tx)` holds rows `ty * tm ..` and, per key tile of `bn`
+//! keys, the scores of keys `tx, tx + TX, ...` and the outputs of columns `n0 + tx, n0 + tx + TX, ...`.
+//! Per key tile:
+//!
+//! 1. `S = Q K^T` in chunks of `bk` head-dimension columns staged in workgroup memory (Q stays
+//!    resident for the whole kernel when its tile fits beside the rest), FMAs into `tm x bn/tx`
+//!    registers per thread;
+//! 2. the score expression per score (at that score's `M` and `Key`, `Acc(1)` = the dot product);
+//!    keys past `kv`, rows past `m` and keys past the causal bound are `-inf` without evaluating it;
+//! 3. the online softmax: the tile's row maxima through workgroup memory, the running maximum and
+//!    the rescale factor per row (kept identically by every thread of the row), `p = exp(s - max)`
+//!    summed unrounded into a per-thread partial row sum and stored rounded to `p_dtype`;
+//! 4. `O = O * alpha + P V` with V staged `bk` keys at a time, f32 FMAs.
+//!
+//! Causal bodies stop at the last key tile a row of the workgroup can see. At the end the partial
+//! row sums are combined, the output divided once, and the epilogue runs per output element as a
+//! matmul's (`Acc(0)`). A row whose logits are all `-inf` divides 0 by 0: NaN, as the definition says.
+
+use sinter_core::DType;
+use sinter_core::kernel::{AttentionBody, AttnOperand, ExprId, Var};
+
+use super::emit::{AccVal, Emitter, acc_uses, depends_on, store_roots};
+use super::helpers::H;
+use super::ops;
+use super::pointwise::{PARAMS, emit_wid, grid_excess};
+use super::storage::load_scalar;
+use super::types::f32_lit;
+use super::{AttnTile, Body, RenderError, Tuning, WgslCaps};
+
+/// Most registers of one kind (scores or outputs) a thread may hold.
+const MAX_REGS: u32 = 64;
+
+/// Workgroup memory of a tile, in f32 words, without a resident Q: the Q chunk, the K/V staging
+/// buffer, the probabilities and the per-thread row statistics.
+fn shared_words(t: &AttnTile, bdv: u32) -> u64 {
+    let (bm, bn, bk) = (u64::from(t.bm), u64::from(t.bn), u64::from(t.bk));
+    let kv = (bn * (bk + 1)).max(bk * u64::from(bdv));
+    bm * bk + kv + bm * (bn + 1) + bm * u64::from(t.tx)
+}
+
+/// Checks an attention tile against the adapter's limits (for any head dimension); `Err` says why it
+/// does not fit.
+pub fn check_attn_tile(t: &AttnTile, caps: &WgslCaps) -> Result<(), String> {
+    let AttnTile { bm, bn, bk, tm, tx, dvt } = *t;
+    if [bm, bn, bk, tm, tx, dvt].contains(&0) {
+        return Err(format!("attention tile {t:?} has a zero extent"));
+    }
+    if !bm.is_multiple_of(tm) || !bn.is_multiple_of(tx) || !bn.is_multiple_of(bk) {
+        return Err(format!("attention tile {t:?}: tm must divide bm, tx and bk must divide bn"));
+    }
+    if bm > 1024 || bn > 1024 || bk > 1024 || tx > 1024 || dvt > 1024 {
+        return Err(format!("attention tile {t:?}: extents above 1024"));
+    }
+    let threads = t.threads();
+    if threads > caps.max_wg() {
+        return Err(format!("attention tile {t:?} needs {threads} threads; the adapter allows {}", caps.max_wg()));
+    }
+    if tm * (bn / tx) > MAX_REGS || tm * dvt > MAX_REGS {
+        return Err(format!("attention tile {t:?} holds more than {MAX_REGS} scores or outputs per thread"));
+    }
+    let bytes = shared_words(t, tx * dvt) * 4;
+    if bytes > u64::from(caps.max_workgroup_storage_bytes) {
+        return Err(format!(
+            "attention tile {t:?} needs {bytes} bytes of workgroup memory; the adapter allows {}",
+            caps.max_workgroup_storage_bytes
+        ));
+    }
+    Ok(())
+}
+
+/// Query rows one at a time, 128 threads splitting the keys (and then the output columns): decode.
+pub const DECODE_TILE: AttnTile = AttnTile { bm: 1, bn: 128, bk: 16, tm: 1, tx: 128, dvt: 1 };
+/// 8 rows, 32 threads per row: short query blocks.
+pub const SMALL_TILE: AttnTile = AttnTile { bm: 8, bn: 64, bk: 16, tm: 1, tx: 32, dvt: 4 };
+/// 32 rows, 2 per thread, 32-key tiles: fits the WebGPU default of 16 KiB of workgroup memory.
+pub const MID_TILE: AttnTile = AttnTile { bm: 32, bn: 32, bk: 16, tm: 2, tx: 16, dvt: 4 };
+/// 64 rows, 4 per thread, 64-key tiles, 128 output columns (33 KiB).
+pub const BIG_TILE: AttnTile = AttnTile { bm: 64, bn: 64, bk: 16, tm: 4, tx: 16, dvt: 8 };
+
+/// The tiles max-autotune times for attention (those that fit the adapter).
+pub fn attn_tile_candidates(caps: &WgslCaps) -> Vec<AttnTile> {
+    [
+        DECODE_TILE,
+        AttnTile { bm: 1, bn: 256, bk: 32, tm: 1, tx: 64, dvt: 2 },
+        SMALL_TILE,
+        AttnTile { bm: 16, bn: 32, bk: 16, tm: 1, tx: 16, dvt: 4 },
+        AttnTile { bm: 16, bn: 64, bk: 16, tm: 2, tx: 32, dvt: 4 },
+        MID_TILE,
+        AttnTile { bm: 32, bn: 64, bk: 16, tm: 2, tx: 16, dvt: 8 },
+        BIG_TILE,
+        AttnTile { bm: 64, bn: 32, bk: 32, tm: 4, tx: 16, dvt: 8 },
+    ]
+    .into_iter()
+    .filter(|t| check_attn_tile(t, caps).is_ok())
+    .collect()
+}
+
+/// The default tile: by query length (one row per workgroup for decode, 8 for short blocks, else
+/// the largest of 64 and 32 rows that fits the adapter and gives at least 64 workgroups).
+fn default_tile(a: &AttentionBody, caps: &WgslCaps) -> AttnTile {
+    let fits = |t: &AttnTile| check_attn_tile(t, caps).is_ok();
+    let wgs = |t: &AttnTile| (a.batch * a.heads) as u64 * (a.m as u64).div_ceil(u64::from(t.bm));
+    let pick = if a.m <= 2 {
+        DECODE_TILE
+    } else if a.m <= 16 {
+        SMALL_TILE
+    } else if fits(&BIG_TILE) && wgs(&BIG_TILE) >= 64 {
+        BIG_TILE
+    } else {
+        MID_TILE
+    };
+    if fits(&pick) {
+        return pick;
+    }
+    // Small adapters: shrink the tile until it fits (a 1-row, 1-thread tile always does).
+    [SMALL_TILE, MID_TILE, AttnTile { bm: 4, bn: 32, bk: 8, tm: 1, tx: 32, dvt: 1 }]
+        .into_iter()
+        .find(fits)
+        .unwrap_or(AttnTile { bm: 1, bn: 1, bk: 1, tm: 1, tx: 1, dvt: 1 })
+}
+
+/// The start of an operand's head for the current flat batch `batch`.
+fn operand_base(o: &AttnOperand, heads: usize) -> String {
+    let mut terms = Vec::new();
+    if o.offset != 0 {
+        terms.push(format!("{}u", o.offset));
+    }
+    if o.s_batch != 0 {
+        terms.push(if heads == 1 {
+            format!("batch * {}u", o.s_batch)
+        } else {
+            format!("(batch / {heads}u) * {}u", o.s_batch)
+        });
+    }
+    if o.s_head != 0 && heads / o.group.max(1) > 1 {
+        let h = if heads == 1 { "batch".to_string() } else { format!("(batch % {heads}u)") };
+        let h = if o.group > 1 { format!("({h} / {}u)", o.group) } else { h };
+        terms.push(format!("{h} * {}u", o.s_head));
+    }
+    if terms.is_empty() { "0u".into() } else { terms.join(" + ") }
+}
+
+/// Renders an attention body.
+pub(super) fn render(
+    em: &mut Emitter<'_>,
+    a: &AttentionBody,
+    caps: &WgslCaps,
+    tuning: &Tuning,
+) -> Result<Body, RenderError> {
+    let k = em.k;
+    let kname = k.name.clone();
+    let invalid = |msg: String| RenderError::Invalid { kernel: kname.clone(), msg };
+    let unsupported = |what: String| RenderError::Unsupported { kernel: kname.clone(), what };
+    let t = tuning.attn_tile.unwrap_or_else(|| default_tile(a, caps));
+    check_attn_tile(&t, caps).map_err(&unsupported)?;
+    for (name, op) in [("q", &a.q), ("k", &a.k), ("v", &a.v)] {
+        let arg = em.args.get(op.arg).ok_or_else(|| invalid(format!("operand {name} argument {}", op.arg)))?;
+        if arg.dtype != a.in_dtype {
+            return Err(invalid(format!(
+                "operand {name} is {}, the attention's input dtype is {}",
+                arg.dtype, a.in_dtype
+            )));
+        }
+        if let Some(u) = em.uses.get_mut(op.arg) {
+            u.other_loads += 1;
+        }
+    }
+    if k.expr(a.score).dtype != DType::F32 {
+        return Err(invalid(format!("the score is {}, not f32", k.expr(a.score).dtype)));
+    }
+    let bh = (a.batch as u64) * (a.heads as u64);
+    let lim = u64::from(u32::MAX) / 4;
+    if [bh, a.m as u64, a.kv as u64, a.d as u64, a.dv as u64].iter().any(|&x| x > lim)
+        || (a.m + a.causal.unwrap_or(0)) as u64 > lim
+    {
+        return Err(unsupported(format!(
+            "attention {bh}x{}x{}x{}x{} exceeds the 32-bit index space",
+            a.m, a.kv, a.d, a.dv
+        )));
+    }
+    let AttnTile { bm, bn, bk, tm, tx, dvt } = t;
+    let (txn, tn) = (tx, bn / tx);
+    let threads = t.threads();
+    let tdv = dvt.min((a.dv as u64).div_ceil(u64::from(tx)).max(1) as u32);
+    let bdv = tx * tdv;
+    let dchunks = (a.dv as u64).div_ceil(u64::from(bdv));
+    let tiles_m = (a.m as u64).div_ceil(u64::from(bm));
+    let workgroups = bh * tiles_m * dchunks;
+    // Q resident when its whole tile fits beside the rest.
+    let d_pad = (a.d as u64).div_ceil(u64::from(bk)) * u64::from(bk);
+    let base_words = shared_words(&t, bdv) - u64::from(bm * bk);
+    let q_res = d_pad > u64::from(bk)
+        && (base_words + u64::from(bm) * d_pad) * 4 <= u64::from(caps.max_workgroup_storage_bytes);
+    let qst = if q_res { d_pad } else { u64::from(bk) };
+    let kst = bk + 1;
+    let bnp = bn + 1;
+    let globals = vec![
+        format!("var<workgroup> sq: array<f32, {}>; // Q tile, [row][column]", u64::from(bm) * qst),
+        format!(
+            "var<workgroup> skv: array<f32, {}>; // K chunk [key][column] (rows padded by 1), V chunk [key][column]",
+            (bn * kst).max(bk * bdv)
+        ),
+        format!("var<workgroup> sp: array<f32, {}>; // probabilities, [row][key] (rows padded by 1)", bm * bnp),
+        format!("var<workgroup> sst: array<f32, {}>; // per-thread row statistics, [row][tx]", bm * txn),
+    ];
+    let causal = a.causal.map_or(String::new(), |o| format!(", causal (keys > query + {o} skipped)"));
+    let summary = format!(
+        "attention {bh} heads x m {} x kv {} x d {} x dv {} ({} -> p {}){causal}, tile {bm} rows x {bn} keys, chunks \
+         of {bk}, {tm} rows x {tn} keys x {tdv} columns per thread, {threads} threads, {dchunks} column blocks of \
+         {bdv}, Q {}, {workgroups} workgroups",
+        a.m,
+        a.kv,
+        a.d,
+        a.dv,
+        a.in_dtype,
+        a.p_dtype,
+        if q_res { "resident" } else { "chunked" }
+    );
+    let strategy = format!("attention {bm}x{bn}x{bk} {tm}x{tn}x{tdv}");
+    let body = |workgroups| Body {
+        globals: globals.clone(),
+        params: PARAMS.to_string(),
+        workgroup_size: [threads, 1, 1],
+        workgroups,
+        vectorized: false,
+        strategy: strategy.clone(),
+        summary: summary.clone(),
+    };
+    if workgroups == 0 {
+        return Ok(body(0));
+    }
+
+    emit_wid(em, workgroups, caps);
+    if grid_excess(workgroups, caps) {
+        em.line(format!("if (wid >= {workgroups}u) {{ return; }}"));
+    }
+    em.line(format!("let n0 = (wid % {dchunks}u) * {bdv}u;"));
+    em.line(format!("let m0 = ((wid / {dchunks}u) % {tiles_m}u) * {bm}u;"));
+    em.line(format!("let batch = wid / {}u;", dchunks * tiles_m));
+    em.line(format!("let tx = lid % {txn}u;"));
+    em.line(format!("let ty = lid / {txn}u;"));
+    for (name, op) in [("q", &a.q), ("k", &a.k), ("v", &a.v)] {
+        em.line(format!("let {name}_base = {};", operand_base(op, a.heads)));
+    }
+    let (m, kv, d, dv) = (a.m as u64, a.kv as u64, a.d as u64, a.dv as u64);
+    em.names.insert(Var::Batch, "batch".into());
+    em.names.insert(Var::M, "m".into());
+    em.names.insert(Var::Key, "key".into());
+    em.names.insert(Var::N, "n".into());
+    em.ranges.insert(Var::Batch, (0, bh as i64 - 1));
+    em.ranges.insert(Var::M, (0, m as i64 - 1));
+    em.ranges.insert(Var::Key, (0, (kv as i64 - 1).max(0)));
+    em.ranges.insert(Var::N, (0, dv as i64 - 1));
+    em.set_vec(None, false);
+    // Score and epilogue values that depend on neither the row, the key, the column nor an
+    // accumulator are computed once.
+    let (dm, dk, dn, accs) = (depends_on(k, Var::M), depends_on(k, Var::Key), depends_on(k, Var::N), acc_uses(k));
+    let inner = move |e: u32| {
+        let e = e as usize;
+        dm[e] || dk[e] || dn[e] || accs[e].is_some()
+    };
+    let store_roots_all: Vec<ExprId> = a.stores.iter().flat_map(store_roots).collect();
+    let mut hoist = vec![a.score];
+    hoist.extend(&store_roots_all);
+    em.emit_closure(&hoist, &|e| !inner(e))?;
+
+    let ninf = f32_lit(f32::NEG_INFINITY);
+    let fmax = em.h.need(H::FMax, false);
+    em.line(format!("var oacc: array<f32, {}>;", tm * tdv));
+    em.line(format!("var mrun: array<f32, {tm}>;"));
+    em.line(format!("var lrun: array<f32, {tm}>;"));
+    for i in 0..tm {
+        em.line(format!("mrun[{i}] = {ninf};"));
+    }
+    let stage = |em: &mut Emitter<'_>, which: &str, op: &AttnOperand, total: u64, (cols, dst): (u64, &str)| {
+        // Element e of the chunk: row e / cols, column e % cols (consecutive threads, consecutive columns).
+        let (row0, col0, rows_ext, cols_ext) = match which {
+            "q" => ("m0", if q_res { "0u" } else { "c0" }, m, d),
+            "k" => ("j0", "c0", kv, d),
+            _ => ("j0 + jc", "n0", kv, dv),
+        };
+        let arg = em.args[op.arg].clone();
+        em.open(format!("for (var e = lid; e < {total}u; e = e + {threads}u)"));
+        em.line(format!("let rr = e / {cols}u;"));
+        em.line(format!("let cc = e % {cols}u;"));
+        em.line(format!("let gr = {row0} + rr;"));
+        em.line(format!("let gc = {col0} + cc;"));
+        em.line("var x = 0.0f;");
+        em.open(format!("if (gr < {rows_ext}u && gc < {cols_ext}u)"));
+        em.line(format!("let gi = {which}_base + gr * {}u + gc;", op.s_row));
+        let tmp = em.fresh("l");
+        let (pre, v) = load_scalar(&arg, "gi", &tmp);
+        for p in pre {
+            em.line(p);
+        }
+        let v = ops::cast(&v, a.in_dtype, DType::F32, false, &mut em.h).map_err(|m| em.err(m))?;
+        em.line(format!("x = {v};"));
+        em.close();
+        em.line(format!("{dst} = x;"));
+        em.close();
+        Ok::<(), RenderError>(())
+    };
+    if q_res {
+        em.line("// Q tile, resident");
+        stage(em, "q", &a.q, u64::from(bm) * d_pad, (d_pad, "sq[e]"))?;
+    }
+    match a.causal {
+        Some(o) => em.line(format!("let kend = min({kv}u, m0 + {}u);", u64::from(bm) + o as u64)),
+        None => em.line(format!("let kend = {kv}u;")),
+    }
+    em.open(format!("for (var j0 = 0u; j0 < kend; j0 = j0 + {bn}u)"));
+    em.line(format!("var sacc: array<f32, {}>;", tm * tn));
+    em.line("// S = Q K^T");
+    em.open(format!("for (var c0 = 0u; c0 < {d}u; c0 = c0 + {bk}u)"));
+    if !q_res {
+        stage(em, "q", &a.q, u64::from(bm * bk), (u64::from(bk), "sq[e]"))?;
+    }
+    stage(em, "k", &a.k, u64::from(bn * bk), (u64::from(bk), &format!("skv[rr * {kst}u + cc]")))?;
+    em.line("workgroupBarrier();");
+    em.open(format!("for (var kk = 0u; kk < {bk}u; kk = kk + 1u)"));
+    let qcol = if q_res { "c0 + kk" } else { "kk" };
+    for i in 0..tm {
+        em.line(format!("let qa{i} = sq[(ty * {tm}u + {i}u) * {qst}u + {qcol}];"));
+    }
+    for q in 0..tn {
+        em.line(format!("let kb{q} = skv[(tx + {}u) * {kst}u + kk];", q * txn));
+    }
+    for i in 0..tm {
+        for q in 0..tn {
+            let s = i * tn + q;
+            em.line(format!("sacc[{s}] = fma(qa{i}, kb{q}, sacc[{s}]);"));
+        }
+    }
+    em.close();
+    em.line("workgroupBarrier();");
+    em.close();
+
+    em.line("// logits, masked");
+    let score_roots = [a.score];
+    for i in 0..tm {
+        for q in 0..tn {
+            let s = i * tn + q;
+            em.open("");
+            em.line(format!("let m = m0 + ty * {tm}u + {i}u;"));
+            em.line(format!("let key = j0 + tx + {}u;", q * txn));
+            em.line(format!("var x = {ninf};"));
+            let bound = a.causal.map_or(String::new(), |o| format!(" && key <= m + {o}u"));
+            em.open(format!("if (m < {m}u && key < {kv}u{bound})"));
+            em.acc.insert(1, AccVal { name: format!("sacc[{s}]"), dtype: DType::F32, vec: false });
+            em.emit_closure(&score_roots, &|_| true)?;
+            let (v, _) = em.value(a.score)?;
+            em.line(format!("x = {v};"));
+            em.close();
+            em.line(format!("sacc[{s}] = x;"));
+            em.close();
+        }
+    }
+    em.acc.remove(&1);
+    em.line("// online softmax: tile row maxima, rescale, probabilities");
+    for i in 0..tm {
+        let mut mx = format!("sacc[{}]", i * tn);
+        for q in 1..tn {
+            mx = format!("{fmax}({mx}, sacc[{}])", i * tn + q);
+        }
+        em.line(format!("sst[(ty * {tm}u + {i}u) * {txn}u + tx] = {mx};"));
+    }
+    em.line("workgroupBarrier();");
+    let p_round = |em: &mut Emitter<'_>, x: &str| -> Result<String, RenderError> {
+        let r = ops::cast(x, DType::F32, a.p_dtype, false, &mut em.h).map_err(|m| em.err(m))?;
+        ops::cast(&r, a.p_dtype, DType::F32, false, &mut em.h).map_err(|m| em.err(m))
+    };
+    for i in 0..tm {
+        em.open("");
+        em.line(format!("let r = ty * {tm}u + {i}u;"));
+        em.line(format!("var mx = mrun[{i}];"));
+        em.open(format!("for (var u = 0u; u < {txn}u; u = u + 1u)"));
+        em.line(format!("mx = {fmax}(mx, sst[r * {txn}u + u]);"));
+        em.close();
+        // A row masked so far keeps max -inf: exponents against 0 give 0 instead of NaN.
+        em.line(format!("let ms = select(mx, 0.0f, mx == {ninf});"));
+        em.line(format!("let alpha = exp(mrun[{i}] - ms);"));
+        em.line(format!("mrun[{i}] = mx;"));
+        em.line("var ls = 0.0f;");
+        for q in 0..tn {
+            em.line(format!("let p{q} = exp(sacc[{}] - ms);", i * tn + q));
+            em.line(format!("ls = ls + p{q};"));
+            let pr = p_round(em, &format!("p{q}"))?;
+            em.line(format!("sp[r * {bnp}u + tx + {}u] = {pr};", q * txn));
+        }
+        em.line(format!("lrun[{i}] = lrun[{i}] * alpha + ls;"));
+        for c in 0..tdv {
+            let o = i * tdv + c;
+            em.line(format!("oacc[{o}] = oacc[{o}] * alpha;"));
+        }
+        em.close();
+    }
+    em.line("// O += P V");
+    em.open(format!("for (var jc = 0u; jc < min({bn}u, kend - j0); jc = jc + {bk}u)"));
+    stage(em, "v", &a.v, u64::from(bk * bdv), (u64::from(bdv), "skv[e]"))?;
+    em.line("workgroupBarrier();");
+    em.open(format!("for (var kk = 0u; kk < {bk}u; kk = kk + 1u)"));
+    for i in 0..tm {
+        em.line(format!("let pa{i} = sp[(ty * {tm}u + {i}u) * {bnp}u + jc + kk];"));
+    }
+    for c in 0..tdv {
+        em.line(format!("let vb{c} = skv[kk * {bdv}u + tx + {}u];", c * txn));
+    }
+    for i in 0..tm {
+        for c in 0..tdv {
+            let o = i * tdv + c;
+            em.line(format!("oacc[{o}] = fma(pa{i}, vb{c}, oacc[{o}]);"));
+        }
+    }
+    em.close();
+    em.line("workgroupBarrier();");
+    em.close();
+    em.close();
+
+    em.line("// row sums across the row's threads, then the epilogue");
+    for i in 0..tm {
+        em.line(format!("sst[(ty * {tm}u + {i}u) * {txn}u + tx] = lrun[{i}];"));
+    }
+    em.line("workgroupBarrier();");
+    for i in 0..tm {
+        em.line(format!("var lsum{i} = 0.0f;"));
+        em.open(format!("for (var u = 0u; u < {txn}u; u = u + 1u)"));
+        em.line(format!("lsum{i} = lsum{i} + sst[(ty * {tm}u + {i}u) * {txn}u + u];"));
+        em.close();
+    }
+    for i in 0..tm {
+        for c in 0..tdv {
+            em.open("");
+            em.line(format!("let m = m0 + ty * {tm}u + {i}u;"));
+            em.line(format!("let n = n0 + tx + {}u;", c * txn));
+            em.open(format!("if (m < {m}u && n < {dv}u)"));
+            em.line(format!("let ov = oacc[{}] / lsum{i};", i * tdv + c));
+            em.acc.insert(0, AccVal { name: "ov".into(), dtype: DType::F32, vec: false });
+            em.emit_closure(&store_roots_all, &|_| true)?;
+            for s in &a.stores {
+                em.emit_store(s)?;
+            }
+            em.close();
+            em.close();
+        }
+    }
+    em.acc.remove(&0);
+    Ok(body(workgroups))
+}
