@@ -215,3 +215,37 @@ fn fully_masked_rows_give_nan_and_autotune_agrees() {
     let ins = inputs(&c, 3, 2.0);
     check(b, &c, &ins, Mode::MaxAutotune);
 }
+
+#[test]
+fn split_bindings() {
+    // A device whose storage bindings hold 4 KiB: q, k, v, the mask and the output are each bound as
+    // several windows and read through the window accessors.
+    static B: OnceLock<Result<WgslBackend, String>> = OnceLock::new();
+    let b = B.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("sinter-wgsl-attn-split-{}", std::process::id()));
+        let opts = DeviceOptions {
+            pipeline_cache: false,
+            cache_dir: Some(dir),
+            max_binding_bytes: Some(4096),
+            ..Default::default()
+        };
+        WgslBackend::with_options(opts).map_err(|e| e.to_string())
+    });
+    let Ok(b) = b else {
+        assert!(backend().is_none(), "no split-binding device: {b:?}");
+        return;
+    };
+    for (i, c) in [
+        AttnCase { mask: AttnMask::Additive, ..AttnCase::new(1, 2, 20, 70, 32, DType::F32) },
+        AttnCase { causal: Some(0), kv_heads: 1, ..AttnCase::new(1, 2, 70, 70, 40, DType::BF16) },
+    ]
+    .iter()
+    .enumerate()
+    {
+        let ins = inputs(c, 40 + i as u64, 2.0);
+        check(b, c, &ins, Mode::Default);
+        let p = attention(c);
+        let exe = b.load_wgsl(&p, Mode::Default).expect("load");
+        assert!(exe.rendered()[0].bindings.len() > p.kernels[0].args.len(), "{c:?}: nothing split");
+    }
+}

@@ -27,19 +27,18 @@ use super::emit::{AccVal, Emitter, acc_uses, depends_on, store_roots};
 use super::helpers::H;
 use super::ops;
 use super::pointwise::{PARAMS, emit_wid, grid_excess};
-use super::storage::load_scalar;
-use super::types::f32_lit;
+use super::storage::{load_scalar, load_vec};
+use super::types::{Ct, ct, f32_lit};
 use super::{AttnTile, Body, RenderError, Tuning, WgslCaps};
 
 /// Most registers of one kind (scores or outputs) a thread may hold.
 const MAX_REGS: u32 = 64;
 
-/// Workgroup memory of a tile, in f32 words, without a resident Q: the Q chunk, the K/V staging
-/// buffer, the probabilities and the per-thread row statistics.
+/// Workgroup memory of a tile, in f32 words, without a resident Q: the Q chunk, the K chunk (rows
+/// padded by one `vec4`), the V chunk, the probabilities and the per-thread row statistics.
 fn shared_words(t: &AttnTile, bdv: u32) -> u64 {
     let (bm, bn, bk) = (u64::from(t.bm), u64::from(t.bn), u64::from(t.bk));
-    let kv = (bn * (bk + 1)).max(bk * u64::from(bdv));
-    bm * bk + kv + bm * (bn + 1) + bm * u64::from(t.tx)
+    bm * bk + bn * (bk + 4) + bk * u64::from(bdv) + bm * (bn + 1) + bm * u64::from(t.tx)
 }
 
 /// Checks an attention tile against the adapter's limits (for any head dimension); `Err` says why it
@@ -49,8 +48,8 @@ pub fn check_attn_tile(t: &AttnTile, caps: &WgslCaps) -> Result<(), String> {
     if [bm, bn, bk, tm, tx, dvt].contains(&0) {
         return Err(format!("attention tile {t:?} has a zero extent"));
     }
-    if !bm.is_multiple_of(tm) || !bn.is_multiple_of(tx) || !bn.is_multiple_of(bk) {
-        return Err(format!("attention tile {t:?}: tm must divide bm, tx and bk must divide bn"));
+    if !bm.is_multiple_of(tm) || !bn.is_multiple_of(tx) || !bn.is_multiple_of(bk) || !bk.is_multiple_of(4) {
+        return Err(format!("attention tile {t:?}: tm must divide bm, tx and bk must divide bn, bk a multiple of 4"));
     }
     if bm > 1024 || bn > 1024 || bk > 1024 || tx > 1024 || dvt > 1024 {
         return Err(format!("attention tile {t:?}: extents above 1024"));
@@ -73,19 +72,20 @@ pub fn check_attn_tile(t: &AttnTile, caps: &WgslCaps) -> Result<(), String> {
 }
 
 /// Query rows one at a time, 128 threads splitting the keys (and then the output columns): decode.
-pub const DECODE_TILE: AttnTile = AttnTile { bm: 1, bn: 128, bk: 16, tm: 1, tx: 128, dvt: 1 };
+pub const DECODE_TILE: AttnTile = AttnTile { bm: 1, bn: 128, bk: 8, tm: 1, tx: 128, dvt: 1 };
 /// 8 rows, 32 threads per row: short query blocks.
-pub const SMALL_TILE: AttnTile = AttnTile { bm: 8, bn: 64, bk: 16, tm: 1, tx: 32, dvt: 4 };
+pub const SMALL_TILE: AttnTile = AttnTile { bm: 8, bn: 32, bk: 16, tm: 1, tx: 32, dvt: 4 };
 /// 32 rows, 2 per thread, 32-key tiles: fits the WebGPU default of 16 KiB of workgroup memory.
 pub const MID_TILE: AttnTile = AttnTile { bm: 32, bn: 32, bk: 16, tm: 2, tx: 16, dvt: 4 };
-/// 64 rows, 4 per thread, 64-key tiles, 128 output columns (33 KiB).
+/// 64 rows, 4 per thread, 64-key tiles, 128 output columns (38 KiB).
 pub const BIG_TILE: AttnTile = AttnTile { bm: 64, bn: 64, bk: 16, tm: 4, tx: 16, dvt: 8 };
 
 /// The tiles max-autotune times for attention (those that fit the adapter).
 pub fn attn_tile_candidates(caps: &WgslCaps) -> Vec<AttnTile> {
     [
         DECODE_TILE,
-        AttnTile { bm: 1, bn: 256, bk: 32, tm: 1, tx: 64, dvt: 2 },
+        AttnTile { bm: 1, bn: 128, bk: 16, tm: 1, tx: 128, dvt: 1 },
+        AttnTile { bm: 1, bn: 256, bk: 16, tm: 1, tx: 64, dvt: 2 },
         SMALL_TILE,
         AttnTile { bm: 16, bn: 32, bk: 16, tm: 1, tx: 16, dvt: 4 },
         AttnTile { bm: 16, bn: 64, bk: 16, tm: 2, tx: 32, dvt: 4 },
@@ -120,7 +120,7 @@ fn default_tile(a: &AttentionBody, caps: &WgslCaps) -> AttnTile {
     [SMALL_TILE, MID_TILE, AttnTile { bm: 4, bn: 32, bk: 8, tm: 1, tx: 32, dvt: 1 }]
         .into_iter()
         .find(fits)
-        .unwrap_or(AttnTile { bm: 1, bn: 1, bk: 1, tm: 1, tx: 1, dvt: 1 })
+        .unwrap_or(AttnTile { bm: 1, bn: 4, bk: 4, tm: 1, tx: 1, dvt: 1 })
 }
 
 /// The start of an operand's head for the current flat batch `batch`.
@@ -165,9 +165,6 @@ pub(super) fn render(
                 arg.dtype, a.in_dtype
             )));
         }
-        if let Some(u) = em.uses.get_mut(op.arg) {
-            u.other_loads += 1;
-        }
     }
     if k.expr(a.score).dtype != DType::F32 {
         return Err(invalid(format!("the score is {}, not f32", k.expr(a.score).dtype)));
@@ -195,15 +192,14 @@ pub(super) fn render(
     let base_words = shared_words(&t, bdv) - u64::from(bm * bk);
     let q_res = d_pad > u64::from(bk)
         && (base_words + u64::from(bm) * d_pad) * 4 <= u64::from(caps.max_workgroup_storage_bytes);
-    let qst = if q_res { d_pad } else { u64::from(bk) };
-    let kst = bk + 1;
+    // Row strides in vec4s of the Q tile and of the K chunk (padded by one vec4 against bank conflicts).
+    let qst4 = if q_res { d_pad / 4 } else { u64::from(bk / 4) };
+    let kst4 = bk / 4 + 1;
     let bnp = bn + 1;
     let globals = vec![
-        format!("var<workgroup> sq: array<f32, {}>; // Q tile, [row][column]", u64::from(bm) * qst),
-        format!(
-            "var<workgroup> skv: array<f32, {}>; // K chunk [key][column] (rows padded by 1), V chunk [key][column]",
-            (bn * kst).max(bk * bdv)
-        ),
+        format!("var<workgroup> sq: array<vec4<f32>, {}>; // Q tile, [row][column]", u64::from(bm) * qst4),
+        format!("var<workgroup> sk: array<vec4<f32>, {}>; // K chunk, [key][column] (rows padded)", bn * kst4),
+        format!("var<workgroup> sv: array<f32, {}>; // V chunk, [key][column]", bk * bdv),
         format!("var<workgroup> sp: array<f32, {}>; // probabilities, [row][key] (rows padded by 1)", bm * bnp),
         format!("var<workgroup> sst: array<f32, {}>; // per-thread row statistics, [row][tx]", bm * txn),
     ];
@@ -276,37 +272,61 @@ pub(super) fn render(
     for i in 0..tm {
         em.line(format!("mrun[{i}] = {ninf};"));
     }
-    let stage = |em: &mut Emitter<'_>, which: &str, op: &AttnOperand, total: u64, (cols, dst): (u64, &str)| {
-        // Element e of the chunk: row e / cols, column e % cols (consecutive threads, consecutive columns).
-        let (row0, col0, rows_ext, cols_ext) = match which {
-            "q" => ("m0", if q_res { "0u" } else { "c0" }, m, d),
-            "k" => ("j0", "c0", kv, d),
-            _ => ("j0 + jc", "n0", kv, dv),
+    // Stages a `rows x cols` chunk of an operand into workgroup memory (zero past the edges) at word
+    // `rr * stride + cc` of `dst`; 4 consecutive columns per load when everything is 4-aligned.
+    let in_ct = ct(a.in_dtype).unwrap_or(Ct::F32);
+    let stage =
+        |em: &mut Emitter<'_>, which: &str, op: &AttnOperand, (rows, cols, stride): (u64, u64, u64), dst: &str| {
+            let (row0, col0, rows_ext, cols_ext) = match which {
+                "q" => ("m0", if q_res { "0u" } else { "c0" }, m, d),
+                "k" => ("j0", "c0", kv, d),
+                _ => ("j0 + jc", "n0", kv, dv),
+            };
+            let aligned = [op.offset, op.s_row, op.s_head, op.s_batch].iter().all(|x| x.is_multiple_of(4));
+            let vec = tuning.vectorize && aligned && cols_ext.is_multiple_of(4) && cols.is_multiple_of(4);
+            let dst_vec = dst != "sv";
+            let w = if vec { 4 } else { 1 };
+            if let Some(u) = em.uses.get_mut(op.arg) {
+                if vec {
+                    u.contig_loads += 1;
+                } else {
+                    u.other_loads += 1;
+                }
+            }
+            let arg = em.args[op.arg].clone();
+            em.open(format!("for (var e = lid; e < {}u; e = e + {threads}u)", rows * cols / w));
+            em.line(format!("let rr = e / {}u;", cols / w));
+            em.line(format!("let cc = (e % {}u){};", cols / w, if vec { " * 4u" } else { "" }));
+            em.line(format!("let gr = {row0} + rr;"));
+            em.line(format!("let gc = {col0} + cc;"));
+            em.line(if vec { "var x = vec4<f32>(0.0f);" } else { "var x = 0.0f;" });
+            em.open(format!("if (gr < {rows_ext}u && gc < {cols_ext}u)"));
+            em.line(format!("let gi = {which}_base + gr * {}u + gc;", op.s_row));
+            let tmp = em.fresh("l");
+            let (pre, v) = if vec { load_vec(&arg, "gi", &tmp, in_ct) } else { load_scalar(&arg, "gi", &tmp) };
+            for p in pre {
+                em.line(p);
+            }
+            let v = ops::cast(&v, a.in_dtype, DType::F32, vec, &mut em.h).map_err(|m| em.err(m))?;
+            em.line(format!("x = {v};"));
+            em.close();
+            em.line(format!("let wi = rr * {stride}u + cc;"));
+            match (dst_vec, vec) {
+                (true, true) => em.line(format!("{dst}[wi >> 2u] = x;")),
+                (true, false) => em.line(format!("{dst}[wi >> 2u][wi & 3u] = x;")),
+                (false, true) => {
+                    for (c, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+                        em.line(format!("{dst}[wi + {c}u] = x.{comp};"));
+                    }
+                }
+                (false, false) => em.line(format!("{dst}[wi] = x;")),
+            }
+            em.close();
+            Ok::<(), RenderError>(())
         };
-        let arg = em.args[op.arg].clone();
-        em.open(format!("for (var e = lid; e < {total}u; e = e + {threads}u)"));
-        em.line(format!("let rr = e / {cols}u;"));
-        em.line(format!("let cc = e % {cols}u;"));
-        em.line(format!("let gr = {row0} + rr;"));
-        em.line(format!("let gc = {col0} + cc;"));
-        em.line("var x = 0.0f;");
-        em.open(format!("if (gr < {rows_ext}u && gc < {cols_ext}u)"));
-        em.line(format!("let gi = {which}_base + gr * {}u + gc;", op.s_row));
-        let tmp = em.fresh("l");
-        let (pre, v) = load_scalar(&arg, "gi", &tmp);
-        for p in pre {
-            em.line(p);
-        }
-        let v = ops::cast(&v, a.in_dtype, DType::F32, false, &mut em.h).map_err(|m| em.err(m))?;
-        em.line(format!("x = {v};"));
-        em.close();
-        em.line(format!("{dst} = x;"));
-        em.close();
-        Ok::<(), RenderError>(())
-    };
     if q_res {
         em.line("// Q tile, resident");
-        stage(em, "q", &a.q, u64::from(bm) * d_pad, (d_pad, "sq[e]"))?;
+        stage(em, "q", &a.q, (u64::from(bm), d_pad, d_pad), "sq")?;
     }
     match a.causal {
         Some(o) => em.line(format!("let kend = min({kv}u, m0 + {}u);", u64::from(bm) + o as u64)),
@@ -317,22 +337,25 @@ pub(super) fn render(
     em.line("// S = Q K^T");
     em.open(format!("for (var c0 = 0u; c0 < {d}u; c0 = c0 + {bk}u)"));
     if !q_res {
-        stage(em, "q", &a.q, u64::from(bm * bk), (u64::from(bk), "sq[e]"))?;
+        stage(em, "q", &a.q, (u64::from(bm), u64::from(bk), u64::from(bk)), "sq")?;
     }
-    stage(em, "k", &a.k, u64::from(bn * bk), (u64::from(bk), &format!("skv[rr * {kst}u + cc]")))?;
+    stage(em, "k", &a.k, (u64::from(bn), u64::from(bk), u64::from(kst4 * 4)), "sk")?;
     em.line("workgroupBarrier();");
-    em.open(format!("for (var kk = 0u; kk < {bk}u; kk = kk + 1u)"));
-    let qcol = if q_res { "c0 + kk" } else { "kk" };
+    em.open(format!("for (var kk = 0u; kk < {}u; kk = kk + 1u)", bk / 4));
+    let qcol = if q_res { "c0 / 4u + kk" } else { "kk" };
     for i in 0..tm {
-        em.line(format!("let qa{i} = sq[(ty * {tm}u + {i}u) * {qst}u + {qcol}];"));
+        em.line(format!("let qa{i} = sq[(ty * {tm}u + {i}u) * {qst4}u + {qcol}];"));
     }
     for q in 0..tn {
-        em.line(format!("let kb{q} = skv[(tx + {}u) * {kst}u + kk];", q * txn));
+        em.line(format!("let kb{q} = sk[(tx + {}u) * {kst4}u + kk];", q * txn));
     }
     for i in 0..tm {
         for q in 0..tn {
             let s = i * tn + q;
-            em.line(format!("sacc[{s}] = fma(qa{i}, kb{q}, sacc[{s}]);"));
+            em.line(format!(
+                "sacc[{s}] = fma(qa{i}.w, kb{q}.w, fma(qa{i}.z, kb{q}.z, fma(qa{i}.y, kb{q}.y, fma(qa{i}.x, kb{q}.x, \
+                 sacc[{s}]))));"
+            ));
         }
     }
     em.close();
@@ -400,14 +423,14 @@ pub(super) fn render(
     }
     em.line("// O += P V");
     em.open(format!("for (var jc = 0u; jc < min({bn}u, kend - j0); jc = jc + {bk}u)"));
-    stage(em, "v", &a.v, u64::from(bk * bdv), (u64::from(bdv), "skv[e]"))?;
+    stage(em, "v", &a.v, (u64::from(bk), u64::from(bdv), u64::from(bdv)), "sv")?;
     em.line("workgroupBarrier();");
     em.open(format!("for (var kk = 0u; kk < {bk}u; kk = kk + 1u)"));
     for i in 0..tm {
         em.line(format!("let pa{i} = sp[(ty * {tm}u + {i}u) * {bnp}u + jc + kk];"));
     }
     for c in 0..tdv {
-        em.line(format!("let vb{c} = skv[kk * {bdv}u + tx + {}u];", c * txn));
+        em.line(format!("let vb{c} = sv[kk * {bdv}u + tx + {}u];", c * txn));
     }
     for i in 0..tm {
         for c in 0..tdv {
