@@ -182,6 +182,7 @@ fn sequence_lengths_head_dims_and_dtypes() {
         AttnCase { dv: 5, causal: Some(3), ..AttnCase::new(1, 3, 7, 9, 7, DType::F32) },
         AttnCase { dv: 300, ..AttnCase::new(1, 1, 20, 40, 24, DType::BF16) },
         AttnCase { dv: 1, ..AttnCase::new(1, 1, 1, 1, 1, DType::F32) },
+        AttnCase::new(1, 2, 40, 50, 32, DType::F32),
         // 64 workgroups of 64 rows: the large tile where it fits
         AttnCase { causal: Some(0), ..AttnCase::new(2, 4, 512, 512, 64, DType::F16) },
     ];

@@ -182,9 +182,22 @@ pub(super) fn render(
     let AttnTile { bm, bn, bk, tm, tx, dvt } = t;
     let (txn, tn) = (tx, bn / tx);
     let threads = t.threads();
-    let tdv = dvt.min((a.dv as u64).div_ceil(u64::from(tx)).max(1) as u32);
+    // Output columns: groups of 4 consecutive ones per accumulator (vec4 V reads and epilogue stores)
+    // when the head is 4-aligned and that computes at most a quarter more columns (padding included;
+    // each column block recomputes the scores) than one column per accumulator does. A thread's
+    // accumulators are `tx` columns (groups) apart.
+    let dv64 = a.dv as u64;
+    let tdv1 = dvt.min(dv64.div_ceil(u64::from(tx)).max(1) as u32);
+    let groups4 = u64::from(dvt / 4).min(dv64.div_ceil(4).div_ceil(u64::from(tx))).max(1);
+    let vec_o = tuning.vectorize
+        && dvt >= 4
+        && dv64.is_multiple_of(4)
+        && 4 * dv64.next_multiple_of(u64::from(tx) * groups4 * 4) <= 5 * dv64.next_multiple_of(u64::from(tx * tdv1));
+    let w: u32 = if vec_o { 4 } else { 1 };
+    let tdv = if vec_o { groups4 as u32 * 4 } else { tdv1 };
+    let slots = tdv / w;
     let bdv = tx * tdv;
-    let dchunks = (a.dv as u64).div_ceil(u64::from(bdv));
+    let dchunks = dv64.div_ceil(u64::from(bdv));
     let tiles_m = (a.m as u64).div_ceil(u64::from(bm));
     let workgroups = bh * tiles_m * dchunks;
     // Q resident when its whole tile fits beside the rest.
@@ -199,14 +212,18 @@ pub(super) fn render(
     let globals = vec![
         format!("var<workgroup> sq: array<vec4<f32>, {}>; // Q tile, [row][column]", u64::from(bm) * qst4),
         format!("var<workgroup> sk: array<vec4<f32>, {}>; // K chunk, [key][column] (rows padded)", bn * kst4),
-        format!("var<workgroup> sv: array<f32, {}>; // V chunk, [key][column]", bk * bdv),
+        if vec_o {
+            format!("var<workgroup> sv: array<vec4<f32>, {}>; // V chunk, [key][column]", bk * bdv / 4)
+        } else {
+            format!("var<workgroup> sv: array<f32, {}>; // V chunk, [key][column]", bk * bdv)
+        },
         format!("var<workgroup> sp: array<f32, {}>; // probabilities, [row][key] (rows padded by 1)", bm * bnp),
         format!("var<workgroup> sst: array<f32, {}>; // per-thread row statistics, [row][tx]", bm * txn),
     ];
     let causal = a.causal.map_or(String::new(), |o| format!(", causal (keys > query + {o} skipped)"));
     let summary = format!(
         "attention {bh} heads x m {} x kv {} x d {} x dv {} ({} -> p {}){causal}, tile {bm} rows x {bn} keys, chunks \
-         of {bk}, {tm} rows x {tn} keys x {tdv} columns per thread, {threads} threads, {dchunks} column blocks of \
+         of {bk}, {tm} rows x {tn} keys x {tdv} columns per thread{}, {threads} threads, {dchunks} column blocks of \
          {bdv}, Q {}, {workgroups} workgroups",
         a.m,
         a.kv,
@@ -214,15 +231,16 @@ pub(super) fn render(
         a.dv,
         a.in_dtype,
         a.p_dtype,
+        if vec_o { " (groups of 4)" } else { "" },
         if q_res { "resident" } else { "chunked" }
     );
-    let strategy = format!("attention {bm}x{bn}x{bk} {tm}x{tn}x{tdv}");
+    let strategy = format!("attention {bm}x{bn}x{bk} {tm}x{tn}x{tdv}{}", if vec_o { " vec4" } else { "" });
     let body = |workgroups| Body {
         globals: globals.clone(),
         params: PARAMS.to_string(),
         workgroup_size: [threads, 1, 1],
         workgroups,
-        vectorized: false,
+        vectorized: vec_o,
         strategy: strategy.clone(),
         summary: summary.clone(),
     };
@@ -266,7 +284,8 @@ pub(super) fn render(
 
     let ninf = f32_lit(f32::NEG_INFINITY);
     let fmax = em.h.need(H::FMax, false);
-    em.line(format!("var oacc: array<f32, {}>;", tm * tdv));
+    let oty = if vec_o { "vec4<f32>" } else { "f32" };
+    em.line(format!("var oacc: array<{oty}, {}>;", tm * slots));
     em.line(format!("var mrun: array<f32, {tm}>;"));
     em.line(format!("var lrun: array<f32, {tm}>;"));
     for i in 0..tm {
@@ -275,58 +294,60 @@ pub(super) fn render(
     // Stages a `rows x cols` chunk of an operand into workgroup memory (zero past the edges) at word
     // `rr * stride + cc` of `dst`; 4 consecutive columns per load when everything is 4-aligned.
     let in_ct = ct(a.in_dtype).unwrap_or(Ct::F32);
-    let stage =
-        |em: &mut Emitter<'_>, which: &str, op: &AttnOperand, (rows, cols, stride): (u64, u64, u64), dst: &str| {
-            let (row0, col0, rows_ext, cols_ext) = match which {
-                "q" => ("m0", if q_res { "0u" } else { "c0" }, m, d),
-                "k" => ("j0", "c0", kv, d),
-                _ => ("j0 + jc", "n0", kv, dv),
-            };
-            let aligned = [op.offset, op.s_row, op.s_head, op.s_batch].iter().all(|x| x.is_multiple_of(4));
-            let vec = tuning.vectorize && aligned && cols_ext.is_multiple_of(4) && cols.is_multiple_of(4);
-            let dst_vec = dst != "sv";
-            let w = if vec { 4 } else { 1 };
-            if let Some(u) = em.uses.get_mut(op.arg) {
-                if vec {
-                    u.contig_loads += 1;
-                } else {
-                    u.other_loads += 1;
-                }
-            }
-            let arg = em.args[op.arg].clone();
-            em.open(format!("for (var e = lid; e < {}u; e = e + {threads}u)", rows * cols / w));
-            em.line(format!("let rr = e / {}u;", cols / w));
-            em.line(format!("let cc = (e % {}u){};", cols / w, if vec { " * 4u" } else { "" }));
-            em.line(format!("let gr = {row0} + rr;"));
-            em.line(format!("let gc = {col0} + cc;"));
-            em.line(if vec { "var x = vec4<f32>(0.0f);" } else { "var x = 0.0f;" });
-            em.open(format!("if (gr < {rows_ext}u && gc < {cols_ext}u)"));
-            em.line(format!("let gi = {which}_base + gr * {}u + gc;", op.s_row));
-            let tmp = em.fresh("l");
-            let (pre, v) = if vec { load_vec(&arg, "gi", &tmp, in_ct) } else { load_scalar(&arg, "gi", &tmp) };
-            for p in pre {
-                em.line(p);
-            }
-            let v = ops::cast(&v, a.in_dtype, DType::F32, vec, &mut em.h).map_err(|m| em.err(m))?;
-            em.line(format!("x = {v};"));
-            em.close();
-            em.line(format!("let wi = rr * {stride}u + cc;"));
-            match (dst_vec, vec) {
-                (true, true) => em.line(format!("{dst}[wi >> 2u] = x;")),
-                (true, false) => em.line(format!("{dst}[wi >> 2u][wi & 3u] = x;")),
-                (false, true) => {
-                    for (c, comp) in ["x", "y", "z", "w"].iter().enumerate() {
-                        em.line(format!("{dst}[wi + {c}u] = x.{comp};"));
-                    }
-                }
-                (false, false) => em.line(format!("{dst}[wi] = x;")),
-            }
-            em.close();
-            Ok::<(), RenderError>(())
+    let stage = |em: &mut Emitter<'_>,
+                 which: &str,
+                 op: &AttnOperand,
+                 (rows, cols, stride): (u64, u64, u64),
+                 (dst, dst_vec): (&str, bool)| {
+        let (row0, col0, rows_ext, cols_ext) = match which {
+            "q" => ("m0", if q_res { "0u" } else { "c0" }, m, d),
+            "k" => ("j0", "c0", kv, d),
+            _ => ("j0 + jc", "n0", kv, dv),
         };
+        let aligned = [op.offset, op.s_row, op.s_head, op.s_batch].iter().all(|x| x.is_multiple_of(4));
+        let vec = tuning.vectorize && aligned && cols_ext.is_multiple_of(4) && cols.is_multiple_of(4);
+        let w = if vec { 4 } else { 1 };
+        if let Some(u) = em.uses.get_mut(op.arg) {
+            if vec {
+                u.contig_loads += 1;
+            } else {
+                u.other_loads += 1;
+            }
+        }
+        let arg = em.args[op.arg].clone();
+        em.open(format!("for (var e = lid; e < {}u; e = e + {threads}u)", rows * cols / w));
+        em.line(format!("let rr = e / {}u;", cols / w));
+        em.line(format!("let cc = (e % {}u){};", cols / w, if vec { " * 4u" } else { "" }));
+        em.line(format!("let gr = {row0} + rr;"));
+        em.line(format!("let gc = {col0} + cc;"));
+        em.line(if vec { "var x = vec4<f32>(0.0f);" } else { "var x = 0.0f;" });
+        em.open(format!("if (gr < {rows_ext}u && gc < {cols_ext}u)"));
+        em.line(format!("let gi = {which}_base + gr * {}u + gc;", op.s_row));
+        let tmp = em.fresh("l");
+        let (pre, v) = if vec { load_vec(&arg, "gi", &tmp, in_ct) } else { load_scalar(&arg, "gi", &tmp) };
+        for p in pre {
+            em.line(p);
+        }
+        let v = ops::cast(&v, a.in_dtype, DType::F32, vec, &mut em.h).map_err(|m| em.err(m))?;
+        em.line(format!("x = {v};"));
+        em.close();
+        em.line(format!("let wi = rr * {stride}u + cc;"));
+        match (dst_vec, vec) {
+            (true, true) => em.line(format!("{dst}[wi >> 2u] = x;")),
+            (true, false) => em.line(format!("{dst}[wi >> 2u][wi & 3u] = x;")),
+            (false, true) => {
+                for (c, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+                    em.line(format!("{dst}[wi + {c}u] = x.{comp};"));
+                }
+            }
+            (false, false) => em.line(format!("{dst}[wi] = x;")),
+        }
+        em.close();
+        Ok::<(), RenderError>(())
+    };
     if q_res {
         em.line("// Q tile, resident");
-        stage(em, "q", &a.q, (u64::from(bm), d_pad, d_pad), "sq")?;
+        stage(em, "q", &a.q, (u64::from(bm), d_pad, d_pad), ("sq", true))?;
     }
     match a.causal {
         Some(o) => em.line(format!("let kend = min({kv}u, m0 + {}u);", u64::from(bm) + o as u64)),
@@ -337,9 +358,9 @@ pub(super) fn render(
     em.line("// S = Q K^T");
     em.open(format!("for (var c0 = 0u; c0 < {d}u; c0 = c0 + {bk}u)"));
     if !q_res {
-        stage(em, "q", &a.q, (u64::from(bm), u64::from(bk), u64::from(bk)), "sq")?;
+        stage(em, "q", &a.q, (u64::from(bm), u64::from(bk), u64::from(bk)), ("sq", true))?;
     }
-    stage(em, "k", &a.k, (u64::from(bn), u64::from(bk), u64::from(kst4 * 4)), "sk")?;
+    stage(em, "k", &a.k, (u64::from(bn), u64::from(bk), u64::from(kst4 * 4)), ("sk", true))?;
     em.line("workgroupBarrier();");
     em.open(format!("for (var kk = 0u; kk < {}u; kk = kk + 1u)", bk / 4));
     let qcol = if q_res { "c0 / 4u + kk" } else { "kk" };
@@ -415,27 +436,28 @@ pub(super) fn render(
             em.line(format!("sp[r * {bnp}u + tx + {}u] = {pr};", q * txn));
         }
         em.line(format!("lrun[{i}] = lrun[{i}] * alpha + ls;"));
-        for c in 0..tdv {
-            let o = i * tdv + c;
+        for c in 0..slots {
+            let o = i * slots + c;
             em.line(format!("oacc[{o}] = oacc[{o}] * alpha;"));
         }
         em.close();
     }
     em.line("// O += P V");
     em.open(format!("for (var jc = 0u; jc < min({bn}u, kend - j0); jc = jc + {bk}u)"));
-    stage(em, "v", &a.v, (u64::from(bk), u64::from(bdv), u64::from(bdv)), "sv")?;
+    stage(em, "v", &a.v, (u64::from(bk), u64::from(bdv), u64::from(bdv)), ("sv", vec_o))?;
     em.line("workgroupBarrier();");
     em.open(format!("for (var kk = 0u; kk < {bk}u; kk = kk + 1u)"));
     for i in 0..tm {
         em.line(format!("let pa{i} = sp[(ty * {tm}u + {i}u) * {bnp}u + jc + kk];"));
     }
-    for c in 0..tdv {
-        em.line(format!("let vb{c} = sv[kk * {bdv}u + tx + {}u];", c * txn));
+    for c in 0..slots {
+        em.line(format!("let vb{c} = sv[kk * {}u + tx + {}u];", bdv / w, c * txn));
     }
     for i in 0..tm {
-        for c in 0..tdv {
-            let o = i * tdv + c;
-            em.line(format!("oacc[{o}] = fma(pa{i}, vb{c}, oacc[{o}]);"));
+        let pa = if vec_o { format!("vec4<f32>(pa{i})") } else { format!("pa{i}") };
+        for c in 0..slots {
+            let o = i * slots + c;
+            em.line(format!("oacc[{o}] = fma({pa}, vb{c}, oacc[{o}]);"));
         }
     }
     em.close();
@@ -454,14 +476,19 @@ pub(super) fn render(
         em.line(format!("lsum{i} = lsum{i} + sst[(ty * {tm}u + {i}u) * {txn}u + u];"));
         em.close();
     }
+    if vec_o {
+        em.set_vec(Some(Var::N), true);
+        em.ranges.insert(Var::N, (0, dv as i64 - 4));
+    }
     for i in 0..tm {
-        for c in 0..tdv {
+        for c in 0..slots {
             em.open("");
             em.line(format!("let m = m0 + ty * {tm}u + {i}u;"));
-            em.line(format!("let n = n0 + tx + {}u;", c * txn));
+            let col = if vec_o { format!("(tx + {}u) * 4u", c * txn) } else { format!("tx + {}u", c * txn) };
+            em.line(format!("let n = n0 + {col};"));
             em.open(format!("if (m < {m}u && n < {dv}u)"));
-            em.line(format!("let ov = oacc[{}] / lsum{i};", i * tdv + c));
-            em.acc.insert(0, AccVal { name: "ov".into(), dtype: DType::F32, vec: false });
+            em.line(format!("let ov = oacc[{}] / lsum{i};", i * slots + c));
+            em.acc.insert(0, AccVal { name: "ov".into(), dtype: DType::F32, vec: vec_o });
             em.emit_closure(&store_roots_all, &|_| true)?;
             for s in &a.stores {
                 em.emit_store(s)?;
