@@ -483,6 +483,7 @@ pub fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
             for t in crate::render::attn_tile_candidates(caps) {
                 out.push(Tuning { attn_tile: Some(t), ..base.clone() });
             }
+            out.push(Tuning { vectorize: false, ..base.clone() });
         }
     }
     out.retain(|t| check_tuning(t, caps).is_ok());

@@ -88,6 +88,17 @@ fn every_tile_candidate_validates() {
 }
 
 #[test]
+fn large_grids_spread_over_y() {
+    // 4096 heads of 64 tiles of 32 rows: 262144 workgroups, more than one grid dimension holds.
+    let c = AttnCase { causal: Some(0), ..AttnCase::new(64, 64, 2048, 2048, 16, DType::F16) };
+    let p = attention(&c);
+    let r = render(&p.kernels[0], &p, &WgslCaps::baseline()).unwrap_or_else(|e| panic!("{e}"));
+    naga_validate(&r.source);
+    assert!(r.grid[1] > 1 && r.workgroups > 65535, "{:?} {}", r.grid, r.workgroups);
+    assert!(r.source.contains("nwg.x"), "{}", r.strategy);
+}
+
+#[test]
 fn tiles_the_adapter_cannot_hold_are_rejected() {
     let caps = WgslCaps::baseline();
     let bad = [
@@ -183,15 +194,17 @@ fn sequence_lengths_head_dims_and_dtypes() {
         AttnCase { dv: 300, ..AttnCase::new(1, 1, 20, 40, 24, DType::BF16) },
         AttnCase { dv: 1, ..AttnCase::new(1, 1, 1, 1, 1, DType::F32) },
         AttnCase::new(1, 2, 40, 50, 32, DType::F32),
-        // 64 workgroups of 64 rows: the large tile where it fits
+        AttnCase { causal: Some(1 << 40), ..AttnCase::new(1, 1, 5, 9, 8, DType::F32) },
+        // 64 workgroups of 64 rows: the large tiles (4 rows per thread)
         AttnCase { causal: Some(0), ..AttnCase::new(2, 4, 512, 512, 64, DType::F16) },
+        AttnCase { mask: AttnMask::Additive, ..AttnCase::new(4, 8, 128, 64, 128, DType::F16) },
     ];
     let mut strategies = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         let ins = inputs(c, 10 * i as u64, if i % 2 == 0 { 4.0 } else { 1.0 });
         strategies.push(check(b, c, &ins, Mode::Default));
     }
-    eprintln!("strategies: {strategies:?}");
+    eprintln!("workgroup memory {} bytes; strategies: {strategies:?}", b.wgsl_caps().max_workgroup_storage_bytes);
 }
 
 #[test]

@@ -72,27 +72,33 @@ pub fn check_attn_tile(t: &AttnTile, caps: &WgslCaps) -> Result<(), String> {
 }
 
 /// Query rows one at a time, 128 threads splitting the keys (and then the output columns): decode.
-pub const DECODE_TILE: AttnTile = AttnTile { bm: 1, bn: 128, bk: 8, tm: 1, tx: 128, dvt: 1 };
+/// Chunks of 32 head-dimension columns (36 KiB), 16 or 8 on smaller adapters.
+pub const DECODE_TILE: AttnTile = AttnTile { bm: 1, bn: 128, bk: 32, tm: 1, tx: 128, dvt: 1 };
 /// 8 rows, 32 threads per row: short query blocks.
 pub const SMALL_TILE: AttnTile = AttnTile { bm: 8, bn: 32, bk: 16, tm: 1, tx: 32, dvt: 4 };
 /// 32 rows, 2 per thread, 32-key tiles: fits the WebGPU default of 16 KiB of workgroup memory.
 pub const MID_TILE: AttnTile = AttnTile { bm: 32, bn: 32, bk: 16, tm: 2, tx: 16, dvt: 4 };
 /// 64 rows, 4 per thread, 64-key tiles, 128 output columns (38 KiB).
 pub const BIG_TILE: AttnTile = AttnTile { bm: 64, bn: 64, bk: 16, tm: 4, tx: 16, dvt: 8 };
+/// 64 rows with 32-key tiles (27 KiB: lavapipe's 32 KiB).
+pub const BIG_NARROW_TILE: AttnTile = AttnTile { bn: 32, ..BIG_TILE };
 
 /// The tiles max-autotune times for attention (those that fit the adapter).
 pub fn attn_tile_candidates(caps: &WgslCaps) -> Vec<AttnTile> {
     [
         DECODE_TILE,
-        AttnTile { bm: 1, bn: 128, bk: 16, tm: 1, tx: 128, dvt: 1 },
+        AttnTile { bk: 16, ..DECODE_TILE },
+        AttnTile { bk: 8, ..DECODE_TILE },
         AttnTile { bm: 1, bn: 256, bk: 16, tm: 1, tx: 64, dvt: 2 },
         SMALL_TILE,
         AttnTile { bm: 16, bn: 32, bk: 16, tm: 1, tx: 16, dvt: 4 },
         AttnTile { bm: 16, bn: 64, bk: 16, tm: 2, tx: 32, dvt: 4 },
         MID_TILE,
+        AttnTile { bk: 32, dvt: 8, ..MID_TILE },
         AttnTile { bm: 32, bn: 64, bk: 16, tm: 2, tx: 16, dvt: 8 },
         BIG_TILE,
-        AttnTile { bm: 64, bn: 32, bk: 32, tm: 4, tx: 16, dvt: 8 },
+        BIG_NARROW_TILE,
+        AttnTile { bk: 32, ..BIG_NARROW_TILE },
     ]
     .into_iter()
     .filter(|t| check_attn_tile(t, caps).is_ok())
@@ -100,25 +106,24 @@ pub fn attn_tile_candidates(caps: &WgslCaps) -> Vec<AttnTile> {
 }
 
 /// The default tile: by query length (one row per workgroup for decode, 8 for short blocks, else
-/// the largest of 64 and 32 rows that fits the adapter and gives at least 64 workgroups).
+/// 64 rows where that gives at least 64 workgroups, else 32), the first of its kind that fits the
+/// adapter.
 fn default_tile(a: &AttentionBody, caps: &WgslCaps) -> AttnTile {
     let fits = |t: &AttnTile| check_attn_tile(t, caps).is_ok();
     let wgs = |t: &AttnTile| (a.batch * a.heads) as u64 * (a.m as u64).div_ceil(u64::from(t.bm));
-    let pick = if a.m <= 2 {
-        DECODE_TILE
+    let prefs = if a.m <= 2 {
+        vec![DECODE_TILE, AttnTile { bk: 16, ..DECODE_TILE }, AttnTile { bk: 8, ..DECODE_TILE }]
     } else if a.m <= 16 {
-        SMALL_TILE
-    } else if fits(&BIG_TILE) && wgs(&BIG_TILE) >= 64 {
-        BIG_TILE
+        vec![SMALL_TILE]
+    } else if wgs(&BIG_TILE) >= 64 {
+        vec![BIG_TILE, BIG_NARROW_TILE, MID_TILE]
     } else {
-        MID_TILE
+        vec![MID_TILE]
     };
-    if fits(&pick) {
-        return pick;
-    }
     // Small adapters: shrink the tile until it fits (a 1-row, 1-thread tile always does).
-    [SMALL_TILE, MID_TILE, AttnTile { bm: 4, bn: 32, bk: 8, tm: 1, tx: 32, dvt: 1 }]
+    prefs
         .into_iter()
+        .chain([SMALL_TILE, MID_TILE, AttnTile { bm: 4, bn: 32, bk: 8, tm: 1, tx: 32, dvt: 1 }])
         .find(fits)
         .unwrap_or(AttnTile { bm: 1, bn: 4, bk: 4, tm: 1, tx: 1, dvt: 1 })
 }
@@ -171,9 +176,7 @@ pub(super) fn render(
     }
     let bh = (a.batch as u64) * (a.heads as u64);
     let lim = u64::from(u32::MAX) / 4;
-    if [bh, a.m as u64, a.kv as u64, a.d as u64, a.dv as u64].iter().any(|&x| x > lim)
-        || (a.m + a.causal.unwrap_or(0)) as u64 > lim
-    {
+    if [bh, a.m as u64, a.kv as u64, a.d as u64, a.dv as u64].iter().any(|&x| x > lim) {
         return Err(unsupported(format!(
             "attention {bh}x{}x{}x{}x{} exceeds the 32-bit index space",
             a.m, a.kv, a.d, a.dv
@@ -220,7 +223,9 @@ pub(super) fn render(
         format!("var<workgroup> sp: array<f32, {}>; // probabilities, [row][key] (rows padded by 1)", bm * bnp),
         format!("var<workgroup> sst: array<f32, {}>; // per-thread row statistics, [row][tx]", bm * txn),
     ];
-    let causal = a.causal.map_or(String::new(), |o| format!(", causal (keys > query + {o} skipped)"));
+    // A causal offset of kv or more masks nothing: clamped, so indices stay small.
+    let causal_o = a.causal.map(|o| o.min(a.kv));
+    let causal = causal_o.map_or(String::new(), |o| format!(", causal (keys > query + {o} skipped)"));
     let summary = format!(
         "attention {bh} heads x m {} x kv {} x d {} x dv {} ({} -> p {}){causal}, tile {bm} rows x {bn} keys, chunks \
          of {bk}, {tm} rows x {tn} keys x {tdv} columns per thread{}, {threads} threads, {dchunks} column blocks of \
@@ -349,7 +354,7 @@ pub(super) fn render(
         em.line("// Q tile, resident");
         stage(em, "q", &a.q, (u64::from(bm), d_pad, d_pad), ("sq", true))?;
     }
-    match a.causal {
+    match causal_o {
         Some(o) => em.line(format!("let kend = min({kv}u, m0 + {}u);", u64::from(bm) + o as u64)),
         None => em.line(format!("let kend = {kv}u;")),
     }
@@ -392,7 +397,7 @@ pub(super) fn render(
             em.line(format!("let m = m0 + ty * {tm}u + {i}u;"));
             em.line(format!("let key = j0 + tx + {}u;", q * txn));
             em.line(format!("var x = {ninf};"));
-            let bound = a.causal.map_or(String::new(), |o| format!(" && key <= m + {o}u"));
+            let bound = causal_o.map_or(String::new(), |o| format!(" && key <= m + {o}u"));
             em.open(format!("if (m < {m}u && key < {kv}u{bound})"));
             em.acc.insert(1, AccVal { name: format!("sacc[{s}]"), dtype: DType::F32, vec: false });
             em.emit_closure(&score_roots, &|_| true)?;
