@@ -263,3 +263,53 @@ fn split_bindings() {
         assert!(exe.rendered()[0].bindings.len() > p.kernels[0].args.len(), "{c:?}: nothing split");
     }
 }
+
+/// `attention(c)` with a residual epilogue (`out + q[bh, m, n]`, as `d == dv`) stored transposed
+/// (`y[bh, n, m]`, strided in `n`) or in BSHD order (`y[b, m, h, n]`).
+fn epilogue_variant(c: &AttnCase, transposed: bool) -> Program {
+    use sinter_core::ir::BinaryOp;
+    use sinter_core::kernel::{Expr, Index, KernelBody, Var};
+    assert!(c.d == c.dv && !c.bshd);
+    let mut p = attention(c);
+    let k = &mut p.kernels[0];
+    let KernelBody::Attention(a) = &k.body else { unreachable!() };
+    let (qarg, st) = (a.q.arg, a.stores[0].clone());
+    let acc = k.exprs.iter().position(|e| e.expr == Expr::Acc(0)).expect("Acc(0)") as u32;
+    let (bh, m, n) = (Index::var(Var::Batch), Index::var(Var::M), Index::var(Var::N));
+    let at = bh.clone().mul((c.m * c.d) as i64).add(m.clone().mul(c.d as i64)).add(n.clone());
+    let lq = k.push_expr(Expr::Load { arg: qarg, index: at }, c.dtype);
+    let lf = k.push_expr(Expr::Cast(lq), DType::F32);
+    let sum = k.push_expr(Expr::Binary(BinaryOp::Add, sinter_core::kernel::ExprId(acc), lf), DType::F32);
+    let out = k.push_expr(Expr::Cast(sum), c.dtype);
+    let index = if transposed {
+        bh.mul((c.m * c.dv) as i64).add(n.mul(c.m as i64)).add(m)
+    } else {
+        let h = c.heads as i64;
+        bh.clone()
+            .div(h)
+            .mul(c.m as i64 * h * c.dv as i64)
+            .add(m.mul(h * c.dv as i64))
+            .add(bh.rem(h).mul(c.dv as i64))
+            .add(n)
+    };
+    let KernelBody::Attention(a) = &mut k.body else { unreachable!() };
+    a.stores = vec![sinter_core::kernel::Store { arg: st.arg, index, value: out }];
+    p
+}
+
+#[test]
+fn epilogue_residual_transposed_and_bshd_stores() {
+    let Some(b) = backend() else { return };
+    for (i, (dt, d)) in [(DType::F32, 24), (DType::BF16, 64), (DType::F16, 64)].into_iter().enumerate() {
+        for transposed in [false, true] {
+            let c = AttnCase { causal: Some(2), ..AttnCase::new(2, 3, 20, 33, d, dt) };
+            let p = epilogue_variant(&c, transposed);
+            let ins = inputs(&c, 60 + i as u64, 2.0);
+            let want = interp::run_program(&p, &ins).expect("interp");
+            let mut exe = b.load_wgsl(&p, Mode::Default).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+            exe.poison(0xff).expect("poison");
+            let got = exe.run(&ins).expect("run");
+            compare(&got, &want, tol(&c)).unwrap_or_else(|e| panic!("{c:?} transposed={transposed}: {e}"));
+        }
+    }
+}
