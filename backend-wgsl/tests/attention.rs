@@ -313,3 +313,66 @@ fn epilogue_residual_transposed_and_bshd_stores() {
         }
     }
 }
+
+/// Runs the one kernel of `p` rendered with `tuning` on the adapter directly (one buffer per program
+/// buffer, outputs poisoned), returning the outputs.
+fn run_tuned(b: &WgslBackend, p: &Program, ins: &[HostTensor], tuning: &Tuning) -> Vec<HostTensor> {
+    let dev = b.device();
+    let k = &p.kernels[0];
+    let r = render_with(k, p, b.wgsl_caps(), tuning).unwrap_or_else(|e| panic!("{tuning:?}: {e}"));
+    let bufs: Vec<_> = p
+        .buffers
+        .iter()
+        .map(|d| {
+            let bytes = (d.numel * d.dtype.size_bytes()).next_multiple_of(4).max(4) as u64;
+            let buf = dev.alloc(bytes, "t").expect("alloc");
+            dev.fill(&buf, &[0xff; 4]).expect("poison");
+            buf
+        })
+        .collect();
+    for (io, t) in p.inputs.iter().zip(ins) {
+        let mut bytes = t.to_le_bytes();
+        bytes.resize(bytes.len().next_multiple_of(4), 0);
+        dev.upload(&bufs[io.buffer.0 as usize], &bytes).expect("upload");
+    }
+    let prog = dev.compile(&r.source, &r.entry, &k.name).unwrap_or_else(|e| panic!("{tuning:?}: {e}"));
+    let args: Vec<sinter_wgsl::device::Arg<'_>> =
+        r.bindings.iter().map(|bp| bufs[bp.buffer.0 as usize].range(bp.offset_bytes, bp.size_bytes).into()).collect();
+    dev.run_once(&prog, &args, r.grid).expect("run");
+    p.outputs
+        .iter()
+        .map(|io| {
+            let bytes = dev.download(&bufs[io.buffer.0 as usize]).expect("download");
+            let n: usize = io.shape.iter().product::<usize>() * io.dtype.size_bytes();
+            HostTensor::from_le_bytes(io.dtype, io.shape.clone(), &bytes[..n]).expect("output")
+        })
+        .collect()
+}
+
+#[test]
+fn every_tile_candidate_runs() {
+    // Each candidate on one of three cases in turn (a pipeline build on lavapipe takes most of a second).
+    let Some(b) = backend() else { return };
+    let cases = [
+        AttnCase { causal: Some(0), mask: AttnMask::Additive, ..AttnCase::new(1, 2, 37, 45, 64, DType::F32) },
+        AttnCase { kv_heads: 1, bshd: true, ..AttnCase::new(1, 2, 19, 70, 80, DType::BF16) },
+        AttnCase { dv: 5, mask: AttnMask::Bool, ..AttnCase::new(1, 1, 3, 33, 7, DType::F16) },
+    ];
+    let progs: Vec<_> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let p = attention(c);
+            let ins = inputs(c, 80 + i as u64, 2.0);
+            let want = interp::run_program(&p, &ins).expect("interp");
+            (p, ins, want)
+        })
+        .collect();
+    let cands = candidates(&progs[0].0.kernels[0], b.wgsl_caps());
+    assert!(cands.len() > 8, "{} candidates", cands.len());
+    for (j, t) in cands.iter().enumerate() {
+        let (c, (p, ins, want)) = (&cases[j % 3], &progs[j % 3]);
+        let got = run_tuned(b, p, ins, t);
+        compare(&got, want, tol(c)).unwrap_or_else(|e| panic!("{c:?} {t:?}: {e}"));
+    }
+}

@@ -1,9 +1,12 @@
 //! Attention kernels: flash attention on FMAs (the scores never leave the workgroup).
 //!
-//! A workgroup of `bm / tm * tx` threads owns `bm` query rows of one flat batch and `bdv = tx * tdv`
-//! output columns (`tdv = min(dvt, ceil(dv / tx))`; a wider head takes several workgroups, each
-//! recomputing the scores). Thread `(ty, tx)` holds rows `ty * tm ..` and, per key tile of `bn`
-//! keys, the scores of keys `tx, tx + TX, ...` and the outputs of columns `n0 + tx, n0 + tx + TX, ...`.
+//! A workgroup of `bm / tm * tx` threads ([`AttnTile`]) owns `bm` query rows of one flat batch and
+//! `bdv = tx * tdv` output columns (at most `dvt` per thread; a wider head takes several workgroups,
+//! each recomputing the scores). Thread `(ty, tx)` holds rows `ty * tm ..`, per key tile of `bn` keys
+//! the scores of keys `tx, tx + TX, ...`, and the outputs of columns `n0 + tx, n0 + tx + TX, ...` or,
+//! when the head is 4-aligned and that wastes little, of column groups `n0 + 4 (tx + i TX) .. + 4`
+//! (vec4 V reads and epilogue stores). Decode (one query row) uses 128 threads per row: the keys of a
+//! tile are split over them, then the output columns.
 //! Per key tile:
 //!
 //! 1. `S = Q K^T` in chunks of `bk` head-dimension columns staged in workgroup memory (Q stays
