@@ -152,6 +152,15 @@ fn operand_base(o: &AttnOperand, heads: usize) -> String {
     if terms.is_empty() { "0u".into() } else { terms.join(" + ") }
 }
 
+/// What [`render`]'s staging emits: loads and stores in one loop, loads into registers, or stores
+/// of the registers.
+#[derive(Clone, Copy)]
+enum Step<'s> {
+    Both,
+    Fetch(&'s str, &'s str, &'s str),
+    Put(&'s str),
+}
+
 /// Renders an attention body.
 pub(super) fn render(
     em: &mut Emitter<'_>,
@@ -300,22 +309,35 @@ pub(super) fn render(
         em.line(format!("mrun[{i}] = {ninf};"));
     }
     // Stages a `rows x cols` chunk of an operand into workgroup memory (zero past the edges) at word
-    // `rr * stride + cc` of `dst`; 4 consecutive columns per load when everything is 4-aligned.
+    // `rr * stride + cc` of `dst`; 4 consecutive columns per load when everything is 4-aligned. `Both`
+    // loads and stores in one loop; `Fetch` loads into the registers `reg` (unrolled, the chunk at rows
+    // from `row0`, columns from `col0`) and `Put` stores them, so the loads of the next chunk are in
+    // flight while the current one is used.
     let in_ct = ct(a.in_dtype).unwrap_or(Ct::F32);
+    let vec_of = |op: &AttnOperand, cols: u64, cols_ext: u64| {
+        let aligned = [op.offset, op.s_row, op.s_head, op.s_batch].iter().all(|x| x.is_multiple_of(4));
+        tuning.vectorize && aligned && cols_ext.is_multiple_of(4) && cols.is_multiple_of(4)
+    };
     let stage = |em: &mut Emitter<'_>,
                  which: &str,
                  op: &AttnOperand,
                  (rows, cols, stride): (u64, u64, u64),
-                 (dst, dst_vec): (&str, bool)| {
-        let (row0, col0, rows_ext, cols_ext) = match which {
-            "q" => ("m0", if q_res { "0u" } else { "c0" }, m, d),
-            "k" => ("j0", "c0", kv, d),
-            _ => ("j0 + jc", "n0", kv, dv),
+                 (dst, dst_vec): (&str, bool),
+                 step: Step<'_>| {
+        let (row0, col0) = match (which, step) {
+            (_, Step::Fetch(_, r, c)) => (r, c),
+            ("q", _) => ("m0", if q_res { "0u" } else { "c0" }),
+            ("k", _) => ("j0", "c0"),
+            _ => ("j0 + jc", "n0"),
         };
-        let aligned = [op.offset, op.s_row, op.s_head, op.s_batch].iter().all(|x| x.is_multiple_of(4));
-        let vec = tuning.vectorize && aligned && cols_ext.is_multiple_of(4) && cols.is_multiple_of(4);
+        let rows_ext = if which == "q" { m } else { kv };
+        let cols_ext = if which == "v" { dv } else { d };
+        let vec = vec_of(op, cols, cols_ext);
         let w = if vec { 4 } else { 1 };
-        if let Some(u) = em.uses.get_mut(op.arg) {
+        let total = rows * cols / w;
+        if !matches!(step, Step::Put(_))
+            && let Some(u) = em.uses.get_mut(op.arg)
+        {
             if vec {
                 u.contig_loads += 1;
             } else {
@@ -323,39 +345,84 @@ pub(super) fn render(
             }
         }
         let arg = em.args[op.arg].clone();
-        em.open(format!("for (var e = lid; e < {}u; e = e + {threads}u)", rows * cols / w));
-        em.line(format!("let rr = e / {}u;", cols / w));
-        em.line(format!("let cc = (e % {}u){};", cols / w, if vec { " * 4u" } else { "" }));
-        em.line(format!("let gr = {row0} + rr;"));
-        em.line(format!("let gc = {col0} + cc;"));
-        em.line(if vec { "var x = vec4<f32>(0.0f);" } else { "var x = 0.0f;" });
-        em.open(format!("if (gr < {rows_ext}u && gc < {cols_ext}u)"));
-        em.line(format!("let gi = {which}_base + gr * {}u + gc;", op.s_row));
-        let tmp = em.fresh("l");
-        let (pre, v) = if vec { load_vec(&arg, "gi", &tmp, in_ct) } else { load_scalar(&arg, "gi", &tmp) };
-        for p in pre {
-            em.line(p);
-        }
-        let v = ops::cast(&v, a.in_dtype, DType::F32, vec, &mut em.h).map_err(|m| em.err(m))?;
-        em.line(format!("x = {v};"));
-        em.close();
-        em.line(format!("let wi = rr * {stride}u + cc;"));
-        match (dst_vec, vec) {
-            (true, true) => em.line(format!("{dst}[wi >> 2u] = x;")),
-            (true, false) => em.line(format!("{dst}[wi >> 2u][wi & 3u] = x;")),
-            (false, true) => {
-                for (c, comp) in ["x", "y", "z", "w"].iter().enumerate() {
-                    em.line(format!("{dst}[wi + {c}u] = x.{comp};"));
+        let unrolled = |em: &mut Emitter<'_>, u: u64| {
+            em.open("");
+            em.line(format!("let e = lid + {}u;", u * u64::from(threads)));
+            if !total.is_multiple_of(u64::from(threads)) {
+                em.open(format!("if (e < {total}u)"));
+            }
+        };
+        let per_thread = total.div_ceil(u64::from(threads));
+        let groups: Vec<Option<u64>> = match step {
+            Step::Both => vec![None],
+            _ => (0..per_thread).map(Some).collect(),
+        };
+        for g in groups {
+            match g {
+                None => em.open(format!("for (var e = lid; e < {total}u; e = e + {threads}u)")),
+                Some(u) => unrolled(em, u),
+            }
+            em.line(format!("let rr = e / {}u;", cols / w));
+            em.line(format!("let cc = (e % {}u){};", cols / w, if vec { " * 4u" } else { "" }));
+            let x = match (step, g) {
+                (Step::Put(reg), Some(u)) => format!("{reg}[{u}]"),
+                _ => {
+                    em.line(format!("let gr = {row0} + rr;"));
+                    em.line(format!("let gc = {col0} + cc;"));
+                    em.line(if vec { "var x = vec4<f32>(0.0f);" } else { "var x = 0.0f;" });
+                    em.open(format!("if (gr < {rows_ext}u && gc < {cols_ext}u)"));
+                    em.line(format!("let gi = {which}_base + gr * {}u + gc;", op.s_row));
+                    let tmp = em.fresh("l");
+                    let (pre, v) = if vec { load_vec(&arg, "gi", &tmp, in_ct) } else { load_scalar(&arg, "gi", &tmp) };
+                    for p in pre {
+                        em.line(p);
+                    }
+                    let v = ops::cast(&v, a.in_dtype, DType::F32, vec, &mut em.h).map_err(|m| em.err(m))?;
+                    em.line(format!("x = {v};"));
+                    em.close();
+                    "x".to_string()
+                }
+            };
+            if let (Step::Fetch(reg, ..), Some(u)) = (step, g) {
+                em.line(format!("{reg}[{u}] = x;"));
+            } else {
+                em.line(format!("let wi = rr * {stride}u + cc;"));
+                match (dst_vec, vec) {
+                    (true, true) => em.line(format!("{dst}[wi >> 2u] = {x};")),
+                    (true, false) => em.line(format!("{dst}[wi >> 2u][wi & 3u] = {x};")),
+                    (false, true) => {
+                        for (c, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+                            em.line(format!("{dst}[wi + {c}u] = {x}.{comp};"));
+                        }
+                    }
+                    (false, false) => em.line(format!("{dst}[wi] = {x};")),
                 }
             }
-            (false, false) => em.line(format!("{dst}[wi] = x;")),
+            if g.is_some() && !total.is_multiple_of(u64::from(threads)) {
+                em.close();
+            }
+            em.close();
         }
-        em.close();
         Ok::<(), RenderError>(())
     };
+    // Prefetch registers of the Q and K chunks and of the V chunk.
+    let regs = |op: &AttnOperand, rows: u64, cols: u64, cols_ext: u64| {
+        let vec = vec_of(op, cols, cols_ext);
+        let n = (rows * cols / if vec { 4 } else { 1 }).div_ceil(u64::from(threads)).max(1);
+        format!("array<{}, {n}>", if vec { "vec4<f32>" } else { "f32" })
+    };
+    let (bm64, bn64, bk64, bdv64) = (u64::from(bm), u64::from(bn), u64::from(bk), u64::from(bdv));
+    let qgeom = (bm64, bk64, bk64);
+    let kgeom = (bn64, bk64, u64::from(kst4 * 4));
+    let vgeom = (bk64, bdv64, bdv64);
+    if !q_res {
+        em.line(format!("var pfq: {};", regs(&a.q, bm64, bk64, d)));
+    }
+    em.line(format!("var pfk: {};", regs(&a.k, bn64, bk64, d)));
+    em.line(format!("var pfv: {};", regs(&a.v, bk64, bdv64, dv)));
     if q_res {
         em.line("// Q tile, resident");
-        stage(em, "q", &a.q, (u64::from(bm), d_pad, d_pad), ("sq", true))?;
+        stage(em, "q", &a.q, (bm64, d_pad, d_pad), ("sq", true), Step::Both)?;
     }
     match causal_o {
         Some(o) => em.line(format!("let kend = min({kv}u, m0 + {}u);", u64::from(bm) + o as u64)),
@@ -364,12 +431,22 @@ pub(super) fn render(
     em.open(format!("for (var j0 = 0u; j0 < kend; j0 = j0 + {bn}u)"));
     em.line(format!("var sacc: array<f32, {}>;", tm * tn));
     em.line("// S = Q K^T");
+    if !q_res {
+        stage(em, "q", &a.q, qgeom, ("sq", true), Step::Fetch("pfq", "m0", "0u"))?;
+    }
+    stage(em, "k", &a.k, kgeom, ("sk", true), Step::Fetch("pfk", "j0", "0u"))?;
     em.open(format!("for (var c0 = 0u; c0 < {d}u; c0 = c0 + {bk}u)"));
     if !q_res {
-        stage(em, "q", &a.q, (u64::from(bm), u64::from(bk), u64::from(bk)), ("sq", true))?;
+        stage(em, "q", &a.q, qgeom, ("sq", true), Step::Put("pfq"))?;
     }
-    stage(em, "k", &a.k, (u64::from(bn), u64::from(bk), u64::from(kst4 * 4)), ("sk", true))?;
+    stage(em, "k", &a.k, kgeom, ("sk", true), Step::Put("pfk"))?;
     em.line("workgroupBarrier();");
+    em.open(format!("if (c0 + {bk}u < {d}u)"));
+    if !q_res {
+        stage(em, "q", &a.q, qgeom, ("sq", true), Step::Fetch("pfq", "m0", &format!("c0 + {bk}u")))?;
+    }
+    stage(em, "k", &a.k, kgeom, ("sk", true), Step::Fetch("pfk", "j0", &format!("c0 + {bk}u")))?;
+    em.close();
     em.open(format!("for (var kk = 0u; kk < {}u; kk = kk + 1u)", bk / 4));
     let qcol = if q_res { "c0 / 4u + kk" } else { "kk" };
     for i in 0..tm {
@@ -412,6 +489,7 @@ pub(super) fn render(
         }
     }
     em.acc.remove(&1);
+    stage(em, "v", &a.v, vgeom, ("sv", vec_o), Step::Fetch("pfv", "j0", "n0"))?;
     em.line("// online softmax: tile row maxima, rescale, probabilities");
     for i in 0..tm {
         let mut mx = format!("sacc[{}]", i * tn);
@@ -451,9 +529,13 @@ pub(super) fn render(
         em.close();
     }
     em.line("// O += P V");
-    em.open(format!("for (var jc = 0u; jc < min({bn}u, kend - j0); jc = jc + {bk}u)"));
-    stage(em, "v", &a.v, (u64::from(bk), u64::from(bdv), u64::from(bdv)), ("sv", vec_o))?;
+    em.line(format!("let jend = min({bn}u, kend - j0);"));
+    em.open(format!("for (var jc = 0u; jc < jend; jc = jc + {bk}u)"));
+    stage(em, "v", &a.v, vgeom, ("sv", vec_o), Step::Put("pfv"))?;
     em.line("workgroupBarrier();");
+    em.open(format!("if (jc + {bk}u < jend)"));
+    stage(em, "v", &a.v, vgeom, ("sv", vec_o), Step::Fetch("pfv", &format!("j0 + jc + {bk}u"), "n0"))?;
+    em.close();
     em.open(format!("for (var kk = 0u; kk < {bk}u; kk = kk + 1u)"));
     for i in 0..tm {
         em.line(format!("let pa{i} = sp[(ty * {tm}u + {i}u) * {bnp}u + jc + kk];"));
