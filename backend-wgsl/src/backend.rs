@@ -311,7 +311,7 @@ impl TuneTarget for TuneWgsl<'_> {
 
 /// Whether the renderer can honour `t` on an adapter with `caps` (what the autotuning cache's entries
 /// are checked against before use): workgroup sizes within the adapter's limits and at least one
-/// subgroup wide for reductions, matmul tiles the renderer accepts.
+/// subgroup wide for reductions, matmul and attention tiles the renderer accepts.
 pub fn check_tuning(t: &Tuning, caps: &WgslCaps) -> Result<(), String> {
     let max = caps.max_invocations.min(caps.max_workgroup_size_x);
     if let Some(w) = t.workgroup_size {
@@ -325,6 +325,9 @@ pub fn check_tuning(t: &Tuning, caps: &WgslCaps) -> Result<(), String> {
     }
     if let Some(tile) = &t.matmul_tile {
         crate::render::check_tile(tile, caps).map_err(|e| e.to_string())?;
+    }
+    if let Some(tile) = &t.attn_tile {
+        crate::render::check_attn_tile(tile, caps)?;
     }
     Ok(())
 }
@@ -476,7 +479,12 @@ pub fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
                 }
             }
         }
-        KernelBody::Attention(_) => {}
+        KernelBody::Attention(_) => {
+            for t in crate::render::attn_tile_candidates(caps) {
+                out.push(Tuning { attn_tile: Some(t), ..base.clone() });
+            }
+            out.push(Tuning { vectorize: false, ..base.clone() });
+        }
     }
     out.retain(|t| check_tuning(t, caps).is_ok());
     out

@@ -13,7 +13,7 @@
 
 use sinter_core::DType;
 use sinter_core::kernel::{Capabilities, ReduceStrategy};
-use sinter_core::schedule::{ConvShape, CostModel, DefaultCostModel};
+use sinter_core::schedule::{AttentionShape, ConvShape, CostModel, DefaultCostModel};
 
 use crate::render::WgslCaps;
 
@@ -102,6 +102,11 @@ impl CostModel for WgslCostModel {
 
     fn conv_as_matmul(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
         self.base.conv_as_matmul(conv, caps)
+    }
+
+    /// The renderer draws every attention body (`render/attention.rs`): fuse as the default model does.
+    fn fuse_attention(&self, attn: &AttentionShape, caps: &Capabilities) -> Result<String, String> {
+        self.base.fuse_attention(attn, caps)
     }
 }
 
@@ -213,6 +218,12 @@ mod tests {
                 im2col_bytes: 2 * 16 * 9 * 64 * 4,
             };
             assert_eq!(m.conv_as_matmul(&conv, &caps), d.conv_as_matmul(&conv, &caps));
+        }
+        // The renderer draws every attention body, so WGSL fuses what the default model fuses.
+        for causal in [false, true] {
+            let attn = AttentionShape { batch: 2, heads: 4, m: 7, kv: 300, d: 64, dv: 64, dtype: DType::BF16, causal };
+            assert!(m.fuse_attention(&attn, &caps).is_ok());
+            assert_eq!(m.fuse_attention(&attn, &caps), d.fuse_attention(&attn, &caps));
         }
     }
 

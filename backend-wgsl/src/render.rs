@@ -23,6 +23,13 @@
 //!   held as `vec4` accumulators), operands read through their strides with zero fill at the edges, the
 //!   epilogue evaluated per output row of a thread, 4-wide over N when N is a multiple of 4.
 //!
+//! * **Attention**: flash attention on FMAs ([`AttnTile`]; see `render/attention.rs`): a workgroup owns a
+//!   tile of query rows of one flat batch and walks the keys a tile at a time through workgroup memory
+//!   (`S = Q K^T` in head-dimension chunks, the score expression per score, an online softmax per row, P
+//!   rounded to `p_dtype`, `O += P V`), skipping causal key tiles past the diagonal, then divides once and
+//!   runs the epilogue per output element as a matmul's. Decode shapes (one query row) split the keys, then
+//!   the output columns, over 128 threads.
+//!
 //! Indices need no bounds checks: the kernel IR guarantees them in range.
 //!
 //! # Split bindings
@@ -82,6 +89,7 @@
 //! saturate to the i64 range (NaN to 0) and wrap to the dtype, exactly as the reference does. f16/bf16
 //! values are computed in f32 and rounded at casts and stores.
 
+mod attention;
 mod coop;
 mod emit;
 mod helpers;
@@ -98,6 +106,7 @@ use sinter_core::DType;
 use sinter_core::backend::BackendError;
 use sinter_core::kernel::{Access, BufferId, Kernel, KernelBody, Program};
 
+pub use attention::{attn_tile_candidates, check_attn_tile};
 pub use matmul::check_tile;
 
 use emit::Emitter;
@@ -223,6 +232,32 @@ impl MatmulTile {
     }
 }
 
+/// An attention tile configuration (see [`attention`](self) in the module docs): a workgroup of
+/// `bm / tm * tx` threads owns `bm` query rows of one flat batch and up to `tx * dvt` output columns,
+/// and walks the keys `bn` at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AttnTile {
+    /// Query rows per workgroup.
+    pub bm: u32,
+    /// Keys per tile (a multiple of `tx` and of `bk`).
+    pub bn: u32,
+    /// Depth of a staging chunk: head-dimension columns of Q and K, keys of V.
+    pub bk: u32,
+    /// Query rows per thread (divides `bm`).
+    pub tm: u32,
+    /// Threads sharing a row: each holds `bn / tx` scores and up to `dvt` output columns of its rows.
+    pub tx: u32,
+    /// Most output columns per thread; wider heads take several workgroups (scores recomputed).
+    pub dvt: u32,
+}
+
+impl AttnTile {
+    /// Threads per workgroup.
+    pub fn threads(&self) -> u32 {
+        (self.bm / self.tm.max(1)) * self.tx
+    }
+}
+
 /// Knobs the autotuner varies. The defaults are what [`render`] uses.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Tuning {
@@ -245,6 +280,9 @@ pub struct Tuning {
     /// Use cooperative matrices for eligible matmuls when the adapter has them (`false` forces the FMA
     /// kernel).
     pub coop_matrix: bool,
+    /// Attention tile (`None`: chosen from the shape and the adapter's limits).
+    #[serde(default)]
+    pub attn_tile: Option<AttnTile>,
 }
 
 impl Default for Tuning {
@@ -257,6 +295,7 @@ impl Default for Tuning {
             persistent: None,
             subgroups: true,
             coop_matrix: true,
+            attn_tile: None,
         }
     }
 }
@@ -622,12 +661,7 @@ fn render_body(kernel: &Kernel, caps: &WgslCaps, tuning: &Tuning, args: Vec<ArgI
         KernelBody::Pointwise { numel, stores } => pointwise::render(&mut em, *numel, stores, caps, tuning)?,
         KernelBody::Reduce(r) => reduce::render(&mut em, r, caps, tuning)?,
         KernelBody::Matmul(m) => matmul::render(&mut em, m, caps, tuning)?,
-        KernelBody::Attention(_) => {
-            return Err(RenderError::Unsupported {
-                kernel: kernel.name.clone(),
-                what: "fused attention kernels (not rendered yet)".into(),
-            });
-        }
+        KernelBody::Attention(a) => attention::render(&mut em, a, caps, tuning)?,
     };
     let uses = std::mem::take(&mut em.uses);
     Ok((body, (em.out, em.h, em.enables), uses))
