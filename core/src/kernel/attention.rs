@@ -154,7 +154,7 @@ mod tests {
     /// The interpreter's attention body agrees with the CPU reference of the unfused graph.
     #[test]
     fn interpreter_matches_the_unfused_reference() {
-        let mut cases = vec![
+        let mut cases = [
             AttnCase::new(2, 3, 7, 5, 4, DType::F32),
             AttnCase::new(1, 2, 1, 33, 8, DType::BF16),
             AttnCase { causal: Some(0), ..AttnCase::new(1, 2, 9, 9, 8, DType::F16) },

@@ -306,9 +306,10 @@ pub struct MatmulBody {
 }
 
 /// An operand of an attention body: row `r`, column `c` of flat batch `bh` (`Var::Batch`, over
-/// `batch * heads`) sits at `offset + (bh / heads) * s_batch + ((bh % heads) / group) * s_head
-/// + r * s_row + c`. `group` > 1 shares one key/value head between that many query heads (GQA,
-/// MQA); columns (the head dimension) are contiguous.
+/// `batch * heads`) sits at
+/// `offset + (bh / heads) * s_batch + ((bh % heads) / group) * s_head + r * s_row + c`.
+/// `group` > 1 shares one key/value head between that many query heads (GQA, MQA); columns (the
+/// head dimension) are contiguous.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AttnOperand {
     /// Argument position.
