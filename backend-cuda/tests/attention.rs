@@ -36,8 +36,9 @@ fn compile(what: &str, r: &Rendered) -> String {
     let warnings: Vec<&str> = c.log.lines().filter(|l| l.contains("warning")).collect();
     assert!(warnings.is_empty(), "{what}: warnings:\n{}", c.log);
     let res = nvrtc::resources(&c.log, &r.name).unwrap_or_else(|| panic!("{what}: no resources in\n{}", c.log));
-    assert_eq!(res.spill_bytes, 0, "{what} ({}): spills: {res:?}\n{}", r.strategy, c.log);
-    assert!(c.log.contains(" 0 bytes stack frame"), "{what} ({}): a stack frame:\n{}", r.strategy, c.log);
+    if res.spill_bytes != 0 || !c.log.contains(" 0 bytes stack frame") {
+        return format!("SPILL {what} ({}): {res:?}", r.strategy);
+    }
     format!("{what}: {} {res:?}", r.strategy)
 }
 
@@ -146,4 +147,6 @@ fn every_template_and_candidate_compiles_without_spills() {
         }
     }
     eprintln!("{}", report.join("\n"));
+    let spills: Vec<&String> = report.iter().filter(|l| l.starts_with("SPILL")).collect();
+    assert!(spills.is_empty(), "spills or stack frames:\n{spills:#?}");
 }
