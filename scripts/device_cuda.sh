@@ -8,6 +8,9 @@
 #                                   # torch_anchor.py in the same call, compare.py's table
 #   scripts/device_cuda.sh matmul   # contractions only: the shared suite's matmul cases, then bench
 #                                   # (default and max-autotune) beside torch for the matmul workloads
+#   scripts/device_cuda.sh attention # fused attention: every template and tuning vs the interpreter
+#                                   # (.cudatest/device_attention), then the timing of the rendered
+#                                   # kernels at the benchmark shapes beside torch's SDPA
 #   scripts/device_cuda.sh all
 #
 # Results land in $OUT (default /tmp/out): logs, JSON reports, compare.txt.
@@ -98,5 +101,43 @@ if [ "$part" = matmul ]; then
   PYTHONUNBUFFERED=1 timeout 240 python3 .bench/torch_anchor.py --modes eager,default --only "$MM" \
     --out "$OUT/torch-mm.json" >"$OUT/torch-mm.log" 2>&1; tail -2 "$OUT/torch-mm.log"
   python3 .bench/compare.py "$OUT/torch-mm.json" "$OUT/sinter-mm.json" "$OUT/sinter-mm-at.json" | tee "$OUT/compare-mm.txt"
+fi
+if [ "$part" = attention ]; then
+  t=$(ls .cudatest/device_attention* 2>/dev/null | head -1)
+  step "attention: timing of the rendered kernels"
+  "$t" --ignored --nocapture --test-threads=1 attention_timing >"$OUT/attention-timing.log" 2>&1 || echo "   timing exited $?"
+  grep TFLOP "$OUT/attention-timing.log" | awk '{a[NR]=$0} END {for (i = NR / 2 + 1; i <= NR; i++) print a[i]}'
+  grep -E "panicked" -A3 "$OUT/attention-timing.log" | head -8
+  step "attention: every template and tuning vs the interpreter"
+  "$t" --test-threads=1 --nocapture attention_matches >"$OUT/test-attention.log" 2>&1; rc=$?
+  grep -cE " ok$" "$OUT/test-attention.log"; grep -E "FAILED|panicked|^test result" "$OUT/test-attention.log" | head -30
+  [ $rc -eq 0 ] || echo "   $t exited $rc"
+  if [ -n "${NCU:-}" ] && command -v ncu >/dev/null; then
+    step "ncu: the first launch of the default d64 kernel"
+    timeout 240 ncu --kernel-name k0_attention --launch-count 1 --section SpeedOfLight --section Occupancy \
+      --section WarpStateStats --section ComputeWorkloadAnalysis --section InstructionStats \
+      "$t" --ignored --test-threads=1 attention_timing >"$OUT/ncu.txt" 2>&1 || echo "   ncu exited $?"
+    grep -E "Throughput|Pipe|Issue|Occupancy|Registers|Stall|Warp Cycles|Executed Ipc|Block Limit" "$OUT/ncu.txt" | head -40
+  fi
+  step "torch SDPA at the same shapes"
+  PYTHONUNBUFFERED=1 timeout 120 python3 - <<'EOF3' 2>&1 | tail -5
+import torch, torch.nn.functional as F
+for (b, h, s, kv, d, causal) in [(8, 16, 1024, 1024, 64, False), (8, 16, 2048, 2048, 128, True), (32, 32, 1, 4096, 128, False)]:
+    q = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(b, h, kv, d, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(b, h, kv, d, device="cuda", dtype=torch.bfloat16)
+    f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    for _ in range(3): f()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(5):
+        a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(20): f()
+        e.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(e) / 20)
+    ms = sorted(ts)[2]
+    fl = 4 * b * h * s * kv * d * (0.5 if causal else 1)
+    print(f"torch sdpa b{b} h{h} s{s} kv{kv} d{d} causal={causal}: {ms:.4f} ms {fl / ms / 1e9:.1f} TFLOP/s")
+EOF3
 fi
 step done

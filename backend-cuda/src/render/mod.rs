@@ -23,6 +23,10 @@
 //!   multi-stage `cp.async` pipeline, [`MmaTile`]; the `mma` module); every other dtype on a
 //!   shared-memory tiled CUDA-core kernel with register blocking ([`MatmulTile`]); operands read
 //!   through their strides with zero fill at the edges, then the epilogue per output element.
+//! * **Attention**: FlashAttention-2 on tensor cores for bf16/f16 (`mma.sync`, a `cp.async` K/V
+//!   ring, online softmax in registers, [`AttnTile`]); a decode template for at most
+//!   [`DECODE_M`] queries (keys split over warps, 16-byte loads, partials combined in shared
+//!   memory); a warp-per-row template for every other dtype and shape (the `attention` module).
 //!
 //! Indices need no bounds checks: the kernel IR guarantees them in range (the `index` module). Vector
 //! accesses assume every argument pointer is 16-byte aligned (device allocations are 256-byte
@@ -46,6 +50,9 @@
 //! within 48 KiB). A grid of `[0, 1, 1]` means there is nothing to do: skip the launch.
 
 mod analysis;
+mod attention;
+mod attention_rows;
+mod attention_tc;
 mod emit;
 mod index;
 mod matmul;
@@ -61,6 +68,7 @@ use sinter_core::DType;
 use sinter_core::backend::BackendError;
 use sinter_core::kernel::{Access, Kernel, KernelBody, ReduceStrategy};
 
+pub use attention::{AttnTile, DECODE_M, check_attn, tc_applies};
 pub use matmul::{MatmulTile, check_tile};
 pub use mma::{MmaTile, check_mma, mma_applies};
 
@@ -123,6 +131,11 @@ pub struct Tuning {
     /// list instead of a rendered kernel (the backend's choice; [`render`] refuses it).
     #[serde(default)]
     pub library: Option<u32>,
+    /// Attention on tensor cores: the tile (`None`: by head dimension, see [`AttnTile`]; the
+    /// decode or row template where the shape or dtype calls for one). Setting it requires the
+    /// tensor-core template ([`tc_applies`]).
+    #[serde(default)]
+    pub attn: Option<AttnTile>,
 }
 
 /// A rendered kernel.
@@ -220,12 +233,7 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         KernelBody::Pointwise { numel, stores } => pointwise::render(&mut em, *numel, stores, caps, t)?,
         KernelBody::Reduce(r) => reduce::render(&mut em, r, caps, t)?,
         KernelBody::Matmul(m) => matmul::render(&mut em, m, caps, t)?,
-        KernelBody::Attention(_) => {
-            return Err(RenderError::Unsupported {
-                kernel: k.name.clone(),
-                what: "fused attention kernels (not rendered yet)".into(),
-            });
-        }
+        KernelBody::Attention(a) => attention::render(&mut em, a, caps, t)?,
     };
     let name = entry_name(&k.name);
     let mut src = String::new();
@@ -238,6 +246,9 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
     let mut dts: Vec<DType> = k.args.iter().map(|a| a.dtype).chain(k.exprs.iter().map(|e| e.dtype)).collect();
     if let KernelBody::Matmul(m) = &k.body {
         dts.extend([m.in_dtype, m.acc_dtype]);
+    }
+    if let KernelBody::Attention(a) = &k.body {
+        dts.extend([a.in_dtype, a.p_dtype]);
     }
     if dts.contains(&DType::F16) {
         src.push_str("#include <cuda_fp16.h>\n");
@@ -330,7 +341,7 @@ pub fn candidates(k: &Kernel, caps: &CudaCaps) -> Vec<Tuning> {
                 all.push(Tuning { tile: Some(tile), ..Tuning::default() });
             }
         }
-        KernelBody::Attention(_) => {}
+        KernelBody::Attention(a) => all.extend(attention::candidates(a, caps)),
     }
     let mut seen: Vec<(String, [u32; 3])> = Vec::new();
     let mut out = Vec::new();

@@ -1,0 +1,353 @@
+//! Fused attention ([`AttentionBody`]): three templates, chosen by shape and dtype.
+//!
+//! * **Tensor cores** (`attention_tc`): bf16/f16 operands with probabilities rounded to the same
+//!   dtype, `d` and `dv` multiples of 16 up to 256, rows 8-element aligned, sm_80+. FlashAttention-2:
+//!   a block owns [`AttnTile::bm`] query rows of one flat batch, its warps 16-row slices; K and V
+//!   tiles of [`AttnTile::bn`] keys stream through a `cp.async` ring; S = Q Kᵀ and O += P V on
+//!   `mma.sync` m16n8k16 with f32 accumulators, online softmax in registers.
+//! * **Decode** (`attention_rows`): at most [`DECODE_M`] queries, 16-byte-aligned f32/f16/bf16
+//!   rows. One block per flat batch; keys split over the warps (and over lane groups inside a
+//!   warp), 16-byte loads, partial (max, sum, output) combined through shared memory.
+//! * **Rows** (`attention_rows`): everything else. One warp per query row, 32 keys at a time
+//!   (a lane per key for the score, a lane per output column for the product), online softmax;
+//!   f32 dot products in the interpreter's order.
+//!
+//! Every template evaluates the score expression per element with `Acc(1)` = the raw f32 dot
+//! product, `Var::M` and `Var::Key` of that element, skips or masks keys past `i + o` (causal),
+//! never evaluates the score (whose loads may be masks) outside `m x kv`, and runs the epilogue per
+//! output element with `Acc(0)` = the output divided by the row sum once. A row whose logits are
+//! all `-inf` (sum 0) comes out NaN, and a NaN logit makes its row NaN, as the interpreter's.
+//!
+//! Measured on an H100 (bf16, CUDA events over 20 launches, `tests/device_attention.rs`):
+//! b8 h16 s1024 d64 0.148 ms (233 TFLOP/s; torch's SDPA 0.083), b8 h16 s2048 d128 causal 0.580 ms
+//! (237 TFLOP/s; torch 0.262), decode b32 h32 m1 kv4096 d128 0.704 ms (3.05 TB/s; torch 0.711).
+//! The tensor-core template issues `mma.sync` at about 38% of the tensor pipe with 8 warps per SM
+//! (ncu): the gap to torch's Hopper kernels is `wgmma` and overlapping softmax with the products.
+//! Computing the next tile's `Q Kᵀ` before this tile's softmax (one warp overlapping both, a second
+//! S in registers) was tried and measured slower (d64: 0.193 ms against 0.148; 255 registers).
+
+use serde::{Deserialize, Serialize};
+use sinter_core::DType;
+use sinter_core::ir::BinaryOp;
+use sinter_core::kernel::{AttentionBody, AttnOperand, Expr, ExprId, Kernel, Var};
+
+use super::analysis::{acc_uses, depends_on, store_roots};
+use super::emit::{AccVal, Emitter};
+use super::matmul::lit;
+use super::ops::cast;
+use super::{Body, CudaCaps, RenderError, Tuning};
+
+/// Queries per flat batch up to which the decode template applies.
+pub const DECODE_M: usize = 4;
+
+/// A tensor-core attention tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AttnTile {
+    /// Query rows per block (a multiple of `16 * warps`).
+    pub bm: u32,
+    /// Keys per pipeline step (a multiple of 16).
+    pub bn: u32,
+    /// Warps per block; each owns `bm / warps` query rows.
+    pub warps: u32,
+    /// Shared-memory pipeline depth (2 to 4).
+    pub stages: u32,
+}
+
+impl AttnTile {
+    /// The tiles max-autotune tries (each checked with [`check_attn`]).
+    pub const CANDIDATES: [AttnTile; 8] = [
+        AttnTile { bm: 128, bn: 64, warps: 4, stages: 3 },
+        AttnTile { bm: 128, bn: 64, warps: 8, stages: 2 },
+        AttnTile { bm: 128, bn: 64, warps: 8, stages: 3 },
+        AttnTile { bm: 128, bn: 32, warps: 8, stages: 3 },
+        AttnTile { bm: 64, bn: 64, warps: 4, stages: 2 },
+        AttnTile { bm: 64, bn: 64, warps: 4, stages: 3 },
+        AttnTile { bm: 64, bn: 32, warps: 4, stages: 2 },
+        AttnTile { bm: 128, bn: 128, warps: 8, stages: 2 },
+    ];
+
+    /// Threads per block.
+    pub fn threads(&self) -> u32 {
+        32 * self.warps
+    }
+
+    /// 16-row fragments per warp.
+    pub(super) fn mi(&self) -> u32 {
+        self.bm / (16 * self.warps.max(1))
+    }
+}
+
+/// Whether `o`'s rows, heads and batches all start on a multiple of 8 elements (16-byte copies).
+fn aligned(o: &AttnOperand, a: &AttentionBody, rows: usize, per: usize) -> bool {
+    let ok = |s: usize, n: usize| n <= 1 || s.is_multiple_of(per);
+    o.offset.is_multiple_of(per)
+        && ok(o.s_row, rows)
+        && ok(o.s_batch, a.batch)
+        && ok(o.s_head, a.heads / o.group.max(1))
+}
+
+/// Whether the tensor-core template applies to `a`: `Err` says why not.
+pub fn tc_applies(a: &AttentionBody, caps: &CudaCaps) -> Result<(), String> {
+    if !matches!(a.in_dtype, DType::BF16 | DType::F16) || a.p_dtype != a.in_dtype {
+        return Err(format!(
+            "operands {} with probabilities in {} (tensor cores take bf16/f16)",
+            a.in_dtype, a.p_dtype
+        ));
+    }
+    if caps.sm.0 < 8 {
+        return Err(format!("sm_{}{} has no mma.sync m16n8k16 (sm_80+)", caps.sm.0, caps.sm.1));
+    }
+    if !a.d.is_multiple_of(16) || !a.dv.is_multiple_of(16) || a.d == 0 || a.dv == 0 || a.d > 256 || a.dv > 256 {
+        return Err(format!("head dims {}/{} (multiples of 16 up to 256)", a.d, a.dv));
+    }
+    if !aligned(&a.q, a, a.m, 8) || !aligned(&a.k, a, a.kv, 8) || !aligned(&a.v, a, a.kv, 8) {
+        return Err("operand rows not 16-byte aligned".into());
+    }
+    Ok(())
+}
+
+/// Elements per 16-byte vector of the decode template, when it applies to `a`.
+pub(super) fn decode_width(a: &AttentionBody) -> Option<usize> {
+    let w = match a.in_dtype {
+        DType::F32 => 4,
+        DType::F16 | DType::BF16 => 8,
+        _ => return None,
+    };
+    let fits = a.m <= DECODE_M && a.d.is_multiple_of(w) && a.dv.is_multiple_of(w) && a.d > 0 && a.dv > 0;
+    let small = a.d / w <= 64 && a.dv / w <= 64 && a.dv <= 256;
+    (fits && small && aligned(&a.q, a, a.m, w) && aligned(&a.k, a, a.kv, w) && aligned(&a.v, a, a.kv, w)).then_some(w)
+}
+
+/// Registers per thread the tile's accumulators take (S and O, f32).
+fn acc_regs(t: &AttnTile, a: &AttentionBody) -> u32 {
+    t.mi() * (t.bn / 8) * 4 + t.mi() * (a.dv as u32 / 8) * 4
+}
+
+/// Whether the warps keep their Q fragments in registers (else they reload them from shared
+/// memory at every step).
+pub(super) fn q_in_regs(t: &AttnTile, a: &AttentionBody) -> bool {
+    acc_regs(t, a) + t.mi() * (a.d as u32 / 16) * 4 <= 136
+}
+
+/// Shared bytes: the Q tile, then `stages` of (K tile, V tile), rows padded by 8 elements.
+pub(super) fn tc_shared(t: &AttnTile, a: &AttentionBody) -> (u32, u32, u32) {
+    let q = t.bm * (a.d as u32 + 8) * 2;
+    let kb = t.bn * (a.d as u32 + 8) * 2;
+    let vb = t.bn * (a.dv as u32 + 8) * 2;
+    (q, kb, kb + vb)
+}
+
+/// Checks a tile against the template's rules and the device's limits for `a`.
+pub fn check_attn(t: &AttnTile, caps: &CudaCaps, a: &AttentionBody) -> Result<(), String> {
+    tc_applies(a, caps)?;
+    let AttnTile { bm, bn, warps, stages } = *t;
+    if warps == 0 || bm == 0 || !bm.is_multiple_of(16 * warps) || !(1..=2).contains(&t.mi()) {
+        return Err(format!("tile {t:?}: bm must be 16 or 32 rows per warp"));
+    }
+    if !bn.is_multiple_of(16) || !(16..=128).contains(&bn) {
+        return Err(format!("tile {t:?}: bn must be a multiple of 16 up to 128"));
+    }
+    if !(2..=4).contains(&stages) {
+        return Err(format!("tile {t:?}: 2 to 4 stages"));
+    }
+    if acc_regs(t, a) > 160 {
+        return Err(format!("tile {t:?}: {} accumulators per thread (at most 160)", acc_regs(t, a)));
+    }
+    if t.threads() > caps.max_threads_per_block {
+        return Err(format!("tile {t:?}: {} threads", t.threads()));
+    }
+    let (q, _, st) = tc_shared(t, a);
+    let shared = u64::from(q) + u64::from(st) * u64::from(stages);
+    if shared > u64::from(caps.max_dynamic_shared_bytes) {
+        return Err(format!("tile {t:?} needs {shared} bytes of shared memory"));
+    }
+    Ok(())
+}
+
+/// The default tile: by head dimension, smaller when the grid would not fill the device.
+pub(super) fn default_attn(a: &AttentionBody, caps: &CudaCaps) -> AttnTile {
+    let dmax = a.d.max(a.dv);
+    // Measured on an H100 at b8 h16 s1024 d64: 128x64 w4 s3 0.150 ms, the other candidates 0.157 to 0.194.
+    let big = if dmax <= 64 {
+        AttnTile { bm: 128, bn: 64, warps: 4, stages: 3 }
+    } else if dmax <= 128 {
+        // Measured on an H100 at b8 h16 s2048 d128 causal: 64x64 w4 s2 0.622 ms, 128x64 w8 s2 0.661.
+        AttnTile { bm: 64, bn: 64, warps: 4, stages: 2 }
+    } else {
+        AttnTile { bm: 64, bn: 32, warps: 4, stages: 2 }
+    };
+    let blocks = (a.m as u64).div_ceil(u64::from(big.bm)) * (a.batch * a.heads) as u64;
+    let small = AttnTile { bm: 64, bn: big.bn, warps: 4, stages: 2 };
+    if (blocks < u64::from(caps.sm_count) || check_attn(&big, caps, a).is_err()) && check_attn(&small, caps, a).is_ok()
+    {
+        return small;
+    }
+    big
+}
+
+/// The tunings max-autotune times for `a` (before the renderer's deduplication).
+pub(super) fn candidates(a: &AttentionBody, caps: &CudaCaps) -> Vec<Tuning> {
+    let mut out = Vec::new();
+    if tc_applies(a, caps).is_ok() {
+        for t in AttnTile::CANDIDATES {
+            out.push(Tuning { attn: Some(t), ..Tuning::default() });
+        }
+    }
+    if tc_applies(a, caps).is_err() || a.m <= DECODE_M {
+        for b in [64u32, 128, 256, 512] {
+            out.push(Tuning { block: Some(b), ..Tuning::default() });
+        }
+    }
+    out
+}
+
+/// Renders an attention body with the template the tuning and shape choose.
+pub(super) fn render(
+    em: &mut Emitter<'_>,
+    a: &AttentionBody,
+    caps: &CudaCaps,
+    t: &Tuning,
+) -> Result<Body, RenderError> {
+    let kname = em.k.name.clone();
+    let invalid = |msg: String| RenderError::InvalidTuning { kernel: kname.clone(), msg };
+    if t.vectorize.is_some() || t.persistent.is_some() || t.tile.is_some() || t.mma.is_some() {
+        return Err(invalid("attention kernels take only `attn` and `block`".into()));
+    }
+    let total = [a.batch * a.heads, a.m, a.kv, a.d, a.dv];
+    if total.iter().any(|&x| x > i32::MAX as usize) || (a.batch * a.heads).saturating_mul(a.m) > i32::MAX as usize {
+        return Err(em.err(format!("attention {total:?} exceeds the 32-bit extents")));
+    }
+    if let Some(tile) = t.attn {
+        check_attn(&tile, caps, a).map_err(|e| invalid(format!("no tensor-core attention: {e}")))?;
+        return super::attention_tc::render(em, a, &tile, t);
+    }
+    let decode = decode_width(a);
+    if tc_applies(a, caps).is_ok() && (decode.is_none() || a.m > DECODE_M) && t.block.is_none() {
+        let tile = default_attn(a, caps);
+        return super::attention_tc::render(em, a, &tile, t);
+    }
+    let block = t.block.unwrap_or(128);
+    if block == 0 || !block.is_multiple_of(32) || block > caps.max_threads_per_block.min(1024) {
+        return Err(invalid(format!("block {block}: a multiple of 32 up to the device limit")));
+    }
+    match decode {
+        Some(w) => super::attention_rows::render_decode(em, a, w, block),
+        None => super::attention_rows::render_rows(em, a, block),
+    }
+}
+
+/// The declarations of `<name>_base`: operand `o`'s element offset for flat batch `bh`.
+pub(super) fn emit_base(em: &mut Emitter<'_>, name: &str, o: &AttnOperand, heads: usize) -> &'static str {
+    let ty = if em.k.args[o.arg].numel > i32::MAX as usize { "unsigned long long" } else { "unsigned" };
+    let b = if ty == "unsigned" { "bh".to_string() } else { format!("({ty})bh") };
+    let mut s = lit(ty, o.offset as u64);
+    if o.s_batch != 0 {
+        s.push_str(&format!(" + {b} / {} * {}", lit(ty, heads as u64), lit(ty, o.s_batch as u64)));
+    }
+    if o.s_head != 0 && heads / o.group.max(1) > 1 {
+        s.push_str(&format!(
+            " + {b} % {} / {} * {}",
+            lit(ty, heads as u64),
+            lit(ty, o.group.max(1) as u64),
+            lit(ty, o.s_head as u64)
+        ));
+    }
+    em.line(format!("const {ty} {name}_base = {s}; // a{}", o.arg));
+    ty
+}
+
+/// `base + r * s_row + c` in type `ty`.
+pub(super) fn row_addr(ty: &str, base: &str, r: &str, s_row: usize, c: &str) -> String {
+    let cast = |v: &str| {
+        let v = if v.contains(' ') { format!("({v})") } else { v.to_string() };
+        if ty == "unsigned" { v } else { format!("({ty}){v}") }
+    };
+    format!("{base} + {} * {} + {}", cast(r), lit(ty, s_row as u64), cast(c))
+}
+
+/// Emits the score parts that depend on neither the query, the key nor the dot product (before the
+/// loops); with `m_known`, also those that depend on the query but not the key.
+pub(super) fn hoist_score(em: &mut Emitter<'_>, a: &AttentionBody, m_known: bool) -> Result<(), RenderError> {
+    let k = em.k;
+    let (dm, dk, accs) = (depends_on(k, Var::M), depends_on(k, Var::Key), acc_uses(k));
+    em.emit_closure(&[a.score], &|e| (m_known || !dm[e as usize]) && !dk[e as usize] && accs[e as usize].is_none())
+}
+
+/// Emits `dst = score` for the element whose raw dot product is `raw` (the names of M and Key set
+/// by the caller), inside its own block; with `guard`, only where it holds (else `dst = -inf`).
+/// `raw` may be `dst`.
+pub(super) fn emit_score(
+    em: &mut Emitter<'_>,
+    a: &AttentionBody,
+    raw: &str,
+    dst: &str,
+    guard: Option<&str>,
+) -> Result<(), RenderError> {
+    em.acc.insert(1, AccVal { name: raw.to_string(), dtype: DType::F32 });
+    em.open("");
+    if let Some(g) = guard {
+        em.line("float sv = NINF;");
+        em.open(format!("if ({g})"));
+    }
+    em.emit_closure(&[a.score], &|_| true)?;
+    let v = em.value(a.score)?;
+    if guard.is_some() {
+        em.line(format!("sv = {v};"));
+        em.close();
+        em.line(format!("{dst} = sv;"));
+    } else {
+        em.line(format!("{dst} = {v};"));
+    }
+    em.close();
+    em.acc.remove(&1);
+    Ok(())
+}
+
+/// The scale `c` when the score is `Acc(1) * c` with a positive finite f32 constant `c` (the
+/// usual `q k^T / sqrt(d)`): the tensor-core template then folds it into the exponent.
+pub(super) fn folded_scale(k: &Kernel, a: &AttentionBody) -> Option<f64> {
+    let e = |id: ExprId| k.exprs.get(id.0 as usize);
+    let Expr::Binary(BinaryOp::Mul, x, y) = &e(a.score)?.expr else { return None };
+    let c = [(*x, *y), (*y, *x)].into_iter().find_map(|(p, q)| match (&e(p)?.expr, &e(q)?.expr) {
+        (Expr::Acc(1), Expr::Const(c)) if e(q)?.dtype == DType::F32 && e(p)?.dtype == DType::F32 => Some(*c),
+        _ => None,
+    })?;
+    let c = c as f32;
+    (c.is_finite() && c > 0.0).then_some(f64::from(c))
+}
+
+/// The epilogue of one output element: `Acc(0)` = `value` (f32), names of M and N set by the
+/// caller; values independent of N should have been emitted by [`hoist_epilogue`].
+pub(super) fn emit_epilogue(em: &mut Emitter<'_>, a: &AttentionBody, value: &str) -> Result<(), RenderError> {
+    let roots: Vec<ExprId> = a.stores.iter().flat_map(store_roots).collect();
+    em.acc.insert(0, AccVal { name: format!("({value})"), dtype: DType::F32 });
+    em.emit_closure(&roots, &|_| true)?;
+    for s in &a.stores {
+        em.emit_store(s)?;
+    }
+    em.acc.remove(&0);
+    Ok(())
+}
+
+/// Emits the epilogue values that depend on neither N nor the output (with `m_known`, values of
+/// M are emitted too; else only those of the batch).
+pub(super) fn hoist_epilogue(em: &mut Emitter<'_>, a: &AttentionBody, m_known: bool) -> Result<(), RenderError> {
+    let k = em.k;
+    let roots: Vec<ExprId> = a.stores.iter().flat_map(store_roots).collect();
+    let (dm, dn, accs) = (depends_on(k, Var::M), depends_on(k, Var::N), acc_uses(k));
+    em.emit_closure(&roots, &|e| (m_known || !dm[e as usize]) && !dn[e as usize] && accs[e as usize].is_none())
+}
+
+/// `x` (f32) rounded to the probabilities' dtype and back to f32.
+pub(super) fn round_p(em: &mut Emitter<'_>, a: &AttentionBody, x: &str) -> String {
+    if a.p_dtype == DType::F32 || a.p_dtype == DType::F64 {
+        return x.to_string();
+    }
+    let r = cast(x, DType::F32, a.p_dtype, &mut em.h);
+    cast(&r, a.p_dtype, DType::F32, &mut em.h)
+}
+
+/// The common start of every template: `NINF`.
+pub(super) fn emit_consts(em: &mut Emitter<'_>) {
+    em.decl("NINF", "const float NINF = -__int_as_float(0x7f800000);");
+}

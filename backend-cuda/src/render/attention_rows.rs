@@ -1,0 +1,366 @@
+//! CUDA-core attention: the decode template (few queries, keys split over warps, 16-byte loads)
+//! and the generic row template (any dtype and shape). See the `attention` module.
+
+use sinter_core::DType;
+use sinter_core::kernel::{AttentionBody, Var};
+
+use super::attention::{
+    emit_base, emit_consts, emit_epilogue, emit_score, hoist_epilogue, hoist_score, round_p, row_addr,
+};
+use super::emit::Emitter;
+use super::ops::load_conv;
+use super::types::storage;
+use super::{Body, RenderError};
+
+/// The decode template: one block of `block` threads per flat batch handles all `m` (at most
+/// [`super::attention::DECODE_M`]) queries. Rows are read as 16-byte vectors of `w` elements; a
+/// group of `L` lanes (a power of two, `L * w` covering the head dimension) takes one key at a
+/// time, the warp `32 / L` keys, the block `warps * 32 / L`, unrolled `U` times so `U` K and V
+/// vectors per lane are in flight. Each lane group keeps a running (max, sum, output) per query;
+/// groups combine through shuffles, warps through shared memory, and the block's threads write the
+/// `m * dv` outputs through the epilogue.
+pub(super) fn render_decode(
+    em: &mut Emitter<'_>,
+    a: &AttentionBody,
+    w: usize,
+    block: u32,
+) -> Result<Body, RenderError> {
+    let warps = block / 32;
+    let (nd, nv) = (a.d / w, a.dv / w);
+    let lanes = nd.max(nv).next_power_of_two().min(32);
+    let (rq, rv) = (nd.div_ceil(lanes), nv.div_ceil(lanes));
+    let groups = 32 / lanes;
+    let mq = a.m;
+    // Registers: the queries and outputs (f32), then `U` K and V vectors per lane in flight.
+    let budget = (65536 / block as usize).min(255) * 3 / 4;
+    let (fixed, per) = (mq * (rq + rv) * w + 40, (rq + rv) * 4);
+    if fixed + per > budget {
+        return Err(RenderError::InvalidTuning {
+            kernel: em.k.name.clone(),
+            msg: format!("block {block}: {mq} queries of {}/{} columns need more registers", a.d, a.dv),
+        });
+    }
+    let unroll = ((budget - fixed) / per).clamp(1, 4);
+    let bh_n = (a.batch * a.heads) as u64;
+    let shared = (warps as usize * mq * (a.dv + 2) * 4) as u32;
+    if shared > 48 * 1024 {
+        return Err(RenderError::InvalidTuning {
+            kernel: em.k.name.clone(),
+            msg: format!("block {block}: {shared} bytes of shared memory for the decode combine"),
+        });
+    }
+    let blocks = if mq == 0 { 0 } else { bh_n };
+    let summary = format!(
+        "decode attention {bh_n} heads x m {mq} x kv {} , d {} dv {} ({}): a block per head, {warps} warps, \
+         {lanes} lanes x {w} elements per key, {groups} keys per warp, unrolled {unroll}",
+        a.kv, a.d, a.dv, a.in_dtype
+    );
+    let body = Body {
+        grid: [blocks as u32, 1, 1],
+        block: [block, 1, 1],
+        strategy: format!("attention decode block {block}"),
+        summary,
+        min_blocks: None,
+        dynamic_shared: 0,
+    };
+    if blocks == 0 {
+        return Ok(Body { grid: [0, 1, 1], ..body });
+    }
+    let ity = em.ity();
+    let st = storage(a.in_dtype);
+    let elem = |x: &str| load_conv(x, a.in_dtype);
+    em.line(format!("// {}", body.summary));
+    emit_consts(em);
+    em.line(format!("__shared__ float red_m[{warps}][{mq}], red_l[{warps}][{mq}], red_o[{warps}][{mq}][{}];", a.dv));
+    em.line(format!("const {ity} bh = blockIdx.x;"));
+    em.line("const unsigned tid = threadIdx.x, lane = tid % 32u, warp = tid / 32u;");
+    em.line(format!("const unsigned sub = lane % {lanes}u, grp = lane / {lanes}u;"));
+    let qt = emit_base(em, "q", &a.q, a.heads);
+    let kt = emit_base(em, "k", &a.k, a.heads);
+    let vt = emit_base(em, "v", &a.v, a.heads);
+    em.line(format!("typedef {st} T;"));
+    // Queries in registers (f32).
+    em.line(format!("float qv[{mq}][{rq}][{w}];"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned qi = 0; qi < {mq}u; ++qi)"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned r = 0; r < {rq}u; ++r)"));
+    em.line(format!("const unsigned ch = sub + r * {lanes}u;"));
+    em.line("uint4 x = make_uint4(0u, 0u, 0u, 0u);");
+    let qa = row_addr(qt, "q_base", "qi", a.q.s_row, &format!("ch * {w}u"));
+    em.line(format!("if (ch < {nd}u) x = __ldg(reinterpret_cast<const uint4*>(a{} + ({qa})));", a.q.arg));
+    em.line("#pragma unroll");
+    em.line(format!(
+        "for (unsigned e = 0; e < {w}u; ++e) qv[qi][r][e] = {};",
+        elem("reinterpret_cast<const T*>(&x)[e]")
+    ));
+    em.close();
+    em.close();
+    em.line(format!("float mx[{mq}], l[{mq}], o[{mq}][{rv}][{w}];"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned qi = 0; qi < {mq}u; ++qi)"));
+    em.line("mx[qi] = NINF; l[qi] = 0.0f;");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned r = 0; r < {rv}u; ++r)"));
+    em.line("#pragma unroll");
+    em.line(format!("for (unsigned e = 0; e < {w}u; ++e) o[qi][r][e] = 0.0f;"));
+    em.close();
+    em.close();
+    em.names.insert(Var::Batch, "bh".into());
+    hoist_score(em, a, false)?;
+    let kend = match a.causal {
+        Some(o) => format!("min({}u, {}u)", a.kv, (mq - 1 + o + 1).min(a.kv)),
+        None => format!("{}u", a.kv),
+    };
+    let step = warps as usize * groups;
+    em.line(format!("const unsigned kend = {kend};"));
+    // The loop bound is uniform across the warp (its lane groups shuffle inside).
+    em.open(format!("for (unsigned kw = warp * {groups}u; kw < kend; kw += {}u)", step * unroll));
+    em.line("const unsigned kb = kw + grp;");
+    em.line(format!("uint4 kx[{unroll}][{rq}], vx[{unroll}][{rv}];"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned u = 0; u < {unroll}u; ++u)"));
+    em.line(format!("const unsigned j = kb + u * {step}u;"));
+    em.line("const bool in = j < kend;");
+    for (name, n, r, ty, o) in [("k", nd, rq, kt, &a.k), ("v", nv, rv, vt, &a.v)] {
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned r = 0; r < {r}u; ++r)"));
+        em.line(format!("const unsigned ch = sub + r * {lanes}u;"));
+        em.line(format!("{name}x[u][r] = make_uint4(0u, 0u, 0u, 0u);"));
+        let addr = row_addr(ty, &format!("{name}_base"), "j", o.s_row, &format!("ch * {w}u"));
+        em.line(format!(
+            "if (in && ch < {n}u) {name}x[u][r] = __ldg(reinterpret_cast<const uint4*>(a{} + ({addr})));",
+            o.arg
+        ));
+        em.close();
+    }
+    em.close();
+    em.names.insert(Var::Key, "key".into());
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned qi = 0; qi < {mq}u; ++qi)"));
+    em.line(format!("float sc[{unroll}];"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned u = 0; u < {unroll}u; ++u)"));
+    em.line("float dot = 0.0f;");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned r = 0; r < {rq}u; ++r)"));
+    em.line("#pragma unroll");
+    em.line(format!(
+        "for (unsigned e = 0; e < {w}u; ++e) dot = fmaf(qv[qi][r][e], {}, dot);",
+        elem("reinterpret_cast<const T*>(&kx[u][r])[e]")
+    ));
+    em.close();
+    em.line("#pragma unroll");
+    em.line(format!("for (unsigned x = 1u; x < {lanes}u; x *= 2u) dot += __shfl_xor_sync(0xffffffffu, dot, x);"));
+    em.decl("key", format!("const {ity} key = kb + u * {step}u;"));
+    em.decl("m", format!("const {ity} m = qi;"));
+    em.names.insert(Var::M, "m".into());
+    let mut guard = "key < kend".to_string();
+    if let Some(o) = a.causal {
+        guard.push_str(&format!(" && key <= m + {o}u"));
+    }
+    emit_score(em, a, "dot", "sc[u]", Some(&guard))?;
+    em.close();
+    em.line("float mn = mx[qi];");
+    em.line("#pragma unroll");
+    em.line(format!("for (unsigned u = 0; u < {unroll}u; ++u) mn = fmaxf(mn, sc[u]);"));
+    em.line("const float mu = mn == NINF ? 0.0f : mn;");
+    em.line("const float alpha = expf(mx[qi] - mu);");
+    em.line("mx[qi] = mn;");
+    em.line("l[qi] *= alpha;");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned r = 0; r < {rv}u; ++r)"));
+    em.line("#pragma unroll");
+    em.line(format!("for (unsigned e = 0; e < {w}u; ++e) o[qi][r][e] *= alpha;"));
+    em.close();
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned u = 0; u < {unroll}u; ++u)"));
+    em.line("const float p = expf(sc[u] - mu);");
+    em.line("l[qi] += p;");
+    let pr = round_p(em, a, "p");
+    em.line(format!("const float pr = {pr};"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned r = 0; r < {rv}u; ++r)"));
+    em.line("#pragma unroll");
+    em.line(format!(
+        "for (unsigned e = 0; e < {w}u; ++e) o[qi][r][e] = fmaf(pr, {}, o[qi][r][e]);",
+        elem("reinterpret_cast<const T*>(&vx[u][r])[e]")
+    ));
+    em.close();
+    em.close();
+    em.close();
+    em.close();
+    // Combine the lane groups of a warp, then the warps.
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned qi = 0; qi < {mq}u; ++qi)"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned x = {lanes}u; x < 32u; x *= 2u)"));
+    em.line("const float mo = __shfl_xor_sync(0xffffffffu, mx[qi], x);");
+    em.line("const float lo = __shfl_xor_sync(0xffffffffu, l[qi], x);");
+    em.line("const float mn = fmaxf(mx[qi], mo);");
+    em.line("const float mu = mn == NINF ? 0.0f : mn;");
+    em.line("const float f0 = expf(mx[qi] - mu), f1 = expf(mo - mu);");
+    em.line("mx[qi] = mn;");
+    em.line("l[qi] = l[qi] * f0 + lo * f1;");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned r = 0; r < {rv}u; ++r)"));
+    em.line("#pragma unroll");
+    em.line(format!(
+        "for (unsigned e = 0; e < {w}u; ++e) o[qi][r][e] = o[qi][r][e] * f0 + __shfl_xor_sync(0xffffffffu, o[qi][r][e], x) * f1;"
+    ));
+    em.close();
+    em.close();
+    em.open("if (grp == 0u)");
+    em.line("if (sub == 0u) { red_m[warp][qi] = mx[qi]; red_l[warp][qi] = l[qi]; }");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned r = 0; r < {rv}u; ++r)"));
+    em.line(format!("const unsigned ch = sub + r * {lanes}u;"));
+    em.open(format!("if (ch < {nv}u)"));
+    em.line("#pragma unroll");
+    em.line(format!("for (unsigned e = 0; e < {w}u; ++e) red_o[warp][qi][ch * {w}u + e] = o[qi][r][e];"));
+    em.close();
+    em.close();
+    em.close();
+    em.close();
+    em.line("__syncthreads();");
+    hoist_epilogue(em, a, false)?;
+    em.names.remove(&Var::Key);
+    em.open(format!("for (unsigned idx = tid; idx < {}u; idx += {block}u)", mq * a.dv));
+    em.line(format!("const unsigned qi = idx / {}u;", a.dv));
+    em.decl("m", format!("const {ity} m = qi;"));
+    em.decl("n", format!("const {ity} n = idx % {}u;", a.dv));
+    em.names.insert(Var::N, "n".into());
+    em.line("float mn = NINF;");
+    em.line(format!("for (unsigned x = 0; x < {warps}u; ++x) mn = fmaxf(mn, red_m[x][qi]);"));
+    em.line("const float mu = mn == NINF ? 0.0f : mn;");
+    em.line("float lt = 0.0f, ot = 0.0f;");
+    em.open(format!("for (unsigned x = 0; x < {warps}u; ++x)"));
+    em.line("const float f = expf(red_m[x][qi] - mu);");
+    em.line("lt += red_l[x][qi] * f;");
+    em.line("ot += red_o[x][qi][n] * f;");
+    em.close();
+    emit_epilogue(em, a, "ot / lt")?;
+    em.close();
+    Ok(body)
+}
+
+/// The generic row template: a warp per query row (`block / 32` rows of one flat batch per
+/// block, `ceil(dv / 256)` column chunks on the grid). Per 32 keys, lane `j` computes key `j`'s
+/// dot product (f32, in the interpreter's order: `fmaf` over the head dimension) and score; the
+/// warp's maximum and sum by shuffles; then lane `n` accumulates output columns `n + 32 r` over
+/// the 32 keys, each probability broadcast by a shuffle. Keys past the causal bound are not read.
+pub(super) fn render_rows(em: &mut Emitter<'_>, a: &AttentionBody, block: u32) -> Result<Body, RenderError> {
+    let warps = block / 32;
+    let bh_n = (a.batch * a.heads) as u64;
+    let chunk = a.dv.clamp(1, 256);
+    let rv = chunk.div_ceil(32);
+    let nch = a.dv.div_ceil(chunk).max(1) as u64;
+    let tiles_m = (a.m as u64).div_ceil(u64::from(warps));
+    let blocks = if a.dv == 0 { 0 } else { bh_n * tiles_m * nch };
+    let summary = format!(
+        "row attention {bh_n} heads x m {} x kv {}, d {} dv {} ({}): a warp per query row, {warps} rows per block, \
+         {nch} column chunks of {chunk}, 32 keys per step",
+        a.m, a.kv, a.d, a.dv, a.in_dtype
+    );
+    let body = Body {
+        grid: [blocks as u32, 1, 1],
+        block: [block, 1, 1],
+        strategy: format!("attention rows block {block}"),
+        summary,
+        min_blocks: None,
+        dynamic_shared: 0,
+    };
+    if blocks == 0 {
+        return Ok(Body { grid: [0, 1, 1], ..body });
+    }
+    if blocks > i32::MAX as u64 {
+        return Err(em.err(format!("{blocks} blocks exceed the grid limit")));
+    }
+    let ity = em.ity();
+    let elem = |x: &str| {
+        let v = load_conv(x, a.in_dtype);
+        match a.in_dtype {
+            DType::F32 | DType::F16 | DType::BF16 => v,
+            DType::Bool => format!("({v} ? 1.0f : 0.0f)"),
+            DType::I64 | DType::U64 => format!("(float)(double)({v})"),
+            _ => format!("(float)({v})"),
+        }
+    };
+    em.line(format!("// {}", body.summary));
+    emit_consts(em);
+    em.line("const unsigned lane = threadIdx.x % 32u, warp = threadIdx.x / 32u;");
+    em.line(format!("const unsigned ch = blockIdx.x % {nch}u;"));
+    em.line(format!("const unsigned rest = blockIdx.x / {nch}u;"));
+    em.line(format!("const {ity} bh = rest / {tiles_m}u;"));
+    em.decl("m", format!("const {ity} m = rest % {tiles_m}u * {warps}u + warp;"));
+    em.line(format!("if (m >= {}u) return; // a whole warp: no barrier follows", a.m));
+    em.line(format!("const unsigned n0 = ch * {chunk}u;"));
+    let qt = emit_base(em, "q", &a.q, a.heads);
+    let kt = emit_base(em, "k", &a.k, a.heads);
+    let vt = emit_base(em, "v", &a.v, a.heads);
+    em.line(format!("const {qt} q_row = {};", row_addr(qt, "q_base", "m", a.q.s_row, "0u")));
+    em.names.insert(Var::Batch, "bh".into());
+    em.names.insert(Var::M, "m".into());
+    hoist_score(em, a, true)?;
+    match a.causal {
+        Some(o) => em.line(format!("const unsigned kend = min({}u, (unsigned)m + {}u);", a.kv, o + 1)),
+        None => em.line(format!("const unsigned kend = {}u;", a.kv)),
+    }
+    em.line(format!("float mx = NINF, l = 0.0f, o[{rv}];"));
+    em.line("#pragma unroll");
+    em.line(format!("for (unsigned r = 0; r < {rv}u; ++r) o[r] = 0.0f;"));
+    em.open("for (unsigned kb = 0; kb < kend; kb += 32u)");
+    em.decl("key", format!("const {ity} key = kb + lane;"));
+    em.names.insert(Var::Key, "key".into());
+    em.line("float sc = NINF;");
+    em.open("if (key < kend)");
+    em.line(format!("const {kt} k_row = {};", row_addr(kt, "k_base", "key", a.k.s_row, "0u")));
+    em.line("float dot = 0.0f;");
+    em.line("#pragma unroll 4");
+    em.line(format!(
+        "for (unsigned c = 0; c < {}u; ++c) dot = fmaf({}, {}, dot);",
+        a.d,
+        elem(&format!("a{}[q_row + c]", a.q.arg)),
+        elem(&format!("a{}[k_row + c]", a.k.arg))
+    ));
+    emit_score(em, a, "dot", "sc", None)?;
+    em.close();
+    em.line("float cm = sc;");
+    em.line("#pragma unroll");
+    em.line("for (unsigned x = 16u; x > 0u; x /= 2u) cm = fmaxf(cm, __shfl_xor_sync(0xffffffffu, cm, x));");
+    em.line("const float mn = fmaxf(mx, cm);");
+    em.line("const float mu = mn == NINF ? 0.0f : mn;");
+    em.line("const float alpha = expf(mx - mu);");
+    em.line("mx = mn;");
+    em.line("const float p = expf(sc - mu);");
+    em.line("float ps = p;");
+    em.line("#pragma unroll");
+    em.line("for (unsigned x = 16u; x > 0u; x /= 2u) ps += __shfl_xor_sync(0xffffffffu, ps, x);");
+    em.line("l = l * alpha + ps;");
+    let pr = round_p(em, a, "p");
+    em.line(format!("const float pr = {pr};"));
+    em.line("#pragma unroll");
+    em.line(format!("for (unsigned r = 0; r < {rv}u; ++r) o[r] *= alpha;"));
+    em.line("const unsigned nk = min(32u, kend - kb);");
+    em.open("for (unsigned jj = 0; jj < nk; ++jj)");
+    em.line("const float pj = __shfl_sync(0xffffffffu, pr, jj);");
+    em.line(format!("const {vt} v_row = {};", row_addr(vt, "v_base", "kb + jj", a.v.s_row, "0u")));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned r = 0; r < {rv}u; ++r)"));
+    em.line("const unsigned n = n0 + lane + r * 32u;");
+    em.line(format!("if (n < {}u) o[r] = fmaf(pj, {}, o[r]);", a.dv, elem(&format!("a{}[v_row + n]", a.v.arg))));
+    em.close();
+    em.close();
+    em.close();
+    em.names.remove(&Var::Key);
+    hoist_epilogue(em, a, true)?;
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned r = 0; r < {rv}u; ++r)"));
+    em.decl("n", format!("const {ity} n = n0 + lane + r * 32u;"));
+    em.names.insert(Var::N, "n".into());
+    em.open(format!("if (n < {}u && n < n0 + {chunk}u)", a.dv));
+    emit_epilogue(em, a, "o[r] / l")?;
+    em.close();
+    em.close();
+    Ok(body)
+}

@@ -1,0 +1,395 @@
+//! Tensor-core attention (FlashAttention-2 on `mma.sync` m16n8k16): see the `attention` module.
+//!
+//! A block owns `bm` query rows of one flat batch (the last row tiles first when causal: they have
+//! the most keys); warp `w` owns rows `w * 16 * mi ..` as `mi` m16 fragments. The Q tile is copied
+//! into shared memory once (`cp.async`, zero rows past `m`) and its A fragments read with
+//! `ldmatrix` into registers (or re-read from shared memory each step when registers are short).
+//! K and V tiles of `bn` keys stream through a ring of `stages` buffers as in the `mma` template
+//! (one barrier per step), zero rows past `kv`; K fragments by `ldmatrix`, V by `ldmatrix.trans`.
+//!
+//! Per step: S = Q Kᵀ (f32), the score per element (its `M`, `Key`), masked to `-inf` past `kv`,
+//! `m` and the causal bound on tiles that cross them (a second, unguarded copy of the score code
+//! runs on the others); the row maximum over the quad (`shfl.xor` 1, 2), `p = exp2(s log2e - max
+//! log2e)` with a zero reference while the maximum is `-inf`, the running sum per thread (reduced
+//! over the quad at the end), O rescaled; P rounded to bf16/f16 in registers is the A operand of
+//! O += P V (the m16n8 accumulator layout of two adjacent key fragments is the m16k16 A layout).
+//! Causal blocks stop at the last key tile their last row sees.
+
+use sinter_core::DType;
+use sinter_core::kernel::{AttentionBody, Var};
+
+use super::attention::{
+    AttnTile, emit_base, emit_consts, emit_epilogue, emit_score, folded_scale, hoist_epilogue, hoist_score, q_in_regs,
+    row_addr, tc_shared,
+};
+use super::emit::Emitter;
+use super::prelude::H;
+use super::{Body, RenderError, Tuning};
+
+/// Renders `a` on tensor cores with `tile` (checked by the caller).
+pub(super) fn render(
+    em: &mut Emitter<'_>,
+    a: &AttentionBody,
+    tile: &AttnTile,
+    t: &Tuning,
+) -> Result<Body, RenderError> {
+    let threads = tile.threads();
+    if let Some(b) = t.block
+        && b != threads
+    {
+        return Err(RenderError::InvalidTuning {
+            kernel: em.k.name.clone(),
+            msg: format!("block {b}: the tile {tile:?} runs {threads} threads"),
+        });
+    }
+    let AttnTile { bm, bn, warps, stages } = *tile;
+    let mi = tile.mi();
+    let (m, kv, d, dv) = (a.m as u64, a.kv as u64, a.d as u32, a.dv as u32);
+    let bh_n = (a.batch * a.heads) as u64;
+    let tiles_m = m.div_ceil(u64::from(bm));
+    let blocks = tiles_m * bh_n;
+    let (qbytes, kbytes, stage) = tc_shared(tile, a);
+    let shared = qbytes + stage * stages;
+    let qregs = q_in_regs(tile, a);
+    let strategy = format!("attention mma {bm}x{bn} w{warps} s{stages}");
+    let summary = format!(
+        "tensor-core attention {} heads x m {m} x kv {kv}, d {d} dv {dv} ({} -> f32, mma.sync m16n8k16), tile {bm}x{bn}, \
+         {warps} warps of {} rows, {stages} stages ({shared} bytes), Q in {}{}, {blocks} blocks",
+        bh_n,
+        a.in_dtype,
+        16 * mi,
+        if qregs { "registers" } else { "shared memory" },
+        match a.causal {
+            Some(o) => format!(", causal +{o}"),
+            None => String::new(),
+        },
+    );
+    let body = Body {
+        grid: [blocks as u32, 1, 1],
+        block: [threads, 1, 1],
+        strategy,
+        summary,
+        min_blocks: Some(1),
+        dynamic_shared: shared,
+    };
+    if blocks == 0 {
+        return Ok(Body { grid: [0, 1, 1], dynamic_shared: 0, ..body });
+    }
+    em.h.need(H::Mma);
+    let ity = em.ity();
+    let f16 = a.in_dtype == DType::F16;
+    let (mma, h2, cvt) = if f16 {
+        ("sinter_mma<true>", "__half2", "__floats2half2_rn")
+    } else {
+        ("sinter_mma<false>", "__nv_bfloat162", "__floats2bfloat162_rn")
+    };
+    em.line(format!("// {}", body.summary));
+    em.line("extern __shared__ __align__(128) unsigned char smem[];");
+    emit_consts(em);
+    em.line("// 2^x, flushing subnormal results to 0 (probabilities under 2^-126 round to 0 in bf16/f16 anyway)");
+    em.line("auto sinter_ex2 = [](float x) { float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x)); return y; };");
+    let fold = folded_scale(em.k, a);
+    let sl = super::types::float_lit((fold.unwrap_or(1.0) * std::f64::consts::LOG2_E) as f32);
+    em.line(format!(
+        "const float SL = {sl}; // log2(e){}: exp(x) = 2^(x SL)",
+        if fold.is_some() { " times the score's scale, folded in" } else { "" }
+    ));
+    em.line(format!(
+        "const unsigned mt = {};",
+        if a.causal.is_some() {
+            format!("{} - blockIdx.x % {tiles_m}u", tiles_m - 1)
+        } else {
+            format!("blockIdx.x % {tiles_m}u")
+        }
+    ));
+    em.line(format!("const {ity} bh = blockIdx.x / {tiles_m}u;"));
+    em.line(format!("const unsigned m0 = mt * {bm}u;"));
+    em.line("const unsigned tid = threadIdx.x, lane = tid % 32u, warp = tid / 32u;");
+    em.line(format!("const unsigned wm0 = warp * {}u; // the warp's rows in the tile", 16 * mi));
+    em.line("const unsigned g = lane / 4u, t4 = lane % 4u, mat = lane / 8u, r8 = lane % 8u;");
+    let qt = emit_base(em, "q", &a.q, a.heads);
+    let kt = emit_base(em, "k", &a.k, a.heads);
+    let vt = emit_base(em, "v", &a.v, a.heads);
+    let ktiles = kv.div_ceil(u64::from(bn));
+    match a.causal {
+        Some(o) => em.line(format!(
+            "const unsigned n_tiles = min({ktiles}u, (min(m0 + {bm}u, {m}u) - 1u + {o}u) / {bn}u + 1u); // the last row's keys"
+        )),
+        None => em.line(format!("const unsigned n_tiles = {ktiles}u;")),
+    }
+    let (qrow, krow, vrow) = (d + 8, d + 8, dv + 8);
+    em.line("const unsigned s_base = (unsigned)__cvta_generic_to_shared(smem);");
+    em.line(format!("// Q at 0 ({qbytes} bytes); stage s: K at {qbytes} + s * {stage}, V {kbytes} after it"));
+    // Q tile.
+    let (qunits, d8) = (bm * d / 8, d / 8);
+    em.open("");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned l = 0; l < {}u; ++l)", qunits.div_ceil(threads)));
+    em.line(format!("const unsigned e = tid + l * {threads}u;"));
+    if !qunits.is_multiple_of(threads) {
+        em.open(format!("if (e < {qunits}u)"));
+    }
+    em.line(format!("const unsigned r = e / {d8}u, c = e % {d8}u * 8u;"));
+    em.line(format!("const unsigned valid = m0 + r < {m}u ? 16u : 0u;"));
+    let qa = row_addr(qt, "q_base", "m0 + r", a.q.s_row, "c");
+    em.line(format!("const {qt} off = valid ? {qa} : 0u;"));
+    em.line(format!("sinter_cp_async16(s_base + (r * {qrow}u + c) * 2u, &a{}[off], valid);", a.q.arg));
+    if !qunits.is_multiple_of(threads) {
+        em.close();
+    }
+    em.close();
+    em.line("sinter_cp_async_commit();");
+    em.close();
+    em.line(format!("// prologue: the first {} key tiles in flight", stages - 1));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned s = 0; s < {}u; ++s)", stages - 1));
+    em.open("if (s < n_tiles)");
+    load_kv(em, a, tile, (kt, vt), "s", "s");
+    em.close();
+    em.line("sinter_cp_async_commit();");
+    em.close();
+    em.line(format!("sinter_cp_async_wait<{}>();", stages - 1));
+    em.line("__syncthreads(); // Q landed");
+    let d16 = d / 16;
+    let q_frag = |em: &mut Emitter<'_>, dst: &str, kk: &str| {
+        em.line(format!("const unsigned row = wm0 + i * 16u + mat % 2u * 8u + r8, col = {kk} * 16u + mat / 2u * 8u;"));
+        em.line(format!("sinter_ldsm_x4<false>({dst}, s_base + (row * {qrow}u + col) * 2u);"));
+    };
+    if qregs {
+        em.line(format!("unsigned qf[{mi}][{d16}][4];"));
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned kk = 0; kk < {d16}u; ++kk)"));
+        q_frag(em, "qf[i][kk]", "kk");
+        em.close();
+        em.close();
+    }
+    let (bn8, dv8) = (bn / 8, dv / 8);
+    em.line(format!("float o[{mi}][{dv8}][4];"));
+    em.line(format!("float mx[{mi}][2], l[{mi}][2];"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+    em.line("mx[i][0] = NINF; mx[i][1] = NINF; l[i][0] = 0.0f; l[i][1] = 0.0f;");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {dv8}u; ++j)"));
+    em.line("o[i][j][0] = 0.0f; o[i][j][1] = 0.0f; o[i][j][2] = 0.0f; o[i][j][3] = 0.0f;");
+    em.close();
+    em.close();
+    em.names.insert(Var::Batch, "bh".into());
+    if fold.is_none() {
+        hoist_score(em, a, false)?;
+    }
+    em.open("for (unsigned kt = 0; kt < n_tiles; ++kt)");
+    em.line(format!("sinter_cp_async_wait<{}>();", stages - 2));
+    em.line("__syncthreads(); // tile kt landed; every warp is done with tile kt - 1's buffer");
+    em.open("");
+    em.line(format!("const unsigned nk = kt + {}u;", stages - 1));
+    em.open("if (nk < n_tiles)");
+    load_kv(em, a, tile, (kt, vt), &format!("nk % {stages}u"), "nk");
+    em.close();
+    em.line("sinter_cp_async_commit();");
+    em.close();
+    em.line(format!("const unsigned sk = s_base + {qbytes}u + kt % {stages}u * {stage}u, sv = sk + {kbytes}u;"));
+    // S = Q K^T.
+    em.line(format!("float s[{mi}][{bn8}][4];"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {bn8}u; ++j)"));
+    em.line("s[i][j][0] = 0.0f; s[i][j][1] = 0.0f; s[i][j][2] = 0.0f; s[i][j][3] = 0.0f;");
+    em.close();
+    em.close();
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned kk = 0; kk < {d16}u; ++kk)"));
+    let qf = if qregs {
+        "qf[i][kk]"
+    } else {
+        em.line(format!("unsigned fa[{mi}][4];"));
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+        q_frag(em, "fa[i]", "kk");
+        em.close();
+        "fa[i]"
+    };
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {}u; ++j)", bn / 16));
+    em.line("unsigned r[4];");
+    em.line("const unsigned row = j * 16u + mat / 2u * 8u + r8, col = kk * 16u + mat % 2u * 8u;");
+    em.line(format!("sinter_ldsm_x4<false>(r, sk + (row * {krow}u + col) * 2u);"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+    em.line(format!("{mma}(s[i][2u * j], {qf}, r[0], r[1]);"));
+    em.line(format!("{mma}(s[i][2u * j + 1u], {qf}, r[2], r[3]);"));
+    em.close();
+    em.close();
+    em.close();
+    // Scores.
+    em.line(format!("const unsigned k0 = kt * {bn}u;"));
+    let mut full = vec![format!("k0 + {bn}u <= {kv}u"), format!("m0 + {bm}u <= {m}u")];
+    if let Some(o) = a.causal {
+        full.push(format!("k0 + {} <= m0 + {o}u", bn - 1));
+    }
+    em.line(format!("const bool full = {};", full.join(" && ")));
+    em.names.insert(Var::M, "m".into());
+    em.names.insert(Var::Key, "key".into());
+    for guarded in [false, true] {
+        if fold.is_some() && !guarded {
+            continue;
+        }
+        em.open(match (guarded, fold) {
+            (true, Some(_)) => "if (!full)".to_string(),
+            (true, None) => "else".to_string(),
+            (false, _) => "if (full)".to_string(),
+        });
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned j = 0; j < {bn8}u; ++j)"));
+        em.line("#pragma unroll");
+        em.open("for (unsigned c = 0; c < 4u; ++c)");
+        em.decl("m", format!("const {ity} m = m0 + wm0 + i * 16u + c / 2u * 8u + g;"));
+        em.decl("key", format!("const {ity} key = k0 + j * 8u + t4 * 2u + c % 2u;"));
+        let guard = guarded.then(|| {
+            let mut g = format!("key < {kv}u && m < {m}u");
+            if let Some(o) = a.causal {
+                g.push_str(&format!(" && key <= m + {o}u"));
+            }
+            g
+        });
+        match (fold, &guard) {
+            (Some(_), Some(g)) => em.line(format!("if (!({g})) s[i][j][c] = NINF;")),
+            _ => emit_score(em, a, "s[i][j][c]", "s[i][j][c]", guard.as_deref())?,
+        }
+        em.close();
+        em.close();
+        em.close();
+        em.close();
+    }
+    // Online softmax.
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+    em.line("#pragma unroll");
+    em.open("for (unsigned h = 0; h < 2u; ++h)");
+    em.line("float rm = NINF;");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {bn8}u; ++j)"));
+    em.line("rm = fmaxf(rm, fmaxf(s[i][j][2u * h], s[i][j][2u * h + 1u]));");
+    em.close();
+    em.line("rm = fmaxf(rm, __shfl_xor_sync(0xffffffffu, rm, 1));");
+    em.line("rm = fmaxf(rm, __shfl_xor_sync(0xffffffffu, rm, 2));");
+    em.line("const float mn = fmaxf(mx[i][h], rm);");
+    em.line("const float mu = mn == NINF ? 0.0f : mn; // no keys yet: p = 0, not NaN");
+    em.line("const float alpha = sinter_ex2((mx[i][h] - mu) * SL);");
+    em.line("const float ms = mu * SL;");
+    em.line("mx[i][h] = mn;");
+    em.line("float rs = 0.0f;");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {bn8}u; ++j)"));
+    em.line("#pragma unroll");
+    em.open("for (unsigned c = 0; c < 2u; ++c)");
+    em.line("const float p = sinter_ex2(fmaf(s[i][j][2u * h + c], SL, -ms));");
+    em.line("s[i][j][2u * h + c] = p;");
+    em.line("rs += p;");
+    em.close();
+    em.close();
+    em.line("l[i][h] = l[i][h] * alpha + rs;");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {dv8}u; ++j)"));
+    em.line("o[i][j][2u * h] *= alpha;");
+    em.line("o[i][j][2u * h + 1u] *= alpha;");
+    em.close();
+    em.close();
+    em.close();
+    // O += P V.
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned kk = 0; kk < {}u; ++kk)", bn / 16));
+    em.line(format!("unsigned pf[{mi}][4];"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+    em.line("#pragma unroll");
+    em.open("for (unsigned q = 0; q < 4u; ++q)");
+    em.line("// a0: (g, 2t..), a1: (g + 8, 2t..), a2: (g, 2t + 8..), a3: (g + 8, 2t + 8..)");
+    em.line("const float* sp = &s[i][2u * kk + q / 2u][q % 2u * 2u];");
+    em.line(format!("const {h2} x = {cvt}(sp[0], sp[1]);"));
+    em.line("pf[i][q] = *reinterpret_cast<const unsigned*>(&x);");
+    em.close();
+    em.close();
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {}u; ++j)", dv / 16));
+    em.line("unsigned r[4];");
+    em.line("const unsigned row = kk * 16u + mat % 2u * 8u + r8, col = j * 16u + mat / 2u * 8u;");
+    em.line(format!("sinter_ldsm_x4<true>(r, sv + (row * {vrow}u + col) * 2u);"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+    em.line(format!("{mma}(o[i][2u * j], pf[i], r[0], r[1]);"));
+    em.line(format!("{mma}(o[i][2u * j + 1u], pf[i], r[2], r[3]);"));
+    em.close();
+    em.close();
+    em.close();
+    em.close();
+    em.line("sinter_cp_async_wait<0>();");
+    // Epilogue.
+    em.line("// ---- epilogue, per output element: rows g, g + 8 and columns 2t, 2t + 1 of each fragment");
+    em.names.remove(&Var::Key);
+    hoist_epilogue(em, a, false)?;
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+    em.line("#pragma unroll");
+    em.open("for (unsigned h = 0; h < 2u; ++h)");
+    em.line("float lt = l[i][h];");
+    em.line("lt += __shfl_xor_sync(0xffffffffu, lt, 1);");
+    em.line("lt += __shfl_xor_sync(0xffffffffu, lt, 2);");
+    em.decl("m", format!("const {ity} m = m0 + wm0 + i * 16u + h * 8u + g;"));
+    let m_guard = !m.is_multiple_of(u64::from(bm));
+    if m_guard {
+        em.open(format!("if (m < {m}u)"));
+    }
+    hoist_epilogue(em, a, true)?;
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {dv8}u; ++j)"));
+    em.line("#pragma unroll");
+    em.open("for (unsigned c = 0; c < 2u; ++c)");
+    em.decl("n", format!("const {ity} n = j * 8u + t4 * 2u + c;"));
+    em.names.insert(Var::N, "n".into());
+    emit_epilogue(em, a, "o[i][j][h * 2u + c] / lt")?;
+    em.close();
+    em.close();
+    if m_guard {
+        em.close();
+    }
+    em.close();
+    em.close();
+    Ok(body)
+}
+
+/// Copies key tile `tile_idx` of K and V into stage `slot` (16-byte `cp.async`, zero rows past
+/// `kv`).
+fn load_kv(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, (kt, vt): (&str, &str), slot: &str, tile_idx: &str) {
+    let threads = t.threads();
+    let (qbytes, kbytes, stage) = tc_shared(t, a);
+    em.open("");
+    em.line(format!("const unsigned j0 = {tile_idx} * {}u;", t.bn));
+    em.line(format!("const unsigned st = s_base + {qbytes}u + {slot} * {stage}u;"));
+    for (name, o, ty, dim, off) in [("k", &a.k, kt, a.d as u32, 0), ("v", &a.v, vt, a.dv as u32, kbytes)] {
+        let per_row = dim / 8;
+        let units = t.bn * per_row;
+        em.line(format!("// {}: {} x {dim} elements, {units} 16-byte copies", name.to_uppercase(), t.bn));
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned l = 0; l < {}u; ++l)", units.div_ceil(threads)));
+        em.line(format!("const unsigned e = tid + l * {threads}u;"));
+        if !units.is_multiple_of(threads) {
+            em.open(format!("if (e < {units}u)"));
+        }
+        em.line(format!("const unsigned r = e / {per_row}u, c = e % {per_row}u * 8u;"));
+        em.line(format!("const unsigned valid = j0 + r < {}u ? 16u : 0u;", a.kv));
+        let addr = row_addr(ty, &format!("{name}_base"), "j0 + r", o.s_row, "c");
+        em.line(format!("const {ty} off = valid ? {addr} : 0u;"));
+        em.line(format!("sinter_cp_async16(st + {off}u + (r * {}u + c) * 2u, &a{}[off], valid);", dim + 8, o.arg));
+        if !units.is_multiple_of(threads) {
+            em.close();
+        }
+        em.close();
+    }
+    em.close();
+}

@@ -1,0 +1,152 @@
+//! Fused attention kernels (`KernelBody::Attention`): snapshots of the three templates
+//! (tensor cores, decode, rows), the template each shape gets, tuning validation, and NVRTC
+//! compiles (sm_90a, no warning, no spill) of every template with every candidate tuning over
+//! plain, causal, masked, GQA and BSHD cases of every head dimension the device test runs.
+//!
+//! Without NVRTC the compile steps print a skip line, unless `SINTER_REQUIRE_NVRTC=1`.
+
+use sinter_core::DType;
+use sinter_core::kernel::{Kernel, KernelBody};
+use sinter_core::testsuite::programs::{AttnCase, AttnMask, attention};
+use sinter_cuda::nvrtc::{self, Target};
+use sinter_cuda::render::{self, AttnTile, CudaCaps, Rendered, Tuning, candidates, check_tuning};
+
+fn kernel(c: &AttnCase) -> Kernel {
+    attention(c).kernels.into_iter().next().expect("one kernel")
+}
+
+fn nvrtc_here() -> bool {
+    match sinter_cuda::probe::nvrtc() {
+        Ok(()) => true,
+        Err(e) => {
+            assert!(
+                !std::env::var("SINTER_REQUIRE_NVRTC").is_ok_and(|v| v == "1"),
+                "SINTER_REQUIRE_NVRTC=1 but NVRTC is unavailable: {e}"
+            );
+            eprintln!("skipped NVRTC compiles: {e}");
+            false
+        }
+    }
+}
+
+/// Compiles `r`: no error, no warning, no spill, no stack frame.
+fn compile(what: &str, r: &Rendered) -> String {
+    let c = nvrtc::compile(&r.name, &r.source, &Target::hopper())
+        .unwrap_or_else(|e| panic!("{what}: {} does not compile: {e}\n{}", r.name, r.source));
+    let warnings: Vec<&str> = c.log.lines().filter(|l| l.contains("warning")).collect();
+    assert!(warnings.is_empty(), "{what}: warnings:\n{}", c.log);
+    let res = nvrtc::resources(&c.log, &r.name).unwrap_or_else(|| panic!("{what}: no resources in\n{}", c.log));
+    if res.spill_bytes != 0 || !c.log.contains(" 0 bytes stack frame") {
+        return format!("SPILL {what} ({}): {res:?}", r.strategy);
+    }
+    format!("{what}: {} {res:?}", r.strategy)
+}
+
+/// The cases the compile and device tests cover.
+pub fn cases() -> Vec<(String, AttnCase)> {
+    let mut v = Vec::new();
+    for d in [DType::BF16, DType::F16, DType::F32] {
+        for (m, kv, hd) in [(1, 7, 64), (7, 7, 32), (128, 128, 64), (1000, 1000, 80), (1, 4097, 128), (129, 300, 128)] {
+            v.push((format!("{d} m{m} kv{kv} d{hd}"), AttnCase::new(1, 2, m, kv, hd, d)));
+        }
+    }
+    let b = DType::BF16;
+    v.push(("causal".into(), AttnCase { causal: Some(0), ..AttnCase::new(2, 2, 300, 300, 64, b) }));
+    v.push(("causal +5 f16".into(), AttnCase { causal: Some(5), ..AttnCase::new(1, 2, 77, 90, 128, DType::F16) }));
+    v.push(("additive".into(), AttnCase { mask: AttnMask::Additive, ..AttnCase::new(1, 2, 65, 200, 64, b) }));
+    v.push(("bool bshd".into(), AttnCase { mask: AttnMask::Bool, bshd: true, ..AttnCase::new(2, 2, 33, 70, 32, b) }));
+    v.push(("gqa bshd dv".into(), AttnCase { kv_heads: 2, dv: 32, bshd: true, ..AttnCase::new(2, 4, 50, 90, 64, b) }));
+    v.push(("decode gqa".into(), AttnCase { kv_heads: 1, ..AttnCase::new(2, 4, 4, 1000, 128, b) }));
+    v.push((
+        "decode causal mask".into(),
+        AttnCase { causal: Some(2), mask: AttnMask::Bool, ..AttnCase::new(1, 2, 3, 9, 64, b) },
+    ));
+    v.push(("d256".into(), AttnCase::new(1, 1, 70, 70, 256, b)));
+    v.push(("odd d f32".into(), AttnCase { dv: 5, ..AttnCase::new(1, 2, 9, 33, 3, DType::F32) }));
+    v.push(("odd d bf16".into(), AttnCase { dv: 300, ..AttnCase::new(1, 2, 9, 40, 24, b) }));
+    v.push(("f64".into(), AttnCase::new(1, 1, 5, 6, 4, DType::F64)));
+    v
+}
+
+fn strategy(c: &AttnCase) -> String {
+    render::render(&kernel(c), &CudaCaps::hopper(), &Tuning::default()).unwrap().strategy
+}
+
+#[test]
+fn templates_by_shape() {
+    let b = DType::BF16;
+    assert_eq!(strategy(&AttnCase::new(8, 16, 1024, 1024, 64, b)), "attention mma 128x64 w4 s3");
+    assert_eq!(strategy(&AttnCase::new(8, 16, 2048, 2048, 128, b)), "attention mma 64x64 w4 s2");
+    assert_eq!(strategy(&AttnCase::new(1, 2, 100, 100, 128, b)), "attention mma 64x64 w4 s2");
+    assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 128, b)), "attention decode block 128");
+    assert_eq!(strategy(&AttnCase::new(2, 2, 1, 4096, 64, DType::F32)), "attention decode block 128");
+    assert_eq!(strategy(&AttnCase::new(2, 2, 100, 100, 64, DType::F32)), "attention rows block 128");
+    assert_eq!(strategy(&AttnCase::new(2, 2, 100, 100, 40, b)), "attention rows block 128");
+}
+
+#[test]
+fn tunings_are_validated() {
+    let caps = CudaCaps::hopper();
+    let k = kernel(&AttnCase::new(1, 2, 100, 100, 64, DType::BF16));
+    let bad = [
+        AttnTile { bm: 48, bn: 64, warps: 4, stages: 2 },
+        AttnTile { bm: 64, bn: 24, warps: 4, stages: 2 },
+        AttnTile { bm: 64, bn: 64, warps: 4, stages: 1 },
+        AttnTile { bm: 256, bn: 64, warps: 4, stages: 2 },
+    ];
+    for t in bad {
+        assert!(check_tuning(&k, &caps, &Tuning { attn: Some(t), ..Tuning::default() }).is_err(), "{t:?}");
+    }
+    let ok = Tuning { attn: Some(AttnTile { bm: 64, bn: 64, warps: 4, stages: 2 }), ..Tuning::default() };
+    assert!(check_tuning(&k, &caps, &ok).is_ok());
+    assert!(check_tuning(&k, &caps, &Tuning { block: Some(96), ..ok.clone() }).is_err());
+    assert!(check_tuning(&k, &caps, &Tuning { vectorize: Some(false), ..Tuning::default() }).is_err());
+    let f32k = kernel(&AttnCase::new(1, 2, 100, 100, 64, DType::F32));
+    assert!(check_tuning(&f32k, &caps, &ok).is_err(), "no tensor cores for f32");
+    assert!(check_tuning(&f32k, &caps, &Tuning { block: Some(100), ..Tuning::default() }).is_err());
+    let ampere_less = CudaCaps { sm: (7, 5), ..caps.clone() };
+    assert!(render::render(&k, &ampere_less, &Tuning::default()).unwrap().strategy.starts_with("attention rows"));
+}
+
+#[test]
+fn snapshots_of_each_template() {
+    let mut s = String::new();
+    for (what, c) in [
+        (
+            "tensor cores, causal, additive mask",
+            AttnCase { causal: Some(0), mask: AttnMask::Additive, ..AttnCase::new(1, 2, 100, 100, 64, DType::BF16) },
+        ),
+        (
+            "tensor cores, plain (scale folded into the exponent), f16, d128",
+            AttnCase::new(1, 2, 100, 130, 128, DType::F16),
+        ),
+        ("decode, gqa", AttnCase { kv_heads: 1, ..AttnCase::new(2, 4, 1, 1000, 128, DType::F16) }),
+        ("rows, bool mask", AttnCase { mask: AttnMask::Bool, ..AttnCase::new(1, 2, 9, 33, 40, DType::F32) }),
+    ] {
+        let r = render::render(&kernel(&c), &CudaCaps::hopper(), &Tuning::default()).unwrap();
+        s.push_str(&format!("// ==== {what}: grid {:?} block {:?} ({})\n{}\n", r.grid, r.block, r.strategy, r.source));
+    }
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn every_template_and_candidate_compiles_without_spills() {
+    let caps = CudaCaps::hopper();
+    let here = nvrtc_here();
+    let mut report = Vec::new();
+    for (what, c) in cases() {
+        let k = kernel(&c);
+        assert!(matches!(k.body, KernelBody::Attention(_)));
+        let cands = candidates(&k, &caps);
+        assert_eq!(cands[0], Tuning::default(), "{what}");
+        for t in cands {
+            let r = render::render(&k, &caps, &t).unwrap_or_else(|e| panic!("{what} {t:?}: {e}"));
+            if here {
+                report.push(compile(&format!("{what} {t:?}"), &r));
+            }
+        }
+    }
+    eprintln!("{}", report.join("\n"));
+    let spills: Vec<&String> = report.iter().filter(|l| l.starts_with("SPILL")).collect();
+    assert!(spills.is_empty(), "spills or stack frames:\n{spills:#?}");
+}

@@ -1,0 +1,278 @@
+//! Fused attention kernels on a GPU: every template (tensor cores, decode, rows) with every
+//! candidate tuning against the kernel-IR interpreter (plain, causal, additive and bool masks, a
+//! fully masked row giving NaN, GQA, BSHD, bf16/f16/f32/f64, sequences 1, 7, 128, 1000, 4097,
+//! head dims 3 to 256; outputs poisoned first), and, ignored by default, the timing of the
+//! rendered kernels at the benchmark shapes (`-- --ignored attention_timing`).
+//!
+//! Kernels are rendered, compiled by NVRTC and launched through the device layer directly, so
+//! every tuning runs, not only the one a mode picks. Without a CUDA driver every test prints a
+//! skip line, unless `SINTER_REQUIRE_CUDA=1`.
+
+use sinter_core::DType;
+use sinter_core::backend::DeviceBuffer;
+use sinter_core::kernel::{BufferKind, KernelBody, Program};
+use sinter_core::testsuite::programs::{AttnCase, AttnMask, attention};
+use sinter_core::testsuite::{Tol, compare};
+use sinter_core::{HostTensor, kernel::interp::run_program};
+use sinter_cuda::device::{CudaBuffer, Device, Launch, Stream, TimingEvents};
+use sinter_cuda::nvrtc::{self, Target};
+use sinter_cuda::render::{self, CudaCaps, Rendered, Tuning, candidates};
+use std::sync::Arc;
+
+fn device(test: &str) -> Option<Device> {
+    match Device::open(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            assert!(!std::env::var("SINTER_REQUIRE_CUDA").is_ok_and(|v| v == "1"), "SINTER_REQUIRE_CUDA=1: {e}");
+            eprintln!("skipped {test}: {e}");
+            None
+        }
+    }
+}
+
+fn caps(dev: &Device) -> CudaCaps {
+    CudaCaps { sm: dev.info().cc, ..CudaCaps::hopper() }
+}
+
+/// Renders and compiles every tuning (in parallel): (tuning, rendered, cubin).
+fn build(dev: &Device, p: &Program, tunings: &[Tuning]) -> Vec<(Tuning, Rendered, Vec<u8>)> {
+    let k = &p.kernels[0];
+    let c = caps(dev);
+    let target = Target { sm: dev.info().cc };
+    std::thread::scope(|s| {
+        let hs: Vec<_> = tunings
+            .iter()
+            .map(|t| {
+                let (c, target) = (&c, &target);
+                s.spawn(move || {
+                    let r = render::render(k, c, t).unwrap_or_else(|e| panic!("{t:?}: {e}"));
+                    let cubin = nvrtc::compile(&r.name, &r.source, target).unwrap_or_else(|e| panic!("{t:?}: {e}"));
+                    (t.clone(), r, cubin.image)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().expect("compile thread")).collect()
+    })
+}
+
+/// Device buffers for `p`'s inputs and outputs.
+struct Bufs {
+    inputs: Vec<CudaBuffer>,
+    outputs: Vec<CudaBuffer>,
+}
+
+fn args(p: &Program, b: &Bufs) -> Vec<u64> {
+    p.kernels[0]
+        .args
+        .iter()
+        .map(|a| match p.buffers[a.buffer.0 as usize].kind {
+            BufferKind::Input(i) => b.inputs[i].ptr(),
+            BufferKind::Output(i) => b.outputs[i].ptr(),
+            ref k => panic!("unexpected buffer {k:?}"),
+        })
+        .collect()
+}
+
+fn out_bytes(p: &Program, i: usize) -> u64 {
+    let o = &p.outputs[i];
+    (o.shape.iter().product::<usize>() * o.dtype.size_bytes()) as u64
+}
+
+/// Launches the kernel `(r, cubin)` once on outputs poisoned with 0x7f bytes, returns them.
+fn run_once(dev: &Device, stream: &Arc<Stream>, p: &Program, b: &Bufs, r: &Rendered, cubin: &[u8]) -> Vec<HostTensor> {
+    for (i, o) in b.outputs.iter().enumerate() {
+        stream.fill(o.ptr(), 0x7f, out_bytes(p, i), "poison").unwrap();
+    }
+    if r.grid[0] > 0 {
+        let f = dev.load_function(cubin, &r.name).unwrap();
+        let l = Launch::new(dev, f, &r.name, r.grid, r.block, r.dynamic_shared_bytes, &args(p, b)).unwrap();
+        l.launch(stream).unwrap();
+    }
+    stream.synchronize("attention").unwrap();
+    p.outputs
+        .iter()
+        .zip(&b.outputs)
+        .map(|(o, buf)| HostTensor::from_le_bytes(o.dtype, o.shape.clone(), &buf.read().unwrap()).unwrap())
+        .collect()
+}
+
+/// Random inputs of case `c`: q, k, v in [-1, 1]; an additive mask with some `-inf`, a bool mask
+/// with some false keys (key 0 kept), and with `dead_row`, query 0 masked entirely.
+fn inputs(c: &AttnCase, seed: u64, dead_row: bool) -> Vec<HostTensor> {
+    let shapes = c.input_shapes();
+    let mut v: Vec<HostTensor> =
+        (0..3).map(|i| HostTensor::random(c.dtype, shapes[i].clone(), seed + i as u64, -1.0, 1.0)).collect();
+    if c.mask != AttnMask::None {
+        let r = HostTensor::random(DType::F32, shapes[3].clone(), seed + 7, -1.0, 1.0).to_f64_vec();
+        let kv = shapes[3][1];
+        if c.mask == AttnMask::Additive {
+            let m: Vec<f64> = r.iter().map(|&x| if x < -0.8 { f64::NEG_INFINITY } else { 2.0 * x }).collect();
+            v.push(HostTensor::from_f64(DType::F32, shapes[3].clone(), &m));
+        } else {
+            let m: Vec<i64> = r
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| if dead_row && i < kv { 0 } else { (i % kv == 0 || x > -0.3) as i64 })
+                .collect();
+            v.push(HostTensor::from_i64(DType::Bool, shapes[3].clone(), &m));
+        }
+    }
+    v
+}
+
+fn cases() -> Vec<(String, AttnCase, bool)> {
+    let mut v = Vec::new();
+    for d in [DType::BF16, DType::F16, DType::F32] {
+        for (h, m, kv, hd) in [(2, 1, 7, 64), (2, 7, 7, 32), (2, 128, 128, 64), (1, 1000, 1000, 80), (2, 1, 4097, 128)]
+        {
+            v.push((format!("{d} m{m} kv{kv} d{hd}"), AttnCase::new(1, h, m, kv, hd, d), false));
+        }
+    }
+    let b = DType::BF16;
+    let mut add = |what: &str, c: AttnCase, dead: bool| v.push((what.to_string(), c, dead));
+    add("bf16 s1024 d64 (bench head)", AttnCase::new(1, 1, 1024, 1024, 64, b), false);
+    add("bf16 m7 kv4097 d64", AttnCase::new(1, 1, 7, 4097, 64, b), false);
+    add("bf16 causal", AttnCase { causal: Some(0), ..AttnCase::new(2, 2, 300, 300, 64, b) }, false);
+    add("bf16 causal s1000 d128", AttnCase { causal: Some(0), ..AttnCase::new(1, 1, 1000, 1000, 128, b) }, false);
+    add("f16 causal +5", AttnCase { causal: Some(5), ..AttnCase::new(1, 2, 77, 90, 128, DType::F16) }, false);
+    add("f32 causal", AttnCase { causal: Some(0), ..AttnCase::new(1, 2, 100, 100, 80, DType::F32) }, false);
+    add("bf16 additive", AttnCase { mask: AttnMask::Additive, ..AttnCase::new(1, 2, 65, 200, 64, b) }, false);
+    add(
+        "bf16 bool bshd dead row",
+        AttnCase { mask: AttnMask::Bool, bshd: true, ..AttnCase::new(2, 2, 33, 70, 32, b) },
+        true,
+    );
+    add("f32 bool dead row", AttnCase { mask: AttnMask::Bool, ..AttnCase::new(1, 2, 9, 33, 40, DType::F32) }, true);
+    add("bf16 decode bool dead row", AttnCase { mask: AttnMask::Bool, ..AttnCase::new(1, 2, 3, 50, 64, b) }, true);
+    add(
+        "bf16 gqa bshd dv32",
+        AttnCase { kv_heads: 2, dv: 32, bshd: true, ..AttnCase::new(2, 4, 50, 90, 64, b) },
+        false,
+    );
+    add("bf16 decode gqa", AttnCase { kv_heads: 1, ..AttnCase::new(2, 4, 4, 1000, 128, b) }, false);
+    add("bf16 decode causal +2", AttnCase { causal: Some(2), ..AttnCase::new(1, 2, 3, 9, 64, b) }, false);
+    add("bf16 d256", AttnCase::new(1, 1, 70, 70, 256, b), false);
+    add("f32 odd d3 dv5", AttnCase { dv: 5, ..AttnCase::new(1, 2, 9, 33, 3, DType::F32) }, false);
+    add("bf16 odd d24 dv300", AttnCase { dv: 300, ..AttnCase::new(1, 2, 9, 40, 24, b) }, false);
+    add("f64", AttnCase::new(1, 1, 5, 6, 4, DType::F64), false);
+    v
+}
+
+#[test]
+fn attention_matches_the_interpreter_with_every_tuning() {
+    let Some(dev) = device("attention") else { return };
+    let stream = dev.new_stream().unwrap();
+    let mut failures = Vec::new();
+    for (ci, (what, c, dead)) in cases().into_iter().enumerate() {
+        let p = attention(&c);
+        assert!(matches!(p.kernels[0].body, KernelBody::Attention(_)));
+        let ins = inputs(&c, 100 + 10 * ci as u64, dead);
+        let want = run_program(&p, &ins).unwrap_or_else(|e| panic!("{what}: interpreter: {e}"));
+        if dead {
+            let w = want[0].to_f64_vec();
+            assert!(w[..c.dv].iter().all(|x| x.is_nan()), "{what}: a dead row is NaN in the interpreter");
+        }
+        let bufs = Bufs {
+            inputs: ins.iter().map(|t| dev.upload_bytes(&t.to_le_bytes(), "input").unwrap()).collect(),
+            outputs: (0..p.outputs.len()).map(|i| stream.alloc(out_bytes(&p, i)).unwrap()).collect(),
+        };
+        let tunings = candidates(&p.kernels[0], &caps(&dev));
+        let tol = Tol::sum(c.kv + c.d, 1.0).times(4.0);
+        for (t, r, cubin) in build(&dev, &p, &tunings) {
+            let got = run_once(&dev, &stream, &p, &bufs, &r, &cubin);
+            // f64 operands are computed in f32 (as the interpreter does): compare at f32.
+            let f32s = |v: &[HostTensor]| -> Vec<HostTensor> {
+                v.iter().map(|t| HostTensor::from_f64(DType::F32, t.shape.clone(), &t.to_f64_vec())).collect()
+            };
+            let verdict =
+                if c.dtype == DType::F64 { compare(&f32s(&got), &f32s(&want), tol) } else { compare(&got, &want, tol) };
+            println!("{what:32} {:34} {}", r.strategy, if verdict.is_ok() { "ok" } else { "FAILED" });
+            if let Err(e) = verdict {
+                failures.push(format!("{what} {t:?} ({}): {e}", r.strategy));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+const FILL: &str = r#"extern "C" __global__ void fill_bf16(unsigned short* p, unsigned long long n, unsigned long long seed) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned x = (unsigned)i * 2654435761u ^ (unsigned)seed ^ (unsigned)(i >> 32) * 40503u;
+        x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; x ^= x >> 16;
+        const float f = (float)(x & 0xffffffu) / 16777216.0f * 2.0f - 1.0f;
+        p[i] = (unsigned short)((__float_as_uint(f) + 0x8000u) >> 16);
+    }
+}"#;
+
+/// Times the rendered kernels (every candidate tuning) at the benchmark shapes, bf16 inputs drawn
+/// on the device: median of 5 batches of 20 launches between two events, after a warm-up.
+#[test]
+#[ignore]
+fn attention_timing() {
+    let Some(dev) = device("attention_timing") else { return };
+    let stream = dev.new_stream().unwrap();
+    let fill_cubin = nvrtc::compile("fill_bf16", FILL, &Target { sm: dev.info().cc }).unwrap();
+    let fill = dev.load_function(&fill_cubin.image, "fill_bf16").unwrap();
+    let b = DType::BF16;
+    let shapes = [
+        ("b8 h16 s1024 d64", AttnCase::new(8, 16, 1024, 1024, 64, b), 0.085),
+        ("b8 h16 s2048 d128 causal", AttnCase { causal: Some(0), ..AttnCase::new(8, 16, 2048, 2048, 128, b) }, 0.280),
+        ("decode b32 h32 m1 kv4096 d128", AttnCase::new(32, 32, 1, 4096, 128, b), 0.71),
+    ];
+    let ev = TimingEvents::new(&dev, 1).unwrap();
+    let mut table = Vec::new();
+    for (what, c, torch_ms) in shapes {
+        let p = attention(&c);
+        let mut ins = Vec::new();
+        for (i, s) in c.input_shapes().iter().enumerate() {
+            let n: usize = s.iter().product();
+            let buf = stream.alloc((n * 2) as u64).unwrap();
+            let l = Launch::new(
+                &dev,
+                fill.clone(),
+                "fill_bf16",
+                [1024, 1, 1],
+                [256, 1, 1],
+                0,
+                &[buf.ptr(), n as u64, i as u64 + 1],
+            )
+            .unwrap();
+            l.launch(&stream).unwrap();
+            ins.push(buf);
+        }
+        let bufs = Bufs { inputs: ins, outputs: vec![stream.alloc(out_bytes(&p, 0)).unwrap()] };
+        stream.synchronize("fill").unwrap();
+        let flops = 4.0 * (c.batch * c.heads * c.m * c.kv * c.d) as f64 * if c.causal.is_some() { 0.5 } else { 1.0 };
+        let tunings = candidates(&p.kernels[0], &caps(&dev));
+        for (t, r, cubin) in build(&dev, &p, &tunings) {
+            let f = dev.load_function(&cubin, &r.name).unwrap();
+            let l = Launch::new(&dev, f, &r.name, r.grid, r.block, r.dynamic_shared_bytes, &args(&p, &bufs)).unwrap();
+            for _ in 0..3 {
+                l.launch(&stream).unwrap();
+            }
+            stream.synchronize("warm-up").unwrap();
+            let mut times = Vec::new();
+            for _ in 0..5 {
+                ev.record(0, false, &stream).unwrap();
+                for _ in 0..20 {
+                    l.launch(&stream).unwrap();
+                }
+                ev.record(0, true, &stream).unwrap();
+                times.push(ev.elapsed_ms(0, 0, true).unwrap() / 20.0);
+            }
+            times.sort_by(f64::total_cmp);
+            let ms = times[2];
+            let a = l.attributes();
+            let default = if t == Tuning::default() { " (default)" } else { "" };
+            table.push(format!(
+                "{what:30} {:32} {ms:8.4} ms {:7.1} TFLOP/s  torch {torch_ms} ms  regs {}{default}",
+                r.strategy,
+                flops / ms / 1e9,
+                a.registers
+            ));
+            println!("{}", table.last().unwrap());
+        }
+    }
+    println!("\n{}", table.join("\n"));
+}
