@@ -11,6 +11,12 @@
 #   scripts/device_cuda.sh attention # fused attention: every template and tuning vs the interpreter
 #                                   # (.cudatest/device_attention), then the timing of the rendered
 #                                   # kernels at the benchmark shapes beside torch's SDPA
+#   scripts/device_cuda.sh attention-bench # the shared suite's attention cases, the ONNX node
+#                                   # suite's attention cases and the exported transformers on cuda,
+#                                   # then sinter bench (cuda default / max-autotune, wgsl) on the
+#                                   # attention workloads beside torch_anchor.py in the same call
+#   scripts/device_cuda.sh attention-unfused # the attention workloads fused and unfused
+#                                   # (SINTER_FUSE_ATTENTION=0) on cuda and wgsl in one call
 #   scripts/device_cuda.sh all
 #
 # Results land in $OUT (default /tmp/out): logs, JSON reports, compare.txt.
@@ -141,3 +147,55 @@ for (b, h, s, kv, d, causal) in [(8, 16, 1024, 1024, 64, False), (8, 16, 2048, 2
 EOF3
 fi
 step done
+
+if [ "$part" = attention-bench ]; then
+  AW=${AW:-attention_b8h16s1024d64_bf16,attention_causal_b8h16s2048d128_bf16,attention_decode_b32h32kv4096d128_bf16}
+  step "shared suite: attention cases on cuda"
+  .cudatest/suite --test-threads=1 attention >"$OUT/test-suite-attn.log" 2>&1; rc=$?
+  grep -E "^test result|FAILED|panicked" "$OUT/test-suite-attn.log" | head -20; [ $rc -eq 0 ] || echo "   suite exited $rc"
+  step "ONNX node suite: attention cases, cpu and cuda"
+  suite=$(mktemp -d); python3 onnx/conformance/make_onnx_suite.py "$suite" >/dev/null 2>&1
+  asuite=$(mktemp -d); mkdir -p "$asuite/node"; for d in "$suite"/node/test_attention*; do ln -s "$d" "$asuite/node/"; done
+  "$BIN" conformance "$asuite" --backend cpu 2>&1 | tail -1
+  "$BIN" conformance "$asuite" --backend cuda --json "$OUT/conf-attn-cuda.json" 2>&1 | tail -1
+  python3 - "$OUT/conf-attn-cuda.json" <<'EOF3'
+import json, sys
+r = json.load(open(sys.argv[1])); cases = r.get("cases", r.get("results", []))
+for c in cases:
+    if c.get("status") != "pass":
+        print("  ", c["name"], c.get("status"), str(c.get("detail", c.get("message", "")))[:150])
+EOF3
+  step "exported transformers vs onnxruntime (cuda, wgsl)"
+  MODELS=transformer,vit_tiny BACKENDS="cuda wgsl" OUT="$OUT" onnx/models/device_check.sh "$BIN" 2>&1 | tail -8
+  step "sinter bench --check (reduced) and timing (cuda default, max-autotune; wgsl)"
+  "$BIN" bench --backend cuda --workload "$AW" --scale reduced --check --iters 3 --warmup 1 2>&1 | tail -5
+  "$BIN" calibrate --backend cuda --no-matmul 2>&1 | tail -2
+  "$BIN" bench --backend cuda --no-calibrate --workload "$AW" --json "$OUT/sinter-attn.json" 2>&1 | tail -6
+  SINTER_LOG=autotune "$BIN" bench --backend cuda --mode max-autotune --no-calibrate --workload "$AW" \
+    --json "$OUT/sinter-attn-at.json" >"$OUT/sinter-attn-at.txt" 2>&1; tail -6 "$OUT/sinter-attn-at.txt"
+  grep -iE "chose|winner|best" "$OUT/sinter-attn-at.txt" | head -6
+  timeout 240 "$BIN" bench --backend wgsl --no-calibrate --workload "$AW" --json "$OUT/sinter-attn-wgsl.json" \
+    >"$OUT/sinter-attn-wgsl.txt" 2>&1; tail -6 "$OUT/sinter-attn-wgsl.txt"
+  step "torch anchor"
+  TW="$AW,sdpa_flash_b8h16s1024d64_bf16,sdpa_flash_causal_b8h16s2048d128_bf16,sdpa_decode_b32h32kv4096d128_bf16"
+  PYTHONUNBUFFERED=1 timeout 300 python3 .bench/torch_anchor.py --modes eager,default --only "$TW" \
+    --out "$OUT/torch-attn.json" >"$OUT/torch-attn.log" 2>&1; tail -2 "$OUT/torch-attn.log"
+  python3 .bench/compare.py "$OUT/torch-attn.json" "$OUT/sinter-attn.json" "$OUT/sinter-attn-at.json" \
+    "$OUT/sinter-attn-wgsl.json" | tee "$OUT/compare-attn.txt"
+  python3 - "$OUT/torch-attn.json" <<'EOF4'
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    if r["name"].startswith("sdpa"):
+        print("torch", r["name"], r["mode"], f"{r['ms']:.4f} ms")
+EOF4
+fi
+
+if [ "$part" = attention-unfused ]; then
+  AW=${AW:-attention_b8h16s1024d64_bf16,attention_causal_b8h16s2048d128_bf16,attention_decode_b32h32kv4096d128_bf16}
+  for b in cuda wgsl; do
+    step "$b: fused, then unfused (SINTER_FUSE_ATTENTION=0)"
+    timeout 200 "$BIN" bench --backend $b --no-calibrate --no-cache --workload "$AW" --json "$OUT/attn-$b-fused.json" 2>&1 | tail -4
+    SINTER_FUSE_ATTENTION=0 timeout 200 "$BIN" bench --backend $b --no-calibrate --no-cache --workload "$AW" \
+      --json "$OUT/attn-$b-unfused.json" 2>&1 | tail -4
+  done
+fi

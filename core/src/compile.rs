@@ -392,6 +392,8 @@ impl CompiledGraph {
         h.update(
             format!("{:?} fusion={} precision={}", self.opts.mode, self.opts.fusion, self.opts.precision).as_bytes(),
         );
+        // Environment switches the scheduler's cost model reads.
+        h.update(format!("attention={:?}", std::env::var("SINTER_FUSE_ATTENTION").ok()).as_bytes());
         h.finalize().to_hex()[..32].to_string()
     }
 

@@ -317,8 +317,14 @@ impl CostModel for DefaultCostModel {
 
     /// Fuses every legal attention chain: the scores (`m x kv` per head) never reach memory, which
     /// the unfused kernels write once and read twice.
+    ///
+    /// `SINTER_FUSE_ATTENTION=0` keeps every attention unfused (three kernels, scores in memory),
+    /// as `torch.backends.cuda.enable_flash_sdp(False)` does: for comparisons and as a way out.
     fn fuse_attention(&self, attn: &AttentionShape, caps: &Capabilities) -> Result<String, String> {
         let _ = caps;
+        if std::env::var("SINTER_FUSE_ATTENTION").is_ok_and(|v| v == "0") {
+            return Err("attention: fusion turned off by SINTER_FUSE_ATTENTION=0".into());
+        }
         let saved = attn.batch * attn.heads * attn.m * attn.kv * 4;
         Ok(format!(
             "fused: attention over {}x{} heads, {}x{} scores never stored ({saved} bytes){}",
