@@ -5,9 +5,9 @@
 //! Without an adapter the run tests print `SKIPPED` and return; with `SINTER_REQUIRE_GPU=1` a missing
 //! adapter fails instead.
 
-mod common;
-
+use sinter_wgsl::device::DeviceOptions;
 use std::sync::OnceLock;
+mod common;
 
 use common::*;
 use sinter_core::backend::{Executable, Mode};
@@ -17,7 +17,6 @@ use sinter_core::testsuite::programs::{AttnCase, AttnMask, attention};
 use sinter_core::testsuite::{Tol, compare};
 use sinter_wgsl::WgslBackend;
 use sinter_wgsl::backend::{candidates, check_tuning};
-use sinter_wgsl::device::DeviceOptions;
 use sinter_wgsl::render::{AttnTile, Tuning, WgslCaps, attn_tile_candidates, check_attn_tile, render, render_with};
 
 /// An adapter like an H100's through Vulkan (1024 invocations, 48 KiB of workgroup memory).
@@ -121,24 +120,9 @@ fn tiles_the_adapter_cannot_hold_are_rejected() {
     }
 }
 
-/// The shared backend, or `None` (after printing why) when there is no adapter.
+/// The shared backend of this test binary ([`common::gpu_backend`]).
 fn backend() -> Option<&'static WgslBackend> {
-    static B: OnceLock<Result<WgslBackend, String>> = OnceLock::new();
-    let b = B.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("sinter-wgsl-attn-test-{}", std::process::id()));
-        WgslBackend::with_options(DeviceOptions { pipeline_cache: false, cache_dir: Some(dir), ..Default::default() })
-            .map_err(|e| e.to_string())
-    });
-    match b {
-        Ok(b) => Some(b),
-        Err(e) => {
-            if std::env::var("SINTER_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("SINTER_REQUIRE_GPU=1 but no WGSL device could be created: {e}");
-            }
-            eprintln!("SKIPPED: no GPU adapter ({e})");
-            None
-        }
-    }
+    common::gpu_backend()
 }
 
 /// Inputs of a case: q, k, v in [-1, 1] (keys scaled by `kscale`, to make the softmax peaky), then

@@ -7,34 +7,16 @@
 
 mod common;
 
-use std::sync::OnceLock;
-
 use common::*;
 use sinter_core::backend::{Backend, BackendError, Executable, Mode};
 use sinter_core::ir::{BinaryOp, UnaryOp};
 use sinter_core::kernel::{Access, Expr, Program, ReduceStrategy, interp};
 use sinter_core::prelude::*;
 use sinter_wgsl::WgslBackend;
-use sinter_wgsl::device::DeviceOptions;
 
-/// The shared backend, or `None` (after printing why) when there is no adapter.
+/// The shared backend of this test binary ([`common::gpu_backend`]).
 fn backend() -> Option<&'static WgslBackend> {
-    static B: OnceLock<Result<WgslBackend, String>> = OnceLock::new();
-    let b = B.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("sinter-wgsl-test-{}", std::process::id()));
-        WgslBackend::with_options(DeviceOptions { pipeline_cache: false, cache_dir: Some(dir), ..Default::default() })
-            .map_err(|e| e.to_string())
-    });
-    match b {
-        Ok(b) => Some(b),
-        Err(e) => {
-            if std::env::var("SINTER_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("SINTER_REQUIRE_GPU=1 but no WGSL device could be created: {e}");
-            }
-            eprintln!("SKIPPED: no GPU adapter ({e})");
-            None
-        }
-    }
+    common::gpu_backend()
 }
 
 /// Runs `p` on the GPU with outputs poisoned first.

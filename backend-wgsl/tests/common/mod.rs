@@ -167,3 +167,27 @@ pub fn matmul_bias_relu(m: usize, n: usize, k: usize, d: DType, b_t: bool) -> Pr
     }));
     p.build()
 }
+
+/// The test binary's shared WGSL backend (no pipeline cache, a per-process cache folder), or
+/// `None` after printing why when there is no adapter; with `SINTER_REQUIRE_GPU=1` a missing
+/// adapter fails instead.
+pub fn gpu_backend() -> Option<&'static sinter_wgsl::WgslBackend> {
+    use sinter_wgsl::WgslBackend;
+    use sinter_wgsl::device::DeviceOptions;
+    static B: std::sync::OnceLock<Result<WgslBackend, String>> = std::sync::OnceLock::new();
+    let b = B.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("sinter-wgsl-test-{}", std::process::id()));
+        WgslBackend::with_options(DeviceOptions { pipeline_cache: false, cache_dir: Some(dir), ..Default::default() })
+            .map_err(|e| e.to_string())
+    });
+    match b {
+        Ok(b) => Some(b),
+        Err(e) => {
+            if std::env::var("SINTER_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("SINTER_REQUIRE_GPU=1 but no WGSL device could be created: {e}");
+            }
+            eprintln!("SKIPPED: no GPU adapter ({e})");
+            None
+        }
+    }
+}
