@@ -4,7 +4,7 @@
 
 use crate::import::{Cx, R};
 use sinter_core::ir::{BinaryOp as B, PadMode, SliceDim};
-use sinter_core::shape::broadcast;
+use sinter_core::shape::{Poly, broadcast};
 use sinter_core::{DType, Dim, HostTensor, NodeId, Op, Shape};
 
 type Out = R<Vec<Option<NodeId>>>;
@@ -27,9 +27,13 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
             if a < 0 || a > r as i64 {
                 return Err(cx.err(format!("axis {a} out of range for rank {r}")));
             }
-            let s = cx.shape(x)?;
-            let (l, rr): (usize, usize) = (s[..a as usize].iter().product(), s[a as usize..].iter().product());
-            cx.add(Op::Reshape(Shape::new(&[l, rr])), vec![x])
+            let d = cx.dims(x);
+            let prod = |ds: &[Dim]| Poly::product(ds).and_then(|p| p.to_dim());
+            let (l, rr) = match (prod(&d[..a as usize]), prod(&d[a as usize..])) {
+                (Some(l), Some(r)) => (l, r),
+                _ => return Err(cx.err(format!("flattening {} overflows", cx.sym_shape(x)))),
+            };
+            cx.add(Op::Reshape(Shape(vec![l, rr])), vec![x])
         }),
         "Squeeze" => one(cx, squeeze),
         "Unsqueeze" => one(cx, unsqueeze),
@@ -67,10 +71,10 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
         "Expand" => one(cx, |cx| {
             cx.arity(2, 2)?;
             let x = cx.inp(0)?;
-            let want = cx.ints(cx.inp(1)?)?;
-            let want_s = dims_from_ints(cx, &want)?;
+            let want = cx.sym_ints(cx.inp(1)?)?;
+            let want_s = sym_dims(cx, &want)?;
             let out = broadcast(&cx.sym_shape(x), &want_s)
-                .ok_or_else(|| cx.err(format!("cannot expand {} to {want:?}", cx.sym_shape(x))))?;
+                .ok_or_else(|| cx.err(format!("cannot expand {} to {want_s}", cx.sym_shape(x))))?;
             cx.add(Op::Expand(out), vec![x])
         }),
         "Tile" => one(cx, tile),
@@ -79,15 +83,15 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
         "Constant" => one(cx, constant),
         "ConstantOfShape" => one(cx, |cx| {
             cx.arity(1, 1)?;
-            let dims = cx.ints(cx.inp(0)?)?;
-            let dims = dims_from_ints(cx, &dims)?.as_static().unwrap_or_default();
+            let dims = cx.sym_ints(cx.inp(0)?)?;
+            let dims = sym_dims(cx, &dims)?;
             let v = cx.atensor("value")?.unwrap_or_else(|| HostTensor::scalar(DType::F32, 0.0));
             if v.numel() != 1 {
                 return Err(cx.err("value must hold exactly one element"));
             }
             let s = HostTensor { shape: vec![], data: v.data };
             let c = cx.konst(s);
-            cx.add(Op::Expand(Shape::new(&dims)), vec![c])
+            cx.add(Op::Expand(dims), vec![c])
         }),
         "Range" => one(cx, range),
         "EyeLike" => one(cx, |cx| {
@@ -138,59 +142,95 @@ pub(super) fn dims_from_ints(cx: &Cx, v: &[i64]) -> R<Shape> {
     Ok(Shape::new(&dims))
 }
 
+/// A shape from a value that may hold expressions of the symbolic dims: numbers are checked as
+/// in [`dims_from_ints`], expressions become symbolic dims.
+pub(super) fn sym_dims(cx: &Cx, v: &[Poly]) -> R<Shape> {
+    match v.iter().map(Poly::as_const).collect::<Option<Vec<i64>>>() {
+        Some(c) => dims_from_ints(cx, &c),
+        None => Ok(Shape(cx.dims_from_value(v)?)),
+    }
+}
+
 fn shape_op(cx: &mut Cx) -> R<NodeId> {
     cx.arity(1, 1)?;
     let x = cx.inp(0)?;
-    let s = cx.shape(x)?;
-    let r = s.len() as i64;
+    let dims = cx.dims(x);
+    let r = dims.len() as i64;
     let clamp = |v: i64| -> usize { (if v < 0 { v + r } else { v }).clamp(0, r) as usize };
     let start = clamp(cx.ai("start", 0));
     let end = clamp(cx.ai("end", r));
+    let picked = if start < end { &dims[start..end] } else { &[] };
+    if picked.iter().any(|d| d.as_static().is_none()) {
+        return cx.shape_value(picked);
+    }
+    let s: Vec<usize> = dims.iter().map(|d| d.as_static().unwrap_or(0)).collect();
     let v: Vec<i64> = if start < end { s[start..end].iter().map(|&d| d as i64).collect() } else { vec![] };
     Ok(cx.konst(HostTensor::from_i64(DType::I64, vec![v.len()], &v)))
 }
 
 fn reshape(cx: &mut Cx) -> R<NodeId> {
     let x = cx.inp(0)?;
-    let want: Vec<i64> = if cx.opset < 5 {
+    let want: Vec<Poly> = if cx.opset < 5 {
         cx.arity(1, 1)?;
-        cx.aints("shape").ok_or_else(|| cx.err("attribute shape is required"))?
+        cx.aints("shape")
+            .ok_or_else(|| cx.err("attribute shape is required"))?
+            .into_iter()
+            .map(Poly::constant)
+            .collect()
     } else {
         cx.arity(2, 2)?;
-        cx.ints(cx.inp(1)?)?
+        cx.sym_ints(cx.inp(1)?)?
     };
+    let show = || format!("[{}]", want.iter().map(Poly::to_string).collect::<Vec<_>>().join(", "));
     let allowzero = cx.ai("allowzero", 0) != 0;
     let in_dims = cx.dims(x);
     let mut out: Vec<Option<Dim>> = Vec::with_capacity(want.len());
     let mut infer = None;
-    for (i, &w) in want.iter().enumerate() {
-        match w {
-            0 if !allowzero => {
+    for (i, w) in want.iter().enumerate() {
+        match w.as_const() {
+            Some(0) if !allowzero => {
                 let d = in_dims
                     .get(i)
                     .cloned()
-                    .ok_or_else(|| cx.err(format!("shape {want:?}: 0 at axis {i} copies no input axis")))?;
+                    .ok_or_else(|| cx.err(format!("shape {}: 0 at axis {i} copies no input axis", show())))?;
                 out.push(Some(d));
             }
-            -1 => {
+            Some(-1) => {
                 if infer.is_some() {
-                    return Err(cx.err(format!("shape {want:?} has more than one -1")));
+                    return Err(cx.err(format!("shape {} has more than one -1", show())));
                 }
                 infer = Some(i);
                 out.push(None);
             }
-            w if w < 0 => return Err(cx.err(format!("shape {want:?} has a negative extent"))),
-            w => out.push(Some(Dim::Static(w as usize))),
+            Some(w) if w < 0 => return Err(cx.err(format!("shape {} has a negative extent", show()))),
+            Some(w) => out.push(Some(Dim::Static(w as usize))),
+            None => out.push(Some(w.to_dim().ok_or_else(|| cx.err(format!("bad extent {w} in {}", show())))?)),
         }
     }
     if let Some(i) = infer {
-        let total = cx.shape(x)?.iter().product::<usize>();
-        let known = out.iter().flatten().map(|d| d.as_static().unwrap_or(1)).try_fold(1usize, |a, b| a.checked_mul(b));
-        let known = known.ok_or_else(|| cx.err(format!("shape {want:?} overflows")))?;
-        if known == 0 || total % known != 0 {
-            return Err(cx.err(format!("cannot reshape {} to {want:?}", cx.sym_shape(x))));
+        if let Some(s) = cx.sym_shape(x).as_static() {
+            let total = s.iter().product::<usize>();
+            let known =
+                out.iter().flatten().map(|d| d.as_static().unwrap_or(1)).try_fold(1usize, |a, b| a.checked_mul(b));
+            let known = known.ok_or_else(|| cx.err(format!("shape {} overflows", show())))?;
+            if known == 0 || total % known != 0 {
+                return Err(cx.err(format!("cannot reshape {} to {}", cx.sym_shape(x), show())));
+            }
+            out[i] = Some(Dim::Static(total / known));
+        } else {
+            // Symbolic: the element count divided by the other extents must be exact.
+            let total = Poly::product(&in_dims);
+            let known = Poly::product(out.iter().flatten());
+            let d = total.zip(known).and_then(|(t, k)| t.div_exact(&k)).and_then(|q| q.to_dim()).ok_or_else(|| {
+                cx.unsup(format!(
+                    "the -1 of shape {} is not an expression of the symbolic dims of {} (specialize the model \
+                     with graph_for or graph_for_inputs)",
+                    show(),
+                    cx.sym_shape(x)
+                ))
+            })?;
+            out[i] = Some(d);
         }
-        out[i] = Some(Dim::Static(total / known));
     }
     let s = Shape(out.into_iter().map(|d| d.expect("filled")).collect());
     cx.add(Op::Reshape(s), vec![x])
@@ -299,19 +339,20 @@ fn split(cx: &mut Cx) -> Out {
 
 fn slice(cx: &mut Cx) -> R<NodeId> {
     let x = cx.inp(0)?;
-    let s = cx.shape(x)?;
-    let r = s.len();
+    let shape = cx.dims(x);
+    let r = shape.len();
+    let consts = |v: Vec<i64>| v.into_iter().map(Poly::constant).collect::<Vec<_>>();
     let (starts, ends, axes, steps) = if cx.opset < 10 {
         cx.arity(1, 1)?;
         (
-            cx.aints("starts").ok_or_else(|| cx.err("starts is required"))?,
-            cx.aints("ends").ok_or_else(|| cx.err("ends is required"))?,
+            consts(cx.aints("starts").ok_or_else(|| cx.err("starts is required"))?),
+            consts(cx.aints("ends").ok_or_else(|| cx.err("ends is required"))?),
             cx.aints("axes"),
             None,
         )
     } else {
         cx.arity(3, 5)?;
-        (cx.ints(cx.inp(1)?)?, cx.ints(cx.inp(2)?)?, cx.opt_ints(3)?, cx.opt_ints(4)?)
+        (cx.sym_ints(cx.inp(1)?)?, cx.sym_ints(cx.inp(2)?)?, cx.opt_ints(3)?, cx.opt_ints(4)?)
     };
     let axes: Vec<i64> =
         axes.filter(|a| !a.is_empty() || starts.is_empty()).unwrap_or_else(|| (0..starts.len() as i64).collect());
@@ -319,8 +360,8 @@ fn slice(cx: &mut Cx) -> R<NodeId> {
     if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
         return Err(cx.err("starts, ends, axes and steps differ in length"));
     }
-    let mut dims: Vec<SliceDim> = s.iter().map(|&n| SliceDim { start: 0, step: 1, len: n }).collect();
     let mut seen = vec![false; r];
+    let mut plan = Vec::with_capacity(starts.len());
     for k in 0..starts.len() {
         let a = cx.axis(axes[k], r)?;
         if seen[a] {
@@ -330,9 +371,60 @@ fn slice(cx: &mut Cx) -> R<NodeId> {
         if steps[k] == 0 || steps[k].unsigned_abs() > crate::import::MAX_EXTENT {
             return Err(cx.err(format!("step {} is 0 or too large", steps[k])));
         }
-        dims[a] = sinter_core::trace::slice_dim(s[a], starts[k], ends[k], steps[k]);
+        plan.push((a, &starts[k], &ends[k], steps[k]));
     }
-    cx.add(Op::Slice(dims), vec![x])
+    let bounds_static = starts.iter().chain(&ends).all(|p| p.as_const().is_some());
+    if let (Some(s), true) = (cx.sym_shape(x).as_static(), bounds_static) {
+        let mut dims: Vec<SliceDim> = s.iter().map(|&n| SliceDim { start: 0, step: 1, len: n }).collect();
+        for &(a, st, en, step) in &plan {
+            let (st, en) = (st.as_const().unwrap_or(0), en.as_const().unwrap_or(0));
+            dims[a] = sinter_core::trace::slice_dim(s[a], st, en, step);
+        }
+        return cx.add(Op::Slice(dims), vec![x]);
+    }
+    // Symbolic extents or bounds: one gather per sliced axis.
+    let mut y = x;
+    for (a, st, en, step) in plan {
+        if let (Some(n), Some(s0), Some(e0)) = (shape[a].as_static(), st.as_const(), en.as_const()) {
+            let sd = sinter_core::trace::slice_dim(n, s0, e0, step);
+            if sd.start == 0 && sd.step == 1 && sd.len == n {
+                continue;
+            }
+            cx.guard(sd.len)?;
+            let idx: Vec<i64> = (0..sd.len as i64).map(|i| sd.start as i64 + i * sd.step).collect();
+            let c = cx.konst(HostTensor::from_i64(DType::I64, vec![idx.len()], &idx));
+            y = cx.add(Op::Gather { axis: a }, vec![y, c])?;
+            continue;
+        }
+        if step != 1 {
+            return Err(cx.unsup(format!(
+                "a slice with step {step} of symbolic extent {} or with symbolic bounds (specialize the model with \
+                 graph_for or graph_for_inputs)",
+                shape[a]
+            )));
+        }
+        // Bounds relative to the extent: negative numbers count from the end, huge ones clamp.
+        let d = Poly::of_dim(&shape[a]);
+        let norm = |p: &Poly| -> Option<Poly> {
+            match p.as_const() {
+                Some(c) if c < 0 => d.add(&Poly::constant(c)),
+                Some(c) if c as u64 >= crate::import::MAX_EXTENT => Some(d.clone()),
+                _ => Some(p.clone()),
+            }
+        };
+        let (s0, e0) = match (norm(st), norm(en)) {
+            (Some(s0), Some(e0)) => (s0, e0),
+            _ => return Err(cx.err("slice bounds overflow")),
+        };
+        if s0.as_const() == Some(0) && e0 == d {
+            continue;
+        }
+        y = cx.slice_sym(y, a, &s0, &e0)?;
+    }
+    if y == x {
+        return cx.add(Op::Reshape(cx.sym_shape(x)), vec![x]);
+    }
+    Ok(y)
 }
 
 fn tile(cx: &mut Cx) -> R<NodeId> {
@@ -366,8 +458,7 @@ fn tile(cx: &mut Cx) -> R<NodeId> {
 
 fn pad(cx: &mut Cx) -> R<NodeId> {
     let x = cx.inp(0)?;
-    let s = cx.shape(x)?;
-    let r = s.len();
+    let r = cx.rank(x);
     let mode = cx.as_str("mode", "constant");
     let (pads, value, axes) = if cx.opset < 11 {
         let p = cx.aints("pads").or_else(|| cx.aints("paddings")).ok_or_else(|| cx.err("pads is required"))?;
@@ -501,8 +592,7 @@ fn range(cx: &mut Cx) -> R<NodeId> {
 fn trilu(cx: &mut Cx) -> R<NodeId> {
     cx.arity(1, 2)?;
     let x = cx.inp(0)?;
-    let s = cx.shape(x)?;
-    if s.len() < 2 {
+    if cx.rank(x) < 2 {
         return Err(cx.err("needs rank >= 2"));
     }
     let k = match cx.opt(1) {
@@ -510,6 +600,22 @@ fn trilu(cx: &mut Cx) -> R<NodeId> {
         None => 0,
     };
     let upper = cx.ai("upper", 1) != 0;
+    let d = cx.dims(x);
+    let (dn, dm) = (&d[d.len() - 2], &d[d.len() - 1]);
+    if dn.as_static().is_none() || dm.as_static().is_none() {
+        // Symbolic rows or columns: the mask `c - r >= k` (or `<=`) from run-time iotas.
+        let (dn, dm) = (dn.clone(), dm.clone());
+        let rows = cx.iota_dim(&dn)?;
+        let rows = cx.reshape_dims(rows, vec![dn, Dim::Static(1)])?;
+        let cols = cx.iota_dim(&dm)?;
+        let cols = cx.reshape_dims(cols, vec![Dim::Static(1), dm])?;
+        let diff = cx.bin(B::Sub, cols, rows)?;
+        let kk = cx.scalar(DType::I64, k as f64);
+        let mk = cx.bin(if upper { B::Ge } else { B::Le }, diff, kk)?;
+        let z = cx.scalar(cx.dt(x), 0.0);
+        return cx.select(mk, x, z);
+    }
+    let s = cx.shape(x)?;
     let (n, m) = (s[s.len() - 2], s[s.len() - 1]);
     cx.guard(n.saturating_mul(m))?;
     let mask: Vec<i64> = (0..n * m)
