@@ -1,0 +1,161 @@
+//! Symbolic import: shape values folded as expressions of the symbolic dims (`Shape → Gather →
+//! Concat → Reshape`), convolutions and pooling with a symbolic batch, and the refusals that stay
+//! (errors naming the node).
+
+use sinter_core::{Dim, HostTensor, Shape};
+use sinter_onnx::OnnxError;
+use sinter_onnx::proto::TensorProto;
+
+mod common;
+use common::*;
+
+fn scalar_i64(name: &str, v: i64) -> TensorProto {
+    TensorProto { name: Some(name.into()), data_type: Some(I64), int64_data: vec![v], ..Default::default() }
+}
+
+/// `y = Reshape(x, [d0*d1, 6])` and `z = Reshape(x, [d0, -1])`, both from `Shape(x)`.
+fn shape_chain_model() -> sinter_onnx::Model {
+    let m = model(
+        vec![
+            node("Shape", &["x"], &["s"], vec![]),
+            node("Gather", &["s", "zero"], &["b"], vec![attr_i("axis", 0)]),
+            node("Gather", &["s", "one"], &["t"], vec![attr_i("axis", 0)]),
+            node("Mul", &["b", "t"], &["bt"], vec![]),
+            node("Unsqueeze", &["bt", "axes"], &["bt1"], vec![]),
+            node("Concat", &["bt1", "six"], &["shape"], vec![attr_i("axis", 0)]),
+            node("Reshape", &["x", "shape"], &["y"], vec![]),
+            node("Unsqueeze", &["b", "axes"], &["b1"], vec![]),
+            node("Concat", &["b1", "minus1"], &["shape2"], vec![attr_i("axis", 0)]),
+            node("Reshape", &["x", "shape2"], &["z"], vec![]),
+        ],
+        vec![vi("x", F32, &[None, None, Some(6)])],
+        vec![vi("y", F32, &[None, None]), vi("z", F32, &[None, None])],
+        vec![
+            scalar_i64("zero", 0),
+            scalar_i64("one", 1),
+            i64_init("axes", &[0]),
+            i64_init("six", &[6]),
+            i64_init("minus1", &[-1]),
+        ],
+    );
+    sinter_onnx::load_bytes(&bytes(&m)).unwrap()
+}
+
+#[test]
+fn shape_gather_concat_reshape_stays_symbolic() {
+    let g = shape_chain_model().graph().unwrap();
+    sinter_core::verify::verify(&g).unwrap();
+    let y = g.ty(g.outputs[0].node);
+    assert_eq!(y.shape, Shape(vec![Dim::sym("d0*d1"), Dim::Static(6)]), "{}", y.shape);
+    let z = g.ty(g.outputs[1].node);
+    assert_eq!(z.shape, Shape(vec![Dim::sym("d0"), Dim::sym("6*d1")]), "{}", z.shape);
+    for dims in [[2usize, 3, 6], [4, 1, 6]] {
+        let n: usize = dims.iter().product();
+        let v: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let x = HostTensor::f32(dims, v.clone()).unwrap();
+        let outs = run_cpu(&g, &[x]);
+        assert_eq!(outs[0].shape, vec![dims[0] * dims[1], 6]);
+        assert_eq!(outs[1].shape, vec![dims[0], dims[1] * 6]);
+        assert_eq!(outs[0].to_f64_vec(), v.iter().map(|&x| x as f64).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn one_compilation_per_shape_of_a_symbolic_graph() {
+    use sinter_core::compile::{CompileOptions, compile};
+    let g = shape_chain_model().graph().unwrap();
+    let opts = CompileOptions { cache_dir: None, debug_dir: None, ..CompileOptions::default() };
+    let c = compile(&g, std::sync::Arc::new(sinter_core::kernel::interp::InterpBackend::new()), opts).unwrap();
+    for dims in [[2usize, 3, 6], [4, 1, 6], [2, 3, 6]] {
+        let n: usize = dims.iter().product();
+        let x = HostTensor::f32(dims, (0..n).map(|i| i as f32).collect()).unwrap();
+        let outs = c.run(&[x]).unwrap();
+        assert_eq!(outs[0].shape, vec![dims[0] * dims[1], 6]);
+    }
+    let ev = c.events();
+    assert_eq!(
+        ev.len(),
+        2,
+        "one compilation per distinct shape: {:?}",
+        ev.iter().map(|e| &e.reason).collect::<Vec<_>>()
+    );
+    assert!(ev.iter().all(|e| !e.reason.is_empty()));
+}
+
+/// Conv (stride 2) → AveragePool (padded, count_include_pad 0) → MaxPool on `[d0, 2, 7, 7]`.
+fn conv_pool_model() -> sinter_onnx::Model {
+    let w: Vec<f32> = (0..3 * 2 * 3 * 3).map(|i| ((i * 7) % 11) as f32 / 11.0 - 0.5).collect();
+    let m = model(
+        vec![
+            node(
+                "Conv",
+                &["x", "w", "b"],
+                &["c"],
+                vec![attr_ints("pads", &[1, 1, 1, 1]), attr_ints("strides", &[2, 2])],
+            ),
+            node(
+                "AveragePool",
+                &["c"],
+                &["a"],
+                vec![attr_ints("kernel_shape", &[3, 3]), attr_ints("pads", &[1, 1, 1, 1])],
+            ),
+            node("MaxPool", &["a"], &["y"], vec![attr_ints("kernel_shape", &[2, 2])]),
+        ],
+        vec![vi("x", F32, &[None, Some(2), Some(7), Some(7)])],
+        vec![vi("y", F32, &[None, Some(3), Some(3), Some(3)])],
+        vec![f32_init("w", &[3, 2, 3, 3], &w), f32_init("b", &[3], &[0.1, -0.2, 0.3])],
+    );
+    sinter_onnx::load_bytes(&bytes(&m)).unwrap()
+}
+
+#[test]
+fn conv_and_pooling_with_a_symbolic_batch() {
+    let m = conv_pool_model();
+    let g = m.graph().unwrap();
+    sinter_core::verify::verify(&g).unwrap();
+    let y = g.ty(g.outputs[0].node);
+    assert_eq!(y.shape, Shape(vec![Dim::sym("d0"), Dim::Static(3), Dim::Static(3), Dim::Static(3)]));
+    for b in [1usize, 3] {
+        let x = HostTensor::random(sinter_core::DType::F32, vec![b, 2, 7, 7], b as u64, -1.0, 1.0);
+        let want = run_cpu(&m.graph_for(&[vec![b, 2, 7, 7]]).unwrap(), std::slice::from_ref(&x));
+        let got = run_cpu(&g, &[x]);
+        assert_eq!(got[0].shape, vec![b, 3, 3, 3]);
+        assert_eq!(got[0].to_f64_vec(), want[0].to_f64_vec());
+    }
+}
+
+#[test]
+fn symbolic_imports_that_cannot_be_typed_are_refused_naming_the_node() {
+    // Symbolic spatial extents of a convolution.
+    let m = model(
+        vec![node("Conv", &["x", "w"], &["y"], vec![])],
+        vec![vi("x", F32, &[None, Some(1), None, Some(4)])],
+        vec![vi("y", F32, &[None, Some(1), None, Some(2)])],
+        vec![f32_init("w", &[1, 1, 3, 3], &[0.0; 9])],
+    );
+    let e = sinter_onnx::load_bytes(&bytes(&m)).unwrap().graph().unwrap_err();
+    assert!(matches!(e, OnnxError::Unsupported { .. }), "{e}");
+    assert!(e.to_string().contains("Conv") && e.to_string().contains("static"), "{e}");
+    // A -1 that is no expression of the symbols: 6*d0 elements into rows of 4.
+    let m = model(
+        vec![node("Reshape", &["x", "shape"], &["y"], vec![])],
+        vec![vi("x", F32, &[None, Some(6)])],
+        vec![vi("y", F32, &[Some(4), None])],
+        vec![i64_init("shape", &[4, -1])],
+    );
+    let e = sinter_onnx::load_bytes(&bytes(&m)).unwrap().graph().unwrap_err();
+    assert!(e.to_string().contains("Reshape") && e.to_string().contains("-1"), "{e}");
+    // The checks of static imports stay: two -1s.
+    let m = model(
+        vec![
+            node("Shape", &["x"], &["s"], vec![]),
+            node("Concat", &["s", "m"], &["shape"], vec![attr_i("axis", 0)]),
+            node("Reshape", &["x", "shape"], &["y"], vec![]),
+        ],
+        vec![vi("x", F32, &[None, Some(6)])],
+        vec![vi("y", F32, &[None, None, None, None])],
+        vec![i64_init("m", &[-1, -1])],
+    );
+    let e = sinter_onnx::load_bytes(&bytes(&m)).unwrap().graph().unwrap_err();
+    assert!(e.to_string().contains("more than one -1"), "{e}");
+}
