@@ -159,3 +159,22 @@ fn symbolic_imports_that_cannot_be_typed_are_refused_naming_the_node() {
     let e = sinter_onnx::load_bytes(&bytes(&m)).unwrap().graph().unwrap_err();
     assert!(e.to_string().contains("more than one -1"), "{e}");
 }
+
+#[test]
+fn split_and_slice_of_a_static_axis_keep_the_symbolic_batch() {
+    let m = model(
+        vec![
+            node("Split", &["x", "sizes"], &["a", "b"], vec![attr_i("axis", 1)]),
+            node("Slice", &["b", "st", "en", "ax"], &["y"], vec![]),
+        ],
+        vec![vi("x", F32, &[None, Some(5)])],
+        vec![vi("a", F32, &[None, Some(2)]), vi("y", F32, &[None, Some(2)])],
+        vec![i64_init("sizes", &[2, 3]), i64_init("st", &[1]), i64_init("en", &[i64::MAX]), i64_init("ax", &[1])],
+    );
+    let g = sinter_onnx::load_bytes(&bytes(&m)).unwrap().graph().unwrap();
+    sinter_core::verify::verify(&g).unwrap();
+    let x = HostTensor::f32([2, 5], (0..10).map(|i| i as f32).collect()).unwrap();
+    let outs = run_cpu(&g, &[x]);
+    assert_eq!(outs[0].to_f64_vec(), vec![0.0, 1.0, 5.0, 6.0]);
+    assert_eq!(outs[1].to_f64_vec(), vec![3.0, 4.0, 8.0, 9.0]);
+}

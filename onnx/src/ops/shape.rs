@@ -284,8 +284,19 @@ fn unsqueeze(cx: &mut Cx) -> R<NodeId> {
 
 fn split(cx: &mut Cx) -> Out {
     let x = cx.inp(0)?;
-    let s = cx.shape(x)?;
-    let axis = cx.axis(cx.ai("axis", 0), s.len())?;
+    let dims = cx.dims(x);
+    let axis = cx.axis(cx.ai("axis", 0), dims.len())?;
+    // Other axes may be symbolic: the parts are then gathers of constant indices.
+    let symbolic = dims.iter().enumerate().any(|(i, d)| i != axis && d.as_static().is_none());
+    let s: Vec<usize> = if symbolic {
+        if dims[axis].as_static().is_none() {
+            cx.shape(x)?; // A symbolic split axis: the usual error.
+        }
+        // The symbolic extents (placeholders here) are only read on the split axis.
+        dims.iter().map(|d| d.as_static().unwrap_or(0)).collect()
+    } else {
+        cx.shape(x)?
+    };
     let n = s[axis];
     let sizes: Vec<usize> = {
         let given = if cx.opset >= 13 { cx.opt_ints(1)? } else { cx.aints("split").filter(|v| !v.is_empty()) };
@@ -309,7 +320,7 @@ fn split(cx: &mut Cx) -> Out {
                     let c = n.div_ceil(k);
                     (0..k).map(|i| c.min(n.saturating_sub(i * c))).collect()
                 } else {
-                    if n % k != 0 {
+                    if !n.is_multiple_of(k) {
                         return Err(cx.err(format!("extent {n} does not split evenly into {k}")));
                     }
                     vec![n / k; k]
@@ -320,6 +331,14 @@ fn split(cx: &mut Cx) -> Out {
     let mut outs = Vec::new();
     let mut at = 0usize;
     for sz in sizes {
+        if symbolic {
+            cx.guard(sz)?;
+            let idx: Vec<i64> = (at..at + sz).map(|i| i as i64).collect();
+            let c = cx.konst(HostTensor::from_i64(DType::I64, vec![sz], &idx));
+            outs.push(Some(cx.add(Op::Gather { axis }, vec![x, c])?));
+            at += sz;
+            continue;
+        }
         let dims: Vec<SliceDim> = s
             .iter()
             .enumerate()
