@@ -125,17 +125,53 @@ fn conv_and_pooling_with_a_symbolic_batch() {
 }
 
 #[test]
-fn symbolic_imports_that_cannot_be_typed_are_refused_naming_the_node() {
-    // Symbolic spatial extents of a convolution.
+fn conv_and_max_pool_with_symbolic_spatial_extents() {
+    // A padded 3x3 conv keeps h and w, a valid one gives h - 2, a 2x2 stride-1 max pool h - 3.
     let m = model(
-        vec![node("Conv", &["x", "w"], &["y"], vec![])],
+        vec![
+            node("Conv", &["x", "w"], &["c"], vec![attr_ints("pads", &[1, 1, 1, 1])]),
+            node("Conv", &["c", "w"], &["v"], vec![]),
+            node("MaxPool", &["v"], &["y"], vec![attr_ints("kernel_shape", &[2, 2])]),
+        ],
+        vec![vi("x", F32, &[None, Some(1), None, None])],
+        vec![vi("y", F32, &[None, Some(1), None, None])],
+        vec![f32_init("w", &[1, 1, 3, 3], &[0.5, -1.0, 0.25, 1.0, 2.0, -0.5, 0.0, 1.5, -2.0])],
+    );
+    let m = sinter_onnx::load_bytes(&bytes(&m)).unwrap();
+    let g = m.graph().unwrap();
+    sinter_core::verify::verify(&g).unwrap();
+    let y = g.ty(g.outputs[0].node);
+    assert_eq!(y.shape, Shape(vec![Dim::sym("d0"), Dim::Static(1), Dim::sym("d2 - 3"), Dim::sym("d3 - 3")]));
+    for (b, h, w) in [(1usize, 6usize, 5usize), (2, 9, 7)] {
+        let x = HostTensor::random(sinter_core::DType::F32, vec![b, 1, h, w], h as u64, -1.0, 1.0);
+        let want = run_cpu(&m.graph_for(&[vec![b, 1, h, w]]).unwrap(), std::slice::from_ref(&x));
+        let got = run_cpu(&g, &[x]);
+        assert_eq!(got[0].shape, vec![b, 1, h - 3, w - 3]);
+        assert_eq!(got[0].to_f64_vec(), want[0].to_f64_vec());
+    }
+}
+
+#[test]
+fn symbolic_imports_that_cannot_be_typed_are_refused_naming_the_node() {
+    // A symbolic spatial extent whose strided output is no polynomial of it: floor((h - 3) / 2) + 1.
+    let m = model(
+        vec![node("Conv", &["x", "w"], &["y"], vec![attr_ints("strides", &[2, 1])])],
         vec![vi("x", F32, &[None, Some(1), None, Some(4)])],
         vec![vi("y", F32, &[None, Some(1), None, Some(2)])],
         vec![f32_init("w", &[1, 1, 3, 3], &[0.0; 9])],
     );
     let e = sinter_onnx::load_bytes(&bytes(&m)).unwrap().graph().unwrap_err();
+    assert!(e.to_string().contains("Conv") && e.to_string().contains("symbolic extent d2"), "{e}");
+    // Symbolic spatial extents through a pooling that computes per-position divisors.
+    let m = model(
+        vec![node("AveragePool", &["x"], &["y"], vec![attr_ints("kernel_shape", &[2, 2])])],
+        vec![vi("x", F32, &[None, Some(1), None, Some(4)])],
+        vec![vi("y", F32, &[None, Some(1), None, Some(3)])],
+        vec![],
+    );
+    let e = sinter_onnx::load_bytes(&bytes(&m)).unwrap().graph().unwrap_err();
     assert!(matches!(e, OnnxError::Unsupported { .. }), "{e}");
-    assert!(e.to_string().contains("Conv") && e.to_string().contains("static"), "{e}");
+    assert!(e.to_string().contains("AveragePool") && e.to_string().contains("static"), "{e}");
     // A -1 that is no expression of the symbols: 6*d0 elements into rows of 4.
     let m = model(
         vec![node("Reshape", &["x", "shape"], &["y"], vec![])],

@@ -330,9 +330,40 @@ fn depth_taps(cx: &mut Cx, x: NodeId, start: usize, step: usize, len: usize) -> 
     cx.add(Op::Slice(dims), vec![x])
 }
 
+/// The window geometry of a 2-D conv/max-pool whose spatial extents are symbolic (`None` when
+/// they are static or the op is not 2-D): only explicit padding is possible (`auto_pad` SAME
+/// depends on the extent); the output extents are the IR's (`floor((h + pads - eff) / stride)
+/// + 1`, refused there, naming the node, where the stride does not divide the expression).
+fn symbolic_spatial_geometry(cx: &Cx, x: NodeId, kernel: Option<Vec<usize>>) -> R<Option<Geo>> {
+    let d = cx.dims(x);
+    if d.len() != 4 || d[1].as_static().is_none() || d[2..].iter().all(|e| e.as_static().is_some()) {
+        return Ok(None);
+    }
+    if !matches!(cx.as_str("auto_pad", "NOTSET").as_str(), "NOTSET" | "VALID" | "") {
+        return Err(cx.unsup(format!(
+            "auto_pad SAME_* on symbolic spatial extents {} (specialize the model with graph_for or graph_for_inputs)",
+            cx.sym_shape(x)
+        )));
+    }
+    let k = kernel_shape(cx, kernel.as_deref())?;
+    // Placeholder extents that every window fits: the geometry's output extents are unused.
+    let ins: Vec<usize> = k.iter().map(|&k| k.saturating_mul(1 << 20)).collect();
+    geometry(cx, &ins, k, false).map(Some)
+}
+
 fn conv(cx: &mut Cx) -> R<NodeId> {
     cx.arity(2, 3)?;
     let (x, w, b) = (cx.inp(0)?, cx.inp(1)?, cx.opt(2));
+    let ws = cx.shape(w)?;
+    if ws.len() == 4
+        && let Some(g) = symbolic_spatial_geometry(cx, x, Some(ws[2..].to_vec()))?
+    {
+        let groups = cx.ai("group", 1);
+        if groups <= 0 {
+            return Err(cx.err("group must be positive"));
+        }
+        return conv2d(cx, x, w, b, &g, groups as usize);
+    }
     let xs = nchw(cx, x)?.1;
     let ws = cx.shape(w)?;
     if xs.len() < 3 || ws.len() != xs.len() {
@@ -550,6 +581,21 @@ fn pool_operand(cx: &mut Cx) -> R<(NodeId, Vec<usize>, Geo, bool)> {
 }
 
 fn max_pool(cx: &mut Cx) -> Out {
+    if let Ok(x) = cx.inp(0)
+        && !cx.wants(1)
+        && cx.ai("ceil_mode", 0) == 0
+        && let Some(g) = symbolic_spatial_geometry(cx, x, None)?
+    {
+        let window = Window2d {
+            kernel: [g.kernel[0], g.kernel[1]],
+            stride: [g.strides[0], g.strides[1]],
+            padding: [g.pads[0].0, g.pads[1].0, g.pads[0].1, g.pads[1].1],
+            dilation: [g.dil[0], g.dil[1]],
+        };
+        let y =
+            cx.add(Op::Pool2d { kind: PoolKind::Max, window, ceil_mode: false, count_include_pad: false }, vec![x])?;
+        return Ok(vec![Some(y)]);
+    }
     let (x, xs, g, ceil) = pool_operand(cx)?;
     let n = xs.len() - 2;
     if cx.wants(1) {
