@@ -285,8 +285,8 @@ fn exported_transformers_compile_to_fused_attention() {
 }
 
 /// Models whose import with symbolic dims is refused, with the node that refuses it: the IR has
-/// no loops (recurrences are unrolled per time step) and Resize needs static spatial extents.
-const SYMBOLIC_REFUSED: &[(&str, &str)] = &[("misc", "/Resize"), ("rnn", "/lstm/LSTM")];
+/// no loops, so recurrences are unrolled per time step and need a static sequence length.
+const SYMBOLIC_REFUSED: &[(&str, &str)] = &[("rnn", "/lstm/LSTM")];
 
 #[test]
 fn committed_models_import_symbolically_and_compile_once_per_shape() {

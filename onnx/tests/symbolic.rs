@@ -151,6 +151,74 @@ fn conv_and_max_pool_with_symbolic_spatial_extents() {
     }
 }
 
+/// A string attribute.
+fn attr_s(name: &str, v: &str) -> sinter_onnx::proto::AttributeProto {
+    sinter_onnx::proto::AttributeProto {
+        name: Some(name.into()),
+        s: Some(v.as_bytes().to_vec()),
+        r#type: Some(3),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn spatial_ops_on_symbolic_height_and_width() {
+    // Resize x2 (linear) → ConvTranspose (stride 2) → AveragePool (stride 2, padded) → Resize
+    // x0.5 (nearest) → CumSum along the width → DepthToSpace: every extent an expression of h, w.
+    let wt: Vec<f32> = (0..2 * 4 * 4 * 4).map(|i| ((i * 5) % 13) as f32 / 13.0 - 0.5).collect();
+    let m = model(
+        vec![
+            node("Resize", &["x", "", "up"], &["r"], vec![attr_s("mode", "linear")]),
+            node(
+                "ConvTranspose",
+                &["r", "wt"],
+                &["t"],
+                vec![attr_ints("strides", &[2, 2]), attr_ints("pads", &[1, 1, 1, 1])],
+            ),
+            node(
+                "AveragePool",
+                &["t"],
+                &["a"],
+                vec![
+                    attr_ints("kernel_shape", &[3, 3]),
+                    attr_ints("strides", &[2, 2]),
+                    attr_ints("pads", &[1, 1, 1, 1]),
+                ],
+            ),
+            node(
+                "Resize",
+                &["a", "", "down"],
+                &["n"],
+                vec![attr_s("coordinate_transformation_mode", "asymmetric"), attr_s("nearest_mode", "floor")],
+            ),
+            node("CumSum", &["n", "axis"], &["c"], vec![]),
+            node("DepthToSpace", &["c"], &["y"], vec![attr_i("blocksize", 2), attr_s("mode", "CRD")]),
+        ],
+        vec![vi("x", F32, &[None, Some(2), None, None])],
+        vec![vi("y", F32, &[None, Some(1), None, None])],
+        vec![
+            f32_init("up", &[4], &[1.0, 1.0, 2.0, 2.0]),
+            f32_init("down", &[4], &[1.0, 1.0, 0.5, 0.5]),
+            f32_init("wt", &[2, 4, 4, 4], &wt),
+            i64_init("axis", &[3]),
+        ],
+    );
+    let m = sinter_onnx::load_bytes(&bytes(&m)).unwrap();
+    let g = m.graph().unwrap();
+    sinter_core::verify::verify(&g).unwrap();
+    let y = g.ty(g.outputs[0].node);
+    assert_eq!(y.shape, Shape(vec![Dim::sym("d0"), Dim::Static(1), Dim::sym("2*d2"), Dim::sym("2*d3")]));
+    for (b, h, w) in [(1usize, 3usize, 4usize), (2, 5, 2)] {
+        let x = HostTensor::random(sinter_core::DType::F32, vec![b, 2, h, w], (h * w) as u64, -1.0, 1.0);
+        let want = run_cpu(&m.graph_for(&[vec![b, 2, h, w]]).unwrap(), std::slice::from_ref(&x));
+        let got = run_cpu(&g, &[x]);
+        assert_eq!(got[0].shape, vec![b, 1, 2 * h, 2 * w]);
+        let worst =
+            got[0].to_f64_vec().iter().zip(want[0].to_f64_vec()).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(worst < 1e-5, "{worst}");
+    }
+}
+
 #[test]
 fn symbolic_imports_that_cannot_be_typed_are_refused_naming_the_node() {
     // A symbolic spatial extent whose strided output is no polynomial of it: floor((h - 3) / 2) + 1.
@@ -164,7 +232,7 @@ fn symbolic_imports_that_cannot_be_typed_are_refused_naming_the_node() {
     assert!(e.to_string().contains("Conv") && e.to_string().contains("symbolic extent d2"), "{e}");
     // Symbolic spatial extents through a pooling that computes per-position divisors.
     let m = model(
-        vec![node("AveragePool", &["x"], &["y"], vec![attr_ints("kernel_shape", &[2, 2])])],
+        vec![node("AveragePool", &["x"], &["y"], vec![attr_ints("kernel_shape", &[2, 2]), attr_i("ceil_mode", 1)])],
         vec![vi("x", F32, &[None, Some(1), None, Some(4)])],
         vec![vi("y", F32, &[None, Some(1), None, Some(3)])],
         vec![],

@@ -8,6 +8,7 @@ mod index;
 mod nn;
 mod reduce;
 mod resize;
+mod resize_sym;
 mod rnn;
 mod seq;
 mod shape;

@@ -381,7 +381,20 @@ fn conv(cx: &mut Cx) -> R<NodeId> {
 fn conv_transpose(cx: &mut Cx) -> R<NodeId> {
     cx.arity(2, 3)?;
     let (x, w, b) = (cx.inp(0)?, cx.inp(1)?, cx.opt(2));
-    let (nbd, xs) = nchw(cx, x)?;
+    // 2-D with symbolic spatial extents and explicit pads: every step below is a reshape, a pad
+    // or a convolution, whose extents the IR types as expressions (`2*h`).
+    let xd = cx.dims(x);
+    let spatial_sym = xd.len() == 4
+        && xd[1].as_static().is_some()
+        && xd[2..].iter().any(|d| d.as_static().is_none())
+        && matches!(cx.as_str("auto_pad", "NOTSET").as_str(), "NOTSET" | "")
+        && cx.aints("output_shape").filter(|p| !p.is_empty()).is_none();
+    let (nbd, xs) = if spatial_sym {
+        let v: Vec<usize> = xd.iter().map(|d| d.as_static().unwrap_or(1)).collect();
+        (xd[0].clone(), v)
+    } else {
+        nchw(cx, x)?
+    };
     let ws = cx.shape(w)?;
     let n = xs.len().saturating_sub(2);
     if n == 0 || ws.len() != xs.len() || xs.contains(&0) || ws.contains(&0) {
@@ -452,9 +465,22 @@ fn conv_transpose(cx: &mut Cx) -> R<NodeId> {
             pz.extend([(0, 0), (0, strides[i] as i64 - 1)]);
             merged.push(xs[i + 2] * strides[i]);
         }
-        let r = cx.reshape_dims(x, bdims(&nbd, &inter[1..]))?;
+        let (inter, merged) = if spatial_sym {
+            // The spatial extents from the symbolic dims: [.., h, 1, ..] and [.., s*h, ..].
+            let mut a = vec![nbd.clone(), xd[1].clone()];
+            let mut m = a.clone();
+            for i in 0..n {
+                a.extend([xd[i + 2].clone(), Dim::Static(1)]);
+                let e = Poly::of_dim(&xd[i + 2]).mul(&Poly::constant(strides[i] as i64)).and_then(|p| p.to_dim());
+                m.push(e.ok_or_else(|| cx.err("zero insertion overflows"))?);
+            }
+            (a, m)
+        } else {
+            (bdims(&nbd, &inter[1..]), bdims(&nbd, &merged[1..]))
+        };
+        let r = cx.reshape_dims(x, inter)?;
         let p = cx.add(Op::Pad { pads: pz, mode: PadMode::Constant(0.0) }, vec![r])?;
-        xz = cx.reshape_dims(p, bdims(&nbd, &merged[1..]))?;
+        xz = cx.reshape_dims(p, merged)?;
     }
     // Pad by (k-1)*d - pad on each side (the end also drops the s-1 trailing zeros and adds
     // output_padding).
@@ -481,6 +507,11 @@ fn conv_transpose(cx: &mut Cx) -> R<NodeId> {
     let mut wf = cx.reshape(wt, &ms)?;
     for i in 0..n {
         wf = cx.slice(wf, i + 2, -1, i64::MIN, -1)?;
+    }
+    if spatial_sym {
+        // The IR checks the window against the padded extents once they are bound.
+        let geo = Geo { kernel: k.clone(), strides: vec![1; n], dil: dil.clone(), pads: vec![(0, 0); n], out: vec![] };
+        return conv2d(cx, xp, wf, b, &geo, gr);
     }
     let ps = nchw(cx, xp)?.1;
     if (0..n).any(|i| ps[i + 2] < (k[i] - 1) * dil[i] + 1) {
@@ -624,6 +655,22 @@ fn max_pool(cx: &mut Cx) -> Out {
 
 /// Average pooling, or Lp pooling when `p` is given.
 fn avg_pool(cx: &mut Cx, p: Option<f64>) -> R<NodeId> {
+    if p.is_none()
+        && cx.ai("ceil_mode", 0) == 0
+        && let Ok(x) = cx.inp(0)
+        && let Some(g) = symbolic_spatial_geometry(cx, x, None)?
+    {
+        // Symbolic spatial extents: the IR's average pool divides by the taps inside the input
+        // (or inside the padding too with count_include_pad), as ONNX does.
+        let window = Window2d {
+            kernel: [g.kernel[0], g.kernel[1]],
+            stride: [g.strides[0], g.strides[1]],
+            padding: [g.pads[0].0, g.pads[1].0, g.pads[0].1, g.pads[1].1],
+            dilation: [g.dil[0], g.dil[1]],
+        };
+        let count_include_pad = cx.ai("count_include_pad", 0) != 0;
+        return cx.add(Op::Pool2d { kind: PoolKind::Avg, window, ceil_mode: false, count_include_pad }, vec![x]);
+    }
     let (x, xs, g, _) = pool_operand(cx)?;
     let include_pad = cx.ai("count_include_pad", 0) != 0;
     let n = xs.len() - 2;

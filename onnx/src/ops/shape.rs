@@ -688,6 +688,9 @@ fn onehot(cx: &mut Cx) -> R<NodeId> {
 fn depth_space(cx: &mut Cx, op: &str) -> R<NodeId> {
     cx.arity(1, 1)?;
     let x = cx.inp(0)?;
+    if op == "DepthToSpace" && cx.rank(x) == 4 && !cx.sym_shape(x).is_static() {
+        return depth_to_space_symbolic(cx, x);
+    }
     let s = cx.shape(x)?;
     if s.len() != 4 {
         return Err(cx.err("needs NCHW input"));
@@ -718,6 +721,39 @@ fn depth_space(cx: &mut Cx, op: &str) -> R<NodeId> {
         let perm = if cx.as_str("mode", "DCR") == "CRD" { [0, 1, 3, 5, 2, 4] } else { [0, 3, 5, 1, 2, 4] };
         let t = cx.permute(r, &perm)?;
         cx.reshape(t, &[n, c * b * b, h / b, w / b])
+    }
+}
+
+/// DepthToSpace with symbolic batch or spatial extents (static channels): the same reshapes and
+/// permutation, with `h * b` as expressions.
+fn depth_to_space_symbolic(cx: &mut Cx, x: NodeId) -> R<NodeId> {
+    let d = cx.dims(x);
+    let b = cx.ai("blocksize", 0);
+    if b <= 0 || b > 1 << 16 {
+        return Err(cx.err("blocksize must be positive"));
+    }
+    let c = match d[1].as_static() {
+        Some(c) => c,
+        None => return cx.shape(x).map(|_| x), // The usual error.
+    };
+    let bu = b as usize;
+    if c % (bu * bu) != 0 {
+        return Err(cx.err(format!("channels {c} not divisible by blocksize^2")));
+    }
+    let cc = Dim::Static(c / (bu * bu));
+    let bd = Dim::Static(bu);
+    let (n, h, w) = (d[0].clone(), d[2].clone(), d[3].clone());
+    let (r, p) = if cx.as_str("mode", "DCR") == "CRD" {
+        (vec![n.clone(), cc.clone(), bd.clone(), bd.clone(), h.clone(), w.clone()], [0, 1, 4, 2, 5, 3])
+    } else {
+        (vec![n.clone(), bd.clone(), bd.clone(), cc.clone(), h.clone(), w.clone()], [0, 3, 4, 1, 5, 2])
+    };
+    let r = cx.reshape_dims(x, r)?;
+    let t = cx.permute(r, &p)?;
+    let scaled = |e: &Dim| Poly::of_dim(e).mul(&Poly::constant(b)).and_then(|p| p.to_dim());
+    match (scaled(&h), scaled(&w)) {
+        (Some(hb), Some(wb)) => cx.reshape_dims(t, vec![n, cc, hb, wb]),
+        _ => Err(cx.err("the output extents overflow")),
     }
 }
 
