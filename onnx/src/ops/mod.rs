@@ -13,6 +13,7 @@ mod rnn;
 mod seq;
 mod shape;
 mod signal;
+mod slice;
 
 use crate::import::{Cx, R};
 use sinter_core::NodeId;
