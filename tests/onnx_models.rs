@@ -283,3 +283,54 @@ fn exported_transformers_compile_to_fused_attention() {
         assert!(p.decisions.iter().any(|d| d.fused && d.reason.starts_with("fused: attention over")));
     }
 }
+
+/// Models whose import with symbolic dims is refused, with the node that refuses it: the IR has
+/// no loops, so recurrences are unrolled per time step and need a static sequence length.
+const SYMBOLIC_REFUSED: &[(&str, &str)] = &[("rnn", "/lstm/LSTM")];
+
+#[test]
+fn committed_models_import_symbolically_and_compile_once_per_shape() {
+    for case in cases() {
+        let model = sinter_onnx::load(case.dir.join("model.onnx")).expect("loading model.onnx");
+        let g = match model.graph() {
+            Err(e) => {
+                let refused = SYMBOLIC_REFUSED.iter().find(|(m, _)| *m == case.name);
+                let (_, node) = refused.unwrap_or_else(|| panic!("{}: symbolic import failed: {e}", case.name));
+                assert!(e.to_string().contains(node), "{}: the error must name {node}: {e}", case.name);
+                println!("{:12} refused as documented: {e}", case.name);
+                continue;
+            }
+            Ok(g) => g,
+        };
+        assert!(
+            !SYMBOLIC_REFUSED.iter().any(|(m, _)| *m == case.name),
+            "{} imports symbolically now: update SYMBOLIC_REFUSED",
+            case.name
+        );
+        sinter::core::verify::verify(&g)
+            .unwrap_or_else(|e| panic!("{}: the symbolic graph does not verify: {e}", case.name));
+        let symbolic = g.inputs.iter().any(|&i| !g.ty(i).shape.is_static());
+        assert!(symbolic, "{}: the graph has no symbolic input", case.name);
+        let opts = sinter::Options { backend: sinter::Backend::Interp, cache_dir: None, ..sinter::Options::default() };
+        let c = sinter::compile(&g, opts).unwrap_or_else(|e| panic!("{}: compile: {e}", case.name));
+        let mut shapes: Vec<Vec<Vec<usize>>> = Vec::new();
+        for (set, inputs, refs) in &case.sets {
+            let outs = c.run(inputs).unwrap_or_else(|e| panic!("{}/{set}: run: {e}", case.name));
+            let err = check(&outs, refs).unwrap_or_else(|m| panic!("{}/{set}: {m}", case.name));
+            let s: Vec<Vec<usize>> = inputs.iter().map(|t| t.shape.clone()).collect();
+            if !shapes.contains(&s) {
+                shapes.push(s);
+            }
+            println!("{:12} {set}: symbolic graph, rel error {err:.3e}", case.name);
+        }
+        // Running the first data set again reuses its specialization.
+        c.run(&case.sets[0].1).unwrap();
+        let ev = c.events();
+        assert_eq!(ev.len(), shapes.len(), "{}: one compilation per distinct input shape", case.name);
+        assert_eq!(ev[0].reason, "first call");
+        for e in &ev[1..] {
+            assert!(e.reason.starts_with("guard failed") && e.reason.contains("shape"), "{}: {}", case.name, e.reason);
+        }
+        println!("{:12} {} compilations: {:?}", case.name, ev.len(), ev.iter().map(|e| &e.reason).collect::<Vec<_>>());
+    }
+}

@@ -3,7 +3,7 @@
 
 use crate::dtype::DType;
 use crate::ir::{BinaryOp, Op, PoolKind, ReduceOp, TensorType, UnaryOp};
-use crate::shape::{Dim, Shape, broadcast};
+use crate::shape::{Dim, Poly, Shape, broadcast};
 
 type R = Result<TensorType, String>;
 
@@ -35,6 +35,30 @@ fn bcast(a: &Shape, b: &Shape) -> Result<Shape, String> {
 
 fn static_dims(s: &Shape, what: &str) -> Result<Vec<usize>, String> {
     s.as_static().ok_or_else(|| format!("{what} needs static dims, got {s}"))
+}
+
+/// The element count of a shape as a polynomial of its symbols.
+fn numel_poly(s: &Shape) -> Option<Poly> {
+    Poly::product(s.dims())
+}
+
+/// The output extent of a 2-D window along `axis` for an input extent that may be symbolic:
+/// `floor((h + pads - eff) / stride) + 1`, an expression of `h` where the stride divides its
+/// coefficients (always for stride 1); other symbolic cases and `ceil_mode` need static extents.
+fn window_extent(w: &crate::ir::Window2d, axis: usize, d: &Dim, ceil: bool, what: &str) -> Result<Dim, String> {
+    if let Some(n) = d.as_static() {
+        return w.out_extent(axis, n, ceil).map(Dim::Static).ok_or(format!("{what} window larger than padded input"));
+    }
+    let fail =
+        || format!("{what} output extent along axis {} of symbolic extent {d} is not an expression of it", axis + 2);
+    if ceil || w.stride[axis] == 0 || w.kernel[axis] == 0 {
+        return Err(fail());
+    }
+    let eff = (w.dilation[axis] * (w.kernel[axis] - 1) + 1) as i64;
+    let pads = (w.padding[axis] + w.padding[axis + 2]) as i64;
+    let span = Poly::of_dim(d).add(&Poly::constant(pads - eff)).ok_or_else(fail)?;
+    let out = span.floor_div(w.stride[axis] as i64).and_then(|q| q.add(&Poly::constant(1))).ok_or_else(fail)?;
+    out.to_dim().ok_or_else(fail)
 }
 
 /// Infers the result type of `op` applied to operands of types `ins`.
@@ -118,20 +142,9 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> R {
                 }
                 (Some(_), Some(_)) => Ok(TensorType::new(t.dtype, s.clone())),
                 _ => {
-                    // Symbolic: the multiset of symbols must match and the static products too.
-                    let split = |sh: &Shape| {
-                        let mut syms: Vec<String> = Vec::new();
-                        let mut p = 1usize;
-                        for d in sh.dims() {
-                            match d {
-                                Dim::Static(n) => p *= n,
-                                Dim::Sym(x) => syms.push(x.to_string()),
-                            }
-                        }
-                        syms.sort();
-                        (syms, p)
-                    };
-                    if split(&t.shape) == split(s) {
+                    // Symbolic: the element counts must be the same polynomial of the symbols
+                    // (dims may name expressions such as `batch*seq`).
+                    if numel_poly(&t.shape) == numel_poly(s) {
                         Ok(TensorType::new(t.dtype, s.clone()))
                     } else {
                         Err(format!("cannot reshape {} to {s}", t.shape))
@@ -193,7 +206,7 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> R {
             let d = same_dtype(ins)?;
             let r = ins[0].shape.rank();
             check_axes(&[*axis], r)?;
-            let mut total = 0usize;
+            let mut total = Poly::constant(0);
             for t in ins {
                 if t.shape.rank() != r {
                     return Err(format!("concat operands differ in rank: {} vs {}", ins[0].shape, t.shape));
@@ -203,28 +216,30 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> R {
                         return Err(format!("concat operands differ off the axis: {} vs {}", ins[0].shape, t.shape));
                     }
                 }
-                total += t.shape.0[*axis].as_static().ok_or("concat axis must be static")?;
+                total = total.add(&Poly::of_dim(&t.shape.0[*axis])).ok_or("concat extent overflows")?;
             }
             let mut s = ins[0].shape.clone();
-            s.0[*axis] = Dim::Static(total);
+            s.0[*axis] = total.to_dim().ok_or("concat extent overflows")?;
             Ok(TensorType::new(d, s))
         }
         Op::Pad { pads, .. } => {
             arity(op, ins, 1..=1)?;
             let t = ins[0];
-            let d = static_dims(&t.shape, "pad")?;
+            let d = t.shape.dims();
             if pads.len() != d.len() {
                 return Err(format!("pad has {} axis pairs for rank {}", pads.len(), d.len()));
             }
             let mut out = Vec::new();
-            for (&n, &(b, a)) in d.iter().zip(pads) {
-                let m = n as i64 + b + a;
-                if m < 0 {
-                    return Err(format!("pad ({b}, {a}) leaves a negative extent from {n}"));
+            for (n, &(b, a)) in d.iter().zip(pads) {
+                // A symbolic extent pads to an expression (`h + 2`); its sign is checked once the
+                // symbols are bound.
+                let m = Poly::of_dim(n).add(&Poly::constant(b.saturating_add(a))).and_then(|m| m.to_dim());
+                match m {
+                    Some(m) => out.push(m),
+                    None => return Err(format!("pad ({b}, {a}) leaves a negative extent from {n}")),
                 }
-                out.push(m as usize);
             }
-            Ok(TensorType::new(t.dtype, Shape::new(&out)))
+            Ok(TensorType::new(t.dtype, Shape(out)))
         }
         Op::Gather { axis } => {
             arity(op, ins, 2..=2)?;
@@ -262,13 +277,14 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> R {
             arity(op, ins, 2..=3)?;
             let d = same_dtype(ins)?;
             need_float(d, "conv2d")?;
-            let x = static_dims(&ins[0].shape, "conv2d")?;
+            let xs = &ins[0].shape;
             let w = static_dims(&ins[1].shape, "conv2d")?;
-            if x.len() != 4 || w.len() != 4 {
-                return Err(format!("conv2d needs NCHW input and OIHW weight, got {:?} and {:?}", x, w));
+            if xs.rank() != 4 || w.len() != 4 {
+                return Err(format!("conv2d needs NCHW input and OIHW weight, got {xs} and {:?}", w));
             }
-            if *groups == 0 || x[1] % groups != 0 || w[0] % groups != 0 || x[1] / groups != w[1] {
-                return Err(format!("conv2d channels: input {} channels, weight {:?}, groups {groups}", x[1], w));
+            let c = xs.0[1].as_static().ok_or_else(|| format!("conv2d needs static channels, got {xs}"))?;
+            if *groups == 0 || c % groups != 0 || w[0] % groups != 0 || c / groups != w[1] {
+                return Err(format!("conv2d channels: input {c} channels, weight {:?}, groups {groups}", w));
             }
             if [w[2], w[3]] != window.kernel {
                 return Err(format!(
@@ -280,22 +296,22 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> R {
             if ins.len() == 3 && ins[2].shape != Shape::new(&[w[0]]) {
                 return Err(format!("conv2d bias must be [{}], got {}", w[0], ins[2].shape));
             }
-            let oh = window.out_extent(0, x[2], false).ok_or("conv2d window larger than padded input")?;
-            let ow = window.out_extent(1, x[3], false).ok_or("conv2d window larger than padded input")?;
-            Ok(TensorType::new(d, Shape::new(&[x[0], w[0], oh, ow])))
+            let oh = window_extent(window, 0, &xs.0[2], false, "conv2d")?;
+            let ow = window_extent(window, 1, &xs.0[3], false, "conv2d")?;
+            Ok(TensorType::new(d, Shape(vec![xs.0[0].clone(), Dim::Static(w[0]), oh, ow])))
         }
         Op::Pool2d { window, ceil_mode, kind, .. } => {
             arity(op, ins, 1..=1)?;
-            let x = static_dims(&ins[0].shape, "pool2d")?;
-            if x.len() != 4 {
-                return Err(format!("pool2d needs NCHW input, got {:?}", x));
+            let x = &ins[0].shape;
+            if x.rank() != 4 {
+                return Err(format!("pool2d needs NCHW input, got {x}"));
             }
             if *kind == PoolKind::Avg {
                 need_float(ins[0].dtype, "avg_pool2d")?;
             }
-            let oh = window.out_extent(0, x[2], *ceil_mode).ok_or("pool window larger than padded input")?;
-            let ow = window.out_extent(1, x[3], *ceil_mode).ok_or("pool window larger than padded input")?;
-            Ok(TensorType::new(ins[0].dtype, Shape::new(&[x[0], x[1], oh, ow])))
+            let oh = window_extent(window, 0, &x.0[2], *ceil_mode, "pool")?;
+            let ow = window_extent(window, 1, &x.0[3], *ceil_mode, "pool")?;
+            Ok(TensorType::new(ins[0].dtype, Shape(vec![x.0[0].clone(), x.0[1].clone(), oh, ow])))
         }
         Op::Softmax { axis } | Op::LogSoftmax { axis } => {
             arity(op, ins, 1..=1)?;

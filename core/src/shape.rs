@@ -4,8 +4,12 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::Arc;
 
+mod poly;
+pub use poly::{Poly, eval_dim, eval_dim_map};
+
 /// One dimension of a shape: a static extent or a named symbol (e.g. `batch`) that
-/// [`crate::passes::specialize`] later replaces by a value.
+/// [`crate::passes::specialize`] later replaces by a value. A symbol whose name is the canonical
+/// text of a [`Poly`] (`batch*seq`, `2*h + 1`) stands for that expression of other symbols.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Dim {
     /// A known extent.

@@ -6,6 +6,10 @@
 //! by running the new nodes on the CPU reference). Inputs whose values fix a shape (see
 //! [`crate::Model::graph_for_inputs`]) are *assumed* known: their values feed shape computations
 //! but every node computed from them still stays in the graph.
+//!
+//! Shapes of tensors with symbolic dims are tracked as symbolic values (`symval`): integer
+//! vectors of expressions of the symbols, so `Shape → Gather → Concat → Reshape` chains give
+//! typed, symbolic results.
 
 use crate::error::OnnxError;
 use crate::model::{Init, Model};
@@ -16,8 +20,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 mod cx;
+mod symval;
 
 pub(crate) use cx::Cx;
+pub(crate) use symval::SymVal;
 
 /// Result type of the importer.
 pub(crate) type R<T> = Result<T, OnnxError>;
@@ -49,6 +55,9 @@ pub(crate) struct Importer<'m> {
     pub known: HashMap<NodeId, Arc<HostTensor>>,
     /// Nodes whose known value derives from a run-time input's value.
     pub assumed: HashSet<NodeId>,
+    /// Small integer values known as expressions of the symbolic dims (shapes of symbolic
+    /// tensors and what is computed from them; see `symval`).
+    pub symvals: HashMap<NodeId, SymVal>,
     /// Name scopes, innermost last (subgraphs push one).
     pub scopes: Vec<HashMap<String, NodeId>>,
     /// ONNX value names whose values some op needs at import time.
@@ -270,6 +279,7 @@ pub(crate) fn import(model: &Model, specs: Vec<InputSpec>) -> R<IrGraph> {
         g: IrGraph::default(),
         known: HashMap::new(),
         assumed: HashSet::new(),
+        symvals: HashMap::new(),
         scopes: vec![HashMap::new()],
         needed,
     };
@@ -411,6 +421,8 @@ impl<'m> Importer<'m> {
         let nout = node.output.len();
         let start = self.g.nodes.len();
         let origin = Origin { node: idx as u32, op: Arc::from(op.to_lowercase().as_str()) };
+        let sym_ins = ins.clone();
+        let sym_origin = origin.clone();
         let outs = {
             let mut cx = Cx {
                 imp: self,
@@ -459,6 +471,7 @@ impl<'m> Importer<'m> {
             self.scopes.last_mut().expect("a scope").insert(name.clone(), id);
         }
         self.fold(start, node, &outs);
+        self.sym_fold(node, &sym_ins, sym_origin);
         Ok(())
     }
 

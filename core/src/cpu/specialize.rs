@@ -68,9 +68,8 @@ fn subst(s: &Shape, bindings: &HashMap<String, usize>) -> Result<Shape, Error> {
         .iter()
         .map(|d| match d {
             Dim::Static(n) => Ok(Dim::Static(*n)),
-            Dim::Sym(x) => bindings
-                .get(x.as_ref())
-                .map(|&n| Dim::Static(n))
+            Dim::Sym(x) => crate::shape::eval_dim_map(d, bindings)
+                .map(Dim::Static)
                 .ok_or_else(|| Error::Input(format!("symbol {x} is not bound"))),
         })
         .collect::<Result<Vec<_>, _>>()

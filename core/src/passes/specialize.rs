@@ -1,6 +1,7 @@
 //! `specialize`: replaces named symbolic dimensions by values, in input types and in op
-//! attributes (reshape and expand targets), and re-infers every type. Symbols without a value are
-//! left symbolic.
+//! attributes (reshape and expand targets), and re-infers every type. Symbols naming expressions
+//! ([`crate::shape::Poly`], e.g. `batch*seq`) get their value once all their symbols are bound.
+//! Symbols without a value are left symbolic.
 
 use super::rewrite::Rewriter;
 use crate::error::Error;
@@ -15,7 +16,9 @@ fn subst(s: &Shape, values: &BTreeMap<String, usize>) -> Shape {
     Shape(
         s.0.iter()
             .map(|d| match d {
-                Dim::Sym(name) => values.get(&**name).map_or_else(|| d.clone(), |&v| Dim::Static(v)),
+                Dim::Sym(_) => {
+                    crate::shape::eval_dim(d, &|x| values.get(x).copied()).map_or_else(|| d.clone(), Dim::Static)
+                }
                 Dim::Static(_) => d.clone(),
             })
             .collect(),

@@ -14,7 +14,21 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
             cx.arity(2, 2)?;
             let (x, i) = (cx.inp(0)?, cx.inp(1)?);
             let axis = cx.axis(cx.ai("axis", 0), cx.rank(x))?;
-            check_known(cx, i, &[cx.shape(x)?[axis]], "gather")?;
+            match cx.dims(x)[axis].as_static() {
+                Some(n) => check_known(cx, i, &[n], "gather")?,
+                // A symbolic gathered axis: known non-negative indices are taken as in range
+                // (negative ones would need the extent).
+                None => match cx.known(i) {
+                    Some(v) if v.dtype().is_int() && v.to_i64_vec().iter().all(|&k| k >= 0) => {}
+                    _ => {
+                        return Err(cx.unsup(format!(
+                            "gathering along symbolic extent {} needs known non-negative indices (specialize the \
+                             model with graph_for or graph_for_inputs)",
+                            cx.dims(x)[axis]
+                        )));
+                    }
+                },
+            }
             cx.add(Op::Gather { axis }, vec![x, i])
         }),
         "GatherElements" => one(cx, |cx| {

@@ -8,10 +8,12 @@ mod index;
 mod nn;
 mod reduce;
 mod resize;
+mod resize_sym;
 mod rnn;
 mod seq;
 mod shape;
 mod signal;
+mod slice;
 
 use crate::import::{Cx, R};
 use sinter_core::NodeId;

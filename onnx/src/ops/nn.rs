@@ -8,7 +8,30 @@
 
 use crate::import::{Cx, R};
 use sinter_core::ir::{BinaryOp as B, PadMode, PoolKind, ReduceOp, UnaryOp as U, Window2d};
-use sinter_core::{DType, HostTensor, NodeId, Op};
+use sinter_core::shape::Poly;
+use sinter_core::{DType, Dim, HostTensor, NodeId, Op};
+
+/// The shape of a conv/pool operand whose batch (axis 0) may be symbolic: the batch, and the
+/// extents with a placeholder 1 at axis 0 (reshapes take the batch from the first value).
+fn nchw(cx: &Cx, x: NodeId) -> R<(Dim, Vec<usize>)> {
+    let (b, rest) = cx.batch_shape(x)?;
+    let mut v = vec![b.as_static().unwrap_or(1)];
+    v.extend(rest);
+    Ok((b, v))
+}
+
+/// `[batch, rest..]` as dims.
+fn bdims(b: &Dim, rest: &[usize]) -> Vec<Dim> {
+    std::iter::once(b.clone()).chain(rest.iter().map(|&d| Dim::Static(d))).collect()
+}
+
+/// `b * k` for a possibly symbolic batch.
+fn mul_dim(cx: &Cx, b: &Dim, k: usize) -> R<Dim> {
+    Poly::of_dim(b)
+        .mul(&Poly::constant(k as i64))
+        .and_then(|p| p.to_dim())
+        .ok_or_else(|| cx.err(format!("extent {b} * {k} overflows")))
+}
 
 type Out = R<Vec<Option<NodeId>>>;
 
@@ -220,13 +243,13 @@ fn conv2d(cx: &mut Cx, x: NodeId, w: NodeId, bias: Option<NodeId>, g: &Geo, grou
 
 /// N-d convolution (n = 1, 2, 3) of float tensors.
 fn conv_nd(cx: &mut Cx, x: NodeId, w: NodeId, bias: Option<NodeId>, g: &Geo, groups: usize) -> R<NodeId> {
-    let xs = cx.shape(x)?;
+    let (nbd, xs) = nchw(cx, x)?;
     let ws = cx.shape(w)?;
     let n = xs.len() - 2;
     match n {
         2 => conv2d(cx, x, w, bias, g, groups),
         1 => {
-            let x2 = cx.reshape(x, &[xs[0], xs[1], 1, xs[2]])?;
+            let x2 = cx.reshape_dims(x, bdims(&nbd, &[xs[1], 1, xs[2]]))?;
             let w2 = cx.reshape(w, &[ws[0], ws[1], 1, ws[2]])?;
             let g2 = Geo {
                 kernel: vec![1, g.kernel[0]],
@@ -236,11 +259,11 @@ fn conv_nd(cx: &mut Cx, x: NodeId, w: NodeId, bias: Option<NodeId>, g: &Geo, gro
                 out: vec![1, g.out[0]],
             };
             let y = conv2d(cx, x2, w2, bias, &g2, groups)?;
-            cx.reshape(y, &[xs[0], ws[0], g.out[0]])
+            cx.reshape_dims(y, bdims(&nbd, &[ws[0], g.out[0]]))
         }
         3 => {
             // Pad depth explicitly; H/W padding stays in the 2-D convolutions.
-            let (nb, c, m) = (xs[0], xs[1], ws[0]);
+            let (c, m) = (xs[1], ws[0]);
             let mut pads = vec![(0i64, 0i64); 5];
             pads[2] = (g.pads[0].0 as i64, g.pads[0].1 as i64);
             let xp =
@@ -258,9 +281,10 @@ fn conv_nd(cx: &mut Cx, x: NodeId, w: NodeId, bias: Option<NodeId>, g: &Geo, gro
             for kd in 0..g.kernel[0] {
                 let start = kd * g.dil[0];
                 let xd = depth_taps(cx, xp, start, g.strides[0], do_)?; // [N, C, Do, H, W]
-                let xsd = cx.shape(xd)?;
+                let xsd = nchw(cx, xd)?.1;
                 let xd = cx.permute(xd, &[0, 2, 1, 3, 4])?;
-                let xd = cx.reshape(xd, &[nb * do_, c, xsd[3], xsd[4]])?;
+                let nbdo = mul_dim(cx, &nbd, do_)?;
+                let xd = cx.reshape_dims(xd, bdims(&nbdo, &[c, xsd[3], xsd[4]]))?;
                 let wk = cx.slice(w, 2, kd as i64, kd as i64 + 1, 1)?;
                 let wk = cx.reshape(wk, &[ws[0], ws[1], ws[3], ws[4]])?;
                 let y = conv2d(cx, xd, wk, None, &g2, groups)?;
@@ -270,7 +294,7 @@ fn conv_nd(cx: &mut Cx, x: NodeId, w: NodeId, bias: Option<NodeId>, g: &Geo, gro
                 });
             }
             let y = acc.ok_or_else(|| cx.err("empty kernel"))?;
-            let y = cx.reshape(y, &[nb, do_, m, ho, wo])?;
+            let y = cx.reshape_dims(y, bdims(&nbd, &[do_, m, ho, wo]))?;
             let mut y = cx.permute(y, &[0, 2, 1, 3, 4])?;
             if let Some(b) = bias {
                 let b = cx.reshape(b, &[m, 1, 1, 1])?;
@@ -284,6 +308,13 @@ fn conv_nd(cx: &mut Cx, x: NodeId, w: NodeId, bias: Option<NodeId>, g: &Geo, gro
 
 /// Depth slice `start, start + step, ...` (`len` taps) of axis 2.
 fn depth_taps(cx: &mut Cx, x: NodeId, start: usize, step: usize, len: usize) -> R<NodeId> {
+    if !cx.sym_shape(x).is_static() {
+        // A symbolic batch: the taps as a gather along the depth axis.
+        cx.guard(len)?;
+        let idx: Vec<i64> = (0..len).map(|i| (start + i * step) as i64).collect();
+        let c = cx.konst(HostTensor::from_i64(DType::I64, vec![len], &idx));
+        return cx.add(Op::Gather { axis: 2 }, vec![x, c]);
+    }
     let s = cx.shape(x)?;
     let dims: Vec<sinter_core::ir::SliceDim> = s
         .iter()
@@ -299,10 +330,41 @@ fn depth_taps(cx: &mut Cx, x: NodeId, start: usize, step: usize, len: usize) -> 
     cx.add(Op::Slice(dims), vec![x])
 }
 
+/// The window geometry of a 2-D conv/max-pool whose spatial extents are symbolic (`None` when
+/// they are static or the op is not 2-D): only explicit padding is possible (`auto_pad` SAME
+/// depends on the extent); the output extents are the IR's (`floor((h + pads - eff) / stride)
+/// + 1`, refused there, naming the node, where the stride does not divide the expression).
+fn symbolic_spatial_geometry(cx: &Cx, x: NodeId, kernel: Option<Vec<usize>>) -> R<Option<Geo>> {
+    let d = cx.dims(x);
+    if d.len() != 4 || d[1].as_static().is_none() || d[2..].iter().all(|e| e.as_static().is_some()) {
+        return Ok(None);
+    }
+    if !matches!(cx.as_str("auto_pad", "NOTSET").as_str(), "NOTSET" | "VALID" | "") {
+        return Err(cx.unsup(format!(
+            "auto_pad SAME_* on symbolic spatial extents {} (specialize the model with graph_for or graph_for_inputs)",
+            cx.sym_shape(x)
+        )));
+    }
+    let k = kernel_shape(cx, kernel.as_deref())?;
+    // Placeholder extents that every window fits: the geometry's output extents are unused.
+    let ins: Vec<usize> = k.iter().map(|&k| k.saturating_mul(1 << 20)).collect();
+    geometry(cx, &ins, k, false).map(Some)
+}
+
 fn conv(cx: &mut Cx) -> R<NodeId> {
     cx.arity(2, 3)?;
     let (x, w, b) = (cx.inp(0)?, cx.inp(1)?, cx.opt(2));
-    let xs = cx.shape(x)?;
+    let ws = cx.shape(w)?;
+    if ws.len() == 4
+        && let Some(g) = symbolic_spatial_geometry(cx, x, Some(ws[2..].to_vec()))?
+    {
+        let groups = cx.ai("group", 1);
+        if groups <= 0 {
+            return Err(cx.err("group must be positive"));
+        }
+        return conv2d(cx, x, w, b, &g, groups as usize);
+    }
+    let xs = nchw(cx, x)?.1;
     let ws = cx.shape(w)?;
     if xs.len() < 3 || ws.len() != xs.len() {
         return Err(cx.err(format!("input {xs:?} and weight {ws:?} ranks do not fit")));
@@ -319,7 +381,20 @@ fn conv(cx: &mut Cx) -> R<NodeId> {
 fn conv_transpose(cx: &mut Cx) -> R<NodeId> {
     cx.arity(2, 3)?;
     let (x, w, b) = (cx.inp(0)?, cx.inp(1)?, cx.opt(2));
-    let xs = cx.shape(x)?;
+    // 2-D with symbolic spatial extents and explicit pads: every step below is a reshape, a pad
+    // or a convolution, whose extents the IR types as expressions (`2*h`).
+    let xd = cx.dims(x);
+    let spatial_sym = xd.len() == 4
+        && xd[1].as_static().is_some()
+        && xd[2..].iter().any(|d| d.as_static().is_none())
+        && matches!(cx.as_str("auto_pad", "NOTSET").as_str(), "NOTSET" | "")
+        && cx.aints("output_shape").filter(|p| !p.is_empty()).is_none();
+    let (nbd, xs) = if spatial_sym {
+        let v: Vec<usize> = xd.iter().map(|d| d.as_static().unwrap_or(1)).collect();
+        (xd[0].clone(), v)
+    } else {
+        nchw(cx, x)?
+    };
     let ws = cx.shape(w)?;
     let n = xs.len().saturating_sub(2);
     if n == 0 || ws.len() != xs.len() || xs.contains(&0) || ws.contains(&0) {
@@ -390,9 +465,22 @@ fn conv_transpose(cx: &mut Cx) -> R<NodeId> {
             pz.extend([(0, 0), (0, strides[i] as i64 - 1)]);
             merged.push(xs[i + 2] * strides[i]);
         }
-        let r = cx.reshape(x, &inter)?;
+        let (inter, merged) = if spatial_sym {
+            // The spatial extents from the symbolic dims: [.., h, 1, ..] and [.., s*h, ..].
+            let mut a = vec![nbd.clone(), xd[1].clone()];
+            let mut m = a.clone();
+            for i in 0..n {
+                a.extend([xd[i + 2].clone(), Dim::Static(1)]);
+                let e = Poly::of_dim(&xd[i + 2]).mul(&Poly::constant(strides[i] as i64)).and_then(|p| p.to_dim());
+                m.push(e.ok_or_else(|| cx.err("zero insertion overflows"))?);
+            }
+            (a, m)
+        } else {
+            (bdims(&nbd, &inter[1..]), bdims(&nbd, &merged[1..]))
+        };
+        let r = cx.reshape_dims(x, inter)?;
         let p = cx.add(Op::Pad { pads: pz, mode: PadMode::Constant(0.0) }, vec![r])?;
-        xz = cx.reshape(p, &merged)?;
+        xz = cx.reshape_dims(p, merged)?;
     }
     // Pad by (k-1)*d - pad on each side (the end also drops the s-1 trailing zeros and adds
     // output_padding).
@@ -420,7 +508,12 @@ fn conv_transpose(cx: &mut Cx) -> R<NodeId> {
     for i in 0..n {
         wf = cx.slice(wf, i + 2, -1, i64::MIN, -1)?;
     }
-    let ps = cx.shape(xp)?;
+    if spatial_sym {
+        // The IR checks the window against the padded extents once they are bound.
+        let geo = Geo { kernel: k.clone(), strides: vec![1; n], dil: dil.clone(), pads: vec![(0, 0); n], out: vec![] };
+        return conv2d(cx, xp, wf, b, &geo, gr);
+    }
+    let ps = nchw(cx, xp)?.1;
     if (0..n).any(|i| ps[i + 2] < (k[i] - 1) * dil[i] + 1) {
         return Err(cx.err("output extent would be empty"));
     }
@@ -436,7 +529,7 @@ fn conv_transpose(cx: &mut Cx) -> R<NodeId> {
 
 /// Pads `x`'s spatial axes by `pads` (before) and to `lens` total, with `fill`.
 fn pad_spatial(cx: &mut Cx, x: NodeId, before: &[usize], lens: &[usize], fill: f64) -> R<NodeId> {
-    let s = cx.shape(x)?;
+    let s = nchw(cx, x)?.1;
     let mut pads = vec![(0i64, 0i64); 2];
     for i in 0..before.len() {
         let b = before[i] as i64;
@@ -462,7 +555,7 @@ fn lowest(d: DType) -> f64 {
 /// Window reduction (max or sum) over an explicitly padded input with unpadded windows:
 /// 1-D/2-D through `Pool2d`, 3-D as the max/sum over depth taps of 2-D pools.
 fn window_reduce(cx: &mut Cx, xp: NodeId, g: &Geo, max: bool) -> R<NodeId> {
-    let s = cx.shape(xp)?;
+    let (nbd, s) = nchw(cx, xp)?;
     let n = s.len() - 2;
     let pool2 = |cx: &mut Cx, v: NodeId, k: [usize; 2], st: [usize; 2], d: [usize; 2]| -> R<NodeId> {
         let window = Window2d { kernel: k, stride: st, padding: [0; 4], dilation: d };
@@ -472,17 +565,17 @@ fn window_reduce(cx: &mut Cx, xp: NodeId, g: &Geo, max: bool) -> R<NodeId> {
     };
     match n {
         1 => {
-            let v = cx.reshape(xp, &[s[0], s[1], 1, s[2]])?;
+            let v = cx.reshape_dims(xp, bdims(&nbd, &[s[1], 1, s[2]]))?;
             let y = pool2(cx, v, [1, g.kernel[0]], [1, g.strides[0]], [1, g.dil[0]])?;
-            let ys = cx.shape(y)?;
-            cx.reshape(y, &[s[0], s[1], ys[3]])
+            let ys = nchw(cx, y)?.1;
+            cx.reshape_dims(y, bdims(&nbd, &[s[1], ys[3]]))
         }
         2 => pool2(cx, xp, [g.kernel[0], g.kernel[1]], [g.strides[0], g.strides[1]], [g.dil[0], g.dil[1]]),
         3 => {
             let mut acc: Option<NodeId> = None;
             for kd in 0..g.kernel[0] {
                 let v = depth_taps(cx, xp, kd * g.dil[0], g.strides[0], g.out[0])?; // [N, C, Do, H, W]
-                let v = cx.reshape(v, &[s[0], s[1] * g.out[0], s[3], s[4]])?;
+                let v = cx.reshape_dims(v, bdims(&nbd, &[s[1] * g.out[0], s[3], s[4]]))?;
                 let y = pool2(cx, v, [g.kernel[1], g.kernel[2]], [g.strides[1], g.strides[2]], [g.dil[1], g.dil[2]])?;
                 acc = Some(match acc {
                     None => y,
@@ -490,7 +583,7 @@ fn window_reduce(cx: &mut Cx, xp: NodeId, g: &Geo, max: bool) -> R<NodeId> {
                 });
             }
             let y = acc.ok_or_else(|| cx.err("empty kernel"))?;
-            cx.reshape(y, &[s[0], s[1], g.out[0], g.out[1], g.out[2]])
+            cx.reshape_dims(y, bdims(&nbd, &[s[1], g.out[0], g.out[1], g.out[2]]))
         }
         _ => Err(cx.unsup(format!("{n}-D pooling (only 1-D, 2-D and 3-D are supported)"))),
     }
@@ -508,7 +601,7 @@ fn covered(g: &Geo, ins: &[usize]) -> Vec<usize> {
 fn pool_operand(cx: &mut Cx) -> R<(NodeId, Vec<usize>, Geo, bool)> {
     cx.arity(1, 1)?;
     let x = cx.inp(0)?;
-    let xs = cx.shape(x)?;
+    let xs = nchw(cx, x)?.1;
     if xs.len() < 3 {
         return Err(cx.err("needs rank >= 3"));
     }
@@ -519,6 +612,21 @@ fn pool_operand(cx: &mut Cx) -> R<(NodeId, Vec<usize>, Geo, bool)> {
 }
 
 fn max_pool(cx: &mut Cx) -> Out {
+    if let Ok(x) = cx.inp(0)
+        && !cx.wants(1)
+        && cx.ai("ceil_mode", 0) == 0
+        && let Some(g) = symbolic_spatial_geometry(cx, x, None)?
+    {
+        let window = Window2d {
+            kernel: [g.kernel[0], g.kernel[1]],
+            stride: [g.strides[0], g.strides[1]],
+            padding: [g.pads[0].0, g.pads[1].0, g.pads[0].1, g.pads[1].1],
+            dilation: [g.dil[0], g.dil[1]],
+        };
+        let y =
+            cx.add(Op::Pool2d { kind: PoolKind::Max, window, ceil_mode: false, count_include_pad: false }, vec![x])?;
+        return Ok(vec![Some(y)]);
+    }
     let (x, xs, g, ceil) = pool_operand(cx)?;
     let n = xs.len() - 2;
     if cx.wants(1) {
@@ -547,6 +655,22 @@ fn max_pool(cx: &mut Cx) -> Out {
 
 /// Average pooling, or Lp pooling when `p` is given.
 fn avg_pool(cx: &mut Cx, p: Option<f64>) -> R<NodeId> {
+    if p.is_none()
+        && cx.ai("ceil_mode", 0) == 0
+        && let Ok(x) = cx.inp(0)
+        && let Some(g) = symbolic_spatial_geometry(cx, x, None)?
+    {
+        // Symbolic spatial extents: the IR's average pool divides by the taps inside the input
+        // (or inside the padding too with count_include_pad), as ONNX does.
+        let window = Window2d {
+            kernel: [g.kernel[0], g.kernel[1]],
+            stride: [g.strides[0], g.strides[1]],
+            padding: [g.pads[0].0, g.pads[1].0, g.pads[0].1, g.pads[1].1],
+            dilation: [g.dil[0], g.dil[1]],
+        };
+        let count_include_pad = cx.ai("count_include_pad", 0) != 0;
+        return cx.add(Op::Pool2d { kind: PoolKind::Avg, window, ceil_mode: false, count_include_pad }, vec![x]);
+    }
     let (x, xs, g, _) = pool_operand(cx)?;
     let include_pad = cx.ai("count_include_pad", 0) != 0;
     let n = xs.len() - 2;
@@ -1148,11 +1272,13 @@ fn einsum(cx: &mut Cx) -> R<NodeId> {
             }
         }
     }
-    let mut extent: std::collections::HashMap<char, usize> = Default::default();
+    // Extents may be symbolic (a batch, a sequence): they are only compared, broadcast and
+    // carried into reshapes.
+    let mut extent: std::collections::HashMap<char, Dim> = Default::default();
     let mut aligned = Vec::new();
     for (t, &x) in terms.iter().zip(&ops) {
         let chars: Vec<char> = t.chars().collect();
-        let s = cx.shape(x)?;
+        let s = cx.dims(x);
         if chars.len() != s.len() {
             return Err(cx.err(format!("term {t:?} does not match operand rank {}", s.len())));
         }
@@ -1162,22 +1288,23 @@ fn einsum(cx: &mut Cx) -> R<NodeId> {
         loop {
             let dup = (0..cur.len()).find_map(|i| (i + 1..cur.len()).find(|&j| cur[j] == cur[i]).map(|j| (i, j)));
             let Some((i, j)) = dup else { break };
-            let vs = cx.shape(v)?;
+            let vs = cx.dims(v);
             if vs[i] != vs[j] {
                 return Err(cx.err(format!("letter {} has extents {} and {}", cur[i], vs[i], vs[j])));
             }
             v = diagonal(cx, v, i, j)?;
             cur.remove(j);
         }
-        let vs = cx.shape(v)?;
-        for (c, &n) in cur.iter().zip(&vs) {
+        let vs = cx.dims(v);
+        let one = Dim::Static(1);
+        for (c, n) in cur.iter().zip(&vs) {
             match extent.get(c) {
-                Some(&m) if m != n && m != 1 && n != 1 => {
+                Some(m) if m != n && *m != one && *n != one => {
                     return Err(cx.err(format!("letter {c} has extents {m} and {n}")));
                 }
-                Some(&m) if m >= n => {}
+                Some(m) if m == n || *n == one => {}
                 _ => {
-                    extent.insert(*c, n);
+                    extent.insert(*c, n.clone());
                 }
             }
         }
@@ -1185,19 +1312,22 @@ fn einsum(cx: &mut Cx) -> R<NodeId> {
         let present: Vec<char> = letters.iter().copied().filter(|c| cur.contains(c)).collect();
         let perm: Vec<usize> = present.iter().map(|c| cur.iter().position(|x| x == c).expect("present")).collect();
         v = cx.permute(v, &perm)?;
-        let dims: Vec<usize> = letters
+        let dims: Vec<Dim> = letters
             .iter()
-            .map(|c| if cur.contains(c) { vs[cur.iter().position(|x| x == c).expect("present")] } else { 1 })
+            .map(|c| match cur.iter().position(|x| x == c) {
+                Some(p) => vs[p].clone(),
+                None => Dim::Static(1),
+            })
             .collect();
-        v = cx.reshape(v, &dims)?;
+        v = cx.reshape_dims(v, dims)?;
         aligned.push(v);
     }
     let mut acc = aligned[0];
     for &v in &aligned[1..] {
         acc = cx.bin(B::Mul, acc, v)?;
     }
-    let full: Vec<usize> = letters.iter().map(|c| extent.get(c).copied().unwrap_or(1)).collect();
-    acc = cx.expand(acc, &full)?;
+    let full: Vec<Dim> = letters.iter().map(|c| extent.get(c).cloned().unwrap_or(Dim::Static(1))).collect();
+    acc = cx.expand_dims(acc, full)?;
     let nout = out.chars().count();
     if letters.len() > nout {
         let axes: Vec<usize> = (nout..letters.len()).collect();
@@ -1340,6 +1470,7 @@ fn deform_conv(cx: &mut Cx) -> R<NodeId> {
 /// column-major within the image for `storage_order=1`): the window taps are stacked, reduced
 /// with max and argmax, and the winning tap is mapped to its input position.
 fn max_pool_with_indices(cx: &mut Cx, x: NodeId, xs: &[usize], g: &Geo) -> Out {
+    cx.shape(x)?; // The indices count the batch: static shapes only.
     let (nb, c, h, w) = (xs[0], xs[1], xs[2], xs[3]);
     let lens = covered(g, &xs[2..]);
     let before: Vec<usize> = g.pads.iter().map(|p| p.0).collect();

@@ -196,14 +196,35 @@ fn shift(cx: &mut Cx, y: NodeId, axis: usize, s: usize, fill: f64) -> R<NodeId> 
     cx.add(Op::Pad { pads, mode: PadMode::Constant(fill) }, vec![y])
 }
 
+/// Scan steps over a symbolic axis: exact for extents below 2^31 (the steps past the extent add
+/// the fill).
+const SYMBOLIC_SCAN_STEPS: u32 = 31;
+
 fn cumulative(cx: &mut Cx, prod: bool) -> R<NodeId> {
     cx.arity(2, 2)?;
     let x = cx.inp(0)?;
-    let s = cx.shape(x)?;
     let a = cx.ints(cx.inp(1)?)?;
-    let axis = cx.axis(*a.first().ok_or_else(|| cx.err("axis is empty"))?, s.len())?;
-    let n = s[axis];
+    let dims = cx.dims(x);
+    let axis = cx.axis(*a.first().ok_or_else(|| cx.err("axis is empty"))?, dims.len())?;
     let (exclusive, reverse) = (cx.ai("exclusive", 0) != 0, cx.ai("reverse", 0) != 0);
+    if !reverse && !cx.sym_shape(x).is_static() {
+        // Symbolic extents: shifts are pads, so the scan runs for any extent below 2^31.
+        let n = dims[axis].as_static().unwrap_or(1 << SYMBOLIC_SCAN_STEPS);
+        let (b, fill) = if prod { (B::Mul, 1.0) } else { (B::Add, 0.0) };
+        let mut y = if exclusive && n > 0 { shift(cx, x, axis, 1, fill)? } else { x };
+        let mut step = 1;
+        while step < n {
+            let sh = shift(cx, y, axis, step, fill)?;
+            y = cx.bin(b, y, sh)?;
+            step *= 2;
+        }
+        if y == x {
+            y = cx.add(Op::Pad { pads: vec![(0, 0); dims.len()], mode: PadMode::Constant(0.0) }, vec![x])?;
+        }
+        return Ok(y);
+    }
+    let s = cx.shape(x)?;
+    let n = s[axis];
     let (b, fill) = if prod { (B::Mul, 1.0) } else { (B::Add, 0.0) };
     let mut y = x;
     if reverse {

@@ -22,14 +22,14 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
 }
 
 /// Interpolation settings shared by all axes.
-struct Mode {
-    kind: String,
-    ctm: String,
-    nearest: String,
-    cubic_a: f64,
-    exclude_outside: bool,
-    antialias: bool,
-    extrapolation: f64,
+pub(super) struct Mode {
+    pub kind: String,
+    pub ctm: String,
+    pub nearest: String,
+    pub cubic_a: f64,
+    pub exclude_outside: bool,
+    pub antialias: bool,
+    pub extrapolation: f64,
 }
 
 fn nearest_coeffs(ratio: f64, mode: &str) -> Vec<f64> {
@@ -86,7 +86,9 @@ fn linear_coeffs_antialias(r: f64, scale: f64) -> Vec<f64> {
 }
 
 /// The `[out, in]` weights and per-output extrapolation flags of one axis.
-fn axis_weights(
+/// The `[out, in]` interpolation matrix of one axis (row-major) and which output positions
+/// extrapolate.
+pub(super) fn axis_weights(
     m: &Mode,
     inw: usize,
     outw: usize,
@@ -244,8 +246,9 @@ fn apply(cx: &mut Cx, x: NodeId, m: &Mode, outs: &[usize], scales: &[f64], rois:
 
 fn resize(cx: &mut Cx) -> R<NodeId> {
     let x = cx.inp(0)?;
-    let xs = cx.shape(x)?;
-    let r = xs.len();
+    let r = cx.rank(x);
+    let symbolic = !cx.sym_shape(x).is_static();
+    let xs = if symbolic { vec![1; r] } else { cx.shape(x)? };
     let legacy = cx.opset < 11;
     let m = Mode {
         kind: cx.as_str("mode", "nearest"),
@@ -286,6 +289,21 @@ fn resize(cx: &mut Cx) -> R<NodeId> {
         _ => (0..r).collect(),
     };
     let k = axes.len();
+    if symbolic {
+        // Symbolic extents: scales only (sizes fix extents the symbols cannot follow).
+        let sc = match (&scales, &sizes) {
+            (Some(sc), None) if sc.len() == k => sc,
+            _ => {
+                cx.shape(x)?; // The usual error.
+                return Err(cx.err("scales must hold one value per axis"));
+            }
+        };
+        let mut scale_v = vec![1.0f64; r];
+        for (i, &a) in axes.iter().enumerate() {
+            scale_v[a] = sc[i];
+        }
+        return super::resize_sym::resize_symbolic(cx, x, &m, &scale_v);
+    }
     let mut scale_v = vec![1.0f64; r];
     let mut outs = xs.clone();
     match (scales, sizes) {

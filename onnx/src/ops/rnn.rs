@@ -131,6 +131,13 @@ pub(super) fn recurrent(cx: &mut Cx, op: &str) -> Out {
     if layout == 1 {
         x = cx.permute(x, &[1, 0, 2])?;
     }
+    if let Some(t) = cx.dims(x).first().filter(|d| d.as_static().is_none()) {
+        // The IR has no loops: the recurrence is unrolled, one step per time step.
+        return Err(cx.unsup(format!(
+            "{op} is unrolled over its sequence axis, whose extent {t} must be static (specialize the model with \
+             graph_for or graph_for_inputs)"
+        )));
+    }
     let xs = cx.shape(x)?;
     if xs.len() != 3 {
         return Err(cx.err(format!("X must be 3-D, got {xs:?}")));

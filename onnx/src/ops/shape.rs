@@ -4,7 +4,7 @@
 
 use crate::import::{Cx, R};
 use sinter_core::ir::{BinaryOp as B, PadMode, SliceDim};
-use sinter_core::shape::broadcast;
+use sinter_core::shape::{Poly, broadcast};
 use sinter_core::{DType, Dim, HostTensor, NodeId, Op, Shape};
 
 type Out = R<Vec<Option<NodeId>>>;
@@ -27,9 +27,13 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
             if a < 0 || a > r as i64 {
                 return Err(cx.err(format!("axis {a} out of range for rank {r}")));
             }
-            let s = cx.shape(x)?;
-            let (l, rr): (usize, usize) = (s[..a as usize].iter().product(), s[a as usize..].iter().product());
-            cx.add(Op::Reshape(Shape::new(&[l, rr])), vec![x])
+            let d = cx.dims(x);
+            let prod = |ds: &[Dim]| Poly::product(ds).and_then(|p| p.to_dim());
+            let (l, rr) = match (prod(&d[..a as usize]), prod(&d[a as usize..])) {
+                (Some(l), Some(r)) => (l, r),
+                _ => return Err(cx.err(format!("flattening {} overflows", cx.sym_shape(x)))),
+            };
+            cx.add(Op::Reshape(Shape(vec![l, rr])), vec![x])
         }),
         "Squeeze" => one(cx, squeeze),
         "Unsqueeze" => one(cx, unsqueeze),
@@ -63,14 +67,14 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
             cx.add(Op::Concat { axis: a }, xs)
         }),
         "Split" => split(cx),
-        "Slice" => one(cx, slice),
+        "Slice" => one(cx, super::slice::slice),
         "Expand" => one(cx, |cx| {
             cx.arity(2, 2)?;
             let x = cx.inp(0)?;
-            let want = cx.ints(cx.inp(1)?)?;
-            let want_s = dims_from_ints(cx, &want)?;
+            let want = cx.sym_ints(cx.inp(1)?)?;
+            let want_s = sym_dims(cx, &want)?;
             let out = broadcast(&cx.sym_shape(x), &want_s)
-                .ok_or_else(|| cx.err(format!("cannot expand {} to {want:?}", cx.sym_shape(x))))?;
+                .ok_or_else(|| cx.err(format!("cannot expand {} to {want_s}", cx.sym_shape(x))))?;
             cx.add(Op::Expand(out), vec![x])
         }),
         "Tile" => one(cx, tile),
@@ -79,15 +83,15 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
         "Constant" => one(cx, constant),
         "ConstantOfShape" => one(cx, |cx| {
             cx.arity(1, 1)?;
-            let dims = cx.ints(cx.inp(0)?)?;
-            let dims = dims_from_ints(cx, &dims)?.as_static().unwrap_or_default();
+            let dims = cx.sym_ints(cx.inp(0)?)?;
+            let dims = sym_dims(cx, &dims)?;
             let v = cx.atensor("value")?.unwrap_or_else(|| HostTensor::scalar(DType::F32, 0.0));
             if v.numel() != 1 {
                 return Err(cx.err("value must hold exactly one element"));
             }
             let s = HostTensor { shape: vec![], data: v.data };
             let c = cx.konst(s);
-            cx.add(Op::Expand(Shape::new(&dims)), vec![c])
+            cx.add(Op::Expand(dims), vec![c])
         }),
         "Range" => one(cx, range),
         "EyeLike" => one(cx, |cx| {
@@ -138,59 +142,95 @@ pub(super) fn dims_from_ints(cx: &Cx, v: &[i64]) -> R<Shape> {
     Ok(Shape::new(&dims))
 }
 
+/// A shape from a value that may hold expressions of the symbolic dims: numbers are checked as
+/// in [`dims_from_ints`], expressions become symbolic dims.
+pub(super) fn sym_dims(cx: &Cx, v: &[Poly]) -> R<Shape> {
+    match v.iter().map(Poly::as_const).collect::<Option<Vec<i64>>>() {
+        Some(c) => dims_from_ints(cx, &c),
+        None => Ok(Shape(cx.dims_from_value(v)?)),
+    }
+}
+
 fn shape_op(cx: &mut Cx) -> R<NodeId> {
     cx.arity(1, 1)?;
     let x = cx.inp(0)?;
-    let s = cx.shape(x)?;
-    let r = s.len() as i64;
+    let dims = cx.dims(x);
+    let r = dims.len() as i64;
     let clamp = |v: i64| -> usize { (if v < 0 { v + r } else { v }).clamp(0, r) as usize };
     let start = clamp(cx.ai("start", 0));
     let end = clamp(cx.ai("end", r));
+    let picked = if start < end { &dims[start..end] } else { &[] };
+    if picked.iter().any(|d| d.as_static().is_none()) {
+        return cx.shape_value(picked);
+    }
+    let s: Vec<usize> = dims.iter().map(|d| d.as_static().unwrap_or(0)).collect();
     let v: Vec<i64> = if start < end { s[start..end].iter().map(|&d| d as i64).collect() } else { vec![] };
     Ok(cx.konst(HostTensor::from_i64(DType::I64, vec![v.len()], &v)))
 }
 
 fn reshape(cx: &mut Cx) -> R<NodeId> {
     let x = cx.inp(0)?;
-    let want: Vec<i64> = if cx.opset < 5 {
+    let want: Vec<Poly> = if cx.opset < 5 {
         cx.arity(1, 1)?;
-        cx.aints("shape").ok_or_else(|| cx.err("attribute shape is required"))?
+        cx.aints("shape")
+            .ok_or_else(|| cx.err("attribute shape is required"))?
+            .into_iter()
+            .map(Poly::constant)
+            .collect()
     } else {
         cx.arity(2, 2)?;
-        cx.ints(cx.inp(1)?)?
+        cx.sym_ints(cx.inp(1)?)?
     };
+    let show = || format!("[{}]", want.iter().map(Poly::to_string).collect::<Vec<_>>().join(", "));
     let allowzero = cx.ai("allowzero", 0) != 0;
     let in_dims = cx.dims(x);
     let mut out: Vec<Option<Dim>> = Vec::with_capacity(want.len());
     let mut infer = None;
-    for (i, &w) in want.iter().enumerate() {
-        match w {
-            0 if !allowzero => {
+    for (i, w) in want.iter().enumerate() {
+        match w.as_const() {
+            Some(0) if !allowzero => {
                 let d = in_dims
                     .get(i)
                     .cloned()
-                    .ok_or_else(|| cx.err(format!("shape {want:?}: 0 at axis {i} copies no input axis")))?;
+                    .ok_or_else(|| cx.err(format!("shape {}: 0 at axis {i} copies no input axis", show())))?;
                 out.push(Some(d));
             }
-            -1 => {
+            Some(-1) => {
                 if infer.is_some() {
-                    return Err(cx.err(format!("shape {want:?} has more than one -1")));
+                    return Err(cx.err(format!("shape {} has more than one -1", show())));
                 }
                 infer = Some(i);
                 out.push(None);
             }
-            w if w < 0 => return Err(cx.err(format!("shape {want:?} has a negative extent"))),
-            w => out.push(Some(Dim::Static(w as usize))),
+            Some(w) if w < 0 => return Err(cx.err(format!("shape {} has a negative extent", show()))),
+            Some(w) => out.push(Some(Dim::Static(w as usize))),
+            None => out.push(Some(w.to_dim().ok_or_else(|| cx.err(format!("bad extent {w} in {}", show())))?)),
         }
     }
     if let Some(i) = infer {
-        let total = cx.shape(x)?.iter().product::<usize>();
-        let known = out.iter().flatten().map(|d| d.as_static().unwrap_or(1)).try_fold(1usize, |a, b| a.checked_mul(b));
-        let known = known.ok_or_else(|| cx.err(format!("shape {want:?} overflows")))?;
-        if known == 0 || total % known != 0 {
-            return Err(cx.err(format!("cannot reshape {} to {want:?}", cx.sym_shape(x))));
+        if let Some(s) = cx.sym_shape(x).as_static() {
+            let total = s.iter().product::<usize>();
+            let known =
+                out.iter().flatten().map(|d| d.as_static().unwrap_or(1)).try_fold(1usize, |a, b| a.checked_mul(b));
+            let known = known.ok_or_else(|| cx.err(format!("shape {} overflows", show())))?;
+            if known == 0 || total % known != 0 {
+                return Err(cx.err(format!("cannot reshape {} to {}", cx.sym_shape(x), show())));
+            }
+            out[i] = Some(Dim::Static(total / known));
+        } else {
+            // Symbolic: the element count divided by the other extents must be exact.
+            let total = Poly::product(&in_dims);
+            let known = Poly::product(out.iter().flatten());
+            let d = total.zip(known).and_then(|(t, k)| t.div_exact(&k)).and_then(|q| q.to_dim()).ok_or_else(|| {
+                cx.unsup(format!(
+                    "the -1 of shape {} is not an expression of the symbolic dims of {} (specialize the model \
+                     with graph_for or graph_for_inputs)",
+                    show(),
+                    cx.sym_shape(x)
+                ))
+            })?;
+            out[i] = Some(d);
         }
-        out[i] = Some(Dim::Static(total / known));
     }
     let s = Shape(out.into_iter().map(|d| d.expect("filled")).collect());
     cx.add(Op::Reshape(s), vec![x])
@@ -244,8 +284,19 @@ fn unsqueeze(cx: &mut Cx) -> R<NodeId> {
 
 fn split(cx: &mut Cx) -> Out {
     let x = cx.inp(0)?;
-    let s = cx.shape(x)?;
-    let axis = cx.axis(cx.ai("axis", 0), s.len())?;
+    let dims = cx.dims(x);
+    let axis = cx.axis(cx.ai("axis", 0), dims.len())?;
+    // Other axes may be symbolic: the parts are then gathers of constant indices.
+    let symbolic = dims.iter().enumerate().any(|(i, d)| i != axis && d.as_static().is_none());
+    let s: Vec<usize> = if symbolic {
+        if dims[axis].as_static().is_none() {
+            cx.shape(x)?; // A symbolic split axis: the usual error.
+        }
+        // The symbolic extents (placeholders here) are only read on the split axis.
+        dims.iter().map(|d| d.as_static().unwrap_or(0)).collect()
+    } else {
+        cx.shape(x)?
+    };
     let n = s[axis];
     let sizes: Vec<usize> = {
         let given = if cx.opset >= 13 { cx.opt_ints(1)? } else { cx.aints("split").filter(|v| !v.is_empty()) };
@@ -269,7 +320,7 @@ fn split(cx: &mut Cx) -> Out {
                     let c = n.div_ceil(k);
                     (0..k).map(|i| c.min(n.saturating_sub(i * c))).collect()
                 } else {
-                    if n % k != 0 {
+                    if !n.is_multiple_of(k) {
                         return Err(cx.err(format!("extent {n} does not split evenly into {k}")));
                     }
                     vec![n / k; k]
@@ -280,6 +331,14 @@ fn split(cx: &mut Cx) -> Out {
     let mut outs = Vec::new();
     let mut at = 0usize;
     for sz in sizes {
+        if symbolic {
+            cx.guard(sz)?;
+            let idx: Vec<i64> = (at..at + sz).map(|i| i as i64).collect();
+            let c = cx.konst(HostTensor::from_i64(DType::I64, vec![sz], &idx));
+            outs.push(Some(cx.add(Op::Gather { axis }, vec![x, c])?));
+            at += sz;
+            continue;
+        }
         let dims: Vec<SliceDim> = s
             .iter()
             .enumerate()
@@ -295,44 +354,6 @@ fn split(cx: &mut Cx) -> Out {
         at += sz;
     }
     Ok(outs)
-}
-
-fn slice(cx: &mut Cx) -> R<NodeId> {
-    let x = cx.inp(0)?;
-    let s = cx.shape(x)?;
-    let r = s.len();
-    let (starts, ends, axes, steps) = if cx.opset < 10 {
-        cx.arity(1, 1)?;
-        (
-            cx.aints("starts").ok_or_else(|| cx.err("starts is required"))?,
-            cx.aints("ends").ok_or_else(|| cx.err("ends is required"))?,
-            cx.aints("axes"),
-            None,
-        )
-    } else {
-        cx.arity(3, 5)?;
-        (cx.ints(cx.inp(1)?)?, cx.ints(cx.inp(2)?)?, cx.opt_ints(3)?, cx.opt_ints(4)?)
-    };
-    let axes: Vec<i64> =
-        axes.filter(|a| !a.is_empty() || starts.is_empty()).unwrap_or_else(|| (0..starts.len() as i64).collect());
-    let steps = steps.unwrap_or_else(|| vec![1; starts.len()]);
-    if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
-        return Err(cx.err("starts, ends, axes and steps differ in length"));
-    }
-    let mut dims: Vec<SliceDim> = s.iter().map(|&n| SliceDim { start: 0, step: 1, len: n }).collect();
-    let mut seen = vec![false; r];
-    for k in 0..starts.len() {
-        let a = cx.axis(axes[k], r)?;
-        if seen[a] {
-            return Err(cx.err(format!("axis {a} is sliced twice")));
-        }
-        seen[a] = true;
-        if steps[k] == 0 || steps[k].unsigned_abs() > crate::import::MAX_EXTENT {
-            return Err(cx.err(format!("step {} is 0 or too large", steps[k])));
-        }
-        dims[a] = sinter_core::trace::slice_dim(s[a], starts[k], ends[k], steps[k]);
-    }
-    cx.add(Op::Slice(dims), vec![x])
 }
 
 fn tile(cx: &mut Cx) -> R<NodeId> {
@@ -366,8 +387,7 @@ fn tile(cx: &mut Cx) -> R<NodeId> {
 
 fn pad(cx: &mut Cx) -> R<NodeId> {
     let x = cx.inp(0)?;
-    let s = cx.shape(x)?;
-    let r = s.len();
+    let r = cx.rank(x);
     let mode = cx.as_str("mode", "constant");
     let (pads, value, axes) = if cx.opset < 11 {
         let p = cx.aints("pads").or_else(|| cx.aints("paddings")).ok_or_else(|| cx.err("pads is required"))?;
@@ -501,8 +521,7 @@ fn range(cx: &mut Cx) -> R<NodeId> {
 fn trilu(cx: &mut Cx) -> R<NodeId> {
     cx.arity(1, 2)?;
     let x = cx.inp(0)?;
-    let s = cx.shape(x)?;
-    if s.len() < 2 {
+    if cx.rank(x) < 2 {
         return Err(cx.err("needs rank >= 2"));
     }
     let k = match cx.opt(1) {
@@ -510,6 +529,22 @@ fn trilu(cx: &mut Cx) -> R<NodeId> {
         None => 0,
     };
     let upper = cx.ai("upper", 1) != 0;
+    let d = cx.dims(x);
+    let (dn, dm) = (&d[d.len() - 2], &d[d.len() - 1]);
+    if dn.as_static().is_none() || dm.as_static().is_none() {
+        // Symbolic rows or columns: the mask `c - r >= k` (or `<=`) from run-time iotas.
+        let (dn, dm) = (dn.clone(), dm.clone());
+        let rows = cx.iota_dim(&dn)?;
+        let rows = cx.reshape_dims(rows, vec![dn, Dim::Static(1)])?;
+        let cols = cx.iota_dim(&dm)?;
+        let cols = cx.reshape_dims(cols, vec![Dim::Static(1), dm])?;
+        let diff = cx.bin(B::Sub, cols, rows)?;
+        let kk = cx.scalar(DType::I64, k as f64);
+        let mk = cx.bin(if upper { B::Ge } else { B::Le }, diff, kk)?;
+        let z = cx.scalar(cx.dt(x), 0.0);
+        return cx.select(mk, x, z);
+    }
+    let s = cx.shape(x)?;
     let (n, m) = (s[s.len() - 2], s[s.len() - 1]);
     cx.guard(n.saturating_mul(m))?;
     let mask: Vec<i64> = (0..n * m)
@@ -563,6 +598,9 @@ fn onehot(cx: &mut Cx) -> R<NodeId> {
 fn depth_space(cx: &mut Cx, op: &str) -> R<NodeId> {
     cx.arity(1, 1)?;
     let x = cx.inp(0)?;
+    if op == "DepthToSpace" && cx.rank(x) == 4 && !cx.sym_shape(x).is_static() {
+        return depth_to_space_symbolic(cx, x);
+    }
     let s = cx.shape(x)?;
     if s.len() != 4 {
         return Err(cx.err("needs NCHW input"));
@@ -593,6 +631,39 @@ fn depth_space(cx: &mut Cx, op: &str) -> R<NodeId> {
         let perm = if cx.as_str("mode", "DCR") == "CRD" { [0, 1, 3, 5, 2, 4] } else { [0, 3, 5, 1, 2, 4] };
         let t = cx.permute(r, &perm)?;
         cx.reshape(t, &[n, c * b * b, h / b, w / b])
+    }
+}
+
+/// DepthToSpace with symbolic batch or spatial extents (static channels): the same reshapes and
+/// permutation, with `h * b` as expressions.
+fn depth_to_space_symbolic(cx: &mut Cx, x: NodeId) -> R<NodeId> {
+    let d = cx.dims(x);
+    let b = cx.ai("blocksize", 0);
+    if b <= 0 || b > 1 << 16 {
+        return Err(cx.err("blocksize must be positive"));
+    }
+    let c = match d[1].as_static() {
+        Some(c) => c,
+        None => return cx.shape(x).map(|_| x), // The usual error.
+    };
+    let bu = b as usize;
+    if c % (bu * bu) != 0 {
+        return Err(cx.err(format!("channels {c} not divisible by blocksize^2")));
+    }
+    let cc = Dim::Static(c / (bu * bu));
+    let bd = Dim::Static(bu);
+    let (n, h, w) = (d[0].clone(), d[2].clone(), d[3].clone());
+    let (r, p) = if cx.as_str("mode", "DCR") == "CRD" {
+        (vec![n.clone(), cc.clone(), bd.clone(), bd.clone(), h.clone(), w.clone()], [0, 1, 4, 2, 5, 3])
+    } else {
+        (vec![n.clone(), bd.clone(), bd.clone(), cc.clone(), h.clone(), w.clone()], [0, 3, 4, 1, 5, 2])
+    };
+    let r = cx.reshape_dims(x, r)?;
+    let t = cx.permute(r, &p)?;
+    let scaled = |e: &Dim| Poly::of_dim(e).mul(&Poly::constant(b)).and_then(|p| p.to_dim());
+    match (scaled(&h), scaled(&w)) {
+        (Some(hb), Some(wb)) => cx.reshape_dims(t, vec![n, cc, hb, wb]),
+        _ => Err(cx.err("the output extents overflow")),
     }
 }
 
