@@ -436,7 +436,7 @@ fn workloads_schedule_to_every_kernel_kind() {
         }
     }
     assert!(count >= 50, "only {count} kernels");
-    assert_eq!(kinds.len(), 3, "{kinds:?}");
+    assert_eq!(kinds.len(), 4, "{kinds:?}");
 }
 
 fn body_kind(k: &Kernel) -> &'static str {
