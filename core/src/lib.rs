@@ -38,6 +38,7 @@ pub mod prelude {
 pub mod backend;
 pub mod compare;
 pub mod compile;
+pub mod partition;
 pub mod kernel;
 pub mod schedule;
 #[doc(hidden)]
