@@ -11,7 +11,8 @@ use std::sync::Arc;
 /// The backend, or `None` (after printing why) when there is no adapter.
 fn backend() -> Option<Arc<dyn Backend>> {
     let dir = std::env::temp_dir().join(format!("sinter-wgsl-breaks-{}", std::process::id()));
-    match WgslBackend::with_options(DeviceOptions { pipeline_cache: false, cache_dir: Some(dir), ..Default::default() }) {
+    match WgslBackend::with_options(DeviceOptions { pipeline_cache: false, cache_dir: Some(dir), ..Default::default() })
+    {
         Ok(b) => Some(Arc::new(b)),
         Err(e) => {
             if std::env::var("SINTER_REQUIRE_GPU").is_ok_and(|v| v == "1") {

@@ -38,8 +38,8 @@ pub mod prelude {
 pub mod backend;
 pub mod compare;
 pub mod compile;
-pub mod partition;
 pub mod kernel;
+pub mod partition;
 pub mod schedule;
 #[doc(hidden)]
 pub mod testsuite;

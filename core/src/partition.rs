@@ -72,20 +72,25 @@ impl std::fmt::Display for GraphBreak {
 }
 
 /// The nodes of `g` that `caps` refuse, with their reasons (see the module contract): a refused
-/// dtype of the node or of an operand. Inputs and constants are never listed (they are not
-/// computed); their users are.
+/// dtype of the node or of an operand. Inputs and constants are listed only when they are graph
+/// outputs of a refused dtype (they are not computed: the value is passed through on the host);
+/// otherwise their users are.
 pub fn detect(g: &IrGraph, caps: &Capabilities) -> Vec<GraphBreak> {
     let mut out = Vec::new();
     for (id, n) in g.iter() {
-        if matches!(n.op, Op::Input { .. } | Op::Constant(_)) {
-            continue;
-        }
-        let reason = unsupported_reason(n, caps).or_else(|| {
-            n.inputs.iter().find_map(|&a| {
-                dtype_refused(g.ty(a).dtype, caps)
-                    .map(|r| format!("operand {a} ({}) is {}: {r}", describe(g.node(a)), g.ty(a).dtype))
+        let reason = if matches!(n.op, Op::Input { .. } | Op::Constant(_)) {
+            if !g.outputs.iter().any(|o| o.node == id) {
+                continue;
+            }
+            unsupported_reason(n, caps).map(|r| format!("a graph output passed through on the host: {r}"))
+        } else {
+            unsupported_reason(n, caps).or_else(|| {
+                n.inputs.iter().find_map(|&a| {
+                    dtype_refused(g.ty(a).dtype, caps)
+                        .map(|r| format!("operand {a} ({}) is {}: {r}", describe(g.node(a)), g.ty(a).dtype))
+                })
             })
-        });
+        };
         if let Some(reason) = reason {
             out.push(GraphBreak {
                 node: id.0,

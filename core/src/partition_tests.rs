@@ -61,7 +61,10 @@ fn unsupported_reason_names_backend_and_dtype() {
     let ir = g.build().unwrap();
     let b = detect(&ir, &no_f64());
     assert_eq!(b.len(), 1);
-    assert_eq!(b[0].to_string(), format!("graph break: node %{} (cast to f64): the interp backend does not support f64", b[0].node));
+    assert_eq!(
+        b[0].to_string(),
+        format!("graph break: node %{} (cast to f64): the interp backend does not support f64", b[0].node)
+    );
     assert!(detect(&ir, &Capabilities::host()).is_empty());
 }
 

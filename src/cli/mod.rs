@@ -59,7 +59,8 @@ pub fn graph_breaks(c: &sinter::core::compile::CompiledGraph) -> Vec<String> {
     )];
     lines.extend(breaks.iter().take(MAX_LISTED_BREAKS).map(|b| format!("#   {b}")));
     if breaks.len() > MAX_LISTED_BREAKS {
-        lines.push(format!("#   ... and {} more (SINTER_LOG=graph_breaks lists all)", breaks.len() - MAX_LISTED_BREAKS));
+        lines
+            .push(format!("#   ... and {} more (SINTER_LOG=graph_breaks lists all)", breaks.len() - MAX_LISTED_BREAKS));
     }
     lines
 }

@@ -130,7 +130,11 @@ fn execute(args: &Args, g: &sinter::IrGraph, inputs: &[HostTensor], progress: &P
         args.precision,
         if hit { " (program cache hit)" } else { "" },
         med * 1e3,
-        if device { "device time" } else { "host wall time" }
+        match (device, c.graph_breaks().is_empty()) {
+            (true, true) => "device time",
+            (true, false) => "device time, CPU fallback segments in host time",
+            (false, _) => "host wall time",
+        }
     );
     Ok(outs)
 }

@@ -176,3 +176,27 @@ fn a_kernel_the_backend_refuses_at_load_breaks_the_graph() {
     let o = CompileOptions { graph_breaks: false, ..opts(None, None) };
     assert!(compile(&g, Arc::new(NoSine(InterpBackend::new())), o).is_err());
 }
+
+#[test]
+fn outputs_of_a_refused_dtype_that_are_inputs_or_constants_pass_through() {
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, [3]);
+    let z = g.input("z", DType::F64, [3]);
+    let c = g.constant(HostTensor::from_f64(DType::F64, vec![2], &[1.5, -2.0]));
+    g.output(&x.exp());
+    g.output(&z);
+    g.output(&c);
+    let inputs = vec![
+        HostTensor::random(DType::F32, vec![3], 1, -1.0, 1.0),
+        HostTensor::random(DType::F64, vec![3], 2, -1.0, 1.0),
+    ];
+    let want = crate::cpu::run(&g, &inputs).unwrap();
+    let c = compile(&g, no_f64(), opts(None, None)).unwrap();
+    let breaks = c.graph_breaks();
+    assert_eq!(breaks.len(), 2, "{breaks:?}");
+    assert!(breaks.iter().all(|b| b.reason.contains("passed through")));
+    assert_close(&c.run(&inputs).unwrap(), &want);
+    let dev: Vec<DeviceTensor> = inputs.iter().map(|t| c.upload(t).unwrap()).collect();
+    let got: Vec<HostTensor> = c.run_device(&dev).unwrap().iter().map(|d| d.to_host().unwrap()).collect();
+    assert_close(&got, &want);
+}

@@ -54,4 +54,3 @@ pub(super) fn cache_store(dir: &Path, key: &str, p: &Program) -> std::io::Result
         let _ = std::fs::remove_file(&tmp);
     })
 }
-

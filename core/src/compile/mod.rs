@@ -32,8 +32,8 @@ use crate::dtype::DType;
 use crate::error::Error;
 use crate::ir::{Graph as IrGraph, Op};
 use crate::kernel::Program;
-pub use crate::partition::GraphBreak;
 use crate::partition;
+pub use crate::partition::GraphBreak;
 use crate::passes::Precision;
 use crate::schedule::{ScheduleOptions, schedule};
 use crate::tensor::HostTensor;
@@ -444,14 +444,19 @@ impl CompiledGraph {
     /// Schedules a lowered graph for the backend (one `schedule` phase per call).
     pub(super) fn schedule_program(&self, g: &IrGraph, stats: &mut CompileStats) -> Result<Program, CompileError> {
         let t = Instant::now();
-        let sched =
-            ScheduleOptions { fusion: self.opts.fusion, cost_model: self.backend.cost_model(), ..ScheduleOptions::default() };
+        let sched = ScheduleOptions {
+            fusion: self.opts.fusion,
+            cost_model: self.backend.cost_model(),
+            ..ScheduleOptions::default()
+        };
         let program = schedule(g, self.backend.caps(), &sched)?;
         stats.phases.push(("schedule".into(), t.elapsed().as_secs_f64()));
         for k in &program.kernels {
             let body = match &k.body {
                 crate::kernel::KernelBody::Pointwise { numel, .. } => format!("pointwise over {numel}"),
-                crate::kernel::KernelBody::Reduce(r) => format!("reduce {} rows x {} ({:?})", r.rows, r.len, r.strategy),
+                crate::kernel::KernelBody::Reduce(r) => {
+                    format!("reduce {} rows x {} ({:?})", r.rows, r.len, r.strategy)
+                }
                 crate::kernel::KernelBody::Matmul(m) => format!("matmul {}x{}x{}x{}", m.batch, m.m, m.n, m.k),
                 crate::kernel::KernelBody::Attention(a) => {
                     format!("attention {}x{}x{}x{}x{}x{}", a.batch, a.heads, a.m, a.kv, a.d, a.dv)

@@ -9,7 +9,9 @@ impl CompiledGraph {
     /// Runs `iters` timed iterations (after one warm-up) and returns a [`crate::profile::Profile`]
     /// of this compiled graph: every kernel with its fused ops, grid, bytes, FLOPs and device
     /// times, the compile phases of every specialization, the fusion decisions, peak memory and
-    /// the captured graph. `device` carries the adapter name and the ceilings the roofline uses.
+    /// the captured graph. A partitioned graph's kernels are every compiled segment's, and each
+    /// fallback segment is a `cpu_fallback_<n>` kernel timed in host time. `device` carries the
+    /// adapter name and the ceilings the roofline uses.
     /// Write it with [`crate::profile::Profile::write`], e.g.
     /// `compiled.profile(&inputs, 10, "my_model", device)?.write("run1")?`.
     pub fn profile(
@@ -40,7 +42,7 @@ impl CompiledGraph {
             }
         }
         let programs = self.programs();
-        if programs.is_empty() {
+        if self.lock().specs.is_empty() {
             return Err(Error::Input("nothing compiled".into()).into());
         }
         let sources = self.sources();
@@ -75,7 +77,9 @@ impl CompiledGraph {
             if let Some(Exec::Split(sp)) = st.specs.get(st.last).map(|s| &s.exec) {
                 for seg in sp.segments.iter().filter(|s| !s.is_compiled()) {
                     b.add_kernel(
-                        KernelProfile::new(seg.name.clone()).ops(seg.ops.iter().cloned()).nodes(seg.origins.iter().copied()),
+                        KernelProfile::new(seg.name.clone())
+                            .ops(seg.ops.iter().cloned())
+                            .nodes(seg.origins.iter().copied()),
                     );
                 }
             }

@@ -7,7 +7,6 @@ use crate::shape::{Dim, Shape};
 use crate::tensor::HostTensor;
 use std::collections::BTreeMap;
 
-
 /// Re-types the captured graph for a signature: symbolic dims are bound, and where a static dim
 /// or a dtype differs from the captured one, types are re-inferred through the graph (scalar
 /// float constants follow the dtype of the tensor they combine with). Ops whose attributes bake in
@@ -104,4 +103,3 @@ pub fn retype(g: &IrGraph, sig: &Signature) -> Result<IrGraph, Error> {
     }
     Ok(out)
 }
-

@@ -11,7 +11,10 @@
 //!   timings are placed at the host time its segment started, relative to the run's start.
 //! * A compiled segment the backend refuses to load (`BackendError::Unsupported`, e.g. a constant
 //!   outside WGSL's 32-bit emulation of i64) adds breaks and the graph is partitioned again: the
-//!   nodes of the kernel named in the refusal, else every node of the segment.
+//!   nodes of the kernel named in the refusal, else every node of the segment. A compiled segment
+//!   whose *run* is refused as unsupported (an input value the device cannot hold, made by a
+//!   fallback segment) runs that call on the CPU reference, with a warning on
+//!   `sinter::graph_breaks` (and no timing entry).
 
 use super::{CompileError, CompileStats, CompiledGraph, artifacts};
 use crate::backend::{Backend, BackendError, DeviceTensor, Executable, KernelSource, KernelTiming};
@@ -25,8 +28,8 @@ use std::time::Instant;
 
 /// Who runs one segment.
 pub(super) enum Runner {
-    /// The backend.
-    Compiled { program: Program, exe: Box<dyn Executable> },
+    /// The backend (`graph`: the segment, for a run whose values the device refuses).
+    Compiled { program: Program, exe: Box<dyn Executable>, graph: IrGraph },
     /// The CPU reference.
     Fallback { graph: IrGraph },
 }
@@ -134,14 +137,17 @@ impl Segmented {
                         let mut program = cg.schedule_program(&seg.graph, stats)?;
                         rename_kernels(&mut program, &format!("s{i}_"));
                         match cg.load_program(&program, stats) {
-                            Ok(exe) => (format!("s{i}"), Runner::Compiled { program, exe }),
+                            Ok(exe) => (format!("s{i}"), Runner::Compiled { program, exe, graph: seg.graph }),
                             Err(BackendError::Unsupported { what, .. }) => {
-                                let more = breaks_from_refusal(cg.backend.name(), g, &program, Some(&seg.source), &what);
+                                let more =
+                                    breaks_from_refusal(cg.backend.name(), g, &program, Some(&seg.source), &what);
                                 let known: BTreeSet<u32> = breaks.iter().map(|b| b.node).collect();
                                 let before = breaks.len();
                                 breaks.extend(more.into_iter().filter(|b| !known.contains(&b.node)));
                                 if breaks.len() == before {
-                                    return Err(BackendError::Unsupported { backend: cg.backend.name().into(), what }.into());
+                                    return Err(
+                                        BackendError::Unsupported { backend: cg.backend.name().into(), what }.into()
+                                    );
                                 }
                                 continue 'partition;
                             }
@@ -233,10 +239,9 @@ impl Segmented {
         let mut values: Vec<Vec<Val>> = Vec::with_capacity(self.segments.len());
         let read = |r: &ValueRef, values: &Vec<Vec<Val>>| -> Result<Val, CompileError> {
             Ok(match r {
-                ValueRef::Input(k) => inputs
-                    .get(*k)
-                    .cloned()
-                    .ok_or_else(|| crate::Error::Input(format!("graph input {k} missing")))?,
+                ValueRef::Input(k) => {
+                    inputs.get(*k).cloned().ok_or_else(|| crate::Error::Input(format!("graph input {k} missing")))?
+                }
                 ValueRef::Segment { segment, output } => values
                     .get(*segment)
                     .and_then(|v| v.get(*output))
@@ -249,25 +254,43 @@ impl Segmented {
             let ins = seg.inputs.iter().map(|r| read(r, &values)).collect::<Result<Vec<_>, _>>()?;
             let at = start.elapsed().as_secs_f64() * 1e9;
             let outs = match (&mut seg.runner, device) {
-                (Runner::Compiled { exe, .. }, Some(b)) => {
-                    let ins = ins.iter().map(|v| v.dev(b)).collect::<Result<Vec<_>, _>>()?;
-                    exe.run_device(&ins)?.into_iter().map(Val::Dev).collect()
-                }
-                (Runner::Compiled { exe, .. }, None) => {
-                    let ins = ins.iter().map(Val::host).collect::<Result<Vec<_>, _>>()?;
-                    match timings.as_deref_mut() {
-                        Some(t) => {
-                            let (outs, runs) = exe.run_timed(&ins, 1)?;
-                            for k in runs.into_iter().flatten() {
-                                t.push(KernelTiming { start_ns: at + k.start_ns, ..k });
-                            }
-                            outs
+                (Runner::Compiled { exe, graph, .. }, device) => {
+                    let ran: Result<Vec<Val>, BackendError> = (|| match device {
+                        Some(b) => {
+                            let ins = ins.iter().map(|v| v.dev(b)).collect::<Result<Vec<_>, _>>()?;
+                            Ok(exe.run_device(&ins)?.into_iter().map(Val::Dev).collect())
                         }
-                        None => exe.run(&ins)?,
+                        None => {
+                            let ins = ins.iter().map(Val::host).collect::<Result<Vec<_>, _>>()?;
+                            let outs = match timings.as_deref_mut() {
+                                Some(t) => {
+                                    let (outs, runs) = exe.run_timed(&ins, 1)?;
+                                    for k in runs.into_iter().flatten() {
+                                        t.push(KernelTiming { start_ns: at + k.start_ns, ..k });
+                                    }
+                                    outs
+                                }
+                                None => exe.run(&ins)?,
+                            };
+                            Ok(outs.into_iter().map(Val::Host).collect())
+                        }
+                    })();
+                    match ran {
+                        Ok(v) => v,
+                        // A value the device cannot hold (an i64 outside WGSL's 32-bit
+                        // emulation, made by a fallback segment): this run of the segment goes to
+                        // the CPU reference.
+                        Err(BackendError::Unsupported { what, .. }) => {
+                            tracing::warn!(
+                                target: "sinter::graph_breaks",
+                                "segment {} runs on the CPU reference for this call: {what}",
+                                seg.name
+                            );
+                            let ins = ins.iter().map(Val::host).collect::<Result<Vec<_>, _>>()?;
+                            crate::cpu::run(graph, &ins)?.into_iter().map(Val::Host).collect()
+                        }
+                        Err(e) => return Err(e.into()),
                     }
-                    .into_iter()
-                    .map(Val::Host)
-                    .collect()
                 }
                 (Runner::Fallback { graph }, _) => {
                     let ins = ins.iter().map(Val::host).collect::<Result<Vec<_>, _>>()?;

@@ -1,7 +1,7 @@
+use super::cache::{CacheEntry, cache_path};
 use super::*;
 use crate::kernel::interp::InterpBackend;
 use crate::prelude::*;
-use super::cache::{CacheEntry, cache_path};
 
 /// A server shares one compiled graph behind a lock or an `Arc`: it must be `Send + Sync`.
 #[test]
