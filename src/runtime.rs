@@ -190,6 +190,9 @@ pub struct Options {
     /// Mixed precision (`bf16`/`f16`: matmuls, convolutions and attention of an f32 graph in the
     /// low dtype with f32 accumulation; see `sinter::passes::autocast`).
     pub precision: sinter_core::passes::Precision,
+    /// Graph breaks: nodes the backend cannot run go to the CPU reference (default on; see
+    /// [`CompileOptions::graph_breaks`]).
+    pub graph_breaks: bool,
 }
 
 impl Default for Options {
@@ -203,6 +206,7 @@ impl Default for Options {
             cache_dir: c.cache_dir,
             debug_dir: c.debug_dir,
             precision: c.precision,
+            graph_breaks: c.graph_breaks,
         }
     }
 }
@@ -217,6 +221,7 @@ pub fn compile(g: &impl AsGraph, opts: Options) -> Result<CompiledGraph, Compile
         cache_dir: opts.cache_dir,
         debug_dir: opts.debug_dir,
         precision: opts.precision,
+        graph_breaks: opts.graph_breaks,
     };
     sinter_core::compile::compile(g, b, c)
 }

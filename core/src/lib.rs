@@ -39,6 +39,7 @@ pub mod backend;
 pub mod compare;
 pub mod compile;
 pub mod kernel;
+pub mod partition;
 pub mod schedule;
 #[doc(hidden)]
 pub mod testsuite;

@@ -303,7 +303,10 @@ pub fn measure(
     } else {
         (None, None)
     };
-    let program = c.program().context("no program")?;
+    let programs = c.programs();
+    if programs.is_empty() {
+        anyhow::bail!("no program");
+    }
     let (flops, bytes) = (w.flops, w.min_bytes);
     let row = Row {
         name: w.name.clone(),
@@ -312,14 +315,14 @@ pub fn measure(
         ms,
         ms_min,
         wall_ms,
-        kernels: program.kernels.len(),
+        kernels: programs.iter().map(|p| p.kernels.len()).sum(),
         call_us,
         host_us,
         gbps: (bytes > 0.0).then(|| bytes / (ms / 1e3) / 1e9),
         tflops: (flops > 0.0).then(|| flops / (ms / 1e3) / 1e12),
         cold_compile_s: cold,
         warm_compile_s: warm,
-        peak_bytes: program.memory.peak_bytes,
+        peak_bytes: programs.iter().map(|p| p.memory.peak_bytes).max().unwrap_or(0),
         check_ratio: None,
         check_rel_l2: None,
         check_max_abs: None,

@@ -91,7 +91,18 @@ pub fn run(args: Args) -> Result<()> {
                     writeln!(out, "  {} [{}] -> {}", d.reason, nodes.join(", "), d.kernels.join(", "))?;
                 }
             }
+            None if !c.graph_breaks().is_empty() => {
+                for p in c.programs() {
+                    writeln!(out, "{} kernel(s) in a compiled segment", p.kernels.len())?;
+                }
+                for s in c.sources() {
+                    writeln!(out, "  {}", s.name)?;
+                }
+            }
             None => writeln!(out, "(symbolic inputs: compiled at the first call)")?,
+        }
+        for line in super::graph_breaks(&c) {
+            writeln!(out, "{line}")?;
         }
         if let Some(dir) = &args.out {
             writeln!(out, "artifacts written to {}", dir.display())?;

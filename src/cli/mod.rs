@@ -37,6 +37,34 @@ pub fn workload(name: &str) -> Result<Workload> {
         .with_context(|| format!("no workload named {name:?}; the workloads are: {}", workloads::names().join(", ")))
 }
 
+/// Breaks listed by [`graph_breaks`] before the rest are counted.
+pub const MAX_LISTED_BREAKS: usize = 20;
+
+/// The lines `sinter run`, `profile` and `explain` print (to stderr) for a compiled graph's graph
+/// breaks: a summary, then each break with its reason (at most [`MAX_LISTED_BREAKS`]); none when
+/// the whole graph runs on the backend.
+pub fn graph_breaks(c: &sinter::core::compile::CompiledGraph) -> Vec<String> {
+    let breaks = c.graph_breaks();
+    if breaks.is_empty() {
+        return Vec::new();
+    }
+    let segs = c.segments();
+    let fallback = segs.iter().filter(|s| !s.1).count();
+    let mut lines = vec![format!(
+        "# {} graph break(s) on {}: {} segment(s), {fallback} on the CPU reference ({})",
+        breaks.len(),
+        c.backend().name(),
+        segs.len(),
+        segs.iter().map(|s| s.0.as_str()).collect::<Vec<_>>().join(" -> ")
+    )];
+    lines.extend(breaks.iter().take(MAX_LISTED_BREAKS).map(|b| format!("#   {b}")));
+    if breaks.len() > MAX_LISTED_BREAKS {
+        lines
+            .push(format!("#   ... and {} more (SINTER_LOG=graph_breaks lists all)", breaks.len() - MAX_LISTED_BREAKS));
+    }
+    lines
+}
+
 /// True when the error is a write to a closed pipe.
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))

@@ -110,6 +110,11 @@ fn record(
     let what = if fusion { "compiled" } else { "eager" };
     s.step(format_args!("compiling ({what}, {}) on {}", a.precision, backend.name()));
     let c = compile(&s.graph, backend.clone(), opts).with_context(|| format!("compiling {}", s.name))?;
+    if fusion {
+        for line in super::graph_breaks(&c) {
+            eprintln!("{line}");
+        }
+    }
     s.step(format_args!("recording {} timed runs ({what})", a.iters.max(1)));
     let p = c.profile(&s.inputs, a.iters, &s.name, device.clone())?;
     s.step(format_args!("recorded ({what})"));

@@ -104,6 +104,9 @@ fn execute(args: &Args, g: &sinter::IrGraph, inputs: &[HostTensor], progress: &P
     let c = compile(g, backend.clone(), opts)?;
     let compile_s = t.elapsed().as_secs_f64();
     let hit = c.events().first().is_some_and(|e| e.stats.cache_hit);
+    for line in super::graph_breaks(&c) {
+        eprintln!("{line}");
+    }
     progress.step(format_args!("compiled in {compile_s:.3} s; first run"));
     let t = Instant::now();
     let outs = c.run(inputs)?;
@@ -127,7 +130,11 @@ fn execute(args: &Args, g: &sinter::IrGraph, inputs: &[HostTensor], progress: &P
         args.precision,
         if hit { " (program cache hit)" } else { "" },
         med * 1e3,
-        if device { "device time" } else { "host wall time" }
+        match (device, c.graph_breaks().is_empty()) {
+            (true, true) => "device time",
+            (true, false) => "device time, CPU fallback segments in host time",
+            (false, _) => "host wall time",
+        }
     );
     Ok(outs)
 }

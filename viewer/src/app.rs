@@ -168,6 +168,19 @@ impl ViewerApp {
         for w in &a.warnings {
             ui.colored_label(Color32::from_rgb(210, 130, 30), w);
         }
+        if !a.graph_breaks.is_empty() {
+            let title = format!("Graph breaks ({}): ran on the CPU reference", a.graph_breaks.len());
+            egui::CollapsingHeader::new(RichText::new(title).color(Color32::from_rgb(210, 130, 30))).show(ui, |ui| {
+                egui::ScrollArea::vertical().id_salt("graph_breaks").max_height(160.0).show(ui, |ui| {
+                    for b in &a.graph_breaks {
+                        ui.label(format!(
+                            "{b} (captured node {} {}, cpu_fallback_{})",
+                            b.origin, b.origin_op, b.segment
+                        ));
+                    }
+                });
+            });
+        }
         ui.horizontal(|ui| {
             for t in Tab::ALL {
                 ui.selectable_value(&mut self.tab, t, t.title());

@@ -3,6 +3,7 @@
 
 use crate::ViewerError;
 use crate::folder::Folder;
+use sinter_core::partition::GraphBreak;
 use sinter_core::profile::{Analysis, FusionDecision, FusionFile, GraphSummary, KernelProfile, Mode, Profile, analyze};
 use std::path::{Path, PathBuf};
 
@@ -68,6 +69,8 @@ pub struct Artifacts {
     pub ir_post_fusion: Option<String>,
     /// Pass snapshots in order.
     pub passes: Vec<PassFile>,
+    /// `graph_breaks.json`: nodes the backend could not run (they ran on the CPU reference).
+    pub graph_breaks: Vec<GraphBreak>,
     /// Problems with optional files, and files refused (outside the folder, not regular files,
     /// over [`crate::folder::MAX_FILE_BYTES`]): shown, not fatal.
     pub warnings: Vec<String>,
@@ -85,6 +88,11 @@ fn read_optional(folder: &Folder, rel: &str, warnings: &mut Vec<String>) -> Opti
             None
         }
     }
+}
+
+/// Parses `graph_breaks.json` (a list of [`GraphBreak`]s).
+pub fn parse_graph_breaks(text: &str) -> Result<Vec<GraphBreak>, String> {
+    serde_json::from_str(text).map_err(|e| format!("not a list of graph breaks: {e}"))
 }
 
 /// Parses `NN_<name>.txt` into `(NN, name)`.
@@ -157,7 +165,15 @@ impl Artifacts {
             }
         }
         passes.sort_by(|a, b| (a.index, &a.name).cmp(&(b.index, &b.name)));
+        let graph_breaks = match read_optional(&folder, "graph_breaks.json", &mut warnings) {
+            None => Vec::new(),
+            Some(text) => parse_graph_breaks(&text).unwrap_or_else(|e| {
+                warnings.push(format!("{}: {e}", dir.join("graph_breaks.json").display()));
+                Vec::new()
+            }),
+        };
         Ok(Artifacts {
+            graph_breaks,
             dir: dir.to_path_buf(),
             graph_txt: read_optional(&folder, "graph.txt", &mut warnings),
             ir_pre_fusion: read_optional(&folder, "ir_pre_fusion.txt", &mut warnings),
@@ -330,5 +346,15 @@ mod tests {
         }
         let refused = a.fusion.iter().filter(|d| !d.fused).count();
         assert!(refused > 0);
+    }
+
+    #[test]
+    fn graph_breaks_parse_and_bad_files_are_errors() {
+        let text = r#"[{"node": 3, "op": "cast to f64", "origin": 2, "origin_op": "cast",
+            "reason": "the wgsl backend does not support f64", "segment": 1}]"#;
+        let b = parse_graph_breaks(text).unwrap();
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].to_string(), "graph break: node %3 (cast to f64): the wgsl backend does not support f64");
+        assert!(parse_graph_breaks("{}").is_err());
     }
 }

@@ -136,13 +136,8 @@ impl<'g> Sched<'g> {
                     node.op.name()
                 )));
             }
-            if !caps.dtypes.contains(&node.ty.dtype) {
-                return Err(Error::Unsupported(format!(
-                    "schedule: {id} ({}) has dtype {}, which the {} backend does not support",
-                    node.op.name(),
-                    node.ty.dtype,
-                    caps.backend
-                )));
+            if let Some(why) = crate::partition::unsupported_reason(node, caps) {
+                return Err(Error::Unsupported(format!("schedule: {id} ({}): {why}", node.op.name())));
             }
             shapes.push(s);
             kind.push(match &node.op {

@@ -258,7 +258,15 @@ fn on(b: bool) -> &'static str {
 /// host runs and one device run against the reference.
 fn run_instance(backend: &Arc<dyn Backend>, case: &str, inst: &Instance, fusion: bool) -> Result<(), String> {
     let missing: Vec<DType> = inst.dtypes().into_iter().filter(|d| !backend.caps().dtypes.contains(d)).collect();
-    let opts = CompileOptions { mode: suite_mode(), fusion, cache_dir: None, debug_dir: None, ..Default::default() };
+    // The suite checks the backend itself: no graph breaks (a missing dtype must be refused).
+    let opts = CompileOptions {
+        mode: suite_mode(),
+        fusion,
+        cache_dir: None,
+        debug_dir: None,
+        graph_breaks: false,
+        ..Default::default()
+    };
     let compiled = compile(&inst.graph, backend.clone(), opts);
     if !missing.is_empty() {
         let err = match compiled {

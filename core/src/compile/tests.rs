@@ -1,0 +1,280 @@
+use super::cache::{CacheEntry, cache_path};
+use super::*;
+use crate::kernel::interp::InterpBackend;
+use crate::prelude::*;
+
+/// A server shares one compiled graph behind a lock or an `Arc`: it must be `Send + Sync`.
+#[test]
+fn compiled_graph_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<CompiledGraph>();
+    assert_send_sync::<DeviceTensor>();
+}
+
+#[test]
+fn run_device_chains_without_host_tensors_and_shares_one_compile() {
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, [3, 5]);
+    g.output(&(&x * &x).softmax(-1));
+    let c = compile(&g, Arc::new(InterpBackend::new()), opts(None)).unwrap();
+    let x = HostTensor::random(DType::F32, vec![3, 5], 7, -2.0, 2.0);
+    let want = crate::cpu::run(&g, std::slice::from_ref(&x)).unwrap();
+    let d = c.upload(&x).unwrap();
+    let y = c.run_device(&[d]).unwrap();
+    assert_eq!(y[0].shape(), [3, 5]);
+    let got = y[0].to_host().unwrap();
+    assert!(got.max_abs_diff(&want[0]) < 1e-6);
+    // A second call through the host path reuses the same specialization.
+    c.run(&[x]).unwrap();
+    assert_eq!(c.events().len(), 1);
+    // A shared compiled graph runs from another thread.
+    let c = Arc::new(c);
+    let c2 = Arc::clone(&c);
+    let t = std::thread::spawn(move || c2.run(&[HostTensor::random(DType::F32, vec![3, 5], 8, -1.0, 1.0)]).is_ok());
+    assert!(t.join().unwrap());
+}
+
+/// `fusion.json` in a profile names captured-graph nodes (what the viewer draws), not the
+/// post-decomposition ids: softmax decomposes into ~6 nodes, yet every decision must point at
+/// the captured softmax or its inputs.
+#[test]
+fn profile_fusion_decisions_name_captured_nodes() {
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, [4, 33]);
+    let b = g.input("b", DType::F32, [33]);
+    g.output(&(&x + &b).softmax(-1).exp());
+    let captured = g.build().unwrap();
+    let c = compile(&g, Arc::new(InterpBackend::new()), opts(None)).unwrap();
+    let inputs = vec![
+        HostTensor::random(DType::F32, vec![4, 33], 1, -1.0, 1.0),
+        HostTensor::random(DType::F32, vec![33], 2, -1.0, 1.0),
+    ];
+    let ceilings = crate::profile::Ceilings {
+        copy_gbps: 1.0,
+        matmul_tflops: Default::default(),
+        launch_overhead_us: 0.0,
+        measured: false,
+    };
+    let dev = crate::profile::DeviceInfo::new("host", "interp", ceilings);
+    let p = c.profile(&inputs, 1, "t", dev).unwrap();
+    let program = c.program().unwrap();
+    assert!(!p.fusion.is_empty());
+    // The decomposed graph has more nodes than the captured one; decisions must not leak its ids.
+    assert!(program.decisions.iter().any(|d| d.nodes.iter().any(|&n| n as usize >= captured.nodes.len())));
+    for (pd, d) in p.fusion.iter().zip(&program.decisions) {
+        assert_eq!(pd.nodes, d.origins, "{}", d.reason);
+        assert!(pd.nodes.iter().all(|&n| (n as usize) < captured.nodes.len()), "{:?}", pd.nodes);
+    }
+}
+
+fn opts(cache: Option<PathBuf>) -> CompileOptions {
+    CompileOptions { cache_dir: cache, debug_dir: None, ..CompileOptions::default() }
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sinter-compile-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn softmax_graph(batch: Dim) -> Graph {
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, vec![batch, Dim::Static(37)]);
+    let b = g.input("b", DType::F32, [37]);
+    g.output(&(&x + &b).softmax(-1));
+    g
+}
+
+#[test]
+fn compiled_matches_reference_and_guards_recompile() {
+    let g = softmax_graph(Dim::sym("batch"));
+    let c = compile(&g, Arc::new(InterpBackend::new()), opts(None)).unwrap();
+    assert!(c.events().is_empty(), "symbolic graphs compile at the first call");
+    for (k, rows) in [5usize, 5, 9, 5].into_iter().enumerate() {
+        let x = HostTensor::random(DType::F32, vec![rows, 37], k as u64, -3.0, 3.0);
+        let b = HostTensor::random(DType::F32, vec![37], 100 + k as u64, -1.0, 1.0);
+        let got = c.run(&[x.clone(), b.clone()]).unwrap();
+        let want = crate::cpu::run(&g, &[x, b]).unwrap();
+        assert!(got[0].tolerance_ratio(&want[0], 1e-5, 1e-7) <= 1.0);
+    }
+    let ev = c.events();
+    assert_eq!(ev.len(), 2, "one compile per distinct signature: {ev:?}");
+    assert!(ev[1].reason.contains("shape"), "{}", ev[1].reason);
+}
+
+#[test]
+fn static_shape_change_retypes_and_dtype_change_follows_constants() {
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, [4, 6]);
+    g.output(&((x.relu() * 2.0) + 1.0));
+    let c = compile(&g, Arc::new(InterpBackend::new()), opts(None)).unwrap();
+    assert_eq!(c.events().len(), 1);
+    let x2 = HostTensor::random(DType::F16, vec![3, 10], 7, -2.0, 2.0);
+    let got = c.run(std::slice::from_ref(&x2)).unwrap();
+    assert_eq!(got[0].dtype(), DType::F16);
+    let want: Vec<f64> = x2.to_f64_vec().iter().map(|v| v.max(0.0) * 2.0 + 1.0).collect();
+    let want = HostTensor::from_f64(DType::F16, vec![3, 10], &want);
+    assert!(got[0].tolerance_ratio(&want, 4e-3, 1e-3) <= 1.0);
+    assert_eq!(c.events().len(), 2);
+}
+
+#[test]
+fn wrong_inputs_are_errors() {
+    let g = softmax_graph(Dim::Static(4));
+    let c = compile(&g, Arc::new(InterpBackend::new()), opts(None)).unwrap();
+    let x = HostTensor::random(DType::F32, vec![4, 37], 1, -1.0, 1.0);
+    assert!(c.run(std::slice::from_ref(&x)).is_err(), "missing input");
+    let bad = HostTensor::random(DType::F32, vec![4, 36], 1, -1.0, 1.0);
+    let b = HostTensor::random(DType::F32, vec![37], 1, -1.0, 1.0);
+    let e = c.run(&[bad, b]).unwrap_err().to_string();
+    assert!(e.contains("add"), "names the op that no longer fits: {e}");
+}
+
+#[test]
+fn recompile_limit() {
+    let g = softmax_graph(Dim::sym("n"));
+    let o = CompileOptions { max_recompiles: 1, ..opts(None) };
+    let c = compile(&g, Arc::new(InterpBackend::new()), o).unwrap();
+    let b = HostTensor::random(DType::F32, vec![37], 1, -1.0, 1.0);
+    for rows in [1, 2] {
+        c.run(&[HostTensor::random(DType::F32, vec![rows, 37], 1, -1.0, 1.0), b.clone()]).unwrap();
+    }
+    let e = c.run(&[HostTensor::random(DType::F32, vec![3, 37], 1, -1.0, 1.0), b]).unwrap_err();
+    assert!(matches!(e, CompileError::RecompileLimit { .. }), "{e}");
+}
+
+#[test]
+fn disk_cache_hit_and_corrupt_entry_rebuilt() {
+    let dir = tmpdir("cache");
+    let g = softmax_graph(Dim::Static(3));
+    let first = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+    assert!(!first.events()[0].stats.cache_hit);
+    let second = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+    assert!(second.events()[0].stats.cache_hit, "a second compile of the same graph hits the cache");
+    assert_eq!(first.program(), second.program());
+    // Corrupt every entry: the next compile must rebuild, not trust it.
+    for e in std::fs::read_dir(dir.join("programs")).unwrap() {
+        let p = e.unwrap().path();
+        let mut bytes = std::fs::read(&p).unwrap();
+        let n = bytes.len();
+        bytes[n / 2] ^= 0x5a;
+        std::fs::write(&p, bytes).unwrap();
+    }
+    let third = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+    assert!(!third.events()[0].stats.cache_hit);
+    let x = HostTensor::random(DType::F32, vec![3, 37], 5, -1.0, 1.0);
+    let b = HostTensor::random(DType::F32, vec![37], 6, -1.0, 1.0);
+    let want = crate::cpu::run(&g, &[x.clone(), b.clone()]).unwrap();
+    assert!(third.run(&[x, b]).unwrap()[0].tolerance_ratio(&want[0], 1e-5, 1e-7) <= 1.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cache_entries_with_a_valid_checksum_but_an_invalid_program_are_rebuilt() {
+    let dir = tmpdir("cache-invalid");
+    let g = softmax_graph(Dim::Static(3));
+    compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+    // Re-checksummed entries whose program no backend accepts (its buffers gone).
+    for e in std::fs::read_dir(dir.join("programs")).unwrap() {
+        let path = e.unwrap().path();
+        let entry: CacheEntry = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let mut p: Program = serde_json::from_str(&entry.program).unwrap();
+        p.buffers.clear();
+        let program = serde_json::to_string(&p).unwrap();
+        let entry = CacheEntry { checksum: blake3::hash(program.as_bytes()).to_hex().to_string(), program };
+        std::fs::write(&path, serde_json::to_vec(&entry).unwrap()).unwrap();
+    }
+    let c = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+    assert!(!c.events()[0].stats.cache_hit, "an invalid program was trusted");
+    let x = HostTensor::random(DType::F32, vec![3, 37], 5, -1.0, 1.0);
+    let b = HostTensor::random(DType::F32, vec![37], 6, -1.0, 1.0);
+    let want = crate::cpu::run(&g, &[x.clone(), b.clone()]).unwrap();
+    assert!(c.run(&[x, b]).unwrap()[0].tolerance_ratio(&want[0], 1e-5, 1e-7) <= 1.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn programs_with_infinite_constants_hit_the_disk_cache() {
+    // A causal mask: -inf above the diagonal. Its JSON used to hold `null`, so the entry was
+    // "corrupt" on every load and rebuilt with a warning each time.
+    let dir = tmpdir("cache-inf");
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, [4, 4]);
+    let mask: Vec<f32> = (0..16).map(|i| if i % 4 > i / 4 { f32::NEG_INFINITY } else { 0.0 }).collect();
+    let m = g.constant(HostTensor::f32([4, 4], mask).unwrap());
+    g.output(&(&x + &m).softmax(-1));
+    compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+    let second = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+    assert!(second.events()[0].stats.cache_hit, "the cached program with -inf constants did not load");
+    let x = HostTensor::random(DType::F32, vec![4, 4], 5, -1.0, 1.0);
+    let want = crate::cpu::run(&g, std::slice::from_ref(&x)).unwrap();
+    assert!(second.run(&[x]).unwrap()[0].tolerance_ratio(&want[0], 1e-5, 1e-7) <= 1.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn concurrent_stores_of_one_entry_never_interleave() {
+    let dir = tmpdir("cache-race");
+    let g = softmax_graph(Dim::Static(3));
+    let c = compile(&g, Arc::new(InterpBackend::new()), opts(None)).unwrap();
+    let p = c.program().unwrap();
+    let a = cache_path(&dir, "k");
+    assert_ne!(unique_tmp(&a), unique_tmp(&a), "two writers of one entry share a temporary file");
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                for _ in 0..20 {
+                    cache_store(&dir, "k", &p).unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(cache_load(&dir, "k").as_ref(), Some(&p));
+    assert_eq!(std::fs::read_dir(dir.join("programs")).unwrap().count(), 1, "temporary files left behind");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn every_workload_hits_the_disk_cache() {
+    // Regression: a max-pool's -inf padding constant was written to JSON as `null`, so every
+    // cached ResNet program was "corrupt" and rebuilt.
+    let dir = tmpdir("cache-workloads");
+    for w in crate::workloads::all() {
+        let g = w.build(crate::workloads::Scale::Reduced).unwrap();
+        let first = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+        let second = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+        assert!(second.events()[0].stats.cache_hit, "{}: second compile missed the cache", w.name);
+        assert_eq!(format!("{:?}", first.program()), format!("{:?}", second.program()), "{}", w.name);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn artifacts_written() {
+    let dir = tmpdir("artifacts");
+    let g = softmax_graph(Dim::Static(3));
+    let o = CompileOptions { debug_dir: Some(dir.clone()), ..opts(None) };
+    compile(&g, Arc::new(InterpBackend::new()), o).unwrap();
+    for f in ["graph.txt", "graph.json", "ir_pre_fusion.txt", "ir_post_fusion.txt", "fusion.json", "program.json"] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    assert!(std::fs::read_dir(dir.join("passes")).unwrap().count() >= 3);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn profile_records_kernels_and_roundtrips() {
+    let dir = tmpdir("profile");
+    let g = softmax_graph(Dim::Static(5));
+    let c = compile(&g, Arc::new(InterpBackend::new()), opts(None)).unwrap();
+    let x = HostTensor::random(DType::F32, vec![5, 37], 5, -1.0, 1.0);
+    let b = HostTensor::random(DType::F32, vec![37], 6, -1.0, 1.0);
+    let device = crate::profile::DeviceInfo::new("host", "interp", crate::profile::Ceilings::default());
+    let p = c.profile(&[x, b], 3, "softmax_test", device).unwrap();
+    assert_eq!(p.kernels.len(), 1);
+    assert!(p.kernels[0].ops.iter().any(|o| o == "softmax"), "{:?}", p.kernels[0].ops);
+    p.write(&dir).unwrap();
+    let back = crate::profile::Profile::read(&dir).unwrap();
+    assert_eq!(back.kernels.len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
