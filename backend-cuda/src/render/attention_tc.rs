@@ -64,17 +64,10 @@ pub(super) fn render(
             None => String::new(),
         },
     );
-    let body = Body {
-        grid: [blocks as u32, 1, 1],
-        block: [threads, 1, 1],
-        strategy,
-        summary,
-        min_blocks: Some(1),
-        dynamic_shared: shared,
+    let body = match Body::tiled(blocks, threads, strategy, summary, shared) {
+        Ok(b) => b,
+        Err(empty) => return Ok(empty),
     };
-    if blocks == 0 {
-        return Ok(Body { grid: [0, 1, 1], dynamic_shared: 0, ..body });
-    }
     em.h.need(H::Mma);
     let ity = em.ity();
     let f16 = a.in_dtype == DType::F16;

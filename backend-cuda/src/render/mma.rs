@@ -245,17 +245,10 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
         pa.describe(),
         pb.describe()
     );
-    let body = Body {
-        grid: [blocks as u32, 1, 1],
-        block: [threads, 1, 1],
-        strategy,
-        summary,
-        min_blocks: Some(1),
-        dynamic_shared: shared,
+    let body = match Body::tiled(blocks, threads, strategy, summary, shared) {
+        Ok(b) => b,
+        Err(empty) => return Ok(empty),
     };
-    if blocks == 0 {
-        return Ok(Body { grid: [0, 1, 1], dynamic_shared: 0, ..body });
-    }
     em.h.need(H::Mma);
     let ity = em.ity();
     em.line(format!("// {}", body.summary));

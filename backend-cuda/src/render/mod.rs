@@ -202,6 +202,23 @@ pub(crate) struct Body {
     dynamic_shared: u32,
 }
 
+impl Body {
+    /// A tensor-core tile kernel's launch: `blocks` blocks of `threads` threads, one block per SM
+    /// kept resident for registers, `shared` bytes of dynamic shared memory. `Err` holds the body
+    /// of an empty launch (no blocks: nothing to render beyond the signature).
+    fn tiled(blocks: u64, threads: u32, strategy: String, summary: String, shared: u32) -> Result<Body, Body> {
+        let body = Body {
+            grid: [blocks as u32, 1, 1],
+            block: [threads, 1, 1],
+            strategy,
+            summary,
+            min_blocks: Some(1),
+            dynamic_shared: shared,
+        };
+        if blocks == 0 { Err(Body { grid: [0, 1, 1], dynamic_shared: 0, ..body }) } else { Ok(body) }
+    }
+}
+
 /// The C++ entry-point name of a kernel: its name with every character outside `[A-Za-z0-9_]`
 /// replaced by `_`, kept when it has the scheduler's form `k<digit>...` (no C++ keyword, no name of
 /// the generated code has it), else prefixed with `k_`; double underscores (reserved in C++) become
