@@ -28,7 +28,7 @@
 //! `pv` is the root at (`Batch`, `M`, `N`), so its epilogue fuses as a matmul's.
 
 use super::AttentionShape;
-use super::build::{BufRef, KernelBuilder, MatOut, Member, Phase, Space, Target, delinearize};
+use super::build::{BufRef, KernelBuilder, MatOut, Member, Phase, Space, delinearize};
 use super::plan::{Kind, Sched};
 use crate::dtype::DType;
 use crate::error::Error;
@@ -334,14 +334,7 @@ impl Sched<'_> {
         // The raw score, accumulator 1, is `qk` at (Batch, M, Key).
         let raw = kb.push(Expr::Acc(1), g.ty(am.qk).dtype);
         let qk_index = kb.simp(&super::build::linearize(&coords(Var::M, Var::Key), &self.shapes[am.qk.index()]));
-        kb.members.push(Member {
-            target: Target::Node(am.qk),
-            value: raw,
-            index: qk_index,
-            phase: Phase::Score,
-            root: true,
-            ready: usize::MAX,
-        });
+        kb.members.push(Member::root(am.qk, raw, qk_index, Phase::Score));
         self.place[am.qk.index()] = Some(pos);
         let mut score = self.emit(&mut kb, pos, am.score, &coords(Var::M, Var::Key), Phase::Score).map_err(|r| {
             Error::Unsupported(format!("schedule: internal: attention score of {pv}: {}", r.reason(self)))
@@ -356,14 +349,7 @@ impl Sched<'_> {
         let out = kb.push(Expr::Acc(0), g.ty(pv).dtype);
         let index = kb.simp(&MatOut::plain(s.m, s.dv).flat());
         debug_assert_eq!(rank, self.shapes[pv.index()].len());
-        kb.members.push(Member {
-            target: Target::Node(pv),
-            value: out,
-            index,
-            phase: Phase::Epilogue,
-            root: true,
-            ready: usize::MAX,
-        });
+        kb.members.push(Member::root(pv, out, index, Phase::Epilogue));
         self.check(&kb).map_err(|e| Self::internal(e, self))?;
         self.kernels.push(kb);
         self.place[pv.index()] = Some(pos);

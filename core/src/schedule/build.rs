@@ -132,6 +132,14 @@ pub(super) struct Member {
     pub ready: usize,
 }
 
+impl Member {
+    /// The root `node` of a contraction kernel (matmul, convolution, attention), read through its
+    /// accumulator `value` at flat `index` in `phase` (only there: any other read is refused).
+    pub(super) fn root(node: crate::ir::NodeId, value: ExprId, index: Index, phase: Phase) -> Member {
+        Member { target: Target::Node(node), value, index, phase, root: true, ready: usize::MAX }
+    }
+}
+
 /// A strided matmul operand before argument positions exist.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct MatRef {

@@ -140,14 +140,7 @@ impl Sched<'_> {
         let Space::Matmul { out: out_map, .. } = &space else { unreachable!() };
         let index = kb.simp(&out_map.flat());
         kb.computed.insert(w);
-        kb.members.push(Member {
-            target: Target::Node(w),
-            value: v,
-            index,
-            phase: Phase::Epilogue,
-            root: true,
-            ready: usize::MAX,
-        });
+        kb.members.push(Member::root(w, v, index, Phase::Epilogue));
         match self.check(&kb) {
             Ok(()) => {}
             Err(Refusal::Bindings { would, limit }) => return Ok(Some((would, limit))),

@@ -137,14 +137,7 @@ impl Sched<'_> {
         let v = kb.push(Expr::Acc(0), node.ty.dtype);
         let index = kb.simp(&MatOut::plain(m, n).flat());
         kb.computed.insert(mm);
-        kb.members.push(Member {
-            target: Target::Node(mm),
-            value: v,
-            index,
-            phase: Phase::Epilogue,
-            root: true,
-            ready: usize::MAX,
-        });
+        kb.members.push(Member::root(mm, v, index, Phase::Epilogue));
         self.check(&kb).map_err(|e| Self::internal(e, self))?;
         self.kernels.push(kb);
         self.place[mm.index()] = Some(pos);
