@@ -55,17 +55,10 @@ pub(super) fn render_decode(
          {lanes} lanes x {w} elements per key, {groups} keys per warp, unrolled {unroll}",
         a.kv, a.d, a.dv, a.in_dtype
     );
-    let body = Body {
-        grid: [blocks as u32, 1, 1],
-        block: [block, 1, 1],
-        strategy: format!("attention decode block {block}"),
-        summary,
-        min_blocks: None,
-        dynamic_shared: 0,
+    let body = match Body::launch(blocks, block, format!("attention decode block {block}"), summary, None, 0) {
+        Ok(b) => b,
+        Err(empty) => return Ok(empty),
     };
-    if blocks == 0 {
-        return Ok(Body { grid: [0, 1, 1], ..body });
-    }
     let ity = em.ity();
     let st = storage(a.in_dtype);
     let elem = |x: &str| load_conv(x, a.in_dtype);
@@ -262,17 +255,10 @@ pub(super) fn render_rows(em: &mut Emitter<'_>, a: &AttentionBody, block: u32) -
          {nch} column chunks of {chunk}, 32 keys per step",
         a.m, a.kv, a.d, a.dv, a.in_dtype
     );
-    let body = Body {
-        grid: [blocks as u32, 1, 1],
-        block: [block, 1, 1],
-        strategy: format!("attention rows block {block}"),
-        summary,
-        min_blocks: None,
-        dynamic_shared: 0,
+    let body = match Body::launch(blocks, block, format!("attention rows block {block}"), summary, None, 0) {
+        Ok(b) => b,
+        Err(empty) => return Ok(empty),
     };
-    if blocks == 0 {
-        return Ok(Body { grid: [0, 1, 1], ..body });
-    }
     if blocks > i32::MAX as u64 {
         return Err(em.err(format!("{blocks} blocks exceed the grid limit")));
     }

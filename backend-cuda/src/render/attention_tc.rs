@@ -64,7 +64,7 @@ pub(super) fn render(
             None => String::new(),
         },
     );
-    let body = match Body::tiled(blocks, threads, strategy, summary, shared) {
+    let body = match Body::launch(blocks, threads, strategy, summary, Some(1), shared) {
         Ok(b) => b,
         Err(empty) => return Ok(empty),
     };

@@ -245,7 +245,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
         pa.describe(),
         pb.describe()
     );
-    let body = match Body::tiled(blocks, threads, strategy, summary, shared) {
+    let body = match Body::launch(blocks, threads, strategy, summary, Some(1), shared) {
         Ok(b) => b,
         Err(empty) => return Ok(empty),
     };

@@ -203,16 +203,23 @@ pub(crate) struct Body {
 }
 
 impl Body {
-    /// A tensor-core tile kernel's launch: `blocks` blocks of `threads` threads, one block per SM
-    /// kept resident for registers, `shared` bytes of dynamic shared memory. `Err` holds the body
-    /// of an empty launch (no blocks: nothing to render beyond the signature).
-    fn tiled(blocks: u64, threads: u32, strategy: String, summary: String, shared: u32) -> Result<Body, Body> {
+    /// A one-dimensional launch of `blocks` blocks of `threads` threads (`min_blocks` per SM kept
+    /// resident for registers, `shared` bytes of dynamic shared memory). `Err` holds the body of an
+    /// empty launch (no blocks: nothing to render beyond the signature).
+    fn launch(
+        blocks: u64,
+        threads: u32,
+        strategy: String,
+        summary: String,
+        min_blocks: Option<u32>,
+        shared: u32,
+    ) -> Result<Body, Body> {
         let body = Body {
             grid: [blocks as u32, 1, 1],
             block: [threads, 1, 1],
             strategy,
             summary,
-            min_blocks: Some(1),
+            min_blocks,
             dynamic_shared: shared,
         };
         if blocks == 0 { Err(Body { grid: [0, 1, 1], dynamic_shared: 0, ..body }) } else { Ok(body) }
