@@ -9,7 +9,7 @@ use sinter_core::DType;
 use sinter_core::kernel::{Kernel, KernelBody};
 use sinter_core::testsuite::programs::{AttnCase, AttnMask, attention};
 use sinter_cuda::nvrtc::{self, Target};
-use sinter_cuda::render::{self, AttnTile, CudaCaps, Rendered, Tuning, candidates, check_tuning};
+use sinter_cuda::render::{self, AttnEngine, AttnTile, CudaCaps, Rendered, Tuning, candidates, check_tuning};
 
 fn kernel(c: &AttnCase) -> Kernel {
     attention(c).kernels.into_iter().next().expect("one kernel")
@@ -29,7 +29,7 @@ fn nvrtc_here() -> bool {
     }
 }
 
-/// Compiles `r`: no error, no warning, no spill, no stack frame.
+/// Compiles `r`: no error, no warning, no spill, no stack frame, no serialized `wgmma`.
 fn compile(what: &str, r: &Rendered) -> String {
     let c = nvrtc::compile(&r.name, &r.source, &Target::hopper())
         .unwrap_or_else(|e| panic!("{what}: {} does not compile: {e}\n{}", r.name, r.source));
@@ -38,6 +38,10 @@ fn compile(what: &str, r: &Rendered) -> String {
     let res = nvrtc::resources(&c.log, &r.name).unwrap_or_else(|| panic!("{what}: no resources in\n{}", c.log));
     if res.spill_bytes != 0 || !c.log.contains(" 0 bytes stack frame") {
         return format!("SPILL {what} ({}): {res:?}", r.strategy);
+    }
+    // ptxas's C7514: the wgmma pipeline serialized (accumulators read between issue and wait).
+    if c.log.contains("C7514") {
+        return format!("SPILL {what} ({}): wgmma serialized (C7514)", r.strategy);
     }
     format!("{what}: {} {res:?}", r.strategy)
 }
@@ -75,9 +79,18 @@ fn strategy(c: &AttnCase) -> String {
 #[test]
 fn templates_by_shape() {
     let b = DType::BF16;
-    assert_eq!(strategy(&AttnCase::new(8, 16, 1024, 1024, 64, b)), "attention mma 128x64 w4 s3");
-    assert_eq!(strategy(&AttnCase::new(8, 16, 2048, 2048, 128, b)), "attention mma 64x64 w4 s2");
-    assert_eq!(strategy(&AttnCase::new(1, 2, 100, 100, 128, b)), "attention mma 64x64 w4 s2");
+    // Hopper: wgmma tiles where the head dims are multiples of 64.
+    assert_eq!(strategy(&AttnCase::new(8, 16, 1024, 1024, 64, b)), "attention wgmma 64x128 wg1 s2");
+    assert_eq!(strategy(&AttnCase::new(8, 16, 2048, 2048, 128, b)), "attention wgmma-ov 128x128 wg2 s3");
+    assert_eq!(strategy(&AttnCase::new(1, 2, 100, 100, 128, b)), "attention wgmma-ov 64x64 wg1 s4");
+    assert_eq!(strategy(&AttnCase::new(1, 1, 70, 70, 256, b)), "attention wgmma 64x64 wg1 s2");
+    assert_eq!(strategy(&AttnCase::new(2, 2, 100, 100, 80, b)), "attention mma 64x64 w4 s2");
+    // Ampere: mma.sync.
+    let ampere = CudaCaps { sm: (8, 0), ..CudaCaps::hopper() };
+    let on_ampere = |c: &AttnCase| render::render(&kernel(c), &ampere, &Tuning::default()).unwrap().strategy;
+    assert_eq!(on_ampere(&AttnCase::new(8, 16, 1024, 1024, 64, b)), "attention mma 128x64 w4 s3");
+    assert_eq!(on_ampere(&AttnCase::new(8, 16, 2048, 2048, 128, b)), "attention mma 64x64 w4 s2");
+    assert_eq!(on_ampere(&AttnCase::new(1, 2, 100, 100, 128, b)), "attention mma 64x64 w4 s2");
     assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 128, b)), "attention decode block 128");
     assert_eq!(strategy(&AttnCase::new(2, 2, 1, 4096, 64, DType::F32)), "attention decode block 128");
     assert_eq!(strategy(&AttnCase::new(2, 2, 100, 100, 64, DType::F32)), "attention rows block 128");
@@ -89,16 +102,27 @@ fn tunings_are_validated() {
     let caps = CudaCaps::hopper();
     let k = kernel(&AttnCase::new(1, 2, 100, 100, 64, DType::BF16));
     let bad = [
-        AttnTile { bm: 48, bn: 64, warps: 4, stages: 2 },
-        AttnTile { bm: 64, bn: 24, warps: 4, stages: 2 },
-        AttnTile { bm: 64, bn: 64, warps: 4, stages: 1 },
-        AttnTile { bm: 256, bn: 64, warps: 4, stages: 2 },
+        AttnTile::mma(48, 64, 4, 2),
+        AttnTile::mma(64, 24, 4, 2),
+        AttnTile::mma(64, 64, 4, 1),
+        AttnTile::mma(256, 64, 4, 2),
+        // wgmma: warpgroups of 64 rows, at most three, bn up to 256.
+        AttnTile { bm: 128, bn: 64, warps: 4, stages: 2, engine: AttnEngine::Wgmma },
+        AttnTile::overlapped(128, 64, 2),
+        AttnTile::hopper(256, 64, 2),
+        AttnTile::hopper(64, 272, 2),
     ];
     for t in bad {
         assert!(check_tuning(&k, &caps, &Tuning { attn: Some(t), ..Tuning::default() }).is_err(), "{t:?}");
     }
-    let ok = Tuning { attn: Some(AttnTile { bm: 64, bn: 64, warps: 4, stages: 2 }), ..Tuning::default() };
+    let ok = Tuning { attn: Some(AttnTile::mma(64, 64, 4, 2)), ..Tuning::default() };
     assert!(check_tuning(&k, &caps, &ok).is_ok());
+    let hopper = Tuning { attn: Some(AttnTile::hopper(128, 128, 2)), ..Tuning::default() };
+    assert!(check_tuning(&k, &caps, &hopper).is_ok());
+    let ampere = CudaCaps { sm: (8, 0), ..caps.clone() };
+    assert!(check_tuning(&k, &ampere, &hopper).is_err(), "wgmma is sm_90a only");
+    let d80 = kernel(&AttnCase::new(1, 2, 100, 100, 80, DType::BF16));
+    assert!(check_tuning(&d80, &caps, &hopper).is_err(), "wgmma tiles take head dims of multiples of 64");
     assert!(check_tuning(&k, &caps, &Tuning { block: Some(96), ..ok.clone() }).is_err());
     assert!(check_tuning(&k, &caps, &Tuning { vectorize: Some(false), ..Tuning::default() }).is_err());
     let f32k = kernel(&AttnCase::new(1, 2, 100, 100, 64, DType::F32));
@@ -122,8 +146,14 @@ fn snapshots_of_each_template() {
         ),
         ("decode, gqa", AttnCase { kv_heads: 1, ..AttnCase::new(2, 4, 1, 1000, 128, DType::F16) }),
         ("rows, bool mask", AttnCase { mask: AttnMask::Bool, ..AttnCase::new(1, 2, 9, 33, 40, DType::F32) }),
+        (
+            "tensor cores on sm_80 (mma.sync), causal, additive mask",
+            AttnCase { causal: Some(0), mask: AttnMask::Additive, ..AttnCase::new(1, 2, 100, 100, 64, DType::BF16) },
+        ),
     ] {
-        let r = render::render(&kernel(&c), &CudaCaps::hopper(), &Tuning::default()).unwrap();
+        let caps =
+            if what.contains("sm_80") { CudaCaps { sm: (8, 0), ..CudaCaps::hopper() } } else { CudaCaps::hopper() };
+        let r = render::render(&kernel(&c), &caps, &Tuning::default()).unwrap();
         s.push_str(&format!("// ==== {what}: grid {:?} block {:?} ({})\n{}\n", r.grid, r.block, r.strategy, r.source));
     }
     insta::assert_snapshot!(s);

@@ -1,10 +1,12 @@
 //! Fused attention ([`AttentionBody`]): three templates, chosen by shape and dtype.
 //!
-//! * **Tensor cores** (`attention_tc`): bf16/f16 operands with probabilities rounded to the same
-//!   dtype, `d` and `dv` multiples of 16 up to 256, rows 8-element aligned, sm_80+. FlashAttention-2:
-//!   a block owns [`AttnTile::bm`] query rows of one flat batch, its warps 16-row slices; K and V
-//!   tiles of [`AttnTile::bn`] keys stream through a `cp.async` ring; S = Q Kᵀ and O += P V on
-//!   `mma.sync` m16n8k16 with f32 accumulators, online softmax in registers.
+//! * **Tensor cores** (`attention_tc`, `attention_wgmma`): bf16/f16 operands with probabilities
+//!   rounded to the same dtype, `d` and `dv` multiples of 16 up to 256, rows 8-element aligned.
+//!   FlashAttention: a block owns [`AttnTile::bm`] query rows of one flat batch; K and V tiles of
+//!   [`AttnTile::bn`] keys stream through a `cp.async` ring; f32 accumulators, online softmax in
+//!   registers. The products run on `mma.sync` m16n8k16 (sm_80+, FlashAttention-2) or, on sm_90a
+//!   with head dims that are multiples of 64, on `wgmma` with 128-byte-swizzled tiles, optionally
+//!   with the next tile's `Q Kᵀ` and softmax overlapping this tile's `P V` ([`AttnEngine`]).
 //! * **Decode** (`attention_rows`): at most [`DECODE_M`] queries, 16-byte-aligned f32/f16/bf16
 //!   rows. One block per flat batch; keys split over the warps (and over lane groups inside a
 //!   warp), 16-byte loads, partial (max, sum, output) combined through shared memory.
@@ -18,13 +20,17 @@
 //! output element with `Acc(0)` = the output divided by the row sum once. A row whose logits are
 //! all `-inf` (sum 0) comes out NaN, and a NaN logit makes its row NaN, as the interpreter's.
 //!
-//! Measured on an H100 (bf16, CUDA events over 20 launches, `tests/device_attention.rs`):
-//! b8 h16 s1024 d64 0.148 ms (233 TFLOP/s; torch's SDPA 0.083), b8 h16 s2048 d128 causal 0.580 ms
-//! (237 TFLOP/s; torch 0.262), decode b32 h32 m1 kv4096 d128 0.704 ms (3.05 TB/s; torch 0.711).
-//! The tensor-core template issues `mma.sync` at about 38% of the tensor pipe with 8 warps per SM
-//! (ncu): the gap to torch's Hopper kernels is `wgmma` and overlapping softmax with the products.
-//! Computing the next tile's `Q Kᵀ` before this tile's softmax (one warp overlapping both, a second
-//! S in registers) was tried and measured slower (d64: 0.193 ms against 0.148; 255 registers).
+//! Measured on an H100 (bf16, CUDA events over 20 launches, `device_cuda.sh attention`, torch's
+//! SDPA in the same call): b8 h16 s1024 d64 0.100 ms on `wgmma` (342 TFLOP/s; `mma.sync` 0.146;
+//! torch 0.082), b8 h16 s2048 d128 causal 0.411 ms with the overlapped schedule (334 TFLOP/s;
+//! `mma.sync` 0.586; torch 0.262), decode b32 h32 m1 kv4096 d128 0.704 ms (3.05 TB/s; torch 0.701).
+//! `mma.sync` issued at about 38% of the tensor pipe with 8 warps per SM (ncu). What torch's Hopper
+//! kernels have beyond ours: TMA loads by a producer warp, and two consumer warpgroups taking
+//! turns between softmax and products. Computing the next tile's `Q Kᵀ` before this tile's softmax
+//! on `mma.sync` (a second S in registers) was tried and measured slower (d64: 0.193 ms against
+//! 0.148; 255 registers); on `wgmma` the same overlap wins at d128 (0.411 against 0.433) because
+//! the products run asynchronously, but only once no branch separates a product from its wait
+//! (with one, ptxas serialized the pipeline, C7514, and the overlap measured 0.444).
 
 use serde::{Deserialize, Serialize};
 use sinter_core::DType;
@@ -51,20 +57,72 @@ pub struct AttnTile {
     pub warps: u32,
     /// Shared-memory pipeline depth (2 to 4).
     pub stages: u32,
+    /// The tensor-core instructions and the schedule of the loop over key tiles.
+    #[serde(default)]
+    pub engine: AttnEngine,
+}
+
+/// How a tensor-core attention tile computes its two products.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttnEngine {
+    /// `mma.sync` m16n8k16 (sm_80+), operands through `ldmatrix`.
+    #[default]
+    MmaSync,
+    /// Hopper's `wgmma` (sm_90a): warps in warpgroups of four, each owning 64 query rows; Q and K
+    /// tiles read by the tensor cores from 128-byte-swizzled shared memory, P from registers.
+    /// Each product is waited for before the softmax that follows it.
+    Wgmma,
+    /// [`AttnEngine::Wgmma`] with the next key tile's `Q Kᵀ` issued before this tile's `P V` and
+    /// the softmax of the next tile computed while `P V` runs (FlashAttention-3's intra-warpgroup
+    /// overlap); at least three stages.
+    WgmmaOverlap,
 }
 
 impl AttnTile {
     /// The tiles max-autotune tries (each checked with [`check_attn`]).
-    pub const CANDIDATES: [AttnTile; 8] = [
-        AttnTile { bm: 128, bn: 64, warps: 4, stages: 3 },
-        AttnTile { bm: 128, bn: 64, warps: 8, stages: 2 },
-        AttnTile { bm: 128, bn: 64, warps: 8, stages: 3 },
-        AttnTile { bm: 128, bn: 32, warps: 8, stages: 3 },
-        AttnTile { bm: 64, bn: 64, warps: 4, stages: 2 },
-        AttnTile { bm: 64, bn: 64, warps: 4, stages: 3 },
-        AttnTile { bm: 64, bn: 32, warps: 4, stages: 2 },
-        AttnTile { bm: 128, bn: 128, warps: 8, stages: 2 },
+    pub const CANDIDATES: [AttnTile; 20] = [
+        AttnTile::mma(128, 64, 4, 3),
+        AttnTile::mma(128, 64, 8, 2),
+        AttnTile::mma(128, 64, 8, 3),
+        AttnTile::mma(128, 32, 8, 3),
+        AttnTile::mma(64, 64, 4, 2),
+        AttnTile::mma(64, 64, 4, 3),
+        AttnTile::mma(64, 32, 4, 2),
+        AttnTile::mma(128, 128, 8, 2),
+        AttnTile::hopper(128, 128, 2),
+        AttnTile::hopper(128, 64, 2),
+        AttnTile::hopper(128, 128, 3),
+        AttnTile::hopper(192, 128, 2),
+        AttnTile::hopper(192, 64, 2),
+        AttnTile::hopper(64, 128, 2),
+        AttnTile::hopper(64, 128, 3),
+        AttnTile::overlapped(64, 128, 3),
+        AttnTile::overlapped(128, 128, 3),
+        AttnTile::overlapped(128, 64, 3),
+        AttnTile::overlapped(64, 64, 4),
+        AttnTile::overlapped(192, 128, 3),
     ];
+
+    /// An `mma.sync` tile.
+    pub const fn mma(bm: u32, bn: u32, warps: u32, stages: u32) -> AttnTile {
+        AttnTile { bm, bn, warps, stages, engine: AttnEngine::MmaSync }
+    }
+
+    /// A `wgmma` tile: one warpgroup (four warps) per 64 query rows.
+    pub const fn hopper(bm: u32, bn: u32, stages: u32) -> AttnTile {
+        AttnTile { bm, bn, warps: bm / 16, stages, engine: AttnEngine::Wgmma }
+    }
+
+    /// A `wgmma` tile with the softmax overlapping the products ([`AttnEngine::WgmmaOverlap`]).
+    pub const fn overlapped(bm: u32, bn: u32, stages: u32) -> AttnTile {
+        AttnTile { bm, bn, warps: bm / 16, stages, engine: AttnEngine::WgmmaOverlap }
+    }
+
+    /// Whether the products run on `wgmma`.
+    pub fn wgmma(&self) -> bool {
+        self.engine != AttnEngine::MmaSync
+    }
 
     /// Threads per block.
     pub fn threads(&self) -> u32 {
@@ -118,9 +176,11 @@ pub(super) fn decode_width(a: &AttentionBody) -> Option<usize> {
     (fits && small && aligned(&a.q, a, a.m, w) && aligned(&a.k, a, a.kv, w) && aligned(&a.v, a, a.kv, w)).then_some(w)
 }
 
-/// Registers per thread the tile's accumulators take (S and O, f32).
+/// Registers per thread the tile's accumulators take (S and O, f32), and with the overlapped
+/// schedule the next tile's P fragments that live beside them.
 fn acc_regs(t: &AttnTile, a: &AttentionBody) -> u32 {
-    t.mi() * (t.bn / 8) * 4 + t.mi() * (a.dv as u32 / 8) * 4
+    let p = if t.engine == AttnEngine::WgmmaOverlap { t.bn / 4 } else { 0 };
+    t.mi() * (t.bn / 8) * 4 + t.mi() * (a.dv as u32 / 8) * 4 + p
 }
 
 /// Whether the warps keep their Q fragments in registers (else they reload them from shared
@@ -129,26 +189,64 @@ pub(super) fn q_in_regs(t: &AttnTile, a: &AttentionBody) -> bool {
     acc_regs(t, a) + t.mi() * (a.d as u32 / 16) * 4 <= 136
 }
 
-/// Shared bytes: the Q tile, then `stages` of (K tile, V tile), rows padded by 8 elements.
+/// Whether the `wgmma` variant of the tensor-core template applies to `a` (on top of
+/// [`tc_applies`]): `Err` says why not.
+pub fn wgmma_applies(a: &AttentionBody, caps: &CudaCaps) -> Result<(), String> {
+    tc_applies(a, caps)?;
+    if caps.sm != (9, 0) {
+        return Err(format!("sm_{}{} has no wgmma (sm_90a only)", caps.sm.0, caps.sm.1));
+    }
+    if !a.d.is_multiple_of(64) || !a.dv.is_multiple_of(64) {
+        return Err(format!("head dims {}/{} (wgmma tiles take multiples of 64)", a.d, a.dv));
+    }
+    Ok(())
+}
+
+/// Shared bytes: the Q tile, then one stage's K tile and (K, V) pair. `mma.sync` tiles pad rows by
+/// 8 elements; `wgmma` tiles are unpadded 128-byte-swizzled 64-column blocks.
 pub(super) fn tc_shared(t: &AttnTile, a: &AttentionBody) -> (u32, u32, u32) {
-    let q = t.bm * (a.d as u32 + 8) * 2;
-    let kb = t.bn * (a.d as u32 + 8) * 2;
-    let vb = t.bn * (a.dv as u32 + 8) * 2;
+    let pad = if t.wgmma() { 0 } else { 8 };
+    let q = t.bm * (a.d as u32 + pad) * 2;
+    let kb = t.bn * (a.d as u32 + pad) * 2;
+    let vb = t.bn * (a.dv as u32 + pad) * 2;
     (q, kb, kb + vb)
+}
+
+/// Dynamic shared bytes of the whole tile: Q and `stages` of (K, V), plus 1024 bytes of slack for
+/// aligning a `wgmma` tile's base to its swizzle period.
+pub(super) fn tc_total_shared(t: &AttnTile, a: &AttentionBody) -> u64 {
+    let (q, _, st) = tc_shared(t, a);
+    u64::from(q) + u64::from(st) * u64::from(t.stages) + if t.wgmma() { 1024 } else { 0 }
 }
 
 /// Checks a tile against the template's rules and the device's limits for `a`.
 pub fn check_attn(t: &AttnTile, caps: &CudaCaps, a: &AttentionBody) -> Result<(), String> {
     tc_applies(a, caps)?;
-    let AttnTile { bm, bn, warps, stages } = *t;
+    let AttnTile { bm, bn, warps, stages, engine } = *t;
+    let wgmma = t.wgmma();
     if warps == 0 || bm == 0 || !bm.is_multiple_of(16 * warps) || !(1..=2).contains(&t.mi()) {
         return Err(format!("tile {t:?}: bm must be 16 or 32 rows per warp"));
     }
-    if !bn.is_multiple_of(16) || !(16..=128).contains(&bn) {
-        return Err(format!("tile {t:?}: bn must be a multiple of 16 up to 128"));
+    let max_bn = if wgmma { 256 } else { 128 };
+    if !bn.is_multiple_of(16) || !(16..=max_bn).contains(&bn) {
+        return Err(format!("tile {t:?}: bn must be a multiple of 16 up to {max_bn}"));
     }
     if !(2..=4).contains(&stages) {
         return Err(format!("tile {t:?}: 2 to 4 stages"));
+    }
+    if wgmma {
+        wgmma_applies(a, caps)?;
+        if !bm.is_multiple_of(64) || warps != bm / 16 || bm > 192 {
+            return Err(format!("tile {t:?}: wgmma tiles are 1 to 3 warpgroups of 64 rows (warps = bm / 16)"));
+        }
+        // Three warpgroups leave 168 registers a thread (65536 / 384): measured with NVRTC, the
+        // kernel spills past 96 accumulators (d128 with 128 keys: 168 registers and 32 spilled bytes).
+        if engine == AttnEngine::WgmmaOverlap && stages < 3 {
+            return Err(format!("tile {t:?}: the overlapped schedule keeps three tiles in flight (3 or 4 stages)"));
+        }
+        if bm > 128 && acc_regs(t, a) > 96 {
+            return Err(format!("tile {t:?}: {} accumulators with 384 threads (at most 96)", acc_regs(t, a)));
+        }
     }
     if acc_regs(t, a) > 160 {
         return Err(format!("tile {t:?}: {} accumulators per thread (at most 160)", acc_regs(t, a)));
@@ -156,8 +254,7 @@ pub fn check_attn(t: &AttnTile, caps: &CudaCaps, a: &AttentionBody) -> Result<()
     if t.threads() > caps.max_threads_per_block {
         return Err(format!("tile {t:?}: {} threads", t.threads()));
     }
-    let (q, _, st) = tc_shared(t, a);
-    let shared = u64::from(q) + u64::from(st) * u64::from(stages);
+    let shared = tc_total_shared(t, a);
     if shared > u64::from(caps.max_dynamic_shared_bytes) {
         return Err(format!("tile {t:?} needs {shared} bytes of shared memory"));
     }
@@ -167,18 +264,39 @@ pub fn check_attn(t: &AttnTile, caps: &CudaCaps, a: &AttentionBody) -> Result<()
 /// The default tile: by head dimension, smaller when the grid would not fill the device.
 pub(super) fn default_attn(a: &AttentionBody, caps: &CudaCaps) -> AttnTile {
     let dmax = a.d.max(a.dv);
+    let blocks = |t: &AttnTile| (a.m as u64).div_ceil(u64::from(t.bm)) * (a.batch * a.heads) as u64;
+    if wgmma_applies(a, caps).is_ok() {
+        // Measured on an H100 (`device_cuda.sh attention`), bf16:
+        // * b8 h16 s1024 d64: wgmma 64x128 one warpgroup s2 0.100 ms; overlapped 64x64 s4 0.103,
+        //   128x64 s3 0.106; wgmma 128x64 s2 0.110; mma.sync's best 0.146.
+        // * b8 h16 s2048 d128 causal: overlapped 128x128 s3 0.411 ms; wgmma 128x128 s3 0.433,
+        //   64x128 0.521; mma.sync's best 0.586.
+        let pick = if dmax <= 64 {
+            AttnTile::hopper(64, 128, 2)
+        } else if dmax <= 128 {
+            AttnTile::overlapped(128, 128, 3)
+        } else {
+            AttnTile::hopper(64, 64, 2)
+        };
+        let small = AttnTile::overlapped(64, 64, 4);
+        for t in [pick, small, AttnTile::hopper(64, 64, 2)] {
+            if check_attn(&t, caps, a).is_ok() && (t.bm == 64 || blocks(&t) >= u64::from(caps.sm_count)) {
+                return t;
+            }
+        }
+    }
     // Measured on an H100 at b8 h16 s1024 d64: 128x64 w4 s3 0.150 ms, the other candidates 0.157 to 0.194.
     let big = if dmax <= 64 {
-        AttnTile { bm: 128, bn: 64, warps: 4, stages: 3 }
+        AttnTile::mma(128, 64, 4, 3)
     } else if dmax <= 128 {
         // Measured on an H100 at b8 h16 s2048 d128 causal: 64x64 w4 s2 0.622 ms, 128x64 w8 s2 0.661.
-        AttnTile { bm: 64, bn: 64, warps: 4, stages: 2 }
+        AttnTile::mma(64, 64, 4, 2)
     } else {
-        AttnTile { bm: 64, bn: 32, warps: 4, stages: 2 }
+        AttnTile::mma(64, 32, 4, 2)
     };
-    let blocks = (a.m as u64).div_ceil(u64::from(big.bm)) * (a.batch * a.heads) as u64;
-    let small = AttnTile { bm: 64, bn: big.bn, warps: 4, stages: 2 };
-    if (blocks < u64::from(caps.sm_count) || check_attn(&big, caps, a).is_err()) && check_attn(&small, caps, a).is_ok()
+    let small = AttnTile::mma(64, big.bn, 4, 2);
+    if (blocks(&big) < u64::from(caps.sm_count) || check_attn(&big, caps, a).is_err())
+        && check_attn(&small, caps, a).is_ok()
     {
         return small;
     }

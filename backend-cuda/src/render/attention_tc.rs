@@ -1,4 +1,5 @@
-//! Tensor-core attention (FlashAttention-2 on `mma.sync` m16n8k16): see the `attention` module.
+//! Tensor-core attention (FlashAttention-2 on `mma.sync` m16n8k16, or on `wgmma` with the parts in
+//! `attention_wgmma`): see the `attention` module.
 //!
 //! A block owns `bm` query rows of one flat batch (the last row tiles first when causal: they have
 //! the most keys); warp `w` owns rows `w * 16 * mi ..` as `mi` m16 fragments. The Q tile is copied
@@ -19,8 +20,8 @@ use sinter_core::DType;
 use sinter_core::kernel::{AttentionBody, Var};
 
 use super::attention::{
-    AttnTile, emit_base, emit_consts, emit_epilogue, emit_score, folded_scale, hoist_epilogue, hoist_score, q_in_regs,
-    row_addr, tc_shared,
+    AttnEngine, AttnTile, emit_base, emit_consts, emit_epilogue, emit_score, folded_scale, hoist_epilogue, hoist_score,
+    q_in_regs, row_addr, tc_shared, tc_total_shared,
 };
 use super::emit::Emitter;
 use super::prelude::H;
@@ -42,21 +43,28 @@ pub(super) fn render(
             msg: format!("block {b}: the tile {tile:?} runs {threads} threads"),
         });
     }
-    let AttnTile { bm, bn, warps, stages } = *tile;
+    let AttnTile { bm, bn, warps, stages, .. } = *tile;
+    let wgmma = tile.wgmma();
     let mi = tile.mi();
     let (m, kv, d, dv) = (a.m as u64, a.kv as u64, a.d as u32, a.dv as u32);
     let bh_n = (a.batch * a.heads) as u64;
     let tiles_m = m.div_ceil(u64::from(bm));
     let blocks = tiles_m * bh_n;
     let (qbytes, kbytes, stage) = tc_shared(tile, a);
-    let shared = qbytes + stage * stages;
-    let qregs = q_in_regs(tile, a);
-    let strategy = format!("attention mma {bm}x{bn} w{warps} s{stages}");
+    let shared = u32::try_from(tc_total_shared(tile, a)).map_err(|_| em.err("attention tile shared memory"))?;
+    let qregs = !wgmma && q_in_regs(tile, a);
+    let strategy = if wgmma {
+        let ov = if tile.engine == AttnEngine::WgmmaOverlap { "-ov" } else { "" };
+        format!("attention wgmma{ov} {bm}x{bn} wg{} s{stages}", warps / 4)
+    } else {
+        format!("attention mma {bm}x{bn} w{warps} s{stages}")
+    };
     let summary = format!(
-        "tensor-core attention {} heads x m {m} x kv {kv}, d {d} dv {dv} ({} -> f32, mma.sync m16n8k16), tile {bm}x{bn}, \
+        "tensor-core attention {} heads x m {m} x kv {kv}, d {d} dv {dv} ({} -> f32, {}), tile {bm}x{bn}, \
          {warps} warps of {} rows, {stages} stages ({shared} bytes), Q in {}{}, {blocks} blocks",
         bh_n,
         a.in_dtype,
+        if wgmma { "wgmma m64nNk16, 128-byte swizzled tiles" } else { "mma.sync m16n8k16" },
         16 * mi,
         if qregs { "registers" } else { "shared memory" },
         match a.causal {
@@ -69,6 +77,10 @@ pub(super) fn render(
         Err(empty) => return Ok(empty),
     };
     em.h.need(H::Mma);
+    if wgmma {
+        em.h.need(H::WgmmaMma { n: bn, rs: false, trans_b: false, f16: a.in_dtype == DType::F16 });
+        em.h.need(H::WgmmaMma { n: dv, rs: true, trans_b: true, f16: a.in_dtype == DType::F16 });
+    }
     let ity = em.ity();
     let f16 = a.in_dtype == DType::F16;
     let (mma, h2, cvt) = if f16 {
@@ -77,7 +89,7 @@ pub(super) fn render(
         ("sinter_mma<false>", "__nv_bfloat162", "__floats2bfloat162_rn")
     };
     em.line(format!("// {}", body.summary));
-    em.line("extern __shared__ __align__(128) unsigned char smem[];");
+    em.line(format!("extern __shared__ __align__({}) unsigned char smem[];", if wgmma { 1024 } else { 128 }));
     emit_consts(em);
     em.line("// 2^x, flushing subnormal results to 0 (probabilities under 2^-126 round to 0 in bf16/f16 anyway)");
     em.line("auto sinter_ex2 = [](float x) { float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x)); return y; };");
@@ -99,7 +111,11 @@ pub(super) fn render(
     em.line(format!("const unsigned m0 = mt * {bm}u;"));
     em.line("const unsigned tid = threadIdx.x, lane = tid % 32u, warp = tid / 32u;");
     em.line(format!("const unsigned wm0 = warp * {}u; // the warp's rows in the tile", 16 * mi));
-    em.line("const unsigned g = lane / 4u, t4 = lane % 4u, mat = lane / 8u, r8 = lane % 8u;");
+    if wgmma {
+        em.line("const unsigned g = lane / 4u, t4 = lane % 4u;");
+    } else {
+        em.line("const unsigned g = lane / 4u, t4 = lane % 4u, mat = lane / 8u, r8 = lane % 8u;");
+    }
     let qt = emit_base(em, "q", &a.q, a.heads);
     let kt = emit_base(em, "k", &a.k, a.heads);
     let vt = emit_base(em, "v", &a.v, a.heads);
@@ -110,8 +126,14 @@ pub(super) fn render(
         )),
         None => em.line(format!("const unsigned n_tiles = {ktiles}u;")),
     }
-    let (qrow, krow, vrow) = (d + 8, d + 8, dv + 8);
-    em.line("const unsigned s_base = (unsigned)__cvta_generic_to_shared(smem);");
+    let qrow = d + 8;
+    if wgmma {
+        em.line("// the swizzle pattern repeats every 1024 bytes: tiles start on that period");
+        em.line("const unsigned s_base = ((unsigned)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;");
+        em.line("const unsigned wg = warp / 4u; // the warpgroup, owning rows wg * 64 .. of the tile");
+    } else {
+        em.line("const unsigned s_base = (unsigned)__cvta_generic_to_shared(smem);");
+    }
     em.line(format!("// Q at 0 ({qbytes} bytes); stage s: K at {qbytes} + s * {stage}, V {kbytes} after it"));
     // Q tile.
     let (qunits, d8) = (bm * d / 8, d / 8);
@@ -126,7 +148,8 @@ pub(super) fn render(
     em.line(format!("const unsigned valid = m0 + r < {m}u ? 16u : 0u;"));
     let qa = row_addr(qt, "q_base", "m0 + r", a.q.s_row, "c");
     em.line(format!("const {qt} off = valid ? {qa} : 0u;"));
-    em.line(format!("sinter_cp_async16(s_base + (r * {qrow}u + c) * 2u, &a{}[off], valid);", a.q.arg));
+    let qdst = if wgmma { format!("sinter_swz128(r, c, {bm}u)") } else { format!("(r * {qrow}u + c) * 2u") };
+    em.line(format!("sinter_cp_async16(s_base + {qdst}, &a{}[off], valid);", a.q.arg));
     if !qunits.is_multiple_of(threads) {
         em.close();
     }
@@ -142,6 +165,9 @@ pub(super) fn render(
     em.line("sinter_cp_async_commit();");
     em.close();
     em.line(format!("sinter_cp_async_wait<{}>();", stages - 1));
+    if wgmma {
+        em.line("sinter_fence_async_shared();");
+    }
     em.line("__syncthreads(); // Q landed");
     let d16 = d / 16;
     let q_frag = |em: &mut Emitter<'_>, dst: &str, kk: &str| {
@@ -158,7 +184,7 @@ pub(super) fn render(
         em.close();
         em.close();
     }
-    let (bn8, dv8) = (bn / 8, dv / 8);
+    let dv8 = dv / 8;
     em.line(format!("float o[{mi}][{dv8}][4];"));
     em.line(format!("float mx[{mi}][2], l[{mi}][2];"));
     em.line("#pragma unroll");
@@ -173,8 +199,73 @@ pub(super) fn render(
     if fold.is_none() {
         hoist_score(em, a, false)?;
     }
+    if tile.engine == AttnEngine::WgmmaOverlap {
+        super::attention_wgmma::overlapped_loop(em, a, tile, fold, (kt, vt), (h2, cvt))?;
+    } else {
+        plain_loop(em, a, tile, (fold, qregs), (kt, vt), (mma, h2, cvt))?;
+    }
+    em.line("sinter_cp_async_wait<0>();");
+    // Epilogue.
+    em.line("// ---- epilogue, per output element: rows g, g + 8 and columns 2t, 2t + 1 of each fragment");
+    em.names.remove(&Var::Key);
+    hoist_epilogue(em, a, false)?;
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+    em.line("#pragma unroll");
+    em.open("for (unsigned h = 0; h < 2u; ++h)");
+    em.line("float lt = l[i][h];");
+    em.line("lt += __shfl_xor_sync(0xffffffffu, lt, 1);");
+    em.line("lt += __shfl_xor_sync(0xffffffffu, lt, 2);");
+    em.decl("m", format!("const {ity} m = m0 + wm0 + i * 16u + h * 8u + g;"));
+    let m_guard = !m.is_multiple_of(u64::from(bm));
+    if m_guard {
+        em.open(format!("if (m < {m}u)"));
+    }
+    hoist_epilogue(em, a, true)?;
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {dv8}u; ++j)"));
+    em.line("#pragma unroll");
+    em.open("for (unsigned c = 0; c < 2u; ++c)");
+    em.decl("n", format!("const {ity} n = j * 8u + t4 * 2u + c;"));
+    em.names.insert(Var::N, "n".into());
+    emit_epilogue(em, a, "o[i][j][h * 2u + c] / lt")?;
+    em.close();
+    em.close();
+    if m_guard {
+        em.close();
+    }
+    em.close();
+    em.close();
+    Ok(body)
+}
+
+/// The loop over key tiles of [`AttnEngine::MmaSync`] and [`AttnEngine::Wgmma`]: per tile, S, the
+/// scores and the softmax, O += P V, each waited for.
+fn plain_loop(
+    em: &mut Emitter<'_>,
+    a: &AttentionBody,
+    tile: &AttnTile,
+    (fold, qregs): (Option<f64>, bool),
+    (kt, vt): (&str, &str),
+    (mma, h2, cvt): (&str, &str, &str),
+) -> Result<(), RenderError> {
+    let AttnTile { bn, stages, .. } = *tile;
+    let wgmma = tile.wgmma();
+    let mi = tile.mi();
+    let (d, dv) = (a.d as u32, a.dv as u32);
+    let (qbytes, kbytes, stage) = tc_shared(tile, a);
+    let (d16, bn8) = (d / 16, bn / 8);
+    let (qrow, krow, vrow) = (d + 8, d + 8, dv + 8);
+    let q_frag = |em: &mut Emitter<'_>, dst: &str, kk: &str| {
+        em.line(format!("const unsigned row = wm0 + i * 16u + mat % 2u * 8u + r8, col = {kk} * 16u + mat / 2u * 8u;"));
+        em.line(format!("sinter_ldsm_x4<false>({dst}, s_base + (row * {qrow}u + col) * 2u);"));
+    };
     em.open("for (unsigned kt = 0; kt < n_tiles; ++kt)");
     em.line(format!("sinter_cp_async_wait<{}>();", stages - 2));
+
+    if wgmma {
+        em.line("sinter_fence_async_shared();");
+    }
     em.line("__syncthreads(); // tile kt landed; every warp is done with tile kt - 1's buffer");
     em.open("");
     em.line(format!("const unsigned nk = kt + {}u;", stages - 1));
@@ -186,39 +277,132 @@ pub(super) fn render(
     em.line(format!("const unsigned sk = s_base + {qbytes}u + kt % {stages}u * {stage}u, sv = sk + {kbytes}u;"));
     // S = Q K^T.
     em.line(format!("float s[{mi}][{bn8}][4];"));
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned j = 0; j < {bn8}u; ++j)"));
-    em.line("s[i][j][0] = 0.0f; s[i][j][1] = 0.0f; s[i][j][2] = 0.0f; s[i][j][3] = 0.0f;");
-    em.close();
-    em.close();
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned kk = 0; kk < {d16}u; ++kk)"));
-    let qf = if qregs {
-        "qf[i][kk]"
+    if wgmma {
+        super::attention_wgmma::qk(em, a, tile);
     } else {
-        em.line(format!("unsigned fa[{mi}][4];"));
         em.line("#pragma unroll");
         em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
-        q_frag(em, "fa[i]", "kk");
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned j = 0; j < {bn8}u; ++j)"));
+        em.line("s[i][j][0] = 0.0f; s[i][j][1] = 0.0f; s[i][j][2] = 0.0f; s[i][j][3] = 0.0f;");
         em.close();
-        "fa[i]"
-    };
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned j = 0; j < {}u; ++j)", bn / 16));
-    em.line("unsigned r[4];");
-    em.line("const unsigned row = j * 16u + mat / 2u * 8u + r8, col = kk * 16u + mat % 2u * 8u;");
-    em.line(format!("sinter_ldsm_x4<false>(r, sk + (row * {krow}u + col) * 2u);"));
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
-    em.line(format!("{mma}(s[i][2u * j], {qf}, r[0], r[1]);"));
-    em.line(format!("{mma}(s[i][2u * j + 1u], {qf}, r[2], r[3]);"));
+        em.close();
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned kk = 0; kk < {d16}u; ++kk)"));
+        let qf = if qregs {
+            "qf[i][kk]"
+        } else {
+            em.line(format!("unsigned fa[{mi}][4];"));
+            em.line("#pragma unroll");
+            em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+            q_frag(em, "fa[i]", "kk");
+            em.close();
+            "fa[i]"
+        };
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned j = 0; j < {}u; ++j)", bn / 16));
+        em.line("unsigned r[4];");
+        em.line("const unsigned row = j * 16u + mat / 2u * 8u + r8, col = kk * 16u + mat % 2u * 8u;");
+        em.line(format!("sinter_ldsm_x4<false>(r, sk + (row * {krow}u + col) * 2u);"));
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+        em.line(format!("{mma}(s[i][2u * j], {qf}, r[0], r[1]);"));
+        em.line(format!("{mma}(s[i][2u * j + 1u], {qf}, r[2], r[3]);"));
+        em.close();
+        em.close();
+        em.close();
+    }
+    emit_scores(em, a, tile, fold, "kt")?;
+    emit_softmax(em, tile, a.dv as u32, false);
+    // O += P V.
+    if wgmma {
+        super::attention_wgmma::pv(em, a, tile, (h2, cvt));
+    } else {
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned kk = 0; kk < {}u; ++kk)", bn / 16));
+        em.line(format!("unsigned pf[{mi}][4];"));
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+        em.line("#pragma unroll");
+        em.open("for (unsigned q = 0; q < 4u; ++q)");
+        em.line("// a0: (g, 2t..), a1: (g + 8, 2t..), a2: (g, 2t + 8..), a3: (g + 8, 2t + 8..)");
+        em.line("const float* sp = &s[i][2u * kk + q / 2u][q % 2u * 2u];");
+        em.line(format!("const {h2} x = {cvt}(sp[0], sp[1]);"));
+        em.line("pf[i][q] = *reinterpret_cast<const unsigned*>(&x);");
+        em.close();
+        em.close();
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned j = 0; j < {}u; ++j)", dv / 16));
+        em.line("unsigned r[4];");
+        em.line("const unsigned row = kk * 16u + mat % 2u * 8u + r8, col = j * 16u + mat / 2u * 8u;");
+        em.line(format!("sinter_ldsm_x4<true>(r, sv + (row * {vrow}u + col) * 2u);"));
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+        em.line(format!("{mma}(o[i][2u * j], pf[i], r[0], r[1]);"));
+        em.line(format!("{mma}(o[i][2u * j + 1u], pf[i], r[2], r[3]);"));
+        em.close();
+        em.close();
+        em.close();
+    }
+    em.close(); // the key-tile loop
+    Ok(())
+}
+
+/// Copies key tile `tile_idx` of K and V into stage `slot` (16-byte `cp.async`, zero rows past
+/// `kv`).
+pub(super) fn load_kv(
+    em: &mut Emitter<'_>,
+    a: &AttentionBody,
+    t: &AttnTile,
+    (kt, vt): (&str, &str),
+    slot: &str,
+    tile_idx: &str,
+) {
+    let threads = t.threads();
+    let (qbytes, kbytes, stage) = tc_shared(t, a);
+    em.open("");
+    em.line(format!("const unsigned j0 = {tile_idx} * {}u;", t.bn));
+    em.line(format!("const unsigned st = s_base + {qbytes}u + {slot} * {stage}u;"));
+    for (name, o, ty, dim, off) in [("k", &a.k, kt, a.d as u32, 0), ("v", &a.v, vt, a.dv as u32, kbytes)] {
+        let per_row = dim / 8;
+        let units = t.bn * per_row;
+        em.line(format!("// {}: {} x {dim} elements, {units} 16-byte copies", name.to_uppercase(), t.bn));
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned l = 0; l < {}u; ++l)", units.div_ceil(threads)));
+        em.line(format!("const unsigned e = tid + l * {threads}u;"));
+        if !units.is_multiple_of(threads) {
+            em.open(format!("if (e < {units}u)"));
+        }
+        em.line(format!("const unsigned r = e / {per_row}u, c = e % {per_row}u * 8u;"));
+        em.line(format!("const unsigned valid = j0 + r < {}u ? 16u : 0u;", a.kv));
+        let addr = row_addr(ty, &format!("{name}_base"), "j0 + r", o.s_row, "c");
+        em.line(format!("const {ty} off = valid ? {addr} : 0u;"));
+        let dst =
+            if t.wgmma() { format!("sinter_swz128(r, c, {}u)", t.bn) } else { format!("(r * {}u + c) * 2u", dim + 8) };
+        em.line(format!("sinter_cp_async16(st + {off}u + {dst}, &a{}[off], valid);", o.arg));
+        if !units.is_multiple_of(threads) {
+            em.close();
+        }
+        em.close();
+    }
     em.close();
-    em.close();
-    em.close();
-    // Scores.
-    em.line(format!("const unsigned k0 = kt * {bn}u;"));
+}
+
+/// The scores of key tile `tile_idx` in `s[i][j][c]` (raw dot products on entry): the score
+/// expression per element (or only the mask when the scale is folded), `-inf` past `kv`, `m` and
+/// the causal bound on tiles that cross them.
+pub(super) fn emit_scores(
+    em: &mut Emitter<'_>,
+    a: &AttentionBody,
+    tile: &AttnTile,
+    fold: Option<f64>,
+    tile_idx: &str,
+) -> Result<(), RenderError> {
+    let (bm, bn, mi, bn8) = (tile.bm, tile.bn, tile.mi(), tile.bn / 8);
+    let (m, kv) = (a.m as u64, a.kv as u64);
+    let ity = em.ity();
+    let idx = if tile_idx.contains(' ') { format!("({tile_idx})") } else { tile_idx.to_string() };
+    em.line(format!("const unsigned k0 = {idx} * {bn}u;"));
     let mut full = vec![format!("k0 + {bn}u <= {kv}u"), format!("m0 + {bm}u <= {m}u")];
     if let Some(o) = a.causal {
         full.push(format!("k0 + {} <= m0 + {o}u", bn - 1));
@@ -259,6 +443,14 @@ pub(super) fn render(
         em.close();
         em.close();
     }
+    Ok(())
+}
+
+/// The online softmax over `s` (scores in, probabilities out): the row maximum over the quad, the
+/// running maximum `mx` and sum `l`, and the rescaling of `o` by `alpha`, or with `defer` the
+/// factors kept in `al[i][h]` for the caller to apply once `o` may be written.
+pub(super) fn emit_softmax(em: &mut Emitter<'_>, tile: &AttnTile, dv: u32, defer: bool) {
+    let (mi, bn8, dv8) = (tile.mi(), tile.bn / 8, dv / 8);
     // Online softmax.
     em.line("#pragma unroll");
     em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
@@ -287,102 +479,15 @@ pub(super) fn render(
     em.close();
     em.close();
     em.line("l[i][h] = l[i][h] * alpha + rs;");
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned j = 0; j < {dv8}u; ++j)"));
-    em.line("o[i][j][2u * h] *= alpha;");
-    em.line("o[i][j][2u * h + 1u] *= alpha;");
-    em.close();
-    em.close();
-    em.close();
-    // O += P V.
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned kk = 0; kk < {}u; ++kk)", bn / 16));
-    em.line(format!("unsigned pf[{mi}][4];"));
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
-    em.line("#pragma unroll");
-    em.open("for (unsigned q = 0; q < 4u; ++q)");
-    em.line("// a0: (g, 2t..), a1: (g + 8, 2t..), a2: (g, 2t + 8..), a3: (g + 8, 2t + 8..)");
-    em.line("const float* sp = &s[i][2u * kk + q / 2u][q % 2u * 2u];");
-    em.line(format!("const {h2} x = {cvt}(sp[0], sp[1]);"));
-    em.line("pf[i][q] = *reinterpret_cast<const unsigned*>(&x);");
-    em.close();
-    em.close();
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned j = 0; j < {}u; ++j)", dv / 16));
-    em.line("unsigned r[4];");
-    em.line("const unsigned row = kk * 16u + mat % 2u * 8u + r8, col = j * 16u + mat / 2u * 8u;");
-    em.line(format!("sinter_ldsm_x4<true>(r, sv + (row * {vrow}u + col) * 2u);"));
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
-    em.line(format!("{mma}(o[i][2u * j], pf[i], r[0], r[1]);"));
-    em.line(format!("{mma}(o[i][2u * j + 1u], pf[i], r[2], r[3]);"));
-    em.close();
-    em.close();
-    em.close();
-    em.close();
-    em.line("sinter_cp_async_wait<0>();");
-    // Epilogue.
-    em.line("// ---- epilogue, per output element: rows g, g + 8 and columns 2t, 2t + 1 of each fragment");
-    em.names.remove(&Var::Key);
-    hoist_epilogue(em, a, false)?;
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
-    em.line("#pragma unroll");
-    em.open("for (unsigned h = 0; h < 2u; ++h)");
-    em.line("float lt = l[i][h];");
-    em.line("lt += __shfl_xor_sync(0xffffffffu, lt, 1);");
-    em.line("lt += __shfl_xor_sync(0xffffffffu, lt, 2);");
-    em.decl("m", format!("const {ity} m = m0 + wm0 + i * 16u + h * 8u + g;"));
-    let m_guard = !m.is_multiple_of(u64::from(bm));
-    if m_guard {
-        em.open(format!("if (m < {m}u)"));
-    }
-    hoist_epilogue(em, a, true)?;
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned j = 0; j < {dv8}u; ++j)"));
-    em.line("#pragma unroll");
-    em.open("for (unsigned c = 0; c < 2u; ++c)");
-    em.decl("n", format!("const {ity} n = j * 8u + t4 * 2u + c;"));
-    em.names.insert(Var::N, "n".into());
-    emit_epilogue(em, a, "o[i][j][h * 2u + c] / lt")?;
-    em.close();
-    em.close();
-    if m_guard {
-        em.close();
-    }
-    em.close();
-    em.close();
-    Ok(body)
-}
-
-/// Copies key tile `tile_idx` of K and V into stage `slot` (16-byte `cp.async`, zero rows past
-/// `kv`).
-fn load_kv(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, (kt, vt): (&str, &str), slot: &str, tile_idx: &str) {
-    let threads = t.threads();
-    let (qbytes, kbytes, stage) = tc_shared(t, a);
-    em.open("");
-    em.line(format!("const unsigned j0 = {tile_idx} * {}u;", t.bn));
-    em.line(format!("const unsigned st = s_base + {qbytes}u + {slot} * {stage}u;"));
-    for (name, o, ty, dim, off) in [("k", &a.k, kt, a.d as u32, 0), ("v", &a.v, vt, a.dv as u32, kbytes)] {
-        let per_row = dim / 8;
-        let units = t.bn * per_row;
-        em.line(format!("// {}: {} x {dim} elements, {units} 16-byte copies", name.to_uppercase(), t.bn));
+    if defer {
+        em.line("al[i][h] = alpha;");
+    } else {
         em.line("#pragma unroll");
-        em.open(format!("for (unsigned l = 0; l < {}u; ++l)", units.div_ceil(threads)));
-        em.line(format!("const unsigned e = tid + l * {threads}u;"));
-        if !units.is_multiple_of(threads) {
-            em.open(format!("if (e < {units}u)"));
-        }
-        em.line(format!("const unsigned r = e / {per_row}u, c = e % {per_row}u * 8u;"));
-        em.line(format!("const unsigned valid = j0 + r < {}u ? 16u : 0u;", a.kv));
-        let addr = row_addr(ty, &format!("{name}_base"), "j0 + r", o.s_row, "c");
-        em.line(format!("const {ty} off = valid ? {addr} : 0u;"));
-        em.line(format!("sinter_cp_async16(st + {off}u + (r * {}u + c) * 2u, &a{}[off], valid);", dim + 8, o.arg));
-        if !units.is_multiple_of(threads) {
-            em.close();
-        }
+        em.open(format!("for (unsigned j = 0; j < {dv8}u; ++j)"));
+        em.line("o[i][j][2u * h] *= alpha;");
+        em.line("o[i][j][2u * h + 1u] *= alpha;");
         em.close();
     }
+    em.close();
     em.close();
 }

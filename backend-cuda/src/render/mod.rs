@@ -53,6 +53,7 @@ mod analysis;
 mod attention;
 mod attention_rows;
 mod attention_tc;
+mod attention_wgmma;
 mod emit;
 mod index;
 mod matmul;
@@ -68,7 +69,7 @@ use sinter_core::DType;
 use sinter_core::backend::BackendError;
 use sinter_core::kernel::{Access, Kernel, KernelBody, ReduceStrategy};
 
-pub use attention::{AttnTile, DECODE_M, check_attn, tc_applies};
+pub use attention::{AttnEngine, AttnTile, DECODE_M, check_attn, tc_applies};
 pub use matmul::{MatmulTile, check_tile};
 pub use mma::{MmaTile, check_mma, mma_applies};
 

@@ -142,6 +142,22 @@ pub(crate) enum H {
     ArgMinBetter,
     /// Tensor-core primitives (sm_80+): `cp.async` with zero fill, `ldmatrix`, `mma.sync` m16n8k16.
     Mma,
+    /// Hopper warpgroup primitives (sm_90a): the 128-byte swizzle, shared-memory matrix
+    /// descriptors, `wgmma` fences, commit and wait, the async-proxy fence.
+    Wgmma,
+    /// One `wgmma.mma_async` m64nNk16 product with f32 accumulators: A from shared memory (`rs`
+    /// false) or registers, B from shared memory, N-major B with `trans_b`, f16 operands with
+    /// `f16` (else bf16).
+    WgmmaMma {
+        /// N of the instruction (a multiple of 8 up to 256).
+        n: u32,
+        /// A from registers.
+        rs: bool,
+        /// B is N-major (transposed).
+        trans_b: bool,
+        /// f16 operands (else bf16).
+        f16: bool,
+    },
 }
 
 /// The helpers a kernel uses.
@@ -180,6 +196,7 @@ fn deps(h: H) -> Vec<H> {
     match h {
         H::ToU64(f) => vec![H::ToI64(f)],
         H::ModFloor(i) => vec![H::Rem(i)],
+        H::WgmmaMma { .. } => vec![H::Wgmma],
         _ => vec![],
     }
 }
@@ -189,6 +206,8 @@ const PRE: &str = "static __device__ __forceinline__";
 fn body(h: H) -> String {
     match h {
         H::Mma => MMA.into(),
+        H::Wgmma => WGMMA.into(),
+        H::WgmmaMma { n, rs, trans_b, f16 } => wgmma_mma(n, rs, trans_b, f16),
         H::Vec => "// N consecutive elements of T as one aligned access (16-byte vector loads and stores)
 template <typename T, int N>
 struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) sinter_vec {
@@ -450,3 +469,88 @@ static __device__ __forceinline__ void sinter_mma(float (&c)[4], const unsigned 
     }
 }
 "#;
+
+/// Hopper warpgroup primitives of the `wgmma` attention tiles.
+const WGMMA: &str = r#"// byte offset of element (r, c) (c a multiple of 8) in a tile of `rows` rows stored as 64-column
+// blocks of 128-byte rows, 16-byte chunks swizzled by the row (the wgmma/TMA 128-byte swizzle)
+static __device__ __forceinline__ unsigned sinter_swz128(unsigned r, unsigned c, unsigned rows) {
+    return (c >> 6) * rows * 128u + r * 128u + ((((c >> 3) & 7u) ^ (r & 7u)) << 4);
+}
+// a wgmma shared-memory matrix descriptor: start address, leading and stride byte offsets,
+// 128-byte swizzle (the start's 1024-byte period must be that of the swizzle pattern)
+static __device__ __forceinline__ unsigned long long sinter_wgmma_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo & 0x3FFFFu) >> 4) << 16)
+        | ((unsigned long long)((sbo & 0x3FFFFu) >> 4) << 32) | (1ull << 62);
+}
+static __device__ __forceinline__ void sinter_wgmma_fence() {
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+static __device__ __forceinline__ void sinter_wgmma_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+static __device__ __forceinline__ void sinter_wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
+}
+// generic-proxy writes to shared memory (cp.async, st.shared) made visible to the async proxy
+// (wgmma) that reads them after the next barrier
+static __device__ __forceinline__ void sinter_fence_async_shared() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// keeps the compiler from moving accesses to accumulators across a wgmma issue or wait
+template <int N>
+static __device__ __forceinline__ void sinter_reg_fence(float (&d)[N][4]) {
+    #pragma unroll
+    for (int j = 0; j < N; ++j) {
+        asm volatile("" : "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3]) :: "memory");
+    }
+}
+"#;
+
+/// The name of the [`H::WgmmaMma`] helper.
+pub(crate) fn wgmma_name(n: u32, rs: bool, trans_b: bool, f16: bool) -> String {
+    format!(
+        "sinter_wgmma_{}_{}_n{n}{}",
+        if rs { "rs" } else { "ss" },
+        if f16 { "f16" } else { "bf16" },
+        if trans_b { "_tb" } else { "" }
+    )
+}
+
+/// `d (m64 x n, f32) = A (m64 x k16) B (k16 x n) + (acc ? d : 0)`, issued asynchronously (the
+/// caller fences, commits and waits).
+fn wgmma_mma(n: u32, rs: bool, trans_b: bool, f16: bool) -> String {
+    let regs = n / 2;
+    let ty = if f16 { "f16" } else { "bf16" };
+    let d: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
+    let (a_param, a_ops, a_asm, next) = if rs {
+        (
+            "const unsigned (&a)[4]",
+            "\"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), ".to_string(),
+            format!("{{%{}, %{}, %{}, %{}}}", regs, regs + 1, regs + 2, regs + 3),
+            regs + 4,
+        )
+    } else {
+        ("unsigned long long a", "\"l\"(a), ".to_string(), format!("%{regs}"), regs + 1)
+    };
+    let (b, acc) = (next, next + 1);
+    let imm = if rs { format!("1, 1, {}", trans_b as u32) } else { format!("1, 1, 0, {}", trans_b as u32) };
+    let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(d[{}][{}])", i / 4, i % 4)).collect();
+    format!(
+        "// d (m64 x n{n}, f32) = A x B + (acc ? d : 0): A {}, B in shared memory{}, {ty}; asynchronous
+{PRE} void {name}(float (&d)[{n8}][4], {a_param}, unsigned long long b, int acc) {{
+    asm volatile(
+        \"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{acc}, 0;\\n\"
+        \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{d}}}, {a_asm}, %{b}, p, {imm};\\n}}\\n\"
+        : {outs}
+        : {a_ops}\"l\"(b), \"r\"(acc));
+}}
+",
+        if rs { "in registers" } else { "in shared memory" },
+        if trans_b { " (N-major)" } else { "" },
+        name = wgmma_name(n, rs, trans_b, f16),
+        n8 = n / 8,
+        d = d.join(", "),
+        outs = outs.join(", "),
+    )
+}
