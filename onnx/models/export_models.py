@@ -341,8 +341,8 @@ SPECS = {
     ),
 }
 
-# Upper bounds of symbolic dims that torch.export cannot leave unbounded (the transformer's learned
-# positions are 64 long, so its sequence is at most 64).
+# Upper bounds given to torch.export for symbolic dims: the transformer's learned positions are 64
+# long, so its sequence is at most 64.
 DIM_MAX = {"seq": 64}
 
 # The dynamo twins: the same spec, exported by torch.export (``base`` names the twin, whose seed

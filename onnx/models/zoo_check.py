@@ -12,7 +12,8 @@ For every model (random weights; nothing is downloaded):
   batches so the outputs depend on the input), batch 2, 3x224x224;
 * transformers' ``BertModel``, ``GPT2LMHeadModel`` and ``ViTModel`` built from configs only
   (``bert``, ``gpt2``, ``vit_hf``; 4 layers, hidden 384, 6 heads; batch 2, sequence 128 or
-  224x224 images), attention as transformers builds it by default,
+  224x224 images; BERT and GPT-2 take ``input_ids`` and an ``attention_mask`` that pads the
+  second sequence), attention as transformers builds it by default,
 
 the script
 
@@ -33,7 +34,8 @@ the script
 One summary table goes to stdout (and ``--json``). A missing package (torchvision,
 transformers, onnxscript for the dynamo exporter) gives a ``skipped: X not installed`` line, not a
 failure. A model that an exporter cannot write is listed as ``NOEXPORT`` with the exporter's error
-(e.g. the TorchScript exporter has no ``aten::diff``, which transformers' GPT-2 masks use). Exits
+(e.g. the TorchScript exporter has no ``aten::diff``, which transformers 5 uses to build GPT-2's
+causal mask when no attention mask is given; GPT-2 is exported with one, so it does not). Exits
 non-zero when sinter failed to import, run or match a model that was exported (skips and
 ``NOEXPORT`` rows do not count).
 ``--budget-s`` stops starting new models after that many seconds (the rest are listed as skipped).
@@ -54,7 +56,10 @@ import time
 import traceback
 from pathlib import Path
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:  # reported by main() as a skip
+    np = None
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -164,11 +169,16 @@ def build(name: str, tiny: bool, seed: int):
                 super().__init__()
                 self.m = inner
 
-            def forward(self, input_ids):
-                return self.m(input_ids=input_ids, use_cache=False, return_dict=False)[0]
+            def forward(self, input_ids, attention_mask):
+                return self.m(input_ids=input_ids, attention_mask=attention_mask, use_cache=False, return_dict=False)[0]
 
+        # With an attention mask, as generation pipelines export it. (Without one, transformers 5
+        # builds the causal mask through aten::diff, which the TorchScript exporter lacks.)
         ids = torch.randint(0, small["vocab"], (batch, seq), generator=g)
-        return Gpt2().eval(), (ids,), ["input_ids"], {"input_ids": {0: "batch", 1: "seq"}}
+        mask = torch.ones(batch, seq, dtype=torch.int64)
+        mask[1, seq * 3 // 4 :] = 0  # the second sequence right-padded
+        dyn = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
+        return Gpt2().eval(), (ids, mask), ["input_ids", "attention_mask"], dyn
     if name == "vit_hf":
         img, patch = (32, 8) if tiny else (224, 16)
         cfg = tf.ViTConfig(
@@ -498,9 +508,10 @@ def main(argv=None) -> int:
         ap.error(f"unknown model(s) {bad}; known: {ALL}")
     if not args.bin.is_file():
         ap.error(f"no sinter binary at {args.bin}")
-    if not have("torch"):
-        print("zoo: skipped: torch not installed")
-        return 0
+    for mod in ("numpy", "torch"):
+        if not have(mod) or (mod == "numpy" and np is None):
+            print(f"zoo: skipped: {mod} not installed")
+            return 0
     if not have("onnx"):
         print("zoo: skipped: onnx not installed (compare_outputs.py needs it)")
         return 0
