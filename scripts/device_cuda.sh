@@ -65,7 +65,7 @@ for n in miss[:60]:
     print(f"  {n}: {c.get('status')} {str(c.get('detail', c.get('message', '')))[:160]}")
 EOF
   step "real models vs onnxruntime"
-  BACKENDS="cuda cpu" OUT="$OUT" onnx/models/device_check.sh "$BIN" 2>&1 | tail -30
+  PARTS=committed BACKENDS="cuda cpu" OUT="$OUT" onnx/models/device_check.sh "$BIN" 2>&1 | tail -30
 fi
 
 if [ "$part" = bench ] || [ "$part" = all ]; then
@@ -166,7 +166,7 @@ for c in cases:
         print("  ", c["name"], c.get("status"), str(c.get("detail", c.get("message", "")))[:150])
 EOF3
   step "exported transformers vs onnxruntime (cuda, wgsl)"
-  MODELS=transformer,vit_tiny BACKENDS="cuda wgsl" OUT="$OUT" onnx/models/device_check.sh "$BIN" 2>&1 | tail -8
+  PARTS=committed MODELS=transformer,vit_tiny BACKENDS="cuda wgsl" OUT="$OUT" onnx/models/device_check.sh "$BIN" 2>&1 | tail -8
   step "sinter bench --check (reduced) and timing (cuda default, max-autotune; wgsl)"
   "$BIN" bench --backend cuda --workload "$AW" --scale reduced --check --iters 3 --warmup 1 2>&1 | tail -5
   "$BIN" calibrate --backend cuda --no-matmul 2>&1 | tail -2

@@ -1,5 +1,8 @@
 //! Real models exported from PyTorch (`onnx/models/<name>/`, made by
-//! `onnx/models/export_models.py`) run end to end on every backend and match onnxruntime.
+//! `onnx/models/export_models.py`) run end to end on every backend and match onnxruntime. Each
+//! architecture is there twice: `<name>` from the TorchScript exporter (`dynamo=False`, opset 17)
+//! and `dynamo_<name>` from the `torch.export`-based one (`dynamo=True`, opset 18), plus
+//! `dynamo_transformer_external`, whose weights are in `model.onnx.data`.
 //!
 //! For every model folder and every `test_data_set_N` in it, the model is loaded with
 //! [`sinter_onnx::load`], imported for that data set's inputs ([`sinter_onnx::Model::graph_for_inputs`])
@@ -261,7 +264,13 @@ fn relative_error_metric() {
 /// kernels, one per layer, and still matches onnxruntime (checked above for every backend).
 #[test]
 fn exported_transformers_compile_to_fused_attention() {
-    for (name, layers, causal) in [("transformer", 2, true), ("vit_tiny", 2, false)] {
+    for (name, layers, causal) in [
+        ("transformer", 2, true),
+        ("vit_tiny", 2, false),
+        ("dynamo_transformer", 2, true),
+        ("dynamo_transformer_external", 2, true),
+        ("dynamo_vit_tiny", 2, false),
+    ] {
         let case = cases().into_iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no model {name}"));
         let model = sinter_onnx::load(case.dir.join("model.onnx")).expect("load");
         let (_, inputs, refs) = &case.sets[0];
@@ -286,7 +295,7 @@ fn exported_transformers_compile_to_fused_attention() {
 
 /// Models whose import with symbolic dims is refused, with the node that refuses it: the IR has
 /// no loops, so recurrences are unrolled per time step and need a static sequence length.
-const SYMBOLIC_REFUSED: &[(&str, &str)] = &[("rnn", "/lstm/LSTM")];
+const SYMBOLIC_REFUSED: &[(&str, &str)] = &[("rnn", "/lstm/LSTM"), ("dynamo_rnn", "node_lstm__2")];
 
 #[test]
 fn committed_models_import_symbolically_and_compile_once_per_shape() {
@@ -332,5 +341,80 @@ fn committed_models_import_symbolically_and_compile_once_per_shape() {
             assert!(e.reason.starts_with("guard failed") && e.reason.contains("shape"), "{}: {}", case.name, e.reason);
         }
         println!("{:12} {} compilations: {:?}", case.name, ev.len(), ev.iter().map(|e| &e.reason).collect::<Vec<_>>());
+    }
+}
+
+/// The models written by `torch.onnx.export(..., dynamo=True)` (`dynamo_<name>`), beside the
+/// TorchScript exports they were made with the same seed as.
+const DYNAMO: &[&str] = &["mlp", "cnn", "transformer", "vit_tiny", "misc", "rnn"];
+
+fn case(name: &str) -> Case {
+    cases().into_iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no model {name} in onnx/models"))
+}
+
+/// The committed dynamo exports are what they claim: PyTorch's, at opset 18 or later, with the
+/// dynamic axes named as exported (so [`committed_models_import_symbolically_and_compile_once_per_shape`]
+/// exercises them), and each with its TorchScript twin's inputs; sinter's outputs for the two
+/// exports of one architecture agree (on the CPU reference) as closely as each agrees with
+/// onnxruntime.
+#[test]
+fn dynamo_exports_are_opset_18_with_named_dims_and_agree_with_their_torchscript_twins() {
+    for base in DYNAMO {
+        let (dynamo, legacy) = (case(&format!("dynamo_{base}")), case(base));
+        let md = sinter_onnx::load(dynamo.dir.join("model.onnx")).expect("load the dynamo export");
+        let ml = sinter_onnx::load(legacy.dir.join("model.onnx")).expect("load the TorchScript export");
+        assert!(md.opset() >= 18, "{}: opset {}", dynamo.name, md.opset());
+        assert!(md.producer().starts_with("pytorch"), "{}: producer {:?}", dynamo.name, md.producer());
+        assert_eq!(ml.opset(), 17, "{base}: the TorchScript export is at opset 17");
+        assert!(md.inputs().iter().any(|i| i.shape.as_ref().is_some_and(|s| !s.is_static())), "{}", dynamo.name);
+        let syms = |m: &sinter_onnx::Model| -> Vec<String> {
+            let mut v: Vec<String> = m
+                .inputs()
+                .iter()
+                .flat_map(|i| i.shape.iter().flat_map(|s| s.dims().to_vec()))
+                .filter(|d| d.as_static().is_none())
+                .map(|d| d.to_string())
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        assert_eq!(syms(&md), syms(&ml), "{base}: the two exports name the same dynamic dims");
+        assert_eq!(dynamo.sets.len(), legacy.sets.len(), "{base}");
+        for ((set, ins_d, refs), (_, ins_l, _)) in dynamo.sets.iter().zip(&legacy.sets) {
+            assert_eq!(ins_d, ins_l, "{base}/{set}: the twins' inputs differ (not the same seed?)");
+            let run = |m: &sinter_onnx::Model| sinter::cpu::run(&m.graph_for_inputs(ins_d).expect("import"), ins_d);
+            let (od, ol) = (run(&md).expect("run the dynamo export"), run(&ml).expect("run the TorchScript export"));
+            let twin = check(&od, &ol).unwrap_or_else(|m| panic!("{base}/{set}: dynamo vs TorchScript: {m}"));
+            let ort = check(&od, refs).unwrap_or_else(|m| panic!("{base}/{set}: dynamo vs onnxruntime: {m}"));
+            println!("{base:12} {set}: dynamo vs TorchScript export {twin:.3e}, vs onnxruntime {ort:.3e}");
+        }
+    }
+}
+
+/// `dynamo_transformer_external` keeps its weights in `model.onnx.data` (as `torch.onnx.export(...,
+/// dynamo=True)` saves by default): the `.onnx` alone does not load, loaded from its folder it
+/// computes exactly what the inline export `dynamo_transformer` does, for the static and the
+/// symbolic import.
+#[test]
+fn external_data_export_loads_from_its_folder_and_equals_the_inline_export() {
+    let (ext, inline) = (case("dynamo_transformer_external"), case("dynamo_transformer"));
+    let data = ext.dir.join("model.onnx.data");
+    let onnx_bytes = std::fs::read(ext.dir.join("model.onnx")).expect("read model.onnx");
+    let data_len = std::fs::metadata(&data).expect("model.onnx.data beside model.onnx").len();
+    assert!(data_len > 50_000, "the weights ({data_len} bytes) are in the data file");
+    let err = sinter_onnx::load_bytes(&onnx_bytes).expect_err("external data needs the model's folder");
+    assert!(err.to_string().contains("external data"), "{err}");
+    let me = sinter_onnx::load(ext.dir.join("model.onnx")).expect("load with external data");
+    let mi = sinter_onnx::load(inline.dir.join("model.onnx")).expect("load the inline export");
+    let (ge, gi) = (me.graph().expect("symbolic import"), mi.graph().expect("symbolic import"));
+    for ((set, inputs, refs), (_, inputs_i, _)) in ext.sets.iter().zip(&inline.sets) {
+        assert_eq!(inputs, inputs_i, "{set}");
+        let oe = sinter::cpu::run(&me.graph_for_inputs(inputs).expect("import"), inputs).expect("run");
+        let oi = sinter::cpu::run(&mi.graph_for_inputs(inputs).expect("import"), inputs).expect("run");
+        assert_eq!(oe, oi, "{set}: external-data and inline exports differ");
+        assert_eq!(sinter::cpu::run(&ge, inputs).expect("run"), oe, "{set}: symbolic import differs");
+        assert_eq!(sinter::cpu::run(&gi, inputs).expect("run"), oi, "{set}: symbolic import differs");
+        check(&oe, refs).unwrap_or_else(|m| panic!("{set}: {m}"));
     }
 }

@@ -93,7 +93,7 @@ def main(argv=None) -> int:
                 rows.append(r)
                 e = "-" if r["rel_error"] is None else f"{r['rel_error']:.3e}"
                 extra = f"  {r['detail']}" if r.get("detail") else ""
-                print(f"{r['model']:20s} {r['data_set']:16s} {b:6s} rel error {e:>10s}  {r['status']}{extra}", flush=True)
+                print(f"{r['model']:28s} {r['data_set']:16s} {b:6s} rel error {e:>10s}  {r['status']}{extra}", flush=True)
     failed = sum(r["status"] != "PASS" for r in rows)
     print(f"{len(rows) - failed} passed, {failed} failed")
     if args.json:

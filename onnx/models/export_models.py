@@ -12,9 +12,19 @@ against them. Reference outputs come from **onnxruntime** (CPUExecutionProvider)
 inputs; the largest |torch - onnxruntime| difference per model is recorded in
 ``<out>/manifest.json`` with the opset, exporter, sizes and package versions.
 
-Exporter: ``torch.onnx.export(..., dynamo=False)``, the TorchScript exporter. The dynamo exporter
-(the default from torch 2.9) needs the extra ``onnxscript`` package and emits a different op
-mix; the TorchScript one is what most models in the wild were exported with.
+Two exporters, the same architectures, weights and inputs:
+
+* ``<name>``: ``torch.onnx.export(..., dynamo=False)``, the TorchScript exporter at opset 17, what
+  most models in the wild were exported with (``dynamic_axes`` for the symbolic dims).
+* ``dynamo_<name>``: ``torch.onnx.export(..., dynamo=True)``, the ``torch.export``-based exporter
+  (the default from torch 2.9; needs ``onnxscript``) at opset 18, with ``dynamic_shapes`` built
+  from the same dynamic axes (named ``torch.export.Dim`` objects, so the ONNX dims keep the names
+  ``batch``, ``seq``, ...). It emits a different op mix (``Split`` for ``chunk``, ``Expand`` /
+  ``Shape`` chains from symbolic sizes, ``InstanceNormalization`` for ``GroupNorm``, no
+  ``Constant`` nodes). A dynamo model and its TorchScript twin share the seed, hence the weights
+  and the data sets' inputs.
+* ``dynamo_transformer_external``: ``dynamo_transformer`` saved with ``external_data=True``: the
+  weights in ``model.onnx.data`` beside ``model.onnx`` (how large models are shipped).
 
 Usage::
 
@@ -23,7 +33,8 @@ Usage::
 
 ``resnet18`` and ``mobilenet_v3_small`` need torchvision (random weights, batch 2, 224x224) and
 are far too large to commit; ``onnx/models/device_check.sh`` exports them into a temp folder.
-Needs: torch, onnx, onnxruntime, numpy (torchvision for the two above).
+Needs: torch, onnx, onnxruntime, numpy (onnxscript for the dynamo models, torchvision for the two
+above).
 """
 
 from __future__ import annotations
@@ -44,8 +55,12 @@ import torch.nn.functional as F
 from onnx import numpy_helper
 
 OPSET = 17
+DYNAMO_OPSET = 18
 EXPORTER = "torch.onnx.export TorchScript exporter (dynamo=False)"
-SMALL = ["mlp", "cnn", "transformer", "vit_tiny", "misc", "rnn"]
+DYNAMO_EXPORTER = "torch.onnx.export torch.export-based exporter (dynamo=True)"
+LEGACY = ["mlp", "cnn", "transformer", "vit_tiny", "misc", "rnn"]
+DYNAMO = [f"dynamo_{n}" for n in LEGACY] + ["dynamo_transformer_external"]
+SMALL = LEGACY + DYNAMO
 LARGE = ["resnet18", "mobilenet_v3_small"]
 
 
@@ -326,6 +341,16 @@ SPECS = {
     ),
 }
 
+# Upper bounds given to torch.export for symbolic dims: the transformer's learned positions are 64
+# long, so its sequence is at most 64.
+DIM_MAX = {"seq": 64}
+
+# The dynamo twins: the same spec, exported by torch.export (``base`` names the twin, whose seed
+# they share); the external-data variant keeps its weights in ``model.onnx.data``.
+for _n in LEGACY:
+    SPECS[f"dynamo_{_n}"] = dict(SPECS[_n], base=_n, exporter="dynamo")
+SPECS["dynamo_transformer_external"] = dict(SPECS["transformer"], base="transformer", exporter="dynamo", external=True)
+
 
 # ---------------------------------------------------------------------------------------------
 # Export
@@ -333,6 +358,52 @@ SPECS = {
 
 def write_pb(path: Path, a: np.ndarray, name: str):
     path.write_bytes(numpy_helper.from_array(np.ascontiguousarray(a), name).SerializeToString())
+
+
+def dynamic_shapes(spec: dict):
+    """``torch.export`` dynamic shapes from a spec's ``dynamic`` axes: one named ``Dim`` per dim
+    name (shared between inputs), a tuple in input order (``None`` for a static input), or
+    ``None`` when nothing is dynamic."""
+    from torch.export import Dim
+
+    dims: dict = {}
+    shapes = []
+    for inp in spec["inputs"]:
+        axes = spec["dynamic"].get(inp, {})
+        for n in axes.values():
+            if n not in dims:
+                dims[n] = Dim(n, max=DIM_MAX[n]) if n in DIM_MAX else Dim(n)
+        shapes.append({a: dims[n] for a, n in axes.items()} or None)
+    return tuple(shapes) if dims else None
+
+
+def export_file(spec: dict, model: nn.Module, example: tuple, path: Path, opset: int):
+    """Writes ``path`` (and ``path.data`` for an external-data spec) with the spec's exporter."""
+    with torch.no_grad():
+        if spec.get("exporter") == "dynamo":
+            torch.onnx.export(
+                model,
+                example,
+                str(path),
+                input_names=spec["inputs"],
+                output_names=spec["outputs"],
+                dynamic_shapes=dynamic_shapes(spec),
+                opset_version=opset,
+                external_data=bool(spec.get("external")),
+                dynamo=True,
+            )
+        else:
+            torch.onnx.export(
+                model,
+                example,
+                str(path),
+                input_names=spec["inputs"],
+                output_names=spec["outputs"],
+                dynamic_axes=spec["dynamic"] or None,
+                opset_version=opset,
+                do_constant_folding=True,
+                dynamo=False,
+            )
 
 
 def export_one(name: str, out: Path, seed: int, opset: int) -> dict:
@@ -354,20 +425,16 @@ def export_one(name: str, out: Path, seed: int, opset: int) -> dict:
         old.rmdir()
     sets = [make(torch.Generator().manual_seed(seed * 100 + k)) for k, make in enumerate(spec["sets"])]
     path = d / "model.onnx"
-    with torch.no_grad():
-        torch.onnx.export(
-            model,
-            sets[0],
-            str(path),
-            input_names=spec["inputs"],
-            output_names=spec["outputs"],
-            dynamic_axes=spec["dynamic"] or None,
-            opset_version=opset,
-            do_constant_folding=True,
-            dynamo=False,
-        )
+    data = d / "model.onnx.data"
+    if data.exists():
+        data.unlink()
+    export_file(spec, model, sets[0], path, opset)
+    if spec.get("external") and not data.is_file():
+        raise RuntimeError(f"{name}: the exporter wrote no external data file {data}")
+    if not spec.get("external") and data.exists():
+        raise RuntimeError(f"{name}: the exporter wrote {data} though external data was not asked for")
     m = onnx.load(str(path))
-    onnx.checker.check_model(m)
+    onnx.checker.check_model(str(path))
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     ort_in = [i.name for i in sess.get_inputs()]
     diffs, shapes, mismatches = [], [], 0
@@ -390,10 +457,10 @@ def export_one(name: str, out: Path, seed: int, opset: int) -> dict:
                 mismatches += int(np.sum(o != t))
         shapes.append({"inputs": [list(t.shape) for t in ins], "outputs": [list(o.shape) for o in o_out]})
     params = sum(p.numel() for p in model.parameters()) + sum(b.numel() for b in model.buffers())
-    return {
+    entry = {
         "model": name,
         "opset": opset,
-        "exporter": EXPORTER,
+        "exporter": DYNAMO_EXPORTER if spec.get("exporter") == "dynamo" else EXPORTER,
         "seed": seed,
         "parameters": int(params),
         "model_bytes": path.stat().st_size,
@@ -401,14 +468,31 @@ def export_one(name: str, out: Path, seed: int, opset: int) -> dict:
         "data_sets": shapes,
         "max_abs_torch_vs_ort": max(diffs) if diffs else 0.0,
         "int_mismatches_torch_vs_ort": mismatches,
+        "versions": versions(spec),
     }
+    if spec.get("external"):
+        entry["external_data"] = {"file": data.name, "bytes": data.stat().st_size}
+    return entry
+
+
+def versions(spec: dict) -> dict:
+    """The package versions an export used (onnxscript and onnx_ir for the dynamo exporter)."""
+    v = {"torch": torch.__version__, "onnx": onnx.__version__, "onnxruntime": ort.__version__, "numpy": np.__version__}
+    if spec.get("exporter") == "dynamo":
+        import onnx_ir
+        import onnxscript
+
+        v["onnxscript"] = onnxscript.__version__
+        v["onnx_ir"] = onnx_ir.__version__
+    return v
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent, help="output folder")
     ap.add_argument("--models", default=",".join(SMALL), help=f"comma-separated; known: {', '.join(SPECS)}")
-    ap.add_argument("--opset", type=int, default=OPSET)
+    ap.add_argument("--opset", type=int, default=OPSET, help="opset of the TorchScript exports")
+    ap.add_argument("--dynamo-opset", type=int, default=DYNAMO_OPSET, help="opset of the dynamo exports (18+)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     names = [n for n in args.models.split(",") if n]
@@ -422,10 +506,26 @@ def main(argv=None):
     args.out.mkdir(parents=True, exist_ok=True)
     entries = []
     for n in names:
-        # A fixed seed per model (its place in SPECS), whatever else is exported with it.
-        e = export_one(n, args.out, args.seed + list(SPECS).index(n) + 1, args.opset)
-        print(f"{n:20s} {e['model_bytes'] / 1024:8.1f} KiB  max|torch-ort| {e['max_abs_torch_vs_ort']:.3e}  ops {len(e['ops'])}")
+        # A fixed seed per model (its place in SPECS; a dynamo twin takes its base's), whatever
+        # else is exported with it.
+        base = SPECS[n].get("base", n)
+        opset = args.dynamo_opset if SPECS[n].get("exporter") == "dynamo" else args.opset
+        e = export_one(n, args.out, args.seed + list(SPECS).index(base) + 1, opset)
+        size = e["model_bytes"] + e.get("external_data", {}).get("bytes", 0)
+        print(f"{n:28s} {size / 1024:8.1f} KiB  max|torch-ort| {e['max_abs_torch_vs_ort']:.3e}  ops {len(e['ops'])}")
         entries.append(e)
+    # Entries of models not exported now are kept (each with the versions it was made with), so
+    # exporting some models does not drop the others from the manifest.
+    path = args.out / "manifest.json"
+    kept = []
+    if path.is_file():
+        old = json.loads(path.read_text())
+        old_versions = {k: old[k] for k in ("torch", "onnx", "onnxruntime", "numpy") if k in old}
+        for e in old.get("models", []):
+            if e.get("model") not in names and (args.out / e.get("model", "") / "model.onnx").is_file():
+                e.setdefault("versions", old_versions)
+                kept.append(e)
+    order = {n: k for k, n in enumerate(SPECS)}
     manifest = {
         "torch": torch.__version__,
         "onnxruntime": ort.__version__,
@@ -433,9 +533,10 @@ def main(argv=None):
         "numpy": np.__version__,
         "python": sys.version.split()[0],
         "reference": "onnxruntime CPUExecutionProvider",
-        "models": entries,
+        "note": "top-level versions: the latest export; each model's own under versions",
+        "models": sorted(kept + entries, key=lambda e: order.get(e["model"], len(order))),
     }
-    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    path.write_text(json.dumps(manifest, indent=2) + "\n")
 
 
 if __name__ == "__main__":
