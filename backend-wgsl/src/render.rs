@@ -261,7 +261,8 @@ impl AttnTile {
 /// Knobs the autotuner varies. The defaults are what [`render`] uses.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Tuning {
-    /// Threads per workgroup for pointwise and reduce kernels (`None`: 256, or less for short rows).
+    /// Threads per workgroup for pointwise and reduce kernels (`None`: 256, or less for short rows). A
+    /// workgroup-per-row reduction gets at least one subgroup ([`WgslCaps::subgroup_size`]) whatever is asked.
     pub workgroup_size: Option<u32>,
     /// Allow 4-wide vectorization.
     pub vectorize: bool,
