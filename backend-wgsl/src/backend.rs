@@ -8,7 +8,8 @@
 //! cache on Vulkan), and allocates buffers: one per input, output and constant (constants are uploaded
 //! once, here), and one per slot of the program's memory plan, shared by the intermediates assigned to
 //! it. Device buffers hold the host byte layout of every dtype (see [`crate::render`]), so uploads and
-//! downloads are plain copies; i64/u64 values are checked on upload to fit the 32-bit emulation.
+//! downloads are plain copies; i64/u64 values are checked on upload to fit the 32-bit emulation (the
+//! load assumption under which the renderer proves a kernel's 64-bit arithmetic exact, see [`crate::render`]).
 //!
 //! # Modes
 //!
@@ -59,7 +60,8 @@ use crate::device::{
 };
 use crate::render::{MatmulTile, Rendered, Tuning, WgslCaps, render_with};
 
-/// Every dtype the WGSL backend stores and computes (all but f64; i64/u64 emulated in 32 bits).
+/// Every dtype the WGSL backend stores and computes (all but f64; i64/u64 computed in 32 bits where a
+/// kernel's values provably fit, see [`crate::render`]).
 pub const DTYPES: [DType; 12] = [
     DType::F32,
     DType::F16,

@@ -71,12 +71,34 @@
 //! | bf16 | packed 2 per `u32` word; unpacked by `bitcast<f32>(bits << 16)`, packed with round-to-nearest-even | `f32` |
 //! | i8, u8, i16, u16 | packed 4 (or 2) per `u32` word, sign- or zero-extended on load | `i32` / `u32`, wrapped to the dtype after every arithmetic op |
 //! | bool | one byte per element (0 or 1), packed 4 per `u32` word like `u8` | `bool` |
-//! | i64, u64 | `vec2<i32>` / `vec2<u32>` (low word, high word) | `i32` / `u32`: **32-bit emulation**, values must fit 32 bits (checked on upload); stores sign-extend (i64) or zero-extend (u64) |
+//! | i64, u64 | `vec2<i32>` / `vec2<u32>` (low word, high word) | `i32` / `u32`: **32-bit emulation** (see below); stores sign-extend (i64) or zero-extend (u64) |
 //! | f64 | unsupported ([`RenderError::Unsupported`]) | — |
 //!
 //! Stores of sub-word elements (8- and 16-bit) that a thread cannot prove own a whole word are done with
 //! `atomicAnd` + `atomicOr` on the word (the argument is then declared `array<atomic<u32>>`); a vectorized
 //! store of 4 aligned elements writes whole words without atomics.
+//!
+//! ## 64-bit integers
+//!
+//! WGSL has no 64-bit integers, so i64/u64 values are computed in wrapping `i32`/`u32` arithmetic, and
+//! a kernel is rendered only when that provably gives the CPU reference's (64-bit) values: every i64/u64
+//! element loaded lies in the 32-bit range (the backend checks uploads, and its stores write only such
+//! values), and the value-range analysis of [`sinter_core::kernel::narrow`] proves that every 64-bit
+//! value a result depends on exactly stays in range too. Otherwise the kernel is refused
+//! ([`RenderError::Unsupported`] naming the op, e.g. `i64 add (v2) may overflow 32-bit arithmetic`),
+//! and the compiler runs its nodes on the CPU reference (a graph break): issue 14's `Add` of 2^30 + 5
+//! and 2^30 + 7 and `ReduceSum` of four 2^30 come back as 2147483660 and 4294967296, not wrapped.
+//! Shape arithmetic is folded at compile time, and the common i64 paths on the device stay in range:
+//! Gather's negative-index rule, arg reductions, comparisons, index values (`Range`), casts of masks
+//! and their sums, division by constants. Why not an exact two-word emulation: it would cost every
+//! i64 op several 32-bit ones (a division a 64-step loop) and a second code path through every
+//! template (vectorized loads, subgroup shuffles, shared-memory trees), for values real models keep
+//! within 32 bits; the refusal keeps exactness for the rest at the price of a graph break.
+//! Measured on lavapipe with the ONNX suite (onnx 1.23.2, 2024 cases): WGSL passes 1731 before and
+//! after; 163 case compilations partition instead of 114, the new breaks running on the CPU reference
+//! what 32 bits cannot prove: attention masks from run-time i64 lengths (`len + offset`), bitwise ops
+//! of i16/i32 (lowered through u64 bit extraction), DeformConv and reflection-padded GridSample
+//! (unclamped float-to-i64 casts), TopK and sums over i64 values, u64 `Add`/`Sub`/`Mul`.
 //!
 //! # Op semantics
 //!
@@ -261,7 +283,8 @@ impl AttnTile {
 /// Knobs the autotuner varies. The defaults are what [`render`] uses.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Tuning {
-    /// Threads per workgroup for pointwise and reduce kernels (`None`: 256, or less for short rows).
+    /// Threads per workgroup for pointwise and reduce kernels (`None`: 256, or less for short rows). A
+    /// workgroup-per-row reduction gets at least one subgroup ([`WgslCaps::subgroup_size`]) whatever is asked.
     pub workgroup_size: Option<u32>,
     /// Allow 4-wide vectorization.
     pub vectorize: bool,
@@ -427,6 +450,9 @@ pub fn render_with(
     let unsupported = |what: String| RenderError::Unsupported { kernel: kernel.name.clone(), what };
     let invalid = |msg: String| RenderError::Invalid { kernel: kernel.name.clone(), msg };
     validate(kernel)?;
+    // i64/u64 are computed in 32 bits: refuse a kernel whose 64-bit values may leave that range.
+    sinter_core::kernel::narrow::check(program, kernel)
+        .map_err(|o| unsupported(format!("{o}; WGSL has no 64-bit integers and computes {} in 32 bits", o.dtype)))?;
     if kernel.args.len() > caps.max_storage_buffers as usize {
         return Err(unsupported(format!(
             "binds {} storage buffers; this adapter allows {} per shader stage",

@@ -42,3 +42,21 @@ fn candidates_fit_the_adapter_subgroup_size() {
         }
     }
 }
+
+/// Issue 14: the renderer itself never gives a workgroup-per-row reduction fewer threads than one
+/// subgroup, whatever the tuning asks (a short row used to get 32 threads on 64-wide subgroups).
+#[test]
+fn reductions_hold_at_least_one_subgroup() {
+    use sinter_wgsl::render::render_with;
+    for strategy in [ReduceStrategy::Persistent, ReduceStrategy::Looped] {
+        let p = softmax(6, 8, DType::F32, strategy);
+        for ask in [None, Some(1), Some(16), Some(32)] {
+            let t = Tuning { workgroup_size: ask, ..Tuning::default() };
+            let wg = |caps: &WgslCaps| render_with(&p.kernels[0], &p, caps, &t).unwrap().workgroup_size[0];
+            // 32-wide subgroups (and none): 32 threads for a row of 8 is legal and kept.
+            assert_eq!(wg(&with_subgroups(32)), 32, "{strategy:?} {ask:?}");
+            assert_eq!(wg(&with_subgroups(64)), 64, "{strategy:?} {ask:?}");
+            assert_eq!(wg(&with_subgroups(128)), 128, "{strategy:?} {ask:?}");
+        }
+    }
+}

@@ -177,12 +177,16 @@ pub(super) fn render(
     em.ranges.insert(Var::Red, (0, r.len as i64 - i64::from(width)));
     let max_wg = prev_pow2(caps.max_wg());
     let groups = (r.len as u64).div_ceil(u64::from(width));
+    // A workgroup-per-row reduction holds at least one whole subgroup: the subgroup combine shuffles
+    // across `sg_size` lanes, which a narrower workgroup leaves partly empty (32 threads on an adapter
+    // with 64-wide subgroups). Invariant: `wg >= min_wg` whenever the adapter allows it.
+    let min_wg = if caps.has_subgroups { caps.subgroup_size.unwrap_or(32).max(32) } else { 32 }.min(max_wg);
     let wg: u32 = if serial {
         tuning.workgroup_size.unwrap_or(256).min(caps.max_wg()).max(1)
     } else {
         match tuning.workgroup_size {
-            Some(w) => prev_pow2(w.min(max_wg).max(1)),
-            None => (groups.next_power_of_two().clamp(32, 256) as u32).min(max_wg),
+            Some(w) => prev_pow2(w.min(max_wg).max(1)).max(prev_pow2(min_wg)),
+            None => (groups.next_power_of_two().clamp(32, 256) as u32).max(min_wg).min(max_wg),
         }
     };
     let mode = if serial {

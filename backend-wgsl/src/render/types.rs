@@ -10,7 +10,7 @@
 //! | bf16 | packed 2 per `u32` word; unpacked by `bitcast<f32>(bits << 16)`, packed with round-to-nearest-even | `f32` |
 //! | i8, u8, i16, u16 | packed 4 (or 2) per `u32` word, sign- or zero-extended on load | `i32` / `u32`, wrapped to the dtype after every arithmetic op |
 //! | bool | one byte per element (0 or 1), packed 4 per `u32` word like `u8` | `bool` |
-//! | i64, u64 | `vec2<i32>` / `vec2<u32>` (low word, high word) | `i32` / `u32`: **32-bit emulation**, values must fit 32 bits (checked on upload); stores sign-extend (i64) or zero-extend (u64) |
+//! | i64, u64 | `vec2<i32>` / `vec2<u32>` (low word, high word) | `i32` / `u32`: **32-bit emulation**, loads in 32 bits (checked on upload) and kernels refused unless their 64-bit values provably stay there (see the renderer's docs); stores sign-extend (i64) or zero-extend (u64) |
 //! | f64 | unsupported ([`super::RenderError::Unsupported`]) | — |
 //!
 //! Stores of sub-word elements (8- and 16-bit) that a thread cannot prove own a whole word are done with

@@ -56,6 +56,7 @@ pub mod index;
 pub mod interp;
 pub mod lanes;
 pub mod library;
+pub mod narrow;
 pub mod print;
 
 pub use index::Index;
