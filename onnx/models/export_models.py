@@ -44,6 +44,8 @@ import json
 import math
 import os
 import sys
+import shutil
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -504,13 +506,21 @@ def main(argv=None):
     # has no ONNX export; the exporter needs the composite path.
     torch.backends.mha.set_fastpath_enabled(False)
     args.out.mkdir(parents=True, exist_ok=True)
-    entries = []
+    entries, failed = [], []
     for n in names:
         # A fixed seed per model (its place in SPECS; a dynamo twin takes its base's), whatever
         # else is exported with it.
         base = SPECS[n].get("base", n)
         opset = args.dynamo_opset if SPECS[n].get("exporter") == "dynamo" else args.opset
-        e = export_one(n, args.out, args.seed + list(SPECS).index(base) + 1, opset)
+        try:
+            e = export_one(n, args.out, args.seed + list(SPECS).index(base) + 1, opset)
+        except Exception as err:  # one model's exporter failure must not hide the others' results
+            print(f"{n:28s} EXPORT FAILED with torch {torch.__version__}: {type(err).__name__}: "
+                  f"{str(err).strip().splitlines()[-1] if str(err).strip() else ''}")
+            traceback.print_exc()
+            failed.append(n)
+            shutil.rmtree(args.out / n, ignore_errors=True)
+            continue
         size = e["model_bytes"] + e.get("external_data", {}).get("bytes", 0)
         print(f"{n:28s} {size / 1024:8.1f} KiB  max|torch-ort| {e['max_abs_torch_vs_ort']:.3e}  ops {len(e['ops'])}")
         entries.append(e)
@@ -537,6 +547,9 @@ def main(argv=None):
         "models": sorted(kept + entries, key=lambda e: order.get(e["model"], len(order))),
     }
     path.write_text(json.dumps(manifest, indent=2) + "\n")
+    if failed:
+        print(f"export failed for {len(failed)} of {len(names)} models: {', '.join(failed)}")
+        sys.exit(3)
 
 
 if __name__ == "__main__":
