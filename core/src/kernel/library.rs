@@ -263,7 +263,12 @@ mod tests {
     #[test]
     fn plain_bias_and_relu_epilogues_are_library_products() {
         for d in [DType::BF16, DType::F16, DType::F32] {
+            // A weight shared by the batch: the scheduler folds the batch into the rows.
             let k = first_matmul(|g| vec![g.input("a", d, vec![3, 64, 32]).matmul(&g.input("w", d, vec![32, 48]))], d);
+            let l = library_gemm(&k).unwrap();
+            assert_eq!((l.batch, l.m, l.n, l.k, l.bias, l.relu, l.dtype), (1, 192, 48, 32, None, false, d));
+            let k =
+                first_matmul(|g| vec![g.input("a", d, vec![3, 64, 32]).matmul(&g.input("w", d, vec![3, 32, 48]))], d);
             let l = library_gemm(&k).unwrap();
             assert_eq!((l.batch, l.m, l.n, l.k, l.bias, l.relu, l.dtype), (3, 64, 48, 32, None, false, d));
             let k = first_matmul(

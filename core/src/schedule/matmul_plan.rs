@@ -21,26 +21,29 @@ impl Sched<'_> {
         copy_shape: [usize; 3],
         broadcast_batch: bool,
     ) -> Result<MatRef, Error> {
+        match self.mat_view(opnd, c, space, vars) {
+            Some(r) => Ok(r),
+            None => self.operand_copy(mm, opnd, c, vars, copy_shape, broadcast_batch),
+        }
+    }
+
+    /// The strided form of a matmul operand read at coordinates `c` (in `vars`: batch, row,
+    /// column), when its inline tree is an affine view of one buffer.
+    fn mat_view(&self, opnd: NodeId, c: &[Index], space: &Space, vars: [Var; 3]) -> Option<MatRef> {
         let pos = self.kernels.len();
         let probe = KernelBuilder::new(space.clone());
-        if let Some((buf, ix)) = self.view_index(&probe, pos, opnd, c)
-            && let Some((off, coefs)) = affine(&ix)
-            && off >= 0
-        {
-            let coef = |v: Var| coefs.iter().find(|(w, _)| *w == v).map_or(0, |(_, k)| *k);
-            let (sb, sr, sc) = (coef(vars[0]), coef(vars[1]), coef(vars[2]));
-            let only_known = coefs.iter().all(|(v, _)| vars.contains(v));
-            if only_known && sb >= 0 && sr >= 0 && sc >= 0 {
-                return Ok(MatRef {
-                    buf,
-                    offset: off as usize,
-                    s_batch: sb as usize,
-                    s_row: sr as usize,
-                    s_col: sc as usize,
-                });
-            }
-        }
-        self.operand_copy(mm, opnd, c, vars, copy_shape, broadcast_batch)
+        let (buf, ix) = self.view_index(&probe, pos, opnd, c)?;
+        let (off, coefs) = affine(&ix)?;
+        let coef = |v: Var| coefs.iter().find(|(w, _)| *w == v).map_or(0, |(_, k)| *k);
+        let (sb, sr, sc) = (coef(vars[0]), coef(vars[1]), coef(vars[2]));
+        let only_known = coefs.iter().all(|(v, _)| vars.contains(v));
+        (off >= 0 && only_known && sb >= 0 && sr >= 0 && sc >= 0).then_some(MatRef {
+            buf,
+            offset: off as usize,
+            s_batch: sb as usize,
+            s_row: sr as usize,
+            s_col: sc as usize,
+        })
     }
 
     /// A contiguous `[batch, rows, cols]` copy of a contraction operand read at coordinates `c`
@@ -109,6 +112,14 @@ impl Sched<'_> {
         if k == 0 {
             return Err(Error::Unsupported(format!("schedule: matmul {mm} has an empty inner dimension")));
         }
+        // A second operand shared by the whole batch (no batch dims): the product is one matrix
+        // product over all batch rows when the first operand's rows can be read that way.
+        let shared_b = sb.len() <= 2 && batch > 1 && sa.len() >= 3;
+        let folded = if shared_b { self.fold_rows(a, &sa, &bdims, m) } else { None };
+        let (batch, m) = match &folded {
+            Some(_) => (1, batch * m),
+            None => (batch, m),
+        };
         let space = Space::Matmul { batch, m, n, k, out: MatOut::plain(m, n) };
         let bc = delinearize(&Index::var(Var::Batch), &bdims);
         let coords = |bshape: &[usize], orig_rank: usize, r: Index, c: Index, one_d_row: bool| -> Vec<Index> {
@@ -124,7 +135,24 @@ impl Sched<'_> {
         let cb = coords(&bb, sb.len(), Index::var(Var::Red), Index::var(Var::N), false);
         let a_bcast = ba.iter().all(|&d| d == 1);
         let b_bcast = bb.iter().all(|&d| d == 1);
-        let ar = self.mat_operand(mm, a, &ca, &space, [Var::Batch, Var::M, Var::Red], [batch, m, k], a_bcast)?;
+        let mut fold_note = None;
+        let ar = match folded {
+            Some((ca, view)) => {
+                let how = if view.is_some() { "read through strides" } else { "copied first" };
+                let r = match view {
+                    Some(r) => r,
+                    None => self.operand_copy(mm, a, &ca, [Var::Batch, Var::M, Var::Red], [1, m, k], true)?,
+                };
+                fold_note = Some(format!(
+                    "layout: matmul {mm} batch {} x {} rows as one product of {m} rows (the second operand has no \
+                     batch dims; the first {how})",
+                    m / sa[sa.len() - 2],
+                    sa[sa.len() - 2]
+                ));
+                r
+            }
+            None => self.mat_operand(mm, a, &ca, &space, [Var::Batch, Var::M, Var::Red], [batch, m, k], a_bcast)?,
+        };
         let br = self.mat_operand(mm, b, &cb, &space, [Var::Batch, Var::Red, Var::N], [batch, k, n], b_bcast)?;
         let pos = self.kernels.len();
         let mut kb = KernelBuilder::new(space.clone());
@@ -141,9 +169,43 @@ impl Sched<'_> {
         self.check(&kb).map_err(|e| Self::internal(e, self))?;
         self.kernels.push(kb);
         self.place[mm.index()] = Some(pos);
+        if let Some(note) = fold_note {
+            self.decide(vec![a.0, mm.0], false, note, vec![pos]);
+        }
         Ok(())
     }
 }
+
+impl Sched<'_> {
+    /// Whether a matmul whose second operand has no batch dims runs as one product over all
+    /// `batch x m` rows of the first (`a`, shape `sa`, batch dims `bdims`): `Some` with the first
+    /// operand's coordinates in the folded row (`Var::M`) and its strided view when it has one.
+    ///
+    /// Folded when the rows are a strided view (the same bytes as the batched product, one launch
+    /// of a large tile instead of `batch` small ones), or when `m` is under [`FOLD_ROWS_BELOW`]
+    /// (then the first operand is copied first): a batch of products of a few rows each keeps
+    /// tensor-core and library tiles mostly idle. Measured on an H100: torchvision's ViT-B/16
+    /// (nn.MultiheadAttention, sequence-first) at batch 2 ran its input projections as 197
+    /// products of 2 x 768 x 2304, 643 us each.
+    #[allow(clippy::type_complexity)]
+    fn fold_rows(&self, a: NodeId, sa: &[usize], bdims: &[usize], m: usize) -> Option<(Vec<Index>, Option<MatRef>)> {
+        let rows: Vec<usize> = bdims.iter().copied().chain(std::iter::once(m)).collect();
+        let total = numel(&rows);
+        let k = sa[sa.len() - 1];
+        let rc = delinearize(&Index::var(Var::M), &rows);
+        // `a`'s own batch dims are the trailing ones of the full batch (it has all of them here:
+        // the second operand has none).
+        let mut ca: Vec<Index> = rc[rc.len() - (sa.len() - 1)..].to_vec();
+        ca.push(Index::var(Var::Red));
+        let space = Space::Matmul { batch: 1, m: total, n: 1, k, out: MatOut::plain(total, 1) };
+        let view = self.mat_view(a, &ca, &space, [Var::Batch, Var::M, Var::Red]);
+        (view.is_some() || m < FOLD_ROWS_BELOW).then_some((ca, view))
+    }
+}
+
+/// Rows per product under which a batched matmul with a shared second operand is folded into one
+/// product even when its first operand must be copied for it.
+pub(super) const FOLD_ROWS_BELOW: usize = 64;
 
 /// Batch coordinates of an operand with batch dims `bshape` (padded to the full batch rank) from
 /// the full batch coordinates `bc`.

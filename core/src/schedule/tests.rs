@@ -512,6 +512,47 @@ fn matmuls_strided_broadcast_and_copied() {
     check(&g, &[rnd(DType::I32, &[3, 4], 15), rnd(DType::I32, &[4, 2], 16)]);
 }
 
+/// The matmul kernel of `p` (batch, m): the only `Matmul` body.
+fn matmul_dims(p: &Program) -> (usize, usize) {
+    let mut it = p.kernels.iter().filter_map(|k| match &k.body {
+        KernelBody::Matmul(mm) => Some((mm.batch, mm.m)),
+        _ => None,
+    });
+    let d = it.next().expect("a matmul kernel");
+    assert!(it.next().is_none(), "one matmul kernel");
+    d
+}
+
+#[test]
+fn batched_matmuls_with_a_shared_second_operand_fold_into_one_product() {
+    let fold = |p: &Program| p.decisions.iter().any(|d| d.reason.starts_with("layout: matmul"));
+    // Contiguous rows: one product of 2 x 3 x 4 rows read through strides, no copy.
+    let g = graph2(DType::F32, &[2, 3, 4, 5], &[5, 6], |a, b| a.matmul(b));
+    let p = check(&g, &[rnd(DType::F32, &[2, 3, 4, 5], 1), rnd(DType::F32, &[5, 6], 2)]);
+    assert_eq!(matmul_dims(&p), (1, 24), "{}", print_program(&p));
+    assert_eq!(p.kernels.len(), 1);
+    assert!(fold(&p), "{}", print_program(&p));
+    // Sequence-first rows (nn.MultiheadAttention's input projection: [seq, batch, d] read from a
+    // [batch, seq, d] tensor): 197 products of 2 rows become one of 394 rows after a copy.
+    let g = graph2(DType::F32, &[2, 197, 16], &[16, 24], |x, w| x.transpose(0, 1).matmul(w));
+    let p = check(&g, &[rnd(DType::F32, &[2, 197, 16], 3), rnd(DType::F32, &[16, 24], 4)]);
+    assert_eq!(matmul_dims(&p), (1, 394), "{}", print_program(&p));
+    assert!(p.decisions.iter().any(|d| d.reason.contains("copied first")), "{}", print_program(&p));
+    // Many rows per product through a non-affine view: kept batched (a copy would cost a pass).
+    let g = graph2(DType::F32, &[70, 2, 16], &[16, 8], |x, w| x.transpose(0, 1).matmul(w));
+    let p = check(&g, &[rnd(DType::F32, &[70, 2, 16], 7), rnd(DType::F32, &[16, 8], 8)]);
+    assert_eq!(matmul_dims(&p), (2, 70), "{}", print_program(&p));
+    assert!(!fold(&p), "{}", print_program(&p));
+    // A batched second operand: not folded.
+    let g = graph2(DType::F32, &[3, 4, 5], &[3, 5, 6], |a, b| a.matmul(b));
+    let p = check(&g, &[rnd(DType::F32, &[3, 4, 5], 9), rnd(DType::F32, &[3, 5, 6], 10)]);
+    assert_eq!(matmul_dims(&p), (3, 4));
+    // The epilogue still fuses after a fold.
+    let g = graph2(DType::F32, &[2, 3, 4, 5], &[5, 6], |a, b| (a.matmul(b) + 1.0).relu());
+    let p = check(&g, &[rnd(DType::F32, &[2, 3, 4, 5], 11), rnd(DType::F32, &[5, 6], 12)]);
+    assert_eq!(p.kernels.len(), 1, "{}", print_program(&p));
+}
+
 // ------------------------------------------------------------------------------- windows
 
 mod attention;
