@@ -4,24 +4,13 @@
 use sinter_core::backend::Backend;
 use sinter_core::compile::{CompileOptions, compile};
 use sinter_core::prelude::*;
-use sinter_wgsl::WgslBackend;
-use sinter_wgsl::device::DeviceOptions;
 use std::sync::Arc;
+
+mod common;
 
 /// The backend, or `None` (after printing why) when there is no adapter.
 fn backend() -> Option<Arc<dyn Backend>> {
-    let dir = std::env::temp_dir().join(format!("sinter-wgsl-breaks-{}", std::process::id()));
-    match WgslBackend::with_options(DeviceOptions { pipeline_cache: false, cache_dir: Some(dir), ..Default::default() })
-    {
-        Ok(b) => Some(Arc::new(b)),
-        Err(e) => {
-            if std::env::var("SINTER_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("SINTER_REQUIRE_GPU=1 but no WGSL device could be created: {e}");
-            }
-            eprintln!("SKIPPED: no GPU adapter ({e})");
-            None
-        }
-    }
+    common::owned_backend("breaks")
 }
 
 #[test]

@@ -88,12 +88,17 @@ fn pv_issue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, sv: &str) {
 /// O += P V for the V tile at `sv`, P taken from `s` (registers a `wgmma` reads are written before
 /// `wgmma.fence`), waited for.
 pub(super) fn pv(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, cvt: (&str, &str)) {
-    let dv8 = a.dv as u32 / 8;
     em.line(format!("unsigned pf[{}][4];", t.bn / 16));
     p_frags(em, t, cvt);
+    pv_waited(em, a, t, "sv");
+}
+
+/// O += P V for the V tile at `sv` with P in `pf`: fenced, issued and waited for.
+fn pv_waited(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, sv: &str) {
+    let dv8 = a.dv as u32 / 8;
     em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
     em.line("sinter_wgmma_fence(); // o rescaled and pf written in registers");
-    pv_issue(em, a, t, "sv");
+    pv_issue(em, a, t, sv);
     em.line("sinter_wgmma_commit();");
     em.line("sinter_wgmma_wait<0>();");
     em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
@@ -163,12 +168,7 @@ pub(super) fn overlapped_loop(
     // The last tile: its P V alone (its buffer landed before the last iteration's barrier).
     em.open("");
     em.line(format!("const unsigned sv = s_base + {qbytes}u + (n_tiles - 1u) % {stages}u * {stage}u + {kbytes}u;"));
-    em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
-    em.line("sinter_wgmma_fence();");
-    pv_issue(em, a, t, "sv");
-    em.line("sinter_wgmma_commit();");
-    em.line("sinter_wgmma_wait<0>();");
-    em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
+    pv_waited(em, a, t, "sv");
     em.close();
     Ok(())
 }

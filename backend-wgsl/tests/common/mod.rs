@@ -168,18 +168,22 @@ pub fn matmul_bias_relu(m: usize, n: usize, k: usize, d: DType, b_t: bool) -> Pr
     p.build()
 }
 
-/// The test binary's shared WGSL backend (no pipeline cache, a per-process cache folder), or
-/// `None` after printing why when there is no adapter; with `SINTER_REQUIRE_GPU=1` a missing
-/// adapter fails instead.
-pub fn gpu_backend() -> Option<&'static sinter_wgsl::WgslBackend> {
-    use sinter_wgsl::WgslBackend;
+/// A WGSL backend with no pipeline cache and its own cache folder (`sinter-wgsl-<tag>-<pid>`), or
+/// the reason there is none.
+fn open_backend(tag: &str) -> Result<sinter_wgsl::WgslBackend, String> {
     use sinter_wgsl::device::DeviceOptions;
-    static B: std::sync::OnceLock<Result<WgslBackend, String>> = std::sync::OnceLock::new();
-    let b = B.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("sinter-wgsl-test-{}", std::process::id()));
-        WgslBackend::with_options(DeviceOptions { pipeline_cache: false, cache_dir: Some(dir), ..Default::default() })
-            .map_err(|e| e.to_string())
-    });
+    let dir = std::env::temp_dir().join(format!("sinter-wgsl-{tag}-{}", std::process::id()));
+    sinter_wgsl::WgslBackend::with_options(DeviceOptions {
+        pipeline_cache: false,
+        cache_dir: Some(dir),
+        ..Default::default()
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// `Some(b)`, or `None` after printing why there is no adapter; with `SINTER_REQUIRE_GPU=1` a
+/// missing adapter fails instead.
+fn or_skip<T>(b: Result<T, &str>) -> Option<T> {
     match b {
         Ok(b) => Some(b),
         Err(e) => {
@@ -190,4 +194,20 @@ pub fn gpu_backend() -> Option<&'static sinter_wgsl::WgslBackend> {
             None
         }
     }
+}
+
+/// The test binary's shared WGSL backend (no pipeline cache, a per-process cache folder), or
+/// `None` after printing why when there is no adapter; with `SINTER_REQUIRE_GPU=1` a missing
+/// adapter fails instead.
+pub fn gpu_backend() -> Option<&'static sinter_wgsl::WgslBackend> {
+    static B: std::sync::OnceLock<Result<sinter_wgsl::WgslBackend, String>> = std::sync::OnceLock::new();
+    or_skip(B.get_or_init(|| open_backend("test")).as_ref().map_err(String::as_str))
+}
+
+/// A WGSL backend of its own for `compile` (which takes an `Arc<dyn Backend>`), as
+/// [`gpu_backend`] otherwise.
+pub fn owned_backend(tag: &str) -> Option<std::sync::Arc<dyn sinter_core::backend::Backend>> {
+    let b = open_backend(tag);
+    or_skip(b.as_ref().map_err(String::as_str).map(|_| ()))?;
+    Some(std::sync::Arc::new(b.ok()?))
 }
