@@ -506,8 +506,9 @@ impl CompiledGraph {
             )
             .as_bytes(),
         );
-        // Environment switches the scheduler's cost model reads.
-        h.update(format!("attention={:?}", std::env::var("SINTER_FUSE_ATTENTION").ok()).as_bytes());
+        // The cost model's settings (thresholds, switches such as SINTER_FUSE_ATTENTION) decide
+        // the program as much as the options do.
+        h.update(format!("{:?}", self.backend.cost_model()).as_bytes());
         h.finalize().to_hex()[..32].to_string()
     }
 

@@ -225,6 +225,10 @@ pub struct DefaultCostModel {
     pub conv_min_reduction: usize,
     /// The largest im2col buffer a convolution may use; larger ones stay window kernels.
     pub im2col_max_bytes: usize,
+    /// Fuse attention chains into one kernel (default; `SINTER_FUSE_ATTENTION=0` when the model is
+    /// made turns it off, as `torch.backends.cuda.enable_flash_sdp(False)` does: for comparisons
+    /// and as a way out).
+    pub fuse_attention: bool,
 }
 
 impl Default for DefaultCostModel {
@@ -240,6 +244,7 @@ impl Default for DefaultCostModel {
             conv_min_channels: 16,
             conv_min_reduction: 16,
             im2col_max_bytes: 1 << 30,
+            fuse_attention: !std::env::var("SINTER_FUSE_ATTENTION").is_ok_and(|v| v == "0"),
         }
     }
 }
@@ -316,14 +321,14 @@ impl CostModel for DefaultCostModel {
     }
 
     /// Fuses every legal attention chain: the scores (`m x kv` per head) never reach memory, which
-    /// the unfused kernels write once and read twice.
-    ///
-    /// `SINTER_FUSE_ATTENTION=0` keeps every attention unfused (three kernels, scores in memory),
-    /// as `torch.backends.cuda.enable_flash_sdp(False)` does: for comparisons and as a way out.
+    /// the unfused kernels write once and read twice; unless [`DefaultCostModel::fuse_attention`]
+    /// is off.
     fn fuse_attention(&self, attn: &AttentionShape, caps: &Capabilities) -> Result<String, String> {
         let _ = caps;
-        if std::env::var("SINTER_FUSE_ATTENTION").is_ok_and(|v| v == "0") {
-            return Err("attention: fusion turned off by SINTER_FUSE_ATTENTION=0".into());
+        if !self.fuse_attention {
+            return Err(
+                "attention: fusion turned off (the cost model's fuse_attention; SINTER_FUSE_ATTENTION=0)".into()
+            );
         }
         let saved = attn.batch * attn.heads * attn.m * attn.kv * 4;
         Ok(format!(

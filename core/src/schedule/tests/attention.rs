@@ -128,6 +128,13 @@ fn attention_epilogues_fuse_and_needed_scores_refuse() {
     let p = check_with(&g, &inputs(&c, 3), &Capabilities::host(), &opts);
     assert!(attention_kernels(&p).is_empty());
     assert!(p.decisions.iter().any(|d| !d.fused && d.reason.contains("does not fuse attention")));
+
+    // The default cost model with its switch off (what SINTER_FUSE_ATTENTION=0 sets).
+    let off = DefaultCostModel { fuse_attention: false, ..DefaultCostModel::default() };
+    let opts = ScheduleOptions { cost_model: std::sync::Arc::new(off), ..ScheduleOptions::default() };
+    let p = check_with(&g, &inputs(&c, 4), &Capabilities::host(), &opts);
+    assert!(attention_kernels(&p).is_empty());
+    assert!(p.decisions.iter().any(|d| !d.fused && d.reason.contains("fusion turned off")), "{:?}", p.decisions);
 }
 
 #[test]
