@@ -152,6 +152,18 @@ struct Geo {
     out: Vec<usize>,
 }
 
+impl Geo {
+    /// The IR's 2-D window of a geometry with two spatial axes.
+    fn window2d(&self) -> Window2d {
+        Window2d {
+            kernel: [self.kernel[0], self.kernel[1]],
+            stride: [self.strides[0], self.strides[1]],
+            padding: [self.pads[0].0, self.pads[1].0, self.pads[0].1, self.pads[1].1],
+            dilation: [self.dil[0], self.dil[1]],
+        }
+    }
+}
+
 /// Reads strides/dilations/pads/auto_pad for spatial extents `ins` and `kernel`.
 fn geometry(cx: &Cx, ins: &[usize], kernel: Vec<usize>, ceil: bool) -> R<Geo> {
     let n = ins.len();
@@ -240,12 +252,7 @@ fn kernel_shape(cx: &Cx, w: Option<&[usize]>) -> R<Vec<usize>> {
 
 /// A 2-D convolution with explicit geometry.
 fn conv2d(cx: &mut Cx, x: NodeId, w: NodeId, bias: Option<NodeId>, g: &Geo, groups: usize) -> R<NodeId> {
-    let window = Window2d {
-        kernel: [g.kernel[0], g.kernel[1]],
-        stride: [g.strides[0], g.strides[1]],
-        padding: [g.pads[0].0, g.pads[1].0, g.pads[0].1, g.pads[1].1],
-        dilation: [g.dil[0], g.dil[1]],
-    };
+    let window = g.window2d();
     let mut ins = vec![x, w];
     ins.extend(bias);
     cx.add(Op::Conv2d { window, groups }, ins)
@@ -627,12 +634,7 @@ fn max_pool(cx: &mut Cx) -> Out {
         && cx.ai("ceil_mode", 0) == 0
         && let Some(g) = symbolic_spatial_geometry(cx, x, None)?
     {
-        let window = Window2d {
-            kernel: [g.kernel[0], g.kernel[1]],
-            stride: [g.strides[0], g.strides[1]],
-            padding: [g.pads[0].0, g.pads[1].0, g.pads[0].1, g.pads[1].1],
-            dilation: [g.dil[0], g.dil[1]],
-        };
+        let window = g.window2d();
         let y =
             cx.add(Op::Pool2d { kind: PoolKind::Max, window, ceil_mode: false, count_include_pad: false }, vec![x])?;
         return Ok(vec![Some(y)]);
@@ -646,12 +648,7 @@ fn max_pool(cx: &mut Cx) -> Out {
         return max_pool_with_indices(cx, x, &xs, &g);
     }
     if n == 2 && !ceil {
-        let window = Window2d {
-            kernel: [g.kernel[0], g.kernel[1]],
-            stride: [g.strides[0], g.strides[1]],
-            padding: [g.pads[0].0, g.pads[1].0, g.pads[0].1, g.pads[1].1],
-            dilation: [g.dil[0], g.dil[1]],
-        };
+        let window = g.window2d();
         let y =
             cx.add(Op::Pool2d { kind: PoolKind::Max, window, ceil_mode: false, count_include_pad: false }, vec![x])?;
         return Ok(vec![Some(y)]);
@@ -672,12 +669,7 @@ fn avg_pool(cx: &mut Cx, p: Option<f64>) -> R<NodeId> {
     {
         // Symbolic spatial extents: the IR's average pool divides by the taps inside the input
         // (or inside the padding too with count_include_pad), as ONNX does.
-        let window = Window2d {
-            kernel: [g.kernel[0], g.kernel[1]],
-            stride: [g.strides[0], g.strides[1]],
-            padding: [g.pads[0].0, g.pads[1].0, g.pads[0].1, g.pads[1].1],
-            dilation: [g.dil[0], g.dil[1]],
-        };
+        let window = g.window2d();
         let count_include_pad = cx.ai("count_include_pad", 0) != 0;
         return cx.add(Op::Pool2d { kind: PoolKind::Avg, window, ceil_mode: false, count_include_pad }, vec![x]);
     }
