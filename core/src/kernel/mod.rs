@@ -224,6 +224,20 @@ pub enum RedOp {
     ArgMin,
 }
 
+impl RedOp {
+    /// The operator's name in IR dumps and messages (`sum`, `argmax`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            RedOp::Sum => "sum",
+            RedOp::Prod => "prod",
+            RedOp::Max => "max",
+            RedOp::Min => "min",
+            RedOp::ArgMax => "argmax",
+            RedOp::ArgMin => "argmin",
+        }
+    }
+}
+
 /// One reduction of a row: folds `value` (an expression of [`Var::Row`], [`Var::Red`] and earlier
 /// reductions' [`Expr::Acc`]) over `Red in 0..len` into accumulator `slot`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

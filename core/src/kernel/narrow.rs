@@ -539,21 +539,10 @@ fn op_name(k: &Kernel, e: ExprId) -> String {
     }
 }
 
-fn red_name(op: RedOp) -> &'static str {
-    match op {
-        RedOp::Sum => "sum",
-        RedOp::Prod => "prod",
-        RedOp::Max => "max",
-        RedOp::Min => "min",
-        RedOp::ArgMax => "argmax",
-        RedOp::ArgMin => "argmin",
-    }
-}
-
 fn acc_name(k: &Kernel, slot: usize) -> String {
     match &k.body {
         KernelBody::Reduce(r) => {
-            r.reductions.get(slot).map_or("reduction".into(), |x| format!("{} reduction", red_name(x.op)))
+            r.reductions.get(slot).map_or("reduction".into(), |x| format!("{} reduction", x.op.name()))
         }
         KernelBody::Matmul(_) => "matmul accumulator".into(),
         _ => "attention accumulator".into(),
@@ -773,7 +762,7 @@ pub fn check(p: &Program, k: &Kernel) -> Result<(), Overflow> {
     if let KernelBody::Reduce(r) = &k.body {
         for red in &r.reductions {
             if !matches!(red.op, RedOp::Sum | RedOp::Prod) {
-                observe(red.value, &|| format!("a {} reduction", red_name(red.op)))?;
+                observe(red.value, &|| format!("a {} reduction", red.op.name()))?;
             }
         }
     }

@@ -17,8 +17,7 @@
 //! ```
 
 use super::{
-    Access, BufferKind, Expr, FusionDecision, IndexCmp, Kernel, KernelBody, MatOperand, Program, RedOp, ReduceStrategy,
-    Store,
+    Access, BufferKind, Expr, FusionDecision, IndexCmp, Kernel, KernelBody, MatOperand, Program, ReduceStrategy, Store,
 };
 use std::fmt::Write;
 
@@ -90,17 +89,6 @@ fn strategy(s: ReduceStrategy) -> &'static str {
     }
 }
 
-fn red_op(op: RedOp) -> &'static str {
-    match op {
-        RedOp::Sum => "sum",
-        RedOp::Prod => "prod",
-        RedOp::Max => "max",
-        RedOp::Min => "min",
-        RedOp::ArgMax => "argmax",
-        RedOp::ArgMin => "argmin",
-    }
-}
-
 fn operand(o: &MatOperand, rows: &str, cols: &str) -> String {
     format!("a{}[{} + batch * {} + {rows} * {} + {cols} * {}]", o.arg, o.offset, o.s_batch, o.s_row, o.s_col)
 }
@@ -166,7 +154,7 @@ pub fn print_kernel(k: &Kernel) -> String {
             .map(|r| {
                 (
                     r.value.0 as usize,
-                    format!("  acc{}: {} = {} over red of v{}", r.slot, r.dtype, red_op(r.op), r.value.0),
+                    format!("  acc{}: {} = {} over red of v{}", r.slot, r.dtype, r.op.name(), r.value.0),
                 )
             })
             .collect(),
