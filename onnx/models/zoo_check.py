@@ -127,6 +127,24 @@ def build(name: str, tiny: bool, seed: int):
         hidden=384, layers=4, heads=6, inter=1536, seq=128, vocab=30522
     )
     batch, seq = 2, small["seq"]
+
+    class Text(nn.Module):
+        """A transformers model called with ids and a mask, returning its first output."""
+
+        def __init__(self, inner, **extra):
+            super().__init__()
+            self.m, self.extra = inner, extra
+
+        def forward(self, input_ids, attention_mask):
+            return self.m(input_ids=input_ids, attention_mask=attention_mask, return_dict=False, **self.extra)[0]
+
+    def text(model):
+        ids = torch.randint(0, small["vocab"], (batch, seq), generator=g)
+        mask = torch.ones(batch, seq, dtype=torch.int64)
+        mask[1, seq * 3 // 4 :] = 0  # the second sequence right-padded: the mask matters
+        dyn = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
+        return model.eval(), (ids, mask), ["input_ids", "attention_mask"], dyn
+
     if name == "bert":
         cfg = tf.BertConfig(
             vocab_size=small["vocab"],
@@ -136,21 +154,7 @@ def build(name: str, tiny: bool, seed: int):
             intermediate_size=small["inter"],
             max_position_embeddings=512,
         )
-        inner = tf.BertModel(cfg)
-
-        class Bert(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.m = inner
-
-            def forward(self, input_ids, attention_mask):
-                return self.m(input_ids=input_ids, attention_mask=attention_mask, return_dict=False)[0]
-
-        ids = torch.randint(0, small["vocab"], (batch, seq), generator=g)
-        mask = torch.ones(batch, seq, dtype=torch.int64)
-        mask[1, seq * 3 // 4 :] = 0  # the second sequence padded: the mask matters
-        dyn = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
-        return Bert().eval(), (ids, mask), ["input_ids", "attention_mask"], dyn
+        return text(Text(tf.BertModel(cfg)))
     if name == "gpt2":
         cfg = tf.GPT2Config(
             vocab_size=small["vocab"],
@@ -162,23 +166,9 @@ def build(name: str, tiny: bool, seed: int):
             eos_token_id=small["vocab"] - 1,
             use_cache=False,
         )
-        inner = tf.GPT2LMHeadModel(cfg)
-
-        class Gpt2(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.m = inner
-
-            def forward(self, input_ids, attention_mask):
-                return self.m(input_ids=input_ids, attention_mask=attention_mask, use_cache=False, return_dict=False)[0]
-
         # With an attention mask, as generation pipelines export it. (Without one, transformers 5
         # builds the causal mask through aten::diff, which the TorchScript exporter lacks.)
-        ids = torch.randint(0, small["vocab"], (batch, seq), generator=g)
-        mask = torch.ones(batch, seq, dtype=torch.int64)
-        mask[1, seq * 3 // 4 :] = 0  # the second sequence right-padded
-        dyn = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
-        return Gpt2().eval(), (ids, mask), ["input_ids", "attention_mask"], dyn
+        return text(Text(tf.GPT2LMHeadModel(cfg), use_cache=False))
     if name == "vit_hf":
         img, patch = (32, 8) if tiny else (224, 16)
         cfg = tf.ViTConfig(
