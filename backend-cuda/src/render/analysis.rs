@@ -2,7 +2,9 @@
 //! WGSL renderer and the interpreter), and the structural checks rendering relies on (operands precede users,
 //! arguments exist and are used as declared, index operands that must be non-negative are).
 
-use sinter_core::kernel::Kernel;
+use sinter_core::DType;
+use sinter_core::ir::{BinaryOp, UnaryOp};
+use sinter_core::kernel::{Access, Expr, Kernel, KernelBody, RedOp};
 
 use super::RenderError;
 
@@ -13,4 +15,114 @@ pub(crate) use sinter_core::kernel::analysis::{
 /// [`check_kernel`] as a render error.
 pub(crate) fn validate(k: &Kernel) -> Result<(), RenderError> {
     check_kernel(k).map_err(|what| RenderError::Unsupported { kernel: k.name.clone(), what })
+}
+
+/// True when kernel `k` may compute `exp` as `__expf` (`ex2.approx.ftz` of `x * log2(e)`:
+/// relative error about `2^-22 + |x| * 2^-24`, results under `2^-126` flushed to zero) and float
+/// division as `a * __frcp_rn(b)` (at most 1.5 ulp of f32), as Triton and therefore Inductor do
+/// (`tl.exp`, `div.full`). Measured reason: in a bf16 softmax over rows whose values span +-100
+/// (a K = 4096 product), most `exp(x - max)` underflow into the denormal range, where `expf` and
+/// IEEE division take their slow paths: ~94 instructions per element (ncu), compute-bound at 18%
+/// of memory throughput (BENCHMARKS.md, issue 11 run 7).
+///
+/// Legal only where the difference cannot be seen: every output of the kernel is f16 or bf16,
+/// whose half ulp (`2^-12`, `2^-9`) is far above these errors, so an output differs from the
+/// exact one only where an f32 value lies within that error of a 16-bit rounding boundary (one
+/// ulp of the output dtype, inside every bound the comparisons use); and no value passes through
+/// an operation that is discontinuous in a float operand (rounding to an integer, a comparison,
+/// a float modulo, a cast to an integer or bool, an arg reduction), which could turn that error into a different
+/// integer or branch.
+pub(crate) fn relaxed_math(k: &Kernel) -> bool {
+    let outputs_16 =
+        k.args.iter().filter(|a| a.access == Access::Write).all(|a| matches!(a.dtype, DType::F16 | DType::BF16));
+    let float = |d: DType| matches!(d, DType::F16 | DType::BF16 | DType::F32 | DType::F64);
+    let discontinuous = k.exprs.iter().any(|e| match &e.expr {
+        Expr::Unary(op, x) => {
+            float(k.expr(*x).dtype)
+                && matches!(
+                    op,
+                    UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Sign | UnaryOp::IsNan | UnaryOp::IsInf
+                )
+        }
+        Expr::Binary(op, a, _) => {
+            float(k.expr(*a).dtype)
+                && matches!(
+                    op,
+                    BinaryOp::Lt
+                        | BinaryOp::Le
+                        | BinaryOp::Gt
+                        | BinaryOp::Ge
+                        | BinaryOp::Eq
+                        | BinaryOp::Ne
+                        | BinaryOp::Mod
+                        | BinaryOp::FMod
+                )
+        }
+        Expr::Cast(x) => float(k.expr(*x).dtype) && !float(e.dtype),
+        _ => false,
+    });
+    let arg_reduction = match &k.body {
+        KernelBody::Reduce(b) => b.reductions.iter().any(|r| matches!(r.op, RedOp::ArgMax | RedOp::ArgMin)),
+        _ => false,
+    };
+    outputs_16 && !discontinuous && !arg_reduction
+}
+
+#[cfg(test)]
+mod tests {
+    use super::relaxed_math;
+    use sinter_core::DType;
+    use sinter_core::ir::{BinaryOp, UnaryOp};
+    use sinter_core::kernel::{
+        Access, BufferId, Expr, ExprId, Index, Kernel, KernelArg, KernelBody, Store, TypedExpr, Var,
+    };
+
+    /// `out[i] = f(exp(x[i]) / x[i])` with the output in `out_dt` and `f` pushing more exprs.
+    fn kernel(out_dt: DType, f: impl Fn(&mut Vec<TypedExpr>) -> u32) -> Kernel {
+        let arg = |b, dtype, access| KernelArg { buffer: BufferId(b), dtype, numel: 8, access };
+        let mut exprs = vec![
+            TypedExpr { expr: Expr::Load { arg: 0, index: Index::Var(Var::Lane) }, dtype: DType::F32 },
+            TypedExpr { expr: Expr::Unary(UnaryOp::Exp, ExprId(0)), dtype: DType::F32 },
+            TypedExpr { expr: Expr::Binary(BinaryOp::Div, ExprId(1), ExprId(0)), dtype: DType::F32 },
+        ];
+        let last = f(&mut exprs);
+        exprs.push(TypedExpr { expr: Expr::Cast(ExprId(last)), dtype: out_dt });
+        let value = ExprId(exprs.len() as u32 - 1);
+        Kernel {
+            name: "k".into(),
+            args: vec![arg(0, DType::F32, Access::Read), arg(1, out_dt, Access::Write)],
+            exprs,
+            body: KernelBody::Pointwise {
+                numel: 8,
+                stores: vec![Store { arg: 1, index: Index::Var(Var::Lane), value }],
+            },
+            origins: vec![],
+            ops: vec![],
+            flops: 0.0,
+            bytes: 0.0,
+        }
+    }
+
+    #[test]
+    fn relaxed_only_for_16_bit_outputs_of_continuous_values() {
+        let plain = |_: &mut Vec<TypedExpr>| 2;
+        assert!(relaxed_math(&kernel(DType::BF16, plain)));
+        assert!(relaxed_math(&kernel(DType::F16, plain)));
+        assert!(!relaxed_math(&kernel(DType::F32, plain)), "an f32 output would see the error");
+        let floor = |e: &mut Vec<TypedExpr>| {
+            e.push(TypedExpr { expr: Expr::Unary(UnaryOp::Floor, ExprId(2)), dtype: DType::F32 });
+            3
+        };
+        assert!(!relaxed_math(&kernel(DType::BF16, floor)), "floor turns the error into a unit");
+        let to_int = |e: &mut Vec<TypedExpr>| {
+            e.push(TypedExpr { expr: Expr::Cast(ExprId(2)), dtype: DType::I32 });
+            3
+        };
+        assert!(!relaxed_math(&kernel(DType::BF16, to_int)), "a cast to an integer truncates");
+        let cmp = |e: &mut Vec<TypedExpr>| {
+            e.push(TypedExpr { expr: Expr::Binary(BinaryOp::Gt, ExprId(2), ExprId(0)), dtype: DType::Bool });
+            3
+        };
+        assert!(!relaxed_math(&kernel(DType::BF16, cmp)), "a comparison can flip");
+    }
 }

@@ -20,7 +20,7 @@ use sinter_core::DType;
 use sinter_core::kernel::{Expr, ExprId, Index, IndexCmp, Kernel, Store, Var};
 
 use super::RenderError;
-use super::analysis::closure;
+use super::analysis::{closure, relaxed_math};
 use super::index::{IndexEnv, LaneForm, lane_form, render_address, render_signed};
 use super::ops::{acc_conv, binary, cast, condition, load_conv, store_conv, unary};
 use super::prelude::{H, Helpers};
@@ -131,6 +131,8 @@ pub(crate) struct Emitter<'a> {
     lanes: Option<(Var, u32)>,
     /// Per expression: differs across the lanes of the current group.
     pub(crate) varying: Vec<bool>,
+    /// The kernel may use approximate `exp` and division ([`relaxed_math`]).
+    pub(crate) relaxed: bool,
 }
 
 impl<'a> Emitter<'a> {
@@ -148,6 +150,7 @@ impl<'a> Emitter<'a> {
             cached: HashMap::new(),
             lanes: None,
             varying: vec![false; k.exprs.len()],
+            relaxed: relaxed_math(k),
         }
     }
 
@@ -324,7 +327,7 @@ impl<'a> Emitter<'a> {
             Expr::Unary(op, x) => {
                 let xd = k.expr(*x).dtype;
                 let xs = self.value(*x)?;
-                unary(*op, &xs, xd, dt, &mut self.h).map_err(ctx)?
+                unary(*op, &xs, xd, dt, self.relaxed, &mut self.h).map_err(ctx)?
             }
             Expr::Binary(op, a, b) => {
                 let (ad, bd) = (k.expr(*a).dtype, k.expr(*b).dtype);
@@ -332,7 +335,7 @@ impl<'a> Emitter<'a> {
                     return Err(ctx(format!("{} of {ad} and {bd}", op.name())));
                 }
                 let (x, y) = (self.value(*a)?, self.value(*b)?);
-                binary(*op, &x, &y, ad, dt, &mut self.h).map_err(ctx)?
+                binary(*op, &x, &y, ad, dt, self.relaxed, &mut self.h).map_err(ctx)?
             }
             Expr::Where(c, a, b) => {
                 let (cd, ad, bd) = (k.expr(*c).dtype, k.expr(*a).dtype, k.expr(*b).dtype);

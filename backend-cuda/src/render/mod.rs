@@ -41,6 +41,9 @@
 //! for f64); NaN-propagating max/min, half-even `rint`, floored `mod`, `sign(-0) = +0`,
 //! float-to-integer casts truncating, saturating and wrapping. The compiler may contract `a * b + c`
 //! into an FMA unless NVRTC is given `--fmad=false` (one rounding less, never more error).
+//! One exception, where no output can show it: a kernel whose every output is f16/bf16 and whose
+//! values pass through no discontinuous op computes `exp` as `__expf` and float division through
+//! the reciprocal, as Triton does (`analysis::relaxed_math` has the bounds and the measured reason).
 //!
 //! # Launch
 //!

@@ -238,8 +238,16 @@ pub(crate) fn condition(x: &str, d: DType) -> String {
 }
 
 /// Unary op on `x` (dtype `din`) producing dtype `dout`. `Err` for ops the reference does not
-/// define on the operand's dtype (e.g. `exp` of an integer).
-pub(crate) fn unary(op: UnaryOp, x: &str, din: DType, dout: DType, h: &mut Helpers) -> Result<String, String> {
+/// define on the operand's dtype (e.g. `exp` of an integer). `relaxed`: the kernel may use the
+/// approximate `exp` ([`relaxed_math`](super::analysis::relaxed_math)).
+pub(crate) fn unary(
+    op: UnaryOp,
+    x: &str,
+    din: DType,
+    dout: DType,
+    relaxed: bool,
+    h: &mut Helpers,
+) -> Result<String, String> {
     let c = ct(din);
     let px = p(x);
     let undefined = || Err(format!("{} is not defined on {din}", op.name()));
@@ -256,6 +264,7 @@ pub(crate) fn unary(op: UnaryOp, x: &str, din: DType, dout: DType, h: &mut Helpe
             let v = match op {
                 UnaryOp::Neg => format!("-{px}"),
                 UnaryOp::Abs => libm("fabs"),
+                UnaryOp::Exp if relaxed && c == Ct::Float => format!("__expf({x})"),
                 UnaryOp::Exp => libm("exp"),
                 UnaryOp::Log => libm("log"),
                 UnaryOp::Sqrt => libm("sqrt"),
@@ -325,13 +334,15 @@ pub(crate) fn unary(op: UnaryOp, x: &str, din: DType, dout: DType, h: &mut Helpe
     Ok(retype(natural, nat_dt, dout, h))
 }
 
-/// Binary op on `a`, `b` (both dtype `din`) producing dtype `dout`.
+/// Binary op on `a`, `b` (both dtype `din`) producing dtype `dout`. `relaxed`: the kernel may
+/// divide through the reciprocal ([`relaxed_math`](super::analysis::relaxed_math)).
 pub(crate) fn binary(
     op: BinaryOp,
     a: &str,
     b: &str,
     din: DType,
     dout: DType,
+    relaxed: bool,
     h: &mut Helpers,
 ) -> Result<String, String> {
     let c = ct(din);
@@ -383,6 +394,7 @@ pub(crate) fn binary(
                 BinaryOp::Add => format!("{pa} + {pb}"),
                 BinaryOp::Sub => format!("{pa} - {pb}"),
                 BinaryOp::Mul => format!("{pa} * {pb}"),
+                BinaryOp::Div if relaxed && c == Ct::Float => format!("{pa} * __frcp_rn({b})"),
                 BinaryOp::Div => format!("{pa} / {pb}"),
                 BinaryOp::Pow => format!("pow{s}({a}, {b})"),
                 BinaryOp::FMod => format!("fmod{s}({a}, {b})"),

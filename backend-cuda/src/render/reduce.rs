@@ -103,7 +103,7 @@ impl Red {
             RedOp::Max => BinaryOp::Max,
             _ => BinaryOp::Min,
         };
-        binary(op, a, b, self.fold_dt, self.fold_dt, &mut em.h).map_err(|m| em.err(m))
+        binary(op, a, b, self.fold_dt, self.fold_dt, false, &mut em.h).map_err(|m| em.err(m))
     }
 
     fn better(&self, em: &mut Emitter<'_>) -> &'static str {
