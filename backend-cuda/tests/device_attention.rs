@@ -8,93 +8,17 @@
 //! every tuning runs, not only the one a mode picks. Without a CUDA driver every test prints a
 //! skip line, unless `SINTER_REQUIRE_CUDA=1`.
 
+mod launch;
+
+use launch::{Bufs, args, build, caps, device, out_bytes, run_once};
 use sinter_core::DType;
-use sinter_core::backend::DeviceBuffer;
-use sinter_core::kernel::{BufferKind, KernelBody, Program};
+use sinter_core::kernel::KernelBody;
 use sinter_core::testsuite::programs::{AttnCase, AttnMask, attention};
 use sinter_core::testsuite::{Tol, compare};
 use sinter_core::{HostTensor, kernel::interp::run_program};
-use sinter_cuda::device::{CudaBuffer, Device, Launch, Stream, TimingEvents};
+use sinter_cuda::device::{Launch, TimingEvents};
 use sinter_cuda::nvrtc::{self, Target};
-use sinter_cuda::render::{self, CudaCaps, Rendered, Tuning, candidates};
-use std::sync::Arc;
-
-fn device(test: &str) -> Option<Device> {
-    match Device::open(0) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            assert!(!std::env::var("SINTER_REQUIRE_CUDA").is_ok_and(|v| v == "1"), "SINTER_REQUIRE_CUDA=1: {e}");
-            eprintln!("skipped {test}: {e}");
-            None
-        }
-    }
-}
-
-fn caps(dev: &Device) -> CudaCaps {
-    CudaCaps { sm: dev.info().cc, ..CudaCaps::hopper() }
-}
-
-/// Renders and compiles every tuning (in parallel): (tuning, rendered, cubin).
-fn build(dev: &Device, p: &Program, tunings: &[Tuning]) -> Vec<(Tuning, Rendered, Vec<u8>)> {
-    let k = &p.kernels[0];
-    let c = caps(dev);
-    let target = Target { sm: dev.info().cc };
-    std::thread::scope(|s| {
-        let hs: Vec<_> = tunings
-            .iter()
-            .map(|t| {
-                let (c, target) = (&c, &target);
-                s.spawn(move || {
-                    let r = render::render(k, c, t).unwrap_or_else(|e| panic!("{t:?}: {e}"));
-                    let cubin = nvrtc::compile(&r.name, &r.source, target).unwrap_or_else(|e| panic!("{t:?}: {e}"));
-                    (t.clone(), r, cubin.image)
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().expect("compile thread")).collect()
-    })
-}
-
-/// Device buffers for `p`'s inputs and outputs.
-struct Bufs {
-    inputs: Vec<CudaBuffer>,
-    outputs: Vec<CudaBuffer>,
-}
-
-fn args(p: &Program, b: &Bufs) -> Vec<u64> {
-    p.kernels[0]
-        .args
-        .iter()
-        .map(|a| match p.buffers[a.buffer.0 as usize].kind {
-            BufferKind::Input(i) => b.inputs[i].ptr(),
-            BufferKind::Output(i) => b.outputs[i].ptr(),
-            ref k => panic!("unexpected buffer {k:?}"),
-        })
-        .collect()
-}
-
-fn out_bytes(p: &Program, i: usize) -> u64 {
-    let o = &p.outputs[i];
-    (o.shape.iter().product::<usize>() * o.dtype.size_bytes()) as u64
-}
-
-/// Launches the kernel `(r, cubin)` once on outputs poisoned with 0x7f bytes, returns them.
-fn run_once(dev: &Device, stream: &Arc<Stream>, p: &Program, b: &Bufs, r: &Rendered, cubin: &[u8]) -> Vec<HostTensor> {
-    for (i, o) in b.outputs.iter().enumerate() {
-        stream.fill(o.ptr(), 0x7f, out_bytes(p, i), "poison").unwrap();
-    }
-    if r.grid[0] > 0 {
-        let f = dev.load_function(cubin, &r.name).unwrap();
-        let l = Launch::new(dev, f, &r.name, r.grid, r.block, r.dynamic_shared_bytes, &args(p, b)).unwrap();
-        l.launch(stream).unwrap();
-    }
-    stream.synchronize("attention").unwrap();
-    p.outputs
-        .iter()
-        .zip(&b.outputs)
-        .map(|(o, buf)| HostTensor::from_le_bytes(o.dtype, o.shape.clone(), &buf.read().unwrap()).unwrap())
-        .collect()
-}
+use sinter_cuda::render::{Tuning, candidates};
 
 /// Random inputs of case `c`: q, k, v in [-1, 1]; an additive mask with some `-inf`, a bool mask
 /// with some false keys (key 0 kept), and with `dead_row`, query 0 masked entirely.

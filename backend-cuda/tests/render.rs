@@ -265,6 +265,56 @@ fn tensor_core_tiles_and_layouts_compile() {
     insta::assert_snapshot!(shown);
 }
 
+/// Every `wgmma` tile compiles for sm_90a with both layouts of B, without spills and without
+/// ptxas serializing the product pipeline (C7514, a warning `compile` refuses); a transposed A is
+/// refused by name, and the default tile of a large product on Hopper is a `wgmma` one.
+#[test]
+fn wgmma_matmul_tiles_compile() {
+    let mut shown = String::new();
+    for (i, t) in MmaTile::WGMMA_CANDIDATES.iter().enumerate() {
+        for b_t in [false, true] {
+            let d = if (i + b_t as usize) % 2 == 0 { DType::BF16 } else { DType::F16 };
+            let p = matmul_layout(2, 300, 200, 72, d, DType::F32, Layout { a_t: false, b_t, pad: 0 });
+            let k = &p.kernels[0];
+            let r = render::render(k, &hopper(), &Tuning { mma: Some(*t), ..Tuning::default() })
+                .unwrap_or_else(|e| panic!("{t:?}: {e}"));
+            assert!(r.strategy.starts_with("wgmma "), "{}", r.strategy);
+            assert_eq!(r.block[0], t.threads());
+            compile("wgmma", &r);
+            if sinter_cuda::probe::nvrtc().is_ok() {
+                let c = sinter_cuda::nvrtc::compile(&r.name, &r.source, &sinter_cuda::nvrtc::Target::hopper())
+                    .expect("compiles");
+                assert!(
+                    c.log.contains("0 bytes stack frame, 0 bytes spill stores"),
+                    "{t:?} b_t {b_t}: spills\n{}",
+                    c.log
+                );
+            }
+            if i == 0 {
+                shown.push_str(&format!("// ==== b_t {b_t} ({})\n", r.strategy));
+                shown.push_str(&r.source);
+            }
+        }
+    }
+    insta::assert_snapshot!(shown);
+    let a_t = matmul_layout(1, 64, 64, 64, DType::BF16, DType::F32, Layout { a_t: true, b_t: false, pad: 0 });
+    let e = render::render(
+        &a_t.kernels[0],
+        &hopper(),
+        &Tuning { mma: Some(MmaTile::WGMMA_CANDIDATES[0]), ..Tuning::default() },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("A is not k-major"), "{e}");
+    let big = matmul_layout(1, 4096, 4096, 512, DType::BF16, DType::F32, Layout { a_t: false, b_t: false, pad: 0 });
+    let r = render::render(&big.kernels[0], &hopper(), &Tuning::default()).expect("renders");
+    assert!(r.strategy.starts_with("wgmma 128x256"), "{}", r.strategy);
+    let mut ampere = hopper();
+    ampere.sm = (8, 0);
+    let r = render::render(&big.kernels[0], &ampere, &Tuning::default()).expect("renders");
+    assert!(r.strategy.starts_with("mma "), "{}", r.strategy);
+}
+
 /// bf16/f16 matmuls take the tensor cores by default, the others the CUDA-core template; a
 /// tensor-core tile is refused for an f32 matmul and together with a CUDA-core tile.
 #[test]
@@ -304,9 +354,9 @@ fn benchmark_sizes_take_the_fast_paths() {
         ("softmax_8192x8192_f32", "reduce persistent x8 block 256 vec4"),
         ("layernorm_gelu_8192x4096_f32", "reduce persistent x4 block 256 vec4"),
         ("matmul_4096_f32", "matmul 128x128x8 8x8"),
-        ("matmul_8192_bf16", "mma 128x128x64 w2x2 s3"),
-        ("mlp_8192x4096x16384_bf16", "mma 128x128x64 w2x2 s3"),
-        ("matmul_softmax_4096_bf16", "mma 128x128x64 w2x2 s3"),
+        ("matmul_8192_bf16", "wgmma 128x256x64 g2 s4"),
+        ("mlp_8192x4096x16384_bf16", "wgmma 128x256x64 g2 s4"),
+        ("matmul_softmax_4096_bf16", "wgmma 128x256x64 g2 s4"),
     ];
     for (name, strategy) in want {
         let w = workloads::get(name).expect("workload");

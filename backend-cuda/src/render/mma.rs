@@ -59,8 +59,23 @@ pub struct MmaTile {
     pub warps_m: u32,
     /// Warps along n.
     pub warps_n: u32,
-    /// Shared-memory pipeline depth (at least 2).
+    /// Shared-memory pipeline depth (at least 2; 3 for [`MmaEngine::Wgmma`]).
     pub stages: u32,
+    /// The instruction the tile runs on.
+    #[serde(default)]
+    pub engine: MmaEngine,
+}
+
+/// The tensor-core instruction of a matmul tile.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MmaEngine {
+    /// `mma.sync` m16n8k16 (sm_80+), operands through `ldmatrix` (this module).
+    #[default]
+    MmaSync,
+    /// Hopper's `wgmma` (sm_90a): warpgroups of four warps, each owning 64 rows of the tile, both
+    /// operands read by the tensor cores from 128-byte-swizzled shared memory (`mma_wgmma`).
+    Wgmma,
 }
 
 impl MmaTile {
@@ -69,22 +84,44 @@ impl MmaTile {
     /// 3.37 ms, 128x128x32 3.47, 128x256x32 3.73, 256x128x32 3.94, 64x64x32 6.53.
     pub const CANDIDATES: [MmaTile; 10] = [
         MmaTile::LARGE,
-        MmaTile { bm: 128, bn: 128, bk: 64, warps_m: 2, warps_n: 2, stages: 4 },
-        MmaTile { bm: 128, bn: 256, bk: 64, warps_m: 2, warps_n: 4, stages: 3 },
-        MmaTile { bm: 256, bn: 128, bk: 64, warps_m: 4, warps_n: 2, stages: 3 },
-        MmaTile { bm: 128, bn: 256, bk: 32, warps_m: 2, warps_n: 4, stages: 4 },
-        MmaTile { bm: 128, bn: 128, bk: 32, warps_m: 2, warps_n: 2, stages: 4 },
+        MmaTile { bm: 128, bn: 128, bk: 64, warps_m: 2, warps_n: 2, stages: 4, engine: MmaEngine::MmaSync },
+        MmaTile { bm: 128, bn: 256, bk: 64, warps_m: 2, warps_n: 4, stages: 3, engine: MmaEngine::MmaSync },
+        MmaTile { bm: 256, bn: 128, bk: 64, warps_m: 4, warps_n: 2, stages: 3, engine: MmaEngine::MmaSync },
+        MmaTile { bm: 128, bn: 256, bk: 32, warps_m: 2, warps_n: 4, stages: 4, engine: MmaEngine::MmaSync },
+        MmaTile { bm: 128, bn: 128, bk: 32, warps_m: 2, warps_n: 2, stages: 4, engine: MmaEngine::MmaSync },
         MmaTile::MEDIUM,
-        MmaTile { bm: 64, bn: 128, bk: 64, warps_m: 2, warps_n: 2, stages: 3 },
-        MmaTile { bm: 64, bn: 64, bk: 64, warps_m: 2, warps_n: 2, stages: 3 },
+        MmaTile { bm: 64, bn: 128, bk: 64, warps_m: 2, warps_n: 2, stages: 3, engine: MmaEngine::MmaSync },
+        MmaTile { bm: 64, bn: 64, bk: 64, warps_m: 2, warps_n: 2, stages: 3, engine: MmaEngine::MmaSync },
         MmaTile::SMALL,
     ];
+    /// The `wgmma` tiles max-autotune tries (sm_90a): `warps_m` warpgroups of 64 rows each,
+    /// `warps_n` = 4 warps per group, k steps of 64.
+    pub const WGMMA_CANDIDATES: [MmaTile; 7] = [
+        MmaTile::wgmma(128, 64, 6),
+        MmaTile::wgmma(128, 256, 4),
+        MmaTile::wgmma(128, 256, 3),
+        MmaTile::wgmma(128, 128, 4),
+        MmaTile::wgmma(128, 128, 6),
+        MmaTile::wgmma(64, 256, 4),
+        MmaTile::wgmma(192, 128, 4),
+    ];
+    /// The default `wgmma` tiles, largest first (the first whose grid fills the GPU is taken).
+    pub const WGMMA_DEFAULTS: [MmaTile; 3] =
+        [MmaTile::wgmma(128, 256, 4), MmaTile::wgmma(128, 128, 4), MmaTile::wgmma(128, 64, 6)];
     /// 128x128x64, four warps of 64x64, three stages: large products.
-    pub const LARGE: MmaTile = MmaTile { bm: 128, bn: 128, bk: 64, warps_m: 2, warps_n: 2, stages: 3 };
+    pub const LARGE: MmaTile =
+        MmaTile { bm: 128, bn: 128, bk: 64, warps_m: 2, warps_n: 2, stages: 3, engine: MmaEngine::MmaSync };
     /// 128x64x64, four warps of 64x32, three stages: mid-sized products.
-    pub const MEDIUM: MmaTile = MmaTile { bm: 128, bn: 64, bk: 64, warps_m: 2, warps_n: 2, stages: 3 };
+    pub const MEDIUM: MmaTile =
+        MmaTile { bm: 128, bn: 64, bk: 64, warps_m: 2, warps_n: 2, stages: 3, engine: MmaEngine::MmaSync };
     /// 64x64x32, four warps, four stages: small products.
-    pub const SMALL: MmaTile = MmaTile { bm: 64, bn: 64, bk: 32, warps_m: 2, warps_n: 2, stages: 4 };
+    pub const SMALL: MmaTile =
+        MmaTile { bm: 64, bn: 64, bk: 32, warps_m: 2, warps_n: 2, stages: 4, engine: MmaEngine::MmaSync };
+
+    /// A `wgmma` tile of `bm x bn` (k steps of 64) in `bm / 64` warpgroups.
+    pub const fn wgmma(bm: u32, bn: u32, stages: u32) -> MmaTile {
+        MmaTile { bm, bn, bk: 64, warps_m: bm / 64, warps_n: 4, stages, engine: MmaEngine::Wgmma }
+    }
 
     /// Threads per block.
     pub fn threads(&self) -> u32 {
@@ -99,11 +136,11 @@ impl MmaTile {
 
 /// Where an operand lives in shared memory and how it gets there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct OpPlan {
+pub(super) struct OpPlan {
     /// k is the contiguous dimension of the shared tile (`[rows][bk]`), else `[bk][rows]`.
-    kmajor: bool,
+    pub(super) kmajor: bool,
     /// 16-byte `cp.async` copies (else element by element).
-    vector: bool,
+    pub(super) vector: bool,
 }
 
 impl OpPlan {
@@ -154,7 +191,7 @@ pub fn mma_applies(mm: &MatmulBody, caps: &CudaCaps) -> Result<(), String> {
     Ok(())
 }
 
-fn plans(mm: &MatmulBody) -> (OpPlan, OpPlan) {
+pub(super) fn plans(mm: &MatmulBody) -> (OpPlan, OpPlan) {
     let a = OpPlan::new(&mm.a, mm.batch, mm.m, mm.k, mm.a.s_row, mm.a.s_col);
     let b = OpPlan::new(&mm.b, mm.batch, mm.n, mm.k, mm.b.s_col, mm.b.s_row);
     (a, b)
@@ -164,7 +201,10 @@ fn plans(mm: &MatmulBody) -> (OpPlan, OpPlan) {
 /// it does not fit.
 pub fn check_mma(t: &MmaTile, caps: &CudaCaps, mm: &MatmulBody) -> Result<(), String> {
     mma_applies(mm, caps)?;
-    let MmaTile { bm, bn, bk, warps_m, warps_n, stages } = *t;
+    if t.engine == MmaEngine::Wgmma {
+        return super::mma_wgmma::check(t, caps, mm);
+    }
+    let MmaTile { bm, bn, bk, warps_m, warps_n, stages, .. } = *t;
     if [bm, bn, bk, warps_m, warps_n].contains(&0) {
         return Err(format!("tile {t:?} has a zero extent"));
     }
@@ -197,11 +237,19 @@ pub fn check_mma(t: &MmaTile, caps: &CudaCaps, mm: &MatmulBody) -> Result<(), St
     Ok(())
 }
 
-/// The default tile: the largest candidate whose grid still gives every SM a block, else
-/// [`MmaTile::SMALL`].
+/// The default tile: the largest candidate whose grid still gives every SM a block (`wgmma` tiles
+/// first where they apply), else [`MmaTile::SMALL`].
 pub(super) fn default_mma(mm: &MatmulBody, caps: &CudaCaps) -> MmaTile {
-    for t in [MmaTile::LARGE, MmaTile::MEDIUM] {
-        if tile_blocks(mm, t.bm, t.bn) >= u64::from(caps.sm_count.max(1)) && check_mma(&t, caps, mm).is_ok() {
+    // Tiles past the edge compute zeros: a `wgmma` tile must not waste more than a fifth along n.
+    let fits_n = |t: &MmaTile| {
+        t.engine == MmaEngine::MmaSync
+            || 4 * (mm.n as u64).div_ceil(u64::from(t.bn)) * u64::from(t.bn) <= 5 * mm.n as u64
+    };
+    for t in MmaTile::WGMMA_DEFAULTS.into_iter().chain([MmaTile::LARGE, MmaTile::MEDIUM]) {
+        if tile_blocks(mm, t.bm, t.bn) >= u64::from(caps.sm_count.max(1))
+            && fits_n(&t)
+            && check_mma(&t, caps, mm).is_ok()
+        {
             return t;
         }
     }
@@ -215,6 +263,9 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     let invalid = |msg: String| RenderError::InvalidTuning { kernel: kname.clone(), msg };
     let tile = t.mma.unwrap_or_else(|| default_mma(mm, caps));
     check_mma(&tile, caps, mm).map_err(&invalid)?;
+    if tile.engine == MmaEngine::Wgmma {
+        return super::mma_wgmma::render(em, mm, t, &tile);
+    }
     let threads = tile.threads();
     if let Some(b) = t.block
         && b != threads
@@ -250,7 +301,6 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
         Err(empty) => return Ok(empty),
     };
     em.h.need(H::Mma);
-    let ity = em.ity();
     em.line(format!("// {}", body.summary));
     em.line("extern __shared__ __align__(128) unsigned char smem[];");
     // Block order: groups of GROUP_M tile rows, column-major inside a group, batch outermost.
@@ -353,50 +403,8 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     em.close();
     em.line("sinter_cp_async_wait<0>();");
 
-    // Epilogue.
-    em.line("// ---- epilogue, per output element: rows g, g + 8 and columns 2t, 2t + 1 of each fragment");
-    em.set_lanes(None);
-    em.names.insert(Var::Batch, "batch".into());
-    let roots: Vec<ExprId> = mm.stores.iter().flat_map(store_roots).collect();
-    let (dep_m, dep_n, accs) = (depends_on(k, Var::M), depends_on(k, Var::N), acc_uses(k));
-    em.emit_closure(&roots, &|e| !dep_m[e as usize] && !dep_n[e as usize] && accs[e as usize].is_none())?;
-    em.line("const unsigned g = lane / 4u, t4 = lane % 4u;");
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
-    em.line("#pragma unroll");
-    em.open("for (unsigned h = 0; h < 2u; ++h)");
-    em.line(format!("const {ity} m = m0 + wm0 + i * 16u + h * 8u + g;"));
-    let m_guard = !m.is_multiple_of(u64::from(bm));
-    if m_guard {
-        em.open(format!("if (m < {m}u)"));
-    }
-    em.names.insert(Var::M, "m".into());
-    em.emit_closure(&roots, &|e| !dep_n[e as usize] && accs[e as usize].is_none())?;
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned j = 0; j < {nj}u; ++j)"));
-    em.line("#pragma unroll");
-    em.open("for (unsigned c = 0; c < 2u; ++c)");
-    em.line(format!("const {ity} n = n0 + wn0 + j * 8u + t4 * 2u + c;"));
-    let n_guard = !n.is_multiple_of(u64::from(bn));
-    if n_guard {
-        em.open(format!("if (n < {n}u)"));
-    }
-    em.names.insert(Var::N, "n".into());
-    em.acc.insert(0, AccVal { name: "acc[i][j][h * 2u + c]".into(), dtype: DType::F32 });
-    em.emit_closure(&roots, &|_| true)?;
-    for s in &mm.stores {
-        em.emit_store(s)?;
-    }
-    if n_guard {
-        em.close();
-    }
-    em.close();
-    em.close();
-    if m_guard {
-        em.close();
-    }
-    em.close();
-    em.close();
+    let mfrag = Frag { mi, nj, row0: "m0 + wm0".into(), col0: "n0 + wn0".into(), acc: "acc[i][j][h * 2u + c]".into() };
+    epilogue(em, mm, (bm, bn), &mfrag)?;
     Ok(body)
 }
 
@@ -467,6 +475,81 @@ fn load_stage(
         }
         em.close();
     }
+    em.close();
+    Ok(())
+}
+
+/// Where a thread's accumulator fragments sit: `mi x nj` m16n8 fragments in the `mma.sync`
+/// accumulator layout (thread `(g, t4) = (lane / 4, lane % 4)` holds rows `g`, `g + 8` and columns
+/// `2 t4`, `2 t4 + 1` of each), fragment `(i, j)` at row `row0 + 16 i` and column `col0 + 8 j`.
+pub(super) struct Frag {
+    /// Fragments along m.
+    pub(super) mi: u32,
+    /// Fragments along n.
+    pub(super) nj: u32,
+    /// C++ expression of the first row (tile origin included).
+    pub(super) row0: String,
+    /// C++ expression of the first column.
+    pub(super) col0: String,
+    /// C++ expression of the accumulator of fragment `i`, `j`, half `h`, column `c`.
+    pub(super) acc: String,
+}
+
+/// The epilogue of a tensor-core tile of `bm x bn`: per accumulator element, as the CUDA-core
+/// template does (`Acc(0)` is the f32 accumulator; values of the batch only, or of the batch and
+/// row only, computed outside the inner loops), guarded where the tile passes the edge.
+pub(super) fn epilogue(
+    em: &mut Emitter<'_>,
+    mm: &MatmulBody,
+    (bm, bn): (u32, u32),
+    f: &Frag,
+) -> Result<(), RenderError> {
+    let k = em.k;
+    let ity = em.ity();
+    let (m, n) = (mm.m as u64, mm.n as u64);
+    let (mi, nj) = (f.mi, f.nj);
+    em.line("// ---- epilogue, per output element: rows g, g + 8 and columns 2t, 2t + 1 of each fragment");
+    em.set_lanes(None);
+    em.names.insert(Var::Batch, "batch".into());
+    let roots: Vec<ExprId> = mm.stores.iter().flat_map(store_roots).collect();
+    let (dep_m, dep_n, accs) = (depends_on(k, Var::M), depends_on(k, Var::N), acc_uses(k));
+    em.emit_closure(&roots, &|e| !dep_m[e as usize] && !dep_n[e as usize] && accs[e as usize].is_none())?;
+    em.line("const unsigned g = lane / 4u, t4 = lane % 4u;");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+    em.line("#pragma unroll");
+    em.open("for (unsigned h = 0; h < 2u; ++h)");
+    em.line(format!("const {ity} m = {} + i * 16u + h * 8u + g;", f.row0));
+    let m_guard = !m.is_multiple_of(u64::from(bm));
+    if m_guard {
+        em.open(format!("if (m < {m}u)"));
+    }
+    em.names.insert(Var::M, "m".into());
+    em.emit_closure(&roots, &|e| !dep_n[e as usize] && accs[e as usize].is_none())?;
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {nj}u; ++j)"));
+    em.line("#pragma unroll");
+    em.open("for (unsigned c = 0; c < 2u; ++c)");
+    em.line(format!("const {ity} n = {} + j * 8u + t4 * 2u + c;", f.col0));
+    let n_guard = !n.is_multiple_of(u64::from(bn));
+    if n_guard {
+        em.open(format!("if (n < {n}u)"));
+    }
+    em.names.insert(Var::N, "n".into());
+    em.acc.insert(0, AccVal { name: f.acc.clone(), dtype: DType::F32 });
+    em.emit_closure(&roots, &|_| true)?;
+    for s in &mm.stores {
+        em.emit_store(s)?;
+    }
+    if n_guard {
+        em.close();
+    }
+    em.close();
+    em.close();
+    if m_guard {
+        em.close();
+    }
+    em.close();
     em.close();
     Ok(())
 }

@@ -61,6 +61,7 @@ mod emit;
 mod index;
 mod matmul;
 mod mma;
+mod mma_wgmma;
 mod ops;
 mod pointwise;
 mod prelude;
@@ -74,7 +75,7 @@ use sinter_core::kernel::{Access, Kernel, KernelBody, ReduceStrategy};
 
 pub use attention::{AttnEngine, AttnTile, DECODE_M, check_attn, tc_applies};
 pub use matmul::{MatmulTile, check_tile};
-pub use mma::{MmaTile, check_mma, mma_applies};
+pub use mma::{MmaEngine, MmaTile, check_mma, mma_applies};
 
 use emit::Emitter;
 
@@ -360,7 +361,7 @@ pub fn candidates(k: &Kernel, caps: &CudaCaps) -> Vec<Tuning> {
             }
         }
         KernelBody::Matmul(mm) if mma_applies(mm, caps).is_ok() => {
-            for t in MmaTile::CANDIDATES {
+            for t in MmaTile::WGMMA_CANDIDATES.into_iter().chain(MmaTile::CANDIDATES) {
                 all.push(Tuning { mma: Some(t), ..Tuning::default() });
             }
         }

@@ -1,0 +1,101 @@
+//! Launching rendered kernels directly through the device layer (no executable), for the device
+//! tests that run every candidate tuning of a kernel against the kernel-IR interpreter.
+#![allow(dead_code)]
+
+use sinter_core::HostTensor;
+use sinter_core::backend::DeviceBuffer;
+use sinter_core::kernel::{BufferKind, Program};
+use sinter_cuda::device::{CudaBuffer, Device, Launch, Stream};
+use sinter_cuda::nvrtc::{self, Target};
+use sinter_cuda::render::{self, CudaCaps, Rendered, Tuning};
+use std::sync::Arc;
+
+/// GPU 0, or `None` (a skip line) without a driver unless `SINTER_REQUIRE_CUDA=1`.
+pub fn device(test: &str) -> Option<Device> {
+    match Device::open(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            assert!(!std::env::var("SINTER_REQUIRE_CUDA").is_ok_and(|v| v == "1"), "SINTER_REQUIRE_CUDA=1: {e}");
+            eprintln!("skipped {test}: {e}");
+            None
+        }
+    }
+}
+
+/// The device's capabilities as the renderer sees them.
+pub fn caps(dev: &Device) -> CudaCaps {
+    CudaCaps { sm: dev.info().cc, ..CudaCaps::hopper() }
+}
+
+/// Renders and compiles every tuning (in parallel): (tuning, rendered, cubin).
+pub fn build(dev: &Device, p: &Program, tunings: &[Tuning]) -> Vec<(Tuning, Rendered, Vec<u8>)> {
+    let k = &p.kernels[0];
+    let c = caps(dev);
+    let target = Target { sm: dev.info().cc };
+    std::thread::scope(|s| {
+        let hs: Vec<_> = tunings
+            .iter()
+            .map(|t| {
+                let (c, target) = (&c, &target);
+                s.spawn(move || {
+                    let r = render::render(k, c, t).unwrap_or_else(|e| panic!("{t:?}: {e}"));
+                    let cubin = nvrtc::compile(&r.name, &r.source, target).unwrap_or_else(|e| panic!("{t:?}: {e}"));
+                    (t.clone(), r, cubin.image)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().expect("compile thread")).collect()
+    })
+}
+
+/// Device buffers for `p`'s inputs and outputs.
+pub struct Bufs {
+    /// One per program input.
+    pub inputs: Vec<CudaBuffer>,
+    /// One per program output.
+    pub outputs: Vec<CudaBuffer>,
+}
+
+/// The kernel's argument pointers.
+pub fn args(p: &Program, b: &Bufs) -> Vec<u64> {
+    p.kernels[0]
+        .args
+        .iter()
+        .map(|a| match p.buffers[a.buffer.0 as usize].kind {
+            BufferKind::Input(i) => b.inputs[i].ptr(),
+            BufferKind::Output(i) => b.outputs[i].ptr(),
+            ref k => panic!("unexpected buffer {k:?}"),
+        })
+        .collect()
+}
+
+/// Bytes of output `i`.
+pub fn out_bytes(p: &Program, i: usize) -> u64 {
+    let o = &p.outputs[i];
+    (o.shape.iter().product::<usize>() * o.dtype.size_bytes()) as u64
+}
+
+/// Launches the kernel `(r, cubin)` once on outputs poisoned with 0x7f bytes, returns them.
+pub fn run_once(
+    dev: &Device,
+    stream: &Arc<Stream>,
+    p: &Program,
+    b: &Bufs,
+    r: &Rendered,
+    cubin: &[u8],
+) -> Vec<HostTensor> {
+    for (i, o) in b.outputs.iter().enumerate() {
+        stream.fill(o.ptr(), 0x7f, out_bytes(p, i), "poison").unwrap();
+    }
+    if r.grid[0] > 0 {
+        let f = dev.load_function(cubin, &r.name).unwrap();
+        let l = Launch::new(dev, f, &r.name, r.grid, r.block, r.dynamic_shared_bytes, &args(p, b)).unwrap();
+        l.launch(stream).unwrap();
+    }
+    stream.synchronize("attention").unwrap();
+    p.outputs
+        .iter()
+        .zip(&b.outputs)
+        .map(|(o, buf)| HostTensor::from_le_bytes(o.dtype, o.shape.clone(), &buf.read().unwrap()).unwrap())
+        .collect()
+}
