@@ -273,7 +273,7 @@ fn wgmma_matmul_tiles_compile() {
     let mut shown = String::new();
     for (i, t) in MmaTile::WGMMA_CANDIDATES.iter().enumerate() {
         for b_t in [false, true] {
-            let d = if (i + b_t as usize) % 2 == 0 { DType::BF16 } else { DType::F16 };
+            let d = if (i + b_t as usize).is_multiple_of(2) { DType::BF16 } else { DType::F16 };
             let p = matmul_layout(2, 300, 200, 72, d, DType::F32, Layout { a_t: false, b_t, pad: 0 });
             let k = &p.kernels[0];
             let r = render::render(k, &hopper(), &Tuning { mma: Some(*t), ..Tuning::default() })
