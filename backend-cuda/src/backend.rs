@@ -225,6 +225,38 @@ impl CudaBackend {
         Ok(cubin)
     }
 
+    /// Compiles `sources` (name, CUDA C++) through the cubin cache on up to 16 threads; results in
+    /// the order given.
+    fn compile_all(&self, sources: &[(&str, &str)], cubins: &CubinCache) -> Vec<Result<nvrtc::Cubin, BackendError>> {
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16).min(sources.len());
+        if workers <= 1 {
+            return sources.iter().map(|(name, src)| self.compile(name, src, cubins)).collect();
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let slots: Vec<std::sync::Mutex<Option<Result<nvrtc::Cubin, BackendError>>>> =
+            sources.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some((name, src)) = sources.get(i) else { break };
+                        let r = self.compile(name, src, cubins);
+                        *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                    }
+                });
+            }
+        });
+        slots
+            .into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .unwrap_or_else(|| Err(BackendError::Device("a compile thread stopped early".into())))
+            })
+            .collect()
+    }
+
     /// Renders `k` with `t`, compiles and loads it, with `args` (one device pointer per
     /// [`Kernel::args`] entry) in its parameter array.
     pub(crate) fn build_kernel(
@@ -239,6 +271,20 @@ impl CudaBackend {
             return library::build(self, k, t, args, cubins, stream);
         }
         let r: Rendered = render::render(k, &self.cuda_caps, t)?;
+        let cubin = self.compile(&r.name, &r.source, cubins)?;
+        self.load_kernel(k, t, r, &cubin, args)
+    }
+
+    /// Loads the compiled `cubin` of `r` (kernel `k` rendered with `t`) with `args` in its
+    /// parameter array.
+    fn load_kernel(
+        &self,
+        k: &Kernel,
+        t: &Tuning,
+        r: Rendered,
+        cubin: &nvrtc::Cubin,
+        args: &[u64],
+    ) -> Result<LoadedKernel, BackendError> {
         if args.len() != k.args.len() {
             return Err(BackendError::Device(format!(
                 "kernel {}: {} arguments for {} parameters",
@@ -247,7 +293,6 @@ impl CudaBackend {
                 k.args.len()
             )));
         }
-        let cubin = self.compile(&r.name, &r.source, cubins)?;
         let func = self.dev.load_function(&cubin.image, &r.name)?;
         let launch = Launch::new(&self.dev, func, &r.name, r.grid, r.block, r.dynamic_shared_bytes, args)?;
         let attrs = launch.attributes();
@@ -327,8 +372,10 @@ impl CudaBackend {
             cache.save();
             tuning_log = cache.log.clone();
         } else {
-            for k in &program.kernels {
-                let t = match library::library_allowed(k, opts.mode) {
+            let tunings: Vec<Tuning> = program
+                .kernels
+                .iter()
+                .map(|k| match library::library_allowed(k, opts.mode) {
                     Ok(()) => Tuning { library: Some(0), ..Tuning::default() },
                     Err(why) => {
                         if matches!(k.body, sinter_core::kernel::KernelBody::Matmul(_)) {
@@ -336,8 +383,27 @@ impl CudaBackend {
                         }
                         Tuning::default()
                     }
-                };
-                kernels.push(self.build_kernel(k, &t, &args_of(k), &cubins, &stream)?);
+                })
+                .collect();
+            // Every own kernel rendered first, then compiled in parallel (NVRTC spends most of a
+            // cold compile; its programs are independent), then loaded in order.
+            let mut rendered = Vec::with_capacity(program.kernels.len());
+            for (k, t) in program.kernels.iter().zip(&tunings) {
+                rendered.push(if t.library.is_some() { None } else { Some(render::render(k, &self.cuda_caps, t)?) });
+            }
+            let sources: Vec<(&str, &str)> =
+                rendered.iter().flatten().map(|r| (r.name.as_str(), r.source.as_str())).collect();
+            let mut compiled = self.compile_all(&sources, &cubins).into_iter();
+            for ((k, t), r) in program.kernels.iter().zip(&tunings).zip(rendered) {
+                kernels.push(match r {
+                    None => self.build_kernel(k, t, &args_of(k), &cubins, &stream)?,
+                    Some(r) => {
+                        let cubin = compiled
+                            .next()
+                            .unwrap_or_else(|| Err(BackendError::Device(format!("{}: no compile result", k.name))))?;
+                        self.load_kernel(k, t, r, &cubin, &args_of(k))?
+                    }
+                });
             }
         }
         let uses = |a: usize| -> Vec<(usize, usize)> {

@@ -308,7 +308,7 @@ fn wgmma_matmul_tiles_compile() {
     assert!(e.contains("A is not k-major"), "{e}");
     let big = matmul_layout(1, 4096, 4096, 512, DType::BF16, DType::F32, Layout { a_t: false, b_t: false, pad: 0 });
     let r = render::render(&big.kernels[0], &hopper(), &Tuning::default()).expect("renders");
-    assert!(r.strategy.starts_with("wgmma 128x256"), "{}", r.strategy);
+    assert!(r.strategy.starts_with("wgmma 192x128"), "{}", r.strategy);
     let mut ampere = hopper();
     ampere.sm = (8, 0);
     let r = render::render(&big.kernels[0], &ampere, &Tuning::default()).expect("renders");
@@ -354,9 +354,9 @@ fn benchmark_sizes_take_the_fast_paths() {
         ("softmax_8192x8192_f32", "reduce persistent x8 block 256 vec4"),
         ("layernorm_gelu_8192x4096_f32", "reduce persistent x4 block 256 vec4"),
         ("matmul_4096_f32", "matmul 128x128x8 8x8"),
-        ("matmul_8192_bf16", "wgmma 128x256x64 g2 s4"),
-        ("mlp_8192x4096x16384_bf16", "wgmma 128x256x64 g2 s4"),
-        ("matmul_softmax_4096_bf16", "wgmma 128x256x64 g2 s4"),
+        ("matmul_8192_bf16", "wgmma 192x128x64 g3 s4"),
+        ("mlp_8192x4096x16384_bf16", "wgmma 192x128x64 g3 s4"),
+        ("matmul_softmax_4096_bf16", "wgmma 192x128x64 g3 s4"),
     ];
     for (name, strategy) in want {
         let w = workloads::get(name).expect("workload");

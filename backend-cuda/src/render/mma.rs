@@ -95,19 +95,25 @@ impl MmaTile {
         MmaTile::SMALL,
     ];
     /// The `wgmma` tiles max-autotune tries (sm_90a): `warps_m` warpgroups of 64 rows each,
-    /// `warps_n` = 4 warps per group, k steps of 64.
-    pub const WGMMA_CANDIDATES: [MmaTile; 7] = [
-        MmaTile::wgmma(128, 64, 6),
+    /// `warps_n` = 4 warps per group, k steps of 64. Measured on an H100 at 8192^3 bf16
+    /// (BENCHMARKS.md, 2026-11-25): 192x128 four stages 1.80 ms (604 TFLOP/s), 128x256 three or
+    /// four stages 2.04-2.08, 128x128 2.30, 64x256 2.90, 128x64 3.50.
+    pub const WGMMA_CANDIDATES: [MmaTile; 10] = [
+        MmaTile::wgmma(192, 128, 4),
+        MmaTile::wgmma(192, 128, 5),
+        MmaTile::wgmma(256, 128, 4),
         MmaTile::wgmma(128, 256, 4),
         MmaTile::wgmma(128, 256, 3),
         MmaTile::wgmma(128, 128, 4),
+        MmaTile::wgmma(128, 128, 3),
         MmaTile::wgmma(128, 128, 6),
         MmaTile::wgmma(64, 256, 4),
-        MmaTile::wgmma(192, 128, 4),
+        MmaTile::wgmma(128, 64, 6),
     ];
-    /// The default `wgmma` tiles, largest first (the first whose grid fills the GPU is taken).
+    /// The default `wgmma` tiles, fastest first (the first whose grid fills the GPU and that
+    /// wastes at most a fifth of its rows and columns past the edges is taken).
     pub const WGMMA_DEFAULTS: [MmaTile; 3] =
-        [MmaTile::wgmma(128, 256, 4), MmaTile::wgmma(128, 128, 4), MmaTile::wgmma(128, 64, 6)];
+        [MmaTile::wgmma(192, 128, 4), MmaTile::wgmma(128, 128, 4), MmaTile::wgmma(128, 64, 6)];
     /// 128x128x64, four warps of 64x64, three stages: large products.
     pub const LARGE: MmaTile =
         MmaTile { bm: 128, bn: 128, bk: 64, warps_m: 2, warps_n: 2, stages: 3, engine: MmaEngine::MmaSync };
@@ -240,15 +246,14 @@ pub fn check_mma(t: &MmaTile, caps: &CudaCaps, mm: &MatmulBody) -> Result<(), St
 /// The default tile: the largest candidate whose grid still gives every SM a block (`wgmma` tiles
 /// first where they apply), else [`MmaTile::SMALL`].
 pub(super) fn default_mma(mm: &MatmulBody, caps: &CudaCaps) -> MmaTile {
-    // Tiles past the edge compute zeros: a `wgmma` tile must not waste more than a fifth along n.
-    let fits_n = |t: &MmaTile| {
-        t.engine == MmaEngine::MmaSync
-            || 4 * (mm.n as u64).div_ceil(u64::from(t.bn)) * u64::from(t.bn) <= 5 * mm.n as u64
+    // Tiles past the edge compute zeros: a `wgmma` tile must not waste more than a fifth.
+    let fits = |t: &MmaTile| {
+        let snug =
+            |ext: usize, tile: u32| 4 * (ext as u64).div_ceil(u64::from(tile)) * u64::from(tile) <= 5 * ext as u64;
+        t.engine == MmaEngine::MmaSync || (snug(mm.m, t.bm) && snug(mm.n, t.bn))
     };
     for t in MmaTile::WGMMA_DEFAULTS.into_iter().chain([MmaTile::LARGE, MmaTile::MEDIUM]) {
-        if tile_blocks(mm, t.bm, t.bn) >= u64::from(caps.sm_count.max(1))
-            && fits_n(&t)
-            && check_mma(&t, caps, mm).is_ok()
+        if tile_blocks(mm, t.bm, t.bn) >= u64::from(caps.sm_count.max(1)) && fits(&t) && check_mma(&t, caps, mm).is_ok()
         {
             return t;
         }

@@ -27,6 +27,12 @@
 //!
 //! Requires both operands in the vector (`cp.async`) plan and A k-major (a transposed A would
 //! need the descriptor's transpose bit: not yet); otherwise the `mma.sync` tiles serve.
+//!
+//! Measured on an H100 (bf16 8192^3, `SINTER_CUDA_LIBRARY=0`, 2026-11-25): 192x128 with three
+//! warpgroups and four stages 1.80 ms (604 TFLOP/s, 77% of cuBLASLt's 1.39 ms in the same call;
+//! the `mma.sync` template 3.40), 128x256 2.04 ms. What is missing for the rest: TMA loads and a
+//! producer warp (the copies are issued by the warps that also wait on the products, and every
+//! step has a block-wide barrier).
 
 use sinter_core::DType;
 use sinter_core::kernel::MatmulBody;
