@@ -55,6 +55,7 @@ mod attention_rows;
 mod attention_tc;
 mod attention_wgmma;
 mod emit;
+mod im2col;
 mod index;
 mod matmul;
 mod mma;
