@@ -1,4 +1,8 @@
-//! Tensor-core matmuls: bf16/f16 operands, f32 accumulators, `mma.sync` m16n8k16 (sm_80+).
+//! Tensor-core matmuls: bf16/f16 operands, f32 accumulators, `mma.sync` m16n8k16 (sm_80+); f32
+//! operands where the product allows TF32 ([`MatmulBody::tf32`]) on `mma.sync` m16n8k8, each
+//! fragment element read from shared memory as f32 and rounded to TF32 there (`cvt.rna.tf32.f32`:
+//! shared tiles hold the exact operands). The inner loop over a step is unrolled by 2 for TF32
+//! (fully, its 64x64 warp tiles spill on sm_90a).
 //!
 //! A block of `warps_m x warps_n` warps computes a `bm x bn` output tile; each warp a
 //! `(bm / warps_m) x (bn / warps_n)` sub-tile as `MI x NJ` m16n8 accumulator fragments (f32,
@@ -22,6 +26,19 @@
 //! of `render`); otherwise each element is loaded and stored by the thread (the "scalar" loader,
 //! synchronous, for odd strides and views). Zero fill makes every edge (M, N, K not multiples of
 //! the tile) exact: padded products add zeros.
+//!
+//! f32 operands the 16-byte copy cannot take use one 4-byte `cp.async` per element (zero fill
+//! through its source size), asynchronous as the vector copies; 16-bit ones the scalar loader.
+//!
+//! # Implicit GEMM
+//!
+//! A B operand with the im2col form ([`MatOperand::im2col`]: a convolution's input) is k-minor
+//! in shared memory (its columns follow the output pixels, contiguous along an output row at
+//! stride 1) and loaded element by element: each thread computes the tap of its element (channel
+//! and window offset from k, image and output pixel from n: constant divisions; the pixel part is
+//! loop-invariant per thread) and copies it with a 4-byte `cp.async` (TF32) or the scalar loader
+//! (bf16/f16), zero where the tap falls into the padding (the `im2col` module). The epilogue is
+//! unchanged: the convolution's bias, batch norm, residual and activation stored NCHW.
 //!
 //! # Epilogue
 //!
@@ -493,7 +510,7 @@ fn tf32_fragments(em: &mut Emitter<'_>, tile: &MmaTile, (pa, pb): (OpPlan, OpPla
         format!("sinter_lds_tf32({base} + (({x}) * {row_len}u + {y}) * 4u)")
     };
     em.line("const unsigned fg = lane / 4u, ft = lane % 4u;");
-    em.line("#pragma unroll");
+    em.line("#pragma unroll 2");
     em.open(format!("for (unsigned kk = 0; kk < {}u; ++kk)", bk / 8));
     em.line(format!("unsigned fa[{mi}][4];"));
     em.line(format!("unsigned fb[{nj}][2];"));

@@ -477,7 +477,8 @@ static __device__ __forceinline__ void sinter_mma(float (&c)[4], const unsigned 
 
 /// The TF32 primitives of the `mma` template (f32 operands where the product allows TF32).
 const MMA_TF32: &str = r#"// 4 bytes global -> shared without passing through registers; zero when src_bytes is 0
-static __device__ __forceinline__ void sinter_cp_async4(unsigned dst, const float* src, unsigned src_bytes) {
+template <typename T>
+static __device__ __forceinline__ void sinter_cp_async4(unsigned dst, const T* src, unsigned src_bytes) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
 // an f32 from shared memory rounded to TF32 (nearest, ties away: cvt.rna), as an mma operand

@@ -38,7 +38,11 @@
 //!    any matmul; the im2col buffer is an intermediate of the memory plan. Thin products (few
 //!    output channels per group, e.g. depthwise; a short reduction), huge im2col buffers and
 //!    integer convolutions stay *window* kernels: one thread per output element looping over
-//!    the window ([`ReduceStrategy::ThreadPerRow`]).
+//!    the window ([`ReduceStrategy::ThreadPerRow`]). Where [`CostModel::conv_implicit`] agrees,
+//!    an im2col lowering is an *implicit GEMM* instead: the matmul's B operand is the im2col view
+//!    of the input ([`crate::kernel::Im2col`]), computed in the loader, with no gather kernel and
+//!    no im2col buffer (`conv lowering: implicit GEMM: ...`). f32 contractions carry the TF32
+//!    setting of their kind ([`AllowTf32`], `precision: ...`).
 //! 3. **Assembly.** Buffers, arguments and stores; stable names `k{i}_{ops}` from the origins'
 //!    op names; model FLOPs and bytes; reduce strategies from the cost model; the memory plan
 //!    ([`plan_memory`]); and every decision with its named reason in [`Program::decisions`].
