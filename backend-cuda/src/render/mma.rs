@@ -283,8 +283,21 @@ pub fn check_mma(t: &MmaTile, caps: &CudaCaps, mm: &MatmulBody) -> Result<(), St
 
 /// The default tile: the largest candidate whose grid still gives every SM a block, else
 /// [`MmaTile::SMALL`].
+///
+/// TF32 (f32 operands, twice the bytes) takes the same shapes with half the depth (`bk` 32), so a
+/// stage holds the bytes of the 16-bit tile's and two blocks still fit an SM; and for products of
+/// at most 64 rows (ResNet's 64-channel convolutions) a 64-row tile first, where a 128-row one
+/// would multiply as many padded zero rows as real ones. (Unmeasured choices, written before the
+/// first device run: the 16-bit defaults are the measured ones and stay as they were.)
 pub(super) fn default_mma(mm: &MatmulBody, caps: &CudaCaps) -> MmaTile {
-    for t in [MmaTile::LARGE, MmaTile::MEDIUM] {
+    let tf32 = Elem::of(mm) == Elem::Tf32;
+    let half_k = |t: MmaTile| if tf32 { MmaTile { bk: t.bk.min(32), ..t } } else { t };
+    let mut order = Vec::new();
+    if tf32 && mm.m <= 64 {
+        order.push(MmaTile { bm: 64, bn: 128, bk: 32, warps_m: 2, warps_n: 2, stages: 3 });
+    }
+    order.extend([MmaTile::LARGE, MmaTile::MEDIUM].map(half_k));
+    for t in order {
         if tile_blocks(mm, t.bm, t.bn) >= u64::from(caps.sm_count.max(1)) && check_mma(&t, caps, mm).is_ok() {
             return t;
         }
