@@ -193,6 +193,9 @@ pub struct Options {
     /// Graph breaks: nodes the backend cannot run go to the CPU reference (default on; see
     /// [`CompileOptions::graph_breaks`]).
     pub graph_breaks: bool,
+    /// Where f32 contractions may run in TF32 (PyTorch's `allow_tf32` defaults: convolutions on,
+    /// matmuls off; see [`CompileOptions::tf32`]).
+    pub allow_tf32: sinter_core::schedule::AllowTf32,
 }
 
 impl Default for Options {
@@ -207,6 +210,7 @@ impl Default for Options {
             debug_dir: c.debug_dir,
             precision: c.precision,
             graph_breaks: c.graph_breaks,
+            allow_tf32: c.tf32,
         }
     }
 }
@@ -222,6 +226,7 @@ pub fn compile(g: &impl AsGraph, opts: Options) -> Result<CompiledGraph, Compile
         debug_dir: opts.debug_dir,
         precision: opts.precision,
         graph_breaks: opts.graph_breaks,
+        tf32: opts.allow_tf32,
     };
     sinter_core::compile::compile(g, b, c)
 }

@@ -459,6 +459,12 @@ impl Backend for CudaBackend {
         &self.caps
     }
 
+    /// [`crate::cost::CudaCostModel`]: the default model's thresholds, implicit GEMM on tensor
+    /// cores.
+    fn cost_model(&self) -> Arc<dyn sinter_core::schedule::CostModel> {
+        Arc::new(crate::cost::CudaCostModel::new(self.dev.info().cc))
+    }
+
     fn calibrate(&self, _copy_bytes: u64) -> Result<Option<sinter_core::backend::DeviceCeilings>, BackendError> {
         let c = CudaBackend::calibrate(self)?;
         Ok(Some(sinter_core::backend::DeviceCeilings {

@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod cost;
 pub mod device;
 pub mod nvrtc;
 pub mod probe;

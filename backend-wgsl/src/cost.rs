@@ -104,6 +104,12 @@ impl CostModel for WgslCostModel {
         self.base.conv_as_matmul(conv, caps)
     }
 
+    /// Keeps the im2col gather: the WGSL renderer draws no implicit im2col operands.
+    fn conv_implicit(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
+        let _ = (conv, caps);
+        Err("implicit GEMM: the WGSL renderer reads no im2col view (gather kernel kept)".into())
+    }
+
     /// The renderer draws every attention body (`render/attention.rs`): fuse as the default model does.
     fn fuse_attention(&self, attn: &AttentionShape, caps: &Capabilities) -> Result<String, String> {
         self.base.fuse_attention(attn, caps)
@@ -216,8 +222,11 @@ mod tests {
                 kernel: [3, 3],
                 out_hw: [8, 8],
                 im2col_bytes: 2 * 16 * 9 * 64 * 4,
+                dtype: DType::F32,
+                tf32: true,
             };
             assert_eq!(m.conv_as_matmul(&conv, &caps), d.conv_as_matmul(&conv, &caps));
+            assert!(m.conv_implicit(&conv, &caps).unwrap_err().contains("WGSL renderer reads no im2col"));
         }
         // The renderer draws every attention body, so WGSL fuses what the default model fuses.
         for causal in [false, true] {

@@ -34,9 +34,9 @@ pub fn run(a: Args) -> Result<()> {
             let inputs = w.inputs(Scale::Full, 1);
             let b = super::bench::for_measurement(&backend, false)?;
             let subject = super::bench::Subject::workload(&w, Scale::Full)?;
-            let precision = sinter::core::passes::Precision::F32;
-            let (row, _, _) =
-                super::bench::measure(&subject, &b, Mode::Default, true, precision, 5, 10, &inputs, None)?;
+            // Exact f32 (no TF32): the f32 peak of the CUDA cores, as torch's default matmul.
+            let numerics = (sinter::core::passes::Precision::F32, sinter::core::schedule::AllowTf32::OFF);
+            let (row, _, _) = super::bench::measure(&subject, &b, Mode::Default, true, numerics, 5, 10, &inputs, None)?;
             if let Some(t) = row.tflops {
                 println!("matmul {} ({name}): {t:.2} TFLOP/s", w.dtype());
                 matmul.insert(w.dtype().to_string(), t);

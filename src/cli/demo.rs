@@ -91,6 +91,7 @@ pub fn run(args: Args) -> Result<()> {
             .collect(),
         model: super::model::ModelArgs::default(),
         precision: sinter::core::passes::Precision::F32,
+        tf32: sinter::core::schedule::AllowTf32::default(),
         backend: args.backend,
         mode: "default".into(),
         eager: true,

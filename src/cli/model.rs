@@ -63,6 +63,12 @@ pub fn parse_precision(s: &str) -> Result<Precision, String> {
     })
 }
 
+/// Parses `--tf32 on|off|conv|matmul` (PyTorch's `allow_tf32`: `conv`, the default, allows TF32
+/// for convolutions only; `on` for matmuls too; `off` keeps every f32 product exact).
+pub fn parse_tf32(s: &str) -> Result<sinter::core::schedule::AllowTf32, String> {
+    s.parse()
+}
+
 /// Progress lines on stderr, each with the time since the command started.
 pub struct Progress {
     start: Instant,

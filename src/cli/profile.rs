@@ -27,6 +27,10 @@ pub struct Args {
     /// Mixed precision (`f32`, `bf16`, `f16`; see `sinter bench --help`).
     #[arg(long, default_value = "f32", value_parser = super::model::parse_precision)]
     pub precision: Precision,
+    /// Where f32 contractions may run in TF32 (`conv`, PyTorch's default; `on`, `off`, `matmul`;
+    /// see `sinter bench --help`).
+    #[arg(long, default_value = "conv", value_parser = super::model::parse_tf32)]
+    pub tf32: sinter::core::schedule::AllowTf32,
     /// Backend: auto, cuda, wgsl, interp.
     #[arg(long, default_value = "auto")]
     pub backend: String,
@@ -103,6 +107,7 @@ fn record(
         mode: Mode::Default,
         fusion,
         precision: a.precision,
+        tf32: a.tf32,
         cache_dir: a.cache.dir(),
         debug_dir: fusion.then(|| dir.to_path_buf()),
         ..CompileOptions::default()

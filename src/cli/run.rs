@@ -39,6 +39,10 @@ pub struct Args {
     /// attention in that dtype with f32 accumulation (see `sinter bench --help`).
     #[arg(long, default_value = "f32", value_parser = super::model::parse_precision)]
     pub precision: Precision,
+    /// Where f32 contractions may run in TF32 (`conv`, PyTorch's default; `on`, `off`, `matmul`;
+    /// see `sinter bench --help`).
+    #[arg(long, default_value = "conv", value_parser = super::model::parse_tf32)]
+    pub tf32: sinter::core::schedule::AllowTf32,
     /// The on-disk cache.
     #[command(flatten)]
     pub cache: super::CacheArgs,
@@ -96,6 +100,7 @@ fn execute(args: &Args, g: &sinter::IrGraph, inputs: &[HostTensor], progress: &P
     progress.step(format_args!("compiling ({}) on {}", args.precision, backend.name()));
     let opts = CompileOptions {
         precision: args.precision,
+        tf32: args.tf32,
         cache_dir: args.cache.dir(),
         debug_dir: None,
         ..CompileOptions::default()

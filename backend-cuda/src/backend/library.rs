@@ -155,6 +155,7 @@ pub(crate) fn gemm_desc(k: &Kernel) -> Result<(Form, GemmDesc), String> {
         dtype,
         bias: g.bias.is_some(),
         relu: g.relu,
+        tf32: g.tf32,
     };
     crate::device::blas::supported(&desc)?;
     Ok((form, desc))

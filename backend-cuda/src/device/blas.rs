@@ -5,8 +5,9 @@
 //! cuBLAS is column-major; a row-major `D (m x n)` is the column-major `D^T (n x m)`, so the plan
 //! computes `D^T = B^T A^T`: the library's first operand is our B, its second our A, each
 //! transposed or not depending on which of its strides is 1. f32 accumulation
-//! (`CUBLAS_COMPUTE_32F`, no TF32) with f32 scales, split-k partial sums in f32 only; D has the
-//! operands' type (rounded once).
+//! (`CUBLAS_COMPUTE_32F`; `CUBLAS_COMPUTE_32F_FAST_TF32` for f32 operands where the product allows
+//! TF32, [`GemmDesc::tf32`], as PyTorch's `allow_tf32`) with f32 scales, split-k partial sums in
+//! f32 only; D has the operands' type (rounded once).
 //!
 //! [`crate::probe::cublaslt`] must have succeeded before a plan is made (cudarc panics when the
 //! library is absent).
@@ -26,7 +27,7 @@ pub const MAX_ALGOS: usize = 6;
 /// Element type of A, B and D.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlasType {
-    /// f32 (exact, no TF32).
+    /// f32 (exact unless the product allows TF32, [`GemmDesc::tf32`]).
     F32,
     /// f16.
     F16,
@@ -83,6 +84,20 @@ pub struct GemmDesc {
     pub bias: bool,
     /// ReLU after the bias.
     pub relu: bool,
+    /// f32 operands may be multiplied in TF32 (`CUBLAS_COMPUTE_32F_FAST_TF32`); ignored for the
+    /// half types.
+    pub tf32: bool,
+}
+
+impl GemmDesc {
+    /// The cuBLAS compute type: f32, or TF32 tensor cores for f32 operands where allowed.
+    pub fn compute_type(&self) -> sys::cublasComputeType_t {
+        if self.tf32 && self.dtype == BlasType::F32 {
+            sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32
+        } else {
+            sys::cublasComputeType_t::CUBLAS_COMPUTE_32F
+        }
+    }
 }
 
 /// The process's cuBLASLt handle (context-independent), made once.
@@ -197,9 +212,8 @@ impl GemmPlan {
         let ty = g.dtype.cuda();
         let mut descs =
             Descs { desc: std::ptr::null_mut(), layouts: [std::ptr::null_mut(); 3], pref: std::ptr::null_mut() };
-        descs.desc =
-            lt::create_matmul_desc(sys::cublasComputeType_t::CUBLAS_COMPUTE_32F, sys::cudaDataType::CUDA_R_32F)
-                .map_err(|e| blas_err("cublasLtMatmulDescCreate", e))?;
+        descs.desc = lt::create_matmul_desc(g.compute_type(), sys::cudaDataType::CUDA_R_32F)
+            .map_err(|e| blas_err("cublasLtMatmulDescCreate", e))?;
         let set_desc = |attr: sys::cublasLtMatmulDescAttributes_t, v: *const c_void, n: usize| {
             // SAFETY: `v` points at `n` readable bytes of the attribute's type.
             unsafe { lt::set_matmul_desc_attribute(descs.desc, attr, v, n) }
@@ -412,7 +426,13 @@ mod tests {
             dtype: BlasType::BF16,
             bias: false,
             relu: false,
+            tf32: true,
         };
         assert!(supported(&g).unwrap_err().contains("A has no unit stride"));
+        // TF32 only for f32 operands.
+        assert_eq!(g.compute_type(), sys::cublasComputeType_t::CUBLAS_COMPUTE_32F);
+        let f32 = GemmDesc { dtype: BlasType::F32, ..g };
+        assert_eq!(f32.compute_type(), sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32);
+        assert_eq!(GemmDesc { tf32: false, ..f32 }.compute_type(), sys::cublasComputeType_t::CUBLAS_COMPUTE_32F);
     }
 }

@@ -11,6 +11,9 @@
 //! each global load coalesced along the operand's contiguous dimension. f32 accumulates with
 //! `fmaf`, f64 with `fma`, integers with wrapping unsigned multiply-adds.
 //!
+//! An implicit im2col operand ([`MatOperand::im2col`]) is read tap by tap (the `im2col` module:
+//! zero in the padding), so exact-f32 convolutions run as implicit GEMMs here too.
+//!
 //! The epilogue runs per output element with `Acc(0)` the accumulator; values that depend on the
 //! batch only, or on the batch and row only, are computed once outside the inner loops.
 //! bf16/f16 matmuls accumulating in f32 go to the tensor-core template (the `mma` module) unless
@@ -379,16 +382,24 @@ fn stage_loads(em: &mut Emitter<'_>, mm: &MatmulBody, t: MatmulTile, k0: &str) -
         } else {
             em.line(format!("const unsigned gk = {k0} + {kk};"));
         }
-        let addr = address(oty, &format!("{which}_base"), ("gr", s_r), ("gk", s_k));
+        let mut conds = Vec::new();
+        let base = format!("{which}_base");
+        let addr = if op.im2col.is_some() {
+            let (addr, inside) = super::im2col::tap(em, oty, op, &base, "gk", "gr");
+            conds.extend(inside);
+            addr
+        } else {
+            address(oty, &base, ("gr", s_r), ("gk", s_k))
+        };
         let x = load_conv(&format!("a{}[{addr}]", op.arg), mm.in_dtype);
         let x = if mm.in_dtype == mm.acc_dtype { x } else { cast(&x, mm.in_dtype, mm.acc_dtype, &mut em.h) };
         let x = if tc == ct(mm.acc_dtype) { x } else { format!("({}){}", tc.name(), super::ops::p(&x)) };
-        let mut conds = Vec::new();
-        if !(ext as u64).is_multiple_of(u64::from(rows)) {
-            conds.push(format!("gr < {ext}u"));
-        }
+        // The edge bounds first: the tap's condition and address assume them.
         if !mm.k.is_multiple_of(t.bk as usize) {
-            conds.push(format!("gk < {}u", mm.k));
+            conds.insert(0, format!("gk < {}u", mm.k));
+        }
+        if !(ext as u64).is_multiple_of(u64::from(rows)) {
+            conds.insert(0, format!("gr < {ext}u"));
         }
         if conds.is_empty() {
             em.line(format!("p{which}[l] = {x};"));

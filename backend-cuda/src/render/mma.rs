@@ -1,4 +1,8 @@
-//! Tensor-core matmuls: bf16/f16 operands, f32 accumulators, `mma.sync` m16n8k16 (sm_80+).
+//! Tensor-core matmuls: bf16/f16 operands, f32 accumulators, `mma.sync` m16n8k16 (sm_80+); f32
+//! operands where the product allows TF32 ([`MatmulBody::tf32`]) on `mma.sync` m16n8k8, each
+//! fragment element read from shared memory as f32 and rounded to TF32 there (`cvt.rna.tf32.f32`:
+//! shared tiles hold the exact operands). The inner loop over a step is unrolled by 2 for TF32
+//! (fully, its 64x64 warp tiles spill on sm_90a).
 //!
 //! A block of `warps_m x warps_n` warps computes a `bm x bn` output tile; each warp a
 //! `(bm / warps_m) x (bn / warps_n)` sub-tile as `MI x NJ` m16n8 accumulator fragments (f32,
@@ -22,6 +26,19 @@
 //! of `render`); otherwise each element is loaded and stored by the thread (the "scalar" loader,
 //! synchronous, for odd strides and views). Zero fill makes every edge (M, N, K not multiples of
 //! the tile) exact: padded products add zeros.
+//!
+//! f32 operands the 16-byte copy cannot take use one 4-byte `cp.async` per element (zero fill
+//! through its source size), asynchronous as the vector copies; 16-bit ones the scalar loader.
+//!
+//! # Implicit GEMM
+//!
+//! A B operand with the im2col form ([`MatOperand::im2col`]: a convolution's input) is k-minor
+//! in shared memory (its columns follow the output pixels, contiguous along an output row at
+//! stride 1) and loaded element by element: each thread computes the tap of its element (channel
+//! and window offset from k, image and output pixel from n: constant divisions; the pixel part is
+//! loop-invariant per thread) and copies it with a 4-byte `cp.async` (TF32) or the scalar loader
+//! (bf16/f16), zero where the tap falls into the padding (the `im2col` module). The epilogue is
+//! unchanged: the convolution's bias, batch norm, residual and activation stored NCHW.
 //!
 //! # Epilogue
 //!
@@ -140,38 +157,101 @@ impl MmaTile {
     }
 }
 
+/// The operand format of the template.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Elem {
+    /// bf16/f16: `mma.sync` m16n8k16, fragments through `ldmatrix`.
+    Half,
+    /// f32 operands rounded to TF32 as fragments are read (`cvt.rna.tf32.f32`), `mma.sync`
+    /// m16n8k8: where the product allows TF32 ([`MatmulBody::tf32`]).
+    Tf32,
+}
+
+impl Elem {
+    fn of(mm: &MatmulBody) -> Elem {
+        if mm.in_dtype == DType::F32 { Elem::Tf32 } else { Elem::Half }
+    }
+
+    /// Bytes per element.
+    fn bytes(self) -> u32 {
+        match self {
+            Elem::Half => 2,
+            Elem::Tf32 => 4,
+        }
+    }
+
+    /// Elements per 16-byte copy.
+    fn per_copy(self) -> usize {
+        16 / self.bytes() as usize
+    }
+
+    /// Padding of a shared-tile row, elements: 16 bytes for 16-bit operands (eight `ldmatrix`
+    /// rows in eight bank groups); for TF32, whose fragments are read element by element (lane
+    /// `(g, t)` reads row `g`, column `t` of a k-major tile, or row `t`, column `g` of a k-minor
+    /// one), 4 elements k-major and 8 k-minor, which put the 32 lanes in 32 banks.
+    fn pad(self, kmajor: bool) -> u32 {
+        match (self, kmajor) {
+            (Elem::Half, _) | (Elem::Tf32, false) => 8,
+            (Elem::Tf32, true) => 4,
+        }
+    }
+}
+
+/// How an operand's elements reach shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Loader {
+    /// 16-byte `cp.async` copies (contiguous, aligned operands).
+    Vector,
+    /// One 4-byte `cp.async` per element (f32 operands the 16-byte copy cannot take: odd strides
+    /// and implicit im2col operands), asynchronous as the vector copies.
+    Async4,
+    /// Loaded and stored by the thread, synchronously (16-bit operands the vector copy cannot take).
+    Scalar,
+}
+
 /// Where an operand lives in shared memory and how it gets there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct OpPlan {
     /// k is the contiguous dimension of the shared tile (`[rows][bk]`), else `[bk][rows]`.
     pub(super) kmajor: bool,
-    /// 16-byte `cp.async` copies (else element by element).
-    pub(super) vector: bool,
+    /// The copy.
+    pub(super) loader: Loader,
+    /// The operand format.
+    pub(super) elem: Elem,
 }
 
 impl OpPlan {
     /// The plan of operand `op` whose non-k extent is `ext` with strides `s_ext` (along that
-    /// dimension) and `s_k` (along k).
-    fn new(op: &MatOperand, batch: usize, ext: usize, kd: usize, s_ext: usize, s_k: usize) -> OpPlan {
+    /// dimension) and `s_k` (along k). An implicit im2col operand (B) is k-minor: its columns
+    /// follow the output pixels, contiguous (stride 1 convolutions) along each output row.
+    fn new(op: &MatOperand, elem: Elem, batch: usize, ext: usize, kd: usize, s_ext: usize, s_k: usize) -> OpPlan {
+        let fallback = if elem == Elem::Tf32 { Loader::Async4 } else { Loader::Scalar };
+        if op.im2col.is_some() {
+            return OpPlan { kmajor: false, loader: fallback, elem };
+        }
         let kmajor = s_k == 1 || s_ext != 1;
         let (contig, other, other_ext) = if kmajor { (s_k, s_ext, ext) } else { (s_ext, s_k, kd) };
-        let aligned = |s: usize, e: usize| e <= 1 || s.is_multiple_of(8);
+        let w = elem.per_copy();
+        let aligned = |s: usize, e: usize| e <= 1 || s.is_multiple_of(w);
         let vector =
-            contig == 1 && aligned(other, other_ext) && aligned(op.s_batch, batch) && op.offset.is_multiple_of(8);
-        OpPlan { kmajor, vector }
+            contig == 1 && aligned(other, other_ext) && aligned(op.s_batch, batch) && op.offset.is_multiple_of(w);
+        OpPlan { kmajor, loader: if vector { Loader::Vector } else { fallback }, elem }
     }
 
     /// Shared-tile rows and row length (elements, padding included) for `rows` operand rows.
     fn dims(&self, rows: u32, bk: u32) -> (u32, u32) {
-        if self.kmajor { (rows, bk + 8) } else { (bk, rows + 8) }
+        let pad = self.elem.pad(self.kmajor);
+        if self.kmajor { (rows, bk + pad) } else { (bk, rows + pad) }
     }
 
     fn describe(&self) -> &'static str {
-        match (self.kmajor, self.vector) {
-            (true, true) => "k-major, cp.async",
-            (true, false) => "k-major, scalar loads",
-            (false, true) => "k-minor, cp.async",
-            (false, false) => "k-minor, scalar loads",
+        match (self.kmajor, self.loader) {
+            (true, Loader::Vector) => "k-major, cp.async",
+            (true, Loader::Async4) => "k-major, 4-byte cp.async",
+            (true, Loader::Scalar) => "k-major, scalar loads",
+            (false, Loader::Vector) => "k-minor, cp.async",
+            (false, Loader::Async4) => "k-minor, 4-byte cp.async",
+            (false, Loader::Scalar) => "k-minor, scalar loads",
         }
     }
 }
@@ -180,26 +260,30 @@ impl OpPlan {
 fn stage_bytes(t: &MmaTile, a: OpPlan, b: OpPlan) -> u32 {
     let (ar, ac) = a.dims(t.bm, t.bk);
     let (br, bc) = b.dims(t.bn, t.bk);
-    2 * (ar * ac + br * bc)
+    a.elem.bytes() * (ar * ac + br * bc)
 }
 
 /// Whether the tensor-core template applies to `mm` on this device: `Err` says why not.
 pub fn mma_applies(mm: &MatmulBody, caps: &CudaCaps) -> Result<(), String> {
-    if !matches!(mm.in_dtype, DType::BF16 | DType::F16) || mm.acc_dtype != DType::F32 {
+    let tf32 = mm.in_dtype == DType::F32 && mm.tf32;
+    if !(matches!(mm.in_dtype, DType::BF16 | DType::F16) || tf32) || mm.acc_dtype != DType::F32 {
+        let why = if mm.in_dtype == DType::F32 { ", f32 only where TF32 is allowed" } else { "" };
         return Err(format!(
-            "operands {} accumulating in {} (tensor cores take bf16/f16 into f32)",
+            "operands {} accumulating in {} (tensor cores take bf16/f16 into f32{why})",
             mm.in_dtype, mm.acc_dtype
         ));
     }
     if caps.sm.0 < 8 {
-        return Err(format!("sm_{}{} has no mma.sync m16n8k16 (sm_80+)", caps.sm.0, caps.sm.1));
+        let inst = if tf32 { "m16n8k8 (TF32)" } else { "m16n8k16" };
+        return Err(format!("sm_{}{} has no mma.sync {inst} (sm_80+)", caps.sm.0, caps.sm.1));
     }
     Ok(())
 }
 
 pub(super) fn plans(mm: &MatmulBody) -> (OpPlan, OpPlan) {
-    let a = OpPlan::new(&mm.a, mm.batch, mm.m, mm.k, mm.a.s_row, mm.a.s_col);
-    let b = OpPlan::new(&mm.b, mm.batch, mm.n, mm.k, mm.b.s_col, mm.b.s_row);
+    let e = Elem::of(mm);
+    let a = OpPlan::new(&mm.a, e, mm.batch, mm.m, mm.k, mm.a.s_row, mm.a.s_col);
+    let b = OpPlan::new(&mm.b, e, mm.batch, mm.n, mm.k, mm.b.s_col, mm.b.s_row);
     (a, b)
 }
 
@@ -244,17 +328,27 @@ pub fn check_mma(t: &MmaTile, caps: &CudaCaps, mm: &MatmulBody) -> Result<(), St
 }
 
 /// The default tile: the largest candidate whose grid still gives every SM a block (`wgmma` tiles
-/// first where they apply), else [`MmaTile::SMALL`].
+/// first where they apply: 16-bit operands on sm_90a, wasting at most a fifth of the tile past
+/// the edges), else [`MmaTile::SMALL`].
+///
+/// TF32 (f32 operands, twice the bytes) takes the same shapes with half the depth (`bk` 32), so a
+/// stage holds the bytes of the 16-bit tile's and two blocks still fit an SM; and for products of
+/// at most 64 rows (ResNet's 64-channel convolutions) a 64-row tile first, where a 128-row one
+/// would multiply as many padded zero rows as real ones. (Unmeasured choices, written before the
+/// first device run: the 16-bit defaults are the measured ones and stay as they were.)
 pub(super) fn default_mma(mm: &MatmulBody, caps: &CudaCaps) -> MmaTile {
+    let tf32 = Elem::of(mm) == Elem::Tf32;
+    let half_k = |t: MmaTile| if tf32 { MmaTile { bk: t.bk.min(32), ..t } } else { t };
     // Tiles past the edge compute zeros: a `wgmma` tile must not waste more than a fifth.
-    let fits = |t: &MmaTile| {
-        let snug =
-            |ext: usize, tile: u32| 4 * (ext as u64).div_ceil(u64::from(tile)) * u64::from(tile) <= 5 * ext as u64;
-        t.engine == MmaEngine::MmaSync || (snug(mm.m, t.bm) && snug(mm.n, t.bn))
-    };
-    for t in MmaTile::WGMMA_DEFAULTS.into_iter().chain([MmaTile::LARGE, MmaTile::MEDIUM]) {
-        if tile_blocks(mm, t.bm, t.bn) >= u64::from(caps.sm_count.max(1)) && fits(&t) && check_mma(&t, caps, mm).is_ok()
-        {
+    let snug = |ext: usize, tile: u32| 4 * (ext as u64).div_ceil(u64::from(tile)) * u64::from(tile) <= 5 * ext as u64;
+    let mut order: Vec<MmaTile> =
+        MmaTile::WGMMA_DEFAULTS.into_iter().filter(|t| snug(mm.m, t.bm) && snug(mm.n, t.bn)).collect();
+    if tf32 && mm.m <= 64 {
+        order.push(MmaTile { bm: 64, bn: 128, bk: 32, warps_m: 2, warps_n: 2, stages: 3, engine: MmaEngine::MmaSync });
+    }
+    order.extend([MmaTile::LARGE, MmaTile::MEDIUM].map(half_k));
+    for t in order {
+        if tile_blocks(mm, t.bm, t.bn) >= u64::from(caps.sm_count.max(1)) && check_mma(&t, caps, mm).is_ok() {
             return t;
         }
     }
@@ -293,9 +387,15 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     let stage = stage_bytes(&tile, pa, pb);
     let shared = stage * stages;
     let strategy = format!("mma {bm}x{bn}x{bk} w{warps_m}x{} s{stages}", tile.warps_n);
+    let elem = pa.elem;
+    let inst = match elem {
+        Elem::Half => "mma.sync m16n8k16",
+        Elem::Tf32 => "TF32 mma.sync m16n8k8",
+    };
+    let implicit = if mm.b.im2col.is_some() { ", B the implicit im2col view" } else { "" };
     let summary = format!(
-        "tensor-core matmul batch {batch} x m {m} x n {n} x k {kd} ({} -> f32, mma.sync m16n8k16), tile {bm}x{bn}x{bk}, \
-         {} warps of {wm}x{wn}, {stages} stages ({shared} bytes), A {}, B {}, {blocks} blocks",
+        "tensor-core matmul batch {batch} x m {m} x n {n} x k {kd} ({} -> f32, {inst}), tile {bm}x{bn}x{bk}, \
+         {} warps of {wm}x{wn}, {stages} stages ({shared} bytes), A {}, B {}{implicit}, {blocks} blocks",
         mm.in_dtype,
         threads / 32,
         pa.describe(),
@@ -305,7 +405,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
         Ok(b) => b,
         Err(empty) => return Ok(empty),
     };
-    em.h.need(H::Mma);
+    em.h.need(if elem == Elem::Tf32 { H::MmaTf32 } else { H::Mma });
     em.line(format!("// {}", body.summary));
     em.line("extern __shared__ __align__(128) unsigned char smem[];");
     // Block order: groups of GROUP_M tile rows, column-major inside a group, batch outermost.
@@ -326,7 +426,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     emit_operand_bases(em, mm);
     let a_stage = {
         let (r, c) = pa.dims(bm, bk);
-        r * c * 2
+        r * c * elem.bytes()
     };
     em.line("const unsigned s_base = (unsigned)__cvta_generic_to_shared(smem);");
     em.line(format!("// stage s: A at s * {stage}, B at s * {stage} + {a_stage} (bytes)"));
@@ -362,6 +462,24 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     em.close();
     em.line(format!("const unsigned sa = s_base + kt % {stages}u * {stage}u;"));
     em.line(format!("const unsigned sb = sa + {a_stage}u;"));
+    match elem {
+        Elem::Half => half_fragments(em, &tile, (pa, pb), mm.in_dtype),
+        Elem::Tf32 => tf32_fragments(em, &tile, (pa, pb)),
+    }
+    em.close();
+    em.line("sinter_cp_async_wait<0>();");
+
+    let mfrag = Frag { mi, nj, row0: "m0 + wm0".into(), col0: "n0 + wn0".into(), acc: "acc[i][j][h * 2u + c]".into() };
+    epilogue(em, mm, (bm, bn), &mfrag)?;
+    Ok(body)
+}
+
+/// The inner loop over one pipeline step of bf16/f16 operands: `ldmatrix` fragments (`.trans` for
+/// k-minor tiles) and m16n8k16 products.
+fn half_fragments(em: &mut Emitter<'_>, tile: &MmaTile, (pa, pb): (OpPlan, OpPlan), in_dtype: DType) {
+    let MmaTile { bm, bn, bk, .. } = *tile;
+    let (wm, wn) = tile.warp_tile();
+    let (mi, nj) = (wm / 16, wn / 8);
     em.line("const unsigned mat = lane / 8u, r8 = lane % 8u;");
     em.line("#pragma unroll");
     em.open(format!("for (unsigned kk = 0; kk < {}u; ++kk)", bk / 16));
@@ -396,7 +514,52 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     em.line("fb[2u * j][0] = r[0]; fb[2u * j][1] = r[1];");
     em.line("fb[2u * j + 1u][0] = r[2]; fb[2u * j + 1u][1] = r[3];");
     em.close();
-    let mma = if mm.in_dtype == DType::BF16 { "sinter_mma<false>" } else { "sinter_mma<true>" };
+    let mma = if in_dtype == DType::BF16 { "sinter_mma<false>" } else { "sinter_mma<true>" };
+    products(em, mi, nj, mma);
+    em.close();
+}
+
+/// The inner loop over one pipeline step of f32 operands in TF32: lane `(g, t)` reads its
+/// m16n8k8 fragment elements from shared memory one by one (A: rows `g`, `g + 8`, columns `t`,
+/// `t + 4`; B: rows `t`, `t + 4`, column `g`), each rounded to TF32 (`cvt.rna`), then the
+/// products.
+fn tf32_fragments(em: &mut Emitter<'_>, tile: &MmaTile, (pa, pb): (OpPlan, OpPlan)) {
+    let MmaTile { bm, bn, bk, .. } = *tile;
+    let (wm, wn) = tile.warp_tile();
+    let (mi, nj) = (wm / 16, wn / 8);
+    // Element (r, c) of a shared tile: (rows, k) as stored, k-major or not.
+    let at = |base: &str, plan: OpPlan, row_len: u32, r: &str, c: &str| {
+        let (x, y) = if plan.kmajor { (r, c) } else { (c, r) };
+        format!("sinter_lds_tf32({base} + (({x}) * {row_len}u + {y}) * 4u)")
+    };
+    em.line("const unsigned fg = lane / 4u, ft = lane % 4u;");
+    em.line("#pragma unroll 2");
+    em.open(format!("for (unsigned kk = 0; kk < {}u; ++kk)", bk / 8));
+    em.line(format!("unsigned fa[{mi}][4];"));
+    em.line(format!("unsigned fb[{nj}][2];"));
+    em.line("const unsigned fk = kk * 8u + ft;");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+    em.line("const unsigned fm = wm0 + i * 16u + fg;");
+    let (_, a_row) = pa.dims(bm, bk);
+    for (q, r, c) in [(0, "fm", "fk"), (1, "fm + 8u", "fk"), (2, "fm", "fk + 4u"), (3, "fm + 8u", "fk + 4u")] {
+        em.line(format!("fa[i][{q}] = {};", at("sa", pa, a_row, r, c)));
+    }
+    em.close();
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {nj}u; ++j)"));
+    em.line("const unsigned fn = wn0 + j * 8u + fg;");
+    let (_, b_row) = pb.dims(bn, bk);
+    for (q, k) in [(0, "fk"), (1, "fk + 4u")] {
+        em.line(format!("fb[j][{q}] = {};", at("sb", pb, b_row, "fn", k)));
+    }
+    em.close();
+    products(em, mi, nj, "sinter_mma_tf32");
+    em.close();
+}
+
+/// `mma(acc[i][j], fa[i], fb[j])` over the warp's fragments.
+fn products(em: &mut Emitter<'_>, mi: u32, nj: u32, mma: &str) {
     em.line("#pragma unroll");
     em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
     em.line("#pragma unroll");
@@ -404,13 +567,6 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     em.line(format!("{mma}(acc[i][j], fa[i], fb[j][0], fb[j][1]);"));
     em.close();
     em.close();
-    em.close();
-    em.close();
-    em.line("sinter_cp_async_wait<0>();");
-
-    let mfrag = Frag { mi, nj, row0: "m0 + wm0".into(), col0: "n0 + wn0".into(), acc: "acc[i][j][h * 2u + c]".into() };
-    epilogue(em, mm, (bm, bn), &mfrag)?;
-    Ok(body)
 }
 
 /// Copies step `kstep` (k offset `kstep * bk`) of both operands into stage `slot`.
@@ -424,9 +580,10 @@ fn load_stage(
 ) -> Result<(), RenderError> {
     let threads = t.threads();
     let stage = stage_bytes(t, pa, pb);
+    let bytes = pa.elem.bytes();
     let a_stage = {
         let (r, c) = pa.dims(t.bm, t.bk);
-        r * c * 2
+        r * c * bytes
     };
     em.open("");
     em.line(format!("const unsigned k0 = {kstep} * {}u;", t.bk));
@@ -435,19 +592,29 @@ fn load_stage(
         let (rows, ext, origin, s_r, s_k) =
             if which == "a" { (t.bm, mm.m, "m0", op.s_row, op.s_col) } else { (t.bn, mm.n, "n0", op.s_col, op.s_row) };
         let (srows, srow_len) = plan.dims(rows, t.bk);
-        let cols = srow_len - 8;
+        let cols = srow_len - plan.elem.pad(plan.kmajor);
         let dst = if which == "a" { "st".to_string() } else { format!("st + {a_stage}u") };
         let oty = op_ity(em, op);
-        let per = if plan.vector { 8 } else { 1 };
+        let vector = plan.loader == Loader::Vector;
+        let per = if vector { plan.elem.per_copy() as u32 } else { 1 };
         let units = srows * cols / per;
         let iters = units.div_ceil(threads);
         em.line(format!(
             "// {} tile: {srows} x {cols} elements, {units} {} over {threads} threads",
             which.to_uppercase(),
-            if plan.vector { "16-byte copies" } else { "elements" }
+            match plan.loader {
+                Loader::Vector => "16-byte copies",
+                Loader::Async4 => "4-byte copies",
+                Loader::Scalar => "elements",
+            }
         ));
-        // The scalar loader stays a loop: unrolled, its addresses cost the accumulators registers.
-        em.line(if plan.vector { "#pragma unroll" } else { "#pragma unroll 1" });
+        // The scalar loader stays a loop: unrolled, its addresses cost the accumulators registers;
+        // the 4-byte copies are unrolled by 4 (independent copies in flight, few addresses live).
+        em.line(match plan.loader {
+            Loader::Vector => "#pragma unroll",
+            Loader::Async4 => "#pragma unroll 4",
+            Loader::Scalar => "#pragma unroll 1",
+        });
         em.open(format!("for (unsigned l = 0; l < {iters}u; ++l)"));
         em.line(format!("const unsigned e = tid + l * {threads}u;"));
         if !units.is_multiple_of(threads) {
@@ -459,16 +626,29 @@ fn load_stage(
         let (gr, gk) = if plan.kmajor { ("sr", "sc") } else { ("sc", "sr") };
         em.line(format!("const unsigned gr = {origin} + {gr}; // {}", if which == "a" { "m" } else { "n" }));
         em.line(format!("const unsigned gk = k0 + {gk};"));
-        let addr = address(oty, &format!("{which}_base"), ("gr", s_r), ("gk", s_k));
-        let sdst = format!("{dst} + (sr * {srow_len}u + sc) * 2u");
-        if plan.vector {
+        let base = format!("{which}_base");
+        let (addr, inside) = if op.im2col.is_some() {
+            super::im2col::tap(em, oty, op, &base, "gk", "gr")
+        } else {
+            (address(oty, &base, ("gr", s_r), ("gk", s_k)), None)
+        };
+        let inside = inside.map_or(String::new(), |c| format!(" && {c}"));
+        let sdst = format!("{dst} + (sr * {srow_len}u + sc) * {bytes}u");
+        if vector {
             // Valid elements of the 8 along the contiguous dimension, 0 when the other is out.
+            let w = plan.elem.per_copy();
             let (cv, ce, ov, oe) = if plan.kmajor { ("gk", mm.k, "gr", ext) } else { ("gr", ext, "gk", mm.k) };
-            em.line(format!("const unsigned valid = {ov} < {oe}u && {cv} < {ce}u ? min({ce}u - {cv}, 8u) * 2u : 0u;"));
+            em.line(format!(
+                "const unsigned valid = {ov} < {oe}u && {cv} < {ce}u ? min({ce}u - {cv}, {w}u) * {bytes}u : 0u;"
+            ));
             em.line(format!("const {oty} off = valid ? {addr} : {};", lit(oty, 0)));
             em.line(format!("sinter_cp_async16({sdst}, &a{}[off], valid);", op.arg));
+        } else if plan.loader == Loader::Async4 {
+            em.line(format!("const bool in = gr < {ext}u && gk < {}u{inside};", mm.k));
+            em.line(format!("const {oty} off = in ? {addr} : {};", lit(oty, 0)));
+            em.line(format!("sinter_cp_async4({sdst}, &a{}[off], in ? 4u : 0u);", op.arg));
         } else {
-            em.line(format!("const bool in = gr < {ext}u && gk < {}u;", mm.k));
+            em.line(format!("const bool in = gr < {ext}u && gk < {}u{inside};", mm.k));
             em.line(format!(
                 "const unsigned short x = in ? reinterpret_cast<const unsigned short*>(a{})[{addr}] : (unsigned short)0;",
                 op.arg

@@ -39,7 +39,7 @@ use sinter_core::kernel::MatmulBody;
 
 use super::emit::Emitter;
 use super::matmul::{address, emit_operand_bases, lit, op_ity, tile_blocks};
-use super::mma::{Frag, GROUP_M, MmaEngine, MmaTile, OpPlan, epilogue, plans};
+use super::mma::{Elem, Frag, GROUP_M, Loader, MmaEngine, MmaTile, OpPlan, epilogue, plans};
 use super::prelude::{H, wgmma_name};
 use super::{Body, CudaCaps, RenderError, Tuning};
 
@@ -74,8 +74,13 @@ pub(super) fn check(t: &MmaTile, caps: &CudaCaps, mm: &MatmulBody) -> Result<(),
         return Err(format!("tile {t:?}: 3 to 8 stages (copies run stages - 2 steps ahead)"));
     }
     let (pa, pb) = plans(mm);
-    if !pa.vector || !pb.vector {
-        return Err("operands not in the 16-byte cp.async layout (odd strides or offsets)".into());
+    if pa.elem != Elem::Half {
+        return Err(format!("{} operands (wgmma tiles take bf16/f16; TF32 runs on mma.sync)", mm.in_dtype));
+    }
+    if pa.loader != Loader::Vector || pb.loader != Loader::Vector {
+        return Err(
+            "operands not in the 16-byte cp.async layout (odd strides or offsets, or an implicit im2col view)".into()
+        );
     }
     if !pa.kmajor {
         return Err("A is not k-major (a transposed A needs the descriptor's transpose bit)".into());

@@ -20,7 +20,9 @@
 //!   (`ThreadPerRow`). Sequential reductions, `Acc(k)` visible to later ones and to the element
 //!   stores; row stores once per row.
 //! * **Matmul**: bf16/f16 operands with f32 accumulation on tensor cores (`mma.sync` m16n8k16, a
-//!   multi-stage `cp.async` pipeline, [`MmaTile`]; the `mma` module); every other dtype on a
+//!   multi-stage `cp.async` pipeline, [`MmaTile`]; the `mma` module), and f32 operands there too
+//!   where the product allows TF32 (m16n8k8); implicit im2col operands (convolutions) read tap by
+//!   tap in either template's loader (the `im2col` module); every other dtype on a
 //!   shared-memory tiled CUDA-core kernel with register blocking ([`MatmulTile`]); operands read
 //!   through their strides with zero fill at the edges, then the epilogue per output element.
 //! * **Attention**: FlashAttention-2 on tensor cores for bf16/f16 (`mma.sync`, a `cp.async` K/V
@@ -58,6 +60,7 @@ mod attention_rows;
 mod attention_tc;
 mod attention_wgmma;
 mod emit;
+mod im2col;
 mod index;
 mod matmul;
 mod mma;

@@ -142,6 +142,9 @@ pub(crate) enum H {
     ArgMinBetter,
     /// Tensor-core primitives (sm_80+): `cp.async` with zero fill, `ldmatrix`, `mma.sync` m16n8k16.
     Mma,
+    /// TF32 tensor-core primitives (sm_80+): 4-byte `cp.async` with zero fill, a shared f32 load
+    /// rounded to TF32 (`cvt.rna.tf32.f32`), `mma.sync` m16n8k8 with f32 accumulators.
+    MmaTf32,
     /// Hopper warpgroup primitives (sm_90a): the 128-byte swizzle, shared-memory matrix
     /// descriptors, `wgmma` fences, commit and wait, the async-proxy fence.
     Wgmma,
@@ -197,6 +200,7 @@ fn deps(h: H) -> Vec<H> {
         H::ToU64(f) => vec![H::ToI64(f)],
         H::ModFloor(i) => vec![H::Rem(i)],
         H::WgmmaMma { .. } => vec![H::Wgmma],
+        H::MmaTf32 => vec![H::Mma],
         _ => vec![],
     }
 }
@@ -206,6 +210,7 @@ const PRE: &str = "static __device__ __forceinline__";
 fn body(h: H) -> String {
     match h {
         H::Mma => MMA.into(),
+        H::MmaTf32 => MMA_TF32.into(),
         H::Wgmma => WGMMA.into(),
         H::WgmmaMma { n, rs, trans_b, f16 } => wgmma_mma(n, rs, trans_b, f16),
         H::Vec => "// N consecutive elements of T as one aligned access (16-byte vector loads and stores)
@@ -467,6 +472,28 @@ static __device__ __forceinline__ void sinter_mma(float (&c)[4], const unsigned 
                      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
     }
+}
+"#;
+
+/// The TF32 primitives of the `mma` template (f32 operands where the product allows TF32).
+const MMA_TF32: &str = r#"// 4 bytes global -> shared without passing through registers; zero when src_bytes is 0
+template <typename T>
+static __device__ __forceinline__ void sinter_cp_async4(unsigned dst, const T* src, unsigned src_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+// an f32 from shared memory rounded to TF32 (nearest, ties away: cvt.rna), as an mma operand
+static __device__ __forceinline__ unsigned sinter_lds_tf32(unsigned addr) {
+    float x;
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(x) : "r"(addr) : "memory");
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+}
+// c += a (16x8, row) * b (8x8, col) in TF32 with f32 accumulators
+static __device__ __forceinline__ void sinter_mma_tf32(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 "#;
 

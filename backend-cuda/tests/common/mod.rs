@@ -18,12 +18,19 @@ pub fn cuda_caps() -> Capabilities {
     Capabilities { backend: "cuda".into(), compute_units: 132, ..Capabilities::host() }
 }
 
-/// A built-in workload at the reduced scale, through the default passes and the scheduler
-/// (validated by the kernel-IR interpreter's checks).
+/// The scheduler options of the CUDA backend on an H100 (its cost model, implicit GEMM on, PyTorch's
+/// TF32 defaults), independent of the environment.
+pub fn cuda_options() -> ScheduleOptions {
+    let cm = sinter_cuda::cost::CudaCostModel { implicit_gemm: true, ..sinter_cuda::cost::CudaCostModel::new((9, 0)) };
+    ScheduleOptions { cost_model: std::sync::Arc::new(cm), ..ScheduleOptions::default() }
+}
+
+/// A built-in workload at the reduced scale, through the default passes and the scheduler with the
+/// CUDA backend's options ([`cuda_options`]) (validated by the kernel-IR interpreter's checks).
 pub fn scheduled(w: &Workload) -> Program {
     let g = w.build(Scale::Reduced).unwrap_or_else(|e| panic!("{}: build: {e}", w.name));
     let g = sinter_core::passes::optimize(&g).unwrap_or_else(|e| panic!("{}: passes: {e}", w.name));
-    let p = schedule(&g, &cuda_caps(), &ScheduleOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", w.name));
+    let p = schedule(&g, &cuda_caps(), &cuda_options()).unwrap_or_else(|e| panic!("{}: {e}", w.name));
     sinter_core::kernel::interp::validate(&p).unwrap_or_else(|e| panic!("{}: invalid program: {e}", w.name));
     p
 }
@@ -340,14 +347,14 @@ pub fn matmul_layout(batch: usize, m: usize, n: usize, k: usize, d: DType, acc: 
     let out = Index::var(Var::Batch).mul((m * n) as i64).add(Index::var(Var::M).mul(n as i64)).add(Index::var(Var::N));
     let s_batch = ar * (ac + pad);
     let aop = if a_t {
-        MatOperand { arg: aa, offset: pad, s_batch, s_row: 1, s_col: m + pad }
+        MatOperand { arg: aa, offset: pad, s_batch, s_row: 1, s_col: m + pad, im2col: None }
     } else {
-        MatOperand { arg: aa, offset: pad, s_batch, s_row: k + pad, s_col: 1 }
+        MatOperand { arg: aa, offset: pad, s_batch, s_row: k + pad, s_col: 1, im2col: None }
     };
     let bop = if b_t {
-        MatOperand { arg: ab, offset: pad, s_batch: 0, s_row: 1, s_col: k + pad }
+        MatOperand { arg: ab, offset: pad, s_batch: 0, s_row: 1, s_col: k + pad, im2col: None }
     } else {
-        MatOperand { arg: ab, offset: pad, s_batch: 0, s_row: n + pad, s_col: 1 }
+        MatOperand { arg: ab, offset: pad, s_batch: 0, s_row: n + pad, s_col: 1, im2col: None }
     };
     p.kernel(kb.matmul(MatmulBody {
         batch,
@@ -358,6 +365,7 @@ pub fn matmul_layout(batch: usize, m: usize, n: usize, k: usize, d: DType, acc: 
         b: bop,
         in_dtype: d,
         acc_dtype: acc,
+        tf32: false,
         stores: vec![st(ay, out, rd)],
     }));
     p.build_checked()

@@ -109,6 +109,13 @@ pub(super) fn render(
     caps: &WgslCaps,
     tuning: &Tuning,
 ) -> Result<Body, RenderError> {
+    if mm.a.im2col.is_some() || mm.b.im2col.is_some() {
+        // The WGSL cost model never asks for one (`WgslCostModel::conv_implicit`).
+        return Err(RenderError::Unsupported {
+            kernel: em.k.name.clone(),
+            what: "an implicit im2col matmul operand (WGSL renders convolutions through an im2col buffer)".into(),
+        });
+    }
     if super::coop::eligible(mm, caps, tuning) {
         return super::coop::render(em, mm, caps, tuning);
     }

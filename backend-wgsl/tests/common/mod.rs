@@ -150,19 +150,20 @@ pub fn matmul_bias_relu(m: usize, n: usize, k: usize, d: DType, b_t: bool) -> Pr
     let rd = kb.e(Expr::Cast(r), d);
     let out = Index::var(Var::M).mul(n as i64).add(Index::var(Var::N));
     let bop = if b_t {
-        MatOperand { arg: ab, offset: 0, s_batch: 0, s_row: 1, s_col: k }
+        MatOperand { arg: ab, offset: 0, s_batch: 0, s_row: 1, s_col: k, im2col: None }
     } else {
-        MatOperand { arg: ab, offset: 0, s_batch: 0, s_row: n, s_col: 1 }
+        MatOperand { arg: ab, offset: 0, s_batch: 0, s_row: n, s_col: 1, im2col: None }
     };
     p.kernel(kb.matmul(MatmulBody {
         batch: 1,
         m,
         n,
         k,
-        a: MatOperand { arg: aa, offset: 0, s_batch: 0, s_row: k, s_col: 1 },
+        a: MatOperand { arg: aa, offset: 0, s_batch: 0, s_row: k, s_col: 1, im2col: None },
         b: bop,
         in_dtype: d,
         acc_dtype: DType::F32,
+        tf32: false,
         stores: vec![st(ay, out, rd)],
     }));
     p.build()

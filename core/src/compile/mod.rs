@@ -35,7 +35,7 @@ use crate::kernel::Program;
 use crate::partition;
 pub use crate::partition::GraphBreak;
 use crate::passes::Precision;
-use crate::schedule::{ScheduleOptions, schedule};
+use crate::schedule::{AllowTf32, ScheduleOptions, schedule};
 use crate::tensor::HostTensor;
 use crate::trace::AsGraph;
 use serde::{Deserialize, Serialize};
@@ -94,10 +94,13 @@ pub struct CompileOptions {
     /// refuses) run on the CPU reference and the rest is compiled ([`crate::partition`]); off, such
     /// a graph fails to compile with the backend's error. Part of the program cache key.
     pub graph_breaks: bool,
+    /// Where f32 contractions may run in TF32 (PyTorch's `allow_tf32`: convolutions on,
+    /// matmuls off by default; see [`AllowTf32`]). Part of the program cache key.
+    pub tf32: AllowTf32,
 }
 
 impl Default for CompileOptions {
-    /// Mode default, fusion on, f32, 8 recompiles, the cache at `SINTER_CACHE_DIR` or
+    /// Mode default, fusion on, f32, TF32 for convolutions only, 8 recompiles, the cache at `SINTER_CACHE_DIR` or
     /// `~/.cache/sinter` (unless `SINTER_CACHE=0`), artifacts at `SINTER_DEBUG` if set.
     fn default() -> CompileOptions {
         CompileOptions {
@@ -108,6 +111,7 @@ impl Default for CompileOptions {
             debug_dir: std::env::var_os("SINTER_DEBUG").filter(|v| !v.is_empty()).map(PathBuf::from),
             precision: Precision::F32,
             graph_breaks: true,
+            tf32: AllowTf32::default(),
         }
     }
 }
@@ -447,6 +451,7 @@ impl CompiledGraph {
         let sched = ScheduleOptions {
             fusion: self.opts.fusion,
             cost_model: self.backend.cost_model(),
+            tf32: self.opts.tf32,
             ..ScheduleOptions::default()
         };
         let program = schedule(g, self.backend.caps(), &sched)?;
@@ -501,8 +506,8 @@ impl CompiledGraph {
         h.update(serde_json::to_string(self.backend.caps()).unwrap_or_default().as_bytes());
         h.update(
             format!(
-                "{:?} fusion={} precision={} graph_breaks={}",
-                self.opts.mode, self.opts.fusion, self.opts.precision, self.opts.graph_breaks
+                "{:?} fusion={} precision={} graph_breaks={} tf32={}",
+                self.opts.mode, self.opts.fusion, self.opts.precision, self.opts.graph_breaks, self.opts.tf32
             )
             .as_bytes(),
         );

@@ -7,7 +7,9 @@
 //!   integers wrap to their dtype after every operation (u64 held as its bit pattern). A cast to
 //!   f16/bf16, a literal of f16/bf16, and a store into an f16/bf16 buffer, round to that precision.
 //! * Reductions accumulate in [`Reduction::dtype`] in order of [`Var::Red`]; matmuls accumulate in
-//!   [`MatmulBody::acc_dtype`] in order of `k`, each step a fused multiply-add.
+//!   [`MatmulBody::acc_dtype`] in order of `k`, each step a fused multiply-add (an im2col tap in the
+//!   padding adds nothing: its product is an exact 0). [`MatmulBody::tf32`] is ignored: the
+//!   interpreter computes f32 products exactly, as the property allows.
 //! * Intermediate buffers live in the slots of the program's [`MemoryPlan`](super::MemoryPlan), so a wrong plan
 //!   corrupts results; slots and output buffers start poisoned (all bytes `0xFF`: NaN for
 //!   floats, all ones for integers), so a missing store shows.
@@ -332,9 +334,17 @@ fn validate_kernel(p: &Program, k: &Kernel) -> Result<(), String> {
                     return Err(format!("matmul operand {name} must read {} data", m.in_dtype));
                 }
                 let (rows, cols) = if name == "a" { (m.m, m.k) } else { (m.k, m.n) };
-                if !operand_in_range(o, m.batch, rows, cols, a.numel) {
-                    return Err(format!("matmul operand {name} reads past its {} elements", a.numel));
+                match &o.im2col {
+                    Some(_) if name == "a" => return Err("matmul operand a has the im2col form (B only)".into()),
+                    Some(w) => w.check(o, m.batch, m.k, m.n, a.numel).map_err(|e| format!("matmul operand b: {e}"))?,
+                    None if !operand_in_range(o, m.batch, rows, cols, a.numel) => {
+                        return Err(format!("matmul operand {name} reads past its {} elements", a.numel));
+                    }
+                    None => {}
                 }
+            }
+            if m.tf32 && (m.in_dtype != DType::F32 || m.acc_dtype != DType::F32) {
+                return Err(format!("tf32 set on a {} product accumulating in {}", m.in_dtype, m.acc_dtype));
             }
             for s in &m.stores {
                 check_store(s, "matmul", false)?;
@@ -699,8 +709,8 @@ fn run_matmul(run: &mut Run, m: &MatmulBody, mem: &mut Memory) -> Result<(), Str
             for j in 0..m.n {
                 let mut acc = if float { Val::F(0.0) } else { Val::I(0) };
                 for p in 0..m.k {
-                    let ia = m.a.offset + b * m.a.s_batch + i * m.a.s_row + p * m.a.s_col;
-                    let ib = m.b.offset + b * m.b.s_batch + p * m.b.s_row + j * m.b.s_col;
+                    // `None`: an im2col tap in the padding, 0 (the product adds nothing).
+                    let (Some(ia), Some(ib)) = (m.a.at(b, i, p), m.b.at(b, p, j)) else { continue };
                     if ia >= aa.numel || ib >= ba.numel {
                         return Err(format!("matmul reads outside its operands ({ia}, {ib})"));
                     }

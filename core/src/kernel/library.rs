@@ -47,6 +47,8 @@ pub struct LibraryGemm {
     pub bias: Option<usize>,
     /// ReLU after the bias.
     pub relu: bool,
+    /// The product may run in TF32 ([`super::MatmulBody::tf32`]).
+    pub tf32: bool,
 }
 
 impl LibraryGemm {
@@ -63,6 +65,7 @@ impl LibraryGemm {
             out,
             bias,
             relu,
+            tf32: mm.tf32,
         }
     }
 
@@ -105,6 +108,9 @@ fn library_matmul(k: &Kernel) -> Result<&super::MatmulBody, String> {
     let KernelBody::Matmul(mm) = &k.body else { return Err("not a matmul".into()) };
     if !matches!(mm.in_dtype, DType::F32 | DType::F16 | DType::BF16) || mm.acc_dtype != DType::F32 {
         return Err(format!("operands {} accumulating in {}", mm.in_dtype, mm.acc_dtype));
+    }
+    if mm.a.im2col.is_some() || mm.b.im2col.is_some() {
+        return Err("an implicit im2col operand (no strided layout a library reads)".into());
     }
     Ok(mm)
 }

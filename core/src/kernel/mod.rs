@@ -52,6 +52,7 @@
 pub mod alloc;
 pub mod analysis;
 mod attention;
+pub mod im2col;
 pub mod index;
 pub mod interp;
 pub mod lanes;
@@ -59,6 +60,7 @@ pub mod library;
 pub mod narrow;
 pub mod print;
 
+pub use im2col::Im2col;
 pub use index::Index;
 
 use crate::dtype::DType;
@@ -283,6 +285,11 @@ pub struct ReduceBody {
 
 /// A strided matrix operand: element (batch, r, c) is at `offset + batch*s_batch + r*s_row +
 /// c*s_col` of argument `arg`. For A, (r, c) = (m, k); for B, (k, n).
+///
+/// With [`im2col`](Self::im2col) set (the B operand only), the operand is the im2col matrix of a
+/// convolution input computed where it is loaded (implicit GEMM): element (batch, k, n) is the
+/// input tap [`Im2col`] describes, read at `offset + batch*s_batch + ...` and 0 where the tap falls
+/// into the padding; `s_row` and `s_col` are then 0 and unused.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MatOperand {
     /// Argument position.
@@ -295,6 +302,9 @@ pub struct MatOperand {
     pub s_row: usize,
     /// Column stride.
     pub s_col: usize,
+    /// The implicit im2col form (B only): the operand is a window view of a convolution input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub im2col: Option<Box<Im2col>>,
 }
 
 /// A matmul body.
@@ -316,6 +326,14 @@ pub struct MatmulBody {
     pub in_dtype: DType,
     /// Accumulator dtype.
     pub acc_dtype: DType,
+    /// The products may run in TF32 (operands rounded to a 10-bit mantissa, f32 accumulation):
+    /// allowed by the compile's TF32 setting for this contraction (PyTorch's `allow_tf32`: on for
+    /// convolutions, off for matmuls by default). Only for f32 operands. A property a backend
+    /// *may* use (CUDA's tensor cores and cuBLASLt do), never must: the interpreter and WGSL stay
+    /// exact, and comparisons with the exact reference take the TF32 bound where it is set
+    /// (`testsuite::Tol::tf32`).
+    #[serde(default)]
+    pub tf32: bool,
     /// Epilogue stores (values built from [`Expr::Acc`]`(0)` and loads at Batch/M/N indices).
     pub stores: Vec<Store>,
 }

@@ -90,7 +90,32 @@ fn strategy(s: ReduceStrategy) -> &'static str {
 }
 
 fn operand(o: &MatOperand, rows: &str, cols: &str) -> String {
-    format!("a{}[{} + batch * {} + {rows} * {} + {cols} * {}]", o.arg, o.offset, o.s_batch, o.s_row, o.s_col)
+    match &o.im2col {
+        None => {
+            format!("a{}[{} + batch * {} + {rows} * {} + {cols} * {}]", o.arg, o.offset, o.s_batch, o.s_row, o.s_col)
+        }
+        Some(w) => format!(
+            "im2col a{}[{} + batch * {} + img * {} + c * {} + iy * {} + ix * {}] ({}x{} of {} channels, {}x{} window, \
+             stride {:?}, pad {:?}, dilation {:?}, out {}x{}; 0 in the padding)",
+            o.arg,
+            o.offset,
+            o.s_batch,
+            w.s_img,
+            w.s_chan,
+            w.s_y,
+            w.s_x,
+            w.in_hw[0],
+            w.in_hw[1],
+            w.channels,
+            w.kernel[0],
+            w.kernel[1],
+            w.stride,
+            w.pad,
+            w.dilation,
+            w.out_hw[0],
+            w.out_hw[1]
+        ),
+    }
 }
 
 /// Prints one kernel: header (name, iteration space, ops, origins, cost), arguments, expressions,
@@ -101,7 +126,11 @@ pub fn print_kernel(k: &Kernel) -> String {
         KernelBody::Pointwise { numel, .. } => format!("pointwise lanes={numel}"),
         KernelBody::Reduce(b) => format!("reduce rows={} len={} {}", b.rows, b.len, strategy(b.strategy)),
         KernelBody::Matmul(m) => {
-            format!("matmul batch={} m={} n={} k={} in {} acc {}", m.batch, m.m, m.n, m.k, m.in_dtype, m.acc_dtype)
+            let tf32 = if m.tf32 { " tf32" } else { "" };
+            format!(
+                "matmul batch={} m={} n={} k={} in {} acc {}{tf32}",
+                m.batch, m.m, m.n, m.k, m.in_dtype, m.acc_dtype
+            )
         }
         KernelBody::Attention(a) => format!(
             "attention batch={} heads={} m={} kv={} d={} dv={} in {} p {}{}",

@@ -148,6 +148,8 @@ pub(super) struct MatRef {
     pub s_batch: usize,
     pub s_row: usize,
     pub s_col: usize,
+    /// The implicit im2col form (see [`crate::kernel::Im2col`]).
+    pub im2col: Option<Box<crate::kernel::Im2col>>,
 }
 
 /// The matmul part of a matmul kernel.
@@ -157,6 +159,8 @@ pub(super) struct MatSpec {
     pub b: MatRef,
     pub in_dtype: DType,
     pub acc_dtype: DType,
+    /// The products may run in TF32 ([`crate::kernel::MatmulBody::tf32`]).
+    pub tf32: bool,
 }
 
 /// Statically known or computed comparison.

@@ -8,9 +8,10 @@ use super::build::{BufRef, KernelBuilder, MatOut, MatRef, MatSpec, Member, Phase
 use super::emit::Refusal;
 use super::plan::{Sched, acc_dtype};
 use super::window_plan::Tap;
+use crate::dtype::DType;
 use crate::error::Error;
 use crate::ir::{BinaryOp, NodeId, Op, Window2d};
-use crate::kernel::{Expr, Index, RedOp, Var};
+use crate::kernel::{Expr, Im2col, Index, RedOp, Var};
 
 /// How a convolution is computed (decided before stage A: legality here, profitability by the
 /// [`CostModel`](super::CostModel)).
@@ -24,6 +25,10 @@ pub(super) enum ConvPlan {
     /// An im2col gather kernel writes `cols[g][C/groups * kh * kw, N * OH * OW]` (taps outside the
     /// image read 0), then one matmul per group, batched over groups, `W[g] @ cols[g]`, stores NCHW.
     Im2col,
+    /// Implicit GEMM: the matmul of [`ConvPlan::Im2col`] with its B operand the im2col view of the
+    /// input computed in the loader ([`crate::kernel::Im2col`]), no `cols` buffer and no gather
+    /// kernel. The input is read through strides (a contiguous copy when no strides express it).
+    Implicit,
 }
 
 impl Sched<'_> {
@@ -72,9 +77,17 @@ impl Sched<'_> {
             kernel: [ws[2], ws[3]],
             out_hw: [out[2], out[3]],
             im2col_bytes: cols * dt.size_bytes(),
+            dtype: dt,
+            tf32: self.opts.tf32.conv && dt == DType::F32 && acc == DType::F32,
         };
-        match self.opts.cost_model.conv_as_matmul(&shape, self.caps) {
-            Ok(r) => (if direct { ConvPlan::Direct } else { ConvPlan::Im2col }, r),
+        let cm = &self.opts.cost_model;
+        match cm.conv_as_matmul(&shape, self.caps) {
+            Ok(r) if direct => (ConvPlan::Direct, r),
+            // Implicit GEMM is legal wherever the im2col lowering is (same extents, no buffer).
+            Ok(r) => match cm.conv_implicit(&shape, self.caps) {
+                Ok(why) => (ConvPlan::Implicit, why),
+                Err(not) => (ConvPlan::Im2col, format!("{r}; {not}")),
+            },
             Err(r) => (ConvPlan::Window, r),
         }
     }
@@ -115,9 +128,13 @@ impl Sched<'_> {
             let mut wc = vec![Index::var(Var::Batch).mul(cog as i64).add(Index::var(Var::M))];
             wc.extend(red);
             let ar = self.mat_operand(w, wt, &wc, &space, [Var::Batch, Var::M, Var::Red], [g, cog, kg], false)?;
-            let br = match self.im2col(w, &window, g)? {
-                Ok(br) => br,
-                Err(over) => return Ok(Some(over)),
+            let br = if plan == ConvPlan::Implicit {
+                self.implicit_operand(w, &window)?
+            } else {
+                match self.im2col(w, &window, g)? {
+                    Ok(br) => br,
+                    Err(over) => return Ok(Some(over)),
+                }
             };
             (space, ar, br)
         };
@@ -127,7 +144,9 @@ impl Sched<'_> {
             let (dt, n) = self.buf_info(&r.buf);
             kb.read_arg(r.buf.clone(), dt, n);
         }
-        kb.matmul = Some(MatSpec { a: ar, b: br, in_dtype: dt, acc_dtype: acc_dtype(RedOp::Sum, dt) });
+        let acc = acc_dtype(RedOp::Sum, dt);
+        let tf32 = self.tf32_for(w, self.opts.tf32.conv, dt, acc, "conv");
+        kb.matmul = Some(MatSpec { a: ar, b: br, in_dtype: dt, acc_dtype: acc, tf32 });
         let mut v = kb.push(Expr::Acc(0), dt);
         if let Some(&bias) = node.inputs.get(2) {
             let ch = match plan {
@@ -203,6 +222,57 @@ impl Sched<'_> {
             format!("materialized: im2col of conv {w} ({g} x {kg} x {cols} {dt}, {} bytes)", numel * dt.size_bytes()),
             vec![pos],
         );
-        Ok(Ok(MatRef { buf: BufRef::Operand(id), offset: 0, s_batch: kg * cols, s_row: cols, s_col: 1 }))
+        Ok(Ok(MatRef { buf: BufRef::Operand(id), offset: 0, s_batch: kg * cols, s_row: cols, s_col: 1, im2col: None }))
+    }
+
+    /// The implicit im2col operand of convolution `w` (batch over its groups): the
+    /// input read through its NCHW strides when they express it, else through a contiguous
+    /// `[N, C, H * W]` copy made first (recorded as any operand copy).
+    fn implicit_operand(&mut self, w: NodeId, window: &Window2d) -> Result<MatRef, Error> {
+        let node = self.g.node(w);
+        let x = node.inputs[0];
+        let xs = self.shapes[x.index()].clone();
+        let ws = &self.shapes[node.inputs[1].index()];
+        let out = &self.shapes[w.index()];
+        let (cg, kh, kw) = (ws[1], ws[2], ws[3]);
+        let out_hw = [out[2], out[3]];
+        let geo = |s_img: usize, s_chan: usize, s_y: usize, s_x: usize| Im2col {
+            channels: cg,
+            in_hw: [xs[2], xs[3]],
+            kernel: [kh, kw],
+            stride: window.stride,
+            pad: [window.padding[0], window.padding[1]],
+            dilation: window.dilation,
+            out_hw,
+            s_img,
+            s_chan,
+            s_y,
+            s_x,
+        };
+        // Probe x's view with (Batch, M, N, Red) standing for (image, channel, row, column).
+        let probe = Space::Matmul { batch: xs[0], m: xs[1], n: xs[2], k: xs[3], out: MatOut::plain(xs[1], xs[2]) };
+        let xc = [Index::var(Var::Batch), Index::var(Var::M), Index::var(Var::N), Index::var(Var::Red)];
+        let view = {
+            let kb = KernelBuilder::new(probe);
+            self.view_index(&kb, self.kernels.len(), x, &xc).and_then(|(buf, ix)| {
+                let (off, coefs) = super::matmul_plan::affine(&ix)?;
+                let coef = |v: Var| coefs.iter().find(|(u, _)| *u == v).map_or(0, |(_, k)| *k);
+                let s = [coef(Var::Batch), coef(Var::M), coef(Var::N), coef(Var::Red)];
+                let known = coefs.iter().all(|(v, _)| matches!(v, Var::Batch | Var::M | Var::N | Var::Red));
+                (off >= 0 && known && s.iter().all(|&k| k >= 0)).then(|| (buf, off as usize, s.map(|k| k as usize)))
+            })
+        };
+        let (buf, offset, [s_img, s_chan, s_y, s_x]) = match view {
+            Some(v) => v,
+            None => {
+                let (h, wd) = (xs[2], xs[3]);
+                let red = Index::var(Var::Red);
+                let c = [Index::var(Var::Batch), Index::var(Var::M), red.clone().div(wd as i64), red.rem(wd as i64)];
+                let r = self.operand_copy(w, x, &c, [Var::Batch, Var::M, Var::Red], [xs[0], xs[1], h * wd], false)?;
+                (r.buf, 0, [xs[1] * h * wd, h * wd, wd, 1])
+            }
+        };
+        let im2col = geo(s_img, s_chan, s_y, s_x);
+        Ok(MatRef { buf, offset, s_batch: cg * s_chan, s_row: 0, s_col: 0, im2col: Some(Box::new(im2col)) })
     }
 }

@@ -216,6 +216,7 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
                     s_batch: r.s_batch,
                     s_row: r.s_row,
                     s_col: r.s_col,
+                    im2col: r.im2col.clone(),
                 };
                 KernelBody::Matmul(MatmulBody {
                     batch: *batch,
@@ -226,6 +227,7 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
                     b: op(&spec.b),
                     in_dtype: spec.in_dtype,
                     acc_dtype: spec.acc_dtype,
+                    tf32: spec.tf32,
                     stores: epi,
                 })
             }

@@ -61,6 +61,10 @@ impl Sched<'_> {
                         .iter()
                         .map(|&o| (o, true, "materialized: conv operand (a matmul operand: 1x1 conv)"))
                         .collect(),
+                    ConvPlan::Implicit => vec![
+                        (node.inputs[0], true, "materialized: conv operand (read through the implicit im2col view)"),
+                        (node.inputs[1], true, "materialized: conv weight (a matmul operand)"),
+                    ],
                     ConvPlan::Im2col => vec![
                         (node.inputs[0], false, "materialized: conv operand (read by every tap of the im2col gather)"),
                         (node.inputs[1], true, "materialized: conv weight (a matmul operand)"),

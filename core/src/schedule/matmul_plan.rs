@@ -4,6 +4,7 @@
 
 use super::build::{BufRef, KernelBuilder, MatOut, MatRef, MatSpec, Member, Phase, Space, Target, delinearize};
 use super::plan::{Sched, acc_dtype, numel};
+use crate::dtype::DType;
 use crate::error::Error;
 use crate::ir::NodeId;
 use crate::kernel::{Expr, Index, RedOp, Var};
@@ -43,6 +44,7 @@ impl Sched<'_> {
             s_batch: sb as usize,
             s_row: sr as usize,
             s_col: sc as usize,
+            im2col: None,
         })
     }
 
@@ -89,7 +91,7 @@ impl Sched<'_> {
             vec![pos],
         );
         let (sb, sr, sc) = if b == 1 { (0, cc, 1) } else { (r * cc, cc, 1) };
-        Ok(MatRef { buf: BufRef::Operand(id), offset: 0, s_batch: sb, s_row: sr, s_col: sc })
+        Ok(MatRef { buf: BufRef::Operand(id), offset: 0, s_batch: sb, s_row: sr, s_col: sc, im2col: None })
     }
 
     pub(super) fn sched_matmul(&mut self, mm: NodeId) -> Result<(), Error> {
@@ -161,7 +163,9 @@ impl Sched<'_> {
             let (dt, n) = self.buf_info(&r.buf);
             kb.read_arg(r.buf.clone(), dt, n);
         }
-        kb.matmul = Some(MatSpec { a: ar, b: br, in_dtype, acc_dtype: acc_dtype(RedOp::Sum, in_dtype) });
+        let acc = acc_dtype(RedOp::Sum, in_dtype);
+        let tf32 = self.tf32_for(mm, self.opts.tf32.matmul, in_dtype, acc, "matmul");
+        kb.matmul = Some(MatSpec { a: ar, b: br, in_dtype, acc_dtype: acc, tf32 });
         let v = kb.push(Expr::Acc(0), node.ty.dtype);
         let index = kb.simp(&MatOut::plain(m, n).flat());
         kb.computed.insert(mm);
@@ -200,6 +204,24 @@ impl Sched<'_> {
         let space = Space::Matmul { batch: 1, m: total, n: 1, k, out: MatOut::plain(total, 1) };
         let view = self.mat_view(a, &ca, &space, [Var::Batch, Var::M, Var::Red]);
         (view.is_some() || m < FOLD_ROWS_BELOW).then_some((ca, view))
+    }
+}
+
+impl Sched<'_> {
+    /// Whether contraction `node` (f32 operands `in_dtype` into `acc`) may run in TF32 under the
+    /// setting `allowed` for its kind (`what`: matmul or conv); records the decision when it may.
+    pub(super) fn tf32_for(&mut self, node: NodeId, allowed: bool, in_dtype: DType, acc: DType, what: &str) -> bool {
+        let tf32 = allowed && in_dtype == DType::F32 && acc == DType::F32;
+        if tf32 {
+            let n = self.kernels.len();
+            self.decide(
+                vec![node.0],
+                false,
+                format!("precision: {what} {node} products may run in TF32 (allow_tf32 {what}; f32 accumulation)"),
+                vec![n],
+            );
+        }
+        tf32
     }
 }
 

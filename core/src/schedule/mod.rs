@@ -38,7 +38,11 @@
 //!    any matmul; the im2col buffer is an intermediate of the memory plan. Thin products (few
 //!    output channels per group, e.g. depthwise; a short reduction), huge im2col buffers and
 //!    integer convolutions stay *window* kernels: one thread per output element looping over
-//!    the window ([`ReduceStrategy::ThreadPerRow`]).
+//!    the window ([`ReduceStrategy::ThreadPerRow`]). Where [`CostModel::conv_implicit`] agrees,
+//!    an im2col lowering is an *implicit GEMM* instead: the matmul's B operand is the im2col view
+//!    of the input ([`crate::kernel::Im2col`]), computed in the loader, with no gather kernel and
+//!    no im2col buffer (`conv lowering: implicit GEMM: ...`). f32 contractions carry the TF32
+//!    setting of their kind ([`AllowTf32`], `precision: ...`).
 //! 3. **Assembly.** Buffers, arguments and stores; stable names `k{i}_{ops}` from the origins'
 //!    op names; model FLOPs and bytes; reduce strategies from the cost model; the memory plan
 //!    ([`plan_memory`]); and every decision with its named reason in [`Program::decisions`].
@@ -87,6 +91,7 @@ use crate::dtype::DType;
 use crate::error::Error;
 use crate::ir::Graph as IrGraph;
 use crate::kernel::{Capabilities, Program, ReduceStrategy};
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::Arc;
 
@@ -132,6 +137,18 @@ pub trait CostModel: fmt::Debug + Send + Sync {
     fn conv_as_matmul(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
         let _ = (conv, caps);
         Err("window: the cost model does not lower convolutions".into())
+    }
+
+    /// Whether a convolution lowered through im2col (`conv_as_matmul` agreed and it is not a
+    /// 1x1 direct product) should instead read the im2col matrix in the matmul's loader (implicit
+    /// GEMM: no im2col buffer, no gather kernel; the kernel IR's [`MatOperand::im2col`]
+    /// (crate::kernel::MatOperand::im2col)). Asked only where that is legal (float, within the
+    /// 32-bit extents). `Ok(reason)` takes it; `Err(reason)` keeps the gather, the reason recorded.
+    /// The default keeps the gather: a backend opts in once its renderer draws im2col operands
+    /// fast.
+    fn conv_implicit(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
+        let _ = (conv, caps);
+        Err("implicit GEMM: this backend's cost model keeps the im2col gather".into())
     }
 
     /// Whether a matched attention chain (`matmul -> score ops -> softmax -> matmul`, legal to
@@ -185,6 +202,10 @@ pub struct ConvShape {
     /// Bytes of the im2col buffer the lowering needs; 0 for a 1x1, stride-1, unpadded, ungrouped
     /// convolution, which is a plain matmul on strided views of its operands (no copy).
     pub im2col_bytes: usize,
+    /// The convolution's dtype (operands and output).
+    pub dtype: DType,
+    /// Its products may run in TF32 ([`AllowTf32::conv`] and an f32 convolution).
+    pub tf32: bool,
 }
 
 impl ConvShape {
@@ -342,6 +363,63 @@ impl CostModel for DefaultCostModel {
     }
 }
 
+/// Where f32 contractions may run in TF32 (operands rounded to a 10-bit mantissa, f32
+/// accumulation), as PyTorch's `torch.backends.cuda.matmul.allow_tf32` (default off) and
+/// `torch.backends.cudnn.allow_tf32` (default on, convolutions) decide. The scheduler sets
+/// [`MatmulBody::tf32`](crate::kernel::MatmulBody::tf32) on each f32 matmul kernel from the field
+/// of its origin (a convolution lowered to a matmul counts as a convolution) and records it
+/// (`precision: ...`); a backend may use it, never must.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AllowTf32 {
+    /// Matrix products (`MatMul`, linear layers, attention's products when unfused).
+    pub matmul: bool,
+    /// Convolutions.
+    pub conv: bool,
+}
+
+impl AllowTf32 {
+    /// Exact f32 everywhere.
+    pub const OFF: AllowTf32 = AllowTf32 { matmul: false, conv: false };
+    /// TF32 for every f32 contraction.
+    pub const ON: AllowTf32 = AllowTf32 { matmul: true, conv: true };
+    /// PyTorch's defaults: convolutions only.
+    pub const CONV: AllowTf32 = AllowTf32 { matmul: false, conv: true };
+}
+
+impl Default for AllowTf32 {
+    /// PyTorch's defaults ([`AllowTf32::CONV`]).
+    fn default() -> AllowTf32 {
+        AllowTf32::CONV
+    }
+}
+
+impl fmt::Display for AllowTf32 {
+    /// `off`, `on`, `conv` or `matmul` (the CLI's `--tf32` values).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match (self.matmul, self.conv) {
+            (false, false) => "off",
+            (true, true) => "on",
+            (false, true) => "conv",
+            (true, false) => "matmul",
+        })
+    }
+}
+
+impl std::str::FromStr for AllowTf32 {
+    type Err = String;
+
+    /// Parses `off`, `on`, `conv` or `matmul`.
+    fn from_str(s: &str) -> Result<AllowTf32, String> {
+        match s {
+            "off" => Ok(AllowTf32::OFF),
+            "on" => Ok(AllowTf32::ON),
+            "conv" => Ok(AllowTf32::CONV),
+            "matmul" => Ok(AllowTf32 { matmul: true, conv: false }),
+            other => Err(format!("TF32 setting {other:?}: expected on, off, conv or matmul")),
+        }
+    }
+}
+
 /// Options of [`schedule`].
 #[derive(Clone)]
 pub struct ScheduleOptions {
@@ -351,11 +429,18 @@ pub struct ScheduleOptions {
     pub max_group_nodes: usize,
     /// Profitability decisions.
     pub cost_model: Arc<dyn CostModel>,
+    /// Where f32 contractions may run in TF32 (default: PyTorch's, convolutions only).
+    pub tf32: AllowTf32,
 }
 
 impl Default for ScheduleOptions {
     fn default() -> ScheduleOptions {
-        ScheduleOptions { fusion: true, max_group_nodes: 64, cost_model: Arc::new(DefaultCostModel::default()) }
+        ScheduleOptions {
+            fusion: true,
+            max_group_nodes: 64,
+            cost_model: Arc::new(DefaultCostModel::default()),
+            tf32: AllowTf32::default(),
+        }
     }
 }
 
@@ -372,6 +457,7 @@ impl fmt::Debug for ScheduleOptions {
             .field("fusion", &self.fusion)
             .field("max_group_nodes", &self.max_group_nodes)
             .field("cost_model", &self.cost_model.name())
+            .field("tf32", &self.tf32)
             .finish()
     }
 }

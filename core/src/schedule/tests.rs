@@ -557,6 +557,7 @@ fn batched_matmuls_with_a_shared_second_operand_fold_into_one_product() {
 
 mod attention;
 mod conv;
+mod implicit;
 
 /// The default cost model with one decision changed per test: how convolutions are lowered, and
 /// whether a buffer larger than `caps.max_binding_bytes` takes one binding per window of the limit
@@ -578,6 +579,8 @@ enum Convs {
     Windows,
     /// Always to a matmul where the scheduler can.
     Matmuls,
+    /// Always to a matmul, and as an implicit GEMM where the scheduler can.
+    Implicit,
 }
 
 impl TestModel {
@@ -606,14 +609,20 @@ impl CostModel for TestModel {
         match self.convs {
             // The two convolution models kept the trait's default split rule.
             Convs::Default => self.base.reduce_split(rows, len, caps),
-            Convs::Windows | Convs::Matmuls => TraitDefaults.reduce_split(rows, len, caps),
+            Convs::Windows | Convs::Matmuls | Convs::Implicit => TraitDefaults.reduce_split(rows, len, caps),
         }
     }
     fn conv_as_matmul(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
         match self.convs {
             Convs::Default => self.base.conv_as_matmul(conv, caps),
             Convs::Windows => TraitDefaults.conv_as_matmul(conv, caps),
-            Convs::Matmuls => Ok("matmul: forced".into()),
+            Convs::Matmuls | Convs::Implicit => Ok("matmul: forced".into()),
+        }
+    }
+    fn conv_implicit(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
+        match self.convs {
+            Convs::Implicit => Ok("implicit GEMM: forced".into()),
+            _ => TraitDefaults.conv_implicit(conv, caps),
         }
     }
     fn bindings(&self, caps: &Capabilities, dtype: DType, numel: usize) -> usize {

@@ -16,6 +16,8 @@ use crate::tensor::HostTensor;
 
 /// Unit roundoff of f32 (2^-24): the error of one rounding, relative.
 const U32: f64 = 5.960_464_477_539_063e-8;
+/// Unit roundoff of TF32 (10 stored mantissa bits, rounded to nearest: 2^-11).
+const U_TF32: f64 = 4.882_812_5e-4;
 
 /// An error bound, written at f32 scale and scaled per output dtype by [`Tol::bounds`].
 ///
@@ -53,6 +55,19 @@ impl Tol {
     /// op whose error grows with its argument, as `sin` of large arguments).
     pub fn times(self, k: f64) -> Tol {
         Tol { rel: self.rel * k, abs: self.abs * k, ..self }
+    }
+
+    /// This bound where a contraction of [`terms`](Self::terms) products may have run in TF32
+    /// ([`crate::kernel::MatmulBody::tf32`]): each product's operands are rounded to 11
+    /// significant bits (relative error up to `2 * 2^-11` per product), and the errors of a sum
+    /// grow with the square root of the terms when the roundings are independent (bounded here
+    /// by `min(terms, 3 sqrt(terms))` times the per-product error: the worst case for a few
+    /// terms, about five standard deviations for many). Used only where a program set TF32,
+    /// never for exact-f32 programs.
+    pub fn tf32(self) -> Tol {
+        let t = self.terms.max(1.0);
+        let per_product = 2.0 * U_TF32;
+        Tol { rel: self.rel + per_product, abs: self.abs + per_product * t.min(3.0 * t.sqrt()), ..self }
     }
 
     /// This bound with the absolute part relative to `magnitude` instead.

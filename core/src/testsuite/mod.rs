@@ -294,11 +294,14 @@ fn run_instance(backend: &Arc<dyn Backend>, case: &str, inst: &Instance, fusion:
         }
         other => other.map_err(|e| format!("compile failed: {e}"))?,
     };
+    let mut tol = inst.tol;
     for run in 0..2 {
         let inputs = inst.draw_inputs(case, run);
         let want = crate::cpu::run(&inst.graph, &inputs).map_err(|e| format!("the CPU reference failed: {e}"))?;
         let got = compiled.run(&inputs).map_err(|e| format!("run {run} failed: {e}"))?;
-        compare(&got, &want, inst.tol).map_err(|e| format!("run {run}: {e}"))?;
+        // Where the program allowed TF32 (convolutions by default), the TF32 bound.
+        tol = tol_for(&compiled, inst.tol);
+        compare(&got, &want, tol).map_err(|e| format!("run {run}: {e}"))?;
     }
     let inputs = inst.draw_inputs(case, 2);
     let want = crate::cpu::run(&inst.graph, &inputs).map_err(|e| format!("the CPU reference failed: {e}"))?;
@@ -319,7 +322,17 @@ fn run_instance(backend: &Arc<dyn Backend>, case: &str, inst: &Instance, fusion:
         .map(|t| t.to_host())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("download after run_device failed: {e}"))?;
-    compare(&got, &want, inst.tol).map_err(|e| format!("run_device: {e}"))
+    compare(&got, &want, tol).map_err(|e| format!("run_device: {e}"))
+}
+
+/// The bound of an instance compiled as `c`: `tol`, or [`Tol::tf32`] of it when a kernel of the
+/// compiled programs may run its products in TF32.
+pub fn tol_for(c: &crate::compile::CompiledGraph, tol: Tol) -> Tol {
+    let tf32 = c.programs().iter().flat_map(|p| &p.kernels).any(|k| match &k.body {
+        crate::kernel::KernelBody::Matmul(m) => m.tf32,
+        _ => false,
+    });
+    if tf32 { tol.tf32() } else { tol }
 }
 
 /// Passes when `err` is an Unsupported error naming one of `missing`: the backend's

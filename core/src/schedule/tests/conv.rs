@@ -42,6 +42,8 @@ fn conv_lowering_cost_model() {
         kernel: [k, k],
         out_hw: [56, 56],
         im2col_bytes,
+        dtype: crate::dtype::DType::F32,
+        tf32: false,
     };
     // ResNet's 3x3 convs and its 7x7 RGB stem: matmuls.
     assert!(m.conv_as_matmul(&conv(64, 64, 1, 3, 231 << 20), &caps).is_ok());

@@ -1,0 +1,133 @@
+//! The CUDA backend's cost model ([`Backend::cost_model`](sinter_core::backend::Backend::cost_model)):
+//! the default model's thresholds, plus implicit GEMM for the convolutions the tensor-core
+//! template runs.
+//!
+//! A convolution the default model lowers through im2col (`conv_as_matmul`) becomes an implicit
+//! GEMM (`conv_implicit`: the `mma` template reads the im2col view of the input in its loader,
+//! `render::mma`) when the device has `mma.sync` (sm_80+) and the products take tensor cores:
+//! bf16/f16 operands, or f32 operands the compile allows TF32 (`AllowTf32::conv`, on by default as
+//! in PyTorch). Exact f32 keeps the im2col buffer, whose product cuBLASLt runs exactly;
+//! `SINTER_IMPLICIT_GEMM=0` when the model is made keeps it everywhere (for comparisons and as a
+//! way out).
+
+use sinter_core::DType;
+use sinter_core::kernel::{Capabilities, ReduceStrategy};
+use sinter_core::schedule::{AttentionShape, ConvShape, CostModel, DefaultCostModel};
+
+/// The CUDA cost model (see the module docs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CudaCostModel {
+    /// Every decision but `conv_implicit`.
+    pub base: DefaultCostModel,
+    /// Compute capability of the device (implicit GEMM needs `mma.sync`, sm_80+).
+    pub sm: (u32, u32),
+    /// Run eligible convolutions as implicit GEMMs (default; `SINTER_IMPLICIT_GEMM=0` turns it off).
+    pub implicit_gemm: bool,
+}
+
+impl CudaCostModel {
+    /// The model for a device of compute capability `sm`.
+    pub fn new(sm: (u32, u32)) -> CudaCostModel {
+        CudaCostModel {
+            base: DefaultCostModel::default(),
+            sm,
+            implicit_gemm: !std::env::var("SINTER_IMPLICIT_GEMM").is_ok_and(|v| v == "0"),
+        }
+    }
+}
+
+impl CostModel for CudaCostModel {
+    fn name(&self) -> &str {
+        "cuda"
+    }
+
+    fn materialize(&self, users: usize, cost: usize) -> Option<String> {
+        self.base.materialize(users, cost)
+    }
+
+    fn reduce_strategy(&self, rows: usize, len: usize, caps: &Capabilities) -> ReduceStrategy {
+        self.base.reduce_strategy(rows, len, caps)
+    }
+
+    fn fuse_horizontal(&self, shared_bytes: usize) -> bool {
+        self.base.fuse_horizontal(shared_bytes)
+    }
+
+    fn reduce_split(&self, rows: usize, len: usize, caps: &Capabilities) -> usize {
+        self.base.reduce_split(rows, len, caps)
+    }
+
+    fn conv_as_matmul(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
+        self.base.conv_as_matmul(conv, caps)
+    }
+
+    /// Implicit GEMM where the tensor-core template takes the product (see the module docs).
+    fn conv_implicit(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
+        let _ = caps;
+        if !self.implicit_gemm {
+            return Err("implicit GEMM: turned off (SINTER_IMPLICIT_GEMM=0)".into());
+        }
+        if self.sm.0 < 8 {
+            return Err(format!("implicit GEMM: sm_{}{} has no mma.sync (sm_80+)", self.sm.0, self.sm.1));
+        }
+        let engine = match conv.dtype {
+            DType::BF16 | DType::F16 => format!("{} on tensor cores", conv.dtype),
+            DType::F32 if conv.tf32 => "f32 in TF32 on tensor cores (allow_tf32 conv)".to_string(),
+            DType::F32 => {
+                return Err("implicit GEMM: exact f32 (TF32 not allowed) has no tensor-core template; the im2col \
+                            buffer's product runs exactly"
+                    .into());
+            }
+            d => return Err(format!("implicit GEMM: {d} operands")),
+        };
+        let groups = if conv.groups > 1 { format!("{} groups of ", conv.groups) } else { String::new() };
+        let n = conv.batch * conv.out_hw[0] * conv.out_hw[1];
+        Ok(format!(
+            "implicit GEMM: {groups}{}x{n}x{} {engine}, the im2col view read in the loader (no {}-byte im2col buffer)",
+            conv.m(),
+            conv.k(),
+            conv.im2col_bytes
+        ))
+    }
+
+    fn fuse_attention(&self, attn: &AttentionShape, caps: &Capabilities) -> Result<String, String> {
+        self.base.fuse_attention(attn, caps)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conv(dtype: DType, tf32: bool) -> ConvShape {
+        ConvShape {
+            batch: 2,
+            in_channels: 64,
+            out_channels: 64,
+            groups: 1,
+            kernel: [3, 3],
+            out_hw: [8, 8],
+            im2col_bytes: 2 * 64 * 9 * 64 * 4,
+            dtype,
+            tf32,
+        }
+    }
+
+    #[test]
+    fn implicit_gemm_where_tensor_cores_take_the_product() {
+        let caps = Capabilities::host();
+        let m = CudaCostModel { implicit_gemm: true, ..CudaCostModel::new((9, 0)) };
+        let r = m.conv_implicit(&conv(DType::F32, true), &caps).expect("tf32");
+        assert!(r.contains("64x128x576 f32 in TF32"), "{r}");
+        assert!(m.conv_implicit(&conv(DType::BF16, false), &caps).expect("bf16").contains("bf16 on tensor cores"));
+        assert!(m.conv_implicit(&conv(DType::F32, false), &caps).unwrap_err().contains("exact f32"));
+        assert!(m.conv_implicit(&conv(DType::F64, false), &caps).unwrap_err().contains("f64"));
+        let volta = CudaCostModel { sm: (7, 0), ..m.clone() };
+        assert!(volta.conv_implicit(&conv(DType::F16, false), &caps).unwrap_err().contains("sm_70"));
+        let off = CudaCostModel { implicit_gemm: false, ..m.clone() };
+        assert!(off.conv_implicit(&conv(DType::F16, false), &caps).unwrap_err().contains("turned off"));
+        // Everything else is the default model's.
+        let d = DefaultCostModel::default();
+        assert_eq!(m.conv_as_matmul(&conv(DType::F32, true), &caps), d.conv_as_matmul(&conv(DType::F32, true), &caps));
+    }
+}

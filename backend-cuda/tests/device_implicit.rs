@@ -1,0 +1,176 @@
+//! TF32 and implicit-GEMM convolutions on a GPU against the CPU reference: convolutions at
+//! awkward shapes (batch 1 and 3; 1, 3, 7 channels; stride 2, padding, dilation, groups) as
+//! implicit GEMMs in TF32 (f32, PyTorch's default), bf16 and f16, and exact (`tf32 off`: im2col
+//! and an exact product), each with a fused epilogue; f32 matmuls with TF32 allowed on the own
+//! template and on cuBLASLt (`FAST_TF32`), shown to differ from exact f32 by more than its bound
+//! (so TF32 ran) and to stay within the TF32 bound; ResNet-18 (reduced) end to end.
+//!
+//! Bounds: `testsuite::Tol::sum(k, magnitude)`, widened by `Tol::tf32` exactly where the compiled
+//! program set TF32 (`testsuite::tol_for`). Without a CUDA driver every test prints a skip line,
+//! unless `SINTER_REQUIRE_CUDA=1`.
+
+use sinter_core::backend::{Backend, BackendError, Mode};
+use sinter_core::compile::{CompileOptions, CompiledGraph, compile};
+use sinter_core::kernel::KernelBody;
+use sinter_core::prelude::*;
+use sinter_core::schedule::AllowTf32;
+use sinter_core::testsuite::{Tol, compare, tol_for};
+use sinter_core::workloads::{self, Scale};
+use sinter_cuda::CudaBackend;
+use std::sync::Arc;
+
+fn backend(test: &str) -> Option<Arc<dyn Backend>> {
+    match CudaBackend::new() {
+        Ok(mut b) => {
+            b.set_poison_outputs(true);
+            Some(Arc::new(b))
+        }
+        Err(e) => {
+            assert!(
+                !std::env::var("SINTER_REQUIRE_CUDA").is_ok_and(|v| v == "1"),
+                "SINTER_REQUIRE_CUDA=1 but the CUDA backend is unavailable: {e}"
+            );
+            assert!(matches!(e, BackendError::NoDevice(_)), "a missing driver must be NoDevice: {e:?}");
+            eprintln!("skipped {test}: {e}");
+            None
+        }
+    }
+}
+
+fn opts(mode: Mode, tf32: AllowTf32) -> CompileOptions {
+    CompileOptions { mode, tf32, cache_dir: None, debug_dir: None, graph_breaks: false, ..CompileOptions::default() }
+}
+
+/// Kernels of `c`'s program: (implicit im2col matmuls, matmuls allowed TF32).
+fn plan(c: &CompiledGraph) -> (usize, usize) {
+    let ks: Vec<_> = c.programs().into_iter().flat_map(|p| p.kernels).collect();
+    let mm = |f: &dyn Fn(&sinter_core::kernel::MatmulBody) -> bool| {
+        ks.iter().filter(|k| matches!(&k.body, KernelBody::Matmul(m) if f(m))).count()
+    };
+    (mm(&|m| m.b.im2col.is_some()), mm(&|m| m.tf32))
+}
+
+type Conv = ([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2], usize);
+const AWKWARD: [Conv; 8] = [
+    ([1, 1, 5, 5], [16, 1, 5, 5], [1, 1], [2; 4], [1, 1], 1),
+    ([3, 3, 9, 7], [16, 3, 3, 3], [2, 2], [1; 4], [1, 1], 1),
+    ([1, 7, 6, 5], [24, 7, 3, 3], [1, 1], [1; 4], [1, 1], 1),
+    ([3, 5, 9, 8], [32, 5, 3, 2], [1, 2], [2, 0, 1, 3], [2, 2], 1),
+    ([3, 3, 31, 29], [64, 3, 7, 7], [2, 2], [3; 4], [1, 1], 1),
+    ([3, 32, 6, 6], [32, 16, 3, 3], [1, 1], [1; 4], [1, 1], 2),
+    ([3, 16, 7, 7], [32, 16, 1, 1], [2, 2], [0; 4], [1, 1], 1),
+    // Wide enough for several tiles along every dimension, an odd reduction (k = 9 * 67).
+    ([2, 67, 20, 19], [130, 67, 3, 3], [1, 1], [1; 4], [1, 1], 1),
+];
+
+#[test]
+fn implicit_convs_match_the_reference() {
+    let Some(b) = backend("implicit_convs_match_the_reference") else { return };
+    for (i, &(xs, ws, stride, pad, dil, groups)) in AWKWARD.iter().enumerate() {
+        for (dt, tf32) in [
+            (DType::F32, AllowTf32::CONV),
+            (DType::F32, AllowTf32::OFF),
+            (DType::BF16, AllowTf32::CONV),
+            (DType::F16, AllowTf32::CONV),
+        ] {
+            let g = Graph::new();
+            let x = g.input("x", dt, xs);
+            let w = g.input("w", dt, ws);
+            let bias = g.input("b", dt, [ws[0]]);
+            let y = x.conv2d(&w, Some(&bias), stride, pad, dil, groups);
+            let oshape = y.shape().as_static().expect("static");
+            let r = g.input("r", dt, oshape.clone());
+            g.output(&(y * 0.5 + &r).relu());
+            let ins = [
+                HostTensor::random(dt, xs.to_vec(), 1 + i as u64, -2.0, 2.0),
+                HostTensor::random(dt, ws.to_vec(), 2, -2.0, 2.0),
+                HostTensor::random(dt, vec![ws[0]], 3, -2.0, 2.0),
+                HostTensor::random(dt, oshape, 4, -2.0, 2.0),
+            ];
+            let want = sinter_core::cpu::run(&g, &ins).expect("reference");
+            let modes: &[Mode] = if i == 7 { &[Mode::Default, Mode::MaxAutotune] } else { &[Mode::Default] };
+            for &mode in modes {
+                let ctx = format!("case {i} {dt} tf32 {tf32} {mode:?}");
+                let c = compile(&g, b.clone(), opts(mode, tf32)).unwrap_or_else(|e| panic!("{ctx}: compile: {e}"));
+                let got = c.run(&ins).unwrap_or_else(|e| panic!("{ctx}: run: {e}"));
+                let (implicit, marked) = plan(&c);
+                let exact = dt == DType::F32 && !tf32.conv;
+                assert_eq!(implicit, usize::from(!exact), "{ctx}");
+                assert_eq!(marked, usize::from(dt == DType::F32 && tf32.conv), "{ctx}");
+                let k = ws[1] * ws[2] * ws[3];
+                // Terms |x w| <= 4. Half types: the reference rounds the convolution to bf16/f16
+                // before the epilogue (the kernel keeps it in f32), an error relative to the
+                // convolution's size (about 4/3 sqrt(k) for these inputs), not the output's.
+                let magnitude = if dt == DType::F32 { 4.0 } else { 8.0 * (k as f64).sqrt() };
+                let tol = tol_for(&c, Tol::sum(k, magnitude));
+                compare(&got, &want, tol).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            }
+        }
+    }
+}
+
+/// Relative L2 error of `got` against `want` (all outputs together).
+fn rel_l2(got: &[HostTensor], want: &[HostTensor]) -> f64 {
+    let (mut num, mut den) = (0.0, 0.0);
+    for (g, w) in got.iter().zip(want) {
+        for (a, b) in g.to_f64_vec().iter().zip(w.to_f64_vec()) {
+            num += (a - b) * (a - b);
+            den += b * b;
+        }
+    }
+    (num / den.max(f64::MIN_POSITIVE)).sqrt()
+}
+
+#[test]
+fn tf32_matmuls_on_the_template_and_cublaslt() {
+    let Some(b) = backend("tf32_matmuls_on_the_template_and_cublaslt") else { return };
+    // 96x80x1024 (the own template: below the library's size) and 1024^3 (cuBLASLt in default
+    // mode), exact by default (PyTorch: no TF32 for matmuls), TF32 with `on`.
+    for (m, n, k) in [(96, 80, 1024), (1024, 1024, 1024)] {
+        let g = Graph::new();
+        let x = g.input("x", DType::F32, [m, k]);
+        let y = g.input("y", DType::F32, [k, n]);
+        g.output(&x.matmul(&y));
+        let ins = [
+            HostTensor::random(DType::F32, vec![m, k], 5, -2.0, 2.0),
+            HostTensor::random(DType::F32, vec![k, n], 6, -2.0, 2.0),
+        ];
+        let want = sinter_core::cpu::run(&g, &ins).expect("reference");
+        let exact_tol = Tol::sum(k, 4.0);
+        let exact = compile(&g, b.clone(), opts(Mode::Default, AllowTf32::default())).expect("compile");
+        let got = exact.run(&ins).expect("run");
+        assert_eq!(plan(&exact).1, 0);
+        compare(&got, &want, exact_tol).unwrap_or_else(|e| panic!("{m}x{n}x{k} exact: {e}"));
+        let fast = compile(&g, b.clone(), opts(Mode::Default, AllowTf32::ON)).expect("compile");
+        let got = fast.run(&ins).expect("run");
+        assert_eq!(plan(&fast).1, 1);
+        compare(&got, &want, exact_tol.tf32()).unwrap_or_else(|e| panic!("{m}x{n}x{k} tf32: {e}"));
+        // TF32 ran: its error (about 2^-11 sqrt(k) of the terms) is far beyond the exact bound.
+        assert!(compare(&got, &want, exact_tol).is_err(), "{m}x{n}x{k}: TF32 allowed but the result is exact");
+        let l2 = rel_l2(&got, &want);
+        assert!(l2 < 2e-3, "{m}x{n}x{k}: rel L2 {l2}");
+    }
+}
+
+#[test]
+fn resnet18_with_implicit_tf32_convolutions() {
+    let Some(b) = backend("resnet18_with_implicit_tf32_convolutions") else { return };
+    let w = workloads::get("resnet18_b32_f32").expect("resnet18");
+    let g = w.build(Scale::Reduced).expect("build");
+    let ins = w.inputs(Scale::Reduced, 42);
+    let want = w.reference(Scale::Reduced, &ins).expect("reference");
+    // PyTorch's defaults: 20 implicit TF32 convolutions; within `sinter bench --check`'s TF32 bound.
+    let c = compile(&g, b.clone(), opts(Mode::Default, AllowTf32::default())).expect("compile");
+    let got = c.run(&ins).expect("run");
+    assert_eq!(plan(&c), (20, 20));
+    let l2 = rel_l2(&got, &want);
+    eprintln!("resnet18 reduced, TF32 convolutions: rel L2 {l2:.2e}");
+    assert!(l2 <= 5e-3, "rel L2 {l2}");
+    // Exact f32: im2col gathers, exact products, the workload's elementwise bound.
+    let c = compile(&g, b.clone(), opts(Mode::Default, AllowTf32::OFF)).expect("compile");
+    let got = c.run(&ins).expect("run");
+    assert_eq!(plan(&c), (0, 0));
+    let (rtol, atol) = w.tolerance();
+    let cmp = sinter_core::compare::compare_outputs(&got, &want, |_| (rtol, atol));
+    assert!(cmp.ok(), "exact: {:?}", cmp.problem);
+}
