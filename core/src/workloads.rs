@@ -22,9 +22,11 @@ use std::collections::HashMap;
 
 mod reference;
 mod resnet;
+mod scaled_mm;
 
 use reference::*;
 use resnet::*;
+use scaled_mm::*;
 
 /// Which size to build a workload at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -79,6 +81,11 @@ enum Kind {
     },
     ResNet18,
     Sum,
+    /// `torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=bf16)` on fp8 e4m3 operands, `b`
+    /// column-major (stored `[n, k]`); `full` is M = N = K.
+    ScaledMm {
+        full: usize,
+    },
 }
 
 /// A built-in workload.
@@ -128,6 +135,12 @@ pub fn all() -> Vec<Workload> {
             "attention_decode_b32h32kv4096d128_bf16",
             "softmax((q @ k.transpose(-1, -2)) / sqrt(128), dim=-1) @ v, q [32, 32, 1, 128], k/v [32, 32, 4096, 128]",
             Kind::Attention { causal: false, decode: true },
+        ),
+        w(
+            "matmul_8192_fp8e4m3",
+            "torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16), a and b float8_e4m3fn, \
+             b column-major",
+            Kind::ScaledMm { full: 8192 },
         ),
         w("resnet18_b32_f32", "torchvision resnet18 (eval) on [32, 3, 224, 224]", Kind::ResNet18),
         // Not in torch_anchor.py: a whole-tensor reduction (one row), the split-reduction case.
@@ -202,6 +215,14 @@ impl Workload {
                 (false, DType::F32) => vec![37, 29, 41],
                 (false, _) => vec![67, 33, 45],
             },
+            // K and N multiples of 16 (cuBLASLt's fp8 alignment), M odd.
+            Kind::ScaledMm { full: n } => {
+                if full {
+                    vec![n, n, n]
+                } else {
+                    vec![67, 48, 80]
+                }
+            }
             Kind::Matmul { full: n, dtype } => match (full, dtype) {
                 (true, _) => vec![n, n, n],
                 (false, DType::F32) => vec![67, 33, 45],
@@ -255,7 +276,7 @@ impl Workload {
     pub fn dtype(&self) -> DType {
         match self.kind {
             Kind::MatmulSoftmax { dtype, .. } | Kind::Matmul { dtype, .. } => dtype,
-            Kind::Mlp | Kind::Attention { .. } => DType::BF16,
+            Kind::Mlp | Kind::Attention { .. } | Kind::ScaledMm { .. } => DType::BF16,
             _ => DType::F32,
         }
     }
@@ -290,6 +311,7 @@ impl Workload {
                 vec![spec("q", dt, &q, n1), spec("k", dt, &kv, n1), spec("v", dt, &kv, n1)]
             }
             Kind::ResNet18 => resnet_specs(d[0], d[1]),
+            Kind::ScaledMm { .. } => scaled_mm_specs(&d, scale),
         }
     }
 
@@ -312,6 +334,7 @@ impl Workload {
                 h.gelu().matmul(&ins[3].transpose(0, 1)) + &ins[4]
             }
             Kind::Matmul { .. } => ins[0].matmul(&ins[1]),
+            Kind::ScaledMm { .. } => scaled_mm_graph(&ins),
             Kind::Chain => {
                 let mut x = ins[0].clone();
                 for i in 0..64 {
@@ -362,7 +385,7 @@ impl Workload {
     pub fn flops(&self, scale: Scale) -> f64 {
         let d: Vec<f64> = self.dims(scale).iter().map(|&x| x as f64).collect();
         match self.kind {
-            Kind::MatmulSoftmax { .. } | Kind::Matmul { .. } => 2.0 * d[0] * d[1] * d[2],
+            Kind::MatmulSoftmax { .. } | Kind::Matmul { .. } | Kind::ScaledMm { .. } => 2.0 * d[0] * d[1] * d[2],
             Kind::Mlp => 2.0 * 2.0 * d[0] * d[1] * d[2],
             Kind::Attention { causal, .. } => 4.0 * d[0] * d[1] * d[2] * d[3] * d[4] / if causal { 2.0 } else { 1.0 },
             Kind::ResNet18 if scale == Scale::Full => d[0] * 2.0 * 1.82e9,
@@ -401,7 +424,7 @@ impl Workload {
         let d = self.dims(scale);
         match self.kind {
             Kind::AddReluMul | Kind::Cos | Kind::CosCos | Kind::Chain => d,
-            Kind::MatmulSoftmax { .. } | Kind::Matmul { .. } => vec![d[0], d[2]],
+            Kind::MatmulSoftmax { .. } | Kind::Matmul { .. } | Kind::ScaledMm { .. } => vec![d[0], d[2]],
             Kind::Softmax | Kind::LayerNormGelu => d,
             Kind::Attention { .. } => vec![d[0], d[1], d[2], d[4]],
             Kind::Mlp => vec![d[0], d[1]],
@@ -471,6 +494,7 @@ impl Workload {
                 rd(ref_softmax_rows(&p, d[2]))
             }
             Kind::Matmul { .. } => rd(ref_matmul(&v[0], &v[1], 1, d[0], d[1], d[2], false)),
+            Kind::ScaledMm { .. } => rd(ref_scaled_mm(&v, &d)),
             Kind::Softmax => rd(ref_softmax_rows(&v[0], d[1])),
             Kind::LayerNormGelu => {
                 let c = d[1];
@@ -641,6 +665,7 @@ mod tests {
                 "attention_b8h16s1024d64_bf16",
                 "attention_causal_b8h16s2048d128_bf16",
                 "attention_decode_b32h32kv4096d128_bf16",
+                "matmul_8192_fp8e4m3",
                 "resnet18_b32_f32",
                 "sum_64M_f32",
             ]
@@ -681,6 +706,9 @@ mod tests {
             2.0 * 8.0 * 16.0 * 2048.0 * 2048.0 * 128.0
         );
         assert_eq!(f("resnet18_b32_f32").flops(Scale::Full), 32.0 * 2.0 * 1.82e9);
+        assert_eq!(f("matmul_8192_fp8e4m3").flops(Scale::Full), 2.0 * 8192f64.powi(3));
+        // Two fp8 operands (1 byte each) and two f32 scales read, a bf16 product (2 bytes) written.
+        assert_eq!(f("matmul_8192_fp8e4m3").min_bytes(Scale::Full), 4.0 * 8192.0 * 8192.0 + 8.0);
         let mlp_bytes = (2.0 * 8192.0 * 4096.0 + 2.0 * 16384.0 * 4096.0 + 16384.0 + 4096.0) * 2.0;
         assert_eq!(f("mlp_8192x4096x16384_bf16").min_bytes(Scale::Full), mlp_bytes);
         for w in all() {

@@ -282,6 +282,9 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         src.push_str("#include <cuda_bf16.h>\n");
     }
     src.push('\n');
+    if dts.iter().any(|d| d.is_fp8()) {
+        src.push_str(prelude::FP8);
+    }
     if !em.h.is_empty() {
         src.push_str(&em.h.render());
     }
