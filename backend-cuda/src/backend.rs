@@ -319,7 +319,7 @@ impl CudaBackend {
                 // Library candidates cost a heuristic query and a workspace each: asked for only
                 // when the kernel is searched (a cached winner, library or not, loads directly).
                 if cache.get(&sinter_core::tune::kernel_key(k)).is_none() {
-                    candidates.extend(library::candidates(k, &stream));
+                    candidates.extend(library::candidates(k, &stream, self.cuda_caps.sm));
                 }
                 let tuned = autotune(k, &mut target, candidates, &mut cache)?;
                 kernels.push(tuned.loaded);
@@ -328,7 +328,7 @@ impl CudaBackend {
             tuning_log = cache.log.clone();
         } else {
             for k in &program.kernels {
-                let t = match library::library_allowed(k, opts.mode) {
+                let t = match library::library_allowed(k, opts.mode, self.cuda_caps.sm) {
                     Ok(()) => Tuning { library: Some(0), ..Tuning::default() },
                     Err(why) => {
                         if matches!(k.body, sinter_core::kernel::KernelBody::Matmul(_)) {
@@ -337,7 +337,16 @@ impl CudaBackend {
                         Tuning::default()
                     }
                 };
-                kernels.push(self.build_kernel(k, &t, &args_of(k), &cubins, &stream)?);
+                let loaded = match self.build_kernel(k, &t, &args_of(k), &cubins, &stream) {
+                    // A plan the library refuses at load (no algorithm: e.g. an fp8 product its
+                    // heuristic has nothing for) runs on the own template instead.
+                    Err(BackendError::Unsupported { what, .. }) if t.library.is_some() => {
+                        tracing::info!(target: "sinter::cuda", "{}: own template, cuBLASLt refused: {what}", k.name);
+                        self.build_kernel(k, &Tuning::default(), &args_of(k), &cubins, &stream)?
+                    }
+                    r => r?,
+                };
+                kernels.push(loaded);
             }
         }
         let uses = |a: usize| -> Vec<(usize, usize)> {
