@@ -282,9 +282,8 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         src.push_str("#include <cuda_bf16.h>\n");
     }
     src.push('\n');
-    if dts.iter().any(|d| d.is_fp8()) {
-        src.push_str(prelude::FP8);
-    }
+    let body_src = emit::prune_unused(&em.out);
+    src.push_str(&prelude::fp8_helpers(&body_src));
     if !em.h.is_empty() {
         src.push_str(&em.h.render());
     }
@@ -310,7 +309,7 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         src.push(')');
     }
     src.push_str("\n{\n");
-    src.push_str(&emit::prune_unused(&em.out));
+    src.push_str(&body_src);
     src.push_str("}\n");
     Ok(Rendered {
         name,

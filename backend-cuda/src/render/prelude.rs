@@ -432,10 +432,11 @@ template <typename T>
 /// values, so one function serves both), rounds to nearest even on the format's grid (subnormals
 /// included) and overflows past the largest finite value to NaN (e4m3fn, no infinity) or
 /// infinity (e5m2), keeping the sign of zeros and NaN. Software, not `cvt.rn.satfinite`: the
-/// hardware conversion saturates, which is ONNX's `saturate=1`, not the IR's cast. Emitted
-/// whole into every kernel that touches an fp8 dtype.
-pub(crate) const FP8: &str = r#"// fp8 e4m3fn / e5m2 codes <-> values (sinter_core::fp8)
-static __device__ __forceinline__ float sinter_e4m3_to_f32(unsigned char c) {
+/// hardware conversion saturates, which is ONNX's `saturate=1`, not the IR's cast.
+///
+/// The renderer calls them by name (`ops.rs`: loads, casts, stores); [`fp8_helpers`] emits the
+/// ones a kernel body calls.
+const FP8_DEC_E4M3: &str = r#"static __device__ __forceinline__ float sinter_e4m3_to_f32(unsigned char c) {
     const unsigned e = (c >> 3) & 15u, m = c & 7u;
     float v;
     if (e == 15u && m == 7u) {
@@ -447,7 +448,8 @@ static __device__ __forceinline__ float sinter_e4m3_to_f32(unsigned char c) {
     }
     return (c & 0x80u) ? -v : v;
 }
-static __device__ __forceinline__ float sinter_e5m2_to_f32(unsigned char c) {
+"#;
+const FP8_DEC_E5M2: &str = r#"static __device__ __forceinline__ float sinter_e5m2_to_f32(unsigned char c) {
     const unsigned e = (c >> 2) & 31u, m = c & 3u;
     float v;
     if (e == 31u) {
@@ -459,7 +461,8 @@ static __device__ __forceinline__ float sinter_e5m2_to_f32(unsigned char c) {
     }
     return (c & 0x80u) ? -v : v;
 }
-static __device__ __forceinline__ unsigned char sinter_f64_to_f8(double x, int mbits, int bias, bool ieee, double maxv) {
+"#;
+const FP8_ENC: &str = r#"static __device__ __forceinline__ unsigned char sinter_f64_to_f8(double x, int mbits, int bias, bool ieee, double maxv) {
     const unsigned sign = signbit(x) ? 0x80u : 0u;
     const unsigned over = sign | (ieee ? 0x7Cu : 0x7Fu);
     if (isnan(x)) {
@@ -496,13 +499,38 @@ static __device__ __forceinline__ unsigned char sinter_f64_to_f8(double x, int m
     }
     return (unsigned char)(sign | code);
 }
-static __device__ __forceinline__ unsigned char sinter_f64_to_e4m3(double x) {
+"#;
+const FP8_ENC_E4M3: &str = r#"static __device__ __forceinline__ unsigned char sinter_f64_to_e4m3(double x) {
     return sinter_f64_to_f8(x, 3, 7, false, 448.0);
 }
-static __device__ __forceinline__ unsigned char sinter_f64_to_e5m2(double x) {
+"#;
+const FP8_ENC_E5M2: &str = r#"static __device__ __forceinline__ unsigned char sinter_f64_to_e5m2(double x) {
     return sinter_f64_to_f8(x, 2, 15, true, 57344.0);
 }
 "#;
+
+/// The fp8 helpers `body` calls (with the generic encoder the two encoders share), in a stable
+/// order; empty when it calls none.
+pub(crate) fn fp8_helpers(body: &str) -> String {
+    let called = |name: &str| body.contains(&format!("{name}("));
+    let (enc4, enc5) = (called("sinter_f64_to_e4m3"), called("sinter_f64_to_e5m2"));
+    let mut out = String::new();
+    for (on, src) in [
+        (called("sinter_e4m3_to_f32"), FP8_DEC_E4M3),
+        (called("sinter_e5m2_to_f32"), FP8_DEC_E5M2),
+        (enc4 || enc5, FP8_ENC),
+        (enc4, FP8_ENC_E4M3),
+        (enc5, FP8_ENC_E5M2),
+    ] {
+        if on {
+            out.push_str(src);
+        }
+    }
+    if !out.is_empty() {
+        out.insert_str(0, "// fp8 e4m3fn / e5m2 codes <-> values (sinter_core::fp8)\n");
+    }
+    out
+}
 
 /// The tensor-core primitives of the `mma` template: asynchronous 16-byte copies into shared
 /// memory (`src_bytes` < 16 zero-fills the rest), `ldmatrix` (four 8x8 b16 matrices, optionally

@@ -14,7 +14,7 @@
 //! | u8, u16, u32 | `unsigned char`, `unsigned short`, `unsigned int` | `unsigned int`, wrapped |
 //! | u64 | `unsigned long long` | `unsigned long long` |
 //! | bool | `unsigned char` (0 or 1; any non-zero byte reads as true) | `bool` |
-//! | f8e4m3, f8e5m2 | `unsigned char` (the code) | `float`: loads widen exactly (`sinter_e4m3_to_f32`), casts and stores round by `sinter_f64_to_e4m3` (the prelude's [`FP8`](super::prelude::FP8), bit for bit as `sinter_core::fp8`) |
+//! | f8e4m3, f8e5m2 | `unsigned char` (the code) | `float`: loads widen exactly (`sinter_e4m3_to_f32`), casts and stores round by `sinter_f64_to_e4m3` (the prelude's fp8 helpers, bit for bit as `sinter_core::fp8`) |
 //!
 //! NVRTC has no `<stdint.h>` by default, so only builtin type names are used.
 
