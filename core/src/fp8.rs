@@ -14,7 +14,8 @@
 //! # Rounding and overflow (the IR's cast)
 //!
 //! A conversion to fp8 rounds the exact value to nearest, ties to even (subnormals included), and
-//! keeps the sign of zero and of NaN. A value whose rounded magnitude exceeds the largest finite
+//! keeps the sign of zero and of NaN (NaN becomes `S.1111111`, torch's NaN code in both formats).
+//! A value whose rounded magnitude exceeds the largest finite
 //! value **overflows**: NaN for e4m3fn (which has no infinity), ±infinity for e5m2; infinities
 //! become NaN (e4m3fn) or stay infinite (e5m2). This is what torch's `tensor.to(float8_*)` does
 //! (c10's `fp8e4m3fn_from_fp32_value`: everything from 480 up is NaN and 464 < |x| < 480 rounds to
@@ -75,9 +76,10 @@ impl Format {
         (1.0 + frac as f64 / (1u32 << self.mbits) as f64) * 2f64.powi(emax)
     }
 
-    /// The NaN code with the given sign bit.
+    /// The NaN code with the given sign bit: all ones below the sign in both formats (what
+    /// torch's conversions produce).
     fn nan(self, sign: u8) -> u8 {
-        sign | if self.ieee { 0x7E } else { 0x7F }
+        sign | 0x7F
     }
 
     /// Decodes a code to its exact value (NaN for NaN codes, ±infinity for e5m2's).
@@ -214,12 +216,33 @@ mod tests {
         assert_eq!(E4M3.encode(-1e6), 0xFF);
         assert_eq!(E4M3.encode(f64::INFINITY), 0x7F);
         assert_eq!(E4M3.encode(f64::NAN), 0x7F);
+        assert_eq!((E5M2.encode(f64::NAN), E5M2.encode(-f64::NAN)), (0x7F, 0xFF));
         // e5m2: 61440 is the tie between 57344 (11, odd) and 65536 (infinity): to infinity.
         assert_eq!(E5M2.round(61439.0), 57344.0);
         assert_eq!(E5M2.round(61440.0), f64::INFINITY);
         assert_eq!(E5M2.round(-1e9), f64::NEG_INFINITY);
         assert_eq!(max_finite(DType::F8E4M3), Some(448.0));
         assert_eq!(max_finite(DType::F32), None);
+    }
+
+    #[test]
+    fn dtype_text_storage_and_the_cpu_reference() {
+        use crate::tensor::{HostTensor, TensorData};
+        assert_eq!(DType::from_name("f8e4m3"), Some(DType::F8E4M3));
+        assert_eq!(DType::from_name("f8e5m2"), Some(DType::F8E5M2));
+        assert_eq!((DType::F8E4M3.size_bytes(), DType::F8E4M3.is_float(), DType::F32.is_fp8()), (1, true, false));
+        // Host storage holds codes; bytes round-trip; values decode exactly.
+        let t = HostTensor::from_f64(DType::F8E4M3, vec![4], &[1.0, -0.5, 500.0, 1.0625]);
+        assert_eq!(t.data, TensorData::F8E4M3(vec![0x38, 0xB0, 0x7F, 0x38]));
+        assert_eq!(HostTensor::from_le_bytes(DType::F8E4M3, vec![4], &t.to_le_bytes()).unwrap(), t);
+        // The CPU reference rounds a cast node through this module, and the text form names it.
+        let g = crate::trace::Graph::new();
+        let x = g.input("x", DType::F32, [3]);
+        g.output(&x.cast(DType::F8E5M2).cast(DType::F32));
+        let ir = g.build().unwrap();
+        assert!(crate::text::print(&ir).contains("f8e5m2[3] = cast(%0, to=f8e5m2)"), "{}", crate::text::print(&ir));
+        let y = crate::cpu::run(&ir, &[HostTensor::f32([3], vec![1.125, 1.375, 1e6]).unwrap()]).unwrap();
+        assert_eq!(y[0].to_f64_vec(), vec![1.0, 1.5, f64::INFINITY]);
     }
 
     #[test]

@@ -466,7 +466,7 @@ const FP8_ENC: &str = r#"static __device__ __forceinline__ unsigned char sinter_
     const unsigned sign = signbit(x) ? 0x80u : 0u;
     const unsigned over = sign | (ieee ? 0x7Cu : 0x7Fu);
     if (isnan(x)) {
-        return (unsigned char)(sign | (ieee ? 0x7Eu : 0x7Fu));
+        return (unsigned char)(sign | 0x7Fu);
     }
     const double a = fabs(x);
     if (isinf(a)) {
