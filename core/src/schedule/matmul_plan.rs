@@ -147,11 +147,10 @@ impl Sched<'_> {
         let cb = coords(&bb, sb.len(), Index::var(Var::Red), Index::var(Var::N), false);
         let a_bcast = ba.iter().all(|&d| d == 1);
         let b_bcast = bb.iter().all(|&d| d == 1);
-        let mut fold_note = None;
         // The fp8 prologue: both operands read as fp8 through strides, or neither.
         let mut widened = None;
         if let Some(d) = self.prologue[mm.index()] {
-            let views = if shared_b {
+            let views = if folded.is_some() {
                 Err("the first operand's batch is folded into rows".to_string())
             } else {
                 let va = self.mat_view(a, &ca, &space, [Var::Batch, Var::M, Var::Red], Some(d));
@@ -172,12 +171,11 @@ impl Sched<'_> {
             }
         }
         let took = widened.as_ref().map(|(d, _)| *d);
-        let (in_dtype, (ar, br)) = match widened {
-            Some((d, views)) => (d, views),
-            None => (
-                self.g.ty(a).dtype,
-                self.plain_operands(mm, (a, b), (ca, cb), &space, (a_bcast, b_bcast), folded, &mut fold_note)?,
-            ),
+        let (in_dtype, (ar, br, fold_note)) = match widened {
+            Some((d, (va, vb))) => (d, (va, vb, None)),
+            None => {
+                (self.g.ty(a).dtype, self.plain_operands(mm, (a, b), (ca, cb), &space, (a_bcast, b_bcast), folded)?)
+            }
         };
         let pos = self.kernels.len();
         let mut kb = KernelBuilder::new(space.clone());
@@ -203,8 +201,7 @@ impl Sched<'_> {
     }
 
     /// The operands of matmul `mm` read as their own values (strided views or copies), the first
-    /// one folded over the batch rows when `folded` says so (its note into `fold_note`).
-    #[allow(clippy::type_complexity)]
+    /// one folded over the batch rows when `folded` says so (then with the decision's note).
     fn plain_operands(
         &mut self,
         mm: NodeId,
@@ -213,12 +210,12 @@ impl Sched<'_> {
         space: &Space,
         (a_bcast, b_bcast): (bool, bool),
         folded: Option<(Vec<Index>, Option<MatRef>)>,
-        fold_note: &mut Option<String>,
-    ) -> Result<(MatRef, MatRef), Error> {
+    ) -> Result<(MatRef, MatRef, Option<String>), Error> {
         let Space::Matmul { batch, m, n, k, .. } = *space else {
             return Err(Error::Unsupported(format!("schedule: matmul {mm} outside a matmul space")));
         };
         let sa = self.shapes[a.index()].clone();
+        let mut fold_note = None;
         let ar = match folded {
             Some((ca, view)) => {
                 let how = if view.is_some() { "read through strides" } else { "copied first" };
@@ -226,7 +223,7 @@ impl Sched<'_> {
                     Some(r) => r,
                     None => self.operand_copy(mm, a, &ca, [Var::Batch, Var::M, Var::Red], [1, m, k], true)?,
                 };
-                *fold_note = Some(format!(
+                fold_note = Some(format!(
                     "layout: matmul {mm} batch {} x {} rows as one product of {m} rows (the second operand has no \
                      batch dims; the first {how})",
                     m / sa[sa.len() - 2],
@@ -237,7 +234,7 @@ impl Sched<'_> {
             None => self.mat_operand(mm, a, &ca, space, [Var::Batch, Var::M, Var::Red], [batch, m, k], a_bcast)?,
         };
         let br = self.mat_operand(mm, b, &cb, space, [Var::Batch, Var::Red, Var::N], [batch, k, n], b_bcast)?;
-        Ok((ar, br))
+        Ok((ar, br, fold_note))
     }
 }
 

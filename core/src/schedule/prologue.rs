@@ -19,9 +19,10 @@
 //! * **Placement** (`matmul_plan.rs`): stage A materializes the compute producer *under* the cast
 //!   instead of the cast (so the matmul finds an fp8 buffer), and the matmul reads each operand
 //!   through [`Sched::view_index_widened`]. When an operand's movement chain is no strided view
-//!   (a copy would be needed), the prologue is dropped for that matmul (both operands copied as
-//!   f32 with the cast inlined into the copy, which is correct since the cast node itself was
-//!   not materialized) and recorded as `refused: prologue: ...`.
+//!   (a copy would be needed), or when a batched first operand is folded into rows (its rows are
+//!   copied), the prologue is dropped for that matmul (both operands read as f32, copies with the
+//!   cast inlined, which is correct since the cast node itself was not materialized) and recorded
+//!   as `refused: prologue: ...`.
 
 use super::plan::Sched;
 use crate::dtype::DType;

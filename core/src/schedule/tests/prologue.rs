@@ -41,7 +41,8 @@ fn prologue_refusals_are_named_and_fall_back_to_f32_copies() {
     let (e4, e5) = (DType::F8E4M3, DType::F8E5M2);
     // (a dtype, b dtype, graph, refusal or None when taken)
     type Build = fn(&Tensor, &Tensor) -> Tensor;
-    let cases: [(DType, DType, [usize; 2], [usize; 2], Build, Option<&str>); 5] = [
+    type Case = (DType, DType, [usize; 2], [usize; 2], Build, Option<&'static str>);
+    let cases: [Case; 5] = [
         // Taken: e5m2 both sides, b transposed through a permute under the cast.
         (e5, e5, [7, 16], [9, 16], |a, b| a.cast(DType::F32).matmul(&b.cast(DType::F32).transpose(0, 1)), None),
         // Mixed fp8 dtypes: the kernel IR has one operand dtype.
