@@ -328,24 +328,33 @@ impl CudaBackend {
             tuning_log = cache.log.clone();
         } else {
             for k in &program.kernels {
+                let mut not_library = None;
                 let t = match library::library_allowed(k, opts.mode, self.cuda_caps.sm) {
                     Ok(()) => Tuning { library: Some(0), ..Tuning::default() },
                     Err(why) => {
                         if matches!(k.body, sinter_core::kernel::KernelBody::Matmul(_)) {
                             tracing::debug!(target: "sinter::cuda", "{}: own template, not cuBLASLt: {why}", k.name);
                         }
+                        not_library = Some(why);
                         Tuning::default()
                     }
                 };
-                let loaded = match self.build_kernel(k, &t, &args_of(k), &cubins, &stream) {
+                let mut loaded = match self.build_kernel(k, &t, &args_of(k), &cubins, &stream) {
                     // A plan the library refuses at load (no algorithm: e.g. an fp8 product its
                     // heuristic has nothing for) runs on the own template instead.
                     Err(BackendError::Unsupported { what, .. }) if t.library.is_some() => {
                         tracing::info!(target: "sinter::cuda", "{}: own template, cuBLASLt refused: {what}", k.name);
+                        not_library = Some(what);
                         self.build_kernel(k, &Tuning::default(), &args_of(k), &cubins, &stream)?
                     }
                     r => r?,
                 };
+                // An fp8 product off the library says why in its source (artifacts, `explain`).
+                if let (sinter_core::kernel::KernelBody::Matmul(m), Some(why)) = (&k.body, not_library)
+                    && m.in_dtype.is_fp8()
+                {
+                    loaded.rendered.source.push_str(&format!("// not a cuBLASLt fp8 product: {why}\n"));
+                }
                 kernels.push(loaded);
             }
         }

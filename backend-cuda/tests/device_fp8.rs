@@ -177,6 +177,9 @@ fn scaled_mm_through_cublaslt_and_the_fallback() {
                 let lib = heads.iter().any(|h| h.contains("cuBLASLt product") && h.contains("F8E4M3 operands"));
                 let fp8_ok = sinter_cuda::probe::cublaslt().is_ok();
                 assert_eq!(lib, t.library && fp8_ok, "{what}: cuBLASLt fp8 product expected {}: {heads:#?}", t.library);
+                // An fp8 product on the own template says why in its source.
+                let why = cg.sources().iter().any(|s| s.source.contains("// not a cuBLASLt fp8 product: "));
+                assert_eq!(why, !lib && t.a == t.b, "{what}: the reason the library was not used");
             }
         }
     }

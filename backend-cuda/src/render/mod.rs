@@ -23,6 +23,8 @@
 //!   multi-stage `cp.async` pipeline, [`MmaTile`]; the `mma` module); every other dtype on a
 //!   shared-memory tiled CUDA-core kernel with register blocking ([`MatmulTile`]); operands read
 //!   through their strides with zero fill at the edges, then the epilogue per output element.
+//!   fp8 operands (the scheduler's prologue) are widened exactly by the CUDA-core kernel's loader;
+//!   their fast path is cuBLASLt's fp8 product (`backend/library.rs`), not a rendered kernel.
 //! * **Attention**: FlashAttention-2 on tensor cores for bf16/f16 (`mma.sync`, a `cp.async` K/V
 //!   ring, online softmax in registers, [`AttnTile`]); a decode template for at most
 //!   [`DECODE_M`] queries (keys split over warps, 16-byte loads, partials combined in shared
@@ -35,7 +37,9 @@
 //! # Numerics
 //!
 //! As [`sinter_core::scalar`] and the kernel-IR interpreter define them (the `ops` and `prelude` modules):
-//! f16/bf16 computed in `float` and rounded only at casts and stores; literals converted as casts
+//! f16/bf16 computed in `float` and rounded only at casts and stores; fp8 stored as its code
+//! (`unsigned char`), widened exactly at loads and rounded at casts and stores by the prelude's
+//! software conversions (bit for bit as `sinter_core::fp8`); literals converted as casts
 //! from f64; integers wrap to their dtype after every op (signed arithmetic in the unsigned type
 //! of its width, no undefined behaviour); accurate libm (`expf`, `erff`, ..., the double versions
 //! for f64); NaN-propagating max/min, half-even `rint`, floored `mod`, `sign(-0) = +0`,
