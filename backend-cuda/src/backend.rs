@@ -364,7 +364,7 @@ impl CudaBackend {
                 // Library candidates cost a heuristic query and a workspace each: asked for only
                 // when the kernel is searched (a cached winner, library or not, loads directly).
                 if cache.get(&sinter_core::tune::kernel_key(k)).is_none() {
-                    candidates.extend(library::candidates(k, &stream));
+                    candidates.extend(library::candidates(k, &stream, self.cuda_caps.sm));
                 }
                 let tuned = autotune(k, &mut target, candidates, &mut cache)?;
                 kernels.push(tuned.loaded);
@@ -372,38 +372,56 @@ impl CudaBackend {
             cache.save();
             tuning_log = cache.log.clone();
         } else {
-            let tunings: Vec<Tuning> = program
+            // Per kernel: the tuning, and why a matmul is not a library product.
+            let plan: Vec<(Tuning, Option<String>)> = program
                 .kernels
                 .iter()
-                .map(|k| match library::library_allowed(k, opts.mode) {
-                    Ok(()) => Tuning { library: Some(0), ..Tuning::default() },
+                .map(|k| match library::library_allowed(k, opts.mode, self.cuda_caps.sm) {
+                    Ok(()) => (Tuning { library: Some(0), ..Tuning::default() }, None),
                     Err(why) => {
                         if matches!(k.body, sinter_core::kernel::KernelBody::Matmul(_)) {
                             tracing::debug!(target: "sinter::cuda", "{}: own template, not cuBLASLt: {why}", k.name);
                         }
-                        Tuning::default()
+                        (Tuning::default(), Some(why))
                     }
                 })
                 .collect();
             // Every own kernel rendered first, then compiled in parallel (NVRTC spends most of a
             // cold compile; its programs are independent), then loaded in order.
             let mut rendered = Vec::with_capacity(program.kernels.len());
-            for (k, t) in program.kernels.iter().zip(&tunings) {
+            for (k, (t, _)) in program.kernels.iter().zip(&plan) {
                 rendered.push(if t.library.is_some() { None } else { Some(render::render(k, &self.cuda_caps, t)?) });
             }
             let sources: Vec<(&str, &str)> =
                 rendered.iter().flatten().map(|r| (r.name.as_str(), r.source.as_str())).collect();
             let mut compiled = self.compile_all(&sources, &cubins).into_iter();
-            for ((k, t), r) in program.kernels.iter().zip(&tunings).zip(rendered) {
-                kernels.push(match r {
-                    None => self.build_kernel(k, t, &args_of(k), &cubins, &stream)?,
+            for ((k, (t, why)), r) in program.kernels.iter().zip(plan).zip(rendered) {
+                let mut not_library = why;
+                let mut loaded = match r {
                     Some(r) => {
                         let cubin = compiled
                             .next()
                             .unwrap_or_else(|| Err(BackendError::Device(format!("{}: no compile result", k.name))))?;
-                        self.load_kernel(k, t, r, &cubin, &args_of(k))?
+                        self.load_kernel(k, &t, r, &cubin, &args_of(k))?
                     }
-                });
+                    None => match self.build_kernel(k, &t, &args_of(k), &cubins, &stream) {
+                        // A plan the library refuses at load (no algorithm: e.g. an fp8 product its
+                        // heuristic has nothing for) runs on the own template instead.
+                        Err(BackendError::Unsupported { what, .. }) => {
+                            tracing::info!(target: "sinter::cuda", "{}: own template, cuBLASLt refused: {what}", k.name);
+                            not_library = Some(what);
+                            self.build_kernel(k, &Tuning::default(), &args_of(k), &cubins, &stream)?
+                        }
+                        r => r?,
+                    },
+                };
+                // An fp8 product off the library says why in its source (artifacts, `explain`).
+                if let (sinter_core::kernel::KernelBody::Matmul(m), Some(why)) = (&k.body, not_library)
+                    && m.in_dtype.is_fp8()
+                {
+                    loaded.rendered.source.push_str(&format!("// not a cuBLASLt fp8 product: {why}\n"));
+                }
+                kernels.push(loaded);
             }
         }
         let uses = |a: usize| -> Vec<(usize, usize)> {

@@ -433,6 +433,10 @@ fn scheduled_workloads_match_their_references() {
     for w in workloads::all() {
         let g = w.build(Scale::Reduced).expect("build");
         let opt = sinter_core::passes::optimize(&g).expect("optimize");
+        // A workload with dtypes WGSL lacks (fp8) runs with graph breaks (`graph_breaks.rs`).
+        if !sinter_core::partition::detect(&opt, b.caps()).is_empty() {
+            continue;
+        }
         for fusion in [true, false] {
             let opts = if fusion { ScheduleOptions::default() } else { ScheduleOptions::eager() };
             let p = schedule(&opt, b.caps(), &opts).unwrap_or_else(|e| panic!("{}: schedule: {e}", w.name));

@@ -5,8 +5,9 @@ use std::fmt;
 
 /// The element type of a tensor.
 ///
-/// `bf16` and `f16` are storage types: backends may compute in `f32` (the WGSL backend stores bf16
-/// packed and computes in f32). The CPU reference computes every op in `f64`/`i64` and rounds to
+/// `bf16`, `f16` and the fp8 types are storage types: backends may compute in `f32` (the WGSL
+/// backend stores bf16 packed and computes in f32; loads of fp8 widen to f32 exactly, stores and
+/// casts round as [`crate::fp8`] defines). The CPU reference computes every op in `f64`/`i64` and rounds to
 /// the node's dtype when storing the result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -37,11 +38,17 @@ pub enum DType {
     U64,
     /// Boolean (one byte per element on the host).
     Bool,
+    /// 8-bit float e4m3fn (torch `float8_e4m3fn`, ONNX `FLOAT8E4M3FN`): 4 exponent bits, 3
+    /// mantissa bits, no infinities, largest finite 448 (see [`crate::fp8`]).
+    F8E4M3,
+    /// 8-bit float e5m2 (torch `float8_e5m2`, ONNX `FLOAT8E5M2`): IEEE-like with infinities,
+    /// largest finite 57344 (see [`crate::fp8`]).
+    F8E5M2,
 }
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 13] = [
+    pub const ALL: [DType; 15] = [
         DType::F32,
         DType::F16,
         DType::BF16,
@@ -55,6 +62,8 @@ impl DType {
         DType::U32,
         DType::U64,
         DType::Bool,
+        DType::F8E4M3,
+        DType::F8E5M2,
     ];
 
     /// Size of one element in bytes (host layout).
@@ -63,13 +72,13 @@ impl DType {
             DType::F64 | DType::I64 | DType::U64 => 8,
             DType::F32 | DType::I32 | DType::U32 => 4,
             DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
-            DType::I8 | DType::U8 | DType::Bool => 1,
+            DType::I8 | DType::U8 | DType::Bool | DType::F8E4M3 | DType::F8E5M2 => 1,
         }
     }
 
     /// True for floating-point types.
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F16 | DType::BF16 | DType::F64)
+        matches!(self, DType::F32 | DType::F16 | DType::BF16 | DType::F64 | DType::F8E4M3 | DType::F8E5M2)
     }
 
     /// True for integer types (signed or unsigned, not bool).
@@ -80,6 +89,11 @@ impl DType {
     /// True for signed integer types.
     pub fn is_signed_int(self) -> bool {
         matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64)
+    }
+
+    /// True for the 8-bit floats.
+    pub fn is_fp8(self) -> bool {
+        matches!(self, DType::F8E4M3 | DType::F8E5M2)
     }
 
     /// True for bool.
@@ -103,6 +117,8 @@ impl DType {
             DType::U32 => "u32",
             DType::U64 => "u64",
             DType::Bool => "bool",
+            DType::F8E4M3 => "f8e4m3",
+            DType::F8E5M2 => "f8e5m2",
         }
     }
 
@@ -118,6 +134,10 @@ impl DType {
             DType::F32 => 1e-4,
             DType::F16 => 4e-3,
             DType::BF16 => 2e-2,
+            // One unit in the last place (2^-3 and 2^-2 of the value): a result computed in f32
+            // and rounded once may differ by one step from the reference rounded from f64.
+            DType::F8E4M3 => 0.125,
+            DType::F8E5M2 => 0.25,
             _ => 0.0,
         }
     }

@@ -7,6 +7,7 @@ pub mod budget;
 pub mod cpu;
 pub mod dtype;
 pub mod error;
+pub mod fp8;
 pub mod infer;
 pub mod ir;
 pub mod passes;

@@ -31,6 +31,11 @@
 //! * Float to integer casts truncate toward zero, NaN gives 0, out-of-range values saturate to
 //!   `i64` and then wrap to the dtype (`u64` keeps values from 2^63 up); anything to bool is `!= 0`
 //!   (NaN is true); `u64` to float reads the bits as unsigned.
+//! * To fp8 ([`crate::fp8`]): round to nearest even; a value that rounds past the largest finite
+//!   value overflows to NaN (e4m3fn, which has no infinity) or ±infinity (e5m2), as torch's
+//!   `.to(float8_*)` and ONNX `Cast(saturate=0)` do. ONNX's default `saturate=1` is a clamp to
+//!   `[-max, max]` before this cast (the importer inserts it). fp8 to anything is exact through
+//!   its value.
 
 use crate::cpu::math::erf;
 use crate::dtype::DType;
@@ -97,6 +102,8 @@ pub fn round_to(dtype: DType, x: f64) -> f64 {
         DType::F32 => x as f32 as f64,
         DType::F16 => f16::from_f64(x).to_f64(),
         DType::BF16 => bf16::from_f64(x).to_f64(),
+        DType::F8E4M3 => crate::fp8::E4M3.round(x),
+        DType::F8E5M2 => crate::fp8::E5M2.round(x),
         DType::Bool => (x != 0.0) as i64 as f64,
         _ => cast_int(dtype, float_to_i64(x)) as f64,
     }
@@ -473,6 +480,14 @@ mod tests {
         assert_eq!(cast(Scalar::I(-1), DType::U64, DType::F64), Scalar::F(u64::MAX as f64));
         assert_eq!(cast(Scalar::I(-1), DType::I64, DType::U8), Scalar::I(255));
         assert_eq!(cast(Scalar::I(7), DType::I64, DType::Bool), Scalar::I(1));
+        // fp8: nearest even, overflow to NaN (e4m3fn) or infinity (e5m2); from integers too.
+        assert_eq!(c(1.0625, DType::F8E4M3), Scalar::F(1.0));
+        assert!(c(500.0, DType::F8E4M3).f().is_nan());
+        assert_eq!(c(-1e6, DType::F8E5M2), Scalar::F(f64::NEG_INFINITY));
+        assert_eq!(cast(Scalar::I(17), DType::I32, DType::F8E4M3), Scalar::F(16.0));
+        assert_eq!(cast(Scalar::F(-2.75), DType::F8E4M3, DType::I32), Scalar::I(-2));
+        assert_eq!(cast(Scalar::F(448.0), DType::F8E4M3, DType::F8E5M2), Scalar::F(448.0));
+        assert!(cast(Scalar::F(57344.0), DType::F8E5M2, DType::F8E4M3).f().is_nan());
     }
 
     #[test]

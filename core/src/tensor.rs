@@ -34,6 +34,10 @@ pub enum TensorData {
     U64(Vec<u64>),
     /// bool values.
     Bool(Vec<bool>),
+    /// fp8 e4m3fn values, as their codes ([`crate::fp8::E4M3`]).
+    F8E4M3(Vec<u8>),
+    /// fp8 e5m2 values, as their codes ([`crate::fp8::E5M2`]).
+    F8E5M2(Vec<u8>),
 }
 
 macro_rules! each_variant {
@@ -52,6 +56,8 @@ macro_rules! each_variant {
             TensorData::U32($v) => $body,
             TensorData::U64($v) => $body,
             TensorData::Bool($v) => $body,
+            TensorData::F8E4M3($v) => $body,
+            TensorData::F8E5M2($v) => $body,
         }
     };
 }
@@ -73,6 +79,8 @@ impl TensorData {
             TensorData::U32(_) => DType::U32,
             TensorData::U64(_) => DType::U64,
             TensorData::Bool(_) => DType::Bool,
+            TensorData::F8E4M3(_) => DType::F8E4M3,
+            TensorData::F8E5M2(_) => DType::F8E5M2,
         }
     }
 
@@ -143,6 +151,8 @@ impl HostTensor {
             DType::F16 => TensorData::F16(v.iter().map(|&x| f16::from_f64(x)).collect()),
             DType::BF16 => TensorData::BF16(v.iter().map(|&x| bf16::from_f64(x)).collect()),
             DType::F64 => TensorData::F64(v.to_vec()),
+            DType::F8E4M3 => TensorData::F8E4M3(v.iter().map(|&x| crate::fp8::E4M3.encode(x)).collect()),
+            DType::F8E5M2 => TensorData::F8E5M2(v.iter().map(|&x| crate::fp8::E5M2.encode(x)).collect()),
             DType::Bool => TensorData::Bool(v.iter().map(|&x| x != 0.0).collect()),
             _ => {
                 let i: Vec<i64> = v.iter().map(|&x| crate::scalar::float_to_int(x, dtype)).collect();
@@ -185,6 +195,8 @@ impl HostTensor {
             TensorData::U32(v) => v.iter().map(|&x| x as f64).collect(),
             TensorData::U64(v) => v.iter().map(|&x| x as f64).collect(),
             TensorData::Bool(v) => v.iter().map(|&x| x as u8 as f64).collect(),
+            TensorData::F8E4M3(v) => v.iter().map(|&c| crate::fp8::E4M3.decode(c)).collect(),
+            TensorData::F8E5M2(v) => v.iter().map(|&c| crate::fp8::E5M2.decode(c)).collect(),
         }
     }
 
@@ -221,6 +233,7 @@ impl HostTensor {
             TensorData::U32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
             TensorData::U64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
             TensorData::Bool(v) => v.iter().for_each(|&x| out.push(x as u8)),
+            TensorData::F8E4M3(v) | TensorData::F8E5M2(v) => out.extend_from_slice(v),
         }
         out
     }
@@ -255,6 +268,8 @@ impl HostTensor {
             DType::U32 => TensorData::U32(chunks!(u32, 4)),
             DType::U64 => TensorData::U64(chunks!(u64, 8)),
             DType::Bool => TensorData::Bool(bytes.iter().map(|&b| b != 0).collect()),
+            DType::F8E4M3 => TensorData::F8E4M3(bytes.to_vec()),
+            DType::F8E5M2 => TensorData::F8E5M2(bytes.to_vec()),
         };
         Ok(HostTensor { shape, data })
     }

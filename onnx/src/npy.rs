@@ -2,8 +2,9 @@
 //!
 //! `.npy` is version 1.0: the magic, a Python-dict header (`descr`, `fortran_order`, `shape`)
 //! padded to a multiple of 64 bytes, then the raw little-endian elements. `.npz` is a zip
-//! archive of `.npy` files, written uncompressed ("stored"). NumPy has no bfloat16, so bf16
-//! tensors are written as f32.
+//! archive of `.npy` files, written uncompressed ("stored"). NumPy has no bfloat16 and no fp8,
+//! so bf16 and fp8 tensors are written as f32 (exactly: every value widens), and `.npy` inputs
+//! are never read as them (ml_dtypes' fp8 arrays carry no standard descr).
 
 use sinter_core::{DType, HostTensor};
 
@@ -17,7 +18,7 @@ pub enum NpyError {
 
 fn descr(d: DType) -> &'static str {
     match d {
-        DType::F32 | DType::BF16 => "<f4",
+        DType::F32 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2 => "<f4",
         DType::F16 => "<f2",
         DType::F64 => "<f8",
         DType::I8 => "|i1",
@@ -34,7 +35,7 @@ fn descr(d: DType) -> &'static str {
 
 /// Serializes a tensor as `.npy` bytes.
 pub fn to_npy(t: &HostTensor) -> Vec<u8> {
-    let t = if t.dtype() == DType::BF16 {
+    let t = if matches!(t.dtype(), DType::BF16 | DType::F8E4M3 | DType::F8E5M2) {
         HostTensor::from_f64(DType::F32, t.shape.clone(), &t.to_f64_vec())
     } else {
         t.clone()
@@ -82,7 +83,7 @@ pub fn from_npy(b: &[u8]) -> Result<HostTensor, NpyError> {
     let d = d.strip_prefix('\'').and_then(|s| s.split('\'').next()).ok_or_else(|| bad("bad descr"))?;
     let dtype = DType::ALL
         .into_iter()
-        .filter(|&x| x != DType::BF16)
+        .filter(|&x| !matches!(x, DType::BF16 | DType::F8E4M3 | DType::F8E5M2))
         .find(|&x| descr(x) == d || descr(x).replace('|', "<") == d.replace('|', "<"))
         .ok_or_else(|| NpyError::Format(format!("unsupported descr {d:?}")))?;
     if field("fortran_order").is_some_and(|v| v.starts_with("True")) {

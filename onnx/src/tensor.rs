@@ -44,6 +44,10 @@ pub mod code {
     pub const UINT64: i32 = 13;
     /// BFLOAT16
     pub const BFLOAT16: i32 = 16;
+    /// FLOAT8E4M3FN (no infinities, one NaN per sign; sinter's `f8e4m3`)
+    pub const FLOAT8E4M3FN: i32 = 17;
+    /// FLOAT8E5M2 (IEEE-like; sinter's `f8e5m2`)
+    pub const FLOAT8E5M2: i32 = 19;
 }
 
 /// The ONNX name of a data type code (`FLOAT`, `FLOAT8E4M3FN`...).
@@ -55,7 +59,7 @@ pub fn dtype_code_name(c: i32) -> String {
 }
 
 /// The sinter dtype of an ONNX data type code; `Err` carries the ONNX type name for the types
-/// sinter lacks (string, complex, 8-, 4- and 2-bit types).
+/// sinter lacks (string, complex, the fnuz 8-bit floats, 4- and 2-bit types).
 pub fn dtype_from_code(c: i32) -> Result<DType, String> {
     Ok(match c {
         code::FLOAT => DType::F32,
@@ -71,6 +75,8 @@ pub fn dtype_from_code(c: i32) -> Result<DType, String> {
         code::UINT32 => DType::U32,
         code::UINT64 => DType::U64,
         code::BFLOAT16 => DType::BF16,
+        code::FLOAT8E4M3FN => DType::F8E4M3,
+        code::FLOAT8E5M2 => DType::F8E5M2,
         other => return Err(dtype_code_name(other)),
     })
 }
@@ -91,6 +97,8 @@ pub fn dtype_code(d: DType) -> i32 {
         DType::U32 => code::UINT32,
         DType::U64 => code::UINT64,
         DType::BF16 => code::BFLOAT16,
+        DType::F8E4M3 => code::FLOAT8E4M3FN,
+        DType::F8E5M2 => code::FLOAT8E5M2,
     }
 }
 
@@ -232,6 +240,9 @@ pub fn decode_tensor(t: &TensorProto, dir: Option<&Path>) -> Result<HostTensor, 
                 DType::Bool => TensorData::Bool(v.iter().map(|&x| x != 0).collect()),
                 DType::F16 => TensorData::F16(v.iter().map(|&x| half::f16::from_bits(x as u16)).collect()),
                 DType::BF16 => TensorData::BF16(v.iter().map(|&x| half::bf16::from_bits(x as u16)).collect()),
+                // fp8 codes, one per int32 (the low byte), as ONNX stores them.
+                DType::F8E4M3 => TensorData::F8E4M3(v.iter().map(|&x| x as u8).collect()),
+                DType::F8E5M2 => TensorData::F8E5M2(v.iter().map(|&x| x as u8).collect()),
                 _ => unreachable!("every other dtype is handled above"),
             }
         }

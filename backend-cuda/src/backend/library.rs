@@ -20,6 +20,13 @@
 //! * `SINTER_CUDA_LIBRARY=0`, or no libcublasLt: never. `SINTER_CUDA_LIBRARY=force`: every product
 //!   the library can run, whatever its size (tests: the shared suite's awkward shapes through
 //!   cuBLASLt).
+//!
+//! **fp8** products (the scheduler's prologue: `in_dtype` e4m3/e5m2) take the library on sm_89+
+//! where cuBLASLt's fp8 rules hold ([`crate::device::blas::supported`]: the TN layout, 16-element
+//! alignment, an e4m3 operand), with `_scaled_mm`'s scales read from device memory. Otherwise
+//! they run on the own CUDA-core template, which widens the fp8 operands in its loader; the
+//! reason is logged on `sinter::cuda` (and a plan the library refuses at load falls back the
+//! same way in `default` mode).
 
 use super::exec::LoadedKernel;
 use crate::device::blas::{BlasOperand, BlasType, GemmDesc, GemmPlan};
@@ -80,7 +87,9 @@ impl Step {
                     Some((_, scratch)) => scratch.ptr(),
                     None => g.args[g.gemm.out],
                 };
-                g.plan.launch(stream, g.algo, g.args[g.gemm.a.arg], g.args[g.gemm.b.arg], bias, d)?;
+                let scale = |i: usize| g.gemm.scales.get(i).map_or(0, |&a| g.args[a]);
+                let (a, b) = (g.args[g.gemm.a.arg], g.args[g.gemm.b.arg]);
+                g.plan.launch(stream, g.algo, a, b, bias, (scale(0), scale(1)), d)?;
                 match &g.epilogue {
                     Some((l, _)) if !l.is_empty() => l.launch(stream),
                     _ => Ok(()),
@@ -132,19 +141,30 @@ impl Form {
     }
 }
 
-/// The library form of `k` with its cuBLASLt description, or why the library cannot run it.
-pub(crate) fn gemm_desc(k: &Kernel) -> Result<(Form, GemmDesc), String> {
+/// The cuBLASLt type of a dtype.
+fn blas_type(d: DType) -> Result<BlasType, String> {
+    Ok(match d {
+        DType::F32 => BlasType::F32,
+        DType::F16 => BlasType::F16,
+        DType::BF16 => BlasType::BF16,
+        DType::F8E4M3 => BlasType::F8E4M3,
+        DType::F8E5M2 => BlasType::F8E5M2,
+        d => return Err(format!("dtype {d}")),
+    })
+}
+
+/// The library form of `k` with its cuBLASLt description on a device of compute capability
+/// `sm`, or why the library cannot run it.
+pub(crate) fn gemm_desc(k: &Kernel, sm: (u32, u32)) -> Result<(Form, GemmDesc), String> {
     let form = match library_gemm(k) {
         Ok(g) => Form::Direct(g),
         Err(direct) => Form::Split(Box::new(split_epilogue(k).map_err(|split| format!("{direct}; split: {split}"))?)),
     };
     let g = form.gemm();
-    let dtype = match g.dtype {
-        DType::F32 => BlasType::F32,
-        DType::F16 => BlasType::F16,
-        DType::BF16 => BlasType::BF16,
-        d => return Err(format!("dtype {d}")),
-    };
+    let dtype = blas_type(g.dtype)?;
+    if dtype.is_fp8() && sm < (8, 9) {
+        return Err(format!("cuBLASLt's fp8 products need sm_89 or later, the device is sm_{}{}", sm.0, sm.1));
+    }
     let desc = GemmDesc {
         batch: g.batch as u64,
         m: g.m as u64,
@@ -153,6 +173,9 @@ pub(crate) fn gemm_desc(k: &Kernel) -> Result<(Form, GemmDesc), String> {
         a: blas_op(&g.a),
         b: blas_op(&g.b),
         dtype,
+        out: blas_type(g.out_dtype)?,
+        scale_a: !g.scales.is_empty(),
+        scale_b: g.scales.len() > 1,
         bias: g.bias.is_some(),
         relu: g.relu,
         tf32: g.tf32,
@@ -161,14 +184,14 @@ pub(crate) fn gemm_desc(k: &Kernel) -> Result<(Form, GemmDesc), String> {
     Ok((form, desc))
 }
 
-/// Why the library does not take `k` in `mode` (`Ok` when it may: the product is large enough
-/// for `default`, any size for `max-autotune`).
-pub(crate) fn library_allowed(k: &Kernel, mode: Mode) -> Result<(), String> {
+/// Why the library does not take `k` in `mode` on a device of compute capability `sm` (`Ok` when
+/// it may: the product is large enough for `default`, any size for `max-autotune`).
+pub(crate) fn library_allowed(k: &Kernel, mode: Mode, sm: (u32, u32)) -> Result<(), String> {
     if mode == Mode::ReduceOverhead {
         return Err("reduce-overhead keeps every step in the patched CUDA graph".into());
     }
     crate::probe::cublaslt()?;
-    let (form, _) = gemm_desc(k)?;
+    let (form, _) = gemm_desc(k, sm)?;
     let g = form.gemm();
     let min = if mode == Mode::Default { LIBRARY_MIN_FLOPS } else { LIBRARY_MIN_TUNE_FLOPS };
     let forced = std::env::var("SINTER_CUDA_LIBRARY").is_ok_and(|v| v == "force");
@@ -191,7 +214,7 @@ pub(crate) fn build(
     let unsupported =
         |what: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("kernel {}: {what}", k.name) };
     let algo = tuning.library.unwrap_or(0) as usize;
-    let (form, desc) = gemm_desc(k).map_err(unsupported)?;
+    let (form, desc) = gemm_desc(k, backend.cuda_caps.sm).map_err(unsupported)?;
     let plan = GemmPlan::new(stream, &desc)?;
     if algo >= plan.algos() {
         return Err(BackendError::Render {
@@ -209,7 +232,7 @@ pub(crate) fn build(
     };
     let mut source = format!(
         "// sinter kernel {}: {}\n// cuBLASLt product (library call, no source): batch {} x m {} x n {} x k {}, {:?} operands, \
-         f32 accumulation, epilogue {epi}, heuristic algorithm {} of {}\n",
+         {:?} output, {} scale pointers, f32 accumulation, epilogue {epi}, heuristic algorithm {} of {}\n",
         k.name,
         k.ops.join(", "),
         gemm.batch,
@@ -217,6 +240,8 @@ pub(crate) fn build(
         gemm.n,
         gemm.k,
         desc.dtype,
+        desc.out,
+        gemm.scales.len(),
         algo + 1,
         plan.algos()
     );
@@ -224,7 +249,7 @@ pub(crate) fn build(
     let (epilogue, kind) = match form {
         Form::Direct(_) => (None, "direct"),
         Form::Split(split) => {
-            let bytes = (gemm.batch * gemm.m * gemm.n * gemm.dtype.size_bytes()) as u64;
+            let bytes = (gemm.batch * gemm.m * gemm.n * gemm.out_dtype.size_bytes()) as u64;
             let scratch = stream.alloc(bytes.max(4))?;
             let mut eargs = args.to_vec();
             eargs.push(scratch.ptr());
@@ -254,13 +279,14 @@ pub(crate) fn build(
     Ok(LoadedKernel { name: k.name.clone(), rendered, tuning: tuning.clone(), launch: step, resources })
 }
 
-/// The library candidates max-autotune times for `k` (none when the library cannot run it).
-pub(crate) fn candidates(k: &Kernel, stream: &Arc<Stream>) -> Vec<Tuning> {
-    if let Err(why) = library_allowed(k, Mode::MaxAutotune) {
+/// The library candidates max-autotune times for `k` on a device of compute capability `sm`
+/// (none when the library cannot run it).
+pub(crate) fn candidates(k: &Kernel, stream: &Arc<Stream>, sm: (u32, u32)) -> Vec<Tuning> {
+    if let Err(why) = library_allowed(k, Mode::MaxAutotune, sm) {
         tracing::debug!(target: "sinter::autotune", "{}: no cuBLASLt candidate: {why}", k.name);
         return Vec::new();
     }
-    let Ok((_, desc)) = gemm_desc(k) else { return Vec::new() };
+    let Ok((_, desc)) = gemm_desc(k, sm) else { return Vec::new() };
     match GemmPlan::new(stream, &desc) {
         Ok(plan) => (0..plan.algos().min(LIBRARY_CANDIDATES) as u32)
             .map(|i| Tuning { library: Some(i), ..Tuning::default() })

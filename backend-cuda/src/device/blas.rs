@@ -9,6 +9,15 @@
 //! TF32, [`GemmDesc::tf32`], as PyTorch's `allow_tf32`) with f32 scales, split-k partial sums in
 //! f32 only; D has the operands' type (rounded once).
 //!
+//! **fp8** (e4m3 or e5m2 operands, `torch._scaled_mm`): D is f32, bf16 or f16
+//! ([`GemmDesc::out`]); per-tensor f32 scales are read from device memory
+//! (`CUBLASLT_MATMUL_DESC_{A,B}_SCALE_POINTER`), `D = scale_a * scale_b * (A @ B)`, accumulated in
+//! f32 without fast accumulation (`_scaled_mm`'s default). cuBLASLt takes fp8 only in the "TN"
+//! layout (its A transposed, its B not): our A row-major (`s_col == 1`) and our B k-contiguous
+//! (`s_row == 1`, torch's column-major second operand), k, n, the leading dimensions, offsets
+//! and batch strides multiples of 16 elements, no e5m2 x e5m2 product, no bias or ReLU
+//! ([`supported`] names what fails).
+//!
 //! [`crate::probe::cublaslt`] must have succeeded before a plan is made (cudarc panics when the
 //! library is absent).
 
@@ -33,6 +42,10 @@ pub enum BlasType {
     F16,
     /// bf16.
     BF16,
+    /// fp8 e4m3fn (operands only).
+    F8E4M3,
+    /// fp8 e5m2 (operands only).
+    F8E5M2,
 }
 
 impl BlasType {
@@ -41,12 +54,23 @@ impl BlasType {
             BlasType::F32 => sys::cudaDataType::CUDA_R_32F,
             BlasType::F16 => sys::cudaDataType::CUDA_R_16F,
             BlasType::BF16 => sys::cudaDataType::CUDA_R_16BF,
+            BlasType::F8E4M3 => sys::cudaDataType::CUDA_R_8F_E4M3,
+            BlasType::F8E5M2 => sys::cudaDataType::CUDA_R_8F_E5M2,
         }
     }
 
     /// Bytes per element.
     pub fn bytes(self) -> u64 {
-        if self == BlasType::F32 { 4 } else { 2 }
+        match self {
+            BlasType::F32 => 4,
+            BlasType::F16 | BlasType::BF16 => 2,
+            BlasType::F8E4M3 | BlasType::F8E5M2 => 1,
+        }
+    }
+
+    /// An 8-bit float.
+    pub fn is_fp8(self) -> bool {
+        matches!(self, BlasType::F8E4M3 | BlasType::F8E5M2)
     }
 }
 
@@ -63,7 +87,8 @@ pub struct BlasOperand {
     pub s_col: u64,
 }
 
-/// A product: `D[b, i, j] = relu?(sum_k A[b, i, k] B[b, k, j] + bias?[j])`, D dense row-major.
+/// A product: `D[b, i, j] = relu?(scale_a? * scale_b? * sum_k A[b, i, k] B[b, k, j] + bias?[j])`,
+/// D dense row-major.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmDesc {
     /// Batch count.
@@ -78,8 +103,14 @@ pub struct GemmDesc {
     pub a: BlasOperand,
     /// B (`k x n`).
     pub b: BlasOperand,
-    /// Type of A, B, D and the bias.
+    /// Type of A and B (and of D and the bias unless fp8).
     pub dtype: BlasType,
+    /// Type of D: `dtype`, or f32/bf16/f16 for fp8 operands.
+    pub out: BlasType,
+    /// A's per-tensor f32 scale is read from device memory (fp8 only).
+    pub scale_a: bool,
+    /// B's per-tensor f32 scale is read from device memory (fp8 only).
+    pub scale_b: bool,
     /// A bias of `n` elements added to every row.
     pub bias: bool,
     /// ReLU after the bias.
@@ -146,8 +177,47 @@ pub fn supported(g: &GemmDesc) -> Result<(), String> {
     if [g.batch, g.m, g.n, g.k].iter().any(|&x| x > i32::MAX as u64) {
         return Err("an extent over 2^31".into());
     }
-    layout(&g.b, g.k, g.n).ok_or("B has no unit stride")?;
-    layout(&g.a, g.m, g.k).ok_or("A has no unit stride")?;
+    let lb = layout(&g.b, g.k, g.n).ok_or("B has no unit stride")?;
+    let la = layout(&g.a, g.m, g.k).ok_or("A has no unit stride")?;
+    if g.dtype.is_fp8() {
+        fp8_supported(g, &la, &lb)?;
+    } else if g.out != g.dtype || g.scale_a || g.scale_b {
+        return Err(format!("{:?} operands take no scales and store {:?}", g.dtype, g.dtype));
+    }
+    Ok(())
+}
+
+/// cuBLASLt's fp8 requirements (module docs), `la` and `lb` the library layouts of our A and B.
+fn fp8_supported(g: &GemmDesc, la: &Layout, lb: &Layout) -> Result<(), String> {
+    if g.dtype == BlasType::F8E5M2 {
+        return Err("e5m2 x e5m2 (cuBLASLt's fp8 products need an e4m3 operand)".into());
+    }
+    if !matches!(g.out, BlasType::F32 | BlasType::BF16 | BlasType::F16) {
+        return Err(format!("an fp8 product stored as {:?}", g.out));
+    }
+    if g.bias || g.relu {
+        return Err("a bias or ReLU epilogue on an fp8 product".into());
+    }
+    // The library's A is our B: it must be transposed (k contiguous); its B (our A) not.
+    if !lb.trans || g.b.s_row != 1 {
+        return Err("B is not k-contiguous (fp8 needs the TN layout: torch's column-major second operand)".into());
+    }
+    if la.trans || g.a.s_col != 1 {
+        return Err("A is not row-major (fp8 needs the TN layout)".into());
+    }
+    let sixteen = |what: &str, x: u64| {
+        if x.is_multiple_of(16) { Ok(()) } else { Err(format!("{what} {x} is not a multiple of 16")) }
+    };
+    sixteen("k", g.k)?;
+    sixteen("n", g.n)?;
+    sixteen("A's row stride", la.ld)?;
+    sixteen("B's column stride", lb.ld)?;
+    sixteen("A's offset", g.a.offset)?;
+    sixteen("B's offset", g.b.offset)?;
+    if g.batch > 1 {
+        sixteen("A's batch stride", g.a.s_batch)?;
+        sixteen("B's batch stride", g.b.s_batch)?;
+    }
     Ok(())
 }
 
@@ -210,6 +280,7 @@ impl GemmPlan {
         let la = layout(&g.b, g.k, g.n).expect("checked");
         let lb = layout(&g.a, g.m, g.k).expect("checked");
         let ty = g.dtype.cuda();
+        let out_ty = g.out.cuda();
         let mut descs =
             Descs { desc: std::ptr::null_mut(), layouts: [std::ptr::null_mut(); 3], pref: std::ptr::null_mut() };
         descs.desc = lt::create_matmul_desc(g.compute_type(), sys::cudaDataType::CUDA_R_32F)
@@ -240,14 +311,14 @@ impl GemmPlan {
             )?;
         }
         // The library's A (our B), B (our A), and D (= C, beta 0).
-        let lay = |l: &Layout| -> Result<sys::cublasLtMatrixLayout_t, BackendError> {
+        let lay = |l: &Layout, ty: sys::cudaDataType| -> Result<sys::cublasLtMatrixLayout_t, BackendError> {
             let h = lt::create_matrix_layout(ty, l.rows, l.cols, l.ld as i64)
                 .map_err(|e| blas_err("cublasLtMatrixLayoutCreate", e))?;
             Ok(h)
         };
         let ld = Layout { rows: g.n, cols: g.m, ld: g.n, trans: false, stride: g.m * g.n };
-        for (i, l) in [&la, &lb, &ld].into_iter().enumerate() {
-            descs.layouts[i] = lay(l)?;
+        for (i, (l, ty)) in [(&la, ty), (&lb, ty), (&ld, out_ty)].into_iter().enumerate() {
+            descs.layouts[i] = lay(l, ty)?;
             if g.batch > 1 {
                 use sys::cublasLtMatrixLayoutAttribute_t as L;
                 let count = g.batch as i32;
@@ -344,11 +415,36 @@ impl GemmPlan {
     }
 
     /// Queues the product with algorithm `algo` on `stream`: A at `a`, B at `b`, the bias at
-    /// `bias` (ignored without one), D at `d` (device pointers to element 0 of each buffer).
-    pub fn launch(&self, stream: &Stream, algo: usize, a: u64, b: u64, bias: u64, d: u64) -> Result<(), BackendError> {
+    /// `bias` (ignored without one), the f32 scales at `scales.0` (A's) and `scales.1` (B's)
+    /// (ignored unless [`GemmDesc::scale_a`] / [`GemmDesc::scale_b`]), D at `d` (device pointers
+    /// to element 0 of each buffer).
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch(
+        &self,
+        stream: &Stream,
+        algo: usize,
+        a: u64,
+        b: u64,
+        bias: u64,
+        scales: (u64, u64),
+        d: u64,
+    ) -> Result<(), BackendError> {
         let g = &self.desc;
         let e = g.dtype.bytes();
         let algo = &self.algos[algo.min(self.algos.len() - 1)];
+        // The library's A is our B: its scale pointer is B's, and the other way round.
+        use sys::cublasLtMatmulDescAttributes_t as D;
+        for (on, attr, ptr) in [
+            (g.scale_b, D::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, scales.1),
+            (g.scale_a, D::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, scales.0),
+        ] {
+            if on {
+                // SAFETY: a device pointer, the attribute's type; the descriptor is this plan's
+                // own and launches are serialized by its owner.
+                unsafe { lt::set_matmul_desc_attribute(self.descs.desc, attr, &ptr as *const u64 as *const c_void, 8) }
+                    .map_err(|e| blas_err("cublasLtMatmulDescSetAttribute(scale)", e))?;
+            }
+        }
         if g.bias {
             // SAFETY: a device pointer, the attribute's type; the descriptor is this plan's own and
             // launches are serialized by its owner.
@@ -424,6 +520,9 @@ mod tests {
             a: op(8, 2),
             b: op(5, 1),
             dtype: BlasType::BF16,
+            out: BlasType::BF16,
+            scale_a: false,
+            scale_b: false,
             bias: false,
             relu: false,
             tf32: true,
@@ -434,5 +533,41 @@ mod tests {
         let f32 = GemmDesc { dtype: BlasType::F32, ..g };
         assert_eq!(f32.compute_type(), sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32);
         assert_eq!(GemmDesc { tf32: false, ..f32 }.compute_type(), sys::cublasComputeType_t::CUBLAS_COMPUTE_32F);
+    }
+
+    #[test]
+    fn fp8_products_need_the_tn_layout_and_16_alignment() {
+        // torch._scaled_mm: A [m, k] row-major, B [k, n] stored [n, k] (k contiguous), bf16 out.
+        let g = GemmDesc {
+            batch: 1,
+            m: 67,
+            n: 48,
+            k: 64,
+            a: op(64, 1),
+            b: op(1, 64),
+            dtype: BlasType::F8E4M3,
+            out: BlasType::BF16,
+            scale_a: true,
+            scale_b: true,
+            bias: false,
+            relu: false,
+            tf32: false,
+        };
+        supported(&g).unwrap();
+        let no = |g: GemmDesc, why: &str| {
+            let e = supported(&g).unwrap_err();
+            assert!(e.contains(why), "{e}");
+        };
+        // B row-major [k, n] (n contiguous): the NN layout cuBLASLt refuses for fp8.
+        no(GemmDesc { b: op(48, 1), ..g }, "k-contiguous");
+        no(GemmDesc { a: op(1, 67), ..g }, "A is not row-major");
+        no(GemmDesc { k: 40, a: op(40, 1), b: op(1, 40), ..g }, "k 40");
+        no(GemmDesc { n: 40, ..g }, "n 40");
+        no(GemmDesc { a: BlasOperand { offset: 8, ..op(64, 1) }, ..g }, "A's offset");
+        no(GemmDesc { dtype: BlasType::F8E5M2, ..g }, "e5m2 x e5m2");
+        no(GemmDesc { out: BlasType::F8E4M3, ..g }, "stored as");
+        no(GemmDesc { bias: true, ..g }, "bias");
+        // Scales belong to fp8 products only.
+        no(GemmDesc { dtype: BlasType::BF16, ..g }, "take no scales");
     }
 }

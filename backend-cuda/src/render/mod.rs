@@ -25,6 +25,8 @@
 //!   tap in either template's loader (the `im2col` module); every other dtype on a
 //!   shared-memory tiled CUDA-core kernel with register blocking ([`MatmulTile`]); operands read
 //!   through their strides with zero fill at the edges, then the epilogue per output element.
+//!   fp8 operands (the scheduler's prologue) are widened exactly by the CUDA-core kernel's loader;
+//!   their fast path is cuBLASLt's fp8 product (`backend/library.rs`), not a rendered kernel.
 //! * **Attention**: FlashAttention-2 on tensor cores for bf16/f16 (`mma.sync`, a `cp.async` K/V
 //!   ring, online softmax in registers, [`AttnTile`]); a decode template for at most
 //!   [`DECODE_M`] queries (keys split over warps, 16-byte loads, partials combined in shared
@@ -37,7 +39,9 @@
 //! # Numerics
 //!
 //! As [`sinter_core::scalar`] and the kernel-IR interpreter define them (the `ops` and `prelude` modules):
-//! f16/bf16 computed in `float` and rounded only at casts and stores; literals converted as casts
+//! f16/bf16 computed in `float` and rounded only at casts and stores; fp8 stored as its code
+//! (`unsigned char`), widened exactly at loads and rounded at casts and stores by the prelude's
+//! software conversions (bit for bit as `sinter_core::fp8`); literals converted as casts
 //! from f64; integers wrap to their dtype after every op (signed arithmetic in the unsigned type
 //! of its width, no undefined behaviour); accurate libm (`expf`, `erff`, ..., the double versions
 //! for f64); NaN-propagating max/min, half-even `rint`, floored `mod`, `sign(-0) = +0`,
@@ -289,6 +293,8 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         src.push_str("#include <cuda_bf16.h>\n");
     }
     src.push('\n');
+    let body_src = emit::prune_unused(&em.out);
+    src.push_str(&prelude::fp8_helpers(&body_src));
     if !em.h.is_empty() {
         src.push_str(&em.h.render());
     }
@@ -314,7 +320,7 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         src.push(')');
     }
     src.push_str("\n{\n");
-    src.push_str(&emit::prune_unused(&em.out));
+    src.push_str(&body_src);
     src.push_str("}\n");
     Ok(Rendered {
         name,

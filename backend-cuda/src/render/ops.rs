@@ -109,6 +109,13 @@ pub(crate) fn cast(x: &str, from: DType, to: DType, h: &mut Helpers) -> String {
             Ct::Long | Ct::ULong => format!("(float)(double){}", p(&x)),
             _ => format!("(float){}", p(&x)),
         },
+        DType::F8E4M3 | DType::F8E5M2 => {
+            let (dec, enc) = fp8_fns(to);
+            match cf {
+                Ct::Bool => format!("({} ? 1.0f : 0.0f)", p(&x)),
+                _ => format!("{dec}({enc}((double){}))", p(&x)),
+            }
+        }
         DType::F16 | DType::BF16 => {
             let (up, from_f, from_d) = if to == DType::F16 {
                 ("__half2float", "__float2half_rn", "__double2half")
@@ -170,9 +177,19 @@ fn retype(x: String, nat: DType, dt: DType, h: &mut Helpers) -> String {
     }
 }
 
+/// The prelude's decoder and encoder of an fp8 dtype ([`super::prelude::FP8`]).
+fn fp8_fns(d: DType) -> (&'static str, &'static str) {
+    if d == DType::F8E4M3 {
+        ("sinter_e4m3_to_f32", "sinter_f64_to_e4m3")
+    } else {
+        ("sinter_e5m2_to_f32", "sinter_f64_to_e5m2")
+    }
+}
+
 /// A storage element `x` of dtype `d` as its compute type.
 pub(crate) fn load_conv(x: &str, d: DType) -> String {
     match d {
+        DType::F8E4M3 | DType::F8E5M2 => format!("{}({x})", fp8_fns(d).0),
         DType::F16 => format!("__half2float({x})"),
         DType::BF16 => format!("__bfloat162float({x})"),
         DType::Bool => format!("{} != 0", p(x)),
@@ -183,6 +200,13 @@ pub(crate) fn load_conv(x: &str, d: DType) -> String {
 /// A value `x` of dtype `vd` as a storage element of dtype `ad` (cast to `ad`, rounded once to
 /// 16 bits for f16/bf16).
 pub(crate) fn store_conv(x: &str, vd: DType, ad: DType, h: &mut Helpers) -> String {
+    if ad.is_fp8() {
+        let enc = fp8_fns(ad).1;
+        return match ct(vd) {
+            Ct::Bool => format!("{enc}({} ? 1.0 : 0.0)", p(x)),
+            _ => format!("{enc}((double){})", p(x)),
+        };
+    }
     if matches!(ad, DType::F16 | DType::BF16) {
         let (from_f, from_d) = if ad == DType::F16 {
             ("__float2half_rn", "__double2half")
@@ -467,6 +491,11 @@ mod tests {
         assert_eq!(cast("v1", DType::F64, DType::Bool, &mut h), "v1 != 0.0");
         assert_eq!(cast("v1", DType::I32, DType::U64, &mut h), "(unsigned long long)v1");
         assert_eq!(store_conv("v1", DType::F32, DType::BF16, &mut h), "__float2bfloat16_rn(v1)");
+        // fp8: rounded through double (exact for f32 and f64 values), widened by the decoder.
+        assert_eq!(store_conv("v1", DType::F32, DType::F8E4M3, &mut h), "sinter_f64_to_e4m3((double)v1)");
+        assert_eq!(cast("v1", DType::F32, DType::F8E5M2, &mut h), "sinter_e5m2_to_f32(sinter_f64_to_e5m2((double)v1))");
+        assert_eq!(cast("v1", DType::F8E4M3, DType::F32, &mut h), "v1");
+        assert_eq!(load_conv("a0[i]", DType::F8E4M3), "sinter_e4m3_to_f32(a0[i])");
         assert_eq!(store_conv("v1", DType::I32, DType::I8, &mut h), "(signed char)v1");
     }
 }

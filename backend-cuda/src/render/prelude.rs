@@ -432,6 +432,111 @@ template <typename T>
     }
 }
 
+/// fp8 codes to values and back, bit for bit as `sinter_core::fp8` (the one definition): decoding
+/// is exact (bit manipulation into a float); encoding takes a `double` (exact for f32 and f64
+/// values, so one function serves both), rounds to nearest even on the format's grid (subnormals
+/// included) and overflows past the largest finite value to NaN (e4m3fn, no infinity) or
+/// infinity (e5m2), keeping the sign of zeros and NaN. Software, not `cvt.rn.satfinite`: the
+/// hardware conversion saturates, which is ONNX's `saturate=1`, not the IR's cast.
+///
+/// The renderer calls them by name (`ops.rs`: loads, casts, stores); [`fp8_helpers`] emits the
+/// ones a kernel body calls.
+const FP8_DEC_E4M3: &str = r#"static __device__ __forceinline__ float sinter_e4m3_to_f32(unsigned char c) {
+    const unsigned e = (c >> 3) & 15u, m = c & 7u;
+    float v;
+    if (e == 15u && m == 7u) {
+        v = __int_as_float(0x7fc00000);
+    } else if (e == 0u) {
+        v = (float)m * 0.001953125f; // m * 2^-9
+    } else {
+        v = __int_as_float((int)(((e + 120u) << 23) | (m << 20)));
+    }
+    return (c & 0x80u) ? -v : v;
+}
+"#;
+const FP8_DEC_E5M2: &str = r#"static __device__ __forceinline__ float sinter_e5m2_to_f32(unsigned char c) {
+    const unsigned e = (c >> 2) & 31u, m = c & 3u;
+    float v;
+    if (e == 31u) {
+        v = m == 0u ? __int_as_float(0x7f800000) : __int_as_float(0x7fc00000);
+    } else if (e == 0u) {
+        v = (float)m * 1.52587890625e-05f; // m * 2^-16
+    } else {
+        v = __int_as_float((int)(((e + 112u) << 23) | (m << 21)));
+    }
+    return (c & 0x80u) ? -v : v;
+}
+"#;
+const FP8_ENC: &str = r#"static __device__ __forceinline__ unsigned char sinter_f64_to_f8(double x, int mbits, int bias, bool ieee, double maxv) {
+    const unsigned sign = signbit(x) ? 0x80u : 0u;
+    const unsigned over = sign | (ieee ? 0x7Cu : 0x7Fu);
+    if (isnan(x)) {
+        return (unsigned char)(sign | 0x7Fu);
+    }
+    const double a = fabs(x);
+    if (isinf(a)) {
+        return (unsigned char)over;
+    }
+    if (a == 0.0) {
+        return (unsigned char)sign;
+    }
+    const int emin = 1 - bias;
+    int e;
+    frexp(a, &e); // a = f * 2^e, f in [0.5, 1)
+    e = max(e - 1, emin);
+    // The quantum of a's binade: a / q is exact, rint rounds it to nearest even.
+    const double q = ldexp(1.0, e - mbits);
+    const double r = rint(a / q) * q;
+    if (r > maxv) {
+        return (unsigned char)over;
+    }
+    if (r == 0.0) {
+        return (unsigned char)sign;
+    }
+    int re;
+    frexp(r, &re);
+    re -= 1;
+    unsigned code;
+    if (re < emin) {
+        code = (unsigned)(r / ldexp(1.0, emin - mbits));
+    } else {
+        code = ((unsigned)(re + bias) << mbits) | ((unsigned)(r / ldexp(1.0, re - mbits)) - (1u << mbits));
+    }
+    return (unsigned char)(sign | code);
+}
+"#;
+const FP8_ENC_E4M3: &str = r#"static __device__ __forceinline__ unsigned char sinter_f64_to_e4m3(double x) {
+    return sinter_f64_to_f8(x, 3, 7, false, 448.0);
+}
+"#;
+const FP8_ENC_E5M2: &str = r#"static __device__ __forceinline__ unsigned char sinter_f64_to_e5m2(double x) {
+    return sinter_f64_to_f8(x, 2, 15, true, 57344.0);
+}
+"#;
+
+/// The fp8 helpers `body` calls (with the generic encoder the two encoders share), in a stable
+/// order; empty when it calls none.
+pub(crate) fn fp8_helpers(body: &str) -> String {
+    let called = |name: &str| body.contains(&format!("{name}("));
+    let (enc4, enc5) = (called("sinter_f64_to_e4m3"), called("sinter_f64_to_e5m2"));
+    let mut out = String::new();
+    for (on, src) in [
+        (called("sinter_e4m3_to_f32"), FP8_DEC_E4M3),
+        (called("sinter_e5m2_to_f32"), FP8_DEC_E5M2),
+        (enc4 || enc5, FP8_ENC),
+        (enc4, FP8_ENC_E4M3),
+        (enc5, FP8_ENC_E5M2),
+    ] {
+        if on {
+            out.push_str(src);
+        }
+    }
+    if !out.is_empty() {
+        out.insert_str(0, "// fp8 e4m3fn / e5m2 codes <-> values (sinter_core::fp8)\n");
+    }
+    out
+}
+
 /// The tensor-core primitives of the `mma` template: asynchronous 16-byte copies into shared
 /// memory (`src_bytes` < 16 zero-fills the rest), `ldmatrix` (four 8x8 b16 matrices, optionally
 /// transposed) and the m16n8k16 products with f32 accumulators.

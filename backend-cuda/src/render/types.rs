@@ -14,6 +14,7 @@
 //! | u8, u16, u32 | `unsigned char`, `unsigned short`, `unsigned int` | `unsigned int`, wrapped |
 //! | u64 | `unsigned long long` | `unsigned long long` |
 //! | bool | `unsigned char` (0 or 1; any non-zero byte reads as true) | `bool` |
+//! | f8e4m3, f8e5m2 | `unsigned char` (the code) | `float`: loads widen exactly (`sinter_e4m3_to_f32`), casts and stores round by `sinter_f64_to_e4m3` (the prelude's fp8 helpers, bit for bit as `sinter_core::fp8`) |
 //!
 //! NVRTC has no `<stdint.h>` by default, so only builtin type names are used.
 
@@ -23,7 +24,7 @@ use sinter_core::scalar::{Scalar, cast};
 /// The type an expression is computed in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Ct {
-    /// `float` (f32, f16, bf16).
+    /// `float` (f32, f16, bf16, fp8).
     Float,
     /// `double` (f64).
     Double,
@@ -103,7 +104,7 @@ impl Ct {
 /// The compute type of a dtype.
 pub(crate) fn ct(d: DType) -> Ct {
     match d {
-        DType::F32 | DType::F16 | DType::BF16 => Ct::Float,
+        DType::F32 | DType::F16 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2 => Ct::Float,
         DType::F64 => Ct::Double,
         DType::I8 | DType::I16 | DType::I32 => Ct::Int,
         DType::I64 => Ct::Long,
@@ -124,7 +125,7 @@ pub(crate) fn storage(d: DType) -> &'static str {
         DType::I16 => "short",
         DType::I32 => "int",
         DType::I64 => "long long",
-        DType::U8 | DType::Bool => "unsigned char",
+        DType::U8 | DType::Bool | DType::F8E4M3 | DType::F8E5M2 => "unsigned char",
         DType::U16 => "unsigned short",
         DType::U32 => "unsigned int",
         DType::U64 => "unsigned long long",
@@ -232,5 +233,9 @@ mod tests {
         assert_eq!(const_lit(-2.7, DType::I32), "(-2)");
         assert_eq!(const_lit(0.5, DType::Bool), "true");
         assert_eq!(const_lit(f64::NAN, DType::Bool), "true");
+        // fp8 literals are the rounded value in float; overflow as the cast does.
+        assert_eq!(const_lit(1.0625, DType::F8E4M3), "1.0f");
+        assert_eq!(const_lit(500.0, DType::F8E4M3), "__int_as_float(0x7fc00000)");
+        assert_eq!(const_lit(-1e6, DType::F8E5M2), "(-__int_as_float(0x7f800000))");
     }
 }

@@ -59,14 +59,15 @@ impl Ct {
     }
 }
 
-/// The compute type of a dtype; `None` for f64 (unsupported).
+/// The compute type of a dtype; `None` for f64 and the fp8 types (unsupported: the backend's
+/// capabilities omit them, so the compiler runs such nodes on the CPU reference).
 pub(crate) fn ct(d: DType) -> Option<Ct> {
     Some(match d {
         DType::F32 | DType::F16 | DType::BF16 => Ct::F32,
         DType::I8 | DType::I16 | DType::I32 | DType::I64 => Ct::I32,
         DType::U8 | DType::U16 | DType::U32 | DType::U64 => Ct::U32,
         DType::Bool => Ct::Bool,
-        DType::F64 => return None,
+        DType::F64 | DType::F8E4M3 | DType::F8E5M2 => return None,
     })
 }
 
@@ -104,7 +105,7 @@ pub(crate) enum Layout {
 }
 
 impl Layout {
-    /// The layout of `d` given whether the adapter has shader-f16; `None` for f64.
+    /// The layout of `d` given whether the adapter has shader-f16; `None` for f64 and fp8.
     pub(crate) fn of(d: DType, has_f16: bool) -> Option<Layout> {
         Some(match d {
             DType::F32 => Layout::Word(Ct::F32),
@@ -120,7 +121,7 @@ impl Layout {
             DType::U16 => Layout::Packed { bits: 16, kind: Pack::Unsigned },
             DType::I64 => Layout::Wide(Ct::I32),
             DType::U64 => Layout::Wide(Ct::U32),
-            DType::F64 => return None,
+            DType::F64 | DType::F8E4M3 | DType::F8E5M2 => return None,
         })
     }
 
@@ -178,7 +179,9 @@ pub(crate) fn const_lit(x: f64, d: DType) -> Result<String, String> {
         DType::U8 | DType::U16 | DType::U32 => {
             u32_lit(sinter_core::tensor::cast_int(d, sinter_core::tensor::float_to_i64(x)) as u32)
         }
-        DType::F64 => return Err("f64 is not supported by the WGSL backend".to_string()),
+        DType::F64 | DType::F8E4M3 | DType::F8E5M2 => {
+            return Err(format!("{d} is not supported by the WGSL backend"));
+        }
     })
 }
 

@@ -3,9 +3,11 @@
 //!
 //! * Every unary, binary and cast computes as [`crate::scalar`] defines (the CPU reference shares
 //!   it); literals convert as a cast from f64 does.
-//! * f32, f16 and bf16 expressions compute in f32 (each result rounded to f32); f64 in f64;
+//! * f32, f16, bf16 and fp8 expressions compute in f32 (each result rounded to f32); f64 in f64;
 //!   integers wrap to their dtype after every operation (u64 held as its bit pattern). A cast to
-//!   f16/bf16, a literal of f16/bf16, and a store into an f16/bf16 buffer, round to that precision.
+//!   f16/bf16/fp8, a literal of one of them, and a store into such a buffer, round to that
+//!   precision (fp8 as [`crate::fp8`]: nearest even, overflow to NaN or infinity); a load of fp8
+//!   widens exactly.
 //! * Reductions accumulate in [`Reduction::dtype`] in order of [`Var::Red`]; matmuls accumulate in
 //!   [`MatmulBody::acc_dtype`] in order of `k`, each step a fused multiply-add (an im2col tap in the
 //!   padding adds nothing: its product is an exact 0). [`MatmulBody::tf32`] is ignored: the
@@ -453,6 +455,8 @@ pub(super) fn read(dt: DType, bytes: &[u8], i: usize) -> Val {
         DType::U16 => Val::I(u16::from_le_bytes([b[0], b[1]]) as i64),
         DType::U32 => Val::I(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64),
         DType::Bool => Val::I((b[0] != 0) as i64),
+        DType::F8E4M3 => Val::F(crate::fp8::E4M3.decode(b[0])),
+        DType::F8E5M2 => Val::F(crate::fp8::E5M2.decode(b[0])),
     }
 }
 
@@ -464,6 +468,8 @@ fn write(dt: DType, bytes: &mut [u8], i: usize, v: Val) {
         DType::F16 => out.copy_from_slice(&f16::from_f64(v.f()).to_le_bytes()),
         DType::BF16 => out.copy_from_slice(&bf16::from_f64(v.f()).to_le_bytes()),
         DType::F64 => out.copy_from_slice(&v.f().to_le_bytes()),
+        DType::F8E4M3 => out[0] = crate::fp8::E4M3.encode(v.f()),
+        DType::F8E5M2 => out[0] = crate::fp8::E5M2.encode(v.f()),
         _ => out.copy_from_slice(&v.i().to_le_bytes()[..s]),
     }
 }

@@ -12,6 +12,16 @@
 //!
 //! Casts to f32 or to the output dtype around these are allowed (they round nothing the store
 //! does not); a cast to a narrower type in between (which would round before the add) is not.
+//!
+//! A product of **fp8** operands (the scheduler's prologue, `schedule/prologue.rs`: `in_dtype` e4m3
+//! or e5m2, the accumulator typed f32) has one recognized epilogue, `torch._scaled_mm`'s:
+//!
+//! * `acc [* s1] [* s2]`, each `s` a load of an f32 scalar argument (one element), stored into a
+//!   dense f32, bf16 or f16 output ([`LibraryGemm::scales`], [`LibraryGemm::out_dtype`]).
+//!
+//! The kernel IR rounds `acc * s1` to f32 before multiplying by `s2`; a library that multiplies
+//! the scales first (cuBLASLt: `alpha * scale_a * scale_b * acc`) differs from it by at most one
+//! f32 rounding before the final one to the output dtype.
 //! Any other epilogue can still use the library through [`split_epilogue`]: the product alone,
 //! rounded to the operands' dtype into a scratch buffer (exactly what the unfused graph computes:
 //! the matmul node's value), then the epilogue as a pointwise kernel reading it. That costs one
@@ -39,8 +49,13 @@ pub struct LibraryGemm {
     pub a: MatOperand,
     /// Right operand.
     pub b: MatOperand,
-    /// Operand and output dtype (f32, f16 or bf16; f32 accumulation).
+    /// Operand dtype (f32, f16, bf16, or an fp8 type; f32 accumulation).
     pub dtype: DType,
+    /// Output dtype: `dtype`, except for fp8 operands (f32, bf16 or f16).
+    pub out_dtype: DType,
+    /// Kernel arguments holding f32 scalars the product is multiplied by (fp8 operands only: the
+    /// scales of `a` and `b`, at most two).
+    pub scales: Vec<usize>,
     /// The kernel argument the product is stored into (dense `[batch, m, n]`).
     pub out: usize,
     /// The kernel argument holding the bias along `n`, if any.
@@ -53,7 +68,7 @@ pub struct LibraryGemm {
 
 impl LibraryGemm {
     /// The product of `mm` stored into argument `out`, with a bias argument and ReLU.
-    fn of(mm: &super::MatmulBody, out: usize, bias: Option<usize>, relu: bool) -> LibraryGemm {
+    fn of(mm: &super::MatmulBody, out: usize, bias: Option<usize>, relu: bool, out_dtype: DType) -> LibraryGemm {
         LibraryGemm {
             batch: mm.batch,
             m: mm.m,
@@ -62,6 +77,8 @@ impl LibraryGemm {
             a: mm.a.clone(),
             b: mm.b.clone(),
             dtype: mm.in_dtype,
+            out_dtype,
+            scales: Vec::new(),
             out,
             bias,
             relu,
@@ -102,17 +119,24 @@ fn equals_affine(idx: &Index, f: &dyn Fn(i64, i64, i64) -> i64, extents: [usize;
     affine(idx) && std::iter::once((0, 0, 0)).chain(steps).all(|(b, i, j)| at(b, i, j) == f(b, i, j))
 }
 
-/// The matmul body of `k` when its dtypes are a library's (f32, f16 or bf16 operands, f32
+/// The matmul body of `k` when its dtypes are a library's (f32, f16, bf16 or fp8 operands, f32
 /// accumulation).
 fn library_matmul(k: &Kernel) -> Result<&super::MatmulBody, String> {
     let KernelBody::Matmul(mm) = &k.body else { return Err("not a matmul".into()) };
-    if !matches!(mm.in_dtype, DType::F32 | DType::F16 | DType::BF16) || mm.acc_dtype != DType::F32 {
+    let float = matches!(mm.in_dtype, DType::F32 | DType::F16 | DType::BF16) || mm.in_dtype.is_fp8();
+    if !float || mm.acc_dtype != DType::F32 {
         return Err(format!("operands {} accumulating in {}", mm.in_dtype, mm.acc_dtype));
     }
     if mm.a.im2col.is_some() || mm.b.im2col.is_some() {
         return Err("an implicit im2col operand (no strided layout a library reads)".into());
     }
     Ok(mm)
+}
+
+/// The dtype of a matmul kernel's product value (`Acc(0)`): the operands' dtype, f32 for fp8
+/// operands (the accumulator is never rounded to fp8).
+fn product_dtype(k: &Kernel, mm: &super::MatmulBody) -> DType {
+    k.exprs.iter().find(|e| matches!(e.expr, Expr::Acc(0))).map_or(mm.in_dtype, |e| e.dtype)
 }
 
 /// `k` as a library product, or why it is not one.
@@ -122,15 +146,15 @@ pub fn library_gemm(k: &Kernel) -> Result<LibraryGemm, String> {
         return Err(format!("{} stores (a library product writes one output)", mm.stores.len()));
     };
     let out = k.args.get(st.arg).ok_or("store to a missing argument")?;
+    if mm.in_dtype.is_fp8() {
+        return scaled_gemm(k, mm, st);
+    }
     if out.dtype != mm.in_dtype {
         return Err(format!("output {} differs from the operands' {}", out.dtype, mm.in_dtype));
     }
     let vr = |v: Var| super::analysis::var_range(k, v);
-    let dense = |b: i64, i: i64, j: i64| b * (mm.m * mm.n) as i64 + i * mm.n as i64 + j;
     let extents = [mm.batch, mm.m, mm.n];
-    if !equals_affine(&st.index, &dense, extents) || out.numel != mm.batch * mm.m * mm.n {
-        return Err("the output is not a dense [batch, m, n] tensor".into());
-    }
+    dense_output(k, mm, st)?;
     let e = |id: ExprId| &k.exprs[id.0 as usize];
     // Casts that round nothing the store does not: to f32, or to the output dtype at the top.
     let peel = |mut id: ExprId, top: bool| {
@@ -174,7 +198,77 @@ pub fn library_gemm(k: &Kernel) -> Result<LibraryGemm, String> {
     } else {
         return Err(format!("epilogue `{}` is not acc [+ bias] [relu]", k.ops.join(", ")));
     };
-    Ok(LibraryGemm::of(mm, st.arg, bias, relu))
+    Ok(LibraryGemm::of(mm, st.arg, bias, relu, mm.in_dtype))
+}
+
+/// Whether store `st` writes the dense `[batch, m, n]` output of `mm`.
+fn dense_output(k: &Kernel, mm: &super::MatmulBody, st: &Store) -> Result<(), String> {
+    let out = k.args.get(st.arg).ok_or("store to a missing argument")?;
+    let dense = |b: i64, i: i64, j: i64| b * (mm.m * mm.n) as i64 + i * mm.n as i64 + j;
+    if !equals_affine(&st.index, &dense, [mm.batch, mm.m, mm.n]) || out.numel != mm.batch * mm.m * mm.n {
+        return Err("the output is not a dense [batch, m, n] tensor".into());
+    }
+    Ok(())
+}
+
+/// An fp8 product with `_scaled_mm`'s epilogue: `acc [* s1] [* s2]` into f32, bf16 or f16.
+fn scaled_gemm(k: &Kernel, mm: &super::MatmulBody, st: &Store) -> Result<LibraryGemm, String> {
+    let out = &k.args[st.arg];
+    if !matches!(out.dtype, DType::F32 | DType::BF16 | DType::F16) {
+        return Err(format!("an {} product stored as {} (f32, bf16 or f16 only)", mm.in_dtype, out.dtype));
+    }
+    dense_output(k, mm, st)?;
+    let e = |id: ExprId| &k.exprs[id.0 as usize];
+    let peel = |mut id: ExprId, top: bool| {
+        while let Expr::Cast(x) = e(id).expr {
+            let to = e(id).dtype;
+            if to == DType::F32 || (top && to == out.dtype) {
+                id = x;
+            } else {
+                break;
+            }
+        }
+        id
+    };
+    let scalar = |id: ExprId| -> Option<usize> {
+        match &e(id).expr {
+            Expr::Load { arg, index }
+                if e(id).dtype == DType::F32
+                    && k.args.get(*arg).is_some_and(|a| a.dtype == DType::F32 && a.numel == 1)
+                    && index.as_const() == Some(0) =>
+            {
+                Some(*arg)
+            }
+            _ => None,
+        }
+    };
+    let mut v = peel(st.value, true);
+    let mut scales = Vec::new();
+    while let Expr::Binary(BinaryOp::Mul, x, y) = e(v).expr {
+        if e(v).dtype != DType::F32 {
+            return Err(format!("a product scaled in {} (f32 only)", e(v).dtype));
+        }
+        let (rest, s) = match (scalar(y), scalar(x)) {
+            (Some(s), _) => (x, s),
+            (None, Some(s)) => (y, s),
+            (None, None) => return Err("a factor of the product is not an f32 scalar".into()),
+        };
+        scales.push(s);
+        v = peel(rest, false);
+    }
+    if !matches!(e(v).expr, Expr::Acc(0)) || e(v).dtype != DType::F32 {
+        return Err(format!(
+            "epilogue `{}` of an {} product is not acc [* scale] [* scale]",
+            k.ops.join(", "),
+            mm.in_dtype
+        ));
+    }
+    if scales.len() > 2 {
+        return Err(format!("{} scales (at most two: a's and b's)", scales.len()));
+    }
+    // Innermost first: `(acc * s1) * s2` lists s2 first.
+    scales.reverse();
+    Ok(LibraryGemm { scales, ..LibraryGemm::of(mm, st.arg, None, false, out.dtype) })
 }
 
 /// The buffer id of the scratch argument [`split_epilogue`] appends (not a buffer of the program:
@@ -185,7 +279,8 @@ pub const SCRATCH: BufferId = BufferId(u32::MAX);
 #[derive(Clone, Debug, PartialEq)]
 pub struct SplitGemm {
     /// The product: `out` is the scratch argument (index `kernel.args.len()` of the original
-    /// kernel, the last argument of `epilogue`), dense `[batch, m, n]` of the operands' dtype.
+    /// kernel, the last argument of `epilogue`), dense `[batch, m, n]` of the operands' dtype (f32
+    /// for fp8 operands).
     pub gemm: LibraryGemm,
     /// The epilogue: the original kernel's arguments plus the scratch (read), one lane per output
     /// element, `Acc(0)` replaced by a load of the scratch.
@@ -196,6 +291,7 @@ pub struct SplitGemm {
 /// epilogue as a pointwise kernel, or why not (see the module docs for the numerics).
 pub fn split_epilogue(k: &Kernel) -> Result<SplitGemm, String> {
     let mm = library_matmul(k)?;
+    let prod = product_dtype(k, mm);
     let numel = mm.batch * mm.m * mm.n;
     let scratch = k.args.len();
     let lane = Index::var(Var::Lane);
@@ -215,13 +311,13 @@ pub fn split_epilogue(k: &Kernel) -> Result<SplitGemm, String> {
             Expr::IndexCmp(c, a, b) => Expr::IndexCmp(*c, subst(a), subst(b)),
             e => e.clone(),
         };
-        // The scratch holds the product rounded to the operands' dtype: a load of that dtype.
-        let dtype = if matches!(te.expr, Expr::Acc(0)) { mm.in_dtype } else { te.dtype };
+        // The scratch holds the product value (the operands' dtype; f32 for fp8): a load of it.
+        let dtype = if matches!(te.expr, Expr::Acc(0)) { prod } else { te.dtype };
         exprs.push(TypedExpr { expr, dtype });
     }
     let stores = mm.stores.iter().map(|s| Store { arg: s.arg, index: subst(&s.index), value: s.value }).collect();
     let mut args = k.args.clone();
-    args.push(KernelArg { buffer: SCRATCH, dtype: mm.in_dtype, numel, access: Access::Read });
+    args.push(KernelArg { buffer: SCRATCH, dtype: prod, numel, access: Access::Read });
     // Bytes: every argument the epilogue loads or stores, once (the operands are not read).
     let mut used = vec![false; args.len()];
     for te in &exprs {
@@ -245,7 +341,7 @@ pub fn split_epilogue(k: &Kernel) -> Result<SplitGemm, String> {
         bytes,
     };
     super::analysis::check_kernel(&epilogue).map_err(|e| format!("epilogue kernel: {e}"))?;
-    Ok(SplitGemm { gemm: LibraryGemm::of(mm, scratch, None, false), epilogue })
+    Ok(SplitGemm { gemm: LibraryGemm::of(mm, scratch, None, false, prod), epilogue })
 }
 
 #[cfg(test)]

@@ -117,7 +117,7 @@ fn full(d: DType) -> Option<Interval> {
         DType::U16 => (0, u16::MAX.into()),
         DType::U32 => (0, u32::MAX.into()),
         DType::U64 => (0, u64::MAX.into()),
-        DType::F16 | DType::BF16 | DType::F32 | DType::F64 => return None,
+        DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::F8E4M3 | DType::F8E5M2 => return None,
     })
 }
 

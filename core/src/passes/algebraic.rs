@@ -23,6 +23,8 @@ fn widens_exactly(from: DType, to: DType) -> bool {
     match (from, to) {
         (a, b) if a == b => true,
         (F16 | BF16, F32 | F64) | (F32, F64) => true,
+        // fp8 values are all representable in every wider float (e5m2 is binary16's prefix).
+        (F8E4M3 | F8E5M2, F16 | BF16 | F32 | F64) => true,
         (I8, I16 | I32 | I64) | (I16, I32 | I64) | (I32, I64) => true,
         (U8, U16 | U32 | U64 | I16 | I32 | I64) | (U16, U32 | U64 | I32 | I64) | (U32, U64 | I64) => true,
         (Bool, _) => true,

@@ -66,7 +66,7 @@ pub fn decompose(g: &Graph) -> Result<Graph, Error> {
 
 /// True for the storage-only float types whose arithmetic runs in f32.
 fn is_low_precision(d: DType) -> bool {
-    matches!(d, DType::F16 | DType::BF16)
+    matches!(d, DType::F16 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2)
 }
 
 /// Emits nodes with one origin.

@@ -383,7 +383,45 @@ impl Sched<'_> {
     /// The source coordinates, base buffer and flat index of a pure view (reshape, permute,
     /// expand, slice) of a buffer, read at `c`; `None` when `n` is not such a view.
     pub(super) fn view_index(&self, kb: &KernelBuilder, pos: usize, n: NodeId, c: &[Index]) -> Option<(BufRef, Index)> {
+        self.view_index_through(kb, pos, n, c, None)
+    }
+
+    /// [`Sched::view_index`] through one widening `cast(x: fp8, f32)` (not materialized) of the
+    /// fp8 dtype `from` on the way: the buffer found holds `from` values (the prologue of a
+    /// matmul, `prologue.rs`). `None` when there is no such cast or no view.
+    pub(super) fn view_index_widened(
+        &self,
+        kb: &KernelBuilder,
+        pos: usize,
+        n: NodeId,
+        c: &[Index],
+        from: DType,
+    ) -> Option<(BufRef, Index)> {
+        self.view_index_through(kb, pos, n, c, Some(from))
+    }
+
+    fn view_index_through(
+        &self,
+        kb: &KernelBuilder,
+        pos: usize,
+        n: NodeId,
+        c: &[Index],
+        widen: Option<DType>,
+    ) -> Option<(BufRef, Index)> {
         let node = self.g.node(n);
+        if let (Some(from), Op::Cast(DType::F32)) = (widen, &node.op)
+            && self.place[n.index()].is_none()
+            && self.g.ty(node.inputs[0]).dtype == from
+        {
+            // The widening is the loader's: the same coordinates of the fp8 operand.
+            return self.view_index_through(kb, pos, node.inputs[0], c, None);
+        }
+        if widen.is_some() && matches!(self.kind[n.index()], Kind::Input(_) | Kind::Constant) {
+            return None;
+        }
+        if widen.is_some() && self.place[n.index()].is_some() {
+            return None;
+        }
         let shape = &self.shapes[n.index()];
         let c: Vec<Index> = c.iter().map(|i| kb.simp(i)).collect();
         match self.kind[n.index()] {
@@ -411,7 +449,7 @@ impl Sched<'_> {
             }
             _ => return None,
         };
-        self.view_index(kb, pos, inp, &src)
+        self.view_index_through(kb, pos, inp, &src, widen)
     }
 
     /// Input coordinates of a reduction of `in_shape` over `axes` at (`Row`, `Red`); with

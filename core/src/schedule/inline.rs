@@ -51,6 +51,15 @@ impl Sched<'_> {
                 Op::MatMul if self.inner_attn[id.index()] => {
                     node.inputs.iter().map(|&o| (o, true, "materialized: attention operand (q, k)")).collect()
                 }
+                // An fp8 prologue reads the value under each widening cast (`prologue.rs`).
+                Op::MatMul if self.prologue[id.index()].is_some() => node
+                    .inputs
+                    .iter()
+                    .map(|&o| {
+                        let cast = self.through_movement(o);
+                        (self.g.node(cast).inputs[0], true, "materialized: fp8 matmul operand (read by the prologue)")
+                    })
+                    .collect(),
                 Op::MatMul => node.inputs.iter().map(|&o| (o, true, "materialized: matmul operand")).collect(),
                 Op::Conv2d { .. } => match self.conv[id.index()] {
                     ConvPlan::Window => node.inputs[..2]

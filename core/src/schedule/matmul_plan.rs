@@ -22,18 +22,29 @@ impl Sched<'_> {
         copy_shape: [usize; 3],
         broadcast_batch: bool,
     ) -> Result<MatRef, Error> {
-        match self.mat_view(opnd, c, space, vars) {
+        match self.mat_view(opnd, c, space, vars, None) {
             Some(r) => Ok(r),
             None => self.operand_copy(mm, opnd, c, vars, copy_shape, broadcast_batch),
         }
     }
 
     /// The strided form of a matmul operand read at coordinates `c` (in `vars`: batch, row,
-    /// column), when its inline tree is an affine view of one buffer.
-    fn mat_view(&self, opnd: NodeId, c: &[Index], space: &Space, vars: [Var; 3]) -> Option<MatRef> {
+    /// column), when its inline tree is an affine view of one buffer; with `widen`, a view of the
+    /// fp8 buffer under the operand's widening cast (`prologue.rs`).
+    fn mat_view(
+        &self,
+        opnd: NodeId,
+        c: &[Index],
+        space: &Space,
+        vars: [Var; 3],
+        widen: Option<DType>,
+    ) -> Option<MatRef> {
         let pos = self.kernels.len();
         let probe = KernelBuilder::new(space.clone());
-        let (buf, ix) = self.view_index(&probe, pos, opnd, c)?;
+        let (buf, ix) = match widen {
+            Some(d) => self.view_index_widened(&probe, pos, opnd, c, d)?,
+            None => self.view_index(&probe, pos, opnd, c)?,
+        };
         let (off, coefs) = affine(&ix)?;
         let coef = |v: Var| coefs.iter().find(|(w, _)| *w == v).map_or(0, |(_, k)| *k);
         let (sb, sr, sc) = (coef(vars[0]), coef(vars[1]), coef(vars[2]));
@@ -137,28 +148,38 @@ impl Sched<'_> {
         let cb = coords(&bb, sb.len(), Index::var(Var::Red), Index::var(Var::N), false);
         let a_bcast = ba.iter().all(|&d| d == 1);
         let b_bcast = bb.iter().all(|&d| d == 1);
-        let mut fold_note = None;
-        let ar = match folded {
-            Some((ca, view)) => {
-                let how = if view.is_some() { "read through strides" } else { "copied first" };
-                let r = match view {
-                    Some(r) => r,
-                    None => self.operand_copy(mm, a, &ca, [Var::Batch, Var::M, Var::Red], [1, m, k], true)?,
-                };
-                fold_note = Some(format!(
-                    "layout: matmul {mm} batch {} x {} rows as one product of {m} rows (the second operand has no \
-                     batch dims; the first {how})",
-                    m / sa[sa.len() - 2],
-                    sa[sa.len() - 2]
-                ));
-                r
+        // The fp8 prologue: both operands read as fp8 through strides, or neither.
+        let mut widened = None;
+        if let Some(d) = self.prologue[mm.index()] {
+            let views = if folded.is_some() {
+                Err("the first operand's batch is folded into rows".to_string())
+            } else {
+                let va = self.mat_view(a, &ca, &space, [Var::Batch, Var::M, Var::Red], Some(d));
+                let vb = self.mat_view(b, &cb, &space, [Var::Batch, Var::Red, Var::N], Some(d));
+                va.zip(vb).ok_or_else(|| format!("an operand is no strided view of its {d} buffer"))
+            };
+            match views {
+                Ok(v) => widened = Some((d, v)),
+                Err(why) => {
+                    self.prologue[mm.index()] = None;
+                    self.decide(
+                        vec![mm.0],
+                        false,
+                        format!("refused: prologue: matmul {mm}: {why} (operands copied as f32, the cast inlined)"),
+                        vec![],
+                    );
+                }
             }
-            None => self.mat_operand(mm, a, &ca, &space, [Var::Batch, Var::M, Var::Red], [batch, m, k], a_bcast)?,
+        }
+        let took = widened.as_ref().map(|(d, _)| *d);
+        let (in_dtype, (ar, br, fold_note)) = match widened {
+            Some((d, (va, vb))) => (d, (va, vb, None)),
+            None => {
+                (self.g.ty(a).dtype, self.plain_operands(mm, (a, b), (ca, cb), &space, (a_bcast, b_bcast), folded)?)
+            }
         };
-        let br = self.mat_operand(mm, b, &cb, &space, [Var::Batch, Var::Red, Var::N], [batch, k, n], b_bcast)?;
         let pos = self.kernels.len();
         let mut kb = KernelBuilder::new(space.clone());
-        let in_dtype = self.g.ty(a).dtype;
         for r in [&ar, &br] {
             let (dt, n) = self.buf_info(&r.buf);
             kb.read_arg(r.buf.clone(), dt, n);
@@ -176,7 +197,47 @@ impl Sched<'_> {
         if let Some(note) = fold_note {
             self.decide(vec![a.0, mm.0], false, note, vec![pos]);
         }
+        if let Some(d) = took {
+            self.record_prologue(mm, d, pos);
+        }
         Ok(())
+    }
+
+    /// The operands of matmul `mm` read as their own values (strided views or copies), the first
+    /// one folded over the batch rows when `folded` says so (then with the decision's note).
+    fn plain_operands(
+        &mut self,
+        mm: NodeId,
+        (a, b): (NodeId, NodeId),
+        (ca, cb): (Vec<Index>, Vec<Index>),
+        space: &Space,
+        (a_bcast, b_bcast): (bool, bool),
+        folded: Option<(Vec<Index>, Option<MatRef>)>,
+    ) -> Result<(MatRef, MatRef, Option<String>), Error> {
+        let Space::Matmul { batch, m, n, k, .. } = *space else {
+            return Err(Error::Unsupported(format!("schedule: matmul {mm} outside a matmul space")));
+        };
+        let sa = self.shapes[a.index()].clone();
+        let mut fold_note = None;
+        let ar = match folded {
+            Some((ca, view)) => {
+                let how = if view.is_some() { "read through strides" } else { "copied first" };
+                let r = match view {
+                    Some(r) => r,
+                    None => self.operand_copy(mm, a, &ca, [Var::Batch, Var::M, Var::Red], [1, m, k], true)?,
+                };
+                fold_note = Some(format!(
+                    "layout: matmul {mm} batch {} x {} rows as one product of {m} rows (the second operand has no \
+                     batch dims; the first {how})",
+                    m / sa[sa.len() - 2],
+                    sa[sa.len() - 2]
+                ));
+                r
+            }
+            None => self.mat_operand(mm, a, &ca, space, [Var::Batch, Var::M, Var::Red], [batch, m, k], a_bcast)?,
+        };
+        let br = self.mat_operand(mm, b, &cb, space, [Var::Batch, Var::Red, Var::N], [batch, k, n], b_bcast)?;
+        Ok((ar, br, fold_note))
     }
 }
 
@@ -202,7 +263,7 @@ impl Sched<'_> {
         let mut ca: Vec<Index> = rc[rc.len() - (sa.len() - 1)..].to_vec();
         ca.push(Index::var(Var::Red));
         let space = Space::Matmul { batch: 1, m: total, n: 1, k, out: MatOut::plain(total, 1) };
-        let view = self.mat_view(a, &ca, &space, [Var::Batch, Var::M, Var::Red]);
+        let view = self.mat_view(a, &ca, &space, [Var::Batch, Var::M, Var::Red], None);
         (view.is_some() || m < FOLD_ROWS_BELOW).then_some((ca, view))
     }
 }

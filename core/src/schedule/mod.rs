@@ -78,6 +78,7 @@ mod matmul_plan;
 mod member_plan;
 mod memory;
 mod plan;
+mod prologue;
 mod reduce_plan;
 mod split;
 mod window_plan;

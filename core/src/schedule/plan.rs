@@ -8,7 +8,8 @@
 //! The jobs live beside it: `inline.rs` (stage A: what is materialized), `member_plan.rs`
 //! (materialized nodes: epilogue, vertical and horizontal fusion), `bindings.rs` (binding counts
 //! and splitting kernels that bind too many buffers), `reduce_plan.rs` (reductions),
-//! `matmul_plan.rs` (matmuls and their strided operands), `conv.rs` (convolutions lowered to
+//! `matmul_plan.rs` (matmuls and their strided operands), `prologue.rs` (fp8 operands read by
+//! the matmul, widened in the loader), `conv.rs` (convolutions lowered to
 //! matmuls: direct or im2col) and `window_plan.rs` (window kernels: convolutions and poolings).
 
 use super::ScheduleOptions;
@@ -88,6 +89,8 @@ pub(super) struct Sched<'g> {
     pub attn: Vec<Option<super::attention::AttnMatch>>,
     /// Nodes computed inside a fused attention kernel (not scheduled on their own).
     pub inner_attn: Vec<bool>,
+    /// Matmuls that read their operands as this fp8 dtype (`prologue.rs`).
+    pub prologue: Vec<Option<DType>>,
     /// Count one binding per buffer instead of the cost model's count (set while placing a kernel
     /// that nothing can be split off any more: the backend then checks its exact binding count).
     pub one_binding_per_buffer: std::cell::Cell<bool>,
@@ -198,10 +201,12 @@ impl<'g> Sched<'g> {
             conv: vec![ConvPlan::Window; n],
             attn: vec![None; n],
             inner_attn: vec![false; n],
+            prologue: vec![None; n],
             one_binding_per_buffer: std::cell::Cell::new(false),
         };
         s.plan_convs();
         s.plan_attention();
+        s.plan_prologues();
         Ok(s)
     }
 

@@ -558,6 +558,7 @@ fn batched_matmuls_with_a_shared_second_operand_fold_into_one_product() {
 mod attention;
 mod conv;
 mod implicit;
+mod prologue;
 
 /// The default cost model with one decision changed per test: how convolutions are lowered, and
 /// whether a buffer larger than `caps.max_binding_bytes` takes one binding per window of the limit

@@ -451,7 +451,7 @@ macro_rules! __sinter_suite {
                 binary_and, binary_or, binary_xor,
                 cast_from_f32, cast_from_f16, cast_from_bf16, cast_from_f64, cast_from_i8, cast_from_i16,
                 cast_from_i32, cast_from_i64, cast_from_u8, cast_from_u16, cast_from_u32, cast_from_u64,
-                cast_from_bool,
+                cast_from_bool, cast_from_f8e4m3, cast_from_f8e5m2,
                 compare_where, where_broadcast, div_by_constant_zero, int_div_by_zero,
                 broadcast_binary, expand_reshape, permute_2d, permute_3d, slice_step, slice_reverse,
                 pad_constant, pad_reflect, pad_edge, pad_wrap, concat_last, concat_first, gather_embedding,

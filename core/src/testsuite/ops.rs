@@ -103,17 +103,25 @@ fn binary_setup(op: BinaryOp) -> (DType, Dist, Dist, Tol) {
 
 /// Casts from `from` to every dtype: targets that the 32-bit integer emulations hold (WGSL's
 /// i64/u64) in one graph with out-of-range and special values, the 64-bit integers on values in
-/// their common range, f64 on its own (a backend without f64 must refuse only that graph).
+/// their common range, f64 and the fp8 types on their own (a backend without them must refuse
+/// only those graphs). The specials include values past fp8's range (overflow to NaN or
+/// infinity) and halfway cases of its grid (ties to even).
 fn casts(from: DType) -> Result<Vec<super::Instance>, String> {
     let narrow: Vec<DType> =
-        DType::ALL.into_iter().filter(|d| !matches!(d, DType::F64 | DType::I64 | DType::U64)).collect();
-    let groups: [(&str, Vec<DType>, bool); 3] =
-        [("narrow", narrow, true), ("64-bit", vec![DType::I64, DType::U64], false), ("f64", vec![DType::F64], true)];
+        DType::ALL.into_iter().filter(|d| !matches!(d, DType::F64 | DType::I64 | DType::U64) && !d.is_fp8()).collect();
+    let groups: [(&str, Vec<DType>, bool); 4] = [
+        ("narrow", narrow, true),
+        ("64-bit", vec![DType::I64, DType::U64], false),
+        ("f64", vec![DType::F64], true),
+        ("fp8", vec![DType::F8E4M3, DType::F8E5M2], true),
+    ];
     let signed = from.is_float() || from.is_signed_int();
     let mut out = Vec::new();
     for (group, targets, wide) in groups {
         // Floats: specials, halves (truncation toward zero), values past 255 and 65535 (wrapping).
-        let specials = if wide {
+        let specials = if group == "fp8" {
+            vec![NAN, INF, -INF, 0.0, -0.0, 1.0625, 1.1875, -1.375, 464.0, 470.0, -500.0, 61440.0, 1e-3, 2.5, -2.5]
+        } else if wide {
             vec![NAN, INF, -INF, 0.0, -0.0, 0.5, -0.5, 2.5, -2.5, 255.5, 70000.0, -70000.0, 1e9, -1e9]
         } else {
             vec![NAN, 0.0, -0.0, 0.5, 2.5, 255.5, 40000.0]

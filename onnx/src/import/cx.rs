@@ -355,6 +355,34 @@ impl Cx<'_, '_> {
         if self.dt(x) == d { Ok(x) } else { self.add(Op::Cast(d), vec![x]) }
     }
 
+    /// ONNX's cast to `d` with its `saturate` flag. The IR's cast to fp8 overflows (to NaN for
+    /// e4m3fn, infinity for e5m2: `sinter_core::fp8`), which is `saturate=0`; `saturate=1` (ONNX's
+    /// default) clamps to `[-max, max]` first, which maps every larger value and the infinities to
+    /// ±max and leaves NaN and every other value's rounding as they were. The clamp is emitted only
+    /// where `x`'s dtype can exceed the bound. Other targets ignore the flag (as ONNX does).
+    pub fn cast_saturating(&mut self, x: NodeId, d: DType, saturate: bool) -> R<NodeId> {
+        let from = self.dt(x);
+        let (Some(m), true, false) = (sinter_core::fp8::max_finite(d), saturate, from == d) else {
+            return self.cast(x, d);
+        };
+        // The largest magnitudes `from` holds (infinite for floats with infinities).
+        let (lo, hi) = match from {
+            DType::Bool => (0.0, 1.0),
+            f if f.is_float() => {
+                let r = sinter_core::fp8::max_finite(f).unwrap_or(f64::INFINITY);
+                let r = if f == DType::F8E5M2 { f64::INFINITY } else { r };
+                (-r, r)
+            }
+            i => {
+                let bits = i.size_bytes() as i32 * 8;
+                if i.is_signed_int() { (-(2f64.powi(bits - 1)), 2f64.powi(bits - 1)) } else { (0.0, 2f64.powi(bits)) }
+            }
+        };
+        let x = if hi > m { self.bin_s(BinaryOp::Min, x, m)? } else { x };
+        let x = if lo < -m { self.bin_s(BinaryOp::Max, x, -m)? } else { x };
+        self.cast(x, d)
+    }
+
     /// Reshapes to static dims (no-op when equal).
     pub fn reshape(&mut self, x: NodeId, dims: &[usize]) -> R<NodeId> {
         if self.ty(x).shape == Shape::new(dims) {

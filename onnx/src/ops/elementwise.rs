@@ -98,13 +98,15 @@ pub(super) fn lower(cx: &mut Cx, op: &str) -> Option<Out> {
             cx.arity(1, 1)?;
             let to = cx.dtype_attr("to")?;
             let x = cx.inp(0)?;
-            cx.cast(x, to)
+            let saturate = cx.ai("saturate", 1) != 0;
+            cx.cast_saturating(x, to, saturate)
         }),
         "CastLike" => one(cx, |cx| {
             cx.arity(2, 2)?;
             let (x, t) = (cx.inp(0)?, cx.inp(1)?);
             let d = cx.dt(t);
-            cx.cast(x, d)
+            let saturate = cx.ai("saturate", 1) != 0;
+            cx.cast_saturating(x, d, saturate)
         }),
         "Clip" => one(cx, clip),
         "IsInf" => one(cx, |cx| {

@@ -1,4 +1,4 @@
-//! Integer and quantized ops: MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv, QuantizeLinear, DequantizeLinear (per tensor, per axis, blocked) and DynamicQuantizeLinear.
+//! Integer and quantized ops: MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv, QuantizeLinear, DequantizeLinear (per tensor, per axis, blocked; to and from integers and fp8) and DynamicQuantizeLinear.
 
 use super::*;
 
@@ -97,7 +97,7 @@ pub(super) fn quantize_linear(cx: &mut Cx) -> R<NodeId> {
         (None, Some(c)) if c != 0 => cx.dtype_attr("output_dtype")?,
         _ => DType::U8,
     };
-    if !out.is_int() {
+    if !out.is_int() && !out.is_fp8() {
         return Err(cx.unsup(format!("quantization to {out}")));
     }
     let axis = cx.ai("axis", 1);
@@ -111,6 +111,20 @@ pub(super) fn quantize_linear(cx: &mut Cx) -> R<NodeId> {
     let wide = if d == DType::F64 { DType::F64 } else { DType::F32 };
     let xw = cx.cast(x, wide)?;
     let sw = cx.cast(s, wide)?;
+    if out.is_fp8() {
+        // fp8: `x / scale + zero_point` rounded by the cast (nearest even), no integer rounding;
+        // `saturate` (default 1) as Cast's.
+        let q = cx.bin(B::Div, xw, sw)?;
+        let q = match zp {
+            Some(z) => {
+                let z = cx.cast(z, wide)?;
+                cx.bin(B::Add, q, z)?
+            }
+            None => q,
+        };
+        let saturate = cx.ai("saturate", 1) != 0;
+        return cx.cast_saturating(q, out, saturate);
+    }
     requantize(cx, xw, sw, zp, out)
 }
 
@@ -121,11 +135,12 @@ pub(super) fn dequantize_linear(cx: &mut Cx) -> R<NodeId> {
     let block = cx.ai("block_size", 0).clamp(0, 1 << 24) as usize;
     let s = quant_param(cx, s, x, axis, block)?;
     let out = cx.dt(s);
-    let xi = cx.cast(x, DType::I64)?;
+    // fp8 values subtract their zero point as floats (exact in f32: both widen exactly).
+    let xi = if cx.dt(x).is_fp8() { cx.cast(x, DType::F32)? } else { cx.cast(x, DType::I64)? };
     let v = match zp {
         Some(z) => {
             let z = quant_param(cx, z, x, axis, block)?;
-            let z = cx.cast(z, DType::I64)?;
+            let z = cx.cast(z, cx.dt(xi))?;
             cx.bin(B::Sub, xi, z)?
         }
         None => xi,
