@@ -153,6 +153,33 @@ fn tf32_matmuls_on_the_template_and_cublaslt() {
 }
 
 #[test]
+fn tf32_matmul_operand_layouts_on_the_template() {
+    let Some(b) = backend("tf32_matmul_operand_layouts_on_the_template") else { return };
+    // A read through an odd offset and row stride (4-byte copies), B transposed (k-major), and
+    // the reverse (A k-minor): every loader and shared layout of the TF32 template.
+    let (m, n, k) = (77, 45, 520);
+    for a_t in [false, true] {
+        let g = Graph::new();
+        let x = g.input("x", DType::F32, if a_t { [k, m + 1] } else { [m, k + 1] });
+        let y = g.input("y", DType::F32, [n, k]);
+        let a = if a_t { x.slice(1, 1, m as i64 + 1, 1).permute(&[1, 0]) } else { x.slice(1, 1, k as i64 + 1, 1) };
+        g.output(&a.matmul(&y.permute(&[1, 0])).relu());
+        let ins = [
+            HostTensor::random(DType::F32, x.shape().as_static().expect("static"), 7, -2.0, 2.0),
+            HostTensor::random(DType::F32, vec![n, k], 8, -2.0, 2.0),
+        ];
+        let want = sinter_core::cpu::run(&g, &ins).expect("reference");
+        let c = compile(&g, b.clone(), opts(Mode::Default, AllowTf32::ON)).expect("compile");
+        let got = c.run(&ins).expect("run");
+        assert_eq!(plan(&c).1, 1);
+        assert!(c.sources().iter().any(|s| s.source.contains("TF32 mma.sync m16n8k8")), "a_t {a_t}");
+        let tol = Tol::sum(k, 4.0);
+        compare(&got, &want, tol.tf32()).unwrap_or_else(|e| panic!("a_t {a_t}: {e}"));
+        assert!(compare(&got, &want, tol).is_err(), "a_t {a_t}: TF32 allowed but the result is exact");
+    }
+}
+
+#[test]
 fn resnet18_with_implicit_tf32_convolutions() {
     let Some(b) = backend("resnet18_with_implicit_tf32_convolutions") else { return };
     let w = workloads::get("resnet18_b32_f32").expect("resnet18");
