@@ -210,6 +210,7 @@ impl WgslBackend {
         let mut exe = WgslExecutable {
             device: self.device.clone(),
             program: program.clone(),
+            at: None,
             kernels: Vec::with_capacity(program.kernels.len()),
             buffers,
             mode,
@@ -253,7 +254,7 @@ impl WgslBackend {
             }
             other => dev_err(other),
         })?;
-        Ok(LoadedKernel { rendered, pipeline, tuning: tuning.clone() })
+        Ok(LoadedKernel { grid: rendered.grid, rendered, pipeline, tuning: tuning.clone() })
     }
 
     /// Allocates the program's buffers from its allocation plan (intermediates share their memory-plan
@@ -376,6 +377,10 @@ impl Backend for WgslBackend {
         self.device.info().device_type == "Cpu"
     }
 
+    fn serves_extents(&self) -> bool {
+        true
+    }
+
     fn fresh_device_per_measurement(&self) -> bool {
         // NVIDIA's Vulkan driver drops the SM clock ~4 s after device creation (BENCHMARKS.md);
         // CPU adapters have no such clock.
@@ -495,6 +500,9 @@ pub fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
 /// One compiled kernel.
 struct LoadedKernel {
     rendered: Rendered,
+    /// The grid launched: the rendered one, or fewer workgroups at a smaller outer extent
+    /// ([`Executable::set_extent`]).
+    grid: [u32; 3],
     pipeline: crate::device::Program,
     tuning: Tuning,
 }
@@ -503,6 +511,9 @@ struct LoadedKernel {
 pub struct WgslExecutable {
     device: Device,
     program: Program,
+    /// The program instantiated at another value of its outer symbol (inputs and outputs take its
+    /// shapes; kernels launch over its extents); `None`: the extents compiled.
+    at: Option<Arc<Program>>,
     kernels: Vec<LoadedKernel>,
     /// One per program buffer (intermediates of one slot share a buffer).
     buffers: Vec<GpuBuffer>,
@@ -562,6 +573,12 @@ impl WgslExecutable {
         self.kernels.iter().map(|k| &k.tuning).collect()
     }
 
+    /// The grid each kernel launches now: as rendered, or fewer workgroups after
+    /// [`Executable::set_extent`] to a smaller outer extent.
+    pub fn launch_grids(&self) -> Vec<[u32; 3]> {
+        self.kernels.iter().map(|k| k.grid).collect()
+    }
+
     /// The workgroup size of every kernel as rendered (first dimension).
     pub fn tuning_workgroups(&self) -> Vec<u32> {
         self.kernels.iter().map(|k| k.rendered.workgroup_size[0]).collect()
@@ -597,10 +614,15 @@ impl WgslExecutable {
         Ok(batch)
     }
 
+    /// The program whose inputs and outputs the executable takes now (see [`Executable::set_extent`]).
+    fn io(&self) -> &Program {
+        self.at.as_deref().unwrap_or(&self.program)
+    }
+
     /// Records one kernel's dispatch (nothing for an empty grid).
     fn dispatch(&self, batch: &mut Batch, k: &LoadedKernel) -> Result<bool, BackendError> {
         let r = &k.rendered;
-        if r.grid.contains(&0) {
+        if k.grid.contains(&0) {
             return Ok(false);
         }
         let args: Vec<Arg<'_>> = r
@@ -608,7 +630,7 @@ impl WgslExecutable {
             .iter()
             .map(|b| Arg::Buffer(self.buffers[b.buffer.0 as usize].range(b.offset_bytes, b.size_bytes)))
             .collect();
-        batch.dispatch(&k.pipeline, &args, Workgroups::Grid(r.grid)).map_err(dev_err)?;
+        batch.dispatch(&k.pipeline, &args, Workgroups::Grid(k.grid)).map_err(dev_err)?;
         Ok(true)
     }
 
@@ -630,7 +652,7 @@ impl WgslExecutable {
 
     /// Checks and uploads the inputs.
     fn upload(&self, inputs: &[HostTensor]) -> Result<(), BackendError> {
-        let p = &self.program;
+        let p = self.io();
         if inputs.len() != p.inputs.len() {
             return Err(BackendError::Input(format!(
                 "the program takes {} inputs ({}), got {}",
@@ -658,7 +680,7 @@ impl WgslExecutable {
 
     /// Reads the outputs back.
     fn download(&self) -> Result<Vec<HostTensor>, BackendError> {
-        self.program
+        self.io()
             .outputs
             .iter()
             .map(|io| {
@@ -693,7 +715,7 @@ impl Executable for WgslExecutable {
     }
 
     fn run_device(&mut self, inputs: &[DeviceTensor]) -> Result<Vec<DeviceTensor>, BackendError> {
-        let p = &self.program;
+        let p = self.io();
         if inputs.len() != p.inputs.len() {
             return Err(BackendError::Input(format!(
                 "the program takes {} inputs, got {}",
@@ -755,7 +777,7 @@ impl Executable for WgslExecutable {
             self.timed = Some(self.record(true)?.finish().map_err(dev_err)?);
         }
         let names: Vec<String> =
-            self.kernels.iter().filter(|k| !k.rendered.grid.contains(&0)).map(|k| k.rendered.name.clone()).collect();
+            self.kernels.iter().filter(|k| !k.grid.contains(&0)).map(|k| k.rendered.name.clone()).collect();
         let mut all = Vec::with_capacity(iters);
         for _ in 0..iters.max(1) {
             let t = self.timed.as_ref().map(|r| r.run()).transpose().map_err(dev_err)?;
@@ -781,6 +803,40 @@ impl Executable for WgslExecutable {
             all.clear();
         }
         Ok((self.download()?, all))
+    }
+
+    /// Kernels keep the source rendered at the bound (every index in range of the bound's buffers,
+    /// which stay allocated); each launches `GridSplit::workgroups` of the instantiated kernel when
+    /// that fits one grid dimension, else its full grid. Pre-recorded batches are recorded again.
+    fn set_extent(&mut self, at: Option<Arc<Program>>) -> Result<(), BackendError> {
+        let max = self.device.info().limits.max_compute_workgroups_per_dimension;
+        let mut grids = Vec::with_capacity(self.kernels.len());
+        for (i, k) in self.kernels.iter().enumerate() {
+            let r = &k.rendered;
+            let grid = match &at {
+                None => r.grid,
+                Some(q) => {
+                    let ki = q.kernels.get(i).filter(|ki| ki.name == r.name).ok_or_else(|| {
+                        BackendError::Input(format!("set_extent: kernel {i} of the instance is not {}", r.name))
+                    })?;
+                    match r.split.and_then(|s| s.workgroups(ki)) {
+                        Some(0) => [0, 1, 1],
+                        Some(w) if w <= r.workgroups && w <= u64::from(max) => [w as u32, 1, 1],
+                        _ => r.grid,
+                    }
+                }
+            };
+            grids.push(grid);
+        }
+        for (k, g) in self.kernels.iter_mut().zip(grids) {
+            k.grid = g;
+        }
+        self.at = at;
+        self.timed = None;
+        if self.mode != Mode::Default {
+            self.recorded = Some(self.record(false)?.finish().map_err(dev_err)?);
+        }
+        Ok(())
     }
 
     fn sources(&self) -> Vec<KernelSource> {
