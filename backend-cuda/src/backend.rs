@@ -393,6 +393,10 @@ impl Backend for CudaBackend {
         &self.caps
     }
 
+    fn serves_extents(&self) -> bool {
+        true
+    }
+
     fn calibrate(&self, _copy_bytes: u64) -> Result<Option<sinter_core::backend::DeviceCeilings>, BackendError> {
         let c = CudaBackend::calibrate(self)?;
         Ok(Some(sinter_core::backend::DeviceCeilings {

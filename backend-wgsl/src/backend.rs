@@ -819,7 +819,7 @@ impl Executable for WgslExecutable {
                     let ki = q.kernels.get(i).filter(|ki| ki.name == r.name).ok_or_else(|| {
                         BackendError::Input(format!("set_extent: kernel {i} of the instance is not {}", r.name))
                     })?;
-                    match r.split.and_then(|s| s.workgroups(ki)) {
+                    match r.split.and_then(|s| s.blocks(ki)) {
                         Some(0) => [0, 1, 1],
                         Some(w) if w <= r.workgroups && w <= u64::from(max) => [w as u32, 1, 1],
                         _ => r.grid,

@@ -126,6 +126,7 @@ mod types;
 use serde::{Deserialize, Serialize};
 use sinter_core::DType;
 use sinter_core::backend::BackendError;
+use sinter_core::kernel::dynamic::{GridSplit, OuterUnit};
 use sinter_core::kernel::{Access, BufferId, Kernel, KernelBody, Program};
 
 pub use attention::{attn_tile_candidates, check_attn_tile};
@@ -443,53 +444,6 @@ pub(crate) struct Body {
     pub(crate) summary: String,
     /// How the workgroups cover the outermost extent (`None`: only the full grid is valid).
     pub(crate) split: Option<GridSplit>,
-}
-
-/// What the outermost loop of a kernel's linear workgroup ids walks over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum OuterUnit {
-    /// Pointwise lanes.
-    Lanes,
-    /// Reduce rows.
-    Rows,
-    /// Matmul batches.
-    MatmulBatch,
-    /// Matmul rows `m` (a product of one batch).
-    MatmulM,
-    /// Attention flat batches (`batch * heads`).
-    AttentionBatch,
-}
-
-/// How a kernel's linear workgroup ids cover its outermost extent: workgroup `w` works on the outer
-/// units from `(w / inner) * per` on, so `ceil(units / per) * inner` workgroups cover `units` of them.
-/// With it a program compiled at a bound launches fewer workgroups at a smaller batch
-/// ([`sinter_core::backend::Executable::set_extent`]); workgroups past the last unit's are not
-/// launched, and the lanes of a last partial workgroup compute values in range of the compiled
-/// buffers that nothing reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GridSplit {
-    /// What the outer loop walks over.
-    pub unit: OuterUnit,
-    /// Units per group of `inner` workgroups.
-    pub per: u64,
-    /// Workgroups per group.
-    pub inner: u64,
-}
-
-impl GridSplit {
-    /// The workgroups covering kernel `k`'s outer extent (the kernel as instantiated at another
-    /// value of its outer symbol); `None` when the kernel's body is not of this split's kind.
-    pub fn workgroups(&self, k: &Kernel) -> Option<u64> {
-        let units = match (self.unit, &k.body) {
-            (OuterUnit::Lanes, KernelBody::Pointwise { numel, .. }) => *numel,
-            (OuterUnit::Rows, KernelBody::Reduce(r)) => r.rows,
-            (OuterUnit::MatmulBatch, KernelBody::Matmul(m)) => m.batch,
-            (OuterUnit::MatmulM, KernelBody::Matmul(m)) => m.m,
-            (OuterUnit::AttentionBatch, KernelBody::Attention(a)) => a.batch.checked_mul(a.heads)?,
-            _ => return None,
-        } as u64;
-        units.div_ceil(self.per.max(1)).checked_mul(self.inner)
-    }
 }
 
 /// Renders `kernel` of `program` with explicit tuning knobs.

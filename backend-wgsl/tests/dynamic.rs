@@ -142,3 +142,18 @@ fn dynamic_off_recompiles_per_batch_with_the_reason() {
     assert_eq!(ev.len(), 2);
     assert!(ev[1].reason.contains("dynamic extents are off"), "{}", ev[1].reason);
 }
+
+#[test]
+fn convolutions_serve_every_batch() {
+    let Some(b) = common::owned_backend("dynamic-conv") else { return };
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, vec![Dim::sym("batch"), Dim::Static(3), Dim::Static(10), Dim::Static(10)]);
+    let w = g.constant(HostTensor::random(DType::F32, vec![8, 3, 3, 3], 5, -0.3, 0.3));
+    let y = x.conv2d(&w, None, [1, 1], [1, 1, 1, 1], [1, 1], 1).relu();
+    g.output(&y.mean(&[2, 3], false));
+    let c = compile(&g, b, opts()).unwrap();
+    for (k, batch) in [8usize, 1, 3].into_iter().enumerate() {
+        check(&c, &g, &[vec![batch, 3, 10, 10]], 50 + k as u64);
+    }
+    assert_eq!(c.events().len(), 1, "{:?}", c.events());
+}

@@ -37,7 +37,7 @@
 //! * The compile driver also checks the instantiated outputs' shapes against the graph's at that
 //!   value ([`crate::compile`]).
 
-use super::{BufferKind, KernelBody, Program};
+use super::{BufferKind, Kernel, KernelBody, Program};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -198,6 +198,54 @@ impl Extents {
     /// One line for logs: `batch <= 8 (12 sites)`.
     pub fn summary(&self) -> String {
         format!("{} <= {} ({} scaled extents)", self.symbol, self.bound, self.sites.len())
+    }
+}
+
+/// What the outermost loop of a kernel's linear block (workgroup) ids walks over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OuterUnit {
+    /// Pointwise lanes.
+    Lanes,
+    /// Reduce rows.
+    Rows,
+    /// Matmul batches.
+    MatmulBatch,
+    /// Matmul rows `m` (a product of one batch).
+    MatmulM,
+    /// Attention flat batches (`batch * heads`).
+    AttentionBatch,
+}
+
+/// How a rendered kernel's linear block ids (WGSL workgroups, CUDA blocks) cover its outermost
+/// extent: block `w` works on the outer units from `(w / inner) * per` on, so
+/// `ceil(units / per) * inner` blocks cover `units` of them. Renderers report it for templates
+/// whose id decoding has this form; with it a program compiled at a bound launches fewer blocks
+/// at a smaller value of its outer symbol ([`crate::backend::Executable::set_extent`]): blocks
+/// past the last unit's are not launched, and the lanes of a last partial block compute values in
+/// range of the compiled (bound-sized) buffers that nothing reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GridSplit {
+    /// What the outer loop walks over.
+    pub unit: OuterUnit,
+    /// Units per group of `inner` blocks.
+    pub per: u64,
+    /// Blocks per group.
+    pub inner: u64,
+}
+
+impl GridSplit {
+    /// The blocks covering kernel `k`'s outer extent (the kernel as instantiated at another value
+    /// of its outer symbol); `None` when the kernel's body is not of this split's kind.
+    pub fn blocks(&self, k: &Kernel) -> Option<u64> {
+        let units = match (self.unit, &k.body) {
+            (OuterUnit::Lanes, KernelBody::Pointwise { numel, .. }) => *numel,
+            (OuterUnit::Rows, KernelBody::Reduce(r)) => r.rows,
+            (OuterUnit::MatmulBatch, KernelBody::Matmul(m)) => m.batch,
+            (OuterUnit::MatmulM, KernelBody::Matmul(m)) => m.m,
+            (OuterUnit::AttentionBatch, KernelBody::Attention(a)) => a.batch.checked_mul(a.heads)?,
+            _ => return None,
+        } as u64;
+        units.div_ceil(self.per.max(1)).checked_mul(self.inner)
     }
 }
 
