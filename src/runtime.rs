@@ -193,6 +193,9 @@ pub struct Options {
     /// Graph breaks: nodes the backend cannot run go to the CPU reference (default on; see
     /// [`CompileOptions::graph_breaks`]).
     pub graph_breaks: bool,
+    /// Serve every batch size up to a bound with one compile (default `Some(8)`: the bound is at
+    /// least 8; `None`: one compile per batch size; see [`CompileOptions::dynamic`]).
+    pub dynamic: Option<usize>,
 }
 
 impl Default for Options {
@@ -207,6 +210,7 @@ impl Default for Options {
             debug_dir: c.debug_dir,
             precision: c.precision,
             graph_breaks: c.graph_breaks,
+            dynamic: c.dynamic,
         }
     }
 }
@@ -222,6 +226,7 @@ pub fn compile(g: &impl AsGraph, opts: Options) -> Result<CompiledGraph, Compile
         debug_dir: opts.debug_dir,
         precision: opts.precision,
         graph_breaks: opts.graph_breaks,
+        dynamic: opts.dynamic,
     };
     sinter_core::compile::compile(g, b, c)
 }

@@ -8,10 +8,15 @@
 //!   value recompiles, as a static shape does.
 //! * **Compile.** At the first value `v` seen, the graph is lowered and scheduled at
 //!   `bound = next_power_of_two(max(v, CompileOptions::dynamic, 4))` and at `bound / 2` (the
-//!   probe); [`crate::kernel::dynamic::derive`] keeps the program at `bound` when the two differ
-//!   only in launch extents, buffer sizes and outer I/O dimensions (the table is stored in
-//!   [`Program::dynamic`] and in the program cache). Only the program at `bound` is loaded on
-//!   the backend.
+//!   probe), with the batch kept outermost (`ScheduleOptions::outer_batch`,
+//!   `passes::pipeline_for_dynamic`); [`crate::kernel::dynamic::derive`] keeps the program at
+//!   `bound` when the two differ only in launch extents, buffer sizes and outer I/O dimensions
+//!   (the table is stored in [`Program::dynamic`] and in the program cache). When they differ
+//!   otherwise, the pairs `(bound, 3 * bound / 4)` and `(2 * bound, 3 * bound / 2)` are tried
+//!   next: a decision that depends on an extent coinciding with a static one (a transformer at
+//!   batch 8 and sequence 8 has `batch * seq == seq * seq`, and two such spaces fuse
+//!   horizontally) differs at one value and not at others. Only the program at the chosen bound
+//!   is loaded on the backend.
 //! * **Serve.** A call whose inputs match the compiled signature except for the outer dimension
 //!   of those inputs, all equal to one value `1..=bound`, runs that program instantiated at the
 //!   value ([`crate::kernel::dynamic::Extents::at`]: validated; its outputs' shapes checked
@@ -35,6 +40,8 @@ use crate::kernel::Program;
 use crate::kernel::dynamic::{Extents, derive};
 use crate::partition;
 use crate::shape::Dim;
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -84,6 +91,13 @@ impl DynSpec {
         }
         value
     }
+}
+
+/// A program scheduled at one value of the outer symbol, with its phases and artifacts.
+struct Scheduled {
+    program: Program,
+    stats: CompileStats,
+    artifacts: Vec<(String, String)>,
 }
 
 /// The outcome of trying a dynamic compile.
@@ -163,10 +177,8 @@ impl CompiledGraph {
         if v == 0 {
             return Ok(Dyn::Skipped);
         }
-        let bound = v.max(min).max(4).next_power_of_two();
-        let probe = bound / 2;
-        let sig_b = with_value(sig, &inputs, bound);
-        let key = self.cache_key(&sig_b, &format!("dynamic {sym} probe {probe}"));
+        let first = v.max(min).max(4).next_power_of_two();
+        let key = self.cache_key(&with_value(sig, &inputs, first), &format!("dynamic {sym}"));
         let mut loaded = None;
         if let Some(program) = self.opts.cache_dir.as_deref().and_then(|d| cache_load(d, &key))
             && program.dynamic.is_some()
@@ -180,32 +192,44 @@ impl CompiledGraph {
         let (program, exe) = match loaded {
             Some(x) => x,
             None => {
-                let g = match self.lower(&sig_b, stats, artifacts) {
-                    Ok(g) => g,
-                    Err(e) => return Ok(Dyn::Refused(format!("compiling at {sym}={bound}: {e}"))),
-                };
-                artifacts.push(("ir_pre_fusion.txt".into(), crate::text::print(&g)));
-                if self.opts.graph_breaks {
-                    let breaks = partition::detect(&g, self.backend.caps());
-                    if !breaks.is_empty() {
-                        return Ok(Dyn::Refused(format!("{} node(s) break the graph", breaks.len())));
+                // (bound, probe) pairs: a decision that depends on an extent coinciding with a
+                // static one (two iteration spaces equal only at that batch, fused horizontally)
+                // makes a pair differ; other values then decide.
+                let t = Instant::now();
+                let mut at: BTreeMap<usize, Scheduled> = BTreeMap::new();
+                let mut chosen = None;
+                let mut first_why = None;
+                for (b, p) in [(first, first / 2), (first, first * 3 / 4), (2 * first, 3 * first / 2)] {
+                    for n in [b, p] {
+                        if let Entry::Vacant(e) = at.entry(n) {
+                            match self.schedule_dynamic(&with_value(sig, &inputs, n), &sym, n)? {
+                                Ok(s) => e.insert(s),
+                                Err(why) => return Ok(Dyn::Refused(first_why.unwrap_or(why))),
+                            };
+                        }
+                    }
+                    match derive(&at[&b].program, &at[&p].program, &sym, b, p) {
+                        Ok(ext) => {
+                            chosen = Some((b, ext));
+                            break;
+                        }
+                        Err(why) => {
+                            first_why.get_or_insert(why);
+                        }
                     }
                 }
-                let mut big = self.schedule_program(&g, stats)?;
-                let t = Instant::now();
-                let mut probe_stats = CompileStats::default();
-                let small = self
-                    .lower(&with_value(sig, &inputs, probe), &mut probe_stats, &mut Vec::new())
-                    .and_then(|g| self.schedule_program(&g, &mut probe_stats));
-                stats.phases.push((format!("probe {sym}={probe}"), t.elapsed().as_secs_f64()));
-                let small = match small {
-                    Ok(p) => p,
-                    Err(e) => return Ok(Dyn::Refused(format!("compiling at {sym}={probe}: {e}"))),
+                let Some((bound, ext)) = chosen else {
+                    return Ok(Dyn::Refused(first_why.unwrap_or_default()));
                 };
-                match derive(&big, &small, &sym, bound, probe) {
-                    Ok(ext) => big.dynamic = Some(ext),
-                    Err(why) => return Ok(Dyn::Refused(why)),
-                }
+                let Some(mut s) = at.remove(&bound) else {
+                    return Ok(Dyn::Refused(format!("no program at {sym}={bound}")));
+                };
+                stats.phases.append(&mut s.stats.phases);
+                let probes = t.elapsed().as_secs_f64() - s.stats.phases.iter().map(|p| p.1).sum::<f64>();
+                stats.phases.push((format!("probes of {sym}"), probes.max(0.0)));
+                artifacts.append(&mut s.artifacts);
+                let mut big = s.program;
+                big.dynamic = Some(ext);
                 let exe = match self.load_program(&big, stats) {
                     Ok(exe) => exe,
                     Err(BackendError::Unsupported { what, .. }) => {
@@ -224,12 +248,40 @@ impl CompiledGraph {
         let Some(extents) = program.dynamic.clone() else {
             return Ok(Dyn::Refused("the cached program has no table of extents".into()));
         };
+        let bound = extents.bound;
+        let sig_b = with_value(sig, &inputs, bound);
         let dynamic = DynSpec { extents, inputs, current: bound, served: Vec::new() };
         let mut spec = Specialization { signature: sig_b, exec: Exec::Whole { program, exe }, dynamic: Some(dynamic) };
         match self.serve(&mut spec, Some(v)) {
             Ok(()) => Ok(Dyn::Compiled(spec)),
             Err(why) => Ok(Dyn::Refused(why)),
         }
+    }
+
+    /// Lowers and schedules `sig` (the outer symbol at `n`) as a dynamic compile does
+    /// (`constant_fold` keeping outer broadcasts, the batch kept outermost); `Err` says why this
+    /// cannot be a dynamic program (lowering fails, graph breaks).
+    fn schedule_dynamic(
+        &self,
+        sig: &Signature,
+        sym: &str,
+        n: usize,
+    ) -> Result<Result<Scheduled, String>, CompileError> {
+        let mut stats = CompileStats::default();
+        let mut artifacts = Vec::new();
+        let g = match self.lower(sig, &mut stats, &mut artifacts, true) {
+            Ok(g) => g,
+            Err(e) => return Ok(Err(format!("compiling at {sym}={n}: {e}"))),
+        };
+        artifacts.push(("ir_pre_fusion.txt".into(), crate::text::print(&g)));
+        if self.opts.graph_breaks {
+            let breaks = partition::detect(&g, self.backend.caps());
+            if !breaks.is_empty() {
+                return Ok(Err(format!("{} node(s) break the graph", breaks.len())));
+            }
+        }
+        let program = self.schedule_program(&g, &mut stats, true)?;
+        Ok(Ok(Scheduled { program, stats, artifacts }))
     }
 
     /// Makes `spec`'s executable run at `value` of its outer symbol (`None`: the signature it was

@@ -445,11 +445,11 @@ impl CompiledGraph {
         Ok(match exec {
             Some(e) => e,
             None => {
-                let g = self.lower(sig, stats, artifacts)?;
+                let g = self.lower(sig, stats, artifacts, false)?;
                 artifacts.push(("ir_pre_fusion.txt".into(), crate::text::print(&g)));
                 let breaks = if self.opts.graph_breaks { partition::detect(&g, self.backend.caps()) } else { vec![] };
                 if breaks.is_empty() {
-                    let program = self.schedule_program(&g, stats)?;
+                    let program = self.schedule_program(&g, stats, false)?;
                     match self.load_program(&program, stats) {
                         Ok(exe) => {
                             if let Some(d) = self.opts.cache_dir.as_deref()
@@ -515,17 +515,24 @@ impl CompiledGraph {
         Ok(())
     }
 
-    /// Re-types the captured graph for `sig` and runs the pass pipeline on it.
+    /// Re-types the captured graph for `sig` and runs the pass pipeline on it (`dynamic`: the
+    /// pipeline of a dynamic compile, [`crate::passes::pipeline_for_dynamic`]).
     fn lower(
         &self,
         sig: &Signature,
         stats: &mut CompileStats,
         artifacts: &mut Vec<(String, String)>,
+        dynamic: bool,
     ) -> Result<IrGraph, CompileError> {
         let t = Instant::now();
         let mut prev = retype(&self.graph, sig)?;
         stats.phases.push(("specialize".into(), t.elapsed().as_secs_f64()));
-        for (k, pass) in crate::passes::pipeline_for(self.opts.precision).iter().enumerate() {
+        let passes = if dynamic {
+            crate::passes::pipeline_for_dynamic(self.opts.precision)
+        } else {
+            crate::passes::pipeline_for(self.opts.precision)
+        };
+        for (k, pass) in passes.iter().enumerate() {
             let t = Instant::now();
             let next = (pass.run)(&prev).map_err(|e| match e {
                 Error::Verify(v) => Error::Verify(v.into_iter().map(|m| format!("after {}: {m}", pass.name)).collect()),
@@ -538,12 +545,19 @@ impl CompiledGraph {
         Ok(prev)
     }
 
-    /// Schedules a lowered graph for the backend (one `schedule` phase per call).
-    pub(super) fn schedule_program(&self, g: &IrGraph, stats: &mut CompileStats) -> Result<Program, CompileError> {
+    /// Schedules a lowered graph for the backend (one `schedule` phase per call); `outer_batch`
+    /// for a dynamic compile ([`ScheduleOptions::outer_batch`]).
+    pub(super) fn schedule_program(
+        &self,
+        g: &IrGraph,
+        stats: &mut CompileStats,
+        outer_batch: bool,
+    ) -> Result<Program, CompileError> {
         let t = Instant::now();
         let sched = ScheduleOptions {
             fusion: self.opts.fusion,
             cost_model: self.backend.cost_model(),
+            outer_batch,
             ..ScheduleOptions::default()
         };
         let program = schedule(g, self.backend.caps(), &sched)?;

@@ -134,7 +134,7 @@ impl Segmented {
                 let (name, runner) = match seg.side {
                     Side::Fallback => (format!("cpu_fallback_{i}"), Runner::Fallback { graph: seg.graph }),
                     Side::Compiled => {
-                        let mut program = cg.schedule_program(&seg.graph, stats)?;
+                        let mut program = cg.schedule_program(&seg.graph, stats, false)?;
                         rename_kernels(&mut program, &format!("s{i}_"));
                         match cg.load_program(&program, stats) {
                             Ok(exe) => (format!("s{i}"), Runner::Compiled { program, exe, graph: seg.graph }),

@@ -351,11 +351,23 @@ pub struct ScheduleOptions {
     pub max_group_nodes: usize,
     /// Profitability decisions.
     pub cost_model: Arc<dyn CostModel>,
+    /// Keep the batch (the outermost dimension of the graph's inputs) outermost in every buffer
+    /// a layout choice creates, so the program can serve smaller batches
+    /// ([`crate::kernel::dynamic`]): an ungrouped im2col convolution then writes
+    /// `cols[N][C * kh * kw][OH * OW]` and multiplies per image (as a 1x1 convolution does)
+    /// instead of one product over `N * OH * OW` columns. Set by the compile driver for dynamic
+    /// compiles; off by default.
+    pub outer_batch: bool,
 }
 
 impl Default for ScheduleOptions {
     fn default() -> ScheduleOptions {
-        ScheduleOptions { fusion: true, max_group_nodes: 64, cost_model: Arc::new(DefaultCostModel::default()) }
+        ScheduleOptions {
+            fusion: true,
+            max_group_nodes: 64,
+            cost_model: Arc::new(DefaultCostModel::default()),
+            outer_batch: false,
+        }
     }
 }
 
@@ -372,6 +384,7 @@ impl fmt::Debug for ScheduleOptions {
             .field("fusion", &self.fusion)
             .field("max_group_nodes", &self.max_group_nodes)
             .field("cost_model", &self.cost_model.name())
+            .field("outer_batch", &self.outer_batch)
             .finish()
     }
 }
