@@ -103,7 +103,7 @@ struct Scheduled {
 /// The outcome of trying a dynamic compile.
 pub(super) enum Dyn {
     /// A specialization serving every value up to its bound.
-    Compiled(Specialization),
+    Compiled(Box<Specialization>),
     /// Why this graph cannot serve several values (kept: later compiles do not try again).
     Refused(String),
     /// Not this time (a zero value), maybe another.
@@ -229,7 +229,7 @@ impl CompiledGraph {
                 stats.phases.push((format!("probes of {sym}"), probes.max(0.0)));
                 artifacts.append(&mut s.artifacts);
                 let mut big = s.program;
-                big.dynamic = Some(ext);
+                big.dynamic = Some(Box::new(ext));
                 let exe = match self.load_program(&big, stats) {
                     Ok(exe) => exe,
                     Err(BackendError::Unsupported { what, .. }) => {
@@ -245,7 +245,7 @@ impl CompiledGraph {
                 (big, exe)
             }
         };
-        let Some(extents) = program.dynamic.clone() else {
+        let Some(extents) = program.dynamic.as_deref().cloned() else {
             return Ok(Dyn::Refused("the cached program has no table of extents".into()));
         };
         let bound = extents.bound;
@@ -253,7 +253,7 @@ impl CompiledGraph {
         let dynamic = DynSpec { extents, inputs, current: bound, served: Vec::new() };
         let mut spec = Specialization { signature: sig_b, exec: Exec::Whole { program, exe }, dynamic: Some(dynamic) };
         match self.serve(&mut spec, Some(v)) {
-            Ok(()) => Ok(Dyn::Compiled(spec)),
+            Ok(()) => Ok(Dyn::Compiled(Box::new(spec))),
             Err(why) => Ok(Dyn::Refused(why)),
         }
     }

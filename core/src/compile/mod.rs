@@ -401,7 +401,7 @@ impl CompiledGraph {
                         "compiled for {:?}, serving {serves}: {reason}",
                         spec.signature.0
                     );
-                    return self.finish_specialization(st, spec, reason, stats, artifacts, t0);
+                    return self.finish_specialization(st, *spec, reason, stats, artifacts, t0);
                 }
                 dynamic::Dyn::Refused(why) => {
                     tracing::info!(target: "sinter::recompiles", "not serving other batch sizes: {why}");
@@ -682,6 +682,13 @@ impl CompiledGraph {
     pub fn extents(&self) -> Option<crate::kernel::dynamic::Extents> {
         let st = self.lock();
         st.specs.get(st.last).and_then(|s| s.dynamic.as_ref()).map(|d| d.extents.clone())
+    }
+
+    /// Why the graph does not serve several values of its outer symbol with one compile (the
+    /// reason logged on `sinter::recompiles`), once a compile has found out; `None` while it does
+    /// or before the first compile.
+    pub fn dynamic_refusal(&self) -> Option<String> {
+        self.lock().dyn_refused.clone()
     }
 
     /// Every compilation so far, with its reason and timings.

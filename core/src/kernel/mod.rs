@@ -518,7 +518,7 @@ pub struct Program {
     /// When compiled to serve several values of an outer symbol (the batch): which extents scale
     /// with it ([`dynamic::Extents`]); `None` for a program valid only at its own shapes.
     #[serde(default)]
-    pub dynamic: Option<dynamic::Extents>,
+    pub dynamic: Option<Box<dynamic::Extents>>,
 }
 
 /// An input or output of a [`Program`].
