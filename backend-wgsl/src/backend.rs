@@ -51,14 +51,17 @@ use sinter_core::backend::{
     KernelTiming, LoadOptions, Mode,
 };
 use sinter_core::kernel::alloc::{self, AllocRole};
-use sinter_core::kernel::{BufferKind, Capabilities, Kernel, KernelBody, Program, ReduceStrategy, interp};
+use sinter_core::kernel::{BufferKind, Capabilities, Kernel, Program, interp};
 use sinter_core::tensor::{HostTensor, TensorData};
 use sinter_core::tune::{self, TuneCache, TuneTarget};
 
 use crate::device::{
     AdapterInfo, Arg, Batch, Device, DeviceError, DeviceOptions, GpuBuffer, RecordedBatch, Workgroups,
 };
-use crate::render::{MatmulTile, Rendered, Tuning, WgslCaps, render_with};
+use crate::render::{Rendered, Tuning, WgslCaps, render_with};
+
+mod tuning;
+pub use tuning::{candidates, check_tuning};
 
 /// Every dtype the WGSL backend stores and computes (all but f64; i64/u64 computed in 32 bits where a
 /// kernel's values provably fit, see [`crate::render`]).
@@ -312,29 +315,6 @@ impl TuneTarget for TuneWgsl<'_> {
     }
 }
 
-/// Whether the renderer can honour `t` on an adapter with `caps` (what the autotuning cache's entries
-/// are checked against before use): workgroup sizes within the adapter's limits and at least one
-/// subgroup wide for reductions, matmul and attention tiles the renderer accepts.
-pub fn check_tuning(t: &Tuning, caps: &WgslCaps) -> Result<(), String> {
-    let max = caps.max_invocations.min(caps.max_workgroup_size_x);
-    if let Some(w) = t.workgroup_size {
-        let min = caps.subgroup_size.unwrap_or(32).max(32);
-        if w < min || w > max || !w.is_power_of_two() {
-            return Err(format!("workgroup size {w} outside the powers of two in [{min}, {max}]"));
-        }
-    }
-    if t.max_persistent_per_thread == 0 || t.max_persistent_per_thread > 256 {
-        return Err(format!("max_persistent_per_thread {} outside [1, 256]", t.max_persistent_per_thread));
-    }
-    if let Some(tile) = &t.matmul_tile {
-        crate::render::check_tile(tile, caps).map_err(|e| e.to_string())?;
-    }
-    if let Some(tile) = &t.attn_tile {
-        crate::render::check_attn_tile(tile, caps)?;
-    }
-    Ok(())
-}
-
 impl Backend for WgslBackend {
     fn name(&self) -> &str {
         "wgsl"
@@ -435,66 +415,6 @@ impl DeviceBuffer for WgslBuffer {
     fn as_any(&self) -> &dyn Any {
         self
     }
-}
-
-/// The variants the autotuner times for a kernel: only tunings [`check_tuning`] accepts on `caps`
-/// (no workgroup narrower than the adapter's subgroup, e.g. no 32 on a 64-wide-subgroup adapter).
-pub fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
-    let max = caps.max_invocations.min(caps.max_workgroup_size_x);
-    let base = Tuning::default();
-    let mut out = vec![base.clone()];
-    let sizes: Vec<u32> = [64u32, 128, 256, 512, 1024].into_iter().filter(|&s| s <= max).collect();
-    match &k.body {
-        KernelBody::Pointwise { .. } => {
-            for &s in &sizes {
-                out.push(Tuning { workgroup_size: Some(s), ..base.clone() });
-            }
-            out.push(Tuning { vectorize: false, ..base.clone() });
-        }
-        KernelBody::Reduce(r) => {
-            if r.strategy == ReduceStrategy::ThreadPerRow {
-                for &s in &sizes {
-                    out.push(Tuning { workgroup_size: Some(s), ..base.clone() });
-                }
-            } else {
-                for s in [32u32, 64, 128, 256, 512, 1024].into_iter().filter(|&s| s <= max) {
-                    for persistent in [None, Some(false)] {
-                        out.push(Tuning { workgroup_size: Some(s), persistent, ..base.clone() });
-                    }
-                }
-                if caps.has_subgroups {
-                    out.push(Tuning { subgroups: false, ..base.clone() });
-                }
-            }
-            out.push(Tuning { vectorize: false, ..base.clone() });
-        }
-        KernelBody::Matmul(_) => {
-            let tiles = [
-                MatmulTile { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4 },
-                MatmulTile { bm: 64, bn: 64, bk: 32, tm: 4, tn: 4 },
-                MatmulTile { bm: 128, bn: 128, bk: 16, tm: 8, tn: 8 },
-                MatmulTile { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8 },
-                MatmulTile { bm: 128, bn: 64, bk: 16, tm: 8, tn: 4 },
-                MatmulTile { bm: 64, bn: 128, bk: 16, tm: 4, tn: 8 },
-                MatmulTile { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4 },
-            ];
-            for t in tiles {
-                if crate::render::check_tile(&t, caps).is_ok() {
-                    for vectorize in [true, false] {
-                        out.push(Tuning { matmul_tile: Some(t), vectorize, coop_matrix: false, ..base.clone() });
-                    }
-                }
-            }
-        }
-        KernelBody::Attention(_) => {
-            for t in crate::render::attn_tile_candidates(caps) {
-                out.push(Tuning { attn_tile: Some(t), ..base.clone() });
-            }
-            out.push(Tuning { vectorize: false, ..base.clone() });
-        }
-    }
-    out.retain(|t| check_tuning(t, caps).is_ok());
-    out
 }
 
 /// One compiled kernel.
@@ -815,16 +735,15 @@ impl Executable for WgslExecutable {
             let r = &k.rendered;
             let grid = match &at {
                 None => r.grid,
-                Some(q) => {
-                    let ki = q.kernels.get(i).filter(|ki| ki.name == r.name).ok_or_else(|| {
-                        BackendError::Input(format!("set_extent: kernel {i} of the instance is not {}", r.name))
-                    })?;
-                    match r.split.and_then(|s| s.blocks(ki)) {
-                        Some(0) => [0, 1, 1],
-                        Some(w) if w <= r.workgroups && w <= u64::from(max) => [w as u32, 1, 1],
-                        _ => r.grid,
+                Some(q) => match q.kernels.get(i).filter(|ki| ki.name == r.name) {
+                    Some(ki) => r.grid_for(ki, max),
+                    None => {
+                        return Err(BackendError::Input(format!(
+                            "set_extent: kernel {i} of the instance is not {}",
+                            r.name
+                        )));
                     }
-                }
+                },
             };
             grids.push(grid);
         }

@@ -372,6 +372,19 @@ pub struct Rendered {
     pub split: Option<GridSplit>,
 }
 
+impl Rendered {
+    /// The grid launching this kernel (rendered at a larger outer extent) over `k`, the kernel as
+    /// instantiated at a smaller one: [`GridSplit::blocks`] workgroups in one dimension when the
+    /// rendered kernel reports a split and they fit `max_per_dim`, else the rendered grid.
+    pub fn grid_for(&self, k: &Kernel, max_per_dim: u32) -> [u32; 3] {
+        match self.split.and_then(|s| s.blocks(k)) {
+            Some(0) => [0, 1, 1],
+            Some(w) if w <= self.workgroups && w <= u64::from(max_per_dim) => [w as u32, 1, 1],
+            _ => self.grid,
+        }
+    }
+}
+
 /// Errors of the renderer.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RenderError {

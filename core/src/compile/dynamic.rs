@@ -119,7 +119,16 @@ pub(super) fn outer_symbol(g: &IrGraph) -> Result<(String, Vec<usize>), String> 
         if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             continue;
         }
-        let inner = shapes.iter().any(|d| d.iter().skip(1).any(|x| matches!(x, Dim::Sym(t) if t.to_string() == name)));
+        // Anywhere else, alone or inside an expression (`2*batch`), the symbol is not outer.
+        let mentions = |d: &Dim| match d {
+            Dim::Sym(t) => t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == name),
+            Dim::Static(_) => false,
+        };
+        let inner = shapes.iter().any(|d| {
+            d.iter()
+                .enumerate()
+                .any(|(j, x)| mentions(x) && (j > 0 || !matches!(x, Dim::Sym(t) if t.to_string() == name)))
+        });
         if inner {
             return Err(format!("symbol {name} is not only the outermost dimension of the inputs"));
         }

@@ -146,6 +146,20 @@ fn dynamic_off_or_a_symbol_also_inside_recompiles_per_value() {
     let ev = c.events();
     assert_eq!(ev.len(), 2);
     assert!(ev[1].reason.contains("symbol n is not only the outermost dimension"), "{}", ev[1].reason);
+
+    // Inside an expression of another input's dimension.
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, vec![Dim::sym("b"), Dim::Static(3)]);
+    let y = g.input("y", DType::F32, vec![Dim::sym("2*b"), Dim::Static(3)]);
+    g.output(&x.exp());
+    g.output(&y.exp());
+    let c = compile(&g, Arc::new(InterpBackend::new()), opts(None)).unwrap();
+    c.run(&[
+        HostTensor::random(DType::F32, vec![2, 3], 1, -1.0, 1.0),
+        HostTensor::random(DType::F32, vec![4, 3], 2, -1.0, 1.0),
+    ])
+    .unwrap();
+    assert_eq!(c.dynamic_refusal().as_deref(), Some("symbol b is not only the outermost dimension of the inputs"));
 }
 
 #[test]
