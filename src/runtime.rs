@@ -196,6 +196,9 @@ pub struct Options {
     /// Where f32 contractions may run in TF32 (PyTorch's `allow_tf32` defaults: convolutions on,
     /// matmuls off; see [`CompileOptions::tf32`]).
     pub allow_tf32: sinter_core::schedule::AllowTf32,
+    /// Serve every batch size up to a bound with one compile (default `Some(8)`: the bound is at
+    /// least 8; `None`: one compile per batch size; see [`CompileOptions::dynamic`]).
+    pub dynamic: Option<usize>,
 }
 
 impl Default for Options {
@@ -211,6 +214,7 @@ impl Default for Options {
             precision: c.precision,
             graph_breaks: c.graph_breaks,
             allow_tf32: c.tf32,
+            dynamic: c.dynamic,
         }
     }
 }
@@ -227,6 +231,7 @@ pub fn compile(g: &impl AsGraph, opts: Options) -> Result<CompiledGraph, Compile
         precision: opts.precision,
         graph_breaks: opts.graph_breaks,
         tf32: opts.allow_tf32,
+        dynamic: opts.dynamic,
     };
     sinter_core::compile::compile(g, b, c)
 }

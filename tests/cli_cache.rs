@@ -11,12 +11,17 @@ fn root() -> PathBuf {
 
 /// Runs `sinter run` on the mlp model with the interpreter; returns stderr.
 fn run(cache: &Path, extra: &[&str]) -> String {
+    run_set(cache, 0, extra)
+}
+
+/// Runs `sinter run` on the mlp model's data set `set` with the interpreter; returns stderr.
+fn run_set(cache: &Path, set: usize, extra: &[&str]) -> String {
     let m = root().join("onnx/models/mlp");
     let out = Command::new(env!("CARGO_BIN_EXE_sinter"))
         .arg("run")
         .arg(m.join("model.onnx"))
         .arg("--input")
-        .arg(m.join("test_data_set_0/input_0.pb"))
+        .arg(m.join(format!("test_data_set_{set}/input_0.pb")))
         .args(["--backend", "interp"])
         .args(extra)
         .env("SINTER_CACHE_DIR", cache)
@@ -55,5 +60,20 @@ fn run_uses_the_disk_cache_and_rebuilds_corrupt_entries() {
     let off = cache.join("off");
     let r = run(&off, &["--no-cache"]);
     assert!(!r.contains("program cache hit") && entries(&off).is_empty(), "{r}");
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+/// Issue 13: the model is imported with its symbolic batch, so the program compiled for data set 0
+/// (batch 4) serves data set 1 (batch 7) from the cache in another process: no recompile.
+#[test]
+fn another_batch_size_hits_the_program_compiled_for_the_first() {
+    let cache = std::env::temp_dir().join(format!("sinter-cli-cache-batch-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&cache);
+    let first = run_set(&cache, 0, &[]);
+    assert!(first.contains("# serves batch <= 8"), "{first}");
+    assert!(!first.contains("program cache hit"), "{first}");
+    let second = run_set(&cache, 1, &[]);
+    assert!(second.contains("program cache hit") && second.contains("# serves batch <= 8"), "{second}");
+    assert_eq!(entries(&cache).len(), 1, "one program for both batch sizes");
     let _ = std::fs::remove_dir_all(&cache);
 }

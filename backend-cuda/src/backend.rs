@@ -483,6 +483,10 @@ impl Backend for CudaBackend {
         Arc::new(crate::cost::CudaCostModel::new(self.dev.info().cc))
     }
 
+    fn serves_extents(&self) -> bool {
+        true
+    }
+
     fn calibrate(&self, _copy_bytes: u64) -> Result<Option<sinter_core::backend::DeviceCeilings>, BackendError> {
         let c = CudaBackend::calibrate(self)?;
         Ok(Some(sinter_core::backend::DeviceCeilings {

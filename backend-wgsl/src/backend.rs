@@ -51,14 +51,17 @@ use sinter_core::backend::{
     KernelTiming, LoadOptions, Mode,
 };
 use sinter_core::kernel::alloc::{self, AllocRole};
-use sinter_core::kernel::{BufferKind, Capabilities, Kernel, KernelBody, Program, ReduceStrategy, interp};
+use sinter_core::kernel::{BufferKind, Capabilities, Kernel, Program, interp};
 use sinter_core::tensor::{HostTensor, TensorData};
 use sinter_core::tune::{self, TuneCache, TuneTarget};
 
 use crate::device::{
     AdapterInfo, Arg, Batch, Device, DeviceError, DeviceOptions, GpuBuffer, RecordedBatch, Workgroups,
 };
-use crate::render::{MatmulTile, Rendered, Tuning, WgslCaps, render_with};
+use crate::render::{Rendered, Tuning, WgslCaps, render_with};
+
+mod tuning;
+pub use tuning::{candidates, check_tuning};
 
 /// Every dtype the WGSL backend stores and computes (all but f64; i64/u64 computed in 32 bits where a
 /// kernel's values provably fit, see [`crate::render`]).
@@ -210,6 +213,7 @@ impl WgslBackend {
         let mut exe = WgslExecutable {
             device: self.device.clone(),
             program: program.clone(),
+            at: None,
             kernels: Vec::with_capacity(program.kernels.len()),
             buffers,
             mode,
@@ -253,7 +257,7 @@ impl WgslBackend {
             }
             other => dev_err(other),
         })?;
-        Ok(LoadedKernel { rendered, pipeline, tuning: tuning.clone() })
+        Ok(LoadedKernel { grid: rendered.grid, rendered, pipeline, tuning: tuning.clone() })
     }
 
     /// Allocates the program's buffers from its allocation plan (intermediates share their memory-plan
@@ -311,29 +315,6 @@ impl TuneTarget for TuneWgsl<'_> {
     }
 }
 
-/// Whether the renderer can honour `t` on an adapter with `caps` (what the autotuning cache's entries
-/// are checked against before use): workgroup sizes within the adapter's limits and at least one
-/// subgroup wide for reductions, matmul and attention tiles the renderer accepts.
-pub fn check_tuning(t: &Tuning, caps: &WgslCaps) -> Result<(), String> {
-    let max = caps.max_invocations.min(caps.max_workgroup_size_x);
-    if let Some(w) = t.workgroup_size {
-        let min = caps.subgroup_size.unwrap_or(32).max(32);
-        if w < min || w > max || !w.is_power_of_two() {
-            return Err(format!("workgroup size {w} outside the powers of two in [{min}, {max}]"));
-        }
-    }
-    if t.max_persistent_per_thread == 0 || t.max_persistent_per_thread > 256 {
-        return Err(format!("max_persistent_per_thread {} outside [1, 256]", t.max_persistent_per_thread));
-    }
-    if let Some(tile) = &t.matmul_tile {
-        crate::render::check_tile(tile, caps).map_err(|e| e.to_string())?;
-    }
-    if let Some(tile) = &t.attn_tile {
-        crate::render::check_attn_tile(tile, caps)?;
-    }
-    Ok(())
-}
-
 impl Backend for WgslBackend {
     fn name(&self) -> &str {
         "wgsl"
@@ -374,6 +355,10 @@ impl Backend for WgslBackend {
 
     fn runs_on_cpu(&self) -> bool {
         self.device.info().device_type == "Cpu"
+    }
+
+    fn serves_extents(&self) -> bool {
+        true
     }
 
     fn fresh_device_per_measurement(&self) -> bool {
@@ -432,69 +417,12 @@ impl DeviceBuffer for WgslBuffer {
     }
 }
 
-/// The variants the autotuner times for a kernel: only tunings [`check_tuning`] accepts on `caps`
-/// (no workgroup narrower than the adapter's subgroup, e.g. no 32 on a 64-wide-subgroup adapter).
-pub fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
-    let max = caps.max_invocations.min(caps.max_workgroup_size_x);
-    let base = Tuning::default();
-    let mut out = vec![base.clone()];
-    let sizes: Vec<u32> = [64u32, 128, 256, 512, 1024].into_iter().filter(|&s| s <= max).collect();
-    match &k.body {
-        KernelBody::Pointwise { .. } => {
-            for &s in &sizes {
-                out.push(Tuning { workgroup_size: Some(s), ..base.clone() });
-            }
-            out.push(Tuning { vectorize: false, ..base.clone() });
-        }
-        KernelBody::Reduce(r) => {
-            if r.strategy == ReduceStrategy::ThreadPerRow {
-                for &s in &sizes {
-                    out.push(Tuning { workgroup_size: Some(s), ..base.clone() });
-                }
-            } else {
-                for s in [32u32, 64, 128, 256, 512, 1024].into_iter().filter(|&s| s <= max) {
-                    for persistent in [None, Some(false)] {
-                        out.push(Tuning { workgroup_size: Some(s), persistent, ..base.clone() });
-                    }
-                }
-                if caps.has_subgroups {
-                    out.push(Tuning { subgroups: false, ..base.clone() });
-                }
-            }
-            out.push(Tuning { vectorize: false, ..base.clone() });
-        }
-        KernelBody::Matmul(_) => {
-            let tiles = [
-                MatmulTile { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4 },
-                MatmulTile { bm: 64, bn: 64, bk: 32, tm: 4, tn: 4 },
-                MatmulTile { bm: 128, bn: 128, bk: 16, tm: 8, tn: 8 },
-                MatmulTile { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8 },
-                MatmulTile { bm: 128, bn: 64, bk: 16, tm: 8, tn: 4 },
-                MatmulTile { bm: 64, bn: 128, bk: 16, tm: 4, tn: 8 },
-                MatmulTile { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4 },
-            ];
-            for t in tiles {
-                if crate::render::check_tile(&t, caps).is_ok() {
-                    for vectorize in [true, false] {
-                        out.push(Tuning { matmul_tile: Some(t), vectorize, coop_matrix: false, ..base.clone() });
-                    }
-                }
-            }
-        }
-        KernelBody::Attention(_) => {
-            for t in crate::render::attn_tile_candidates(caps) {
-                out.push(Tuning { attn_tile: Some(t), ..base.clone() });
-            }
-            out.push(Tuning { vectorize: false, ..base.clone() });
-        }
-    }
-    out.retain(|t| check_tuning(t, caps).is_ok());
-    out
-}
-
 /// One compiled kernel.
 struct LoadedKernel {
     rendered: Rendered,
+    /// The grid launched: the rendered one, or fewer workgroups at a smaller outer extent
+    /// ([`Executable::set_extent`]).
+    grid: [u32; 3],
     pipeline: crate::device::Program,
     tuning: Tuning,
 }
@@ -503,6 +431,9 @@ struct LoadedKernel {
 pub struct WgslExecutable {
     device: Device,
     program: Program,
+    /// The program instantiated at another value of its outer symbol (inputs and outputs take its
+    /// shapes; kernels launch over its extents); `None`: the extents compiled.
+    at: Option<Arc<Program>>,
     kernels: Vec<LoadedKernel>,
     /// One per program buffer (intermediates of one slot share a buffer).
     buffers: Vec<GpuBuffer>,
@@ -562,6 +493,12 @@ impl WgslExecutable {
         self.kernels.iter().map(|k| &k.tuning).collect()
     }
 
+    /// The grid each kernel launches now: as rendered, or fewer workgroups after
+    /// [`Executable::set_extent`] to a smaller outer extent.
+    pub fn launch_grids(&self) -> Vec<[u32; 3]> {
+        self.kernels.iter().map(|k| k.grid).collect()
+    }
+
     /// The workgroup size of every kernel as rendered (first dimension).
     pub fn tuning_workgroups(&self) -> Vec<u32> {
         self.kernels.iter().map(|k| k.rendered.workgroup_size[0]).collect()
@@ -597,10 +534,15 @@ impl WgslExecutable {
         Ok(batch)
     }
 
+    /// The program whose inputs and outputs the executable takes now (see [`Executable::set_extent`]).
+    fn io(&self) -> &Program {
+        self.at.as_deref().unwrap_or(&self.program)
+    }
+
     /// Records one kernel's dispatch (nothing for an empty grid).
     fn dispatch(&self, batch: &mut Batch, k: &LoadedKernel) -> Result<bool, BackendError> {
         let r = &k.rendered;
-        if r.grid.contains(&0) {
+        if k.grid.contains(&0) {
             return Ok(false);
         }
         let args: Vec<Arg<'_>> = r
@@ -608,7 +550,7 @@ impl WgslExecutable {
             .iter()
             .map(|b| Arg::Buffer(self.buffers[b.buffer.0 as usize].range(b.offset_bytes, b.size_bytes)))
             .collect();
-        batch.dispatch(&k.pipeline, &args, Workgroups::Grid(r.grid)).map_err(dev_err)?;
+        batch.dispatch(&k.pipeline, &args, Workgroups::Grid(k.grid)).map_err(dev_err)?;
         Ok(true)
     }
 
@@ -630,7 +572,7 @@ impl WgslExecutable {
 
     /// Checks and uploads the inputs.
     fn upload(&self, inputs: &[HostTensor]) -> Result<(), BackendError> {
-        let p = &self.program;
+        let p = self.io();
         if inputs.len() != p.inputs.len() {
             return Err(BackendError::Input(format!(
                 "the program takes {} inputs ({}), got {}",
@@ -658,7 +600,7 @@ impl WgslExecutable {
 
     /// Reads the outputs back.
     fn download(&self) -> Result<Vec<HostTensor>, BackendError> {
-        self.program
+        self.io()
             .outputs
             .iter()
             .map(|io| {
@@ -693,7 +635,7 @@ impl Executable for WgslExecutable {
     }
 
     fn run_device(&mut self, inputs: &[DeviceTensor]) -> Result<Vec<DeviceTensor>, BackendError> {
-        let p = &self.program;
+        let p = self.io();
         if inputs.len() != p.inputs.len() {
             return Err(BackendError::Input(format!(
                 "the program takes {} inputs, got {}",
@@ -755,7 +697,7 @@ impl Executable for WgslExecutable {
             self.timed = Some(self.record(true)?.finish().map_err(dev_err)?);
         }
         let names: Vec<String> =
-            self.kernels.iter().filter(|k| !k.rendered.grid.contains(&0)).map(|k| k.rendered.name.clone()).collect();
+            self.kernels.iter().filter(|k| !k.grid.contains(&0)).map(|k| k.rendered.name.clone()).collect();
         let mut all = Vec::with_capacity(iters);
         for _ in 0..iters.max(1) {
             let t = self.timed.as_ref().map(|r| r.run()).transpose().map_err(dev_err)?;
@@ -781,6 +723,39 @@ impl Executable for WgslExecutable {
             all.clear();
         }
         Ok((self.download()?, all))
+    }
+
+    /// Kernels keep the source rendered at the bound (every index in range of the bound's buffers,
+    /// which stay allocated); each launches `GridSplit::workgroups` of the instantiated kernel when
+    /// that fits one grid dimension, else its full grid. Pre-recorded batches are recorded again.
+    fn set_extent(&mut self, at: Option<Arc<Program>>) -> Result<(), BackendError> {
+        let max = self.device.info().limits.max_compute_workgroups_per_dimension;
+        let mut grids = Vec::with_capacity(self.kernels.len());
+        for (i, k) in self.kernels.iter().enumerate() {
+            let r = &k.rendered;
+            let grid = match &at {
+                None => r.grid,
+                Some(q) => match q.kernels.get(i).filter(|ki| ki.name == r.name) {
+                    Some(ki) => r.grid_for(ki, max),
+                    None => {
+                        return Err(BackendError::Input(format!(
+                            "set_extent: kernel {i} of the instance is not {}",
+                            r.name
+                        )));
+                    }
+                },
+            };
+            grids.push(grid);
+        }
+        for (k, g) in self.kernels.iter_mut().zip(grids) {
+            k.grid = g;
+        }
+        self.at = at;
+        self.timed = None;
+        if self.mode != Mode::Default {
+            self.recorded = Some(self.record(false)?.finish().map_err(dev_err)?);
+        }
+        Ok(())
     }
 
     fn sources(&self) -> Vec<KernelSource> {

@@ -126,6 +126,7 @@ mod types;
 use serde::{Deserialize, Serialize};
 use sinter_core::DType;
 use sinter_core::backend::BackendError;
+use sinter_core::kernel::dynamic::{GridSplit, OuterUnit};
 use sinter_core::kernel::{Access, BufferId, Kernel, KernelBody, Program};
 
 pub use attention::{attn_tile_candidates, check_attn_tile};
@@ -366,6 +367,22 @@ pub struct Rendered {
     pub vectorized: bool,
     /// How the body was mapped (`pointwise`, `reduce/persistent`, `matmul 64x64x16 4x4`, ...).
     pub strategy: String,
+    /// How the workgroups cover the outermost extent (see [`GridSplit`]).
+    #[serde(default)]
+    pub split: Option<GridSplit>,
+}
+
+impl Rendered {
+    /// The grid launching this kernel (rendered at a larger outer extent) over `k`, the kernel as
+    /// instantiated at a smaller one: [`GridSplit::blocks`] workgroups in one dimension when the
+    /// rendered kernel reports a split and they fit `max_per_dim`, else the rendered grid.
+    pub fn grid_for(&self, k: &Kernel, max_per_dim: u32) -> [u32; 3] {
+        match self.split.and_then(|s| s.blocks(k)) {
+            Some(0) => [0, 1, 1],
+            Some(w) if w <= self.workgroups && w <= u64::from(max_per_dim) => [w as u32, 1, 1],
+            _ => self.grid,
+        }
+    }
 }
 
 /// Errors of the renderer.
@@ -438,6 +455,8 @@ pub(crate) struct Body {
     pub(crate) strategy: String,
     /// A comment line describing the mapping.
     pub(crate) summary: String,
+    /// How the workgroups cover the outermost extent (`None`: only the full grid is valid).
+    pub(crate) split: Option<GridSplit>,
 }
 
 /// Renders `kernel` of `program` with explicit tuning knobs.
@@ -653,6 +672,7 @@ pub fn render_with(
         bindings,
         vectorized: body.vectorized,
         strategy: body.strategy,
+        split: body.split,
     })
 }
 

@@ -353,6 +353,17 @@ pub trait Executable: Send {
 
     /// The generated sources, one per kernel, in launch order.
     fn sources(&self) -> Vec<KernelSource>;
+
+    /// Makes later runs serve another value of the program's outer symbol
+    /// ([`crate::kernel::dynamic`]): `at` is this executable's program instantiated at that value
+    /// by [`crate::kernel::dynamic::Extents::at`] (validated), `None` returns to the extents
+    /// compiled. Inputs and outputs then take `at`'s shapes and the kernels, as compiled, are
+    /// launched over `at`'s extents (lanes, rows, batches); buffers keep their compiled
+    /// (largest) sizes. Only called when [`Backend::serves_extents`] is true; the default refuses.
+    fn set_extent(&mut self, at: Option<Arc<Program>>) -> Result<(), BackendError> {
+        let _ = at;
+        Err(BackendError::Unsupported { backend: "?".into(), what: "dynamic extents".into() })
+    }
 }
 
 /// A code generator plus device.
@@ -386,6 +397,11 @@ pub trait Backend: Send + Sync {
     /// True when every measurement should run on a freshly opened device (NVIDIA's Vulkan driver
     /// drops to its idle clock a few seconds after a device is created: see BENCHMARKS.md).
     fn fresh_device_per_measurement(&self) -> bool {
+        false
+    }
+    /// True when this backend's executables implement [`Executable::set_extent`], so one program
+    /// compiled at a bound serves smaller values of an outer symbol without recompiling.
+    fn serves_extents(&self) -> bool {
         false
     }
     /// Renders, compiles and allocates `program`.

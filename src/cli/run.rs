@@ -1,5 +1,8 @@
-//! `sinter run`: import an ONNX model, specialize it to the given input tensors, run it on a
-//! backend and write the outputs as `.npy` (one output), `<stem>_<k>.npy` (several) or `.npz`.
+//! `sinter run`: import an ONNX model, run it on a backend and write the outputs as `.npy` (one
+//! output), `<stem>_<k>.npy` (several) or `.npz`. On a compiled backend the model is imported
+//! with its symbolic dims when it can be (else specialized to the given inputs), so a model with
+//! a symbolic batch compiles once for every batch size up to a bound: a later run at another
+//! batch hits the program cache (`# serves batch <= 8` on stderr; see `sinter::core::compile`).
 //! Progress lines (load, import, compile, first run) and the timing go to stderr: the compile
 //! time and the median time of one run over up to [`TIMED_RUNS`] runs after [`WARMUP_RUNS`]
 //! warm-up runs (device time where the backend measures it, else host wall time).
@@ -107,15 +110,36 @@ fn execute(args: &Args, g: &sinter::IrGraph, inputs: &[HostTensor], progress: &P
     };
     let t = Instant::now();
     let c = compile(g, backend.clone(), opts)?;
-    let compile_s = t.elapsed().as_secs_f64();
+    let mut compile_s = t.elapsed().as_secs_f64();
+    // A graph with symbolic input dims compiles at its first run (for the inputs' shapes).
+    let lazy = c.events().is_empty();
+    if lazy {
+        progress.step("first run (compiles for these input shapes)");
+    } else {
+        progress.step(format_args!("compiled in {compile_s:.3} s; first run"));
+    }
+    let t = Instant::now();
+    let outs = c.run(inputs)?;
+    let first_s = t.elapsed().as_secs_f64();
+    if lazy {
+        compile_s = c.events().iter().map(|e| e.stats.total_s).sum();
+    }
     let hit = c.events().first().is_some_and(|e| e.stats.cache_hit);
     for line in super::graph_breaks(&c) {
         eprintln!("{line}");
     }
-    progress.step(format_args!("compiled in {compile_s:.3} s; first run"));
-    let t = Instant::now();
-    let outs = c.run(inputs)?;
-    progress.step(format_args!("first run took {:.3} s", t.elapsed().as_secs_f64()));
+    match (c.extents(), c.dynamic_refusal()) {
+        (Some(e), _) => eprintln!(
+            "# serves {} <= {}: other values up to it run this compiled program (no recompile)",
+            e.symbol, e.bound
+        ),
+        (None, Some(why)) if lazy => eprintln!("# compiled for these shapes only: {why}"),
+        _ => {}
+    }
+    progress.step(format_args!(
+        "first run took {first_s:.3} s{}",
+        if lazy { format!(" ({compile_s:.3} s compiling)") } else { String::new() }
+    ));
     let mut device = true;
     let (med, n) = time_runs(|| {
         let t = Instant::now();
@@ -177,10 +201,29 @@ pub fn run(args: Args) -> Result<()> {
         bail!("the model takes {want} input(s) ({}), {} given with --input", names.join(", "), inputs.len());
     }
     progress.step("importing");
-    let g = model.graph_for_inputs(&inputs).context("importing the model")?;
-    progress.step(format_args!("imported: {} nodes", g.nodes.len()));
-    let outs =
-        execute(&args, &g, &inputs, &progress).with_context(|| format!("running on the {} backend", args.backend))?;
+    // Compiled backends take the symbolic import (one compile serves other batch sizes); should
+    // it fail to import or to compile, the import specialized to these inputs runs instead.
+    let symbolic = (args.backend != "cpu")
+        .then(|| model.graph().ok())
+        .flatten()
+        .filter(|g| g.inputs.iter().any(|&i| g.ty(i).shape.dims().iter().any(|d| d.as_static().is_none())));
+    let (g, outs) = match symbolic.map(|g| {
+        progress.step(format_args!("imported with symbolic dims: {} nodes", g.nodes.len()));
+        let r = execute(&args, &g, &inputs, &progress);
+        (g, r)
+    }) {
+        Some((g, Ok(outs))) => (g, outs),
+        failed => {
+            if let Some((_, Err(e))) = failed {
+                progress.step(format_args!("the symbolic import did not run ({e:#}); importing for these inputs"));
+            }
+            let g = model.graph_for_inputs(&inputs).context("importing the model")?;
+            progress.step(format_args!("imported: {} nodes", g.nodes.len()));
+            let outs = execute(&args, &g, &inputs, &progress)
+                .with_context(|| format!("running on the {} backend", args.backend))?;
+            (g, outs)
+        }
+    };
     let names: Vec<String> = g.outputs.iter().map(|o| o.name.clone()).collect();
     match &args.out {
         None => {

@@ -11,6 +11,7 @@ use crate::render::{Rendered, Tuning};
 use cudarc::driver::{CudaEvent, sys};
 use sinter_core::DType;
 use sinter_core::backend::{BackendError, DeviceTensor, Executable, KernelResources, KernelSource, KernelTiming, Mode};
+use sinter_core::kernel::Program;
 use sinter_core::tensor::HostTensor;
 use std::sync::Arc;
 
@@ -132,6 +133,11 @@ pub struct CudaExecutable {
     xevent: CudaEvent,
     timing: Option<TimingEvents>,
     tuning_log: Vec<String>,
+    /// Whether graph replays may patch kernel arguments (see [`Replay`]).
+    graph_updates: bool,
+    /// The shapes the program was compiled for: inputs, then outputs (restored by
+    /// `set_extent(None)`).
+    compiled_io: Vec<Vec<usize>>,
     dev: Device,
     stream: Arc<Stream>,
 }
@@ -158,9 +164,12 @@ impl CudaExecutable {
             .context()
             .new_event(None)
             .map_err(|e| crate::device::driver_error("cuEventCreate", "executable", e))?;
+        let compiled_io = p.inputs.iter().chain(&p.outputs).map(|s| s.shape.clone()).collect();
         let mut exe = CudaExecutable {
             graph: None,
             replay: Replay::Copy,
+            graph_updates: p.graph_updates,
+            compiled_io,
             kernels: p.kernels,
             mem: p.mem,
             inputs: p.inputs,
@@ -179,24 +188,31 @@ impl CudaExecutable {
             tracing::debug!(target: "sinter::cuda", "no CUDA graph: the run has library calls (steps launch on the stream)");
         }
         if exe.mode != Mode::Default && !library {
-            let stream = exe.stream.clone();
-            let kernels = &exe.kernels;
-            exe.graph = Graph::capture(&stream, "executable", || {
-                let mut n = 0;
-                for k in kernels {
-                    if !k.launch.is_empty() {
-                        k.launch.launch(&stream)?;
-                        n += 1;
-                    }
-                }
-                Ok(n)
-            })?;
-            if p.graph_updates {
-                exe.replay = exe.updatable().unwrap_or(Replay::Copy);
-            }
+            exe.capture()?;
         }
         exe.stream.synchronize("load")?;
         Ok(exe)
+    }
+
+    /// Captures the launches as they are now (grids, arguments) into the executable's graph.
+    fn capture(&mut self) -> Result<(), BackendError> {
+        let stream = self.stream.clone();
+        let kernels = &self.kernels;
+        self.graph = Graph::capture(&stream, "executable", || {
+            let mut n = 0;
+            for k in kernels {
+                if !k.launch.is_empty() {
+                    k.launch.launch(&stream)?;
+                    n += 1;
+                }
+            }
+            Ok(n)
+        })?;
+        self.replay = Replay::Copy;
+        if self.graph_updates {
+            self.replay = self.updatable().unwrap_or(Replay::Copy);
+        }
+        Ok(())
     }
 
     /// [`Replay::Update`] when every kernel touching an input or output has its own graph node
@@ -529,6 +545,71 @@ impl Executable for CudaExecutable {
             }
         }
         Ok((self.download_outputs()?, runs))
+    }
+
+    /// Kernels keep the source compiled at the bound (every index in range of the bound's
+    /// buffers, which stay allocated); each rendered kernel launches `GridSplit::blocks` of the
+    /// instantiated kernel, library products and kernels without a split their full grid. Inputs
+    /// and outputs take the instance's shapes (smaller copies into and out of the same
+    /// allocations). A captured CUDA graph is captured again with the new grids.
+    fn set_extent(&mut self, at: Option<Arc<Program>>) -> Result<(), BackendError> {
+        self.dev.bind()?;
+        let bad = |m: String| BackendError::Input(format!("set_extent: {m}"));
+        let shapes: Vec<Vec<usize>> = match &at {
+            None => self.compiled_io.clone(),
+            Some(q) => {
+                if q.inputs.len() != self.inputs.len()
+                    || q.outputs.len() != self.outputs.len()
+                    || q.kernels.len() != self.kernels.len()
+                {
+                    return Err(bad("not an instance of this executable's program".into()));
+                }
+                q.inputs.iter().chain(&q.outputs).map(|io| io.shape.clone()).collect()
+            }
+        };
+        let mut grids = Vec::with_capacity(self.kernels.len());
+        for (i, k) in self.kernels.iter().enumerate() {
+            let full = k.rendered.grid;
+            let grid = match &at {
+                None => full,
+                Some(q) => {
+                    let ki = &q.kernels[i];
+                    if ki.name != k.name {
+                        return Err(bad(format!("kernel {i} of the instance is {}, not {}", ki.name, k.name)));
+                    }
+                    match k.rendered.split.and_then(|s| s.blocks(ki)) {
+                        Some(0) => [0, 1, 1],
+                        Some(b) if b <= u64::from(full[0]) => [b as u32, 1, 1],
+                        _ => full,
+                    }
+                }
+            };
+            grids.push(grid);
+        }
+        for (s, shape) in self.inputs.iter_mut().chain(self.outputs.iter_mut()).zip(shapes) {
+            let bytes = (shape.iter().product::<usize>() * s.dtype.size_bytes()) as u64;
+            if bytes > s.capacity {
+                return Err(bad(format!("{} {shape:?} exceeds its allocation of {} bytes", s.name, s.capacity)));
+            }
+            s.shape = shape;
+            s.bytes = bytes;
+        }
+        let mut changed = false;
+        for (k, grid) in self.kernels.iter_mut().zip(grids) {
+            if let Step::Kernel(l) = &mut k.launch
+                && l.grid() != grid
+            {
+                l.set_grid(grid);
+                changed = true;
+            }
+        }
+        if changed && self.graph.is_some() {
+            self.bind_own()?;
+            self.stream.synchronize("set_extent")?;
+            self.graph = None;
+            self.capture()?;
+        }
+        Ok(())
     }
 
     fn sources(&self) -> Vec<KernelSource> {

@@ -273,6 +273,7 @@ pub(crate) fn build(
         grid: [1, 1, 1],
         block: [1, 1, 1],
         dynamic_shared_bytes: 0,
+        split: None,
         strategy,
     };
     let step = Step::Gemm(Box::new(GemmStep { plan, algo, args: args.to_vec(), gemm, epilogue }));

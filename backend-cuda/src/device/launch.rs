@@ -132,6 +132,13 @@ impl Launch {
         self.grid
     }
 
+    /// Launches later with this grid (a kernel compiled for a larger extent covering a smaller
+    /// one: see `Executable::set_extent`).
+    pub fn set_grid(&mut self, grid: [u32; 3]) {
+        self.grid = grid;
+        self.empty = grid.contains(&0) || self.block.contains(&0);
+    }
+
     /// Block (threads).
     pub fn block(&self) -> [u32; 3] {
         self.block

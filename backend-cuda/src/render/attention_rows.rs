@@ -10,7 +10,7 @@ use super::attention::{
 use super::emit::Emitter;
 use super::ops::load_conv;
 use super::types::storage;
-use super::{Body, RenderError};
+use super::{Body, GridSplit, OuterUnit, RenderError};
 
 /// The decode template: one block of `block` threads per flat batch handles all `m` (at most
 /// [`super::attention::DECODE_M`]) queries. Rows are read as 16-byte vectors of `w` elements; a
@@ -56,7 +56,7 @@ pub(super) fn render_decode(
         a.kv, a.d, a.dv, a.in_dtype
     );
     let body = match Body::launch(blocks, block, format!("attention decode block {block}"), summary, None, 0) {
-        Ok(b) => b,
+        Ok(b) => b.with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: 1, inner: 1 }),
         Err(empty) => return Ok(empty),
     };
     let ity = em.ity();
@@ -256,7 +256,7 @@ pub(super) fn render_rows(em: &mut Emitter<'_>, a: &AttentionBody, block: u32) -
         a.m, a.kv, a.d, a.dv, a.in_dtype
     );
     let body = match Body::launch(blocks, block, format!("attention rows block {block}"), summary, None, 0) {
-        Ok(b) => b,
+        Ok(b) => b.with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: 1, inner: tiles_m * nch }),
         Err(empty) => return Ok(empty),
     };
     if blocks > i32::MAX as u64 {

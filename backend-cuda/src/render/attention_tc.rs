@@ -25,7 +25,7 @@ use super::attention::{
 };
 use super::emit::Emitter;
 use super::prelude::H;
-use super::{Body, RenderError, Tuning};
+use super::{Body, GridSplit, OuterUnit, RenderError, Tuning};
 
 /// Renders `a` on tensor cores with `tile` (checked by the caller).
 pub(super) fn render(
@@ -73,7 +73,7 @@ pub(super) fn render(
         },
     );
     let body = match Body::launch(blocks, threads, strategy, summary, Some(1), shared) {
-        Ok(b) => b,
+        Ok(b) => b.with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: 1, inner: tiles_m }),
         Err(empty) => return Ok(empty),
     };
     em.h.need(H::Mma);

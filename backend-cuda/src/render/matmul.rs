@@ -28,7 +28,7 @@ use super::emit::{AccVal, Emitter};
 use super::ops::{cast, load_conv};
 use super::prelude::H;
 use super::types::{Ct, ct};
-use super::{Body, CudaCaps, RenderError, Tuning};
+use super::{Body, CudaCaps, GridSplit, OuterUnit, RenderError, Tuning};
 
 /// A matmul tile configuration of the CUDA-core kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -224,11 +224,24 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     // Two blocks per SM (128 registers a thread at 256 threads) hide the barriers' latency; the 8x8
     // tile then needs no spills.
     let min_blocks = (threads <= 256).then_some(2);
-    let body =
-        Body { grid: [blocks as u32, 1, 1], block: [threads, 1, 1], strategy, summary, min_blocks, dynamic_shared: 0 };
+    let body = Body {
+        grid: [blocks as u32, 1, 1],
+        block: [threads, 1, 1],
+        strategy,
+        summary,
+        min_blocks,
+        dynamic_shared: 0,
+        split: None,
+    };
     if blocks == 0 {
         return Ok(Body { grid: [0, 1, 1], ..body });
     }
+    // Block order: batch outermost, then tile rows, then tile columns.
+    let body = body.with_split(if batch == 1 {
+        GridSplit { unit: OuterUnit::MatmulM, per: u64::from(bm), inner: tiles_n }
+    } else {
+        GridSplit { unit: OuterUnit::MatmulBatch, per: 1, inner: tiles_m * tiles_n }
+    });
     let tc = tile_ct(mm.acc_dtype);
     let tt = tc.name();
     let ity = em.ity();

@@ -58,7 +58,7 @@ use super::analysis::{acc_uses, depends_on, store_roots};
 use super::emit::{AccVal, Emitter};
 use super::matmul::{address, emit_operand_bases, lit, op_ity, tile_blocks};
 use super::prelude::H;
-use super::{Body, CudaCaps, RenderError, Tuning};
+use super::{Body, CudaCaps, GridSplit, OuterUnit, RenderError, Tuning};
 
 /// Tile rows per group of the block order.
 pub const GROUP_M: u64 = 8;
@@ -402,6 +402,10 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
         pb.describe()
     );
     let body = match Body::launch(blocks, threads, strategy, summary, Some(1), shared) {
+        // Batches are outermost; inside one the tile order is swizzled (no prefix of rows).
+        Ok(b) if batch > 1 => {
+            b.with_split(GridSplit { unit: OuterUnit::MatmulBatch, per: 1, inner: tiles_m * tiles_n })
+        }
         Ok(b) => b,
         Err(empty) => return Ok(empty),
     };

@@ -41,7 +41,7 @@ use super::emit::Emitter;
 use super::matmul::{address, emit_operand_bases, lit, op_ity, tile_blocks};
 use super::mma::{Elem, Frag, GROUP_M, Loader, MmaEngine, MmaTile, OpPlan, epilogue, plans};
 use super::prelude::{H, wgmma_name};
-use super::{Body, CudaCaps, RenderError, Tuning};
+use super::{Body, CudaCaps, GridSplit, OuterUnit, RenderError, Tuning};
 
 /// Shared bytes of one stage: both operand tiles, unpadded.
 fn stage_bytes(t: &MmaTile) -> u32 {
@@ -133,6 +133,10 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, t: &Tuning, tile: &M
         if pb.kmajor { "k-major" } else { "n-major" },
     );
     let body = match Body::launch(blocks, threads, strategy, summary, Some(1), shared as u32) {
+        // Batches are outermost; inside one the tile order is swizzled (no prefix of rows).
+        Ok(b) if batch > 1 => {
+            b.with_split(GridSplit { unit: OuterUnit::MatmulBatch, per: 1, inner: tiles_m * tiles_n })
+        }
         Ok(b) => b,
         Err(empty) => return Ok(empty),
     };

@@ -78,6 +78,7 @@ mod types;
 use serde::{Deserialize, Serialize};
 use sinter_core::DType;
 use sinter_core::backend::BackendError;
+pub use sinter_core::kernel::dynamic::{GridSplit, OuterUnit};
 use sinter_core::kernel::{Access, Kernel, KernelBody, ReduceStrategy};
 
 pub use attention::{AttnEngine, AttnTile, DECODE_M, check_attn, tc_applies};
@@ -167,6 +168,11 @@ pub struct Rendered {
     /// Short description of the strategy (e.g. `pointwise x4 block 256`,
     /// `reduce persistent x8 block 256 vec4`, `matmul 128x128x8 8x8`).
     pub strategy: String,
+    /// How the blocks cover the outermost extent, so a dynamic program launches fewer at a smaller
+    /// batch ([`GridSplit`]); `None`: only the full grid is valid (library calls, the swizzled
+    /// block order of a tensor-core product of one batch).
+    #[serde(default)]
+    pub split: Option<GridSplit>,
 }
 
 /// Errors of the renderer.
@@ -212,6 +218,8 @@ pub(crate) struct Body {
     min_blocks: Option<u32>,
     /// Dynamic shared memory bytes to launch with.
     dynamic_shared: u32,
+    /// How the blocks cover the outermost extent.
+    split: Option<GridSplit>,
 }
 
 impl Body {
@@ -233,8 +241,14 @@ impl Body {
             summary,
             min_blocks,
             dynamic_shared: shared,
+            split: None,
         };
         if blocks == 0 { Err(Body { grid: [0, 1, 1], dynamic_shared: 0, ..body }) } else { Ok(body) }
+    }
+
+    /// The body with blocks covering its outer extent as `split` says.
+    fn with_split(self, split: GridSplit) -> Body {
+        Body { split: Some(split), ..self }
     }
 }
 
@@ -329,6 +343,7 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         block: body.block,
         dynamic_shared_bytes: body.dynamic_shared,
         strategy: body.strategy,
+        split: body.split,
     })
 }
 

@@ -6,7 +6,7 @@ use sinter_core::kernel::{Expr, ExprId, Store, Var};
 use super::analysis::{closure, store_roots};
 use super::emit::{Emitter, Group, emit_group};
 use super::index::LaneForm;
-use super::{Body, CudaCaps, RenderError, Tuning};
+use super::{Body, CudaCaps, GridSplit, OuterUnit, RenderError, Tuning};
 
 /// The default threads per block of pointwise and thread-per-row kernels.
 pub(super) const DEFAULT_BLOCK: u32 = 256;
@@ -125,5 +125,6 @@ pub(super) fn render(
         strategy,
         min_blocks: None,
         dynamic_shared: 0,
+        split: Some(GridSplit { unit: OuterUnit::Lanes, per: u64::from(block) * u64::from(width), inner: 1 }),
     })
 }

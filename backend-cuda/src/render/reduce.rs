@@ -24,7 +24,7 @@ use super::ops::{binary, cast};
 use super::pointwise::{DEFAULT_BLOCK, check_block, choose_width};
 use super::prelude::H;
 use super::types::{Ct, ct, double_lit, float_lit, int_lit};
-use super::{Body, CudaCaps, RenderError, Tuning};
+use super::{Body, CudaCaps, GridSplit, OuterUnit, RenderError, Tuning};
 
 /// Most elements one thread keeps in registers per cached load in a persistent reduction.
 pub(super) const PERSISTENT_PER_THREAD: u64 = 32;
@@ -345,6 +345,11 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
         strategy,
         min_blocks: None,
         dynamic_shared: 0,
+        split: Some(GridSplit {
+            unit: OuterUnit::Rows,
+            per: if mode == Mode::Serial { u64::from(block) } else { 1 },
+            inner: 1,
+        }),
     })
 }
 

@@ -32,7 +32,7 @@ use super::ops;
 use super::pointwise::{PARAMS, emit_wid, grid_excess};
 use super::storage::{load_scalar, load_vec};
 use super::types::{Ct, ct, f32_lit};
-use super::{AttnTile, Body, RenderError, Tuning, WgslCaps};
+use super::{AttnTile, Body, GridSplit, OuterUnit, RenderError, Tuning, WgslCaps};
 
 /// Most registers of one kind (scores or outputs) a thread may hold.
 const MAX_REGS: u32 = 64;
@@ -260,6 +260,7 @@ pub(super) fn render(
         vectorized: vec_o,
         strategy: strategy.clone(),
         summary: summary.clone(),
+        split: Some(GridSplit { unit: OuterUnit::AttentionBatch, per: 1, inner: tiles_m * dchunks }),
     };
     if workgroups == 0 {
         return Ok(body(0));

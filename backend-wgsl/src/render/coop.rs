@@ -99,6 +99,7 @@ pub(super) fn render(
             vectorized: false,
             strategy,
             summary,
+            split: None,
         });
     }
 
@@ -285,5 +286,15 @@ pub(super) fn render(
             em.line("workgroupBarrier();");
         }
     }
-    Ok(Body { globals, params, workgroup_size: [threads, 1, 1], workgroups, vectorized: false, strategy, summary })
+    let split = Some(super::matmul::grid_split(batch, (tiles_m, tiles_n), BM));
+    Ok(Body {
+        globals,
+        params,
+        workgroup_size: [threads, 1, 1],
+        workgroups,
+        vectorized: false,
+        strategy,
+        summary,
+        split,
+    })
 }

@@ -7,7 +7,7 @@ use super::ops;
 use super::pointwise::{PARAMS, emit_wid, grid_excess};
 use super::storage::load_scalar;
 use super::types::{Ct, ct};
-use super::{Body, MatmulTile, RenderError, Tuning, WgslCaps};
+use super::{Body, GridSplit, MatmulTile, OuterUnit, RenderError, Tuning, WgslCaps};
 
 /// Checks a matmul tile against the adapter's limits; `Err` says why it does not fit.
 pub fn check_tile(t: &MatmulTile, caps: &WgslCaps) -> Result<(), String> {
@@ -69,6 +69,16 @@ pub(super) fn tile_origin(
     em.line(format!("let n0 = (wid % {tiles_n}u) * {bn}u;"));
     em.line(format!("let m0 = ((wid / {tiles_n}u) % {tiles_m}u) * {bm}u;"));
     em.line(format!("let batch = wid / {}u;", tiles_n * tiles_m));
+}
+
+/// How [`tile_origin`]'s workgroup ids cover the outer extent: batches (outermost), or the rows of a
+/// product of one batch.
+pub(super) fn grid_split(batch: u64, (tiles_m, tiles_n): (u64, u64), bm: u32) -> GridSplit {
+    if batch == 1 {
+        GridSplit { unit: OuterUnit::MatmulM, per: u64::from(bm), inner: tiles_n }
+    } else {
+        GridSplit { unit: OuterUnit::MatmulBatch, per: 1, inner: tiles_m * tiles_n }
+    }
 }
 
 /// Each operand's start for the current batch (`a_base`, `b_base`), after [`tile_origin`].
@@ -171,6 +181,7 @@ pub(super) fn render(
             vectorized: false,
             strategy,
             summary,
+            split: None,
         });
     }
 
@@ -347,5 +358,6 @@ pub(super) fn render(
         vectorized: vec_n,
         strategy,
         summary,
+        split: Some(grid_split(batch, (tiles_m, tiles_n), bm)),
     })
 }

@@ -4,7 +4,7 @@ use sinter_core::kernel::{Store, Var};
 
 use super::emit::{Emitter, closure, store_roots};
 use super::index::LaneForm;
-use super::{Body, RenderError, Tuning, WgslCaps};
+use super::{Body, GridSplit, OuterUnit, RenderError, Tuning, WgslCaps};
 
 /// The entry-point parameters every 1-D kernel uses.
 pub(super) const PARAMS: &str = "@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, \
@@ -96,6 +96,7 @@ pub(super) fn render(
         workgroup_size: [wg as u32, 1, 1],
         workgroups: if numel == 0 { 0 } else { workgroups },
         vectorized: width == 4,
+        split: Some(GridSplit { unit: OuterUnit::Lanes, per: wg * width as u64, inner: 1 }),
         strategy: if width == 4 { "pointwise/vec4".into() } else { "pointwise".into() },
         summary: format!(
             "pointwise over {numel} lanes, {width} per thread, {wg} threads per workgroup, {workgroups} workgroups"

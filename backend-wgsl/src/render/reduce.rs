@@ -11,7 +11,7 @@ use super::index::{LaneForm, lane_form};
 use super::ops;
 use super::pointwise::{PARAMS, emit_wid, grid_excess};
 use super::types::{Ct, ct, f32_lit, splat};
-use super::{Body, RenderError, Tuning, WgslCaps};
+use super::{Body, GridSplit, OuterUnit, RenderError, Tuning, WgslCaps};
 
 /// The subgroup builtins of the entry point (when subgroup reductions are used).
 const SUBGROUP_PARAMS: &str = "@builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32, \
@@ -379,6 +379,11 @@ pub(super) fn render(
         workgroup_size: [wg, 1, 1],
         workgroups: if r.rows == 0 { 0 } else { workgroups },
         vectorized: vec,
+        split: Some(GridSplit {
+            unit: OuterUnit::Rows,
+            per: if mode == Mode::Serial { u64::from(wg) } else { 1 },
+            inner: 1,
+        }),
         summary: format!(
             "{strategy}: {} rows of {}, {} reductions, {width} elements per step, {wg} threads per workgroup",
             r.rows,

@@ -10,6 +10,12 @@
 //!   input signature, the backend and its capabilities, the mode, the precision and the sinter version, so a
 //!   second process skips passes, scheduling and rendering; an entry is stored with a checksum, and
 //!   a corrupt one is detected, logged and rebuilt, never trusted;
+//! * serves **other batch sizes without recompiling** ([`CompileOptions::dynamic`], `dynamic.rs`):
+//!   a graph whose inputs share a symbolic outermost dimension (`batch`) is compiled once at a
+//!   bound (the next power of two at or above the value seen, at least the option's minimum), and
+//!   every value up to the bound runs that program with its launch extents instantiated
+//!   ([`crate::kernel::dynamic`]); a larger value, or a program where the symbol reaches more than
+//!   the outer extent, recompiles with the reason logged on `sinter::recompiles`;
 //! * writes **debug artifacts** (`SINTER_DEBUG=dir` or [`CompileOptions::debug_dir`]): `graph.txt`,
 //!   `graph.json`, `passes/NN_<pass>.txt`, `ir_pre_fusion.txt`, `ir_post_fusion.txt`,
 //!   `program.json`, `fusion.json`, `graph_breaks.json` and `kernels/<name>.<ext>`;
@@ -97,6 +103,11 @@ pub struct CompileOptions {
     /// Where f32 contractions may run in TF32 (PyTorch's `allow_tf32`: convolutions on,
     /// matmuls off by default; see [`AllowTf32`]). Part of the program cache key.
     pub tf32: AllowTf32,
+    /// Dynamic outer extent (default `Some(8)`): when the graph's inputs share a symbolic
+    /// outermost dimension and the backend [`Backend::serves_extents`], compile once at the next
+    /// power of two `>=` max(value seen, this minimum) and serve every value up to it without
+    /// recompiling (see `dynamic.rs`); `None`: one compile per value, as for any other shape.
+    pub dynamic: Option<usize>,
 }
 
 impl Default for CompileOptions {
@@ -112,6 +123,7 @@ impl Default for CompileOptions {
             precision: Precision::F32,
             graph_breaks: true,
             tf32: AllowTf32::default(),
+            dynamic: Some(8),
         }
     }
 }
@@ -186,11 +198,16 @@ pub struct CompileEvent {
     pub signature: Signature,
     /// Timings.
     pub stats: CompileStats,
+    /// What else the compiled program serves without recompiling (`batch <= 8 (...)`), if anything.
+    #[serde(default)]
+    pub serves: Option<String>,
 }
 
 struct Specialization {
     signature: Signature,
     exec: Exec,
+    /// The values of an outer symbol this specialization serves besides its own.
+    dynamic: Option<dynamic::DynSpec>,
 }
 
 /// What runs one specialization: one program, or a partition into compiled and fallback segments.
@@ -224,6 +241,9 @@ struct State {
     specs: Vec<Specialization>,
     events: Vec<CompileEvent>,
     last: usize,
+    /// Why the graph cannot serve several values of its outer symbol (found once, then every new
+    /// value recompiles with this reason).
+    dyn_refused: Option<String>,
 }
 
 /// A compiled graph: guards plus one executable per input signature seen.
@@ -317,19 +337,49 @@ impl CompiledGraph {
         let same = |s: &Signature| {
             s.0.len() == inputs.len() && s.0.iter().zip(inputs.clone()).all(|((d, sh), (t, ts))| *d == t && sh == ts)
         };
-        if st.specs.get(st.last).is_some_and(|s| same(&s.signature)) {
-            return Ok(st.last);
+        let last = st.last;
+        if st.specs.get(last).is_some_and(|s| same(&s.signature)) {
+            self.serve(&mut st.specs[last], None).map_err(|why| CompileError::Graph(Error::Input(why)))?;
+            return Ok(last);
+        }
+        // The last specialization at another value of its outer symbol (the hot path of a server
+        // seeing several batch sizes): no allocation once that value has been served.
+        let mut refusals = Vec::new();
+        if let Some(v) = st.specs.get(last).and_then(|s| s.dynamic.as_ref()?.value_of(&s.signature, inputs.clone())) {
+            match self.serve(&mut st.specs[last], Some(v)) {
+                Ok(()) => return Ok(last),
+                Err(why) => refusals.push(why),
+            }
         }
         if let Some(i) = st.specs.iter().position(|s| same(&s.signature)) {
+            self.serve(&mut st.specs[i], None).map_err(|why| CompileError::Graph(Error::Input(why)))?;
             st.last = i;
             return Ok(i);
         }
+        for i in 0..st.specs.len() {
+            let s = &st.specs[i];
+            if i == last {
+                continue;
+            }
+            if let Some(v) = s.dynamic.as_ref().and_then(|d| d.value_of(&s.signature, inputs.clone())) {
+                match self.serve(&mut st.specs[i], Some(v)) {
+                    Ok(()) => {
+                        st.last = i;
+                        return Ok(i);
+                    }
+                    Err(why) => refusals.push(why),
+                }
+            }
+        }
         let sig = Signature(inputs.map(|(d, s)| (d, s.to_vec())).collect());
         let names = self.graph.input_names();
-        let reason = match st.specs.last() {
+        let mut reason = match st.specs.last() {
             None => "first call".to_string(),
             Some(s) => format!("guard failed: {}", s.signature.describe_difference(&sig, &names)),
         };
+        if let Some(why) = refusals.first().or(st.dyn_refused.as_ref()) {
+            reason = format!("{reason}; not served without recompiling: {why}");
+        }
         if st.specs.len() > self.opts.max_recompiles {
             return Err(CompileError::RecompileLimit { limit: self.opts.max_recompiles, reason });
         }
@@ -345,14 +395,47 @@ impl CompiledGraph {
     fn specialize(&self, st: &mut State, sig: Signature, reason: String) -> Result<(), CompileError> {
         let t0 = Instant::now();
         let mut stats = CompileStats::default();
-        tracing::info!(target: "sinter::recompiles", "compiling for {:?}: {reason}", sig.0);
-        let key = self.cache_key(&sig);
-        let cached = self.opts.cache_dir.as_deref().and_then(|d| cache_load(d, &key));
         let mut artifacts: Vec<(String, String)> = Vec::new();
+        if st.dyn_refused.is_none() {
+            match self.compile_dynamic(&sig, &mut stats, &mut artifacts)? {
+                dynamic::Dyn::Compiled(spec) => {
+                    let serves = spec.dynamic.as_ref().map(|d| d.extents.summary()).unwrap_or_default();
+                    tracing::info!(
+                        target: "sinter::recompiles",
+                        "compiled for {:?}, serving {serves}: {reason}",
+                        spec.signature.0
+                    );
+                    return self.finish_specialization(st, *spec, reason, stats, artifacts, t0);
+                }
+                dynamic::Dyn::Refused(why) => {
+                    tracing::info!(target: "sinter::recompiles", "not serving other batch sizes: {why}");
+                    st.dyn_refused = Some(why);
+                    stats = CompileStats::default();
+                    artifacts.clear();
+                }
+                dynamic::Dyn::Skipped => {}
+            }
+        }
+        tracing::info!(target: "sinter::recompiles", "compiling for {:?}: {reason}", sig.0);
+        let exec = self.build_exec(&sig, &mut stats, &mut artifacts)?;
+        let spec = Specialization { signature: sig, exec, dynamic: None };
+        self.finish_specialization(st, spec, reason, stats, artifacts, t0)
+    }
+
+    /// Compiles one specialization for exactly `sig`: a cached program, or lowering, scheduling
+    /// and loading, with graph breaks where the backend refuses.
+    fn build_exec(
+        &self,
+        sig: &Signature,
+        stats: &mut CompileStats,
+        artifacts: &mut Vec<(String, String)>,
+    ) -> Result<Exec, CompileError> {
+        let key = self.cache_key(sig, "");
+        let cached = self.opts.cache_dir.as_deref().and_then(|d| cache_load(d, &key));
         let mut exec = None;
         if let Some(program) = cached {
             tracing::info!(target: "sinter::cache", "program cache hit {key}");
-            match self.load_program(&program, &mut stats) {
+            match self.load_program(&program, stats) {
                 Ok(exe) => {
                     stats.cache_hit = true;
                     exec = Some(Exec::Whole { program, exe });
@@ -363,15 +446,15 @@ impl CompiledGraph {
                 Err(e) => return Err(e.into()),
             }
         }
-        let exec = match exec {
+        Ok(match exec {
             Some(e) => e,
             None => {
-                let g = self.lower(&sig, &mut stats, &mut artifacts)?;
+                let g = self.lower(sig, stats, artifacts, false)?;
                 artifacts.push(("ir_pre_fusion.txt".into(), crate::text::print(&g)));
                 let breaks = if self.opts.graph_breaks { partition::detect(&g, self.backend.caps()) } else { vec![] };
                 if breaks.is_empty() {
-                    let program = self.schedule_program(&g, &mut stats)?;
-                    match self.load_program(&program, &mut stats) {
+                    let program = self.schedule_program(&g, stats, false)?;
+                    match self.load_program(&program, stats) {
                         Ok(exe) => {
                             if let Some(d) = self.opts.cache_dir.as_deref()
                                 && let Err(e) = cache_store(d, &key, &program)
@@ -382,17 +465,30 @@ impl CompiledGraph {
                         }
                         Err(BackendError::Unsupported { what, .. }) if self.opts.graph_breaks => {
                             let breaks = segments::breaks_from_refusal(self.backend.name(), &g, &program, None, &what);
-                            Exec::Split(segments::Segmented::build(self, &g, breaks, &mut stats)?)
+                            Exec::Split(segments::Segmented::build(self, &g, breaks, stats)?)
                         }
                         Err(e) => return Err(e.into()),
                     }
                 } else {
-                    Exec::Split(segments::Segmented::build(self, &g, breaks, &mut stats)?)
+                    Exec::Split(segments::Segmented::build(self, &g, breaks, stats)?)
                 }
             }
-        };
+        })
+    }
+
+    /// Logs, writes artifacts and records a compiled specialization as the one in use.
+    fn finish_specialization(
+        &self,
+        st: &mut State,
+        spec: Specialization,
+        reason: String,
+        mut stats: CompileStats,
+        artifacts: Vec<(String, String)>,
+        t0: Instant,
+    ) -> Result<(), CompileError> {
         stats.total_s = t0.elapsed().as_secs_f64();
-        if let Exec::Split(s) = &exec {
+        let exec = &spec.exec;
+        if let Exec::Split(s) = exec {
             tracing::info!(
                 target: "sinter::graph_breaks",
                 "{} node(s) of {} run on the CPU reference: {} segment(s), {} compiled",
@@ -410,29 +506,37 @@ impl CompiledGraph {
             tracing::debug!(target: "sinter::output_code", "kernel {}:\n{}", s.name, s.source);
         }
         if let Some(dir) = self.opts.debug_dir.clone() {
-            match &exec {
+            match exec {
                 Exec::Whole { program, .. } => write_artifacts(&dir, &self.graph, program, &sources, &artifacts)?,
                 Exec::Split(s) => s.write_artifacts(&dir, &self.graph, &sources, &artifacts)?,
             }
             artifacts::write_breaks(&dir, exec.breaks())?;
         }
-        st.events.push(CompileEvent { reason, signature: sig.clone(), stats });
-        st.specs.push(Specialization { signature: sig, exec });
+        let serves = spec.dynamic.as_ref().map(|d| d.extents.summary());
+        st.events.push(CompileEvent { reason, signature: spec.signature.clone(), stats, serves });
+        st.specs.push(spec);
         st.last = st.specs.len() - 1;
         Ok(())
     }
 
-    /// Re-types the captured graph for `sig` and runs the pass pipeline on it.
+    /// Re-types the captured graph for `sig` and runs the pass pipeline on it (`dynamic`: the
+    /// pipeline of a dynamic compile, [`crate::passes::pipeline_for_dynamic`]).
     fn lower(
         &self,
         sig: &Signature,
         stats: &mut CompileStats,
         artifacts: &mut Vec<(String, String)>,
+        dynamic: bool,
     ) -> Result<IrGraph, CompileError> {
         let t = Instant::now();
         let mut prev = retype(&self.graph, sig)?;
         stats.phases.push(("specialize".into(), t.elapsed().as_secs_f64()));
-        for (k, pass) in crate::passes::pipeline_for(self.opts.precision).iter().enumerate() {
+        let passes = if dynamic {
+            crate::passes::pipeline_for_dynamic(self.opts.precision)
+        } else {
+            crate::passes::pipeline_for(self.opts.precision)
+        };
+        for (k, pass) in passes.iter().enumerate() {
             let t = Instant::now();
             let next = (pass.run)(&prev).map_err(|e| match e {
                 Error::Verify(v) => Error::Verify(v.into_iter().map(|m| format!("after {}: {m}", pass.name)).collect()),
@@ -445,13 +549,20 @@ impl CompiledGraph {
         Ok(prev)
     }
 
-    /// Schedules a lowered graph for the backend (one `schedule` phase per call).
-    pub(super) fn schedule_program(&self, g: &IrGraph, stats: &mut CompileStats) -> Result<Program, CompileError> {
+    /// Schedules a lowered graph for the backend (one `schedule` phase per call); `outer_batch`
+    /// for a dynamic compile ([`ScheduleOptions::outer_batch`]).
+    pub(super) fn schedule_program(
+        &self,
+        g: &IrGraph,
+        stats: &mut CompileStats,
+        outer_batch: bool,
+    ) -> Result<Program, CompileError> {
         let t = Instant::now();
         let sched = ScheduleOptions {
             fusion: self.opts.fusion,
             cost_model: self.backend.cost_model(),
             tf32: self.opts.tf32,
+            outer_batch,
             ..ScheduleOptions::default()
         };
         let program = schedule(g, self.backend.caps(), &sched)?;
@@ -491,7 +602,9 @@ impl CompiledGraph {
         stats.phases.push(("backend_load".into(), t.elapsed().as_secs_f64()));
         exe
     }
-    fn cache_key(&self, sig: &Signature) -> String {
+    /// The program cache key of `sig`; `extra` tells programs compiled for different purposes
+    /// apart (a dynamic program and one for exactly `sig`).
+    fn cache_key(&self, sig: &Signature, extra: &str) -> String {
         let mut h = blake3::Hasher::new();
         h.update(env!("CARGO_PKG_VERSION").as_bytes());
         h.update(crate::text::print(&self.graph).as_bytes());
@@ -502,6 +615,7 @@ impl CompiledGraph {
             }
         }
         h.update(serde_json::to_string(sig).unwrap_or_default().as_bytes());
+        h.update(extra.as_bytes());
         h.update(self.backend.name().as_bytes());
         h.update(serde_json::to_string(self.backend.caps()).unwrap_or_default().as_bytes());
         h.update(
@@ -568,6 +682,20 @@ impl CompiledGraph {
         })
     }
 
+    /// The table of extents the most recently used specialization scales with its outer symbol
+    /// (`None` when it serves only its own shapes).
+    pub fn extents(&self) -> Option<crate::kernel::dynamic::Extents> {
+        let st = self.lock();
+        st.specs.get(st.last).and_then(|s| s.dynamic.as_ref()).map(|d| d.extents.clone())
+    }
+
+    /// Why the graph does not serve several values of its outer symbol with one compile (the
+    /// reason logged on `sinter::recompiles`), once a compile has found out; `None` while it does
+    /// or before the first compile.
+    pub fn dynamic_refusal(&self) -> Option<String> {
+        self.lock().dyn_refused.clone()
+    }
+
     /// Every compilation so far, with its reason and timings.
     pub fn events(&self) -> Vec<CompileEvent> {
         self.lock().events.clone()
@@ -586,6 +714,7 @@ impl CompiledGraph {
 
 mod artifacts;
 mod cache;
+mod dynamic;
 mod profile;
 mod retype;
 mod segments;
@@ -597,5 +726,7 @@ pub use retype::retype;
 
 #[cfg(test)]
 mod break_tests;
+#[cfg(test)]
+mod dynamic_tests;
 #[cfg(test)]
 mod tests;

@@ -29,7 +29,7 @@ use std::time::Instant;
 /// Who runs one segment.
 pub(super) enum Runner {
     /// The backend (`graph`: the segment, for a run whose values the device refuses).
-    Compiled { program: Program, exe: Box<dyn Executable>, graph: IrGraph },
+    Compiled { program: Box<Program>, exe: Box<dyn Executable>, graph: IrGraph },
     /// The CPU reference.
     Fallback { graph: IrGraph },
 }
@@ -134,10 +134,13 @@ impl Segmented {
                 let (name, runner) = match seg.side {
                     Side::Fallback => (format!("cpu_fallback_{i}"), Runner::Fallback { graph: seg.graph }),
                     Side::Compiled => {
-                        let mut program = cg.schedule_program(&seg.graph, stats)?;
+                        let mut program = cg.schedule_program(&seg.graph, stats, false)?;
                         rename_kernels(&mut program, &format!("s{i}_"));
                         match cg.load_program(&program, stats) {
-                            Ok(exe) => (format!("s{i}"), Runner::Compiled { program, exe, graph: seg.graph }),
+                            Ok(exe) => (
+                                format!("s{i}"),
+                                Runner::Compiled { program: Box::new(program), exe, graph: seg.graph },
+                            ),
                             Err(BackendError::Unsupported { what, .. }) => {
                                 let more =
                                     breaks_from_refusal(cg.backend.name(), g, &program, Some(&seg.source), &what);
@@ -177,7 +180,7 @@ impl Segmented {
         self.segments
             .iter()
             .filter_map(|s| match &s.runner {
-                Runner::Compiled { program, .. } => Some(program),
+                Runner::Compiled { program, .. } => Some(program.as_ref()),
                 Runner::Fallback { .. } => None,
             })
             .collect()

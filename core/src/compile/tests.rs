@@ -133,7 +133,7 @@ fn wrong_inputs_are_errors() {
 #[test]
 fn recompile_limit() {
     let g = softmax_graph(Dim::sym("n"));
-    let o = CompileOptions { max_recompiles: 1, ..opts(None) };
+    let o = CompileOptions { max_recompiles: 1, dynamic: None, ..opts(None) };
     let c = compile(&g, Arc::new(InterpBackend::new()), o).unwrap();
     let b = HostTensor::random(DType::F32, vec![37], 1, -1.0, 1.0);
     for rows in [1, 2] {

@@ -134,6 +134,7 @@ mod tests {
                 unplanned_bytes: 0,
             },
             decisions: vec![],
+            dynamic: None,
         };
         let a = plan(&p);
         assert_eq!(a.of_buffer, vec![0, 1, 1, 2, 3, 4]);

@@ -866,13 +866,20 @@ impl Backend for InterpBackend {
                 });
             }
         }
-        Ok(Box::new(InterpExecutable { program: program.clone() }))
+        Ok(Box::new(InterpExecutable { program: program.clone(), at: None }))
+    }
+
+    fn serves_extents(&self) -> bool {
+        true
     }
 }
 
 /// A loaded program of the [`InterpBackend`].
 struct InterpExecutable {
     program: Program,
+    /// The program instantiated at another value of its outer symbol
+    /// ([`Executable::set_extent`]): what runs instead of `program` when set.
+    at: Option<std::sync::Arc<Program>>,
 }
 
 impl InterpExecutable {
@@ -881,7 +888,7 @@ impl InterpExecutable {
         inputs: &[HostTensor],
         times: Option<&mut Vec<KernelTiming>>,
     ) -> Result<Vec<HostTensor>, BackendError> {
-        let p = &self.program;
+        let p = self.at.as_deref().unwrap_or(&self.program);
         let mut mem = setup(p, inputs).map_err(|e| BackendError::Input(e.to_string()))?;
         let t0 = Instant::now();
         let mut timings = Vec::new();
@@ -919,6 +926,17 @@ impl Executable for InterpExecutable {
             all.push(t);
         }
         Ok((out, all))
+    }
+
+    fn set_extent(&mut self, at: Option<std::sync::Arc<Program>>) -> Result<(), BackendError> {
+        if let Some(q) = &at {
+            validate(q).map_err(|e| BackendError::Input(e.to_string()))?;
+            if q.kernels.len() != self.program.kernels.len() {
+                return Err(BackendError::Input("set_extent: not an instance of this program".into()));
+            }
+        }
+        self.at = at;
+        Ok(())
     }
 
     fn sources(&self) -> Vec<KernelSource> {

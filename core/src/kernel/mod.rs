@@ -52,6 +52,7 @@
 pub mod alloc;
 pub mod analysis;
 mod attention;
+pub mod dynamic;
 pub mod im2col;
 pub mod index;
 pub mod interp;
@@ -532,6 +533,10 @@ pub struct Program {
     pub memory: MemoryPlan,
     /// Every fusion decision taken.
     pub decisions: Vec<FusionDecision>,
+    /// When compiled to serve several values of an outer symbol (the batch): which extents scale
+    /// with it ([`dynamic::Extents`]); `None` for a program valid only at its own shapes.
+    #[serde(default)]
+    pub dynamic: Option<Box<dynamic::Extents>>,
 }
 
 /// An input or output of a [`Program`].

@@ -38,6 +38,7 @@ fn program(k: &Kernel, constants: &[(u32, HostTensor)]) -> Program {
         outputs: vec![],
         memory: MemoryPlan { slots: vec![], slot_of: vec![], peak_bytes: 0, unplanned_bytes: 0 },
         decisions: vec![],
+        dynamic: None,
     }
 }
 

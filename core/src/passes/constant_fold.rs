@@ -3,6 +3,11 @@
 //! node is a constant for the nodes after it. Large results are left alone (a broadcast of a
 //! scalar to a big shape is cheaper to compute than to store). A node the CPU reference cannot
 //! evaluate is kept as is, so its error surfaces when the graph runs.
+//!
+//! [`constant_fold_outer`] (dynamic compiles, `crate::kernel::dynamic`) also leaves alone an
+//! `Expand` that broadcasts along the outermost dimension (a class token expanded to the batch):
+//! folded, its data would depend on the batch; unfolded, consumers read it through index
+//! arithmetic that does not.
 
 use super::rewrite::{Rewriter, as_constant};
 use crate::error::Error;
@@ -21,6 +26,22 @@ const OPERAND_LIMIT: usize = 16 * FOLD_LIMIT;
 
 /// Replaces small all-constant computations by their values.
 pub fn constant_fold(g: &Graph) -> Result<Graph, Error> {
+    fold(g, false)
+}
+
+/// [`constant_fold`], leaving alone expands along the outermost dimension (see the module docs).
+pub fn constant_fold_outer(g: &Graph) -> Result<Graph, Error> {
+    fold(g, true)
+}
+
+/// True when `op` on operand shape `from` broadcasts to a larger outermost dimension (or adds
+/// leading dimensions).
+fn broadcasts_outer(op: &Op, from: &Shape, to: &Shape) -> bool {
+    let Op::Expand(_) = op else { return false };
+    to.rank() > from.rank() || from.dims().first() != to.dims().first()
+}
+
+fn fold(g: &Graph, keep_outer: bool) -> Result<Graph, Error> {
     let mut rw = Rewriter::new(g);
     for (id, node) in g.iter() {
         if node.inputs.is_empty() {
@@ -29,7 +50,8 @@ pub fn constant_fold(g: &Graph) -> Result<Graph, Error> {
         }
         let ins = rw.mapped_inputs(id)?;
         let ng = rw.new_graph();
-        let small = node.ty.shape.numel().is_some_and(|n| n <= FOLD_LIMIT);
+        let small = node.ty.shape.numel().is_some_and(|n| n <= FOLD_LIMIT)
+            && !(keep_outer && broadcasts_outer(&node.op, &g.ty(node.inputs[0]).shape, &node.ty.shape));
         let all_const = ins.iter().all(|&i| as_constant(ng, i).is_some_and(|t| t.numel() <= OPERAND_LIMIT));
         if small
             && all_const

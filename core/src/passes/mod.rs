@@ -31,7 +31,7 @@ mod tests;
 
 pub use algebraic::algebraic;
 pub use autocast::{Precision, autocast, autocast_bf16, autocast_f16};
-pub use constant_fold::{FOLD_LIMIT, constant_fold};
+pub use constant_fold::{FOLD_LIMIT, constant_fold, constant_fold_outer};
 pub use cse::cse;
 pub use dce::dce;
 pub use decompose::decompose;
@@ -74,6 +74,18 @@ pub fn pipeline() -> Vec<Pass> {
         Pass { name: CSE, run: cse },
         Pass { name: DCE, run: dce },
     ]
+}
+
+/// [`pipeline_for`] of a dynamic compile (`crate::kernel::dynamic`): `constant_fold` keeps
+/// broadcasts along the outermost dimension ([`constant_fold_outer`]).
+pub fn pipeline_for_dynamic(precision: Precision) -> Vec<Pass> {
+    let mut passes = pipeline_for(precision);
+    for p in &mut passes {
+        if p.name == CONSTANT_FOLD {
+            p.run = constant_fold_outer;
+        }
+    }
+    passes
 }
 
 /// The passes a compile at `precision` runs: the default [`pipeline`], preceded by `autocast`

@@ -24,6 +24,9 @@ pub(super) enum ConvPlan {
     Direct,
     /// An im2col gather kernel writes `cols[g][C/groups * kh * kw, N * OH * OW]` (taps outside the
     /// image read 0), then one matmul per group, batched over groups, `W[g] @ cols[g]`, stores NCHW.
+    /// With [`ScheduleOptions::outer_batch`](super::ScheduleOptions::outer_batch) and one group,
+    /// `cols[N][C * kh * kw, OH * OW]` and a product per image, `W @ cols[image]` (the batch stays
+    /// outermost).
     Im2col,
     /// Implicit GEMM: the matmul of [`ConvPlan::Im2col`] with its B operand the im2col view of the
     /// input computed in the loader ([`crate::kernel::Im2col`]), no `cols` buffer and no gather
@@ -111,6 +114,8 @@ impl Sched<'_> {
         let (nb, oc, cg, kh, kw) = (out[0], ws[0], ws[1], ws[2], ws[3]);
         let (cog, kg, p) = (oc / g, cg * kh * kw, out[2] * out[3]);
         let plan = self.conv[w.index()];
+        // One product per image: a 1x1 convolution, or im2col with the batch kept outermost.
+        let per_image = plan == ConvPlan::Direct || (self.opts.outer_batch && g == 1 && plan != ConvPlan::Implicit);
         let (space, ar, br) = if plan == ConvPlan::Direct {
             // out[b] = W[OC, C] @ x[b][C, H*W]
             let space = Space::Matmul { batch: nb, m: oc, n: p, k: kg, out: MatOut::plain(oc, p) };
@@ -119,6 +124,17 @@ impl Sched<'_> {
             let n = Index::var(Var::N);
             let xc = [Index::var(Var::Batch), Index::var(Var::Red), n.clone().div(xs[3] as i64), n.rem(xs[3] as i64)];
             let br = self.mat_operand(w, x, &xc, &space, [Var::Batch, Var::Red, Var::N], [nb, kg, p], false)?;
+            (space, ar, br)
+        } else if per_image {
+            // out[b] = W[OC, C * kh * kw] @ cols[b][C * kh * kw, OH * OW]
+            let space = Space::Matmul { batch: nb, m: oc, n: p, k: kg, out: MatOut::plain(oc, p) };
+            let mut wc = vec![Index::var(Var::M)];
+            wc.extend(delinearize(&Index::var(Var::Red), &[cg, kh, kw]));
+            let ar = self.mat_operand(w, wt, &wc, &space, [Var::Batch, Var::M, Var::Red], [nb, oc, kg], true)?;
+            let br = match self.im2col(w, &window, g, true)? {
+                Ok(br) => br,
+                Err(over) => return Ok(Some(over)),
+            };
             (space, ar, br)
         } else {
             // out[:, g*cog + m, pixel] = sum_r W[g*cog + m, r] * cols[g][r, image * P + pixel]
@@ -131,7 +147,7 @@ impl Sched<'_> {
             let br = if plan == ConvPlan::Implicit {
                 self.implicit_operand(w, &window)?
             } else {
-                match self.im2col(w, &window, g)? {
+                match self.im2col(w, &window, g, false)? {
                     Ok(br) => br,
                     Err(over) => return Ok(Some(over)),
                 }
@@ -149,9 +165,10 @@ impl Sched<'_> {
         kb.matmul = Some(MatSpec { a: ar, b: br, in_dtype: dt, acc_dtype: acc, tf32 });
         let mut v = kb.push(Expr::Acc(0), dt);
         if let Some(&bias) = node.inputs.get(2) {
-            let ch = match plan {
-                ConvPlan::Direct => Index::var(Var::M),
-                _ => Index::var(Var::Batch).mul(cog as i64).add(Index::var(Var::M)),
+            let ch = if per_image {
+                Index::var(Var::M)
+            } else {
+                Index::var(Var::Batch).mul(cog as i64).add(Index::var(Var::M))
             };
             let bv = self.emit(&mut kb, pos, bias, &[ch], Phase::Epilogue).map_err(|r| Self::internal(r, self))?;
             v = kb.push(Expr::Binary(BinaryOp::Add, v, bv), dt);
@@ -171,11 +188,18 @@ impl Sched<'_> {
     }
 
     /// The im2col buffer of convolution `w` with `g` groups, `[g][C/g * kh * kw][N * OH * OW]`
-    /// row-major, written by a pointwise gather kernel (taps in the padding read 0); returns it as
-    /// the matmul's B operand (batch over groups); `Err((would, limit))` when the gather kernel would
-    /// bind too many buffers.
+    /// row-major (`per_image`, one group: `[N][C * kh * kw][OH * OW]`), written by a pointwise
+    /// gather kernel (taps in the padding read 0); returns it as the matmul's B operand (batch over
+    /// groups, or over images); `Err((would, limit))` when the gather kernel would bind too many
+    /// buffers.
     #[allow(clippy::type_complexity)]
-    fn im2col(&mut self, w: NodeId, window: &Window2d, g: usize) -> Result<Result<MatRef, (usize, usize)>, Error> {
+    fn im2col(
+        &mut self,
+        w: NodeId,
+        window: &Window2d,
+        g: usize,
+        per_image: bool,
+    ) -> Result<Result<MatRef, (usize, usize)>, Error> {
         let node = self.g.node(w);
         let x = node.inputs[0];
         let ws = &self.shapes[node.inputs[1].index()];
@@ -191,7 +215,13 @@ impl Sched<'_> {
         let mut kb = KernelBuilder::new(Space::Pointwise { numel });
         kb.label = Some("im2col");
         let l = Index::var(Var::Lane);
-        let c = delinearize(&l, &[g, cg, kh, kw, nb, oh, ow]);
+        let c = if per_image {
+            // [n][c][ky][kx][oy][ox], reordered to the [g][c][ky][kx][n][oy][ox] roles below.
+            let d = delinearize(&l, &[nb, cg, kh, kw, oh, ow]);
+            vec![Index::Const(0), d[1].clone(), d[2].clone(), d[3].clone(), d[0].clone(), d[4].clone(), d[5].clone()]
+        } else {
+            delinearize(&l, &[g, cg, kh, kw, nb, oh, ow])
+        };
         let tap = Tap {
             n: c[4].clone(),
             chan: c[0].clone().mul(cg as i64).add(c[1].clone()),
@@ -222,7 +252,18 @@ impl Sched<'_> {
             format!("materialized: im2col of conv {w} ({g} x {kg} x {cols} {dt}, {} bytes)", numel * dt.size_bytes()),
             vec![pos],
         );
-        Ok(Ok(MatRef { buf: BufRef::Operand(id), offset: 0, s_batch: kg * cols, s_row: cols, s_col: 1, im2col: None }))
+        Ok(Ok(if per_image {
+            MatRef {
+                buf: BufRef::Operand(id),
+                offset: 0,
+                s_batch: kg * oh * ow,
+                s_row: oh * ow,
+                s_col: 1,
+                im2col: None,
+            }
+        } else {
+            MatRef { buf: BufRef::Operand(id), offset: 0, s_batch: kg * cols, s_row: cols, s_col: 1, im2col: None }
+        }))
     }
 
     /// The implicit im2col operand of convolution `w` (batch over its groups): the

@@ -292,7 +292,7 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
         })
         .collect();
     let memory = plan_memory(&bufs.decls, &kernels);
-    Ok(Program { buffers: bufs.decls, kernels, inputs, outputs, memory, decisions })
+    Ok(Program { buffers: bufs.decls, kernels, inputs, outputs, memory, decisions, dynamic: None })
 }
 
 /// The two kernels and the reason when the cost model splits reduce kernel `k` (fusion on only).

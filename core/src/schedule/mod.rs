@@ -432,6 +432,13 @@ pub struct ScheduleOptions {
     pub cost_model: Arc<dyn CostModel>,
     /// Where f32 contractions may run in TF32 (default: PyTorch's, convolutions only).
     pub tf32: AllowTf32,
+    /// Keep the batch (the outermost dimension of the graph's inputs) outermost in every buffer
+    /// a layout choice creates, so the program can serve smaller batches
+    /// ([`crate::kernel::dynamic`]): an ungrouped im2col convolution then writes
+    /// `cols[N][C * kh * kw][OH * OW]` and multiplies per image (as a 1x1 convolution does)
+    /// instead of one product over `N * OH * OW` columns. Set by the compile driver for dynamic
+    /// compiles; off by default.
+    pub outer_batch: bool,
 }
 
 impl Default for ScheduleOptions {
@@ -441,6 +448,7 @@ impl Default for ScheduleOptions {
             max_group_nodes: 64,
             cost_model: Arc::new(DefaultCostModel::default()),
             tf32: AllowTf32::default(),
+            outer_batch: false,
         }
     }
 }
@@ -459,6 +467,7 @@ impl fmt::Debug for ScheduleOptions {
             .field("max_group_nodes", &self.max_group_nodes)
             .field("cost_model", &self.cost_model.name())
             .field("tf32", &self.tf32)
+            .field("outer_batch", &self.outer_batch)
             .finish()
     }
 }

@@ -89,6 +89,7 @@ impl ProgramBuilder {
                 unplanned_bytes: unplanned,
             },
             decisions: vec![],
+            dynamic: None,
         }
     }
 
