@@ -412,19 +412,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     em.h.need(if elem == Elem::Tf32 { H::MmaTf32 } else { H::Mma });
     em.line(format!("// {}", body.summary));
     em.line("extern __shared__ __align__(128) unsigned char smem[];");
-    // Block order: groups of GROUP_M tile rows, column-major inside a group, batch outermost.
-    let per_batch = tiles_m * tiles_n;
-    em.line("const unsigned pid = blockIdx.x;");
-    em.decl("batch", format!("const unsigned batch = pid / {per_batch}u;"));
-    em.line(format!("const unsigned p = pid % {per_batch}u;"));
-    let group = GROUP_M * tiles_n;
-    em.line(format!("const unsigned first_m = p / {group}u * {GROUP_M}u;"));
-    em.line(format!("const unsigned group_rows = min({tiles_m}u - first_m, {GROUP_M}u);"));
-    em.line(format!("const unsigned m0 = (first_m + p % {group}u % group_rows) * {bm}u;"));
-    em.line(format!("const unsigned n0 = p % {group}u / group_rows * {bn}u;"));
-    em.line("const unsigned tid = threadIdx.x;");
-    em.line("const unsigned lane = tid % 32u;");
-    em.line("const unsigned warp = tid / 32u;");
+    emit_block_order(em, (tiles_m, tiles_n), (bm, bn));
     em.line(format!("const unsigned wm0 = warp % {warps_m}u * {wm}u; // the warp's rows in the tile"));
     em.line(format!("const unsigned wn0 = warp / {warps_m}u * {wn}u; // and columns"));
     emit_operand_bases(em, mm);
@@ -741,4 +729,22 @@ pub(super) fn epilogue(
     em.close();
     em.close();
     Ok(())
+}
+
+/// The block order of the tensor-core templates: groups of [`GROUP_M`] tile rows, column-major
+/// inside a group (consecutive blocks share B columns and A rows in L2), batch outermost; declares
+/// `batch`, `m0`, `n0` (the tile's origin), `tid`, `lane` and `warp`.
+pub(super) fn emit_block_order(em: &mut Emitter<'_>, (tiles_m, tiles_n): (u64, u64), (bm, bn): (u32, u32)) {
+    let per_batch = tiles_m * tiles_n;
+    em.line("const unsigned pid = blockIdx.x;");
+    em.decl("batch", format!("const unsigned batch = pid / {per_batch}u;"));
+    em.line(format!("const unsigned p = pid % {per_batch}u;"));
+    let group = GROUP_M * tiles_n;
+    em.line(format!("const unsigned first_m = p / {group}u * {GROUP_M}u;"));
+    em.line(format!("const unsigned group_rows = min({tiles_m}u - first_m, {GROUP_M}u);"));
+    em.line(format!("const unsigned m0 = (first_m + p % {group}u % group_rows) * {bm}u;"));
+    em.line(format!("const unsigned n0 = p % {group}u / group_rows * {bn}u;"));
+    em.line("const unsigned tid = threadIdx.x;");
+    em.line("const unsigned lane = tid % 32u;");
+    em.line("const unsigned warp = tid / 32u;");
 }
