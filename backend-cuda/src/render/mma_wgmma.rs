@@ -39,7 +39,7 @@ use sinter_core::kernel::MatmulBody;
 
 use super::emit::Emitter;
 use super::matmul::{address, emit_operand_bases, lit, op_ity, tile_blocks};
-use super::mma::{Elem, Frag, GROUP_M, Loader, MmaEngine, MmaTile, OpPlan, epilogue, plans};
+use super::mma::{Elem, Frag, Loader, MmaEngine, MmaTile, OpPlan, emit_block_order, epilogue, plans};
 use super::prelude::{H, wgmma_name};
 use super::{Body, CudaCaps, GridSplit, OuterUnit, RenderError, Tuning};
 
@@ -260,22 +260,4 @@ fn load_stage(em: &mut Emitter<'_>, mm: &MatmulBody, t: &MmaTile, (pa, pb): (OpP
         em.close();
     }
     em.close();
-}
-
-/// The block order of the tensor-core templates: groups of [`GROUP_M`] tile rows, column-major
-/// inside a group (consecutive blocks share B columns and A rows in L2), batch outermost; declares
-/// `batch`, `m0`, `n0` (the tile's origin), `tid`, `lane` and `warp`.
-pub(super) fn emit_block_order(em: &mut Emitter<'_>, (tiles_m, tiles_n): (u64, u64), (bm, bn): (u32, u32)) {
-    let per_batch = tiles_m * tiles_n;
-    em.line("const unsigned pid = blockIdx.x;");
-    em.decl("batch", format!("const unsigned batch = pid / {per_batch}u;"));
-    em.line(format!("const unsigned p = pid % {per_batch}u;"));
-    let group = GROUP_M * tiles_n;
-    em.line(format!("const unsigned first_m = p / {group}u * {GROUP_M}u;"));
-    em.line(format!("const unsigned group_rows = min({tiles_m}u - first_m, {GROUP_M}u);"));
-    em.line(format!("const unsigned m0 = (first_m + p % {group}u % group_rows) * {bm}u;"));
-    em.line(format!("const unsigned n0 = p % {group}u / group_rows * {bn}u;"));
-    em.line("const unsigned tid = threadIdx.x;");
-    em.line("const unsigned lane = tid % 32u;");
-    em.line("const unsigned warp = tid / 32u;");
 }
