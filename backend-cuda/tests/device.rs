@@ -7,6 +7,8 @@
 //! Without a CUDA driver every test prints a skip line, unless `SINTER_REQUIRE_CUDA=1`, which makes
 //! a missing driver (or NVRTC) a failure.
 
+mod launch;
+
 use sinter_core::backend::{Backend, BackendError, DeviceTensor, Executable, LoadOptions, Mode};
 use sinter_core::compile::{CompileOptions, CompiledGraph, compile};
 use sinter_core::prelude::*;
@@ -17,24 +19,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-fn required() -> bool {
-    std::env::var("SINTER_REQUIRE_CUDA").is_ok_and(|v| v == "1")
-}
-
 /// The backend (outputs poisoned), or `None` with a skip line when there is no driver.
 fn backend(test: &str) -> Option<CudaBackend> {
-    match CudaBackend::new() {
-        Ok(mut b) => {
-            b.set_poison_outputs(true);
-            Some(b)
-        }
-        Err(e) => {
-            assert!(!required(), "SINTER_REQUIRE_CUDA=1 but the CUDA backend is unavailable: {e}");
-            assert!(matches!(e, BackendError::NoDevice(_)), "a missing driver must be NoDevice: {e:?}");
-            eprintln!("skipped {test}: {e}");
-            None
-        }
-    }
+    launch::cuda_backend(test)
 }
 
 /// One cache folder for the whole test binary (cubins compiled once, shared by every mode).

@@ -11,29 +11,17 @@
 //! Without a CUDA driver every test prints a skip line, unless `SINTER_REQUIRE_CUDA=1`.
 //! `cargo test -p sinter-cuda --test device_dynamic` on the H100.
 
-use sinter_core::backend::{Backend, BackendError, Mode};
+mod launch;
+
+use sinter_core::backend::{Backend, Mode};
 use sinter_core::compile::{CompileOptions, CompiledGraph, compile};
 use sinter_core::prelude::*;
-use sinter_cuda::CudaBackend;
 use std::sync::Arc;
 
 fn backend(test: &str, graph_updates: bool) -> Option<Arc<dyn Backend>> {
-    match CudaBackend::new() {
-        Ok(mut b) => {
-            b.set_poison_outputs(true);
-            b.set_graph_arg_updates(graph_updates);
-            Some(Arc::new(b))
-        }
-        Err(e) => {
-            assert!(
-                !std::env::var("SINTER_REQUIRE_CUDA").is_ok_and(|v| v == "1"),
-                "SINTER_REQUIRE_CUDA=1 but the CUDA backend is unavailable: {e}"
-            );
-            assert!(matches!(e, BackendError::NoDevice(_)), "{e:?}");
-            eprintln!("skipped {test}: {e}");
-            None
-        }
-    }
+    let mut b = launch::cuda_backend(test)?;
+    b.set_graph_arg_updates(graph_updates);
+    Some(Arc::new(b))
 }
 
 fn opts(mode: Mode) -> CompileOptions {

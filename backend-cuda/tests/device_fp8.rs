@@ -9,29 +9,16 @@
 //! Without a CUDA driver every test prints a skip line, unless `SINTER_REQUIRE_CUDA=1`, which makes
 //! a missing driver (or NVRTC) a failure.
 
-use sinter_core::backend::{Backend, BackendError, Mode};
+mod launch;
+
+use sinter_core::backend::{Backend, Mode};
 use sinter_core::compile::{CompileOptions, compile};
 use sinter_core::fp8::{E4M3, E5M2};
 use sinter_core::prelude::*;
-use sinter_cuda::CudaBackend;
 use std::sync::Arc;
 
 fn backend(test: &str) -> Option<Arc<dyn Backend>> {
-    match CudaBackend::new() {
-        Ok(mut b) => {
-            b.set_poison_outputs(true);
-            Some(Arc::new(b))
-        }
-        Err(e) => {
-            assert!(
-                !std::env::var("SINTER_REQUIRE_CUDA").is_ok_and(|v| v == "1"),
-                "SINTER_REQUIRE_CUDA=1 but the CUDA backend is unavailable: {e}"
-            );
-            assert!(matches!(e, BackendError::NoDevice(_)), "a missing driver must be NoDevice: {e:?}");
-            eprintln!("skipped {test}: {e}");
-            None
-        }
-    }
+    launch::cuda_backend(test).map(|b| Arc::new(b) as Arc<dyn Backend>)
 }
 
 fn opts(mode: Mode) -> CompileOptions {

@@ -9,32 +9,19 @@
 //! program set TF32 (`testsuite::tol_for`). Without a CUDA driver every test prints a skip line,
 //! unless `SINTER_REQUIRE_CUDA=1`.
 
-use sinter_core::backend::{Backend, BackendError, Mode};
+mod launch;
+
+use sinter_core::backend::{Backend, Mode};
 use sinter_core::compile::{CompileOptions, CompiledGraph, compile};
 use sinter_core::kernel::KernelBody;
 use sinter_core::prelude::*;
 use sinter_core::schedule::AllowTf32;
 use sinter_core::testsuite::{Tol, compare, tol_for};
 use sinter_core::workloads::{self, Scale};
-use sinter_cuda::CudaBackend;
 use std::sync::Arc;
 
 fn backend(test: &str) -> Option<Arc<dyn Backend>> {
-    match CudaBackend::new() {
-        Ok(mut b) => {
-            b.set_poison_outputs(true);
-            Some(Arc::new(b))
-        }
-        Err(e) => {
-            assert!(
-                !std::env::var("SINTER_REQUIRE_CUDA").is_ok_and(|v| v == "1"),
-                "SINTER_REQUIRE_CUDA=1 but the CUDA backend is unavailable: {e}"
-            );
-            assert!(matches!(e, BackendError::NoDevice(_)), "a missing driver must be NoDevice: {e:?}");
-            eprintln!("skipped {test}: {e}");
-            None
-        }
-    }
+    launch::cuda_backend(test).map(|b| Arc::new(b) as Arc<dyn Backend>)
 }
 
 fn opts(mode: Mode, tf32: AllowTf32) -> CompileOptions {

@@ -3,8 +3,9 @@
 #![allow(dead_code)]
 
 use sinter_core::HostTensor;
-use sinter_core::backend::DeviceBuffer;
+use sinter_core::backend::{BackendError, DeviceBuffer};
 use sinter_core::kernel::{BufferKind, Program};
+use sinter_cuda::CudaBackend;
 use sinter_cuda::device::{CudaBuffer, Device, Launch, Stream};
 use sinter_cuda::nvrtc::{self, Target};
 use sinter_cuda::render::{self, CudaCaps, Rendered, Tuning};
@@ -98,4 +99,24 @@ pub fn run_once(
         .zip(&b.outputs)
         .map(|(o, buf)| HostTensor::from_le_bytes(o.dtype, o.shape.clone(), &buf.read().unwrap()).unwrap())
         .collect()
+}
+
+/// The CUDA backend with outputs poisoned before every run, or `None` (a skip line) without a
+/// driver unless `SINTER_REQUIRE_CUDA=1`; a missing driver must be [`BackendError::NoDevice`].
+pub fn cuda_backend(test: &str) -> Option<CudaBackend> {
+    match CudaBackend::new() {
+        Ok(mut b) => {
+            b.set_poison_outputs(true);
+            Some(b)
+        }
+        Err(e) => {
+            assert!(
+                !std::env::var("SINTER_REQUIRE_CUDA").is_ok_and(|v| v == "1"),
+                "SINTER_REQUIRE_CUDA=1 but the CUDA backend is unavailable: {e}"
+            );
+            assert!(matches!(e, BackendError::NoDevice(_)), "a missing driver must be NoDevice: {e:?}");
+            eprintln!("skipped {test}: {e}");
+            None
+        }
+    }
 }
