@@ -121,6 +121,7 @@ pub fn plausible_tuning(t: &Tuning, caps: &CudaCaps) -> bool {
         && t.tile.is_none_or(|tile| render::check_tile(&tile, caps, DType::F32).is_ok())
         && (t.tile.is_none() || t.mma.is_none())
         && (t.library.is_none() || (t.tile.is_none() && t.mma.is_none() && t.block.is_none()))
+        && t.split_k.is_none_or(|s| (1..=render::MAX_SPLIT_K).contains(&s) && t.mma.is_some())
 }
 
 fn nvrtc_error(e: NvrtcError, source: &str) -> BackendError {
@@ -272,11 +273,12 @@ impl CudaBackend {
         }
         let r: Rendered = render::render(k, &self.cuda_caps, t)?;
         let cubin = self.compile(&r.name, &r.source, cubins)?;
-        self.load_kernel(k, t, r, &cubin, args)
+        self.load_kernel(k, t, r, &cubin, args, stream)
     }
 
     /// Loads the compiled `cubin` of `r` (kernel `k` rendered with `t`) with `args` in its
-    /// parameter array.
+    /// parameter array, followed by its private scratch ([`Rendered::scratch_bytes`], allocated
+    /// and zeroed on `stream`) where it has one.
     fn load_kernel(
         &self,
         k: &Kernel,
@@ -284,6 +286,7 @@ impl CudaBackend {
         r: Rendered,
         cubin: &nvrtc::Cubin,
         args: &[u64],
+        stream: &Arc<Stream>,
     ) -> Result<LoadedKernel, BackendError> {
         if args.len() != k.args.len() {
             return Err(BackendError::Device(format!(
@@ -294,7 +297,16 @@ impl CudaBackend {
             )));
         }
         let func = self.dev.load_function(&cubin.image, &r.name)?;
-        let launch = Launch::new(&self.dev, func, &r.name, r.grid, r.block, r.dynamic_shared_bytes, args)?;
+        let scratch = if r.scratch_bytes > 0 {
+            let b = stream.alloc(r.scratch_bytes)?;
+            stream.fill(b.ptr(), 0, r.scratch_bytes, &format!("{} scratch", k.name))?;
+            Some(b)
+        } else {
+            None
+        };
+        let mut params = args.to_vec();
+        params.extend(scratch.as_ref().map(|b| b.ptr()));
+        let launch = Launch::new(&self.dev, func, &r.name, r.grid, r.block, r.dynamic_shared_bytes, &params)?;
         let attrs = launch.attributes();
         let spill = nvrtc::resources(&cubin.log, &r.name).map_or(attrs.local_bytes, |x| x.spill_bytes);
         let resources = KernelResources {
@@ -308,6 +320,7 @@ impl CudaBackend {
             tuning: t.clone(),
             launch: library::Step::Kernel(launch),
             resources,
+            _scratch: scratch,
         })
     }
 
@@ -402,7 +415,7 @@ impl CudaBackend {
                         let cubin = compiled
                             .next()
                             .unwrap_or_else(|| Err(BackendError::Device(format!("{}: no compile result", k.name))))?;
-                        self.load_kernel(k, &t, r, &cubin, &args_of(k))?
+                        self.load_kernel(k, &t, r, &cubin, &args_of(k), &stream)?
                     }
                     None => match self.build_kernel(k, &t, &args_of(k), &cubins, &stream) {
                         // A plan the library refuses at load (no algorithm: e.g. an fp8 product its

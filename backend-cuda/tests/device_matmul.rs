@@ -68,3 +68,78 @@ fn matmul_matches_the_interpreter_with_every_tuning() {
         assert!(wgmma_runs > 0, "no wgmma tile ran on sm_90");
     }
 }
+
+/// `relu(conv(x, w) + b)` scheduled with the CUDA backend's options (implicit GEMM, TF32 for
+/// convolutions): the program and random inputs.
+fn conv_program(
+    xs: [usize; 4],
+    ws: [usize; 4],
+    stride: [usize; 2],
+    pad: [usize; 4],
+    dil: [usize; 2],
+    dt: DType,
+) -> (sinter_core::kernel::Program, Vec<HostTensor>) {
+    let g = sinter_core::trace::Graph::new();
+    let x = g.input("x", dt, xs);
+    let w = g.input("w", dt, ws);
+    let b = g.input("b", dt, [ws[0]]);
+    g.output(&x.conv2d(&w, Some(&b), stride, pad, dil, 1).relu());
+    let ir = sinter_core::passes::optimize(&g.build().expect("build")).expect("passes");
+    let p = sinter_core::schedule::schedule(&ir, &common::cuda_caps(), &common::cuda_options()).expect("schedule");
+    let ins = vec![
+        HostTensor::random(dt, xs.to_vec(), 11, -1.0, 1.0),
+        HostTensor::random(dt, ws.to_vec(), 12, -1.0, 1.0),
+        HostTensor::random(dt, vec![ws[0]], 13, -1.0, 1.0),
+    ];
+    (p, ins)
+}
+
+/// Implicit-GEMM convolutions (the im2col view in the loader: four columns per thread or one,
+/// split k with the tile counters reset between runs) at awkward shapes, TF32, bf16 and f16,
+/// every candidate tuning against the kernel-IR interpreter; each split-k kernel runs twice and
+/// the second run is checked (`launch::run_once`).
+#[test]
+fn implicit_conv_matches_the_interpreter_with_every_tuning() {
+    let Some(dev) = device("implicit conv") else { return };
+    let stream = dev.new_stream().unwrap();
+    let mut failures = Vec::new();
+    let mut split_runs = 0;
+    #[allow(clippy::type_complexity)]
+    let convs: [([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2]); 4] = [
+        ([2, 64, 7, 7], [96, 64, 3, 3], [1, 1], [1; 4], [1, 1]),
+        ([1, 3, 17, 17], [8, 3, 7, 7], [2, 2], [3; 4], [1, 1]),
+        ([3, 7, 9, 11], [16, 7, 3, 3], [1, 1], [2; 4], [2, 2]),
+        ([1, 130, 5, 6], [33, 130, 1, 1], [1, 1], [0; 4], [1, 1]),
+    ];
+    for (xs, ws, stride, pad, dil) in convs {
+        for dt in [DType::F32, DType::BF16, DType::F16] {
+            let (p, ins) = conv_program(xs, ws, stride, pad, dil, dt);
+            let what = format!("{dt} conv x{xs:?} w{ws:?} s{stride:?} p{pad:?} d{dil:?}");
+            let ki = p
+                .kernels
+                .iter()
+                .position(|k| matches!(&k.body, sinter_core::kernel::KernelBody::Matmul(m) if m.b.im2col.is_some()))
+                .unwrap_or_else(|| panic!("{what}: no implicit GEMM"));
+            assert_eq!(p.kernels.len(), 1, "{what}: one kernel");
+            let want = run_program(&p, &ins).unwrap_or_else(|e| panic!("{what}: interpreter: {e}"));
+            let bufs = Bufs {
+                inputs: ins.iter().map(|t| dev.upload_bytes(&t.to_le_bytes(), "input").unwrap()).collect(),
+                outputs: (0..p.outputs.len()).map(|i| stream.alloc(out_bytes(&p, i)).unwrap()).collect(),
+            };
+            let tunings = candidates(&p.kernels[ki], &caps(&dev));
+            let k = ws[1] * ws[2] * ws[3];
+            let tol = if dt == DType::F32 { Tol::sum(k, 1.0).tf32() } else { Tol::sum(k, 1.0).times(4.0) };
+            for (t, r, cubin) in build(&dev, &p, &tunings) {
+                let got = run_once(&dev, &stream, &p, &bufs, &r, &cubin);
+                let verdict = compare(&got, &want, tol);
+                split_runs += r.strategy.contains("split-k") as usize;
+                println!("{what:70} {:34} {}", r.strategy, if verdict.is_ok() { "ok" } else { "FAILED" });
+                if let Err(e) = verdict {
+                    failures.push(format!("{what} {t:?} ({}): {e}", r.strategy));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(split_runs > 0, "no split-k tuning ran");
+}

@@ -153,11 +153,12 @@ fn resnet18_runs_its_convolutions_as_implicit_gemms() {
 /// CUDA-core template (exact f32), each compiling without spills; one TF32 source snapshotted.
 #[test]
 fn implicit_templates_compile_at_resnet_sizes() {
-    let layers: [Conv; 4] = [
+    let layers: [Conv; 5] = [
         ([32, 3, 224, 224], [64, 3, 7, 7], [2, 2], [3; 4], [1, 1], 1),
         ([32, 64, 56, 56], [64, 64, 3, 3], [1, 1], [1; 4], [1, 1], 1),
         ([32, 128, 28, 28], [256, 128, 3, 3], [2, 2], [1; 4], [1, 1], 1),
         ([32, 256, 14, 14], [512, 256, 1, 1], [2, 2], [0; 4], [1, 1], 1),
+        ([32, 512, 7, 7], [512, 512, 3, 3], [1, 1], [1; 4], [1, 1], 1),
     ];
     let mut shown = String::new();
     for (i, &c) in layers.iter().enumerate() {
@@ -170,6 +171,10 @@ fn implicit_templates_compile_at_resnet_sizes() {
             let r = render::render(k, &CudaCaps::hopper(), &Tuning::default()).expect("render");
             assert!(r.strategy.starts_with("mma "), "{}", r.strategy);
             assert!(r.source.contains("B the implicit im2col view"), "{}", r.source);
+            // The last stage (512 x 1568 x 4608: 52 tiles of 128 x 128 for 132 SMs) splits k.
+            if i == 4 {
+                assert!(r.strategy.contains("mma 128x128") && r.strategy.contains("split-k 3"), "{}", r.strategy);
+            }
             compile(&r, true);
             if i == 1 && dt == DType::F32 {
                 assert!(r.source.contains("sinter_mma_tf32") && r.source.contains("sinter_cp_async4"));

@@ -29,6 +29,8 @@ pub(crate) struct LoadedKernel {
     /// Its launch (or library call).
     pub(crate) launch: Step,
     pub(crate) resources: KernelResources,
+    /// The kernel's private scratch ([`Rendered::scratch_bytes`]), bound after its arguments.
+    pub(crate) _scratch: Option<CudaBuffer>,
 }
 
 /// Device memory an executable binds.

@@ -275,9 +275,10 @@ pub(crate) fn build(
         dynamic_shared_bytes: 0,
         split: None,
         strategy,
+        scratch_bytes: 0,
     };
     let step = Step::Gemm(Box::new(GemmStep { plan, algo, args: args.to_vec(), gemm, epilogue }));
-    Ok(LoadedKernel { name: k.name.clone(), rendered, tuning: tuning.clone(), launch: step, resources })
+    Ok(LoadedKernel { name: k.name.clone(), rendered, tuning: tuning.clone(), launch: step, resources, _scratch: None })
 }
 
 /// The library candidates max-autotune times for `k` on a device of compute capability `sm`

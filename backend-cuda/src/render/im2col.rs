@@ -85,3 +85,153 @@ pub(super) fn tap(
     }
     (addr, (!inside.is_empty()).then(|| inside.join(" && ")))
 }
+
+/// The loop-invariant half of the tensor-core loader's im2col tap, for a thread that copies the
+/// same `count` output columns `first + j * step` of the B tile in every step: each column's
+/// image, output pixel and window origin, computed once before the pipeline into arrays indexed
+/// by `j` (`icol_in`: the column is inside the product; `iy0`, `ix0`: the window's padded origin;
+/// `ibase`: the element index of that origin, wrapping where the origin lies in the padding, in
+/// type `oty`). [`tap_row`] and [`tap_at`] finish a tap from its `k`.
+pub(super) fn columns(
+    em: &mut Emitter<'_>,
+    oty: &str,
+    op: &MatOperand,
+    base: &str,
+    (first, count, step): (&str, u32, u32),
+    n: usize,
+) {
+    let w: &Im2col = op.im2col.as_ref().expect("an im2col operand");
+    let pixels = w.pixels() as u64;
+    let ow = w.out_hw[1] as u64;
+    em.line(format!(
+        "// im2col columns of this thread, the same in every step: image, output pixel, window origin over {}x{ow}",
+        w.out_hw[0]
+    ));
+    em.line(format!("bool icol_in[{count}];"));
+    em.line(format!("int iy0[{count}], ix0[{count}];"));
+    em.line(format!("{oty} ibase[{count}];"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {count}u; ++j)"));
+    em.line(format!("const unsigned icol = {first} + j * {step}u;"));
+    em.line(format!("icol_in[j] = icol < {n}u;"));
+    let images = n as u64 > pixels && w.s_img != 0;
+    em.line(format!("const unsigned ip = icol % {pixels}u;"));
+    if images {
+        em.line(format!("const unsigned ii = icol / {pixels}u;"));
+    }
+    for (name, o, s, pad) in
+        [("iy0", format!("ip / {ow}u"), w.stride[0], w.pad[0]), ("ix0", format!("ip % {ow}u"), w.stride[1], w.pad[1])]
+    {
+        let scaled = if s == 1 { o } else { format!("{o} * {s}u") };
+        let sub = if pad == 0 { String::new() } else { format!(" - {pad}") };
+        em.line(format!("{name}[j] = (int)({scaled}){sub};"));
+    }
+    // The origin's element index in modular arithmetic: negative coordinates (padding) wrap, and
+    // adding a tap inside the image brings the sum back into range.
+    let wide = |v: &str, signed: bool| match (oty, signed) {
+        ("unsigned", _) => format!("(unsigned){v}"),
+        (_, true) => format!("({oty})(long long){v}"),
+        (_, false) => format!("({oty}){v}"),
+    };
+    let mut addr = base.to_string();
+    let s_img = if images { w.s_img } else { 0 };
+    for (v, s) in [(wide("ii", false), s_img), (wide("iy0[j]", true), w.s_y), (wide("ix0[j]", true), w.s_x)] {
+        match s {
+            0 => {}
+            1 => addr.push_str(&format!(" + {v}")),
+            s => addr.push_str(&format!(" + {v} * {}", lit(oty, s as u64))),
+        }
+    }
+    em.line(format!("ibase[j] = {addr};"));
+    em.close();
+}
+
+/// The part of an im2col tap that depends on `k` only ([`tap_row`]): the element offset from a
+/// column's `ibase` and the window offsets to add to its origin.
+pub(super) struct RowTap {
+    /// Element offset of the tap from the window origin, in the operand's index type.
+    offset: String,
+    /// Per window dimension (`iy`/`ix`): the offset variable added to the origin, and the extent
+    /// the coordinate must stay under; only the dimensions whose bound can fail.
+    bounds: Vec<(&'static str, String, usize)>,
+}
+
+/// Decomposes tap `gk` (a `k` index: channel, ky, kx) once for every column of [`columns`].
+pub(super) fn tap_row(em: &mut Emitter<'_>, oty: &str, op: &MatOperand, gk: &str) -> RowTap {
+    let w: &Im2col = op.im2col.as_ref().expect("an im2col operand");
+    let taps = (w.kernel[0] * w.kernel[1]) as u64;
+    let [kh, kw] = w.kernel.map(|d| d as u64);
+    let mut terms: Vec<(String, u64)> = Vec::new();
+    let mut bounds = Vec::new();
+    if w.channels > 1 {
+        let tc = if taps == 1 { gk.to_string() } else { format!("{gk} / {taps}u") };
+        em.line(format!("const unsigned tc = {tc};"));
+        terms.push(("tc".into(), w.s_chan as u64));
+    }
+    if taps > 1 {
+        let tr = if w.channels > 1 { format!("{gk} - tc * {taps}u") } else { gk.to_string() };
+        em.line(format!("const unsigned tr = {tr};"));
+    }
+    let ky = match (kh, kw) {
+        (1, _) => None,
+        (_, 1) => Some("tr".to_string()),
+        _ => Some(format!("tr / {kw}u")),
+    };
+    let kx = match (kh, kw) {
+        (_, 1) => None,
+        (1, _) => Some("tr".to_string()),
+        _ => Some(format!("tr - ky * {kw}u")),
+    };
+    for (name, coord, e, kext, d, s, pad, extent, out, stride) in [
+        ("ky", "iy", ky, kh, w.dilation[0], w.s_y, w.pad[0], w.in_hw[0], w.out_hw[0], w.stride[0]),
+        ("kx", "ix", kx, kw, w.dilation[1], w.s_x, w.pad[1], w.in_hw[1], w.out_hw[1], w.stride[1]),
+    ] {
+        let reach = (out as u64 - 1) * stride as u64 + (kext - 1) * d as u64;
+        let can_fail = pad > 0 || reach >= extent as u64;
+        let step = match e {
+            Some(e) => {
+                em.line(format!("const unsigned {name} = {e};"));
+                terms.push((name.to_string(), (d * s) as u64));
+                if d == 1 { format!("(int){name}") } else { format!("(int)({name} * {d}u)") }
+            }
+            None => String::new(),
+        };
+        if can_fail {
+            bounds.push((coord, step, extent));
+        }
+    }
+    let mut offset = String::new();
+    for (v, s) in terms {
+        let v = if oty == "unsigned" { v } else { format!("({oty}){v}") };
+        let t = match s {
+            0 => continue,
+            1 => v,
+            s => format!("{v} * {}", lit(oty, s)),
+        };
+        offset.push_str(if offset.is_empty() { "" } else { " + " });
+        offset.push_str(&t);
+    }
+    if offset.is_empty() {
+        offset = lit(oty, 0);
+    }
+    em.line(format!("const {oty} koff = {offset};"));
+    RowTap { offset: "koff".into(), bounds }
+}
+
+/// Emits the window coordinates of row tap `row` for column `j` (a C++ index into the arrays of
+/// [`columns`]) and returns `(address, inside)`: the element index and the condition under which
+/// it is read (the column inside the product and the tap inside the image; `gk < k` is the
+/// caller's).
+pub(super) fn tap_at(em: &mut Emitter<'_>, row: &RowTap, j: &str) -> (String, String) {
+    let mut inside = vec![format!("icol_in[{j}]")];
+    for (coord, step, extent) in &row.bounds {
+        let origin = format!("{coord}0[{j}]");
+        if step.is_empty() {
+            inside.push(format!("(unsigned){origin} < {extent}u"));
+        } else {
+            em.line(format!("const int {coord} = {origin} + {step};"));
+            inside.push(format!("(unsigned){coord} < {extent}u"));
+        }
+    }
+    (format!("ibase[{j}] + {}", row.offset), inside.join(" && "))
+}

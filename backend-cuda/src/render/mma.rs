@@ -347,12 +347,51 @@ pub(super) fn default_mma(mm: &MatmulBody, caps: &CudaCaps) -> MmaTile {
         order.push(MmaTile { bm: 64, bn: 128, bk: 32, warps_m: 2, warps_n: 2, stages: 3, engine: MmaEngine::MmaSync });
     }
     order.extend([MmaTile::LARGE, MmaTile::MEDIUM].map(half_k));
-    for t in order {
-        if tile_blocks(mm, t.bm, t.bn) >= u64::from(caps.sm_count.max(1)) && check_mma(&t, caps, mm).is_ok() {
+    for t in &order {
+        if tile_blocks(mm, t.bm, t.bn) >= u64::from(caps.sm_count.max(1)) && check_mma(t, caps, mm).is_ok() {
+            return *t;
+        }
+    }
+    // No tile fills the GPU with one block per output tile: the largest `mma.sync` tile that
+    // fits the product snugly, with its k walk split over blocks ([`default_split`]).
+    for t in [MmaTile::LARGE, MmaTile::MEDIUM].map(half_k) {
+        if snug(mm.m, t.bm) && snug(mm.n, t.bn) && default_split(mm, caps, &t) > 1 && check_mma(&t, caps, mm).is_ok() {
             return t;
         }
     }
     MmaTile::SMALL
+}
+
+/// Fewest k steps per split of a default split-k tiling.
+const MIN_SPLIT_STEPS: u64 = 8;
+
+/// Whether `t`'s grid leaves SMs without a block (where splitting k can help).
+pub(super) fn leaves_sms_idle(mm: &MatmulBody, caps: &CudaCaps, t: &MmaTile) -> bool {
+    t.engine == MmaEngine::MmaSync && tile_blocks(mm, t.bm, t.bn) < u64::from(caps.sm_count.max(1))
+}
+
+/// The default split of the k walk for tile `t` ([`Tuning::split_k`](super::Tuning::split_k)):
+/// 1 where the tile's blocks fill the GPU; else enough splits for one block per SM, keeping at
+/// least [`MIN_SPLIT_STEPS`] k steps per split (deep, narrow products: ResNet's last stages,
+/// 512 x 1568 x 4608 at batch 32, are 52 tiles of 128 x 128 for 132 SMs). Unmeasured choice,
+/// written before the first device run.
+pub(super) fn default_split(mm: &MatmulBody, caps: &CudaCaps, t: &MmaTile) -> u32 {
+    if !leaves_sms_idle(mm, caps, t) {
+        return 1;
+    }
+    let blocks = tile_blocks(mm, t.bm, t.bn).max(1);
+    let by_grid = u64::from(caps.sm_count.max(1)).div_ceil(blocks);
+    let by_depth = (mm.k as u64).div_ceil(u64::from(t.bk)) / MIN_SPLIT_STEPS;
+    let s = by_grid.min(by_depth).min(u64::from(super::MAX_SPLIT_K)) as u32;
+    if s >= 2 && split_scratch(mm, t, s).is_some() { s } else { 1 }
+}
+
+/// Bytes of scratch a split of `s` needs (partial sums of every split of every tile, then one
+/// counter per tile), `None` past 256 MiB.
+fn split_scratch(mm: &MatmulBody, t: &MmaTile, s: u32) -> Option<u64> {
+    let tiles = tile_blocks(mm, t.bm, t.bn);
+    let bytes = tiles * u64::from(s) * u64::from(t.bm * t.bn) * 4 + tiles * 4;
+    (bytes <= 256 << 20).then_some(bytes)
 }
 
 /// Renders `mm` on tensor cores with tile `tile`.
@@ -379,14 +418,30 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     let (wm, wn) = tile.warp_tile();
     let (mi, nj) = (wm / 16, wn / 8);
     let (tiles_m, tiles_n) = (m.div_ceil(u64::from(bm)), n.div_ceil(u64::from(bn)));
-    let blocks = tiles_m * tiles_n * batch;
+    let ktiles = kd.div_ceil(u64::from(bk));
+    let split = match t.split_k {
+        Some(s) => s,
+        None if t.mma.is_none() => default_split(mm, caps, &tile),
+        None => 1,
+    };
+    if split == 0 || split > super::MAX_SPLIT_K || u64::from(split) > ktiles.max(1) {
+        return Err(invalid(format!("split_k {split}: 1 to {} and at most the {ktiles} k steps", super::MAX_SPLIT_K)));
+    }
+    let scratch = if split > 1 {
+        split_scratch(mm, &tile, split)
+            .ok_or_else(|| invalid(format!("split_k {split}: over 256 MiB of partial sums")))?
+    } else {
+        0
+    };
+    let blocks = tiles_m * tiles_n * batch * u64::from(split);
     if blocks > i32::MAX as u64 {
         return Err(em.err(format!("{blocks} blocks exceed the grid limit")));
     }
     let (pa, pb) = plans(mm);
     let stage = stage_bytes(&tile, pa, pb);
     let shared = stage * stages;
-    let strategy = format!("mma {bm}x{bn}x{bk} w{warps_m}x{} s{stages}", tile.warps_n);
+    let sk = if split > 1 { format!(" split-k {split}") } else { String::new() };
+    let strategy = format!("mma {bm}x{bn}x{bk} w{warps_m}x{} s{stages}{sk}", tile.warps_n);
     let elem = pa.elem;
     let inst = match elem {
         Elem::Half => "mma.sync m16n8k16",
@@ -395,7 +450,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     let implicit = if mm.b.im2col.is_some() { ", B the implicit im2col view" } else { "" };
     let summary = format!(
         "tensor-core matmul batch {batch} x m {m} x n {n} x k {kd} ({} -> f32, {inst}), tile {bm}x{bn}x{bk}, \
-         {} warps of {wm}x{wn}, {stages} stages ({shared} bytes), A {}, B {}{implicit}, {blocks} blocks",
+         {} warps of {wm}x{wn}, {stages} stages ({shared} bytes), A {}, B {}{implicit}, {blocks} blocks{sk}",
         mm.in_dtype,
         threads / 32,
         pa.describe(),
@@ -403,19 +458,30 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     );
     let body = match Body::launch(blocks, threads, strategy, summary, Some(1), shared) {
         // Batches are outermost; inside one the tile order is swizzled (no prefix of rows).
-        Ok(b) if batch > 1 => {
-            b.with_split(GridSplit { unit: OuterUnit::MatmulBatch, per: 1, inner: tiles_m * tiles_n })
-        }
+        Ok(b) if batch > 1 => b.with_split(GridSplit {
+            unit: OuterUnit::MatmulBatch,
+            per: 1,
+            inner: tiles_m * tiles_n * u64::from(split),
+        }),
         Ok(b) => b,
         Err(empty) => return Ok(empty),
-    };
+    }
+    .with_scratch(scratch);
     em.h.need(if elem == Elem::Tf32 { H::MmaTf32 } else { H::Mma });
     em.line(format!("// {}", body.summary));
     em.line("extern __shared__ __align__(128) unsigned char smem[];");
-    emit_block_order(em, (tiles_m, tiles_n), (bm, bn));
+    if split > 1 {
+        em.line(format!("const unsigned ks = blockIdx.x % {split}u; // this block's part of the k walk"));
+    }
+    let pid = if split > 1 { format!("blockIdx.x / {split}u") } else { "blockIdx.x".to_string() };
+    emit_block_order(em, &pid, (tiles_m, tiles_n), (bm, bn));
     em.line(format!("const unsigned wm0 = warp % {warps_m}u * {wm}u; // the warp's rows in the tile"));
     em.line(format!("const unsigned wn0 = warp / {warps_m}u * {wn}u; // and columns"));
     emit_operand_bases(em, mm);
+    if let Some((c, q)) = im2col_columns(&tile, pb, mm) {
+        let oty = op_ity(em, &mm.b);
+        super::im2col::columns(em, oty, &mm.b, "b_base", (&format!("n0 + tid % {q}u"), c, q), mm.n);
+    }
     let a_stage = {
         let (r, c) = pa.dims(bm, bk);
         r * c * elem.bytes()
@@ -433,22 +499,30 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     em.close();
     em.close();
     em.close();
-    let ktiles = kd.div_ceil(u64::from(bk));
+    // Steps `kt` run from 0 to `steps`; the k step they copy is `k_first + kt`.
+    let (steps, kfirst) = if split > 1 {
+        let per = ktiles.div_ceil(u64::from(split));
+        em.line(format!("const unsigned k_first = ks * {per}u;"));
+        em.line(format!("const unsigned steps = min(k_first + {per}u, {ktiles}u) - min(k_first, {ktiles}u);"));
+        ("steps".to_string(), "k_first + ")
+    } else {
+        (format!("{ktiles}u"), "")
+    };
     em.line(format!("// prologue: the first {} steps in flight", stages - 1));
     em.line("#pragma unroll");
     em.open(format!("for (unsigned s = 0; s < {}u; ++s)", stages - 1));
-    em.open(format!("if (s < {ktiles}u)"));
-    load_stage(em, mm, &tile, (pa, pb), "s", "s")?;
+    em.open(format!("if (s < {steps})"));
+    load_stage(em, mm, &tile, (pa, pb), "s", &format!("{kfirst}s"))?;
     em.close();
     em.line("sinter_cp_async_commit();");
     em.close();
-    em.open(format!("for (unsigned kt = 0; kt < {ktiles}u; ++kt)"));
+    em.open(format!("for (unsigned kt = 0; kt < {steps}; ++kt)"));
     em.line(format!("sinter_cp_async_wait<{}>();", stages - 2));
     em.line("__syncthreads(); // step kt landed; every warp is done with step kt - 1's buffer");
     em.open("");
     em.line(format!("const unsigned nk = kt + {}u;", stages - 1));
-    em.open(format!("if (nk < {ktiles}u)"));
-    load_stage(em, mm, &tile, (pa, pb), &format!("nk % {stages}u"), "nk")?;
+    em.open(format!("if (nk < {steps})"));
+    load_stage(em, mm, &tile, (pa, pb), &format!("nk % {stages}u"), &format!("{kfirst}nk"))?;
     em.close();
     em.line("sinter_cp_async_commit();");
     em.close();
@@ -460,10 +534,68 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     }
     em.close();
     em.line("sinter_cp_async_wait<0>();");
+    if split > 1 {
+        split_k_sum(em, (mi, nj), tile.threads(), split, tiles_m * tiles_n * batch);
+    }
 
     let mfrag = Frag { mi, nj, row0: "m0 + wm0".into(), col0: "n0 + wn0".into(), acc: "acc[i][j][h * 2u + c]".into() };
     epilogue(em, mm, (bm, bn), &mfrag)?;
     Ok(body)
+}
+
+/// Split-k (serial reduction through the scratch, one kernel): every block of a tile stores its
+/// partial accumulators (f32, `[tile][split][element][thread]`, coalesced), fences and counts
+/// itself on the tile's counter; the block that brings the counter to `split` reads every
+/// split's partials back from L2 in split order (a sum independent of the order blocks finish
+/// in: deterministic), resets the counter to 0 for the next launch and runs the epilogue; the
+/// others return. `pid` is the tile (batch included), `ks` the block's split.
+fn split_k_sum(em: &mut Emitter<'_>, (mi, nj): (u32, u32), threads: u32, split: u32, tiles: u64) {
+    let per_block = mi * nj * 4 * threads;
+    em.line(format!("// ---- split-k: {split} partial sums per tile through the scratch; the last block adds them"));
+    em.line("__shared__ unsigned sinter_last;");
+    em.line(format!(
+        "unsigned* const tile_count = reinterpret_cast<unsigned*>(sinter_ws + {}u);",
+        tiles * u64::from(split) * u64::from(per_block)
+    ));
+    em.line(format!("float* const part = sinter_ws + pid * {}u;", split * per_block));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {nj}u; ++j)"));
+    em.line("#pragma unroll");
+    em.open("for (unsigned c = 0; c < 4u; ++c)");
+    em.line(format!("__stcg(&part[ks * {per_block}u + ((i * {nj}u + j) * 4u + c) * {threads}u + tid], acc[i][j][c]);"));
+    em.close();
+    em.close();
+    em.close();
+    em.line("__threadfence(); // the partials are visible device-wide before the count");
+    em.line("__syncthreads();");
+    em.open("if (tid == 0u)");
+    em.line(format!("sinter_last = atomicAdd(&tile_count[pid], 1u) == {}u;", split - 1));
+    em.close();
+    em.line("__syncthreads();");
+    em.open("if (!sinter_last)");
+    em.line("return;");
+    em.close();
+    em.line("__threadfence(); // every other split's partials are visible to this block");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {nj}u; ++j)"));
+    em.line("#pragma unroll");
+    em.open("for (unsigned c = 0; c < 4u; ++c)");
+    em.line("float sum = 0.0f;");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned q = 0; q < {split}u; ++q)"));
+    em.line(format!("sum += __ldcg(&part[q * {per_block}u + ((i * {nj}u + j) * 4u + c) * {threads}u + tid]);"));
+    em.close();
+    em.line("acc[i][j][c] = sum;");
+    em.close();
+    em.close();
+    em.close();
+    em.open("if (tid == 0u)");
+    em.line("tile_count[pid] = 0u; // zero again for the next launch");
+    em.close();
 }
 
 /// The inner loop over one pipeline step of bf16/f16 operands: `ldmatrix` fragments (`.trans` for
@@ -561,6 +693,73 @@ fn products(em: &mut Emitter<'_>, mi: u32, nj: u32, mma: &str) {
     em.close();
 }
 
+/// The columns per thread `c` and their stride `q = bn / c` where B is an implicit im2col
+/// operand whose loader keeps the same output columns per thread in every step: thread `tid`
+/// copies columns `tid % q + j q` (`j < c`) of rows `tid / q + l r`, `r = threads / q`, so
+/// consecutive threads read consecutive pixels (coalesced along an output row) and write
+/// consecutive shared words. The columns' image, pixel and window origin are computed once before
+/// the pipeline (`im2col::columns`), and each row's channel and window offset once for its `c`
+/// copies (`im2col::tap_row`): four columns where the tile's shape allows, else one, else `None`
+/// (the per-element loader).
+fn im2col_columns(t: &MmaTile, pb: OpPlan, mm: &MatmulBody) -> Option<(u32, u32)> {
+    if mm.b.im2col.is_none() || pb.kmajor || pb.loader == Loader::Vector {
+        return None;
+    }
+    let threads = t.threads();
+    [4u32, 1]
+        .into_iter()
+        .find(|&c| {
+            let q = t.bn / c;
+            t.bn.is_multiple_of(c) && threads.is_multiple_of(q) && t.bk.is_multiple_of(threads / q)
+        })
+        .map(|c| (c, t.bn / c))
+}
+
+/// The B tile of one step for an im2col operand with `c` columns per thread at stride `q`
+/// ([`im2col_columns`]): per row, the tap decomposed once, then one 4-byte `cp.async` (TF32) or
+/// scalar copy (16-bit) per column, zero in the padding and past the edges.
+fn im2col_stage(
+    em: &mut Emitter<'_>,
+    mm: &MatmulBody,
+    t: &MmaTile,
+    plan: OpPlan,
+    (dst, srow_len): (&str, u32),
+    (c, q): (u32, u32),
+) {
+    let op = &mm.b;
+    let r = t.threads() / q;
+    let bytes = plan.elem.bytes();
+    let oty = op_ity(em, op);
+    em.line(format!(
+        "// B tile: {} x {} im2col taps; thread: {c} columns {q} apart, rows tid / {q} + {r} l; {}",
+        t.bk,
+        t.bn,
+        if plan.loader == Loader::Async4 { "4-byte copies" } else { "elements" }
+    ));
+    em.line("#pragma unroll 2");
+    em.open(format!("for (unsigned l = 0; l < {}u; ++l)", t.bk / r));
+    em.line(format!("const unsigned sr = tid / {q}u + l * {r}u;"));
+    em.line("const unsigned gk = k0 + sr;");
+    let row = super::im2col::tap_row(em, oty, op, "gk");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {c}u; ++j)"));
+    let (addr, inside) = super::im2col::tap_at(em, &row, "j");
+    em.line(format!("const bool in = gk < {}u && {inside};", mm.k));
+    em.line(format!("const {oty} off = in ? {addr} : {};", lit(oty, 0)));
+    let sdst = format!("{dst} + (sr * {srow_len}u + tid % {q}u + j * {q}u) * {bytes}u");
+    if plan.loader == Loader::Async4 {
+        em.line(format!("sinter_cp_async4({sdst}, &a{}[off], in ? 4u : 0u);", op.arg));
+    } else {
+        em.line(format!(
+            "const unsigned short x = in ? reinterpret_cast<const unsigned short*>(a{})[off] : (unsigned short)0;",
+            op.arg
+        ));
+        em.line(format!("asm volatile(\"st.shared.u16 [%0], %1;\\n\" :: \"r\"({sdst}), \"h\"(x) : \"memory\");"));
+    }
+    em.close();
+    em.close();
+}
+
 /// Copies step `kstep` (k offset `kstep * bk`) of both operands into stage `slot`.
 fn load_stage(
     em: &mut Emitter<'_>,
@@ -578,6 +777,7 @@ fn load_stage(
         r * c * bytes
     };
     em.open("");
+    let kstep = if kstep.contains(' ') { format!("({kstep})") } else { kstep.to_string() };
     em.line(format!("const unsigned k0 = {kstep} * {}u;", t.bk));
     em.line(format!("const unsigned st = s_base + {slot} * {stage}u;"));
     for (which, op, plan) in [("a", &mm.a, pa), ("b", &mm.b, pb)] {
@@ -587,6 +787,12 @@ fn load_stage(
         let cols = srow_len - plan.elem.pad(plan.kmajor);
         let dst = if which == "a" { "st".to_string() } else { format!("st + {a_stage}u") };
         let oty = op_ity(em, op);
+        if which == "b"
+            && let Some(cq) = im2col_columns(t, plan, mm)
+        {
+            im2col_stage(em, mm, t, plan, (&dst, srow_len), cq);
+            continue;
+        }
         let vector = plan.loader == Loader::Vector;
         let per = if vector { plan.elem.per_copy() as u32 } else { 1 };
         let units = srows * cols / per;
@@ -734,9 +940,9 @@ pub(super) fn epilogue(
 /// The block order of the tensor-core templates: groups of [`GROUP_M`] tile rows, column-major
 /// inside a group (consecutive blocks share B columns and A rows in L2), batch outermost; declares
 /// `batch`, `m0`, `n0` (the tile's origin), `tid`, `lane` and `warp`.
-pub(super) fn emit_block_order(em: &mut Emitter<'_>, (tiles_m, tiles_n): (u64, u64), (bm, bn): (u32, u32)) {
+pub(super) fn emit_block_order(em: &mut Emitter<'_>, pid: &str, (tiles_m, tiles_n): (u64, u64), (bm, bn): (u32, u32)) {
     let per_batch = tiles_m * tiles_n;
-    em.line("const unsigned pid = blockIdx.x;");
+    em.line(format!("const unsigned pid = {pid};"));
     em.decl("batch", format!("const unsigned batch = pid / {per_batch}u;"));
     em.line(format!("const unsigned p = pid % {per_batch}u;"));
     let group = GROUP_M * tiles_n;

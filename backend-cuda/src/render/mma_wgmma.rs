@@ -147,7 +147,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, t: &Tuning, tile: &M
     em.h.need(H::WgmmaMma { n: bn, rs: false, trans_b, f16 });
     em.line(format!("// {}", body.summary));
     em.line("extern __shared__ __align__(1024) unsigned char smem[];");
-    emit_block_order(em, (tiles_m, tiles_n), (bm, bn));
+    emit_block_order(em, "blockIdx.x", (tiles_m, tiles_n), (bm, bn));
     em.line("const unsigned wg = warp / 4u; // the warpgroup: rows 64 wg .. of the tile");
     emit_operand_bases(em, mm);
     em.line("const unsigned s_base = ((unsigned)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;");

@@ -149,7 +149,16 @@ pub struct Tuning {
     /// tensor-core template ([`tc_applies`]).
     #[serde(default)]
     pub attn: Option<AttnTile>,
+    /// Matmuls on the `mma.sync` template: split the k walk over this many blocks per output
+    /// tile (1 to [`MAX_SPLIT_K`], at most one per k step), the tile's last block adding the
+    /// partial sums in split order before the epilogue (`None`: [`MmaTile`]'s default for the
+    /// shape where the tile is the default one, else 1).
+    #[serde(default)]
+    pub split_k: Option<u32>,
 }
+
+/// The most blocks one output tile's k walk is split over ([`Tuning::split_k`]).
+pub const MAX_SPLIT_K: u32 = 16;
 
 /// A rendered kernel.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -173,6 +182,13 @@ pub struct Rendered {
     /// block order of a tensor-core product of one batch).
     #[serde(default)]
     pub split: Option<GridSplit>,
+    /// Bytes of device memory private to this kernel, passed as one more parameter after the
+    /// arguments (`float* __restrict__ sinter_ws`), zeroed once before the first launch: the
+    /// kernel leaves the parts it needs zero (split-k tile counters) zero again at the end of
+    /// every launch and writes the rest (partial sums) before reading it, so launches on one
+    /// stream reuse it. 0: no such parameter.
+    #[serde(default)]
+    pub scratch_bytes: u64,
 }
 
 /// Errors of the renderer.
@@ -220,6 +236,8 @@ pub(crate) struct Body {
     dynamic_shared: u32,
     /// How the blocks cover the outermost extent.
     split: Option<GridSplit>,
+    /// Private zeroed scratch bytes ([`Rendered::scratch_bytes`]).
+    scratch: u64,
 }
 
 impl Body {
@@ -242,6 +260,7 @@ impl Body {
             min_blocks,
             dynamic_shared: shared,
             split: None,
+            scratch: 0,
         };
         if blocks == 0 { Err(Body { grid: [0, 1, 1], dynamic_shared: 0, ..body }) } else { Ok(body) }
     }
@@ -249,6 +268,11 @@ impl Body {
     /// The body with blocks covering its outer extent as `split` says.
     fn with_split(self, split: GridSplit) -> Body {
         Body { split: Some(split), ..self }
+    }
+
+    /// The body with `bytes` of private zeroed scratch ([`Rendered::scratch_bytes`]).
+    fn with_scratch(self, bytes: u64) -> Body {
+        Body { scratch: bytes, ..self }
     }
 }
 
@@ -319,9 +343,10 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
     };
     src.push_str(&format!("extern \"C\" __global__ void __launch_bounds__({bounds}) {name}("));
     let n = k.args.len();
+    let scratch = body.scratch > 0;
     for (i, a) in k.args.iter().enumerate() {
         let (cv, what) = if a.access == Access::Read { ("const ", "read") } else { ("", "written") };
-        let sep = if i + 1 < n { "," } else { ")" };
+        let sep = if i + 1 < n || scratch { "," } else { ")" };
         src.push_str(&format!(
             "\n    {cv}{}* __restrict__ a{i}{sep} // {}[{}] (b{}), {what}",
             types::storage(a.dtype),
@@ -330,7 +355,12 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
             a.buffer.0
         ));
     }
-    if n == 0 {
+    if scratch {
+        src.push_str(&format!(
+            "\n    float* __restrict__ sinter_ws) // {} bytes of private scratch, zero between launches",
+            body.scratch
+        ));
+    } else if n == 0 {
         src.push(')');
     }
     src.push_str("\n{\n");
@@ -344,6 +374,7 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         dynamic_shared_bytes: body.dynamic_shared,
         strategy: body.strategy,
         split: body.split,
+        scratch_bytes: body.scratch,
     })
 }
 
@@ -387,6 +418,13 @@ pub fn candidates(k: &Kernel, caps: &CudaCaps) -> Vec<Tuning> {
         KernelBody::Matmul(mm) if mma_applies(mm, caps).is_ok() => {
             for t in MmaTile::WGMMA_CANDIDATES.into_iter().chain(MmaTile::CANDIDATES) {
                 all.push(Tuning { mma: Some(t), ..Tuning::default() });
+            }
+            // The k walk split over blocks (products whose tiles leave SMs idle; refused where k
+            // is too shallow for the split).
+            for t in MmaTile::CANDIDATES.into_iter().filter(|t| mma::leaves_sms_idle(mm, caps, t)) {
+                for split_k in [2, 3, 4, 8] {
+                    all.push(Tuning { mma: Some(t), split_k: Some(split_k), ..Tuning::default() });
+                }
             }
         }
         KernelBody::Matmul(_) => {

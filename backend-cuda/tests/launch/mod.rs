@@ -85,13 +85,30 @@ pub fn run_once(
     r: &Rendered,
     cubin: &[u8],
 ) -> Vec<HostTensor> {
-    for (i, o) in b.outputs.iter().enumerate() {
-        stream.fill(o.ptr(), 0x7f, out_bytes(p, i), "poison").unwrap();
-    }
+    let poison = || {
+        for (i, o) in b.outputs.iter().enumerate() {
+            stream.fill(o.ptr(), 0x7f, out_bytes(p, i), "poison").unwrap();
+        }
+    };
+    poison();
     if r.grid[0] > 0 {
         let f = dev.load_function(cubin, &r.name).unwrap();
-        let l = Launch::new(dev, f, &r.name, r.grid, r.block, r.dynamic_shared_bytes, &args(p, b)).unwrap();
+        let mut params = args(p, b);
+        // A kernel with private scratch (split-k counters) must leave it reusable: it runs twice,
+        // outputs poisoned again in between, and the second run is the one checked.
+        let scratch = (r.scratch_bytes > 0).then(|| stream.alloc(r.scratch_bytes).unwrap());
+        if let Some(s) = &scratch {
+            stream.fill(s.ptr(), 0, r.scratch_bytes, "scratch").unwrap();
+            params.push(s.ptr());
+        }
+        let l = Launch::new(dev, f, &r.name, r.grid, r.block, r.dynamic_shared_bytes, &params).unwrap();
         l.launch(stream).unwrap();
+        if scratch.is_some() {
+            stream.synchronize("first run").unwrap();
+            poison();
+            l.launch(stream).unwrap();
+        }
+        stream.synchronize("run").unwrap();
     }
     stream.synchronize("attention").unwrap();
     p.outputs
