@@ -6,11 +6,13 @@
 //! A block of `nc + 1` warpgroups (`nc = bm / 64`, one to three) owns `bm` query rows. Warpgroups
 //! `0 .. nc` are consumers: warpgroup `w` owns rows `64 w ..` (its warps hold them as the other
 //! `wgmma` tiles do). Warpgroup `nc` is the producer: it only copies K and V tiles (16-byte
-//! `cp.async`, zero rows past `kv`) into a ring of `stages` buffers. With two or three consumers
-//! the producer gives registers up (`setmaxnreg.dec` to [`PRODUCER_REGS`]) and the consumers take
-//! them (`setmaxnreg.inc` to [`consumer_regs`]); the kernel's `__launch_bounds__(threads, 1)`
-//! caps the registers at entry, and the two counts are chosen so that the block's registers after
-//! the exchange never exceed those it was launched with (else `setmaxnreg.inc` would wait forever).
+//! `cp.async`, zero rows past `kv`) into a ring of `stages` buffers. The producer gives registers
+//! up (`setmaxnreg.dec` to [`PRODUCER_REGS`]) and the consumers take them (`setmaxnreg.inc` to
+//! [`consumer_regs`]); the kernel's `__launch_bounds__(threads, min_blocks)` caps the registers
+//! at entry (one block per SM with two or three consumers; two with one consumer, so that two
+//! blocks' warpgroups can alternate on an SM as the one-warpgroup `wgmma` tiles do), and the two
+//! counts are chosen so that the block's registers after the exchange never exceed those it was
+//! launched with (else `setmaxnreg.inc` would wait forever).
 //!
 //! # Synchronization
 //! * **Start**: thread 0 initializes the `mbarrier`s, every consumer thread issues its share of
@@ -63,20 +65,22 @@ use super::emit::Emitter;
 /// Registers per thread the producer warpgroup keeps (`setmaxnreg.dec`).
 pub const PRODUCER_REGS: u32 = 40;
 
-/// Registers per thread at entry with `nc` consumer warpgroups (65536 over the block's threads,
-/// rounded down to 8 and at most 255; ptxas gives each thread at most this).
+/// Blocks per SM the kernel keeps registers for (`__launch_bounds__`' second argument) with `nc`
+/// consumer warpgroups.
+pub(super) fn min_blocks(nc: u32) -> u32 {
+    if nc == 1 { 2 } else { 1 }
+}
+
+/// Registers per thread at entry with `nc` consumer warpgroups (65536 over the threads of
+/// [`min_blocks`] blocks, rounded down to 8; ptxas gives each thread at most this).
 fn entry_regs(nc: u32) -> u32 {
-    (65536 / (128 * (nc + 1))).min(255) / 8 * 8
+    (65536 / (128 * (nc + 1) * min_blocks(nc))).min(255) / 8 * 8
 }
 
 /// Registers per thread of a consumer with `nc` consumer warpgroups: what the producer gives up,
-/// shared out, rounded down to 8 (`setmaxnreg` takes multiples of 8 up to 256). With one consumer
-/// the kernel needs no exchange (255 registers at entry) and this is the entry count.
+/// shared out, rounded down to 8 (`setmaxnreg` takes multiples of 8 up to 256).
 pub fn consumer_regs(nc: u32) -> u32 {
-    if nc <= 1 {
-        return entry_regs(nc);
-    }
-    ((entry_regs(nc) * (nc + 1) - PRODUCER_REGS) / nc / 8 * 8).min(256)
+    ((entry_regs(nc) * (nc + 1) - PRODUCER_REGS) / nc.max(1) / 8 * 8).min(256)
 }
 
 /// Accumulator registers (S, O and P per thread) a consumer may hold beside its addresses, Q
@@ -152,9 +156,7 @@ pub(super) fn prologue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, ty
     em.line("__syncthreads(); // the mbarriers are initialized (the block's only full barrier)");
     // The producer.
     em.open(format!("if (wg == {nc}u)"));
-    if nc > 1 {
-        em.line(format!("sinter_setmaxnreg_dec<{PRODUCER_REGS}>();"));
-    }
+    em.line(format!("sinter_setmaxnreg_dec<{PRODUCER_REGS}>();"));
     em.line(format!("const unsigned ptid = tid - {}u;", 128 * nc));
     em.line(format!("// the first {stages} tiles, one cp.async group each, then signalled in order"));
     em.line("#pragma unroll 1");
@@ -181,12 +183,12 @@ pub(super) fn prologue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, ty
     em.close();
     // The consumers: their Q rows.
     em.open("else");
-    if nc > 1 {
-        em.line(format!("sinter_setmaxnreg_inc<{}>();", consumer_regs(nc)));
-    }
+    em.line(format!("sinter_setmaxnreg_inc<{}>();", consumer_regs(nc)));
     em.line("sinter_cp_async_wait<0>(); // this thread's Q copies");
     em.line("sinter_fence_async_shared();");
-    em.line(format!("sinter_bar_sync<128>({}u + wg); // the warpgroup's Q rows landed", 1 + nc));
+    // (One consumer: a constant id, so that ptxas reserves only the barriers the block uses.)
+    let qbar = if nc == 1 { "2u".to_string() } else { format!("{}u + wg", 1 + nc) };
+    em.line(format!("sinter_bar_sync<128>({qbar}); // the warpgroup's Q rows landed"));
 }
 
 /// The consumers' loop over key tiles (see the module docs), from Q in shared memory and `o`,
@@ -290,13 +292,17 @@ mod tests {
 
     #[test]
     fn the_register_exchange_fits_the_blocks_registers() {
-        for nc in 2..=3 {
+        for nc in 1..=3 {
             let entry = 128 * (nc + 1) * entry_regs(nc);
             let after = 128 * PRODUCER_REGS + 128 * nc * consumer_regs(nc);
-            assert!(after <= entry && entry <= 65536, "nc {nc}: {after} registers after, {entry} at entry");
+            assert!(
+                after <= entry && entry * min_blocks(nc) <= 65536,
+                "nc {nc}: {after} registers after, {entry} at entry"
+            );
             assert_eq!(consumer_regs(nc) % 8, 0);
             assert!((24..=256).contains(&consumer_regs(nc)) && consumer_regs(nc) > entry_regs(nc));
         }
+        assert_eq!((entry_regs(1), consumer_regs(1)), (128, 216));
         assert_eq!((entry_regs(2), consumer_regs(2)), (168, 232));
         assert_eq!((entry_regs(3), consumer_regs(3)), (128, 152));
         assert_eq!(PRODUCER_REGS % 8, 0);

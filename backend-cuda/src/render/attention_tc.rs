@@ -77,7 +77,8 @@ pub(super) fn render(
             None => String::new(),
         },
     );
-    let body = match Body::launch(blocks, threads, strategy, summary, Some(1), shared) {
+    let min_blocks = if pingpong { super::attention_pingpong::min_blocks(bm / 64) } else { 1 };
+    let body = match Body::launch(blocks, threads, strategy, summary, Some(min_blocks), shared) {
         Ok(b) => b.with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: 1, inner: tiles_m }),
         Err(empty) => return Ok(empty),
     };

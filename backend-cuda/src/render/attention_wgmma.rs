@@ -17,6 +17,8 @@
 //!   issued together, S is waited for alone (groups complete in order), the softmax of tile `kt + 1`
 //!   runs while P V is in flight, then O is rescaled and P replaced. Three tiles are in the ring:
 //!   `kt` (read by P V), `kt + 1` (read by S) and `kt + 2` (being copied).
+//! * [`AttnEngine::WgmmaPingPong`] (`attention_pingpong`): the overlapped loop per consumer
+//!   warpgroup, fed by a producer warpgroup through `mbarrier`s instead of block-wide barriers.
 //!
 //! Measured on an H100 (bf16, `device_cuda.sh attention`, same call): b8 h16 s1024 d64 0.100 ms
 //! with one warpgroup of 64 rows and 128 keys (342 TFLOP/s; overlapped 64x64 four stages 0.103;
