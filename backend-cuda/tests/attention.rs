@@ -29,7 +29,8 @@ fn nvrtc_here() -> bool {
     }
 }
 
-/// Compiles `r`: no error, no warning, no spill, no stack frame, no serialized `wgmma`.
+/// Compiles `r`: no error, no warning, no spill, no stack frame, no serialized `wgmma`, and a
+/// warp-specialized tile at its register cap.
 fn compile(what: &str, r: &Rendered) -> String {
     let c = nvrtc::compile(&r.name, &r.source, &Target::hopper())
         .unwrap_or_else(|e| panic!("{what}: {} does not compile: {e}\n{}", r.name, r.source));
@@ -42,6 +43,16 @@ fn compile(what: &str, r: &Rendered) -> String {
     // ptxas's C7514: the wgmma pipeline serialized (accumulators read between issue and wait).
     if c.log.contains("C7514") {
         return format!("SPILL {what} ({}): wgmma serialized (C7514)", r.strategy);
+    }
+    // A warp-specialized tile's register exchange (setmaxnreg) counts on the kernel starting with
+    // exactly its launch bounds' cap: with fewer, the consumers' setmaxnreg.inc would wait forever.
+    let consumers =
+        r.strategy.strip_prefix("attention wgmma-pp ").and_then(|s| s.split(" wg").nth(1)?.split('+').next());
+    if let Some(nc) = consumers {
+        let want = if nc == "2" { 168 } else { 128 };
+        if res.registers != want {
+            return format!("SPILL {what} ({}): {} registers at entry, not {want}", r.strategy, res.registers);
+        }
     }
     format!("{what}: {} {res:?}", r.strategy)
 }

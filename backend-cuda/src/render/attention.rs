@@ -29,7 +29,8 @@
 //! `mma.sync` issued at about 38% of the tensor pipe with 8 warps per SM (ncu). What torch's Hopper
 //! kernels had beyond ours: TMA loads by a producer warp, and two consumer warpgroups taking
 //! turns between softmax and products; [`AttnEngine::WgmmaPingPong`] adds the second and the
-//! producer (with `cp.async`, not TMA), not yet measured on a device, so no default picks it. Computing the next tile's `Q Kᵀ` before this tile's softmax
+//! producer (with `cp.async`, not TMA), not yet measured on a device, so no default picks it.
+//! Computing the next tile's `Q Kᵀ` before this tile's softmax
 //! on `mma.sync` (a second S in registers) was tried and measured slower (d64: 0.193 ms against
 //! 0.148; 255 registers); on `wgmma` the same overlap wins at d128 (0.411 against 0.433) because
 //! the products run asynchronously, but only once no branch separates a product from its wait
