@@ -155,7 +155,6 @@ for (b, h, s, kv, d, causal) in [(8, 16, 1024, 1024, 64, False), (8, 16, 2048, 2
     print(f"torch sdpa b{b} h{h} s{s} kv{kv} d{d} causal={causal}: {ms:.4f} ms {fl / ms / 1e9:.1f} TFLOP/s")
 EOF3
 fi
-step done
 
 if [ "$part" = attention-bench ]; then
   AW=${AW:-attention_b8h16s1024d64_bf16,attention_causal_b8h16s2048d128_bf16,attention_decode_b32h32kv4096d128_bf16}
@@ -260,3 +259,4 @@ if [ "$part" = attention-unfused ]; then
       --json "$OUT/attn-$b-unfused.json" 2>&1 | tail -4
   done
 fi
+step done
