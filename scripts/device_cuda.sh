@@ -15,6 +15,15 @@
 #                                   # suite's attention cases and the exported transformers on cuda,
 #                                   # then sinter bench (cuda default / max-autotune, wgsl) on the
 #                                   # attention workloads beside torch_anchor.py in the same call
+#   scripts/device_cuda.sh attention-check # every attention template and tuning (every engine)
+#                                   # vs the interpreter, poisoned outputs, under a timeout that
+#                                   # names a hung kernel (TEST_TIMEOUT, default 540 s)
+#   scripts/device_cuda.sh attention-engines # every attention engine and tile (mma.sync, wgmma,
+#                                   # overlapped, ping-pong) timed at the benchmark shapes, rendered
+#                                   # kernels launched directly (.cudatest/device_attention)
+#   scripts/device_cuda.sh attention-autotune # sinter bench on the two bf16 attention workloads:
+#                                   # default, then max-autotune with every candidate's time
+#                                   # (SINTER_LOG=autotune, fresh cache), beside torch's SDPA
 #   scripts/device_cuda.sh attention-unfused # the attention workloads fused and unfused
 #                                   # (SINTER_FUSE_ATTENTION=0) on cuda and wgsl in one call
 #   scripts/device_cuda.sh all
@@ -146,7 +155,6 @@ for (b, h, s, kv, d, causal) in [(8, 16, 1024, 1024, 64, False), (8, 16, 2048, 2
     print(f"torch sdpa b{b} h{h} s{s} kv{kv} d{d} causal={causal}: {ms:.4f} ms {fl / ms / 1e9:.1f} TFLOP/s")
 EOF3
 fi
-step done
 
 if [ "$part" = attention-bench ]; then
   AW=${AW:-attention_b8h16s1024d64_bf16,attention_causal_b8h16s2048d128_bf16,attention_decode_b32h32kv4096d128_bf16}
@@ -190,6 +198,58 @@ for r in json.load(open(sys.argv[1]))["results"]:
 EOF4
 fi
 
+if [ "$part" = attention-engines ]; then
+  t=$(ls .cudatest/device_attention* 2>/dev/null | head -1)
+  step "attention: every engine and tile at the benchmark shapes (median of 5 x 20 launches)"
+  timeout "${TEST_TIMEOUT:-540}" "$t" --ignored --nocapture --test-threads=1 attention_timing >"$OUT/attention-timing.log" 2>&1 \
+    || echo "   timing exited $? (124: timed out, a kernel hung: the next tuning after the last line)"
+  grep TFLOP "$OUT/attention-timing.log" | awk '{a[NR]=$0} END {for (i = NR / 2 + 1; i <= NR; i++) print a[i]}' | grep -v "^decode"
+  grep -E "panicked" -A3 "$OUT/attention-timing.log" | head -8
+fi
+if [ "$part" = attention-autotune ]; then
+  AW=${AW:-attention_b8h16s1024d64_bf16,attention_causal_b8h16s2048d128_bf16}
+  step "sinter bench: default, then max-autotune with every candidate's time (fresh cache)"
+  "$BIN" bench --backend cuda --no-calibrate --no-cache --workload "$AW" --json "$OUT/attn-default.json" 2>&1 | tail -4
+  SINTER_CACHE_DIR=$(mktemp -d) SINTER_LOG=autotune timeout 420 "$BIN" bench --backend cuda --mode max-autotune \
+    --no-calibrate --workload "$AW" --json "$OUT/attn-autotune.json" >"$OUT/attn-autotune.txt" 2>&1 || echo "   exited $?"
+  python3 - "$OUT/attn-autotune.txt" <<'EOF6'
+import re, sys
+rows = []
+for line in open(sys.argv[1], errors="replace"):
+    m = re.search(r"(\S+): Tuning \{.*?(attn: Some\((AttnTile \{[^}]*\})\)|block: Some\((\d+)\)).*?: (\d+) ns$", line.strip())
+    if m and (m.group(3) or "attention" in m.group(1)):
+        rows.append((m.group(1), int(m.group(5)), m.group(3) or f"rows/decode block {m.group(4)}"))
+    elif "chose" in line and "attention" in line:
+        print("  ", line.strip().split("sinter::autotune: ")[-1][:200])
+for k, ns, t in sorted(rows):
+    print(f"   {k:16} {ns / 1e6:8.4f} ms  {t}")
+EOF6
+  tail -4 "$OUT/attn-autotune.txt"
+  step "torch SDPA (flash) at the same shapes"
+  PYTHONUNBUFFERED=1 timeout 120 python3 - <<'EOF5' 2>&1 | tail -3
+import torch, torch.nn.functional as F
+for (b, h, s, d, causal) in [(8, 16, 1024, 64, False), (8, 16, 2048, 128, True)]:
+    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    for _ in range(3): f()
+    torch.cuda.synchronize(); ts = []
+    for _ in range(5):
+        a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(20): f()
+        e.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(e) / 20)
+    print(f"torch sdpa b{b} h{h} s{s} d{d} causal={causal}: {sorted(ts)[2]:.4f} ms")
+EOF5
+fi
+if [ "$part" = attention-check ]; then
+  t=$(ls .cudatest/device_attention* 2>/dev/null | head -1)
+  step "attention: every template and tuning vs the interpreter (poisoned outputs)"
+  timeout "${TEST_TIMEOUT:-540}" "$t" --test-threads=1 --nocapture attention_matches >"$OUT/test-attention.log" 2>&1; rc=$?
+  grep -cE " ok$" "$OUT/test-attention.log"; grep -E "FAILED|panicked|per engine|^test result" "$OUT/test-attention.log" | head -30
+  [ $rc -eq 0 ] || echo "   $t exited $rc (124: timed out, a kernel hung: the last line names its case and tuning)"
+  [ $rc -eq 124 ] && tail -c 300 "$OUT/test-attention.log"
+fi
+
 if [ "$part" = attention-unfused ]; then
   AW=${AW:-attention_b8h16s1024d64_bf16,attention_causal_b8h16s2048d128_bf16,attention_decode_b32h32kv4096d128_bf16}
   for b in cuda wgsl; do
@@ -199,3 +259,4 @@ if [ "$part" = attention-unfused ]; then
       --json "$OUT/attn-$b-unfused.json" 2>&1 | tail -4
   done
 fi
+step done

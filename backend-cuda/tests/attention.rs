@@ -29,7 +29,8 @@ fn nvrtc_here() -> bool {
     }
 }
 
-/// Compiles `r`: no error, no warning, no spill, no stack frame, no serialized `wgmma`.
+/// Compiles `r`: no error, no warning, no spill, no stack frame, no serialized `wgmma`, and a
+/// warp-specialized tile at its register cap.
 fn compile(what: &str, r: &Rendered) -> String {
     let c = nvrtc::compile(&r.name, &r.source, &Target::hopper())
         .unwrap_or_else(|e| panic!("{what}: {} does not compile: {e}\n{}", r.name, r.source));
@@ -42,6 +43,16 @@ fn compile(what: &str, r: &Rendered) -> String {
     // ptxas's C7514: the wgmma pipeline serialized (accumulators read between issue and wait).
     if c.log.contains("C7514") {
         return format!("SPILL {what} ({}): wgmma serialized (C7514)", r.strategy);
+    }
+    // A warp-specialized tile's register exchange (setmaxnreg) counts on the kernel starting with
+    // exactly its launch bounds' cap: with fewer, the consumers' setmaxnreg.inc would wait forever.
+    let consumers =
+        r.strategy.strip_prefix("attention wgmma-pp ").and_then(|s| s.split(" wg").nth(1)?.split('+').next());
+    if let Some(nc) = consumers {
+        let want = if nc == "2" { 168 } else { 128 };
+        if res.registers != want {
+            return format!("SPILL {what} ({}): {} registers at entry, not {want}", r.strategy, res.registers);
+        }
     }
     format!("{what}: {} {res:?}", r.strategy)
 }
@@ -179,4 +190,65 @@ fn every_template_and_candidate_compiles_without_spills() {
     eprintln!("{}", report.join("\n"));
     let spills: Vec<&String> = report.iter().filter(|l| l.starts_with("SPILL")).collect();
     assert!(spills.is_empty(), "spills or stack frames:\n{spills:#?}");
+}
+
+#[test]
+fn ping_pong_tiles_are_candidates_and_validated() {
+    let caps = CudaCaps::hopper();
+    let b = DType::BF16;
+    for c in [
+        AttnCase::new(8, 16, 1024, 1024, 64, b),
+        AttnCase { causal: Some(0), ..AttnCase::new(8, 16, 2048, 2048, 128, b) },
+    ] {
+        let pp: Vec<AttnTile> = candidates(&kernel(&c), &caps)
+            .into_iter()
+            .filter_map(|t| t.attn)
+            .filter(|t| t.engine == AttnEngine::WgmmaPingPong)
+            .collect();
+        assert!(pp.contains(&AttnTile::pingpong(128, 128, 3)), "d{}: {pp:?}", c.d);
+        assert!(pp.contains(&AttnTile::pingpong(128, 64, 4)), "d{}: {pp:?}", c.d);
+    }
+    let k = |d| kernel(&AttnCase::new(1, 2, 100, 100, d, b));
+    let ok = |d, t: AttnTile| check_tuning(&k(d), &caps, &Tuning { attn: Some(t), ..Tuning::default() });
+    assert_eq!(AttnTile::pingpong(128, 128, 3).warps, 12, "two consumer warpgroups and the producer");
+    assert!(ok(128, AttnTile::pingpong(128, 128, 3)).is_ok());
+    assert!(ok(64, AttnTile::pingpong(192, 64, 4)).is_ok());
+    // The producer's warps are counted; 4 warpgroups of rows is one too many; three consumers
+    // have 152 registers a thread, too few for d128's accumulators.
+    assert!(ok(64, AttnTile { warps: 8, ..AttnTile::pingpong(128, 128, 3) }).is_err());
+    assert!(ok(64, AttnTile::pingpong(256, 64, 3)).is_err());
+    assert!(ok(128, AttnTile::pingpong(192, 64, 4)).is_err());
+    assert!(ok(128, AttnTile::pingpong(128, 256, 2)).is_err(), "160 accumulators at most");
+    let ampere = CudaCaps { sm: (8, 0), ..caps.clone() };
+    let t = Tuning { attn: Some(AttnTile::pingpong(128, 128, 3)), ..Tuning::default() };
+    assert!(check_tuning(&k(64), &ampere, &t).is_err(), "sm_90a only");
+    // Serialized as the autotuning cache keeps it; tiles written before the engine existed
+    // still read as mma.sync.
+    let json = serde_json::to_string(&AttnTile::pingpong(128, 128, 3)).unwrap();
+    assert!(json.contains("\"engine\":\"wgmma_ping_pong\""), "{json}");
+    assert_eq!(serde_json::from_str::<AttnTile>(&json).unwrap(), AttnTile::pingpong(128, 128, 3));
+    let old: AttnTile = serde_json::from_str(r#"{"bm":64,"bn":64,"warps":4,"stages":2}"#).unwrap();
+    assert_eq!(old.engine, AttnEngine::MmaSync);
+}
+
+#[test]
+fn snapshot_of_the_ping_pong_tile() {
+    // Causal with an additive mask (the guarded score path), m past the tile, two consumers.
+    let c = AttnCase { causal: Some(0), mask: AttnMask::Additive, ..AttnCase::new(1, 2, 100, 100, 64, DType::BF16) };
+    let t = Tuning { attn: Some(AttnTile::pingpong(128, 64, 3)), ..Tuning::default() };
+    let r = render::render(&kernel(&c), &CudaCaps::hopper(), &t).unwrap();
+    assert_eq!(r.block, [384, 1, 1]);
+    // Every named barrier and register exchange of the schedule (see attention_pingpong's docs).
+    for (needle, n) in [
+        ("sinter_setmaxnreg_dec<40>();", 1),
+        ("sinter_setmaxnreg_inc<232>();", 1),
+        ("sinter_bar_sync<256>(1u + wg);", 3),
+        ("sinter_bar_arrive<256>(1u + (wg + 1u) % 2u);", 2),
+        ("if (wg == 1u) sinter_bar_arrive<256>(1u);", 1),
+        ("if (wg + 1u < 2u) sinter_bar_arrive<256>(2u + wg);", 1),
+        ("__syncthreads()", 1),
+    ] {
+        assert_eq!(r.source.matches(needle).count(), n, "{needle}");
+    }
+    insta::assert_snapshot!(format!("// grid {:?} block {:?} ({})\n{}", r.grid, r.block, r.strategy, r.source));
 }

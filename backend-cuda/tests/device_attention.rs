@@ -58,6 +58,12 @@ fn cases() -> Vec<(String, AttnCase, bool)> {
     add("bf16 m7 kv4097 d64", AttnCase::new(1, 1, 7, 4097, 64, b), false);
     add("bf16 causal", AttnCase { causal: Some(0), ..AttnCase::new(2, 2, 300, 300, 64, b) }, false);
     add("bf16 causal s1000 d128", AttnCase { causal: Some(0), ..AttnCase::new(1, 1, 1000, 1000, 128, b) }, false);
+    // Many key tiles per block (every stage of the ring refilled, every mbarrier parity seen
+    // several times) and row tiles past m, plain and causal, at both wgmma head dims.
+    add("bf16 s1000 d128", AttnCase::new(1, 2, 1000, 1000, 128, b), false);
+    add("f16 s1000 d64", AttnCase::new(1, 2, 1000, 1000, 64, DType::F16), false);
+    add("bf16 causal s4097 d64", AttnCase { causal: Some(0), ..AttnCase::new(1, 1, 4097, 4097, 64, b) }, false);
+    add("bf16 m7 kv1000 d128", AttnCase::new(1, 2, 7, 1000, 128, b), false);
     add("f16 causal +5", AttnCase { causal: Some(5), ..AttnCase::new(1, 2, 77, 90, 128, DType::F16) }, false);
     add("f32 causal", AttnCase { causal: Some(0), ..AttnCase::new(1, 2, 100, 100, 80, DType::F32) }, false);
     add("bf16 additive", AttnCase { mask: AttnMask::Additive, ..AttnCase::new(1, 2, 65, 200, 64, b) }, false);
@@ -87,6 +93,7 @@ fn attention_matches_the_interpreter_with_every_tuning() {
     let Some(dev) = device("attention") else { return };
     let stream = dev.new_stream().unwrap();
     let mut failures = Vec::new();
+    let mut engines = std::collections::BTreeMap::<String, usize>::new();
     for (ci, (what, c, dead)) in cases().into_iter().enumerate() {
         let p = attention(&c);
         assert!(matches!(p.kernels[0].body, KernelBody::Attention(_)));
@@ -103,6 +110,10 @@ fn attention_matches_the_interpreter_with_every_tuning() {
         let tunings = candidates(&p.kernels[0], &caps(&dev));
         let tol = Tol::sum(c.kv + c.d, 1.0).times(4.0);
         for (t, r, cubin) in build(&dev, &p, &tunings) {
+            // The case and tuning go out before the launch: a kernel that hangs is named by the
+            // last line of the log.
+            print!("{what:32} {:34} ", r.strategy);
+            std::io::Write::flush(&mut std::io::stdout()).unwrap();
             let got = run_once(&dev, &stream, &p, &bufs, &r, &cubin);
             // f64 operands are computed in f32 (as the interpreter does): compare at f32.
             let f32s = |v: &[HostTensor]| -> Vec<HostTensor> {
@@ -110,10 +121,18 @@ fn attention_matches_the_interpreter_with_every_tuning() {
             };
             let verdict =
                 if c.dtype == DType::F64 { compare(&f32s(&got), &f32s(&want), tol) } else { compare(&got, &want, tol) };
-            println!("{what:32} {:34} {}", r.strategy, if verdict.is_ok() { "ok" } else { "FAILED" });
+            println!("{}", if verdict.is_ok() { "ok" } else { "FAILED" });
+            let engine = r.strategy.split(' ').take(2).collect::<Vec<_>>().join(" ");
+            *engines.entry(engine).or_default() += 1;
             if let Err(e) = verdict {
                 failures.push(format!("{what} {t:?} ({}): {e}", r.strategy));
             }
+        }
+    }
+    println!("tunings run per engine: {engines:?}");
+    if caps(&dev).sm == (9, 0) {
+        for e in ["attention wgmma", "attention wgmma-ov", "attention wgmma-pp"] {
+            assert!(engines.get(e).is_some_and(|&n| n > 0), "no {e} tuning ran on sm_90a: {engines:?}");
         }
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));

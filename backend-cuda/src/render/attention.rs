@@ -6,7 +6,9 @@
 //!   [`AttnTile::bn`] keys stream through a `cp.async` ring; f32 accumulators, online softmax in
 //!   registers. The products run on `mma.sync` m16n8k16 (sm_80+, FlashAttention-2) or, on sm_90a
 //!   with head dims that are multiples of 64, on `wgmma` with 128-byte-swizzled tiles, optionally
-//!   with the next tile's `Q Kᵀ` and softmax overlapping this tile's `P V` ([`AttnEngine`]).
+//!   with the next tile's `Q Kᵀ` and softmax overlapping this tile's `P V`, or warp-specialized
+//!   (`attention_pingpong`: a producer warpgroup feeding an `mbarrier` ring, consumer warpgroups
+//!   taking turns to issue their products) ([`AttnEngine`]).
 //! * **Decode** (`attention_rows`): at most [`DECODE_M`] queries, 16-byte-aligned f32/f16/bf16
 //!   rows. One block per flat batch; keys split over the warps (and over lane groups inside a
 //!   warp), 16-byte loads, partial (max, sum, output) combined through shared memory.
@@ -25,8 +27,10 @@
 //! torch 0.082), b8 h16 s2048 d128 causal 0.411 ms with the overlapped schedule (334 TFLOP/s;
 //! `mma.sync` 0.586; torch 0.262), decode b32 h32 m1 kv4096 d128 0.704 ms (3.05 TB/s; torch 0.701).
 //! `mma.sync` issued at about 38% of the tensor pipe with 8 warps per SM (ncu). What torch's Hopper
-//! kernels have beyond ours: TMA loads by a producer warp, and two consumer warpgroups taking
-//! turns between softmax and products. Computing the next tile's `Q Kᵀ` before this tile's softmax
+//! kernels had beyond ours: TMA loads by a producer warp, and two consumer warpgroups taking
+//! turns between softmax and products; [`AttnEngine::WgmmaPingPong`] adds the second and the
+//! producer (with `cp.async`, not TMA), not yet measured on a device, so no default picks it.
+//! Computing the next tile's `Q Kᵀ` before this tile's softmax
 //! on `mma.sync` (a second S in registers) was tried and measured slower (d64: 0.193 ms against
 //! 0.148; 255 registers); on `wgmma` the same overlap wins at d128 (0.411 against 0.433) because
 //! the products run asynchronously, but only once no branch separates a product from its wait
@@ -77,11 +81,18 @@ pub enum AttnEngine {
     /// the softmax of the next tile computed while `P V` runs (FlashAttention-3's intra-warpgroup
     /// overlap); at least three stages.
     WgmmaOverlap,
+    /// FlashAttention-3's warp specialization on `wgmma` (`attention_pingpong`): a producer
+    /// warpgroup copies K and V tiles into the ring and signals them on `mbarrier`s; `bm / 64`
+    /// consumer warpgroups (one to three) each run [`AttnEngine::WgmmaOverlap`]'s loop on their own
+    /// 64 query rows, taking turns (named barriers) to issue their products so that one
+    /// warpgroup's softmax runs while another's products occupy the tensor cores. Registers move
+    /// from the producer to the consumers (`setmaxnreg`). `warps` counts the producer's four.
+    WgmmaPingPong,
 }
 
 impl AttnTile {
     /// The tiles max-autotune tries (each checked with [`check_attn`]).
-    pub const CANDIDATES: [AttnTile; 20] = [
+    pub const CANDIDATES: [AttnTile; 25] = [
         AttnTile::mma(128, 64, 4, 3),
         AttnTile::mma(128, 64, 8, 2),
         AttnTile::mma(128, 64, 8, 3),
@@ -102,6 +113,11 @@ impl AttnTile {
         AttnTile::overlapped(128, 64, 3),
         AttnTile::overlapped(64, 64, 4),
         AttnTile::overlapped(192, 128, 3),
+        AttnTile::pingpong(128, 128, 2),
+        AttnTile::pingpong(128, 128, 3),
+        AttnTile::pingpong(128, 64, 4),
+        AttnTile::pingpong(192, 64, 4),
+        AttnTile::pingpong(64, 128, 3),
     ];
 
     /// An `mma.sync` tile.
@@ -119,6 +135,12 @@ impl AttnTile {
         AttnTile { bm, bn, warps: bm / 16, stages, engine: AttnEngine::WgmmaOverlap }
     }
 
+    /// A warp-specialized `wgmma` tile ([`AttnEngine::WgmmaPingPong`]): `bm / 64` consumer
+    /// warpgroups taking turns, and one producer warpgroup.
+    pub const fn pingpong(bm: u32, bn: u32, stages: u32) -> AttnTile {
+        AttnTile { bm, bn, warps: bm / 16 + 4, stages, engine: AttnEngine::WgmmaPingPong }
+    }
+
     /// Whether the products run on `wgmma`.
     pub fn wgmma(&self) -> bool {
         self.engine != AttnEngine::MmaSync
@@ -129,9 +151,14 @@ impl AttnTile {
         32 * self.warps
     }
 
+    /// The warps that own query rows (all but a warp-specialized tile's producer warpgroup).
+    pub(super) fn row_warps(&self) -> u32 {
+        if self.engine == AttnEngine::WgmmaPingPong { self.warps.saturating_sub(4) } else { self.warps }
+    }
+
     /// 16-row fragments per warp.
     pub(super) fn mi(&self) -> u32 {
-        self.bm / (16 * self.warps.max(1))
+        self.bm / (16 * self.row_warps().max(1))
     }
 }
 
@@ -179,7 +206,7 @@ pub(super) fn decode_width(a: &AttentionBody) -> Option<usize> {
 /// Registers per thread the tile's accumulators take (S and O, f32), and with the overlapped
 /// schedule the next tile's P fragments that live beside them.
 fn acc_regs(t: &AttnTile, a: &AttentionBody) -> u32 {
-    let p = if t.engine == AttnEngine::WgmmaOverlap { t.bn / 4 } else { 0 };
+    let p = if matches!(t.engine, AttnEngine::WgmmaOverlap | AttnEngine::WgmmaPingPong) { t.bn / 4 } else { 0 };
     t.mi() * (t.bn / 8) * 4 + t.mi() * (a.dv as u32 / 8) * 4 + p
 }
 
@@ -212,11 +239,13 @@ pub(super) fn tc_shared(t: &AttnTile, a: &AttentionBody) -> (u32, u32, u32) {
     (q, kb, kb + vb)
 }
 
-/// Dynamic shared bytes of the whole tile: Q and `stages` of (K, V), plus 1024 bytes of slack for
-/// aligning a `wgmma` tile's base to its swizzle period.
+/// Dynamic shared bytes of the whole tile: Q and `stages` of (K, V), a warp-specialized tile's
+/// two `mbarrier`s per stage, plus 1024 bytes of slack for aligning a `wgmma` tile's base to its
+/// swizzle period.
 pub(super) fn tc_total_shared(t: &AttnTile, a: &AttentionBody) -> u64 {
     let (q, _, st) = tc_shared(t, a);
-    u64::from(q) + u64::from(st) * u64::from(t.stages) + if t.wgmma() { 1024 } else { 0 }
+    let bars = if t.engine == AttnEngine::WgmmaPingPong { 16 * u64::from(t.stages) } else { 0 };
+    u64::from(q) + u64::from(st) * u64::from(t.stages) + bars + if t.wgmma() { 1024 } else { 0 }
 }
 
 /// Checks a tile against the template's rules and the device's limits for `a`.
@@ -224,7 +253,8 @@ pub fn check_attn(t: &AttnTile, caps: &CudaCaps, a: &AttentionBody) -> Result<()
     tc_applies(a, caps)?;
     let AttnTile { bm, bn, warps, stages, engine } = *t;
     let wgmma = t.wgmma();
-    if warps == 0 || bm == 0 || !bm.is_multiple_of(16 * warps) || !(1..=2).contains(&t.mi()) {
+    let row_warps = t.row_warps();
+    if row_warps == 0 || bm == 0 || !bm.is_multiple_of(16 * row_warps) || !(1..=2).contains(&t.mi()) {
         return Err(format!("tile {t:?}: bm must be 16 or 32 rows per warp"));
     }
     let max_bn = if wgmma { 256 } else { 128 };
@@ -236,15 +266,22 @@ pub fn check_attn(t: &AttnTile, caps: &CudaCaps, a: &AttentionBody) -> Result<()
     }
     if wgmma {
         wgmma_applies(a, caps)?;
-        if !bm.is_multiple_of(64) || warps != bm / 16 || bm > 192 {
-            return Err(format!("tile {t:?}: wgmma tiles are 1 to 3 warpgroups of 64 rows (warps = bm / 16)"));
+        let producer = if engine == AttnEngine::WgmmaPingPong { 4 } else { 0 };
+        if !bm.is_multiple_of(64) || warps != bm / 16 + producer || bm > 192 {
+            return Err(format!(
+                "tile {t:?}: wgmma tiles are 1 to 3 warpgroups of 64 rows (warps = bm / 16{})",
+                if producer > 0 { " + 4 for the producer" } else { "" }
+            ));
+        }
+        if engine == AttnEngine::WgmmaPingPong {
+            crate::render::attention_pingpong::check(t, acc_regs(t, a))?;
         }
         // Three warpgroups leave 168 registers a thread (65536 / 384): measured with NVRTC, the
         // kernel spills past 96 accumulators (d128 with 128 keys: 168 registers and 32 spilled bytes).
         if engine == AttnEngine::WgmmaOverlap && stages < 3 {
             return Err(format!("tile {t:?}: the overlapped schedule keeps three tiles in flight (3 or 4 stages)"));
         }
-        if bm > 128 && acc_regs(t, a) > 96 {
+        if bm > 128 && engine != AttnEngine::WgmmaPingPong && acc_regs(t, a) > 96 {
             return Err(format!("tile {t:?}: {} accumulators with 384 threads (at most 96)", acc_regs(t, a)));
         }
     }

@@ -53,7 +53,10 @@ pub(super) fn render(
     let (qbytes, kbytes, stage) = tc_shared(tile, a);
     let shared = u32::try_from(tc_total_shared(tile, a)).map_err(|_| em.err("attention tile shared memory"))?;
     let qregs = !wgmma && q_in_regs(tile, a);
-    let strategy = if wgmma {
+    let pingpong = tile.engine == AttnEngine::WgmmaPingPong;
+    let strategy = if pingpong {
+        format!("attention wgmma-pp {bm}x{bn} wg{}+1 s{stages}", bm / 64)
+    } else if wgmma {
         let ov = if tile.engine == AttnEngine::WgmmaOverlap { "-ov" } else { "" };
         format!("attention wgmma{ov} {bm}x{bn} wg{} s{stages}", warps / 4)
     } else {
@@ -61,18 +64,21 @@ pub(super) fn render(
     };
     let summary = format!(
         "tensor-core attention {} heads x m {m} x kv {kv}, d {d} dv {dv} ({} -> f32, {}), tile {bm}x{bn}, \
-         {warps} warps of {} rows, {stages} stages ({shared} bytes), Q in {}{}, {blocks} blocks",
+         {} warps of {} rows{}, {stages} stages ({shared} bytes), Q in {}{}, {blocks} blocks",
         bh_n,
         a.in_dtype,
         if wgmma { "wgmma m64nNk16, 128-byte swizzled tiles" } else { "mma.sync m16n8k16" },
+        tile.row_warps(),
         16 * mi,
+        if pingpong { " and a producer warpgroup (mbarriers, ping-pong)" } else { "" },
         if qregs { "registers" } else { "shared memory" },
         match a.causal {
             Some(o) => format!(", causal +{o}"),
             None => String::new(),
         },
     );
-    let body = match Body::launch(blocks, threads, strategy, summary, Some(1), shared) {
+    let min_blocks = if pingpong { super::attention_pingpong::min_blocks(bm / 64) } else { 1 };
+    let body = match Body::launch(blocks, threads, strategy, summary, Some(min_blocks), shared) {
         Ok(b) => b.with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: 1, inner: tiles_m }),
         Err(empty) => return Ok(empty),
     };
@@ -80,6 +86,9 @@ pub(super) fn render(
     if wgmma {
         em.h.need(H::WgmmaMma { n: bn, rs: false, trans_b: false, f16: a.in_dtype == DType::F16 });
         em.h.need(H::WgmmaMma { n: dv, rs: true, trans_b: true, f16: a.in_dtype == DType::F16 });
+    }
+    if pingpong {
+        em.h.need(H::WarpSpec);
     }
     let ity = em.ity();
     let f16 = a.in_dtype == DType::F16;
@@ -135,40 +144,11 @@ pub(super) fn render(
         em.line("const unsigned s_base = (unsigned)__cvta_generic_to_shared(smem);");
     }
     em.line(format!("// Q at 0 ({qbytes} bytes); stage s: K at {qbytes} + s * {stage}, V {kbytes} after it"));
-    // Q tile.
-    let (qunits, d8) = (bm * d / 8, d / 8);
-    em.open("");
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned l = 0; l < {}u; ++l)", qunits.div_ceil(threads)));
-    em.line(format!("const unsigned e = tid + l * {threads}u;"));
-    if !qunits.is_multiple_of(threads) {
-        em.open(format!("if (e < {qunits}u)"));
+    if pingpong {
+        super::attention_pingpong::prologue(em, a, tile, (qt, kt, vt));
+    } else {
+        q_and_kv_prologue(em, a, tile, (qt, kt, vt));
     }
-    em.line(format!("const unsigned r = e / {d8}u, c = e % {d8}u * 8u;"));
-    em.line(format!("const unsigned valid = m0 + r < {m}u ? 16u : 0u;"));
-    let qa = row_addr(qt, "q_base", "m0 + r", a.q.s_row, "c");
-    em.line(format!("const {qt} off = valid ? {qa} : 0u;"));
-    let qdst = if wgmma { format!("sinter_swz128(r, c, {bm}u)") } else { format!("(r * {qrow}u + c) * 2u") };
-    em.line(format!("sinter_cp_async16(s_base + {qdst}, &a{}[off], valid);", a.q.arg));
-    if !qunits.is_multiple_of(threads) {
-        em.close();
-    }
-    em.close();
-    em.line("sinter_cp_async_commit();");
-    em.close();
-    em.line(format!("// prologue: the first {} key tiles in flight", stages - 1));
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned s = 0; s < {}u; ++s)", stages - 1));
-    em.open("if (s < n_tiles)");
-    load_kv(em, a, tile, (kt, vt), "s", "s");
-    em.close();
-    em.line("sinter_cp_async_commit();");
-    em.close();
-    em.line(format!("sinter_cp_async_wait<{}>();", stages - 1));
-    if wgmma {
-        em.line("sinter_fence_async_shared();");
-    }
-    em.line("__syncthreads(); // Q landed");
     let d16 = d / 16;
     let q_frag = |em: &mut Emitter<'_>, dst: &str, kk: &str| {
         em.line(format!("const unsigned row = wm0 + i * 16u + mat % 2u * 8u + r8, col = {kk} * 16u + mat / 2u * 8u;"));
@@ -199,7 +179,9 @@ pub(super) fn render(
     if fold.is_none() {
         hoist_score(em, a, false)?;
     }
-    if tile.engine == AttnEngine::WgmmaOverlap {
+    if pingpong {
+        super::attention_pingpong::consumer_loop(em, a, tile, fold, (h2, cvt))?;
+    } else if tile.engine == AttnEngine::WgmmaOverlap {
         super::attention_wgmma::overlapped_loop(em, a, tile, fold, (kt, vt), (h2, cvt))?;
     } else {
         plain_loop(em, a, tile, (fold, qregs), (kt, vt), (mma, h2, cvt))?;
@@ -236,7 +218,52 @@ pub(super) fn render(
     }
     em.close();
     em.close();
+    if pingpong {
+        em.close(); // the consumers' branch
+    }
     Ok(body)
+}
+
+/// The Q tile and the first `stages - 1` key tiles copied by every thread (one `cp.async` group
+/// each), waited for through Q and the first key tile, then a barrier.
+fn q_and_kv_prologue(em: &mut Emitter<'_>, a: &AttentionBody, tile: &AttnTile, (qt, kt, vt): (&str, &str, &str)) {
+    let AttnTile { bm, stages, .. } = *tile;
+    let (wgmma, threads, m, d) = (tile.wgmma(), tile.threads(), a.m as u64, a.d as u32);
+    let qrow = d + 8;
+    // Q tile.
+    let (qunits, d8) = (bm * d / 8, d / 8);
+    em.open("");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned l = 0; l < {}u; ++l)", qunits.div_ceil(threads)));
+    em.line(format!("const unsigned e = tid + l * {threads}u;"));
+    if !qunits.is_multiple_of(threads) {
+        em.open(format!("if (e < {qunits}u)"));
+    }
+    em.line(format!("const unsigned r = e / {d8}u, c = e % {d8}u * 8u;"));
+    em.line(format!("const unsigned valid = m0 + r < {m}u ? 16u : 0u;"));
+    let qa = row_addr(qt, "q_base", "m0 + r", a.q.s_row, "c");
+    em.line(format!("const {qt} off = valid ? {qa} : 0u;"));
+    let qdst = if wgmma { format!("sinter_swz128(r, c, {bm}u)") } else { format!("(r * {qrow}u + c) * 2u") };
+    em.line(format!("sinter_cp_async16(s_base + {qdst}, &a{}[off], valid);", a.q.arg));
+    if !qunits.is_multiple_of(threads) {
+        em.close();
+    }
+    em.close();
+    em.line("sinter_cp_async_commit();");
+    em.close();
+    em.line(format!("// prologue: the first {} key tiles in flight", stages - 1));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned s = 0; s < {}u; ++s)", stages - 1));
+    em.open("if (s < n_tiles)");
+    load_kv(em, a, tile, (kt, vt), "s", "s");
+    em.close();
+    em.line("sinter_cp_async_commit();");
+    em.close();
+    em.line(format!("sinter_cp_async_wait<{}>();", stages - 1));
+    if wgmma {
+        em.line("sinter_fence_async_shared();");
+    }
+    em.line("__syncthreads(); // Q landed");
 }
 
 /// The loop over key tiles of [`AttnEngine::MmaSync`] and [`AttnEngine::Wgmma`]: per tile, S, the
@@ -354,11 +381,24 @@ pub(super) fn load_kv(
     em: &mut Emitter<'_>,
     a: &AttentionBody,
     t: &AttnTile,
-    (kt, vt): (&str, &str),
+    kvt: (&str, &str),
     slot: &str,
     tile_idx: &str,
 ) {
-    let threads = t.threads();
+    load_kv_by(em, a, t, kvt, (slot, tile_idx), ("tid", t.threads()), "#pragma unroll");
+}
+
+/// [`load_kv`] by `threads` threads numbered by the expression `tid`, with `unroll` the pragma of
+/// the copy loops (a register-starved producer copies one 16-byte chunk per iteration).
+pub(super) fn load_kv_by(
+    em: &mut Emitter<'_>,
+    a: &AttentionBody,
+    t: &AttnTile,
+    (kt, vt): (&str, &str),
+    (slot, tile_idx): (&str, &str),
+    (tid, threads): (&str, u32),
+    unroll: &str,
+) {
     let (qbytes, kbytes, stage) = tc_shared(t, a);
     em.open("");
     em.line(format!("const unsigned j0 = {tile_idx} * {}u;", t.bn));
@@ -367,9 +407,9 @@ pub(super) fn load_kv(
         let per_row = dim / 8;
         let units = t.bn * per_row;
         em.line(format!("// {}: {} x {dim} elements, {units} 16-byte copies", name.to_uppercase(), t.bn));
-        em.line("#pragma unroll");
+        em.line(unroll);
         em.open(format!("for (unsigned l = 0; l < {}u; ++l)", units.div_ceil(threads)));
-        em.line(format!("const unsigned e = tid + l * {threads}u;"));
+        em.line(format!("const unsigned e = {tid} + l * {threads}u;"));
         if !units.is_multiple_of(threads) {
             em.open(format!("if (e < {units}u)"));
         }

@@ -17,6 +17,8 @@
 //!   issued together, S is waited for alone (groups complete in order), the softmax of tile `kt + 1`
 //!   runs while P V is in flight, then O is rescaled and P replaced. Three tiles are in the ring:
 //!   `kt` (read by P V), `kt + 1` (read by S) and `kt + 2` (being copied).
+//! * [`AttnEngine::WgmmaPingPong`] (`attention_pingpong`): the overlapped loop per consumer
+//!   warpgroup, fed by a producer warpgroup through `mbarrier`s instead of block-wide barriers.
 //!
 //! Measured on an H100 (bf16, `device_cuda.sh attention`, same call): b8 h16 s1024 d64 0.100 ms
 //! with one warpgroup of 64 rows and 128 keys (342 TFLOP/s; overlapped 64x64 four stages 0.103;
@@ -34,7 +36,7 @@ use super::prelude::wgmma_name;
 
 /// Issues S = Q Kᵀ for the K tile at shared address `sk` into `s[0]` (`d / 16` products of k16,
 /// the first overwriting `s`); no fence, commit or wait.
-fn qk_issue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, sk: &str) {
+pub(super) fn qk_issue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, sk: &str) {
     let (bm, bn, d16) = (t.bm, t.bn, a.d as u32 / 16);
     let name = wgmma_name(bn, false, false, a.in_dtype == DType::F16);
     em.line("#pragma unroll");
@@ -59,7 +61,7 @@ pub(super) fn qk(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
 
 /// `pf[kk][q]` = the probabilities in `s` rounded to the operands' dtype as A fragments (the
 /// m64nNk16 accumulator layout of two adjacent n8 blocks is the k16 A layout).
-fn p_frags(em: &mut Emitter<'_>, t: &AttnTile, (h2, cvt): (&str, &str)) {
+pub(super) fn p_frags(em: &mut Emitter<'_>, t: &AttnTile, (h2, cvt): (&str, &str)) {
     em.line("#pragma unroll");
     em.open(format!("for (unsigned kk = 0; kk < {}u; ++kk)", t.bn / 16));
     em.line("#pragma unroll");
@@ -74,7 +76,7 @@ fn p_frags(em: &mut Emitter<'_>, t: &AttnTile, (h2, cvt): (&str, &str)) {
 
 /// Issues O += P V for the V tile at shared address `sv` (`bn / 16` products of k16, P from `pf`,
 /// V N-major); no fence, commit or wait.
-fn pv_issue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, sv: &str) {
+pub(super) fn pv_issue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, sv: &str) {
     em.line("#pragma unroll");
     em.open(format!("for (unsigned kk = 0; kk < {}u; ++kk)", t.bn / 16));
     em.line(format!(

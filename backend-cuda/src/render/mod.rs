@@ -60,6 +60,7 @@
 
 mod analysis;
 mod attention;
+mod attention_pingpong;
 mod attention_rows;
 mod attention_tc;
 mod attention_wgmma;

@@ -161,6 +161,9 @@ pub(crate) enum H {
         /// f16 operands (else bf16).
         f16: bool,
     },
+    /// Warp specialization (sm_90a): `mbarrier` init, arrive and parity wait in shared memory,
+    /// named barriers (`bar.sync` / `bar.arrive` with a thread count), `setmaxnreg`.
+    WarpSpec,
 }
 
 /// The helpers a kernel uses.
@@ -213,6 +216,7 @@ fn body(h: H) -> String {
         H::MmaTf32 => MMA_TF32.into(),
         H::Wgmma => WGMMA.into(),
         H::WgmmaMma { n, rs, trans_b, f16 } => wgmma_mma(n, rs, trans_b, f16),
+        H::WarpSpec => WARP_SPEC.into(),
         H::Vec => "// N consecutive elements of T as one aligned access (16-byte vector loads and stores)
 template <typename T, int N>
 struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) sinter_vec {
@@ -636,6 +640,42 @@ static __device__ __forceinline__ void sinter_reg_fence(float (&d)[N][4]) {
     for (int j = 0; j < N; ++j) {
         asm volatile("" : "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3]) :: "memory");
     }
+}
+"#;
+
+/// The warp-specialization primitives of the ping-pong attention tiles.
+const WARP_SPEC: &str = r#"// an mbarrier in shared memory expecting `count` arrivals per phase
+static __device__ __forceinline__ void sinter_mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+// one arrival (release: this thread's earlier writes are visible to whoever waits)
+static __device__ __forceinline__ void sinter_mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
+}
+// blocks until the phase with parity `parity` has completed (acquire)
+static __device__ __forceinline__ void sinter_mbar_wait(unsigned bar, unsigned parity) {
+    asm volatile("{\n.reg .pred done;\nsinter_mbar_retry:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra sinter_mbar_retry;\n}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+// named barrier `id`: wait until COUNT threads (this warp's included) arrived or synced
+template <int COUNT>
+static __device__ __forceinline__ void sinter_bar_sync(unsigned id) {
+    asm volatile("bar.sync %0, %1;\n" :: "r"(id), "n"(COUNT) : "memory");
+}
+// named barrier `id`: count this warp among the COUNT threads, without waiting
+template <int COUNT>
+static __device__ __forceinline__ void sinter_bar_arrive(unsigned id) {
+    asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "n"(COUNT) : "memory");
+}
+// the warpgroup's registers per thread, lowered or raised (the whole warpgroup executes it)
+template <int N>
+static __device__ __forceinline__ void sinter_setmaxnreg_dec() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(N));
+}
+template <int N>
+static __device__ __forceinline__ void sinter_setmaxnreg_inc() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(N));
 }
 "#;
 
