@@ -232,6 +232,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
         min_blocks,
         dynamic_shared: 0,
         split: None,
+        tensor_maps: Vec::new(),
     };
     if blocks == 0 {
         return Ok(Body { grid: [0, 1, 1], ..body });

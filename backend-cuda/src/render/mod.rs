@@ -3,8 +3,10 @@
 //!
 //! Each kernel is one `extern "C" __global__ void <name>(...)` whose parameters are one pointer
 //! per [`Kernel::args`] entry, in order (`const T* __restrict__ aN` for reads, `T* __restrict__ aN`
-//! for writes, `T` the storage type, see the `types` module); nothing else is passed: extents are baked into
-//! the source. The source is self-contained apart from `cuda_fp16.h` / `cuda_bf16.h` (included only
+//! for writes, `T` the storage type, see the `types` module), then for kernels fed by bulk tensor
+//! copies one tensor map per [`Rendered::tensor_maps`] entry (`const __grid_constant__ sinter_tmap
+//! tmN`, encoded by the launcher from the pointer it names); nothing else is passed: extents are
+//! baked into the source. The source is self-contained apart from `cuda_fp16.h` / `cuda_bf16.h` (included only
 //! when f16 / bf16 appear) and is meant to be compiled by NVRTC without fast-math flags.
 //!
 //! # Kernel shapes
@@ -68,6 +70,7 @@ mod im2col;
 mod index;
 mod matmul;
 mod mma;
+mod mma_tma;
 mod mma_wgmma;
 mod ops;
 mod pointwise;
@@ -85,6 +88,7 @@ pub use attention::{AttnEngine, AttnTile, DECODE_M, check_attn, tc_applies};
 pub use matmul::{MatmulTile, check_tile};
 pub use mma::{MmaEngine, MmaTile, check_mma, mma_applies};
 
+use crate::tma::TensorMapParam;
 use emit::Emitter;
 
 /// What the renderer may assume about the device.
@@ -173,6 +177,11 @@ pub struct Rendered {
     /// block order of a tensor-core product of one batch).
     #[serde(default)]
     pub split: Option<GridSplit>,
+    /// Tensor maps the kernel takes by value after its pointer parameters, in order (`const
+    /// __grid_constant__ sinter_tmap tm<i>`): the launcher encodes each from the address of its
+    /// argument ([`crate::tma`]). Empty for kernels without bulk tensor copies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tensor_maps: Vec<TensorMapParam>,
 }
 
 /// Errors of the renderer.
@@ -220,6 +229,8 @@ pub(crate) struct Body {
     dynamic_shared: u32,
     /// How the blocks cover the outermost extent.
     split: Option<GridSplit>,
+    /// Tensor-map parameters after the pointers.
+    tensor_maps: Vec<TensorMapParam>,
 }
 
 impl Body {
@@ -233,7 +244,7 @@ impl Body {
         summary: String,
         min_blocks: Option<u32>,
         shared: u32,
-    ) -> Result<Body, Body> {
+    ) -> Result<Body, Box<Body>> {
         let body = Body {
             grid: [blocks as u32, 1, 1],
             block: [threads, 1, 1],
@@ -242,8 +253,14 @@ impl Body {
             min_blocks,
             dynamic_shared: shared,
             split: None,
+            tensor_maps: Vec::new(),
         };
-        if blocks == 0 { Err(Body { grid: [0, 1, 1], dynamic_shared: 0, ..body }) } else { Ok(body) }
+        if blocks == 0 { Err(Box::new(Body { grid: [0, 1, 1], dynamic_shared: 0, ..body })) } else { Ok(body) }
+    }
+
+    /// The body with these tensor-map parameters.
+    fn with_tensor_maps(self, tensor_maps: Vec<TensorMapParam>) -> Body {
+        Body { tensor_maps, ..self }
     }
 
     /// The body with blocks covering its outer extent as `split` says.
@@ -268,7 +285,8 @@ pub fn entry_name(kernel: &str) -> String {
 }
 
 /// Renders `k` with `t`. Kernel parameters are one pointer per [`Kernel::args`] entry, in order
-/// (`const T* __restrict__ a0` for reads, `T* __restrict__ a1` for writes), nothing else.
+/// (`const T* __restrict__ a0` for reads, `T* __restrict__ a1` for writes), then the tensor maps
+/// of [`Rendered::tensor_maps`], nothing else.
 pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, RenderError> {
     analysis::validate(k)?;
     if let Some(a) = t.library {
@@ -318,7 +336,7 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         None => (bx * by * bz).to_string(),
     };
     src.push_str(&format!("extern \"C\" __global__ void __launch_bounds__({bounds}) {name}("));
-    let n = k.args.len();
+    let n = k.args.len() + body.tensor_maps.len();
     for (i, a) in k.args.iter().enumerate() {
         let (cv, what) = if a.access == Access::Read { ("const ", "read") } else { ("", "written") };
         let sep = if i + 1 < n { "," } else { ")" };
@@ -328,6 +346,14 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
             a.dtype,
             a.numel,
             a.buffer.0
+        ));
+    }
+    for (i, t) in body.tensor_maps.iter().enumerate() {
+        let sep = if k.args.len() + i + 1 < n { "," } else { ")" };
+        let d = &t.desc;
+        src.push_str(&format!(
+            "\n    const __grid_constant__ sinter_tmap tm{i}{sep} // a{} + {} bytes: {:?} extents {:?}, box {:?}",
+            t.arg, t.offset_bytes, d.elem, d.dims, d.boxes
         ));
     }
     if n == 0 {
@@ -344,6 +370,7 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         dynamic_shared_bytes: body.dynamic_shared,
         strategy: body.strategy,
         split: body.split,
+        tensor_maps: body.tensor_maps,
     })
 }
 
@@ -385,7 +412,8 @@ pub fn candidates(k: &Kernel, caps: &CudaCaps) -> Vec<Tuning> {
             }
         }
         KernelBody::Matmul(mm) if mma_applies(mm, caps).is_ok() => {
-            for t in MmaTile::WGMMA_CANDIDATES.into_iter().chain(MmaTile::CANDIDATES) {
+            let tiles = MmaTile::WGMMA_CANDIDATES.into_iter().chain(MmaTile::TMA_CANDIDATES);
+            for t in tiles.chain(MmaTile::CANDIDATES) {
                 all.push(Tuning { mma: Some(t), ..Tuning::default() });
             }
         }

@@ -126,5 +126,6 @@ pub(super) fn render(
         min_blocks: None,
         dynamic_shared: 0,
         split: Some(GridSplit { unit: OuterUnit::Lanes, per: u64::from(block) * u64::from(width), inner: 1 }),
+        tensor_maps: Vec::new(),
     })
 }

@@ -350,6 +350,7 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
             per: if mode == Mode::Serial { u64::from(block) } else { 1 },
             inner: 1,
         }),
+        tensor_maps: Vec::new(),
     })
 }
 

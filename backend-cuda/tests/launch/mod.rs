@@ -85,15 +85,26 @@ pub fn run_once(
     r: &Rendered,
     cubin: &[u8],
 ) -> Vec<HostTensor> {
+    if r.grid[0] > 0 {
+        let f = dev.load_function(cubin, &r.name).unwrap();
+        // The tensor maps a kernel asks for are encoded from the argument pointers.
+        let l = sinter_cuda::backend::rendered_launch(dev, f, r, &args(p, b)).unwrap_or_else(|e| panic!("{e}"));
+        relaunch(stream, p, b, Some(&l))
+    } else {
+        relaunch(stream, p, b, None)
+    }
+}
+
+/// Poisons the outputs (0x7f bytes), queues `l` (if any) as its arguments stand, returns the
+/// outputs.
+pub fn relaunch(stream: &Arc<Stream>, p: &Program, b: &Bufs, l: Option<&Launch>) -> Vec<HostTensor> {
     for (i, o) in b.outputs.iter().enumerate() {
         stream.fill(o.ptr(), 0x7f, out_bytes(p, i), "poison").unwrap();
     }
-    if r.grid[0] > 0 {
-        let f = dev.load_function(cubin, &r.name).unwrap();
-        let l = Launch::new(dev, f, &r.name, r.grid, r.block, r.dynamic_shared_bytes, &args(p, b)).unwrap();
+    if let Some(l) = l {
         l.launch(stream).unwrap();
     }
-    stream.synchronize("attention").unwrap();
+    stream.synchronize("launch").unwrap_or_else(|e| panic!("{e}"));
     p.outputs
         .iter()
         .zip(&b.outputs)
