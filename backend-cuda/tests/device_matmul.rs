@@ -2,7 +2,8 @@
 //! and TMA-fed, the `mma.sync` tiles everywhere) against the kernel-IR interpreter on awkward
 //! shapes (1, 7, 129, 4097 along each extent, batches, both layouts of B, misaligned operands that
 //! take the scalar loader, K below the pipeline depth, more tiles than SMs so persistent blocks
-//! take several), bf16 and f16, with a bias + relu epilogue; outputs poisoned first. A TMA tile's
+//! take several, B shared by the batches or one per batch), bf16 and f16, with a bias + relu
+//! epilogue; outputs poisoned first. A TMA tile's
 //! tensor maps follow its operands when they move (encoded again on a new pointer).
 //!
 //! Kernels are rendered, compiled by NVRTC and launched through the device layer directly, so
@@ -35,8 +36,8 @@ fn matmul_matches_the_interpreter_with_every_tuning() {
         (1, 7, 9, 1023, Layout::default()),
         (1, 64, 64, 64, Layout { a_t: true, ..Layout::default() }),
         (1, 70, 33, 90, Layout { pad: 1, ..Layout::default() }),
-        (4, 1000, 1032, 136, Layout::default()),
-        (5, 520, 1000, 264, Layout { b_t: true, ..Layout::default() }),
+        (4, 1000, 1032, 136, Layout { b_batched: true, ..Layout::default() }),
+        (5, 520, 1000, 264, Layout { b_t: true, b_batched: true, ..Layout::default() }),
     ];
     for (ci, &(batch, m, n, k, layout)) in shapes.iter().enumerate() {
         for d in [DType::BF16, DType::F16] {

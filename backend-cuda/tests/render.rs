@@ -238,7 +238,7 @@ fn tensor_core_tiles_and_layouts_compile() {
                 continue;
             }
             for d in [DType::BF16, DType::F16] {
-                let p = matmul_layout(2, 300, 200, 72, d, DType::F32, Layout { a_t, b_t, pad });
+                let p = matmul_layout(2, 300, 200, 72, d, DType::F32, Layout { a_t, b_t, pad, b_batched: false });
                 let k = &p.kernels[0];
                 let tuning = Tuning { mma: Some(*t), ..Tuning::default() };
                 let r = render::render(k, &hopper(), &tuning).unwrap_or_else(|e| panic!("{t:?}: {e}"));
@@ -274,7 +274,7 @@ fn wgmma_matmul_tiles_compile() {
     for (i, t) in MmaTile::WGMMA_CANDIDATES.iter().enumerate() {
         for b_t in [false, true] {
             let d = if (i + b_t as usize).is_multiple_of(2) { DType::BF16 } else { DType::F16 };
-            let p = matmul_layout(2, 300, 200, 72, d, DType::F32, Layout { a_t: false, b_t, pad: 0 });
+            let p = matmul_layout(2, 300, 200, 72, d, DType::F32, Layout { b_t, ..Layout::default() });
             let k = &p.kernels[0];
             let r = render::render(k, &hopper(), &Tuning { mma: Some(*t), ..Tuning::default() })
                 .unwrap_or_else(|e| panic!("{t:?}: {e}"));
@@ -297,7 +297,7 @@ fn wgmma_matmul_tiles_compile() {
         }
     }
     insta::assert_snapshot!(shown);
-    let a_t = matmul_layout(1, 64, 64, 64, DType::BF16, DType::F32, Layout { a_t: true, b_t: false, pad: 0 });
+    let a_t = matmul_layout(1, 64, 64, 64, DType::BF16, DType::F32, Layout { a_t: true, ..Layout::default() });
     let e = render::render(
         &a_t.kernels[0],
         &hopper(),
@@ -306,7 +306,7 @@ fn wgmma_matmul_tiles_compile() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("A is not k-major"), "{e}");
-    let big = matmul_layout(1, 4096, 4096, 512, DType::BF16, DType::F32, Layout { a_t: false, b_t: false, pad: 0 });
+    let big = matmul_layout(1, 4096, 4096, 512, DType::BF16, DType::F32, Layout::default());
     let r = render::render(&big.kernels[0], &hopper(), &Tuning::default()).expect("renders");
     assert!(r.strategy.starts_with("wgmma 192x128"), "{}", r.strategy);
     let mut ampere = hopper();
@@ -325,7 +325,7 @@ fn wgmma_tma_matmul_tiles_compile() {
     for (i, t) in MmaTile::TMA_CANDIDATES.iter().enumerate() {
         for b_t in [false, true] {
             let d = if (i + b_t as usize).is_multiple_of(2) { DType::BF16 } else { DType::F16 };
-            let p = matmul_layout(2, 300, 200, 72, d, DType::F32, Layout { a_t: false, b_t, pad: 0 });
+            let p = matmul_layout(2, 300, 200, 72, d, DType::F32, Layout { b_t, ..Layout::default() });
             let k = &p.kernels[0];
             let r = render::render(k, &hopper(), &Tuning { mma: Some(*t), ..Tuning::default() })
                 .unwrap_or_else(|e| panic!("{t:?}: {e}"));
@@ -371,6 +371,24 @@ fn wgmma_tma_matmul_tiles_compile() {
     };
     let e = refused(Layout { a_t: true, ..Layout::default() }, 64, 64);
     assert!(e.contains("A is not k-major"), "{e}");
+    // One B per batch: a third dimension in its map and a 3D copy.
+    for b_t in [false, true] {
+        let p = matmul_layout(
+            3,
+            100,
+            192,
+            80,
+            DType::F16,
+            DType::F32,
+            Layout { b_t, b_batched: true, ..Layout::default() },
+        );
+        let r = render::render(&p.kernels[0], &hopper(), &tma).unwrap();
+        let b = &r.tensor_maps[1].desc;
+        assert_eq!(b.dims.len(), 3, "{b:?}");
+        assert_eq!((b.dims[2], *b.strides.last().unwrap()), (3, 192 * 80 * 2), "{b:?}");
+        assert!(r.source.contains("sinter_tma_load<3>(st + 16384u"), "{}", r.source);
+        compile("wgmma_tma_batched_b", &r);
+    }
     let e = refused(Layout { pad: 1, ..Layout::default() }, 64, 64);
     assert!(e.contains("not 16-byte aligned"), "{e}");
     let e = refused(Layout::default(), 7, 1023);

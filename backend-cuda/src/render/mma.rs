@@ -72,11 +72,13 @@ pub struct MmaTile {
     pub bn: u32,
     /// Reduction depth per pipeline step (a multiple of 16).
     pub bk: u32,
-    /// Warps along m.
+    /// Warps along m ([`MmaEngine::Wgmma`]: warpgroups of 64 rows; [`MmaEngine::WgmmaTma`]:
+    /// consumer warpgroups, the producer warpgroup not counted).
     pub warps_m: u32,
     /// Warps along n.
     pub warps_n: u32,
-    /// Shared-memory pipeline depth (at least 2; 3 for [`MmaEngine::Wgmma`]).
+    /// Shared-memory pipeline depth (at least 2; 3 for [`MmaEngine::Wgmma`]; 2 for
+    /// [`MmaEngine::WgmmaTma`], whose ring is guarded by barriers, not by copy distance).
     pub stages: u32,
     /// The instruction the tile runs on.
     #[serde(default)]

@@ -335,9 +335,9 @@ pub(super) fn render(
     em.line(format!("const int k0 = (int)(kt * {bk}u);"));
     let load = |batched: bool, map: &str, dst: &str, c0: &str, c1: &str| {
         if batched {
-            format!("sinter_tma_load_3d({dst}, &{map}, {c0}, {c1}, (int)batch, full);")
+            format!("sinter_tma_load<3>({dst}, &{map}, {c0}, {c1}, (int)batch, full);")
         } else {
-            format!("sinter_tma_load_2d({dst}, &{map}, {c0}, {c1}, full);")
+            format!("sinter_tma_load<2>({dst}, &{map}, {c0}, {c1}, 0, full);")
         }
     };
     em.line(load(batched_a, "tm0", "st", "k0", "(int)m0"));
@@ -493,6 +493,128 @@ mod tests {
         // A single row needs no row stride.
         let one = matmul(1, 1, 64, 72, operand(0, 0, 0, 3, 1), operand(1, 0, 0, 64, 1));
         assert_eq!(operand_maps(&one, &t).unwrap()[0].desc.strides, [144]);
+    }
+
+    /// An `mbarrier` as PTX defines it: arrivals pending, transaction bytes pending, phases
+    /// completed.
+    struct Bar {
+        count: u32,
+        pending: u32,
+        tx: i64,
+        done: u32,
+    }
+
+    impl Bar {
+        fn new(count: u32) -> Bar {
+            Bar { count, pending: count, tx: 0, done: 0 }
+        }
+        fn settle(&mut self) {
+            if self.pending == 0 && self.tx == 0 {
+                self.done += 1;
+                self.pending = self.count;
+            }
+        }
+        fn arrive(&mut self, expect: i64) {
+            self.tx += expect;
+            self.pending -= 1;
+            self.settle();
+        }
+        fn complete_tx(&mut self, bytes: i64) {
+            self.tx -= bytes;
+            self.settle();
+        }
+        /// `try_wait.parity`: the phase of this parity, current or the one before, completed.
+        fn passed(&self, parity: u32) -> bool {
+            self.done % 2 != parity
+        }
+    }
+
+    /// The ring protocol of the module doc, modelled step by step under a pseudo-random
+    /// interleaving of the producer, the copy engine and every consumer warp: each consumer
+    /// wait ends, every step reads the data of that step, no slot is refilled while a warp still
+    /// reads it, and nothing is left pending (for K below, at and above the ring's depth, several
+    /// tiles per block).
+    #[test]
+    fn barrier_protocol_never_hangs_nor_reads_stale_slots() {
+        let mut seed = 0x2545f4914f6cdd1du64;
+        let mut rand = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for stages in 2..=5u32 {
+            for ktiles in 1..=7u32 {
+                for tiles in 1..=3u32 {
+                    for consumers in 1..=2u32 {
+                        let warps = 4 * consumers;
+                        let steps = ktiles * tiles;
+                        let s = stages as usize;
+                        let mut full: Vec<Bar> = (0..s).map(|_| Bar::new(1)).collect();
+                        let mut empty: Vec<Bar> = (0..s).map(|_| Bar::new(warps)).collect();
+                        // Slot contents (the step written) and readers holding each slot.
+                        let (mut tag, mut readers) = (vec![u32::MAX; s], vec![0u32; s]);
+                        let mut copies: Vec<(usize, u32)> = Vec::new(); // (slot, step) in flight
+                        let mut producer = 0u32; // next step to issue
+                        // Per warp: next step to wait for, the step whose products are in flight.
+                        let mut warp: Vec<(u32, Option<u32>)> = vec![(0, None); warps as usize];
+                        let mut idle = 0;
+                        while idle < 10_000 {
+                            idle += 1;
+                            let who = rand(2 + warps as usize);
+                            if who == 0 && producer < steps {
+                                let (slot, phase) = ((producer % stages) as usize, producer / stages % 2);
+                                if empty[slot].passed(phase ^ 1) {
+                                    assert_eq!(readers[slot], 0, "slot {slot} refilled while read");
+                                    full[slot].arrive(2);
+                                    copies.push((slot, producer));
+                                    producer += 1;
+                                    idle = 0;
+                                }
+                            } else if who == 1 && !copies.is_empty() {
+                                // The copy engine lands one copy (two boxes), in any order.
+                                let (slot, step) = copies.swap_remove(rand(copies.len()));
+                                tag[slot] = step;
+                                full[slot].complete_tx(1);
+                                full[slot].complete_tx(1);
+                                idle = 0;
+                            } else if who >= 2 {
+                                let w = &mut warp[who - 2];
+                                let release = |w: u32, empty: &mut Vec<Bar>, readers: &mut Vec<u32>| {
+                                    let slot = (w % stages) as usize;
+                                    readers[slot] -= 1;
+                                    empty[slot].arrive(0);
+                                };
+                                if w.0 < steps {
+                                    let (slot, phase) = ((w.0 % stages) as usize, w.0 / stages % 2);
+                                    if full[slot].passed(phase) {
+                                        assert_eq!(tag[slot], w.0, "step {} read a stale slot", w.0);
+                                        readers[slot] += 1;
+                                        // wait_group 1: the previous step's products are done.
+                                        if let Some(prev) = w.1.take() {
+                                            release(prev, &mut empty, &mut readers);
+                                        }
+                                        w.1 = Some(w.0);
+                                        w.0 += 1;
+                                        // The tile's last step: wait_group 0, then release it.
+                                        if w.0.is_multiple_of(ktiles) {
+                                            release(w.0 - 1, &mut empty, &mut readers);
+                                            w.1 = None;
+                                        }
+                                        idle = 0;
+                                    }
+                                }
+                            }
+                        }
+                        let what = format!("stages {stages} ktiles {ktiles} tiles {tiles} consumers {consumers}");
+                        assert_eq!(producer, steps, "{what}: the producer hung");
+                        assert!(warp.iter().all(|w| w.0 == steps && w.1.is_none()), "{what}: a consumer hung");
+                        assert!(copies.is_empty() && readers.iter().all(|&r| r == 0), "{what}");
+                        assert!(full.iter().chain(&empty).all(|b| b.tx == 0 && b.pending == b.count), "{what}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -695,15 +695,18 @@ static __device__ __forceinline__ void sinter_mbar_wait(unsigned bar, unsigned p
 static __device__ __forceinline__ void sinter_tma_prefetch(const sinter_tmap* map) {
     asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
 }
-// the box of `map` at element coordinates (c0, c1) (innermost first) into shared memory at `dst`,
-// its bytes completing on barrier `bar` (zeros past the tensor's extents, counted all the same)
-static __device__ __forceinline__ void sinter_tma_load_2d(unsigned dst, const sinter_tmap* map, int c0, int c1, unsigned bar) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
-                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
-}
-static __device__ __forceinline__ void sinter_tma_load_3d(unsigned dst, const sinter_tmap* map, int c0, int c1, int c2, unsigned bar) {
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
-                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+// the box of the RANK-dimensional (2 or 3) `map` at element coordinates (c0, c1[, c2]) (innermost
+// first) into shared memory at `dst`, its bytes completing on barrier `bar` (zeros past the
+// tensor's extents, counted all the same)
+template <int RANK>
+static __device__ __forceinline__ void sinter_tma_load(unsigned dst, const sinter_tmap* map, int c0, int c1, int c2, unsigned bar) {
+    if (RANK == 2) {
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                     :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
+    } else {
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
+                     :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+    }
 }
 // the warpgroup's registers per thread lowered / raised to N (sm_90a; the kernel needs a register
 // cap at entry: __launch_bounds__(threads, 1))

@@ -23,9 +23,10 @@ pub fn device(test: &str) -> Option<Device> {
     }
 }
 
-/// The device's capabilities as the renderer sees them.
+/// The device's capabilities as the renderer sees them (its architecture and SM count: the
+/// persistent tiles size their grid by it).
 pub fn caps(dev: &Device) -> CudaCaps {
-    CudaCaps { sm: dev.info().cc, ..CudaCaps::hopper() }
+    CudaCaps { sm: dev.info().cc, sm_count: dev.info().sm_count, ..CudaCaps::hopper() }
 }
 
 /// Renders and compiles every tuning (in parallel): (tuning, rendered, cubin).
