@@ -13,8 +13,9 @@
 //! Rules ([`TensorMapDesc::validate`], the driver's documented requirements for a tiled map):
 //! 1 to 5 dimensions, innermost first, each extent in `1..=2^32`; byte strides of the outer
 //! dimensions multiples of 16 below `2^40`; box extents in `1..=256`, the innermost
-//! `box[0] * elem` a multiple of 16 bytes and, with a swizzle, at most the swizzle span; the
-//! origin 16-byte aligned (checked by the device layer, which knows the address).
+//! `box[0] * elem` a multiple of 16 bytes and, with a swizzle, at most the swizzle span; each box
+//! extent at most the tensor's (not documented; a larger box is reported to fault); the origin
+//! 16-byte aligned (checked by the device layer, which knows the address).
 
 use serde::{Deserialize, Serialize};
 
@@ -117,6 +118,11 @@ impl TensorMapDesc {
         if let Some(b) = self.boxes.iter().find(|&&b| b == 0 || b > 256) {
             return Err(format!("box extent {b} (1 to 256)"));
         }
+        // Not in the driver's documentation, but reported by users of the copy engine: a map
+        // whose box is larger than its tensor faults when copied.
+        if let Some((b, d)) = self.boxes.iter().zip(&self.dims).find(|&(&b, &d)| u64::from(b) > d) {
+            return Err(format!("box extent {b} exceeds the tensor's {d}"));
+        }
         let row = u64::from(self.boxes[0]) * self.elem.bytes();
         if !row.is_multiple_of(16) {
             return Err(format!("innermost box of {row} bytes (a multiple of 16)"));
@@ -189,9 +195,16 @@ mod tests {
         };
         assert!(bad(&|d| d.strides[0] = 146).contains("multiple of 16"));
         assert!(bad(&|d| d.boxes[1] = 257).contains("box extent 257"));
-        assert!(bad(&|d| d.boxes[0] = 128).contains("exceeds the 128-byte swizzle"));
+        assert!(
+            bad(&|d| {
+                d.dims[0] = 200;
+                d.boxes[0] = 128;
+            })
+            .contains("exceeds the 128-byte swizzle")
+        );
         assert!(bad(&|d| d.boxes[0] = 4).contains("innermost box of 8 bytes"));
         assert!(bad(&|d| d.dims[2] = 0).contains("extent 0"));
+        assert!(bad(&|d| d.dims[1] = 100).contains("box extent 128 exceeds the tensor's 100"));
         assert!(
             bad(&|d| {
                 d.strides.pop();

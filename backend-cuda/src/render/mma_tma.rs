@@ -46,6 +46,10 @@
 //! * A wait longer than about 2^34 cycles traps (`sinter_mbar_wait`): a broken invariant is a
 //!   launch error, not a hung GPU.
 //!
+//! The unit test `barrier_protocol_never_hangs_nor_reads_stale_slots` models this protocol (PTX
+//! `mbarrier` semantics, copies landing in any order, every consumer warp) under random
+//! interleavings for short and long K, several tiles per block, one and two consumer groups.
+//!
 //! # Products
 //!
 //! Per step a consumer waits on `full`, issues the four k16 products (per 64-row accumulator),
@@ -61,8 +65,10 @@
 //! groups, at most 240).
 //!
 //! Requires 16-bit operands, A k-major, both operands contiguous along their inner dimension with
-//! 16-byte-aligned origins and outer strides (the tensor map rules), K > 0; refuses otherwise by
-//! name (`check`). Not yet measured on a GPU.
+//! 16-byte-aligned origins and outer strides (the tensor map rules), and every box inside its
+//! operand (M >= bm, K >= 64, N >= bn for a k-major B, N >= 64 for an N-major one: a box larger
+//! than its tensor is reported to fault); refuses otherwise by name (`check`). Not yet measured
+//! on a GPU.
 
 use sinter_core::DType;
 use sinter_core::kernel::{MatOperand, MatmulBody};
@@ -138,20 +144,26 @@ fn map_of(
     if op.im2col.is_some() {
         return Err(format!("{name} is an implicit im2col view (no tensor map)"));
     }
+    // A box larger than its tensor makes an invalid map that faults when copied (reported by
+    // users of the copy engine; the driver's documentation does not say): such a product is
+    // smaller than the tile, which other tiles serve better anyway.
+    if u64::from(box_inner) > inner.0 || u64::from(box_outer) > outer.0 {
+        return Err(format!(
+            "{name} ({} x {}) is smaller than a {box_inner} x {box_outer} box (a box must fit inside its tensor)",
+            inner.0, outer.0
+        ));
+    }
     let bytes = elem.bytes();
-    if inner.1 != 1 && inner.0 > 1 {
+    if inner.1 != 1 {
         return Err(format!("{name} is not contiguous along its inner dimension (stride {})", inner.1));
     }
     let offset_bytes = op.offset as u64 * bytes;
     if !offset_bytes.is_multiple_of(16) {
         return Err(format!("{name} starts {} elements in: not 16-byte aligned", op.offset));
     }
-    // A stride of an extent-1 dimension is never followed: any valid one serves.
-    let stride = |(ext, s): (u64, usize), what: &str| -> Result<u64, String> {
+    let stride = |s: usize, what: &str| -> Result<u64, String> {
         let sb = s as u64 * bytes;
-        if ext <= 1 {
-            Ok((inner.0 * bytes).next_multiple_of(16).max(16))
-        } else if sb == 0 || !sb.is_multiple_of(16) {
+        if sb == 0 || !sb.is_multiple_of(16) {
             Err(format!("{name}'s {what} stride of {s} elements is not a nonzero multiple of 16 bytes"))
         } else {
             Ok(sb)
@@ -160,13 +172,13 @@ fn map_of(
     let mut desc = TensorMapDesc {
         elem,
         dims: vec![inner.0, outer.0],
-        strides: vec![stride(outer, "row")?],
+        strides: vec![stride(outer.1, "row")?],
         boxes: vec![box_inner, box_outer],
         swizzle: TmaSwizzle::B128,
     };
     if batch > 1 && op.s_batch != 0 {
         desc.dims.push(batch as u64);
-        desc.strides.push(stride((batch as u64, op.s_batch), "batch")?);
+        desc.strides.push(stride(op.s_batch, "batch")?);
         desc.boxes.push(1);
     }
     desc.validate().map_err(|e| format!("{name}'s tensor map: {e}"))?;
@@ -206,9 +218,6 @@ pub(super) fn check(t: &MmaTile, caps: &CudaCaps, mm: &MatmulBody) -> Result<(),
     let (pa, _) = plans(mm);
     if pa.elem != Elem::Half {
         return Err(format!("{} operands (wgmma tiles take bf16/f16; TF32 runs on mma.sync)", mm.in_dtype));
-    }
-    if mm.k == 0 {
-        return Err("k = 0: no steps to copy (a tensor map needs nonzero extents)".into());
     }
     operand_maps(mm, t)?;
     let threads = t.threads();
@@ -483,16 +492,25 @@ mod tests {
     #[test]
     fn operands_tma_cannot_copy_are_refused_by_name() {
         let t = MmaTile::wgmma_tma(128, 256, 2, 4);
-        let refuse = |a: MatOperand, b: MatOperand| operand_maps(&matmul(1, 64, 64, 72, a, b), &t).unwrap_err();
+        let refuse = |a: MatOperand, b: MatOperand| operand_maps(&matmul(1, 128, 256, 72, a, b), &t).unwrap_err();
         let (a, b) = (operand(0, 0, 0, 72, 1), operand(1, 0, 0, 64, 1));
         assert!(refuse(operand(0, 0, 0, 1, 64), b.clone()).contains("A is not k-major"));
         assert!(refuse(operand(0, 4, 0, 72, 1), b.clone()).contains("not 16-byte aligned"));
         assert!(refuse(operand(0, 0, 0, 76, 1), b.clone()).contains("row stride of 76 elements"));
         assert!(refuse(a.clone(), operand(1, 0, 0, 68, 1)).contains("B's row stride"));
         assert!(refuse(a, operand(1, 0, 0, 2, 1)).contains("B's row stride of 2"));
-        // A single row needs no row stride.
-        let one = matmul(1, 1, 64, 72, operand(0, 0, 0, 3, 1), operand(1, 0, 0, 64, 1));
-        assert_eq!(operand_maps(&one, &t).unwrap()[0].desc.strides, [144]);
+        // Boxes must fit inside the operands: M below the tile's rows, K below a step, N below
+        // the tile's columns for a k-major B (an N-major B takes 64 columns a box).
+        let small = |m: usize, n: usize, k: usize, b: MatOperand| {
+            operand_maps(&matmul(1, m, n, k, operand(0, 0, 0, k, 1), b), &t).map(|_| ())
+        };
+        let e = small(100, 256, 72, operand(1, 0, 0, 256, 1)).unwrap_err();
+        assert!(e.contains("A (72 x 100) is smaller than a 64 x 128 box"), "{e}");
+        let e = small(128, 256, 48, operand(1, 0, 0, 256, 1)).unwrap_err();
+        assert!(e.contains("A (48 x 128)"), "{e}");
+        let e = small(128, 200, 72, operand(1, 0, 0, 1, 72)).unwrap_err();
+        assert!(e.contains("B (72 x 200) is smaller than a 64 x 256 box"), "{e}");
+        assert_eq!(small(128, 200, 72, operand(1, 0, 0, 200, 1)), Ok(()));
     }
 
     /// An `mbarrier` as PTX defines it: arrivals pending, transaction bytes pending, phases
