@@ -207,19 +207,20 @@ impl Launch {
     }
 
     /// Sets argument `i` (ignored when out of range), encoding again the tensor maps built on it
-    /// when it changes (`Err` when the driver refuses one: the new address is misaligned).
+    /// when it changes (`Err`, the argument unchanged, when the driver refuses one: the new
+    /// address is misaligned).
     #[inline]
     pub fn set_arg(&mut self, i: usize, value: u64) -> Result<(), BackendError> {
-        let Some(v) = self.values.get_mut(i) else { return Ok(()) };
-        if *v == value {
+        let Some(&old) = self.values.get(i) else { return Ok(()) };
+        if old == value {
             return Ok(());
         }
-        *v = value;
         for (j, (p, raw)) in self.maps.iter_mut().enumerate() {
             if p.arg == i {
                 *raw = encode_tiled(value + p.offset_bytes, &p.desc, &format!("kernel {} tensor map {j}", self.name))?;
             }
         }
+        self.values[i] = value;
         Ok(())
     }
 
