@@ -49,6 +49,7 @@ pub use exec::CudaExecutable;
 use crate::device::{CudaBuffer, CudaCalibration, Device, DeviceInfo, Launch, Stream};
 use crate::nvrtc::{self, CubinCache, NvrtcError, Target};
 use crate::render::{self, CudaCaps, Rendered, Tuning};
+use cudarc::driver::CudaFunction;
 use exec::{IoSlot, LoadedKernel, Memory};
 use sinter_core::DType;
 use sinter_core::backend::{Backend, BackendError, DeviceTensor, Executable, KernelResources, LoadOptions, Mode};
@@ -122,6 +123,16 @@ pub fn plausible_tuning(t: &Tuning, caps: &CudaCaps) -> bool {
         && (t.tile.is_none() || t.mma.is_none())
         && (t.library.is_none() || (t.tile.is_none() && t.mma.is_none() && t.block.is_none()))
         && t.split_k.is_none_or(|s| (1..=render::MAX_SPLIT_K).contains(&s) && t.mma.is_some())
+}
+
+/// The launch of rendered kernel `r` (its loaded function `func`) with `args` (one device pointer
+/// per kernel argument) and the tensor maps it asks for, encoded from those pointers.
+pub fn rendered_launch(dev: &Device, func: CudaFunction, r: &Rendered, args: &[u64]) -> Result<Launch, BackendError> {
+    let mut launch = Launch::new(dev, func, &r.name, r.grid, r.block, r.dynamic_shared_bytes, args)?;
+    if !r.tensor_maps.is_empty() {
+        launch.bind_tensor_maps(&r.tensor_maps)?;
+    }
+    Ok(launch)
 }
 
 fn nvrtc_error(e: NvrtcError, source: &str) -> BackendError {
@@ -306,7 +317,7 @@ impl CudaBackend {
         };
         let mut params = args.to_vec();
         params.extend(scratch.as_ref().map(|b| b.ptr()));
-        let launch = Launch::new(&self.dev, func, &r.name, r.grid, r.block, r.dynamic_shared_bytes, &params)?;
+        let launch = rendered_launch(&self.dev, func, &r, &params)?;
         let attrs = launch.attributes();
         let spill = nvrtc::resources(&cubin.log, &r.name).map_or(attrs.local_bytes, |x| x.spill_bytes);
         let resources = KernelResources {

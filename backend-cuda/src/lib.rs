@@ -13,6 +13,7 @@ pub mod device;
 pub mod nvrtc;
 pub mod probe;
 pub mod render;
+pub mod tma;
 
 pub use backend::{CudaBackend, CudaExecutable};
 pub use device::{CudaBuffer, CudaCalibration, Device, DeviceInfo};

@@ -210,7 +210,8 @@ fn tf32_matmul_tiles_and_layouts_compile() {
             if i > 0 && j != i % 6 {
                 continue;
             }
-            let mut p = matmul_layout(2, 300, 200, 72, DType::F32, DType::F32, Layout { a_t, b_t, pad });
+            let mut p =
+                matmul_layout(2, 300, 200, 72, DType::F32, DType::F32, Layout { a_t, b_t, pad, b_batched: false });
             let k = &mut p.kernels[0];
             let exact = render::render(k, &CudaCaps::hopper(), &Tuning::default()).expect("render");
             assert!(exact.strategy.starts_with("matmul "), "{}", exact.strategy);
@@ -234,7 +235,7 @@ fn tf32_matmul_tiles_and_layouts_compile() {
     }
     insta::assert_snapshot!(shown);
     // No TF32 below sm_80; the tensor-core tile is refused for exact f32 by name.
-    let p = matmul_layout(1, 64, 64, 64, DType::F32, DType::F32, Layout { a_t: false, b_t: false, pad: 0 });
+    let p = matmul_layout(1, 64, 64, 64, DType::F32, DType::F32, Layout::default());
     let e =
         render::render(&p.kernels[0], &CudaCaps::hopper(), &Tuning { mma: Some(MmaTile::SMALL), ..Tuning::default() })
             .unwrap_err()

@@ -15,7 +15,7 @@ use sinter_core::DType;
 use sinter_core::kernel::{Expr, ExprId, Index, Kernel, KernelBody, Program, ReduceStrategy};
 use sinter_core::workloads::{self, Scale};
 use sinter_cuda::render::{
-    self, CudaCaps, MatmulTile, MmaTile, RenderError, Rendered, Tuning, candidates, check_tuning,
+    self, CudaCaps, MatmulTile, MmaEngine, MmaTile, RenderError, Rendered, Tuning, candidates, check_tuning,
 };
 
 const STRATEGIES: [ReduceStrategy; 3] =
@@ -238,7 +238,7 @@ fn tensor_core_tiles_and_layouts_compile() {
                 continue;
             }
             for d in [DType::BF16, DType::F16] {
-                let p = matmul_layout(2, 300, 200, 72, d, DType::F32, Layout { a_t, b_t, pad });
+                let p = matmul_layout(2, 300, 200, 72, d, DType::F32, Layout { a_t, b_t, pad, b_batched: false });
                 let k = &p.kernels[0];
                 let tuning = Tuning { mma: Some(*t), ..Tuning::default() };
                 let r = render::render(k, &hopper(), &tuning).unwrap_or_else(|e| panic!("{t:?}: {e}"));
@@ -274,7 +274,7 @@ fn wgmma_matmul_tiles_compile() {
     for (i, t) in MmaTile::WGMMA_CANDIDATES.iter().enumerate() {
         for b_t in [false, true] {
             let d = if (i + b_t as usize).is_multiple_of(2) { DType::BF16 } else { DType::F16 };
-            let p = matmul_layout(2, 300, 200, 72, d, DType::F32, Layout { a_t: false, b_t, pad: 0 });
+            let p = matmul_layout(2, 300, 200, 72, d, DType::F32, Layout { b_t, ..Layout::default() });
             let k = &p.kernels[0];
             let r = render::render(k, &hopper(), &Tuning { mma: Some(*t), ..Tuning::default() })
                 .unwrap_or_else(|e| panic!("{t:?}: {e}"));
@@ -297,7 +297,7 @@ fn wgmma_matmul_tiles_compile() {
         }
     }
     insta::assert_snapshot!(shown);
-    let a_t = matmul_layout(1, 64, 64, 64, DType::BF16, DType::F32, Layout { a_t: true, b_t: false, pad: 0 });
+    let a_t = matmul_layout(1, 64, 64, 64, DType::BF16, DType::F32, Layout { a_t: true, ..Layout::default() });
     let e = render::render(
         &a_t.kernels[0],
         &hopper(),
@@ -306,13 +306,118 @@ fn wgmma_matmul_tiles_compile() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("A is not k-major"), "{e}");
-    let big = matmul_layout(1, 4096, 4096, 512, DType::BF16, DType::F32, Layout { a_t: false, b_t: false, pad: 0 });
+    let big = matmul_layout(1, 4096, 4096, 512, DType::BF16, DType::F32, Layout::default());
     let r = render::render(&big.kernels[0], &hopper(), &Tuning::default()).expect("renders");
     assert!(r.strategy.starts_with("wgmma 192x128"), "{}", r.strategy);
     let mut ampere = hopper();
     ampere.sm = (8, 0);
     let r = render::render(&big.kernels[0], &ampere, &Tuning::default()).expect("renders");
     assert!(r.strategy.starts_with("mma "), "{}", r.strategy);
+}
+
+/// Every TMA-fed `wgmma` tile compiles for sm_90a with both layouts of B, without spills and
+/// with its register reallocation honoured (ptxas warns C7508 when it ignores `setmaxnreg`, and
+/// `compile` refuses warnings); it asks for the tensor maps of A and B and a persistent grid of at
+/// most one block per SM; operands the copy engine cannot take are refused by name.
+#[test]
+fn wgmma_tma_matmul_tiles_compile() {
+    let mut shown = String::new();
+    for (i, t) in MmaTile::TMA_CANDIDATES.iter().enumerate() {
+        for b_t in [false, true] {
+            let d = if (i + b_t as usize).is_multiple_of(2) { DType::BF16 } else { DType::F16 };
+            let p = matmul_layout(2, 300, 264, 72, d, DType::F32, Layout { b_t, ..Layout::default() });
+            let k = &p.kernels[0];
+            let r = render::render(k, &hopper(), &Tuning { mma: Some(*t), ..Tuning::default() })
+                .unwrap_or_else(|e| panic!("{t:?}: {e}"));
+            assert!(r.strategy.starts_with("wgmma-tma "), "{}", r.strategy);
+            assert_eq!(r.block[0], t.threads());
+            assert_eq!(r.block[0], 128 * (t.warps_m + 1));
+            let tiles = 2 * 300u32.div_ceil(t.bm) * 264u32.div_ceil(t.bn);
+            assert_eq!(r.grid[0], tiles.min(132), "{t:?}");
+            assert!(r.split.is_none(), "a persistent grid cannot be cut by batch");
+            assert_eq!(r.tensor_maps.len(), 2);
+            let (a, b) = (&r.tensor_maps[0].desc, &r.tensor_maps[1].desc);
+            assert_eq!((r.tensor_maps[0].arg, r.tensor_maps[1].arg), (0, 1));
+            assert_eq!(a.dims, [72, 300, 2], "A: k, m, batch");
+            assert_eq!(a.boxes, [64, t.bm, 1]);
+            // B is shared by the batches (stride 0): two dimensions.
+            if b_t {
+                assert_eq!((b.dims.as_slice(), b.boxes.as_slice()), ([72, 264].as_slice(), [64, t.bn].as_slice()));
+            } else {
+                assert_eq!((b.dims.as_slice(), b.boxes.as_slice()), ([264, 72].as_slice(), [64, 64].as_slice()));
+            }
+            assert!(r.source.contains("const __grid_constant__ sinter_tmap tm1)"), "{}", r.source);
+            compile("wgmma_tma", &r);
+            if sinter_cuda::probe::nvrtc().is_ok() {
+                let c = sinter_cuda::nvrtc::compile(&r.name, &r.source, &sinter_cuda::nvrtc::Target::hopper())
+                    .expect("compiles");
+                assert!(
+                    c.log.contains("0 bytes stack frame, 0 bytes spill stores"),
+                    "{t:?} b_t {b_t}: spills\n{}",
+                    c.log
+                );
+            }
+            if i == 0 {
+                shown.push_str(&format!("// ==== b_t {b_t} ({}) maps {:?}\n", r.strategy, r.tensor_maps));
+                shown.push_str(&r.source);
+            }
+        }
+    }
+    insta::assert_snapshot!(shown);
+    let tma = Tuning { mma: Some(MmaTile::TMA_CANDIDATES[0]), ..Tuning::default() };
+    let refused = |layout: Layout, m: usize, k: usize| {
+        let p = matmul_layout(1, m, 64, k, DType::BF16, DType::F32, layout);
+        render::render(&p.kernels[0], &hopper(), &tma).unwrap_err().to_string()
+    };
+    let e = refused(Layout { a_t: true, ..Layout::default() }, 64, 64);
+    assert!(e.contains("A is not k-major"), "{e}");
+    // One B per batch: a third dimension in its map and a 3D copy.
+    for b_t in [false, true] {
+        let p = matmul_layout(
+            3,
+            300,
+            264,
+            80,
+            DType::F16,
+            DType::F32,
+            Layout { b_t, b_batched: true, ..Layout::default() },
+        );
+        let r = render::render(&p.kernels[0], &hopper(), &tma).unwrap();
+        let b = &r.tensor_maps[1].desc;
+        assert_eq!(b.dims.len(), 3, "{b:?}");
+        assert_eq!((b.dims[2], *b.strides.last().unwrap()), (3, 264 * 80 * 2), "{b:?}");
+        assert!(r.source.contains("sinter_tma_load<3>(st + 16384u"), "{}", r.source);
+        compile("wgmma_tma_batched_b", &r);
+    }
+    let e = refused(Layout { pad: 1, ..Layout::default() }, 128, 64);
+    assert!(e.contains("not 16-byte aligned"), "{e}");
+    let e = refused(Layout::default(), 128, 1023);
+    assert!(e.contains("A's row stride of 1023 elements"), "{e}");
+    let e = refused(Layout::default(), 7, 1024);
+    assert!(e.contains("A (1024 x 7) is smaller than a 64 x 128 box"), "{e}");
+    let big = matmul_layout(1, 4096, 4096, 512, DType::BF16, DType::F32, Layout::default());
+    let mut ampere = hopper();
+    ampere.sm = (8, 0);
+    let e = render::render(&big.kernels[0], &ampere, &tma).unwrap_err().to_string();
+    assert!(e.contains("sm_80 has no wgmma"), "{e}");
+    let two_groups = Tuning { mma: Some(MmaTile::wgmma_tma(256, 256, 2, 3)), ..Tuning::default() };
+    let e = render::render(&big.kernels[0], &hopper(), &two_groups).unwrap_err().to_string();
+    assert!(e.contains("accumulator registers"), "{e}");
+    // The device test's shapes for these tiles take every one (persistent blocks with several
+    // tiles, B shared and per batch, both layouts), and its moved-operand tile.
+    for (batch, m, n, k, b_t, b_batched) in [(4, 1000, 1032, 136, false, true), (5, 520, 1000, 264, true, true)] {
+        let p = matmul_layout(batch, m, n, k, DType::BF16, DType::F32, Layout { b_t, b_batched, ..Layout::default() });
+        for t in MmaTile::TMA_CANDIDATES {
+            render::render(&p.kernels[0], &hopper(), &Tuning { mma: Some(t), ..Tuning::default() })
+                .unwrap_or_else(|e| panic!("{batch}x{m}x{n}x{k} {t:?}: {e}"));
+        }
+    }
+    let moved = matmul_layout(3, 300, 200, 136, DType::BF16, DType::F32, Layout::default());
+    let t = Tuning { mma: Some(MmaTile::wgmma_tma(128, 128, 2, 3)), ..Tuning::default() };
+    assert_eq!(render::render(&moved.kernels[0], &hopper(), &t).unwrap().tensor_maps.len(), 2);
+    // Max-autotune tries them.
+    let c = candidates(&big.kernels[0], &hopper());
+    assert!(c.iter().filter(|t| t.mma.is_some_and(|m| m.engine == MmaEngine::WgmmaTma)).count() >= 6);
 }
 
 /// bf16/f16 matmuls take the tensor cores by default, the others the CUDA-core template; a

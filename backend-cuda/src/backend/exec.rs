@@ -347,7 +347,7 @@ impl CudaExecutable {
         for s in self.inputs.iter().chain(&self.outputs) {
             let p = self.mem[s.alloc].ptr();
             for &(k, j) in &s.patches {
-                self.kernels[k].launch.set_arg(j, p);
+                self.kernels[k].launch.set_arg(j, p)?;
             }
         }
         self.push_graph_args()?;
@@ -450,7 +450,7 @@ impl Executable for CudaExecutable {
             } else {
                 self.own_bound = false;
                 for &(k, j) in &s.patches {
-                    self.kernels[k].launch.set_arg(j, b.ptr());
+                    self.kernels[k].launch.set_arg(j, b.ptr())?;
                 }
             }
         }
@@ -460,7 +460,7 @@ impl Executable for CudaExecutable {
             if !copy {
                 self.own_bound = false;
                 for &(k, j) in &s.patches {
-                    self.kernels[k].launch.set_arg(j, b.ptr());
+                    self.kernels[k].launch.set_arg(j, b.ptr())?;
                 }
                 if self.poison {
                     self.stream.fill(b.ptr(), 0xff, s.capacity, "poison output")?;

@@ -98,14 +98,16 @@ impl Step {
         }
     }
 
-    /// Sets the device pointer of kernel argument `i`.
-    pub(crate) fn set_arg(&mut self, i: usize, value: u64) {
+    /// Sets the device pointer of kernel argument `i` (`Err` when a tensor map built on it
+    /// cannot be encoded again).
+    pub(crate) fn set_arg(&mut self, i: usize, value: u64) -> Result<(), BackendError> {
         match self {
             Step::Kernel(l) => l.set_arg(i, value),
             Step::Gemm(g) => {
                 g.args[i] = value;
-                if let Some((l, _)) = &mut g.epilogue {
-                    l.set_arg(i, value);
+                match &mut g.epilogue {
+                    Some((l, _)) => l.set_arg(i, value),
+                    None => Ok(()),
                 }
             }
         }
@@ -276,6 +278,7 @@ pub(crate) fn build(
         split: None,
         strategy,
         scratch_bytes: 0,
+        tensor_maps: Vec::new(),
     };
     let step = Step::Gemm(Box::new(GemmStep { plan, algo, args: args.to_vec(), gemm, epilogue }));
     Ok(LoadedKernel { name: k.name.clone(), rendered, tuning: tuning.clone(), launch: step, resources, _scratch: None })

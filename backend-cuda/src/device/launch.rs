@@ -4,8 +4,14 @@
 //! pointing at them, both built once; [`Launch::set_arg`] patches a value in place (the driver
 //! copies parameters at launch, so patching between launches is safe) and [`Launch::launch`] is
 //! one `cuLaunchKernel`, with no allocation or formatting unless it fails.
+//!
+//! A kernel fed by bulk tensor copies also takes tensor maps by value after its pointers
+//! ([`Launch::bind_tensor_maps`]): each is encoded from the address of the argument it names, and
+//! encoded again by [`Launch::set_arg`] when that address changes.
 
+use super::tma::{RawTensorMap, encode_tiled};
 use super::{Device, Stream, check, driver_error};
+use crate::tma::TensorMapParam;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaEvent, CudaFunction};
 use sinter_core::backend::BackendError;
@@ -54,13 +60,15 @@ pub struct Launch {
     block: [u32; 3],
     shared: u32,
     values: Box<[u64]>,
+    /// Tensor-map parameters: what each is built on, and its encoding.
+    maps: Box<[(TensorMapParam, RawTensorMap)]>,
     params: Box<[*mut c_void]>,
     empty: bool,
     attrs: FuncAttributes,
 }
 
-// SAFETY: `params` points only into `values`, a heap allocation owned by the same struct (moving
-// the struct does not move it); the function handle is usable from any thread.
+// SAFETY: `params` points only into `values` and `maps`, heap allocations owned by the same
+// struct (moving the struct does not move them); the function handle is usable from any thread.
 unsafe impl Send for Launch {}
 
 impl std::fmt::Debug for Launch {
@@ -114,7 +122,36 @@ impl Launch {
         let mut values: Box<[u64]> = args.into();
         let params: Box<[*mut c_void]> = values.iter_mut().map(|v| (v as *mut u64).cast::<c_void>()).collect();
         let empty = grid.contains(&0) || block.contains(&0);
-        Ok(Launch { func, name: name.to_string(), grid, block, shared, values, params, empty, attrs })
+        let maps: Box<[(TensorMapParam, RawTensorMap)]> = Box::new([]);
+        Ok(Launch { func, name: name.to_string(), grid, block, shared, values, maps, params, empty, attrs })
+    }
+
+    /// Adds the tensor-map parameters `maps` after the pointers (replacing any bound before),
+    /// each encoded from the current value of the argument it names.
+    pub fn bind_tensor_maps(&mut self, maps: &[TensorMapParam]) -> Result<(), BackendError> {
+        let mut bound = Vec::with_capacity(maps.len());
+        for (i, p) in maps.iter().enumerate() {
+            let Some(&base) = self.values.get(p.arg) else {
+                return Err(BackendError::Device(format!(
+                    "kernel {}: tensor map {i} names argument {} of {}",
+                    self.name,
+                    p.arg,
+                    self.values.len()
+                )));
+            };
+            let raw = encode_tiled(base + p.offset_bytes, &p.desc, &format!("kernel {} tensor map {i}", self.name))?;
+            bound.push((p.clone(), raw));
+        }
+        self.maps = bound.into_boxed_slice();
+        let values = self.values.iter_mut().map(|v| (v as *mut u64).cast::<c_void>());
+        let maps = self.maps.iter_mut().map(|(_, m)| (m as *mut RawTensorMap).cast::<c_void>());
+        self.params = values.chain(maps).collect();
+        Ok(())
+    }
+
+    /// The tensor-map parameters bound (what each is built on).
+    pub fn tensor_maps(&self) -> impl Iterator<Item = &TensorMapParam> {
+        self.maps.iter().map(|(p, _)| p)
     }
 
     /// True when the grid or block is empty (launching does nothing).
@@ -169,12 +206,22 @@ impl Launch {
         if self.params.is_empty() { std::ptr::null_mut() } else { self.params.as_ptr().cast_mut() }
     }
 
-    /// Sets argument `i` (ignored when out of range).
+    /// Sets argument `i` (ignored when out of range), encoding again the tensor maps built on it
+    /// when it changes (`Err`, the argument unchanged, when the driver refuses one: the new
+    /// address is misaligned).
     #[inline]
-    pub fn set_arg(&mut self, i: usize, value: u64) {
-        if let Some(v) = self.values.get_mut(i) {
-            *v = value;
+    pub fn set_arg(&mut self, i: usize, value: u64) -> Result<(), BackendError> {
+        let Some(&old) = self.values.get(i) else { return Ok(()) };
+        if old == value {
+            return Ok(());
         }
+        for (j, (p, raw)) in self.maps.iter_mut().enumerate() {
+            if p.arg == i {
+                *raw = encode_tiled(value + p.offset_bytes, &p.desc, &format!("kernel {} tensor map {j}", self.name))?;
+            }
+        }
+        self.values[i] = value;
+        Ok(())
     }
 
     /// Queues the kernel on `stream` (nothing for an empty grid). The context must be bound.

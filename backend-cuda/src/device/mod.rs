@@ -24,6 +24,7 @@ mod calibrate;
 mod graph;
 mod launch;
 pub mod pool;
+pub mod tma;
 
 pub use buffer::{CudaBuffer, Pool, Stream};
 pub use calibrate::CudaCalibration;

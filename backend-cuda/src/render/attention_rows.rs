@@ -57,7 +57,7 @@ pub(super) fn render_decode(
     );
     let body = match Body::launch(blocks, block, format!("attention decode block {block}"), summary, None, 0) {
         Ok(b) => b.with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: 1, inner: 1 }),
-        Err(empty) => return Ok(empty),
+        Err(empty) => return Ok(*empty),
     };
     let ity = em.ity();
     let st = storage(a.in_dtype);
@@ -257,7 +257,7 @@ pub(super) fn render_rows(em: &mut Emitter<'_>, a: &AttentionBody, block: u32) -
     );
     let body = match Body::launch(blocks, block, format!("attention rows block {block}"), summary, None, 0) {
         Ok(b) => b.with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: 1, inner: tiles_m * nch }),
-        Err(empty) => return Ok(empty),
+        Err(empty) => return Ok(*empty),
     };
     if blocks > i32::MAX as u64 {
         return Err(em.err(format!("{blocks} blocks exceed the grid limit")));

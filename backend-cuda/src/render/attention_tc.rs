@@ -80,10 +80,11 @@ pub(super) fn render(
     let min_blocks = if pingpong { super::attention_pingpong::min_blocks(bm / 64) } else { 1 };
     let body = match Body::launch(blocks, threads, strategy, summary, Some(min_blocks), shared) {
         Ok(b) => b.with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: 1, inner: tiles_m }),
-        Err(empty) => return Ok(empty),
+        Err(empty) => return Ok(*empty),
     };
     em.h.need(H::Mma);
     if wgmma {
+        em.h.need(H::Wgmma);
         em.h.need(H::WgmmaMma { n: bn, rs: false, trans_b: false, f16: a.in_dtype == DType::F16 });
         em.h.need(H::WgmmaMma { n: dv, rs: true, trans_b: true, f16: a.in_dtype == DType::F16 });
     }

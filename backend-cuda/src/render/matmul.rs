@@ -233,6 +233,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
         dynamic_shared: 0,
         split: None,
         scratch: 0,
+        tensor_maps: Vec::new(),
     };
     if blocks == 0 {
         return Ok(Body { grid: [0, 1, 1], ..body });

@@ -72,11 +72,13 @@ pub struct MmaTile {
     pub bn: u32,
     /// Reduction depth per pipeline step (a multiple of 16).
     pub bk: u32,
-    /// Warps along m.
+    /// Warps along m ([`MmaEngine::Wgmma`]: warpgroups of 64 rows; [`MmaEngine::WgmmaTma`]:
+    /// consumer warpgroups, the producer warpgroup not counted).
     pub warps_m: u32,
     /// Warps along n.
     pub warps_n: u32,
-    /// Shared-memory pipeline depth (at least 2; 3 for [`MmaEngine::Wgmma`]).
+    /// Shared-memory pipeline depth (at least 2; 3 for [`MmaEngine::Wgmma`]; 2 for
+    /// [`MmaEngine::WgmmaTma`], whose ring is guarded by barriers, not by copy distance).
     pub stages: u32,
     /// The instruction the tile runs on.
     #[serde(default)]
@@ -93,6 +95,10 @@ pub enum MmaEngine {
     /// Hopper's `wgmma` (sm_90a): warpgroups of four warps, each owning 64 rows of the tile, both
     /// operands read by the tensor cores from 128-byte-swizzled shared memory (`mma_wgmma`).
     Wgmma,
+    /// `wgmma` fed by bulk tensor copies (TMA, sm_90a): a producer warpgroup issues the copies
+    /// into an `mbarrier`-guarded ring, `warps_m` consumer warpgroups multiply, persistent over
+    /// the tiles (`mma_tma`).
+    WgmmaTma,
 }
 
 impl MmaTile {
@@ -141,14 +147,35 @@ impl MmaTile {
     pub const SMALL: MmaTile =
         MmaTile { bm: 64, bn: 64, bk: 32, warps_m: 2, warps_n: 2, stages: 4, engine: MmaEngine::MmaSync };
 
+    /// The TMA-fed `wgmma` tiles max-autotune tries (sm_90a, [`MmaEngine::WgmmaTma`]): `warps_m`
+    /// consumer warpgroups of `bm / warps_m` rows (64 or 128) plus a producer warpgroup. Not yet
+    /// measured; 128x256 with two consumers of 64x256 is the shape CUTLASS's Hopper kernels use.
+    pub const TMA_CANDIDATES: [MmaTile; 8] = [
+        MmaTile::wgmma_tma(128, 256, 2, 4),
+        MmaTile::wgmma_tma(128, 256, 2, 3),
+        MmaTile::wgmma_tma(256, 128, 2, 4),
+        MmaTile::wgmma_tma(256, 128, 2, 3),
+        MmaTile::wgmma_tma(128, 128, 2, 6),
+        MmaTile::wgmma_tma(192, 128, 3, 5),
+        MmaTile::wgmma_tma(128, 128, 1, 6),
+        MmaTile::wgmma_tma(64, 128, 1, 8),
+    ];
+
     /// A `wgmma` tile of `bm x bn` (k steps of 64) in `bm / 64` warpgroups.
     pub const fn wgmma(bm: u32, bn: u32, stages: u32) -> MmaTile {
         MmaTile { bm, bn, bk: 64, warps_m: bm / 64, warps_n: 4, stages, engine: MmaEngine::Wgmma }
     }
 
-    /// Threads per block.
+    /// A TMA-fed `wgmma` tile of `bm x bn` (k steps of 64): `consumers` warpgroups of
+    /// `bm / consumers` rows each, plus the producer warpgroup.
+    pub const fn wgmma_tma(bm: u32, bn: u32, consumers: u32, stages: u32) -> MmaTile {
+        MmaTile { bm, bn, bk: 64, warps_m: consumers, warps_n: 4, stages, engine: MmaEngine::WgmmaTma }
+    }
+
+    /// Threads per block (with the producer warpgroup of a [`MmaEngine::WgmmaTma`] tile).
     pub fn threads(&self) -> u32 {
-        32 * self.warps_m * self.warps_n
+        let producer = if self.engine == MmaEngine::WgmmaTma { self.warps_n } else { 0 };
+        32 * (self.warps_m * self.warps_n + producer)
     }
 
     /// Warp sub-tile (rows, columns).
@@ -291,8 +318,10 @@ pub(super) fn plans(mm: &MatmulBody) -> (OpPlan, OpPlan) {
 /// it does not fit.
 pub fn check_mma(t: &MmaTile, caps: &CudaCaps, mm: &MatmulBody) -> Result<(), String> {
     mma_applies(mm, caps)?;
-    if t.engine == MmaEngine::Wgmma {
-        return super::mma_wgmma::check(t, caps, mm);
+    match t.engine {
+        MmaEngine::Wgmma => return super::mma_wgmma::check(t, caps, mm),
+        MmaEngine::WgmmaTma => return super::mma_tma::check(t, caps, mm),
+        MmaEngine::MmaSync => {}
     }
     let MmaTile { bm, bn, bk, warps_m, warps_n, stages, .. } = *t;
     if [bm, bn, bk, warps_m, warps_n].contains(&0) {
@@ -401,8 +430,10 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     let invalid = |msg: String| RenderError::InvalidTuning { kernel: kname.clone(), msg };
     let tile = t.mma.unwrap_or_else(|| default_mma(mm, caps));
     check_mma(&tile, caps, mm).map_err(&invalid)?;
-    if tile.engine == MmaEngine::Wgmma {
-        return super::mma_wgmma::render(em, mm, t, &tile);
+    match tile.engine {
+        MmaEngine::Wgmma => return super::mma_wgmma::render(em, mm, t, &tile),
+        MmaEngine::WgmmaTma => return super::mma_tma::render(em, mm, caps, t, &tile),
+        MmaEngine::MmaSync => {}
     }
     let threads = tile.threads();
     if let Some(b) = t.block
@@ -464,7 +495,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
             inner: tiles_m * tiles_n * u64::from(split),
         }),
         Ok(b) => b,
-        Err(empty) => return Ok(empty),
+        Err(empty) => return Ok(*empty),
     }
     .with_scratch(scratch);
     em.h.need(if elem == Elem::Tf32 { H::MmaTf32 } else { H::Mma });
@@ -538,7 +569,14 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
         split_k_sum(em, (mi, nj), tile.threads(), split, tiles_m * tiles_n * batch);
     }
 
-    let mfrag = Frag { mi, nj, row0: "m0 + wm0".into(), col0: "n0 + wn0".into(), acc: "acc[i][j][h * 2u + c]".into() };
+    let mfrag = Frag {
+        mi,
+        nj,
+        row0: "m0 + wm0".into(),
+        row_step: 16,
+        col0: "n0 + wn0".into(),
+        acc: "acc[i][j][h * 2u + c]".into(),
+    };
     epilogue(em, mm, (bm, bn), &mfrag)?;
     Ok(body)
 }
@@ -864,7 +902,8 @@ fn load_stage(
 
 /// Where a thread's accumulator fragments sit: `mi x nj` m16n8 fragments in the `mma.sync`
 /// accumulator layout (thread `(g, t4) = (lane / 4, lane % 4)` holds rows `g`, `g + 8` and columns
-/// `2 t4`, `2 t4 + 1` of each), fragment `(i, j)` at row `row0 + 16 i` and column `col0 + 8 j`.
+/// `2 t4`, `2 t4 + 1` of each), fragment `(i, j)` at row `row0 + row_step i` and column
+/// `col0 + 8 j`.
 pub(super) struct Frag {
     /// Fragments along m.
     pub(super) mi: u32,
@@ -872,6 +911,9 @@ pub(super) struct Frag {
     pub(super) nj: u32,
     /// C++ expression of the first row (tile origin included).
     pub(super) row0: String,
+    /// Rows between fragments `i` and `i + 1` (16 for a warp's m16 fragments, 64 between the
+    /// m64 products of a warpgroup).
+    pub(super) row_step: u32,
     /// C++ expression of the first column.
     pub(super) col0: String,
     /// C++ expression of the accumulator of fragment `i`, `j`, half `h`, column `c`.
@@ -902,7 +944,7 @@ pub(super) fn epilogue(
     em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
     em.line("#pragma unroll");
     em.open("for (unsigned h = 0; h < 2u; ++h)");
-    em.line(format!("const {ity} m = {} + i * 16u + h * 8u + g;", f.row0));
+    em.line(format!("const {ity} m = {} + i * {}u + h * 8u + g;", f.row0, f.row_step));
     let m_guard = !m.is_multiple_of(u64::from(bm));
     if m_guard {
         em.open(format!("if (m < {m}u)"));
@@ -940,9 +982,18 @@ pub(super) fn epilogue(
 /// The block order of the tensor-core templates: groups of [`GROUP_M`] tile rows, column-major
 /// inside a group (consecutive blocks share B columns and A rows in L2), batch outermost; declares
 /// `batch`, `m0`, `n0` (the tile's origin), `tid`, `lane` and `warp`.
-pub(super) fn emit_block_order(em: &mut Emitter<'_>, pid: &str, (tiles_m, tiles_n): (u64, u64), (bm, bn): (u32, u32)) {
-    let per_batch = tiles_m * tiles_n;
+pub(super) fn emit_block_order(em: &mut Emitter<'_>, pid: &str, tiles: (u64, u64), tile: (u32, u32)) {
     em.line(format!("const unsigned pid = {pid};"));
+    emit_tile_origin(em, tiles, tile);
+    em.line("const unsigned tid = threadIdx.x;");
+    em.line("const unsigned lane = tid % 32u;");
+    em.line("const unsigned warp = tid / 32u;");
+}
+
+/// The origin of tile `pid` (a `const unsigned` in scope) in the order of [`emit_block_order`]:
+/// declares `batch`, `m0` and `n0`.
+pub(super) fn emit_tile_origin(em: &mut Emitter<'_>, (tiles_m, tiles_n): (u64, u64), (bm, bn): (u32, u32)) {
+    let per_batch = tiles_m * tiles_n;
     em.decl("batch", format!("const unsigned batch = pid / {per_batch}u;"));
     em.line(format!("const unsigned p = pid % {per_batch}u;"));
     let group = GROUP_M * tiles_n;
@@ -950,7 +1001,4 @@ pub(super) fn emit_block_order(em: &mut Emitter<'_>, pid: &str, (tiles_m, tiles_
     em.line(format!("const unsigned group_rows = min({tiles_m}u - first_m, {GROUP_M}u);"));
     em.line(format!("const unsigned m0 = (first_m + p % {group}u % group_rows) * {bm}u;"));
     em.line(format!("const unsigned n0 = p % {group}u / group_rows * {bn}u;"));
-    em.line("const unsigned tid = threadIdx.x;");
-    em.line("const unsigned lane = tid % 32u;");
-    em.line("const unsigned warp = tid / 32u;");
 }

@@ -32,7 +32,7 @@
 //! warpgroups and four stages 1.80 ms (604 TFLOP/s, 77% of cuBLASLt's 1.39 ms in the same call;
 //! the `mma.sync` template 3.40), 128x256 2.04 ms. What is missing for the rest: TMA loads and a
 //! producer warp (the copies are issued by the warps that also wait on the products, and every
-//! step has a block-wide barrier).
+//! step has a block-wide barrier): the `mma_tma` template ([`MmaEngine::WgmmaTma`]).
 
 use sinter_core::DType;
 use sinter_core::kernel::MatmulBody;
@@ -138,7 +138,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, t: &Tuning, tile: &M
             b.with_split(GridSplit { unit: OuterUnit::MatmulBatch, per: 1, inner: tiles_m * tiles_n })
         }
         Ok(b) => b,
-        Err(empty) => return Ok(empty),
+        Err(empty) => return Ok(*empty),
     };
     let f16 = mm.in_dtype == DType::F16;
     let trans_b = !pb.kmajor;
@@ -209,6 +209,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, t: &Tuning, tile: &M
         mi: 1,
         nj,
         row0: "m0 + wg * 64u + warp % 4u * 16u".into(),
+        row_step: 16,
         col0: "n0".into(),
         acc: "acc[j][h * 2u + c]".into(),
     };

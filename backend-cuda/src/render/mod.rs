@@ -3,8 +3,10 @@
 //!
 //! Each kernel is one `extern "C" __global__ void <name>(...)` whose parameters are one pointer
 //! per [`Kernel::args`] entry, in order (`const T* __restrict__ aN` for reads, `T* __restrict__ aN`
-//! for writes, `T` the storage type, see the `types` module); nothing else is passed: extents are baked into
-//! the source. The source is self-contained apart from `cuda_fp16.h` / `cuda_bf16.h` (included only
+//! for writes, `T` the storage type, see the `types` module), then for kernels fed by bulk tensor
+//! copies one tensor map per [`Rendered::tensor_maps`] entry (`const __grid_constant__ sinter_tmap
+//! tmN`, encoded by the launcher from the pointer it names); nothing else is passed: extents are
+//! baked into the source. The source is self-contained apart from `cuda_fp16.h` / `cuda_bf16.h` (included only
 //! when f16 / bf16 appear) and is meant to be compiled by NVRTC without fast-math flags.
 //!
 //! # Kernel shapes
@@ -69,6 +71,7 @@ mod im2col;
 mod index;
 mod matmul;
 mod mma;
+mod mma_tma;
 mod mma_wgmma;
 mod ops;
 mod pointwise;
@@ -86,6 +89,7 @@ pub use attention::{AttnEngine, AttnTile, DECODE_M, check_attn, tc_applies};
 pub use matmul::{MatmulTile, check_tile};
 pub use mma::{MmaEngine, MmaTile, check_mma, mma_applies};
 
+use crate::tma::TensorMapParam;
 use emit::Emitter;
 
 /// What the renderer may assume about the device.
@@ -190,6 +194,11 @@ pub struct Rendered {
     /// stream reuse it. 0: no such parameter.
     #[serde(default)]
     pub scratch_bytes: u64,
+    /// Tensor maps the kernel takes by value after its pointer parameters, in order (`const
+    /// __grid_constant__ sinter_tmap tm<i>`): the launcher encodes each from the address of its
+    /// argument ([`crate::tma`]). Empty for kernels without bulk tensor copies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tensor_maps: Vec<TensorMapParam>,
 }
 
 /// Errors of the renderer.
@@ -239,6 +248,8 @@ pub(crate) struct Body {
     split: Option<GridSplit>,
     /// Private zeroed scratch bytes ([`Rendered::scratch_bytes`]).
     scratch: u64,
+    /// Tensor-map parameters after the pointers.
+    tensor_maps: Vec<TensorMapParam>,
 }
 
 impl Body {
@@ -252,7 +263,7 @@ impl Body {
         summary: String,
         min_blocks: Option<u32>,
         shared: u32,
-    ) -> Result<Body, Body> {
+    ) -> Result<Body, Box<Body>> {
         let body = Body {
             grid: [blocks as u32, 1, 1],
             block: [threads, 1, 1],
@@ -262,8 +273,14 @@ impl Body {
             dynamic_shared: shared,
             split: None,
             scratch: 0,
+            tensor_maps: Vec::new(),
         };
-        if blocks == 0 { Err(Body { grid: [0, 1, 1], dynamic_shared: 0, ..body }) } else { Ok(body) }
+        if blocks == 0 { Err(Box::new(Body { grid: [0, 1, 1], dynamic_shared: 0, ..body })) } else { Ok(body) }
+    }
+
+    /// The body with these tensor-map parameters.
+    fn with_tensor_maps(self, tensor_maps: Vec<TensorMapParam>) -> Body {
+        Body { tensor_maps, ..self }
     }
 
     /// The body with blocks covering its outer extent as `split` says.
@@ -293,7 +310,8 @@ pub fn entry_name(kernel: &str) -> String {
 }
 
 /// Renders `k` with `t`. Kernel parameters are one pointer per [`Kernel::args`] entry, in order
-/// (`const T* __restrict__ a0` for reads, `T* __restrict__ a1` for writes), nothing else.
+/// (`const T* __restrict__ a0` for reads, `T* __restrict__ a1` for writes), then the tensor maps
+/// of [`Rendered::tensor_maps`], nothing else.
 pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, RenderError> {
     analysis::validate(k)?;
     if let Some(a) = t.library {
@@ -343,11 +361,11 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         None => (bx * by * bz).to_string(),
     };
     src.push_str(&format!("extern \"C\" __global__ void __launch_bounds__({bounds}) {name}("));
-    let n = k.args.len();
     let scratch = body.scratch > 0;
+    let n = k.args.len() + scratch as usize + body.tensor_maps.len();
     for (i, a) in k.args.iter().enumerate() {
         let (cv, what) = if a.access == Access::Read { ("const ", "read") } else { ("", "written") };
-        let sep = if i + 1 < n || scratch { "," } else { ")" };
+        let sep = if i + 1 < n { "," } else { ")" };
         src.push_str(&format!(
             "\n    {cv}{}* __restrict__ a{i}{sep} // {}[{}] (b{}), {what}",
             types::storage(a.dtype),
@@ -356,12 +374,25 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
             a.buffer.0
         ));
     }
+    // The private scratch pointer after the arguments, then the tensor maps (the launcher's
+    // parameter order: pointers, then maps).
     if scratch {
+        let sep = if k.args.len() + 1 < n { "," } else { ")" };
         src.push_str(&format!(
-            "\n    float* __restrict__ sinter_ws) // {} bytes of private scratch, zero between launches",
+            "\n    float* __restrict__ sinter_ws{sep} // {} bytes of private scratch (split-k)",
             body.scratch
         ));
-    } else if n == 0 {
+    }
+    let before = k.args.len() + scratch as usize;
+    for (i, t) in body.tensor_maps.iter().enumerate() {
+        let sep = if before + i + 1 < n { "," } else { ")" };
+        let d = &t.desc;
+        src.push_str(&format!(
+            "\n    const __grid_constant__ sinter_tmap tm{i}{sep} // a{} + {} bytes: {:?} extents {:?}, box {:?}",
+            t.arg, t.offset_bytes, d.elem, d.dims, d.boxes
+        ));
+    }
+    if n == 0 {
         src.push(')');
     }
     src.push_str("\n{\n");
@@ -376,6 +407,7 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         strategy: body.strategy,
         split: body.split,
         scratch_bytes: body.scratch,
+        tensor_maps: body.tensor_maps,
     })
 }
 
@@ -417,7 +449,8 @@ pub fn candidates(k: &Kernel, caps: &CudaCaps) -> Vec<Tuning> {
             }
         }
         KernelBody::Matmul(mm) if mma_applies(mm, caps).is_ok() => {
-            for t in MmaTile::WGMMA_CANDIDATES.into_iter().chain(MmaTile::CANDIDATES) {
+            let tiles = MmaTile::WGMMA_CANDIDATES.into_iter().chain(MmaTile::TMA_CANDIDATES);
+            for t in tiles.chain(MmaTile::CANDIDATES) {
                 all.push(Tuning { mma: Some(t), ..Tuning::default() });
             }
             // The k walk split over blocks (products whose tiles leave SMs idle; refused where k

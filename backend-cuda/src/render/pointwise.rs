@@ -127,5 +127,6 @@ pub(super) fn render(
         dynamic_shared: 0,
         split: Some(GridSplit { unit: OuterUnit::Lanes, per: u64::from(block) * u64::from(width), inner: 1 }),
         scratch: 0,
+        tensor_maps: Vec::new(),
     })
 }

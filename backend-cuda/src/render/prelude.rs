@@ -148,6 +148,10 @@ pub(crate) enum H {
     /// Hopper warpgroup primitives (sm_90a): the 128-byte swizzle, shared-memory matrix
     /// descriptors, `wgmma` fences, commit and wait, the async-proxy fence.
     Wgmma,
+    /// The part of [`H::Wgmma`] a kernel that fills shared memory only by bulk tensor copies uses:
+    /// descriptors, `wgmma` fences, commit and wait (no software swizzle, no proxy fence). Not
+    /// together with [`H::Wgmma`] (the same functions).
+    WgmmaDesc,
     /// One `wgmma.mma_async` m64nNk16 product with f32 accumulators: A from shared memory (`rs`
     /// false) or registers, B from shared memory, N-major B with `trans_b`, f16 operands with
     /// `f16` (else bf16).
@@ -161,9 +165,15 @@ pub(crate) enum H {
         /// f16 operands (else bf16).
         f16: bool,
     },
-    /// Warp specialization (sm_90a): `mbarrier` init, arrive and parity wait in shared memory,
-    /// named barriers (`bar.sync` / `bar.arrive` with a thread count), `setmaxnreg`.
+    /// `mbarrier` init and arrival, `setmaxnreg` (what [`H::WarpSpec`] and [`H::Tma`] share).
+    Mbarrier,
+    /// Warp specialization (sm_90a): the `mbarrier` parity wait in shared memory, named barriers
+    /// (`bar.sync` / `bar.arrive` with a thread count); with [`H::Mbarrier`].
     WarpSpec,
+    /// Hopper's bulk tensor copies and their barriers (sm_90): the tensor map parameter type, the
+    /// `mbarrier` arrival with expected transaction bytes and a parity wait that traps instead of
+    /// hanging, 2D/3D TMA loads; with [`H::Mbarrier`].
+    Tma,
 }
 
 /// The helpers a kernel uses.
@@ -202,8 +212,8 @@ fn deps(h: H) -> Vec<H> {
     match h {
         H::ToU64(f) => vec![H::ToI64(f)],
         H::ModFloor(i) => vec![H::Rem(i)],
-        H::WgmmaMma { .. } => vec![H::Wgmma],
         H::MmaTf32 => vec![H::Mma],
+        H::WarpSpec | H::Tma => vec![H::Mbarrier],
         _ => vec![],
     }
 }
@@ -214,9 +224,12 @@ fn body(h: H) -> String {
     match h {
         H::Mma => MMA.into(),
         H::MmaTf32 => MMA_TF32.into(),
-        H::Wgmma => WGMMA.into(),
+        H::Wgmma => [WGMMA_SWIZZLE, WGMMA_DESC, WGMMA_PROXY_FENCE, WGMMA_REG_FENCE].concat(),
+        H::WgmmaDesc => [WGMMA_DESC, WGMMA_REG_FENCE].concat(),
+        H::Tma => TMA.into(),
         H::WgmmaMma { n, rs, trans_b, f16 } => wgmma_mma(n, rs, trans_b, f16),
         H::WarpSpec => WARP_SPEC.into(),
+        H::Mbarrier => MBARRIER.into(),
         H::Vec => "// N consecutive elements of T as one aligned access (16-byte vector loads and stores)
 template <typename T, int N>
 struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) sinter_vec {
@@ -606,13 +619,16 @@ static __device__ __forceinline__ void sinter_mma_tf32(float (&c)[4], const unsi
 }
 "#;
 
-/// Hopper warpgroup primitives of the `wgmma` attention tiles.
-const WGMMA: &str = r#"// byte offset of element (r, c) (c a multiple of 8) in a tile of `rows` rows stored as 64-column
+/// Hopper warpgroup primitives of the `wgmma` tiles: the software 128-byte swizzle,
+const WGMMA_SWIZZLE: &str = r#"// byte offset of element (r, c) (c a multiple of 8) in a tile of `rows` rows stored as 64-column
 // blocks of 128-byte rows, 16-byte chunks swizzled by the row (the wgmma/TMA 128-byte swizzle)
 static __device__ __forceinline__ unsigned sinter_swz128(unsigned r, unsigned c, unsigned rows) {
     return (c >> 6) * rows * 128u + r * 128u + ((((c >> 3) & 7u) ^ (r & 7u)) << 4);
 }
-// a wgmma shared-memory matrix descriptor: start address, leading and stride byte offsets,
+"#;
+
+/// shared-memory matrix descriptors, `wgmma` fences, commit and wait,
+const WGMMA_DESC: &str = r#"// a wgmma shared-memory matrix descriptor: start address, leading and stride byte offsets,
 // 128-byte swizzle (the start's 1024-byte period must be that of the swizzle pattern)
 static __device__ __forceinline__ unsigned long long sinter_wgmma_desc(unsigned addr, unsigned lbo, unsigned sbo) {
     return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo & 0x3FFFFu) >> 4) << 16)
@@ -628,12 +644,18 @@ template <int N>
 static __device__ __forceinline__ void sinter_wgmma_wait() {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
 }
-// generic-proxy writes to shared memory (cp.async, st.shared) made visible to the async proxy
+"#;
+
+/// the async-proxy fence after ordinary shared-memory writes,
+const WGMMA_PROXY_FENCE: &str = r#"// generic-proxy writes to shared memory (cp.async, st.shared) made visible to the async proxy
 // (wgmma) that reads them after the next barrier
 static __device__ __forceinline__ void sinter_fence_async_shared() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
-// keeps the compiler from moving accesses to accumulators across a wgmma issue or wait
+"#;
+
+/// and a compiler fence on accumulators.
+const WGMMA_REG_FENCE: &str = r#"// keeps the compiler from moving accesses to accumulators across a wgmma issue or wait
 template <int N>
 static __device__ __forceinline__ void sinter_reg_fence(float (&d)[N][4]) {
     #pragma unroll
@@ -643,8 +665,8 @@ static __device__ __forceinline__ void sinter_reg_fence(float (&d)[N][4]) {
 }
 "#;
 
-/// The warp-specialization primitives of the ping-pong attention tiles.
-const WARP_SPEC: &str = r#"// an mbarrier in shared memory expecting `count` arrivals per phase
+/// What warp-specialized kernels share: `mbarrier` init and arrival, register reallocation.
+const MBARRIER: &str = r#"// an mbarrier in shared memory expecting `count` arrivals per phase
 static __device__ __forceinline__ void sinter_mbar_init(unsigned bar, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
 }
@@ -652,7 +674,20 @@ static __device__ __forceinline__ void sinter_mbar_init(unsigned bar, unsigned c
 static __device__ __forceinline__ void sinter_mbar_arrive(unsigned bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
 }
-// blocks until the phase with parity `parity` has completed (acquire)
+// the warpgroup's registers per thread lowered / raised to N (sm_90a; the whole warpgroup executes
+// it; the kernel needs a register cap at entry: __launch_bounds__(threads, min_blocks))
+template <int N>
+static __device__ __forceinline__ void sinter_setmaxnreg_dec() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(N));
+}
+template <int N>
+static __device__ __forceinline__ void sinter_setmaxnreg_inc() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(N));
+}
+"#;
+
+/// The warp-specialization primitives of the ping-pong attention tiles.
+const WARP_SPEC: &str = r#"// blocks until the phase with parity `parity` has completed (acquire)
 static __device__ __forceinline__ void sinter_mbar_wait(unsigned bar, unsigned parity) {
     asm volatile("{\n.reg .pred done;\nsinter_mbar_retry:\n"
                  "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
@@ -668,14 +703,52 @@ template <int COUNT>
 static __device__ __forceinline__ void sinter_bar_arrive(unsigned id) {
     asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "n"(COUNT) : "memory");
 }
-// the warpgroup's registers per thread, lowered or raised (the whole warpgroup executes it)
-template <int N>
-static __device__ __forceinline__ void sinter_setmaxnreg_dec() {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(N));
+"#;
+
+/// The TMA pipeline primitives of the `mma_tma` template.
+const TMA: &str = r#"// a tensor map (the driver's CUtensorMap, encoded on the host), a __grid_constant__ parameter
+struct __align__(64) sinter_tmap {
+    unsigned long long opaque[16];
+};
+// barrier initialization visible to the other threads and to the copy engine (before a barrier)
+static __device__ __forceinline__ void sinter_mbar_fence_init() {
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
-template <int N>
-static __device__ __forceinline__ void sinter_setmaxnreg_inc() {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(N));
+// one arrival that also expects `bytes` more transaction bytes in the current phase
+static __device__ __forceinline__ void sinter_mbar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ bool sinter_mbar_try_wait(unsigned bar, unsigned parity) {
+    unsigned ok;
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+    return ok != 0u;
+}
+// waits until the phase of parity `parity` of barrier `bar` has completed (a fresh barrier counts
+// its phase before the first as completed: parity 1 passes at once); a wait past 2^34 cycles
+// (seconds) traps, so a pipeline bug is a launch error, not a hung GPU
+static __device__ __forceinline__ void sinter_mbar_wait(unsigned bar, unsigned parity) {
+    if (sinter_mbar_try_wait(bar, parity)) return;
+    const long long t0 = clock64();
+    while (!sinter_mbar_try_wait(bar, parity)) {
+        if (clock64() - t0 > (1ll << 34)) __trap();
+    }
+}
+static __device__ __forceinline__ void sinter_tma_prefetch(const sinter_tmap* map) {
+    asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
+}
+// the box of the RANK-dimensional (2 or 3) `map` at element coordinates (c0, c1[, c2]) (innermost
+// first) into shared memory at `dst`, its bytes completing on barrier `bar` (zeros past the
+// tensor's extents, counted all the same)
+template <int RANK>
+static __device__ __forceinline__ void sinter_tma_load(unsigned dst, const sinter_tmap* map, int c0, int c1, int c2, unsigned bar) {
+    if (RANK == 2) {
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                     :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
+    } else {
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
+                     :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+    }
 }
 "#;
 

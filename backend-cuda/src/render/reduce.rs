@@ -351,6 +351,7 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
             inner: 1,
         }),
         scratch: 0,
+        tensor_maps: Vec::new(),
     })
 }
 

@@ -320,16 +320,19 @@ pub struct Layout {
     /// Extra elements after each stored row of both operands and at their start (an odd pad makes
     /// the operands misaligned for 16-byte copies).
     pub pad: usize,
+    /// B holds one matrix per batch (a batch stride), else one shared by the batches.
+    pub b_batched: bool,
 }
 
 /// `relu(a @ b + bias)` with the operands stored as `layout` says.
 pub fn matmul_layout(batch: usize, m: usize, n: usize, k: usize, d: DType, acc: DType, layout: Layout) -> Program {
-    let Layout { a_t, b_t, pad } = layout;
+    let Layout { a_t, b_t, pad, b_batched } = layout;
     let mut p = ProgramBuilder::new();
     let (ar, ac) = if a_t { (k, m) } else { (m, k) };
     let a = p.input("a", d, &[batch * ar * (ac + pad) + pad]);
     let (br, bc) = if b_t { (n, k) } else { (k, n) };
-    let b = p.input("b", d, &[br * (bc + pad) + pad]);
+    let b_mats = if b_batched { batch } else { 1 };
+    let b = p.input("b", d, &[b_mats * br * (bc + pad) + pad]);
     let bias = p.input("bias", d, &[n]);
     let y = p.output("y", d, &[batch, m, n]);
     let mut kb = KernelBuilder::new("k0_matmul_add_relu", &["matmul", "add", "relu"]);
@@ -351,10 +354,11 @@ pub fn matmul_layout(batch: usize, m: usize, n: usize, k: usize, d: DType, acc: 
     } else {
         MatOperand { arg: aa, offset: pad, s_batch, s_row: k + pad, s_col: 1, im2col: None }
     };
+    let b_batch = if b_batched { br * (bc + pad) } else { 0 };
     let bop = if b_t {
-        MatOperand { arg: ab, offset: pad, s_batch: 0, s_row: 1, s_col: k + pad, im2col: None }
+        MatOperand { arg: ab, offset: pad, s_batch: b_batch, s_row: 1, s_col: k + pad, im2col: None }
     } else {
-        MatOperand { arg: ab, offset: pad, s_batch: 0, s_row: n + pad, s_col: 1, im2col: None }
+        MatOperand { arg: ab, offset: pad, s_batch: b_batch, s_row: n + pad, s_col: 1, im2col: None }
     };
     p.kernel(kb.matmul(MatmulBody {
         batch,

@@ -23,9 +23,10 @@ pub fn device(test: &str) -> Option<Device> {
     }
 }
 
-/// The device's capabilities as the renderer sees them.
+/// The device's capabilities as the renderer sees them (its architecture and SM count: the
+/// persistent tiles size their grid by it).
 pub fn caps(dev: &Device) -> CudaCaps {
-    CudaCaps { sm: dev.info().cc, ..CudaCaps::hopper() }
+    CudaCaps { sm: dev.info().cc, sm_count: dev.info().sm_count, ..CudaCaps::hopper() }
 }
 
 /// Renders and compiles every tuning (in parallel): (tuning, rendered, cubin).
@@ -85,12 +86,6 @@ pub fn run_once(
     r: &Rendered,
     cubin: &[u8],
 ) -> Vec<HostTensor> {
-    let poison = || {
-        for (i, o) in b.outputs.iter().enumerate() {
-            stream.fill(o.ptr(), 0x7f, out_bytes(p, i), "poison").unwrap();
-        }
-    };
-    poison();
     if r.grid[0] > 0 {
         let f = dev.load_function(cubin, &r.name).unwrap();
         let mut params = args(p, b);
@@ -101,16 +96,27 @@ pub fn run_once(
             stream.fill(s.ptr(), 0, r.scratch_bytes, "scratch").unwrap();
             params.push(s.ptr());
         }
-        let l = Launch::new(dev, f, &r.name, r.grid, r.block, r.dynamic_shared_bytes, &params).unwrap();
-        l.launch(stream).unwrap();
+        // The tensor maps a kernel asks for are encoded from the argument pointers.
+        let l = sinter_cuda::backend::rendered_launch(dev, f, r, &params).unwrap_or_else(|e| panic!("{e}"));
         if scratch.is_some() {
-            stream.synchronize("first run").unwrap();
-            poison();
-            l.launch(stream).unwrap();
+            relaunch(stream, p, b, Some(&l));
         }
-        stream.synchronize("run").unwrap();
+        relaunch(stream, p, b, Some(&l))
+    } else {
+        relaunch(stream, p, b, None)
     }
-    stream.synchronize("attention").unwrap();
+}
+
+/// Poisons the outputs (0x7f bytes), queues `l` (if any) as its arguments stand, returns the
+/// outputs.
+pub fn relaunch(stream: &Arc<Stream>, p: &Program, b: &Bufs, l: Option<&Launch>) -> Vec<HostTensor> {
+    for (i, o) in b.outputs.iter().enumerate() {
+        stream.fill(o.ptr(), 0x7f, out_bytes(p, i), "poison").unwrap();
+    }
+    if let Some(l) = l {
+        l.launch(stream).unwrap();
+    }
+    stream.synchronize("launch").unwrap_or_else(|e| panic!("{e}"));
     p.outputs
         .iter()
         .zip(&b.outputs)
