@@ -307,7 +307,7 @@ impl CudaBackend {
             rendered: r,
             tuning: t.clone(),
             launch: library::Step::Kernel(launch),
-            resources,
+            resources: Some(resources),
         })
     }
 
@@ -494,6 +494,11 @@ impl Backend for CudaBackend {
             copy_bytes: c.copy_bytes,
             launch_overhead_us: c.launch_overhead_us,
         }))
+    }
+
+    /// [`Device::matmul_peaks`]: cuBLASLt's rate per compute type the device has.
+    fn calibrate_matmul(&self) -> Result<Vec<sinter_core::backend::MatmulPeak>, BackendError> {
+        self.dev.matmul_peaks()
     }
 
     fn upload(&self, t: &HostTensor) -> Result<DeviceTensor, BackendError> {

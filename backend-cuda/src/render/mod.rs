@@ -173,6 +173,12 @@ pub struct Rendered {
     /// block order of a tensor-core product of one batch).
     #[serde(default)]
     pub split: Option<GridSplit>,
+    /// The arithmetic of the products where it differs from the operands' dtype: `tf32` when
+    /// f32 operands run on the tensor-core template's TF32 path (the product allows it,
+    /// [`sinter_core::kernel::MatmulBody::tf32`], and no CUDA-core tile was asked for). Names a
+    /// compute ceiling of the profile ([`sinter_core::profile::Ceilings::matmul_tflops`]).
+    #[serde(default)]
+    pub compute: Option<&'static str>,
 }
 
 /// Errors of the renderer.
@@ -344,7 +350,19 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         dynamic_shared_bytes: body.dynamic_shared,
         strategy: body.strategy,
         split: body.split,
+        compute: compute(k, caps, t),
     })
+}
+
+/// [`Rendered::compute`]: `tf32` exactly when [`render`] takes the tensor-core template (no
+/// CUDA-core tile asked for, and the template applies) for f32 operands.
+fn compute(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Option<&'static str> {
+    match &k.body {
+        KernelBody::Matmul(mm) if mm.in_dtype == DType::F32 && t.tile.is_none() && mma_applies(mm, caps).is_ok() => {
+            Some("tf32")
+        }
+        _ => None,
+    }
 }
 
 /// Checks that `t` is a tuning [`render`] honours for `k` (to reject stale autotune-cache
