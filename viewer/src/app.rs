@@ -259,9 +259,9 @@ impl ViewerApp {
             }
             if let Some(c) = &k.contraction {
                 row("contraction", format!("{} in {}", c.kind.name(), c.compute));
-                row("share of measured peak", contraction_share(c));
+                row("peak share", contraction_share(c));
                 if let Some(m) = &c.peak_method {
-                    row("peak measured by", m.clone());
+                    row("peak method", m.clone());
                 }
             }
             if let Some(s) = &k.strategy {
