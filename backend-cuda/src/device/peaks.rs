@@ -206,6 +206,8 @@ impl Device {
             }
             stream.synchronize("peak products")?;
             drop((a, b, d, one, plan));
+            // Back to the driver, so the next compute type's size sees the memory as free.
+            self.pool().empty_cache()?;
             let Some((tflops, algo)) = best else {
                 tracing::warn!(target: "sinter::cuda", "no {} peak: every algorithm failed", spec.compute);
                 continue;
