@@ -27,7 +27,9 @@
 //!   buffers either way.
 //! * [`Mode::MaxAutotune`]: as `ReduceOverhead`, after picking each kernel's [`Tuning`] with the
 //!   shared tuner ([`sinter_core::tune::autotune`]) over [`render::candidates`], each candidate
-//!   timed on the device with events (median of 5 after warm-ups) over random float inputs.
+//!   timed on the device with events (median of 5 after warm-ups) over random float inputs. The
+//!   candidates of every kernel searched are rendered and compiled up front in one parallel NVRTC
+//!   batch (the `tune` module), then each search compiles its own batch from those cubins.
 //!   Winners are cached in `<cache dir>/autotune/cuda-<device key>.json` ([`DeviceInfo::key`]:
 //!   GPU, architecture, driver); entries are re-validated by rendering them. Matmuls the library can run also get
 //!   cuBLASLt candidates (`library`).
@@ -45,6 +47,7 @@ mod library;
 mod tune;
 
 pub use exec::CudaExecutable;
+pub use tune::candidate_sources;
 
 use crate::device::{CudaBuffer, CudaCalibration, Device, DeviceInfo, Launch, Stream};
 use crate::nvrtc::{self, CubinCache, NvrtcError, Target};
@@ -237,34 +240,19 @@ impl CudaBackend {
         Ok(cubin)
     }
 
-    /// Compiles `sources` (name, CUDA C++) through the cubin cache on up to 16 threads; results in
-    /// the order given.
+    /// Compiles `sources` (name, CUDA C++) through the cubin cache in parallel
+    /// ([`nvrtc::compile_parallel`]); results in the order given.
     fn compile_all(&self, sources: &[(&str, &str)], cubins: &CubinCache) -> Vec<Result<nvrtc::Cubin, BackendError>> {
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16).min(sources.len());
-        if workers <= 1 {
-            return sources.iter().map(|(name, src)| self.compile(name, src, cubins)).collect();
-        }
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let slots: Vec<std::sync::Mutex<Option<Result<nvrtc::Cubin, BackendError>>>> =
-            sources.iter().map(|_| std::sync::Mutex::new(None)).collect();
-        std::thread::scope(|s| {
-            for _ in 0..workers {
-                s.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((name, src)) = sources.get(i) else { break };
-                        let r = self.compile(name, src, cubins);
-                        *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
-                    }
-                });
-            }
-        });
-        slots
+        let target = Target { sm: self.cuda_caps.sm };
+        nvrtc::compile_parallel(sources, &target, cubins)
             .into_iter()
-            .map(|m| {
-                m.into_inner()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .unwrap_or_else(|| Err(BackendError::Device("a compile thread stopped early".into())))
+            .zip(sources)
+            .map(|(r, (name, src))| match r {
+                Ok((cubin, hit)) => {
+                    tracing::debug!(target: "sinter::cuda", "{name}: cubin {}", if hit { "cached" } else { "compiled" });
+                    Ok(cubin)
+                }
+                Err(e) => Err(nvrtc_error(e, src)),
             })
             .collect()
     }
@@ -330,7 +318,7 @@ impl CudaBackend {
             rendered: r,
             tuning: t.clone(),
             launch: library::Step::Kernel(launch),
-            resources,
+            resources: Some(resources),
             _scratch: scratch,
         })
     }
@@ -382,8 +370,19 @@ impl CudaBackend {
                     }
                 }
             }
+            // Every candidate of every kernel searched, compiled in one parallel batch up front.
+            let searched: Vec<&Kernel> =
+                program.kernels.iter().filter(|k| cache.get(&sinter_core::tune::kernel_key(k)).is_none()).collect();
+            let precompiled = tune::precompile(self, &searched, &cubins);
+            tracing::debug!(
+                target: "sinter::autotune",
+                "{} of {} kernels searched; {} candidate sources compiled up front",
+                searched.len(),
+                program.kernels.len(),
+                precompiled.len()
+            );
             for k in &program.kernels {
-                let mut target = tune::KernelTuner::new(self, k, args_of(k), &stream, &cubins)?;
+                let mut target = tune::KernelTuner::new(self, k, args_of(k), &stream, &cubins, &precompiled)?;
                 let mut candidates = render::candidates(k, &self.cuda_caps);
                 // Library candidates cost a heuristic query and a workspace each: asked for only
                 // when the kernel is searched (a cached winner, library or not, loads directly).
@@ -518,6 +517,11 @@ impl Backend for CudaBackend {
             copy_bytes: c.copy_bytes,
             launch_overhead_us: c.launch_overhead_us,
         }))
+    }
+
+    /// [`Device::matmul_peaks`]: cuBLASLt's rate per compute type the device has.
+    fn calibrate_matmul(&self) -> Result<Vec<sinter_core::backend::MatmulPeak>, BackendError> {
+        self.dev.matmul_peaks()
     }
 
     fn upload(&self, t: &HostTensor) -> Result<DeviceTensor, BackendError> {

@@ -78,6 +78,48 @@ pub fn compile(name: &str, source: &str, target: &Target) -> Result<Cubin, Nvrtc
     Ok(Cubin { image, log: std::mem::take(&mut prog.log) })
 }
 
+/// Most NVRTC compiles [`compile_parallel`] runs at once.
+pub const MAX_COMPILE_THREADS: usize = 16;
+
+/// Compiles `sources` (name, CUDA C++) for `target` through `cubins` on up to
+/// [`MAX_COMPILE_THREADS`] threads (fewer when the machine has fewer cores or there are fewer
+/// sources): one result per source, in the order given, each with whether it came from the cache.
+/// NVRTC programs are independent, so the results are those of compiling one by one.
+pub fn compile_parallel(
+    sources: &[(&str, &str)],
+    target: &Target,
+    cubins: &CubinCache,
+) -> Vec<Result<(Cubin, bool), NvrtcError>> {
+    let workers =
+        std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_COMPILE_THREADS).min(sources.len());
+    if workers <= 1 {
+        return sources.iter().map(|(name, src)| cubins.compile_cached(name, src, target)).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    type Slot = std::sync::Mutex<Option<Result<(Cubin, bool), NvrtcError>>>;
+    let slots: Vec<Slot> = sources.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((name, src)) = sources.get(i) else { break };
+                    let r = cubins.compile_cached(name, src, target);
+                    *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|p| p.into_inner())
+                .unwrap_or_else(|| Err(NvrtcError::Unavailable("a compile thread stopped early".into())))
+        })
+        .collect()
+}
+
 /// Compiles `source` to PTX for `target` (same options as [`compile`]), for debugging and
 /// artifacts.
 pub fn compile_ptx(name: &str, source: &str, target: &Target) -> Result<String, NvrtcError> {

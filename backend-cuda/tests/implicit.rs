@@ -170,6 +170,7 @@ fn implicit_templates_compile_at_resnet_sizes() {
             assert!(mm.b.im2col.is_some());
             let r = render::render(k, &CudaCaps::hopper(), &Tuning::default()).expect("render");
             assert!(r.strategy.starts_with("mma "), "{}", r.strategy);
+            assert_eq!(r.compute, (dt == DType::F32).then_some("tf32"), "{dt}");
             assert!(r.source.contains("B the implicit im2col view"), "{}", r.source);
             // The last stage (512 x 1568 x 4608: 52 tiles of 128 x 128 for 132 SMs) splits k.
             if i == 4 {
@@ -215,8 +216,12 @@ fn tf32_matmul_tiles_and_layouts_compile() {
             let k = &mut p.kernels[0];
             let exact = render::render(k, &CudaCaps::hopper(), &Tuning::default()).expect("render");
             assert!(exact.strategy.starts_with("matmul "), "{}", exact.strategy);
+            // The profile rates exact f32 against the f32 peak, TF32 against the TF32 one.
+            assert_eq!(exact.compute, None);
             let KernelBody::Matmul(m) = &mut k.body else { unreachable!() };
             m.tf32 = true;
+            let simt = Tuning { tile: Some(render::MatmulTile::CANDIDATES[0]), ..Tuning::default() };
+            assert_eq!(render::render(k, &CudaCaps::hopper(), &simt).expect("CUDA-core tile").compute, None);
             // f32 tiles take twice the shared memory: the deepest candidates do not fit.
             let r = match render::render(k, &CudaCaps::hopper(), &Tuning { mma: Some(*t), ..Tuning::default() }) {
                 Ok(r) => r,
@@ -225,6 +230,7 @@ fn tf32_matmul_tiles_and_layouts_compile() {
             };
             assert!(r.strategy.starts_with("mma "), "{}", r.strategy);
             assert!(r.source.contains("TF32 mma.sync m16n8k8"));
+            assert_eq!(r.compute, Some("tf32"));
             compile(&r, i == 0);
             if i == 0 && matches!(j, 0 | 5) {
                 shown.push_str(&format!("// ==== a_t {a_t} b_t {b_t} pad {pad} ({})\n{}", r.strategy, r.source));

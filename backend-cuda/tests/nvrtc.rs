@@ -204,6 +204,57 @@ enum Work<'a> {
 /// Candidates per NVRTC call: each call costs a front-end start (~30-50 ms) besides its kernels.
 const BATCH: usize = 24;
 
+/// Max-autotune's cold compile (issue 13): the candidates of every kernel of a program are listed
+/// once each and compiled in one parallel batch, in order, each result that of compiling it alone;
+/// a second batch through the same cache compiles nothing.
+#[test]
+fn autotune_candidates_of_every_kernel_compile_in_one_parallel_batch() {
+    if !nvrtc_available("autotune_candidates_of_every_kernel_compile_in_one_parallel_batch") {
+        return;
+    }
+    let w = workloads::get("matmul_softmax_4096_bf16").expect("workload");
+    let g = sinter_core::passes::optimize(&w.build(Scale::Reduced).unwrap()).unwrap();
+    let p = schedule(&g, &cuda_caps(), &ScheduleOptions::default()).unwrap();
+    let kernels: Vec<&Kernel> = p.kernels.iter().collect();
+    let cuda = CudaCaps::hopper();
+    let sources = sinter_cuda::backend::candidate_sources(&kernels, &cuda);
+    // Every rendered candidate of every kernel, each source once.
+    let all: usize = kernels.iter().map(|k| render::candidates(k, &cuda).len()).sum();
+    assert!(kernels.len() >= 2 && sources.len() >= kernels.len() && sources.len() <= all, "{} of {all}", sources.len());
+    assert_eq!(sources.iter().map(|(_, s)| s).collect::<HashSet<_>>().len(), sources.len());
+    for k in &kernels {
+        let default = render::render(k, &cuda, &Tuning::default()).unwrap();
+        assert!(sources.iter().any(|(_, s)| *s == default.source), "{}: default candidate missing", k.name);
+    }
+    let dir = std::env::temp_dir().join(format!("sinter-nvrtc-batch-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cache = CubinCache::open(Some(&dir));
+    let refs: Vec<(&str, &str)> = sources.iter().map(|(n, s)| (n.as_str(), s.as_str())).collect();
+    let t0 = Instant::now();
+    let batch = nvrtc::compile_parallel(&refs, &Target::hopper(), &cache);
+    eprintln!(
+        "{} candidate sources of {} kernels compiled in parallel in {:?}",
+        refs.len(),
+        kernels.len(),
+        t0.elapsed()
+    );
+    assert_eq!(batch.len(), refs.len());
+    for ((name, _), r) in refs.iter().zip(&batch) {
+        let (cubin, hit) = r.as_ref().unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!hit && cubin.image.starts_with(b"\x7fELF"), "{name}");
+        assert!(nvrtc::resources(&cubin.log, name).is_some(), "{name}: no resources\n{}", cubin.log);
+    }
+    // In order: each result is its own source's (the first and last compiled alone match).
+    for i in [0, refs.len() - 1] {
+        let alone = nvrtc::compile(refs[i].0, refs[i].1, &Target::hopper()).unwrap();
+        assert_eq!(alone.image, batch[i].as_ref().unwrap().0.image, "{}", refs[i].0);
+    }
+    // A second batch (a second process's cold compile) takes every cubin from the cache.
+    let again = nvrtc::compile_parallel(&refs, &Target::hopper(), &cache);
+    assert!(again.iter().all(|r| r.as_ref().is_ok_and(|(_, hit)| *hit)));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn every_workload_kernel_compiles_for_sm90() {
     if !nvrtc_available("every_workload_kernel_compiles_for_sm90") {

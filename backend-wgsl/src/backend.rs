@@ -768,6 +768,8 @@ impl Executable for WgslExecutable {
                 grid: k.rendered.grid,
                 block: k.rendered.workgroup_size,
                 resources: None,
+                strategy: Some(k.rendered.strategy.clone()),
+                compute: None,
             })
             .collect()
     }

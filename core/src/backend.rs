@@ -125,6 +125,26 @@ pub struct KernelSource {
     /// What the device compiler reported (registers, spills, shared memory), where it reports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<KernelResources>,
+    /// How the backend runs it, in a few words (`mma.sync m16n8k16 128x128x32 ...`, `cublaslt
+    /// direct algo 1/6`), where it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
+    /// The arithmetic the kernel's products ran in where it differs from its operands' dtype: the
+    /// name of a compute ceiling ([`crate::profile::Ceilings::matmul_tflops`]), `tf32` for f32
+    /// operands multiplied in TF32 on tensor cores. `None`: the operands' dtype.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute: Option<String>,
+}
+
+/// One measured matrix-product peak ([`Backend::calibrate_matmul`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatmulPeak {
+    /// The compute ceiling it measures: `f32` (exact), `tf32`, `f16`, `bf16`, `f8e4m3`.
+    pub compute: String,
+    /// Rate, TFLOP/s (10^12 FLOP/s; a multiply-add counts 2).
+    pub tflops: f64,
+    /// How it was measured, in a sentence (library, shape, algorithms, statistics).
+    pub method: String,
 }
 
 /// What [`Backend::calibrate`] measured.
@@ -388,6 +408,13 @@ pub trait Backend: Send + Sync {
     fn calibrate(&self, copy_bytes: u64) -> Result<Option<DeviceCeilings>, BackendError> {
         let _ = copy_bytes;
         Ok(None)
+    }
+    /// Measures the device's matrix-product peaks, one per compute type it has (see
+    /// [`MatmulPeak`]): on a vendor library where the backend has one, so that kernels are
+    /// compared with what the hardware reaches. Empty (the default) when the backend measures
+    /// none; `sinter calibrate` then times its own matmul workloads instead.
+    fn calibrate_matmul(&self) -> Result<Vec<MatmulPeak>, BackendError> {
+        Ok(Vec::new())
     }
     /// True when the backend's "device" is the host's CPU (lavapipe, a software adapter, the
     /// interpreter): `Backend::Auto` prefers any GPU to it.

@@ -1,10 +1,18 @@
 //! The autotuner every backend shares (max-autotune): time each candidate configuration of a
 //! kernel on the device, keep the fastest, and remember the winner on disk per device.
 //!
-//! A backend supplies what is device-specific as closures: the candidate configurations (its
-//! renderer's tuning type `T`), how to compile one into a loaded kernel `L`, and how to time a
+//! A backend supplies what is device-specific through [`TuneTarget`]: the candidate configurations
+//! (its renderer's tuning type `T`), how to compile them into loaded kernels `L`, and how to time a
 //! loaded kernel. This module owns the loop (deduplicating candidates that render to the same
 //! source, logging every timing on the `sinter::autotune` target) and the cache.
+//!
+//! # Compiling
+//!
+//! A search compiles every candidate of the kernel first, in one [`TuneTarget::compile_batch`]
+//! call, and times them after: a backend whose compiler is slow and independent per source (CUDA:
+//! NVRTC) compiles the batch in parallel, and may have compiled the candidates of every kernel of
+//! the program before the first search starts. The default `compile_batch` compiles one by one
+//! (WGSL). Which candidate wins does not depend on how the batch was compiled.
 //!
 //! # The cache
 //!
@@ -156,6 +164,12 @@ pub trait TuneTarget {
     type Loaded;
     /// Compiles one configuration.
     fn compile(&mut self, t: &Self::Tuning) -> Result<Self::Loaded, BackendError>;
+    /// Compiles several configurations, one result per configuration in the order given (an
+    /// error for those that do not compile). The default compiles them one by one with
+    /// [`TuneTarget::compile`]; a backend with a parallel compiler overrides it.
+    fn compile_batch(&mut self, ts: &[Self::Tuning]) -> Vec<Result<Self::Loaded, BackendError>> {
+        ts.iter().map(|t| self.compile(t)).collect()
+    }
     /// The source it was compiled from (candidates with the same source are timed once).
     fn source<'a>(&self, l: &'a Self::Loaded) -> &'a str;
     /// Median device time of one launch, ns.
@@ -163,8 +177,9 @@ pub trait TuneTarget {
 }
 
 /// Picks the fastest of `candidates` for kernel `k` (the first candidate is the default, also
-/// used when every other fails): a valid cached winner is compiled without timing; otherwise each
-/// distinct candidate is compiled and timed and the winner is recorded in `cache`.
+/// used when every other fails): a valid cached winner is compiled without timing; otherwise every
+/// candidate is compiled in one [`TuneTarget::compile_batch`], each distinct one (by source) is
+/// timed in candidate order, and the winner is recorded in `cache`.
 pub fn autotune<X: TuneTarget>(
     k: &Kernel,
     target: &mut X,
@@ -190,8 +205,18 @@ pub fn autotune<X: TuneTarget>(
     };
     let mut best: Option<(f64, X::Tuning, X::Loaded)> = None;
     let mut seen: Vec<String> = Vec::new();
-    for t in candidates {
-        let l = match target.compile(&t) {
+    let compiled = target.compile_batch(&candidates);
+    if compiled.len() != candidates.len() {
+        return Err(BackendError::Device(format!(
+            "{}: the backend compiled {} of {} autotuning candidates",
+            k.name,
+            compiled.len(),
+            candidates.len()
+        )));
+    }
+    // Each candidate is dropped after its timing unless it is the best so far.
+    for (t, r) in candidates.into_iter().zip(compiled) {
+        let l = match r {
             Ok(l) => l,
             Err(e) => {
                 log(cache, format!("{}: {t:?} does not compile: {e}", k.name));
@@ -265,6 +290,80 @@ mod tests {
         fn time(&mut self, l: &(u32, String)) -> Result<f64, BackendError> {
             Ok(1000.0 / l.0 as f64)
         }
+    }
+
+    /// [`Fake`] whose batches are compiled "in parallel" (in reverse order, to show that order
+    /// does not matter) and recorded.
+    struct Batched {
+        inner: Fake,
+        batches: Vec<Vec<u32>>,
+    }
+
+    impl TuneTarget for Batched {
+        type Tuning = u32;
+        type Loaded = (u32, String);
+        fn compile(&mut self, t: &u32) -> Result<(u32, String), BackendError> {
+            self.inner.compile(t)
+        }
+        fn compile_batch(&mut self, ts: &[u32]) -> Vec<Result<(u32, String), BackendError>> {
+            self.batches.push(ts.to_vec());
+            let mut out: Vec<_> = ts.iter().rev().map(|t| self.inner.compile(t)).collect();
+            out.reverse();
+            out
+        }
+        fn source<'a>(&self, l: &'a (u32, String)) -> &'a str {
+            &l.1
+        }
+        fn time(&mut self, l: &(u32, String)) -> Result<f64, BackendError> {
+            self.inner.time(l)
+        }
+    }
+
+    #[test]
+    fn candidates_are_compiled_in_one_batch_with_the_same_outcome() {
+        let k = kernel("k0_x", 10);
+        let cands = vec![3, 0, 5, 9, 2, 12];
+        // The default batch compiles one by one, in order.
+        let mut seq = Fake { compiled: vec![] };
+        let mut c1 = TuneCache::<u32>::none();
+        let a = autotune(&k, &mut seq, cands.clone(), &mut c1).unwrap();
+        assert_eq!(seq.compiled, cands);
+        // A batching target gets every candidate in one call and picks the same winner, with the
+        // same log (9 wins; 12 renders as 8 and 9 does too: the first of a source is timed).
+        let mut b = Batched { inner: Fake { compiled: vec![] }, batches: vec![] };
+        let mut c2 = TuneCache::<u32>::none();
+        let r = autotune(&k, &mut b, cands.clone(), &mut c2).unwrap();
+        assert_eq!(b.batches, vec![cands.clone()]);
+        assert_eq!((r.tuning, r.ns), (a.tuning, a.ns));
+        assert_eq!(r.tuning, 9);
+        assert_eq!(c1.log, c2.log);
+        assert!(c2.log.iter().any(|l| l.contains("0 does not compile")));
+        // A cached winner is compiled alone, never in a batch.
+        let mut c3 = TuneCache::<u32>::none();
+        c3.put(kernel_key(&k), 5);
+        let mut b = Batched { inner: Fake { compiled: vec![] }, batches: vec![] };
+        assert_eq!(autotune(&k, &mut b, cands.clone(), &mut c3).unwrap().tuning, 5);
+        assert!(b.batches.is_empty() && b.inner.compiled == vec![5]);
+        // A backend that returns the wrong number of results is an error, not a silent pick.
+        struct Short;
+        impl TuneTarget for Short {
+            type Tuning = u32;
+            type Loaded = (u32, String);
+            fn compile(&mut self, t: &u32) -> Result<(u32, String), BackendError> {
+                Ok((*t, String::new()))
+            }
+            fn compile_batch(&mut self, _: &[u32]) -> Vec<Result<(u32, String), BackendError>> {
+                Vec::new()
+            }
+            fn source<'a>(&self, l: &'a (u32, String)) -> &'a str {
+                &l.1
+            }
+            fn time(&mut self, _: &(u32, String)) -> Result<f64, BackendError> {
+                Ok(1.0)
+            }
+        }
+        let e = autotune(&k, &mut Short, cands, &mut TuneCache::none()).err().unwrap().to_string();
+        assert!(e.contains("compiled 0 of 6"), "{e}");
     }
 
     #[test]

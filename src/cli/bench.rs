@@ -131,6 +131,14 @@ pub struct Row {
     /// Largest tolerance ratio of compiled against eager outputs, when both ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vs_eager_ratio: Option<f64>,
+    /// Every matmul, convolution and attention kernel: registers, shared memory, spills,
+    /// achieved TFLOP/s and its share of the measured peak of its compute type
+    /// ([`super::contractions::ContractionRow`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub contractions: Vec<super::contractions::ContractionRow>,
+    /// Each kernel's device times over the timed runs, ns (what `contractions` is rated from).
+    #[serde(skip)]
+    pub kernel_ns: std::collections::BTreeMap<String, Vec<f64>>,
 }
 
 /// The whole JSON document.
@@ -152,6 +160,13 @@ pub struct Report {
     /// Measured copy bandwidth (read + write), GB/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ceiling_copy_gbps: Option<f64>,
+    /// The measured matmul peaks per compute type the contraction shares are of (TFLOP/s, from
+    /// `sinter calibrate`); empty when the device was never calibrated.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub matmul_peaks_tflops: std::collections::BTreeMap<String, f64>,
+    /// How each peak was measured.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub matmul_peak_methods: std::collections::BTreeMap<String, String>,
     /// Rows.
     pub results: Vec<Row>,
 }
@@ -305,6 +320,10 @@ pub fn measure(
     let (out, timings) = c.run_timed(inputs, iters.max(1))?;
     let wall_ms = t.elapsed().as_secs_f64() * 1e3 / iters.max(1) as f64;
     let spans: Vec<f64> = timings.iter().filter_map(|r| run_span_ns(r)).collect();
+    let mut kernel_ns: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for k in timings.iter().flatten() {
+        kernel_ns.entry(k.kernel.clone()).or_default().push(k.dur_ns);
+    }
     let (ms, ms_min) = if spans.is_empty() {
         (wall_ms, wall_ms)
     } else {
@@ -344,6 +363,8 @@ pub fn measure(
         check_max_abs: None,
         check_ok: None,
         vs_eager_ratio: None,
+        contractions: Vec::new(),
+        kernel_ns,
     };
     Ok((row, out, c))
 }
@@ -545,6 +566,11 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(c) = ceiling {
         println!("# measured copy bandwidth: {c:.1} GB/s");
     }
+    let ceilings = super::contractions::load_ceilings(&backend, ceiling);
+    match super::contractions::no_peaks_note(&ceilings, backend.name()) {
+        Some(note) => println!("{note}"),
+        None => println!("{}", super::contractions::peaks_line(&ceilings)),
+    }
     if a.precision != Precision::F32 {
         println!("# precision {} (autocast: matmuls, convolutions and attention in {})", a.precision, a.precision);
     }
@@ -571,7 +597,7 @@ pub fn run(a: Args) -> Result<()> {
             let b = for_measurement(&backend, a.reuse_device)?;
             let numerics = (a.precision, a.tf32);
             let r = measure(&job.subject, &b, m, fusion, numerics, a.iters, a.warmup, &job.inputs, cache.as_deref());
-            let (mut row, out, _c) = match r {
+            let (mut row, out, c) = match r {
                 Ok(r) => r,
                 Err(e) => {
                     let name = if fusion { m.name() } else { "eager" };
@@ -597,7 +623,11 @@ pub fn run(a: Args) -> Result<()> {
             } else {
                 eager_out = Some(out);
             }
+            row.contractions = super::contractions::records(&c, &row.kernel_ns, &ceilings);
             print_row(&row, ceiling);
+            for line in super::contractions::table(&row.contractions) {
+                println!("{line}");
+            }
             if row.check_ok == Some(false) {
                 failed.push(job.subject.name.clone());
             }
@@ -612,6 +642,8 @@ pub fn run(a: Args) -> Result<()> {
         scale: if a.model.model.is_some() { "model".to_string() } else { scale.name().to_string() },
         model: a.model.model.as_ref().map(|p| p.display().to_string()),
         ceiling_copy_gbps: ceiling,
+        matmul_peaks_tflops: ceilings.matmul_tflops.clone(),
+        matmul_peak_methods: ceilings.matmul_method.clone(),
         results: rows,
     };
     if let Some(p) = &a.json {

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod calibrate;
 pub mod conformance;
+pub mod contractions;
 pub mod demo;
 pub mod explain;
 pub mod model;

@@ -8,10 +8,9 @@ use anyhow::{Context, Result};
 use sinter::core::backend::{Backend as BackendTrait, Mode};
 use sinter::core::compile::{CompileOptions, compile};
 use sinter::core::passes::Precision;
-use sinter::core::profile::{self, Ceilings, DeviceInfo};
+use sinter::core::profile::{self, DeviceInfo};
 use sinter::workloads::Scale;
 use sinter::{HostTensor, IrGraph};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -49,23 +48,6 @@ pub struct Args {
     /// The on-disk cache.
     #[command(flatten)]
     pub cache: super::CacheArgs,
-}
-
-/// The device ceilings: cached calibration if present and valid, else a quick copy measurement.
-/// A calibration file that exists but cannot be read, parsed or trusted is named in a warning.
-fn ceilings(backend: &Arc<dyn BackendTrait>, measured_copy: Option<f64>) -> Ceilings {
-    let key = Ceilings::adapter_key(&[backend.name(), &backend.device_name()]);
-    match Ceilings::load(&key) {
-        Ok(Some(c)) => return c,
-        Ok(None) => {}
-        Err(e) => eprintln!("warning: ignoring the calibration file: {e}"),
-    }
-    Ceilings {
-        copy_gbps: measured_copy.unwrap_or(0.0),
-        matmul_tflops: BTreeMap::new(),
-        launch_overhead_us: 0.0,
-        measured: measured_copy.is_some(),
-    }
 }
 
 /// What is profiled: a name, a static graph and its inputs, and progress lines for models.
@@ -131,7 +113,11 @@ pub fn run(a: Args) -> Result<()> {
     // The model is loaded and its inputs checked before the backend is opened.
     let s = subject(&a)?;
     let (backend, copy) = super::bench::make_backend(&a.backend, true)?;
-    let device = DeviceInfo::new(backend.device_name(), backend.name(), ceilings(&backend, copy));
+    let ceilings = super::contractions::load_ceilings(&backend, copy);
+    if let Some(note) = super::contractions::no_peaks_note(&ceilings, backend.name()) {
+        println!("{note}");
+    }
+    let device = DeviceInfo::new(backend.device_name(), backend.name(), ceilings);
     super::out_dir("out", &a.out)?;
     if !a.no_eager {
         let p = record(&a.out, &a, &s, &backend, &device, false)?;
@@ -144,6 +130,10 @@ pub fn run(a: Args) -> Result<()> {
     p.write(&a.out)?;
     let analysis = profile::analyze(&p);
     println!("{}", analysis.summary(&p));
+    let rows: Vec<_> = p.kernels.iter().filter_map(super::contractions::ContractionRow::of).collect();
+    for line in super::contractions::table(&rows) {
+        println!("{line}");
+    }
     println!("artifacts in {} (open with: sinter view {})", a.out.display(), a.out.display());
     Ok(())
 }

@@ -53,20 +53,27 @@ pub fn summary_text(a: &Artifacts) -> String {
         let _ = writeln!(s, "{}", run.analysis.summary(p));
         let _ = writeln!(
             s,
-            "  {:<28} {:>7} {:>12} {:>9} {:>9}  {:<16} ops",
-            "kernel", "share", "median", "GB/s", "TFLOP/s", "verdict"
+            "  {:<28} {:>7} {:>12} {:>9} {:>9} {:>7}  {:<16} ops",
+            "kernel", "share", "median", "GB/s", "TFLOP/s", "%peak", "verdict"
         );
         for k in run.kernels_by_time() {
             let (kp, an) = (&p.kernels[k], &run.analysis.kernels[k]);
             let num = |v: Option<f64>| v.map_or_else(|| "-".to_string(), sinter_viewer::app::fmt_sig);
+            // Contractions: the share of the measured peak of their compute type (`sinter calibrate`).
+            let peak = kp
+                .contraction
+                .as_ref()
+                .and_then(|c| c.peak_share)
+                .map_or_else(|| "-".to_string(), |f| format!("{:.1}%", f * 100.0));
             let _ = writeln!(
                 s,
-                "  {:<28} {:>6.1}% {:>12} {:>9} {:>9}  {:<16} {}",
+                "  {:<28} {:>6.1}% {:>12} {:>9} {:>9} {:>7}  {:<16} {}",
                 kp.name,
                 an.share * 100.0,
                 an.time_ns.map_or_else(|| "-".to_string(), sinter_viewer::profile::fmt_ns),
                 num(an.achieved_gbps),
                 num(an.achieved_tflops),
+                peak,
                 an.verdict.label(),
                 kp.ops.join(", ")
             );

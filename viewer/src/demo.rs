@@ -7,7 +7,8 @@ use crate::ViewerError;
 use sinter_core::DType;
 use sinter_core::ir::{BinaryOp, Graph, NodeId, Op, Origin, ReduceOp, UnaryOp};
 use sinter_core::profile::{
-    Ceilings, DeviceInfo, FusionDecision, KernelProfile, Launch, Mode, Profile, ProfileBuilder, Span, SpanCategory,
+    Ceilings, Contraction, ContractionKind, DeviceInfo, FusionDecision, KernelProfile, Launch, Mode, Profile,
+    ProfileBuilder, Span, SpanCategory,
 };
 use sinter_core::tensor::HostTensor;
 use std::collections::BTreeMap;
@@ -179,6 +180,10 @@ pub fn demo_device() -> DeviceInfo {
         Ceilings {
             copy_gbps: 3000.0,
             matmul_tflops: BTreeMap::from([("f32".into(), 60.0), ("f16".into(), 500.0)]),
+            matmul_method: BTreeMap::from([
+                ("f32".into(), "synthetic (fixture data)".into()),
+                ("f16".into(), "synthetic (fixture data)".into()),
+            ]),
             launch_overhead_us: 4.0,
             measured: true,
         },
@@ -208,6 +213,10 @@ pub fn demo_profile(mode: Mode, iterations: u32) -> Profile {
             .source_path(format!("kernels/{}.wgsl", k.name));
         kp.registers = k.registers;
         kp.shared_mem_bytes = k.smem;
+        if k.name.contains("matmul") {
+            // The builder rates it against the f16 peak when the profile is finished.
+            kp = kp.with_contraction(Some(Contraction::new(ContractionKind::Matmul, "f16"))).spill_bytes(0);
+        }
         ids.push(b.add_kernel(kp));
     }
     // Deterministic jitter.

@@ -1,5 +1,5 @@
 //! The roofline plot: each kernel at (arithmetic intensity, achieved FLOP/s) on log-log axes,
-//! under the measured bandwidth slope and the compute roof of each dtype.
+//! under the measured bandwidth slope and the compute roof of each compute type (a dtype, or `tf32`).
 
 use crate::app::verdict_color;
 use crate::artifacts::Run;
@@ -23,7 +23,7 @@ pub struct RoofPoint {
 /// A compute roof.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Roof {
-    /// The dtype it applies to.
+    /// The compute type it applies to (`f16`, `tf32`, ...).
     pub dtype: String,
     /// Peak, TFLOP/s.
     pub peak_tflops: f64,
@@ -38,7 +38,7 @@ pub struct Roofline {
     pub points: Vec<RoofPoint>,
     /// Kernels that cannot be plotted, with why (no time, no FLOPs, no bytes).
     pub unplotted: Vec<(usize, String)>,
-    /// One roof per dtype used by the kernels (with a known peak).
+    /// One roof per compute type used by the kernels (with a known peak).
     pub roofs: Vec<Roof>,
     /// Copy bandwidth, GB/s.
     pub bandwidth_gbps: Option<f64>,
@@ -74,8 +74,9 @@ pub fn roofline(run: &Run) -> Roofline {
         }
     }
     let bandwidth_gbps = c.bandwidth_gbps();
-    let mut dtypes: Vec<String> =
-        p.kernels.iter().map(|k| if k.dtype.is_empty() { "f32".into() } else { k.dtype.clone() }).collect();
+    // One roof per compute type: a contraction's (`tf32` where its f32 products ran in TF32),
+    // else the kernel's dtype.
+    let mut dtypes: Vec<String> = p.kernels.iter().map(|k| k.compute().to_string()).collect();
     dtypes.sort();
     dtypes.dedup();
     let mut roofs: Vec<Roof> = Vec::new();
@@ -283,7 +284,7 @@ mod tests {
         let bw = r.bandwidth_gbps.unwrap();
         for pt in &r.points {
             let k = &run.profile.kernels[pt.kernel];
-            let peak = r.roofs.iter().find(|x| x.dtype == k.dtype).map_or(f64::INFINITY, |x| x.peak_tflops);
+            let peak = r.roofs.iter().find(|x| x.dtype == k.compute()).map_or(f64::INFINITY, |x| x.peak_tflops);
             let roof = (bw / 1e3 * 10f64.powf(pt.x)).min(peak).log10();
             assert!(pt.y <= roof + 1e-9, "{} above its roof", k.name);
             assert!(pt.x >= r.x_range.0 && pt.x <= r.x_range.1 && pt.y >= r.y_range.0 && pt.y <= r.y_range.1);

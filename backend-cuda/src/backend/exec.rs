@@ -28,7 +28,9 @@ pub(crate) struct LoadedKernel {
     pub(crate) tuning: Tuning,
     /// Its launch (or library call).
     pub(crate) launch: Step,
-    pub(crate) resources: KernelResources,
+    /// What ptxas reported of the rendered kernel; `None` for a library call (cuBLASLt reports
+    /// nothing of its kernels).
+    pub(crate) resources: Option<KernelResources>,
     /// The kernel's private scratch ([`Rendered::scratch_bytes`]), bound after its arguments.
     pub(crate) _scratch: Option<CudaBuffer>,
 }
@@ -623,7 +625,9 @@ impl Executable for CudaExecutable {
                 source: k.rendered.source.clone(),
                 grid: k.rendered.grid,
                 block: k.rendered.block,
-                resources: Some(k.resources),
+                resources: k.resources,
+                strategy: Some(k.rendered.strategy.clone()),
+                compute: k.rendered.compute.map(str::to_string),
             })
             .collect()
     }

@@ -34,7 +34,7 @@ use crate::device::{CudaBuffer, Launch, Stream};
 use crate::nvrtc::CubinCache;
 use crate::render::{Rendered, Tuning, entry_name};
 use sinter_core::DType;
-use sinter_core::backend::{BackendError, KernelResources, Mode};
+use sinter_core::backend::{BackendError, Mode};
 use sinter_core::kernel::library::{LibraryGemm, SplitGemm, library_gemm, split_epilogue};
 use sinter_core::kernel::{Kernel, MatOperand};
 use std::sync::Arc;
@@ -247,7 +247,8 @@ pub(crate) fn build(
         algo + 1,
         plan.algos()
     );
-    let mut resources = KernelResources { registers: 0, spill_bytes: 0, shared_bytes: 0 };
+    // cuBLASLt reports nothing of its kernels: no registers, shared memory or spills (a split
+    // form's epilogue kernel has its own, but they would describe the wrong kernel).
     let (epilogue, kind) = match form {
         Form::Direct(_) => (None, "direct"),
         Form::Split(split) => {
@@ -258,7 +259,6 @@ pub(crate) fn build(
             let loaded = backend.build_kernel(&split.epilogue, &Tuning::default(), &eargs, cubins, stream)?;
             source.push('\n');
             source.push_str(&loaded.rendered.source);
-            resources = loaded.resources;
             let Step::Kernel(launch) = loaded.launch else {
                 return Err(BackendError::Render {
                     kernel: k.name.clone(),
@@ -279,9 +279,17 @@ pub(crate) fn build(
         strategy,
         scratch_bytes: 0,
         tensor_maps: Vec::new(),
+        compute: (desc.dtype == BlasType::F32 && desc.tf32).then_some("tf32"),
     };
     let step = Step::Gemm(Box::new(GemmStep { plan, algo, args: args.to_vec(), gemm, epilogue }));
-    Ok(LoadedKernel { name: k.name.clone(), rendered, tuning: tuning.clone(), launch: step, resources, _scratch: None })
+    Ok(LoadedKernel {
+        name: k.name.clone(),
+        rendered,
+        tuning: tuning.clone(),
+        launch: step,
+        resources: None,
+        _scratch: None,
+    })
 }
 
 /// The library candidates max-autotune times for `k` on a device of compute capability `sm`

@@ -38,7 +38,7 @@ pub struct CudaCalibration {
 }
 
 impl CudaCalibration {
-    /// The roofline's ceilings (matmul peaks are not measured here).
+    /// The roofline's ceilings (matmul peaks are measured apart: [`Device::matmul_peaks`]).
     pub fn ceilings(&self) -> Ceilings {
         Ceilings {
             copy_gbps: self.copy_gbps,

@@ -12,7 +12,9 @@
 //! * [`Launch`]: a loaded kernel with its launch shape and a prebuilt `void**` parameter array
 //!   (arguments are patched in place; launching is one `cuLaunchKernel`).
 //! * [`Graph`]: a captured and instantiated CUDA graph, replayed with one `cuGraphLaunch`.
-//! * [`Device::calibrate`]: copy bandwidth and launch overhead, for roofline ceilings.
+//! * [`Device::calibrate`]: copy bandwidth and launch overhead, for roofline ceilings;
+//!   [`Device::matmul_peaks`]: the cuBLASLt product peak per compute type (f32, TF32, f16, bf16,
+//!   fp8), the measured peaks contraction kernels are compared with.
 //! * [`blas::GemmPlan`]: a cuBLASLt product (descriptors, heuristic algorithms, workspace).
 //!
 //! The hot paths call the driver through cudarc's `sys` layer (no per-call allocation, no event
@@ -23,6 +25,7 @@ mod buffer;
 mod calibrate;
 mod graph;
 mod launch;
+pub mod peaks;
 pub mod pool;
 pub mod tma;
 

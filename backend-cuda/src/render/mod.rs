@@ -199,6 +199,12 @@ pub struct Rendered {
     /// argument ([`crate::tma`]). Empty for kernels without bulk tensor copies.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tensor_maps: Vec<TensorMapParam>,
+    /// The arithmetic of the products where it differs from the operands' dtype: `tf32` when
+    /// f32 operands run on the tensor-core template's TF32 path (the product allows it,
+    /// [`sinter_core::kernel::MatmulBody::tf32`], and no CUDA-core tile was asked for). Names a
+    /// compute ceiling of the profile ([`sinter_core::profile::Ceilings::matmul_tflops`]).
+    #[serde(default)]
+    pub compute: Option<&'static str>,
 }
 
 /// Errors of the renderer.
@@ -408,7 +414,19 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         split: body.split,
         scratch_bytes: body.scratch,
         tensor_maps: body.tensor_maps,
+        compute: compute(k, caps, t),
     })
+}
+
+/// [`Rendered::compute`]: `tf32` exactly when [`render`] takes the tensor-core template (no
+/// CUDA-core tile asked for, and the template applies) for f32 operands.
+fn compute(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Option<&'static str> {
+    match &k.body {
+        KernelBody::Matmul(mm) if mm.in_dtype == DType::F32 && t.tile.is_none() && mma_applies(mm, caps).is_ok() => {
+            Some("tf32")
+        }
+        _ => None,
+    }
 }
 
 /// Checks that `t` is a tuning [`render`] honours for `k` (to reject stale autotune-cache

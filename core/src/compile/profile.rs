@@ -6,6 +6,40 @@ use crate::error::Error;
 use crate::tensor::HostTensor;
 
 impl CompiledGraph {
+    /// A [`KernelProfile`](crate::profile::KernelProfile) per compiled kernel, in program order,
+    /// without device times: what the kernel IR says (ops, nodes, bytes, FLOPs, dtype, the
+    /// contraction record of matmul/conv/attention kernels) and what the backend reports of its
+    /// source (grid, block, source path, registers, spills, shared memory, strategy, and the
+    /// compute type its products ran in, e.g. `tf32`). `sinter bench` rates these with its own
+    /// timings ([`KernelProfile::rate`](crate::profile::KernelProfile::rate)).
+    pub fn kernel_profiles(&self) -> Vec<crate::profile::KernelProfile> {
+        use crate::profile::KernelProfile;
+        let sources = self.sources();
+        let mut out = Vec::new();
+        for program in &self.programs() {
+            for k in &program.kernels {
+                let mut kp = KernelProfile::from_kernel(k);
+                if let Some(s) = sources.iter().find(|s| s.name == k.name) {
+                    kp = kp.grid(s.grid).block(s.block).source_path(format!("kernels/{}.{}", s.name, s.ext));
+                    if let Some(r) = s.resources {
+                        kp = kp
+                            .registers(r.registers)
+                            .spill_bytes(r.spill_bytes)
+                            .shared_mem_bytes(r.shared_bytes as u64);
+                    }
+                    if let Some(st) = &s.strategy {
+                        kp = kp.strategy(st.clone());
+                    }
+                    if let Some(c) = &s.compute {
+                        kp = kp.compute_as(c.clone());
+                    }
+                }
+                out.push(kp);
+            }
+        }
+        out
+    }
+
     /// Runs `iters` timed iterations (after one warm-up) and returns a [`crate::profile::Profile`]
     /// of this compiled graph: every kernel with its fused ops, grid, bytes, FLOPs and device
     /// times, the compile phases of every specialization, the fusion decisions, peak memory and
@@ -45,21 +79,10 @@ impl CompiledGraph {
         if self.lock().specs.is_empty() {
             return Err(Error::Input("nothing compiled".into()).into());
         }
-        let sources = self.sources();
+        for kp in self.kernel_profiles() {
+            b.add_kernel(kp);
+        }
         for program in &programs {
-            for k in &program.kernels {
-                let mut kp = KernelProfile::from_kernel(k);
-                if let Some(s) = sources.iter().find(|s| s.name == k.name) {
-                    kp = kp.grid(s.grid).block(s.block).source_path(format!("kernels/{}.{}", s.name, s.ext));
-                    if let Some(r) = s.resources {
-                        kp = kp
-                            .registers(r.registers)
-                            .spill_bytes(r.spill_bytes)
-                            .shared_mem_bytes(r.shared_bytes as u64);
-                    }
-                }
-                b.add_kernel(kp);
-            }
             for d in &program.decisions {
                 // The profile's `nodes` are captured-graph ids (what the viewer's graph shows), not
                 // the post-decomposition ids the scheduler worked on.

@@ -52,6 +52,7 @@ fn profile_fusion_decisions_name_captured_nodes() {
     let ceilings = crate::profile::Ceilings {
         copy_gbps: 1.0,
         matmul_tflops: Default::default(),
+        matmul_method: Default::default(),
         launch_overhead_us: 0.0,
         measured: false,
     };
@@ -277,4 +278,54 @@ fn profile_records_kernels_and_roundtrips() {
     let back = crate::profile::Profile::read(&dir).unwrap();
     assert_eq!(back.kernels.len(), 1);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every matmul and convolution kernel of a profile carries its contraction record, rated
+/// against the peak of its compute type; other kernels carry none.
+#[test]
+fn profile_records_contraction_kernels() {
+    use crate::profile::ContractionKind;
+    let g = Graph::new();
+    let a = g.input("a", DType::F32, [64, 32]);
+    let b = g.input("b", DType::F32, [32, 48]);
+    let x = g.input("x", DType::F32, [2, 8, 16, 16]);
+    let w = g.input("w", DType::F32, [16, 8, 3, 3]);
+    g.output(&a.matmul(&b).exp());
+    g.output(&x.conv2d(&w, None, [1, 1], [1, 1, 1, 1], [1, 1], 1).relu());
+    let q = g.input("q", DType::BF16, [2, 4, 64, 32]);
+    let kk = g.input("k", DType::BF16, [2, 4, 64, 32]);
+    let v = g.input("v", DType::BF16, [2, 4, 64, 32]);
+    g.output(&q.attention(&kk, &v, None, None, true));
+    let c = compile(&g, Arc::new(InterpBackend::new()), opts(None)).unwrap();
+    let mut inputs = [vec![64, 32], vec![32, 48], vec![2, 8, 16, 16], vec![16, 8, 3, 3]]
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| HostTensor::random(DType::F32, s, i as u64, -1.0, 1.0))
+        .collect::<Vec<_>>();
+    inputs.extend((0..3).map(|i| HostTensor::random(DType::BF16, vec![2, 4, 64, 32], 10 + i, -1.0, 1.0)));
+    let mut ceilings = crate::profile::Ceilings { copy_gbps: 1.0, measured: true, ..Default::default() };
+    ceilings.matmul_tflops.insert("f32".into(), 0.5);
+    ceilings.matmul_method.insert("f32".into(), "test".into());
+    let p = c.profile(&inputs, 2, "t", crate::profile::DeviceInfo::new("host", "interp", ceilings)).unwrap();
+    let kinds: Vec<ContractionKind> = p.kernels.iter().filter_map(|k| k.contraction.as_ref().map(|c| c.kind)).collect();
+    for kind in [ContractionKind::Matmul, ContractionKind::Conv, ContractionKind::Attention] {
+        assert!(kinds.contains(&kind), "{kind:?} missing: {kinds:?}");
+    }
+    for k in &p.kernels {
+        let is_product = c.programs().iter().flat_map(|p| &p.kernels).any(|pk| {
+            pk.name == k.name
+                && matches!(pk.body, crate::kernel::KernelBody::Matmul(_) | crate::kernel::KernelBody::Attention(_))
+        });
+        assert_eq!(k.contraction.is_some(), is_product, "{}", k.name);
+        if let Some(r) = &k.contraction {
+            // The interpreter is exact: f32 products stay f32, rated against the f32 peak; bf16
+            // attention has no bf16 peak here and falls back to the f32 one, named.
+            let want = if r.kind == ContractionKind::Attention { "bf16" } else { "f32" };
+            assert_eq!(r.compute, want, "{}", k.name);
+            assert_eq!((r.peak_compute.as_deref(), r.peak_method.as_deref()), (Some("f32"), Some("test")));
+            let t = k.median_ns().unwrap();
+            assert!((r.achieved_tflops.unwrap() - k.flops / t / 1e3).abs() <= 1e-12 * r.achieved_tflops.unwrap());
+            assert!((r.peak_share.unwrap() - r.achieved_tflops.unwrap() / 0.5).abs() < 1e-12);
+        }
+    }
 }

@@ -957,6 +957,8 @@ impl Executable for InterpExecutable {
                     grid: [work.min(u32::MAX as usize) as u32, 1, 1],
                     block: [1, 1, 1],
                     resources: None,
+                    strategy: None,
+                    compute: None,
                 }
             })
             .collect()

@@ -236,6 +236,7 @@ impl ProfileBuilder {
                 k.times_ns = t;
             }
             k.stats = TimeStats::from_samples(&k.times_ns);
+            k.rate(&p.device.ceilings);
         }
         if p.iterations == 0 {
             p.iterations = p.launches.iter().map(|l| l.iteration + 1).max().unwrap_or(0);

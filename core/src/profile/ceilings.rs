@@ -1,5 +1,15 @@
-//! Calibration: a device's performance ceilings ([`Ceilings`]: copy bandwidth, matmul peaks,
-//! launch overhead) and their per-adapter cache on disk.
+//! Calibration: a device's performance ceilings ([`Ceilings`]: copy bandwidth, matmul peaks per
+//! compute type, launch overhead) and their per-adapter cache on disk.
+//!
+//! Contract of the cache file (`<cache>/calibration/<adapter key>.json`): written only when every
+//! value is plausible ([`Ceilings::check`]); read back only when it parses, has this schema
+//! version, names the adapter it is read for, and passes the same check. A file that fails any
+//! of these is an error naming the file and the reason (callers warn, fall back to a quick
+//! measurement, and `sinter calibrate` replaces it): an absurd ceiling is never used.
+//!
+//! Matmul peaks are keyed by compute type ([`COMPUTE_NAMES`]: `f32` exact, `tf32`, `f16`, `bf16`,
+//! `f8e4m3`, `f8e5m2`), each with the method that measured it ([`Ceilings::matmul_method`]: on
+//! CUDA a cuBLASLt product, elsewhere sinter's own matmul workload).
 
 use super::files::{check_schema, io_err, parse_json, write_json};
 use super::{ProfileError, SCHEMA_VERSION, SINTER_VERSION};
@@ -15,8 +25,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub struct Ceilings {
     /// Device-memory copy bandwidth, GB/s (10^9 bytes per second), counting bytes read + written.
     pub copy_gbps: f64,
-    /// Peak matmul rate per dtype name (`f32`, `f16`, `bf16`, ...), TFLOP/s (10^12 FLOP/s).
+    /// Peak matmul rate per compute type ([`COMPUTE_NAMES`]: `f32`, `tf32`, `f16`, `bf16`,
+    /// `f8e4m3`, ...), TFLOP/s (10^12 FLOP/s).
     pub matmul_tflops: BTreeMap<String, f64>,
+    /// How each entry of `matmul_tflops` was measured (e.g. `cuBLASLt 8192x8192x8192 bf16, best
+    /// of 6 algorithms, median of 10 runs`); every measured peak has one.
+    #[serde(default)]
+    pub matmul_method: BTreeMap<String, String>,
     /// Cost of one kernel launch (submit to start, back to back), microseconds.
     pub launch_overhead_us: f64,
     /// True when measured on this device; false for nominal (data-sheet) or unknown values.
@@ -40,6 +55,12 @@ pub const COPY_GBPS_RANGE: (f64, f64) = (0.0, 1e5);
 pub const MATMUL_TFLOPS_RANGE: (f64, f64) = (0.0, 1e5);
 /// The plausible range of the launch overhead, µs: above 0, at most 100 ms.
 pub const LAUNCH_US_RANGE: (f64, f64) = (0.0, 1e5);
+/// The compute types a matmul peak may be recorded for: exact `f32`, `tf32` (f32 operands
+/// multiplied in TF32 on tensor cores), the half types and the two fp8 types.
+pub const COMPUTE_NAMES: [&str; 6] = ["f32", "tf32", "f16", "bf16", "f8e4m3", "f8e5m2"];
+/// Where a compute type without a peak of its own takes one: e5m2 products run at e4m3's rate
+/// (one cuBLASLt fp8 path); everything else falls back to exact f32 ([`Ceilings::peak_for`]).
+const PEAK_FALLBACK: [(&str, &str); 1] = [("f8e5m2", "f8e4m3")];
 
 /// Whether `v` is finite and in `(lo, hi]`.
 fn plausible(v: f64, (lo, hi): (f64, f64)) -> bool {
@@ -61,23 +82,46 @@ impl Ceilings {
             return bad("launch_overhead_us", self.launch_overhead_us, LAUNCH_US_RANGE, "µs");
         }
         for (dtype, &v) in &self.matmul_tflops {
+            if !COMPUTE_NAMES.contains(&dtype.as_str()) {
+                return Err(format!(
+                    "matmul_tflops.{dtype}: not a compute type (expected one of {})",
+                    COMPUTE_NAMES.join(", ")
+                ));
+            }
             if !plausible(v, MATMUL_TFLOPS_RANGE) {
                 return bad(&format!("matmul_tflops.{dtype}"), v, MATMUL_TFLOPS_RANGE, "TFLOP/s");
             }
+            if self.measured && self.matmul_method.get(dtype).is_none_or(|m| m.trim().is_empty()) {
+                return Err(format!(
+                    "matmul_tflops.{dtype} has no matmul_method: a measured peak names how it was measured (files \
+                     from before sinter measured library peaks have none)"
+                ));
+            }
+        }
+        if let Some(dtype) = self.matmul_method.keys().find(|d| !self.matmul_tflops.contains_key(*d)) {
+            return Err(format!("matmul_method.{dtype} describes a peak that matmul_tflops does not have"));
         }
         Ok(())
     }
 
-    /// Peak FLOP/s (in TFLOP/s) for work in `dtype`: its own entry, else `f32`'s, else the
-    /// largest known. `None` when nothing plausible is known (see [`MATMUL_TFLOPS_RANGE`]).
-    pub fn peak_tflops(&self, dtype: &str) -> Option<f64> {
-        let ok = |v: &f64| plausible(*v, MATMUL_TFLOPS_RANGE);
-        self.matmul_tflops
-            .get(dtype)
-            .filter(|v| ok(v))
-            .or_else(|| self.matmul_tflops.get("f32").filter(|v| ok(v)))
-            .or_else(|| self.matmul_tflops.values().filter(|v| ok(v)).max_by(|a, b| a.total_cmp(b)))
-            .copied()
+    /// The peak for work in compute type `compute` ([`COMPUTE_NAMES`]; a kernel's
+    /// [`super::KernelProfile::compute`]) and the entry it was taken from: its own, else its
+    /// fallback (`f8e5m2` takes `f8e4m3`'s), else exact `f32`'s. `None` when nothing plausible is
+    /// known (see [`MATMUL_TFLOPS_RANGE`]).
+    pub fn peak_for(&self, compute: &str) -> Option<(&str, f64)> {
+        let get = |key: &str| {
+            self.matmul_tflops
+                .get_key_value(key)
+                .filter(|(_, v)| plausible(**v, MATMUL_TFLOPS_RANGE))
+                .map(|(k, v)| (k.as_str(), *v))
+        };
+        let fallback = PEAK_FALLBACK.iter().find(|(from, _)| *from == compute).map(|(_, to)| *to);
+        get(compute).or_else(|| fallback.and_then(get)).or_else(|| get("f32"))
+    }
+
+    /// Peak FLOP/s (in TFLOP/s) for work in `compute` ([`Ceilings::peak_for`]'s value).
+    pub fn peak_tflops(&self, compute: &str) -> Option<f64> {
+        self.peak_for(compute).map(|(_, v)| v)
     }
 
     /// Copy bandwidth when known and plausible ([`COPY_GBPS_RANGE`]).
@@ -138,8 +182,8 @@ impl Ceilings {
     }
 
     /// Loads `<dir>/<key>.json`; `Ok(None)` when it does not exist. A file that exists but cannot
-    /// be read, does not parse, or holds a value out of its plausible range ([`Ceilings::check`])
-    /// is an error naming the file (never trusted).
+    /// be read, does not parse, was written for another adapter, or holds a value out of its
+    /// plausible range ([`Ceilings::check`]) is an error naming the file (never trusted).
     pub fn load_from(dir: &Path, adapter_key: &str) -> Result<Option<Ceilings>, ProfileError> {
         let path = Ceilings::file_in(dir, adapter_key);
         let text = match std::fs::read_to_string(&path) {
@@ -151,6 +195,15 @@ impl Ceilings {
         check_schema(&path, &value)?;
         let file: CalibrationFile = serde_json::from_value(value)
             .map_err(|e| ProfileError::Parse { path: path.clone(), msg: e.to_string() })?;
+        if file.adapter != adapter_key {
+            return Err(ProfileError::Parse {
+                path,
+                msg: format!(
+                    "written for adapter {:?}, read for {adapter_key:?}; rerun `sinter calibrate` to measure this one",
+                    file.adapter
+                ),
+            });
+        }
         file.ceilings.check().map_err(|msg| ProfileError::Parse {
             path: path.clone(),
             msg: format!("{msg}; rerun `sinter calibrate` to measure again"),

@@ -38,7 +38,8 @@
 //!   `compiler` (one `X` event per compile span, cat = the [`SpanCategory`]).
 //! - pid 2 `device`: tid `1 + stream` (`queue N`), one `X` event per kernel execution, cat `kernel`,
 //!   `args` = kernel index, iteration, grid, block, bytes, flops, achieved GB/s and TFLOP/s,
-//!   verdict, ops, nodes, registers, shared memory, spilled bytes.
+//!   verdict, ops, nodes, registers, shared memory, spilled bytes, and for contraction kernels
+//!   the compute type, achieved TFLOP/s and share of the measured peak.
 //! - Flows: `ph:"s"` at the host launch and `ph:"f"`, `bp:"e"` at its kernel, sharing `id` (the
 //!   launch index), cat `launch`.
 //! - `ph:"M"` metadata events name every process and thread; events on a track always nest.
@@ -61,7 +62,7 @@ mod validate;
 mod tests;
 
 pub use builder::{ProfileBuilder, SpanRecorder};
-pub use ceilings::Ceilings;
+pub use ceilings::{COMPUTE_NAMES, Ceilings};
 pub use files::{
     EAGER_PROFILE_FILE, EAGER_TRACE_FILE, FUSION_FILE, PROFILE_FILE, ProfileError, TRACE_FILE, pass_file_name,
     write_artifact,
@@ -70,8 +71,8 @@ pub use roofline::{
     Analysis, KernelAnalysis, LOW_UTILIZATION, OVERHEAD_TIME_FACTOR, SMALL_KERNEL_NS, Verdict, analyze, fmt_ns,
 };
 pub use schema::{
-    DeviceClock, DeviceInfo, FusionDecision, FusionFile, GraphNode, GraphSummary, KernelProfile, Launch, Mode, Profile,
-    SCHEMA_VERSION, SINTER_VERSION, Span, SpanCategory, TimeStats,
+    Contraction, ContractionKind, DeviceClock, DeviceInfo, FusionDecision, FusionFile, GraphNode, GraphSummary,
+    KernelProfile, Launch, Mode, Profile, SCHEMA_VERSION, SINTER_VERSION, Span, SpanCategory, TimeStats,
 };
 pub use trace::chrome_trace;
 pub use validate::validate_chrome_trace;

@@ -99,7 +99,8 @@ fn classify(k: &KernelProfile, c: &Ceilings) -> (Verdict, String, [Option<f64>; 
     let gbps = time.filter(|_| k.bytes > 0.0).map(|t| k.bytes / t); // bytes/ns = GB/s
     let tflops = time.filter(|_| k.flops > 0.0).map(|t| k.flops / t / 1e3); // flop/ns / 1e3 = TFLOP/s
     let bw = c.bandwidth_gbps();
-    let peak = c.peak_tflops(&k.dtype);
+    // The peak of what the products ran in (`tf32` where the backend used TF32), else the dtype's.
+    let peak = c.peak_tflops(k.compute());
     let bw_frac = gbps.zip(bw).map(|(a, b)| a / b);
     let fl_frac = match (tflops, peak) {
         (Some(a), Some(p)) => Some(a / p),
@@ -158,7 +159,7 @@ fn classify(k: &KernelProfile, c: &Ceilings) -> (Verdict, String, [Option<f64>; 
                 "intensity {} FLOP/B is above the ridge point {ridge:.1} FLOP/B; reaches {:.1}% of the {} peak ({peak:.1} TFLOP/s){nominal}.{low}",
                 fmt_intensity(intensity),
                 ff * 100.0,
-                if k.dtype.is_empty() { "f32" } else { &k.dtype },
+                c.peak_for(k.compute()).map_or("f32", |(key, _)| key),
             ),
             nums,
         )
@@ -193,7 +194,8 @@ fn fmt_intensity(i: Option<f64>) -> String {
 /// 4. `t < SMALL_KERNEL_NS (20 µs)` and below `LOW_UTILIZATION (10%)` of both ceilings:
 ///    [`Verdict::OverheadBound`] (too little work to fill the device);
 /// 5. otherwise arithmetic intensity (FLOPs / bytes) against the ridge point
-///    `peak FLOP/s / copy bytes/s` (peak for the kernel's dtype): at or above is
+///    `peak FLOP/s / copy bytes/s` (the peak of the kernel's compute type,
+///    [`KernelProfile::compute`]: its dtype, or `tf32` where its f32 products ran in TF32): at or above is
 ///    [`Verdict::ComputeBound`], below is [`Verdict::BandwidthBound`].
 ///
 /// Run level: per iteration, the device window runs from the first kernel start to the last

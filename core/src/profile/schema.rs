@@ -153,12 +153,89 @@ pub struct KernelProfile {
     /// reports them (NVRTC / ptxas); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spill_bytes: Option<u32>,
+    /// How the backend ran it (`mma.sync m16n8k16 ...`, `cublaslt direct algo 1/6`), where it
+    /// says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
+    /// For a matrix product, convolution or attention kernel: what it computes in and how close
+    /// it came to the device's measured peak for that ([`Contraction`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contraction: Option<Contraction>,
     /// The source file, relative to the artifact folder (e.g. `kernels/k0.wgsl`).
     #[serde(default)]
     pub source_path: Option<String>,
     /// The queue / stream it ran on (device track `1 + stream` in the trace).
     #[serde(default)]
     pub stream: u32,
+}
+
+/// Which kind of contraction a kernel is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContractionKind {
+    /// A (batched) matrix product.
+    Matmul,
+    /// A convolution lowered to a matrix product (im2col, implicit GEMM, 1x1).
+    Conv,
+    /// A fused attention kernel (two products and a softmax).
+    Attention,
+}
+
+impl ContractionKind {
+    /// `matmul`, `conv`, `attention`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ContractionKind::Matmul => "matmul",
+            ContractionKind::Conv => "conv",
+            ContractionKind::Attention => "attention",
+        }
+    }
+}
+
+/// The record of a contraction kernel (issue 11): what its products compute in, the rate it
+/// reached at its median time, and that rate's share of the device's measured peak for the same
+/// compute type. Registers, shared memory and spills are the kernel's own fields
+/// ([`KernelProfile::registers`], ...). Rates are `None` until device times and ceilings are
+/// known ([`KernelProfile::rate`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Contraction {
+    /// Matmul, convolution or attention.
+    pub kind: ContractionKind,
+    /// The arithmetic of its products: a compute-ceiling name (`bf16`, `f16`, `f8e4m3`, `f32`
+    /// exact, `tf32` where the backend ran f32 operands in TF32).
+    pub compute: String,
+    /// FLOPs per launch over the median device time, TFLOP/s.
+    #[serde(default)]
+    pub achieved_tflops: Option<f64>,
+    /// The peak it is compared with, TFLOP/s ([`super::Ceilings::peak_for`] of `compute`).
+    #[serde(default)]
+    pub peak_tflops: Option<f64>,
+    /// The ceilings entry that peak came from (`compute` itself, or its fallback, e.g. `f32`).
+    #[serde(default)]
+    pub peak_compute: Option<String>,
+    /// How that peak was measured (`cuBLASLt 8192x8192x8192 bf16, ...`); `None` for nominal
+    /// ceilings.
+    #[serde(default)]
+    pub peak_method: Option<String>,
+    /// `achieved_tflops / peak_tflops` (1.0 = the measured peak; a kernel faster than the library
+    /// product that measured it exceeds 1).
+    #[serde(default)]
+    pub peak_share: Option<f64>,
+}
+
+impl Contraction {
+    /// A record of `kind` computing in `compute`, not rated yet.
+    pub fn new(kind: ContractionKind, compute: impl Into<String>) -> Contraction {
+        Contraction {
+            kind,
+            compute: compute.into(),
+            achieved_tflops: None,
+            peak_tflops: None,
+            peak_compute: None,
+            peak_method: None,
+            peak_share: None,
+        }
+    }
 }
 
 impl KernelProfile {
@@ -168,11 +245,24 @@ impl KernelProfile {
     }
 
     /// A kernel's name, user ops, origins, bytes, FLOPs and compute dtype from the kernel IR
-    /// (the matmul input dtype, else the dtype of the first buffer it writes).
+    /// (the matmul or attention input dtype, else the dtype of the first buffer it writes), and
+    /// for a matmul (a convolution when it computes a `conv2d` of the user's graph) or attention
+    /// body its [`Contraction`] record, computing in its input dtype (a backend that ran f32
+    /// operands in TF32 says so: [`KernelProfile::compute_as`]).
     pub fn from_kernel(k: &crate::kernel::Kernel) -> KernelProfile {
         use crate::kernel::{Access, KernelBody};
+        let contraction = match &k.body {
+            KernelBody::Matmul(m) => {
+                let conv = m.a.im2col.is_some() || m.b.im2col.is_some() || k.ops.iter().any(|o| o == "conv2d");
+                let kind = if conv { ContractionKind::Conv } else { ContractionKind::Matmul };
+                Some(Contraction::new(kind, m.in_dtype.name()))
+            }
+            KernelBody::Attention(a) => Some(Contraction::new(ContractionKind::Attention, a.in_dtype.name())),
+            _ => None,
+        };
         let dtype = match &k.body {
             KernelBody::Matmul(m) => m.in_dtype,
+            KernelBody::Attention(a) => a.in_dtype,
             _ => k
                 .args
                 .iter()
@@ -186,6 +276,49 @@ impl KernelProfile {
             .bytes(k.bytes)
             .flops(k.flops)
             .dtype(dtype.name())
+            .with_contraction(contraction)
+    }
+
+    /// Sets (or clears) the contraction record.
+    pub fn with_contraction(mut self, c: Option<Contraction>) -> Self {
+        self.contraction = c;
+        self
+    }
+
+    /// Records that the backend ran this contraction's products in `compute` (`tf32` for f32
+    /// operands on TF32 tensor cores; see [`crate::backend::KernelSource::compute`]). No effect on
+    /// other kernels.
+    pub fn compute_as(mut self, compute: impl Into<String>) -> Self {
+        if let Some(c) = &mut self.contraction {
+            c.compute = compute.into();
+        }
+        self
+    }
+
+    /// The compute type whose peak bounds this kernel: its contraction's, else its dtype (`f32`
+    /// when empty).
+    pub fn compute(&self) -> &str {
+        match &self.contraction {
+            Some(c) => &c.compute,
+            None if self.dtype.is_empty() => "f32",
+            None => &self.dtype,
+        }
+    }
+
+    /// Fills the contraction record's rates from the median device time and `ceilings`: achieved
+    /// TFLOP/s, the peak of its compute type ([`Ceilings::peak_for`]) with where it came from and
+    /// how it was measured, and the share. Rates stay `None` without a median time or FLOPs; the
+    /// peak and share without a plausible peak. No effect on other kernels.
+    pub fn rate(&mut self, ceilings: &Ceilings) {
+        let median = self.median_ns().filter(|t| *t > 0.0);
+        let flops = self.flops;
+        let Some(c) = &mut self.contraction else { return };
+        c.achieved_tflops = median.filter(|_| flops > 0.0).map(|t| flops / t / 1e3);
+        let peak = ceilings.peak_for(&c.compute);
+        c.peak_compute = peak.map(|(k, _)| k.to_string());
+        c.peak_tflops = peak.map(|(_, v)| v);
+        c.peak_method = peak.and_then(|(k, _)| ceilings.matmul_method.get(k).cloned());
+        c.peak_share = c.achieved_tflops.zip(c.peak_tflops).map(|(a, p)| a / p);
     }
 
     /// Sets the user ops fused into it.
@@ -262,6 +395,12 @@ impl KernelProfile {
     /// Sets the bytes per thread spilled to local memory.
     pub fn spill_bytes(mut self, bytes: u32) -> Self {
         self.spill_bytes = Some(bytes);
+        self
+    }
+
+    /// Sets how the backend ran it.
+    pub fn strategy(mut self, strategy: impl Into<String>) -> Self {
+        self.strategy = Some(strategy.into());
         self
     }
 

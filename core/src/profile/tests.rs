@@ -11,6 +11,10 @@ fn ceilings() -> Ceilings {
     Ceilings {
         copy_gbps: 3000.0,
         matmul_tflops: BTreeMap::from([("f32".to_string(), 50.0), ("f16".to_string(), 700.0)]),
+        matmul_method: BTreeMap::from([
+            ("f32".to_string(), "cuBLASLt 8192^3 f32".to_string()),
+            ("f16".to_string(), "cuBLASLt 8192^3 f16".to_string()),
+        ]),
         launch_overhead_us: 4.0,
         measured: true,
     }
@@ -413,4 +417,159 @@ fn compiler_resources_round_trip_and_stay_optional() {
     let t = chrome_trace(&b.finish().unwrap());
     let ev = t["traceEvents"].as_array().unwrap().iter().find(|e| e["cat"] == "kernel").unwrap();
     assert_eq!((ev["args"]["registers"].clone(), ev["args"]["spill_bytes"].clone()), (json!(40), json!(16)));
+}
+
+#[test]
+fn calibration_files_with_unknown_computes_missing_methods_or_another_adapter_are_refused() {
+    let dir = std::env::temp_dir().join(format!("sinter-calib-peaks-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = ceilings().save_to(&dir, "gpu").unwrap();
+    let good: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let refused = |v: &Value, why: &str| {
+        std::fs::write(&path, v.to_string()).unwrap();
+        let e = Ceilings::load_from(&dir, "gpu").unwrap_err().to_string();
+        assert!(e.contains(&path.display().to_string()) && e.contains(why), "{why}: {e}");
+    };
+    // A compute type that is not one.
+    let mut v = good.clone();
+    v["ceilings"]["matmul_tflops"]["int4"] = json!(100.0);
+    v["ceilings"]["matmul_method"]["int4"] = json!("made up");
+    refused(&v, "matmul_tflops.int4: not a compute type");
+    // A measured peak without its method (a file from before library peaks): rebuilt, not used.
+    let mut v = good.clone();
+    v["ceilings"]["matmul_method"].as_object_mut().unwrap().remove("f16");
+    refused(&v, "matmul_tflops.f16 has no matmul_method");
+    let mut v = good.clone();
+    v["ceilings"]["matmul_method"].as_object_mut().unwrap().remove("f16");
+    v["ceilings"].as_object_mut().unwrap().remove("matmul_method");
+    refused(&v, "has no matmul_method");
+    // A method for a peak that is not there.
+    let mut v = good.clone();
+    v["ceilings"]["matmul_method"]["bf16"] = json!("cuBLASLt");
+    refused(&v, "matmul_method.bf16 describes a peak");
+    // A file copied from another device.
+    let mut v = good.clone();
+    v["adapter"] = json!("another gpu");
+    refused(&v, "written for adapter \"another gpu\"");
+    // An fp8 peak of 1e6 TFLOP/s is absurd.
+    let mut v = good.clone();
+    v["ceilings"]["matmul_tflops"]["f8e4m3"] = json!(1e6);
+    v["ceilings"]["matmul_method"]["f8e4m3"] = json!("cuBLASLt");
+    refused(&v, "matmul_tflops.f8e4m3 = 1000000");
+    // The good file still reads back whole.
+    std::fs::write(&path, good.to_string()).unwrap();
+    assert_eq!(Ceilings::load_from(&dir, "gpu").unwrap(), Some(ceilings()));
+    // Nothing of the kind is saved either.
+    let mut no_method = ceilings();
+    no_method.matmul_method.clear();
+    assert!(no_method.save_to(&dir, "gpu3").unwrap_err().to_string().contains("no matmul_method"));
+    // Nominal (unmeasured) ceilings need no methods.
+    assert_eq!(Ceilings { measured: false, ..no_method }.check(), Ok(()));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn peaks_are_looked_up_per_compute_type_with_named_fallbacks() {
+    let mut c = ceilings();
+    for (k, v) in [("tf32", 400.0), ("bf16", 750.0), ("f8e4m3", 1300.0)] {
+        c.matmul_tflops.insert(k.into(), v);
+        c.matmul_method.insert(k.into(), format!("cuBLASLt {k}"));
+    }
+    c.check().unwrap();
+    assert_eq!(c.peak_for("tf32"), Some(("tf32", 400.0)));
+    assert_eq!(c.peak_for("bf16"), Some(("bf16", 750.0)));
+    // e5m2 products take e4m3's peak; anything unknown exact f32's.
+    assert_eq!(c.peak_for("f8e5m2"), Some(("f8e4m3", 1300.0)));
+    assert_eq!(c.peak_for("i32"), Some(("f32", 50.0)));
+    c.matmul_tflops.remove("f32");
+    assert_eq!(c.peak_for("i32"), None);
+    // Implausible entries are never handed out (and fall back).
+    c.matmul_tflops.insert("bf16".into(), f64::INFINITY);
+    assert_eq!(c.peak_for("bf16"), None);
+    assert_eq!(Ceilings::default().peak_for("bf16"), None);
+}
+
+fn contraction_kernel(name: &str, kind: ContractionKind, compute: &str, flops: f64) -> KernelProfile {
+    KernelProfile::new(name)
+        .flops(flops)
+        .bytes(3.0 * 8192.0 * 8192.0 * 2.0)
+        .dtype("f32")
+        .with_contraction(Some(Contraction::new(kind, compute)))
+}
+
+#[test]
+fn contraction_kernels_are_rated_against_the_peak_of_their_compute_type() {
+    let mut c = ceilings();
+    for (k, v) in [("tf32", 400.0), ("bf16", 800.0)] {
+        c.matmul_tflops.insert(k.into(), v);
+        c.matmul_method.insert(k.into(), format!("cuBLASLt 8192^3 {k}"));
+    }
+    let flops = 2.0 * 8192f64.powi(3);
+    let mut b = ProfileBuilder::new("mm", "cuda", Mode::Compiled, DeviceInfo::new("gpu", "cuda", c.clone()));
+    let bf = b.add_kernel(contraction_kernel("k0_matmul", ContractionKind::Matmul, "bf16", flops).dtype("bf16"));
+    let tf = b.add_kernel(contraction_kernel("k1_conv", ContractionKind::Conv, "f32", flops).compute_as("tf32"));
+    let pw = b.add_kernel(KernelProfile::new("k2_add").bytes(1e6).flops(1e3).compute_as("tf32"));
+    // 2.2 ms for 1.1 TFLOP: 500 TFLOP/s.
+    b.push_batch(0, 0.0, [("k0_matmul", 0.0, 2.2e6), ("k1_conv", 2.3e6, 2.2e6), ("k2_add", 4.6e6, 1e4)]).unwrap();
+    let p = b.finish().unwrap();
+    let r = p.kernels[bf].contraction.as_ref().unwrap();
+    let achieved = flops / 2.2e6 / 1e3;
+    assert!((r.achieved_tflops.unwrap() - achieved).abs() < 1e-9);
+    assert_eq!((r.peak_tflops, r.peak_compute.as_deref()), (Some(800.0), Some("bf16")));
+    assert_eq!(r.peak_method.as_deref(), Some("cuBLASLt 8192^3 bf16"));
+    assert!((r.peak_share.unwrap() - achieved / 800.0).abs() < 1e-12);
+    // The f32 convolution ran in TF32: its share is of the TF32 peak, as its roofline verdict.
+    let r = p.kernels[tf].contraction.as_ref().unwrap();
+    assert_eq!((r.kind, r.compute.as_str(), r.peak_tflops), (ContractionKind::Conv, "tf32", Some(400.0)));
+    assert!((r.peak_share.unwrap() - achieved / 400.0).abs() < 1e-12);
+    let a = analyze(&p);
+    assert!((a.kernels[tf].compute_fraction.unwrap() - achieved / 400.0).abs() < 1e-12);
+    assert!(a.kernels[tf].reason.contains("tf32 peak (400.0 TFLOP/s)"), "{}", a.kernels[tf].reason);
+    // Other kernels have no record and keep their dtype's peak.
+    assert!(p.kernels[pw].contraction.is_none());
+    assert_eq!(p.kernels[pw].compute(), "f32");
+    // The record survives the file and shows in the trace.
+    let back = Profile::from_json(Path::new("p.json"), &serde_json::to_string(&p).unwrap()).unwrap();
+    assert_eq!(back, p);
+    let t = chrome_trace(&p);
+    let ev = t["traceEvents"].as_array().unwrap().iter().find(|e| e["name"] == "k1_conv").unwrap();
+    assert_eq!((ev["args"]["compute"].clone(), ev["args"]["contraction"].clone()), (json!("tf32"), json!("conv")));
+    // Without a time or ceilings there is nothing to rate, and no share is made up.
+    let mut k = contraction_kernel("k", ContractionKind::Attention, "bf16", flops);
+    k.rate(&c);
+    assert_eq!(k.contraction.as_ref().unwrap().achieved_tflops, None);
+    k.stats = TimeStats::from_samples(&[1e6]);
+    k.rate(&Ceilings::default());
+    let r = k.contraction.unwrap();
+    assert!(r.achieved_tflops.is_some() && r.peak_tflops.is_none() && r.peak_share.is_none());
+}
+
+#[test]
+fn validator_refuses_inconsistent_contraction_records() {
+    let mut p = sample();
+    let ok = Contraction {
+        achieved_tflops: Some(500.0),
+        peak_tflops: Some(800.0),
+        peak_compute: Some("bf16".into()),
+        peak_method: None,
+        peak_share: Some(0.625),
+        ..Contraction::new(ContractionKind::Matmul, "bf16")
+    };
+    p.kernels[0].contraction = Some(ok.clone());
+    p.validate().unwrap();
+    for (bad, why) in [
+        (Contraction { peak_share: Some(0.9), ..ok.clone() }, "is not achieved_tflops"),
+        (Contraction { peak_tflops: None, ..ok.clone() }, "is not achieved_tflops"),
+        (Contraction { achieved_tflops: Some(-1.0), ..ok.clone() }, "achieved_tflops = -1"),
+        (Contraction { peak_tflops: Some(1e9), ..ok.clone() }, "peak_tflops = 1000000000"),
+        (Contraction { peak_compute: None, ..ok.clone() }, "without peak_compute"),
+        (Contraction { compute: "int4".into(), ..ok.clone() }, "not a compute type"),
+    ] {
+        p.kernels[0].contraction = Some(bad);
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains(why) && e.contains("k0_ln_stats"), "{why}: {e}");
+    }
+    p.kernels[0].contraction = None;
+    p.kernels[0].registers = Some(100_000);
+    assert!(p.validate().unwrap_err().to_string().contains("registers"));
 }

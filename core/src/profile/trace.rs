@@ -98,7 +98,7 @@ pub fn chrome_trace(p: &Profile) -> Value {
         .enumerate()
         .map(|(i, k)| {
             let a = &analysis.kernels[i];
-            json!({
+            let mut args = json!({
                 "kernel": i,
                 "grid": k.grid,
                 "block": k.block,
@@ -113,7 +113,14 @@ pub fn chrome_trace(p: &Profile) -> Value {
                 "shared_mem_bytes": k.shared_mem_bytes,
                 "spill_bytes": k.spill_bytes,
                 "stream": k.stream,
-            })
+            });
+            if let Some(c) = &k.contraction {
+                args["contraction"] = json!(c.kind.name());
+                args["compute"] = json!(c.compute);
+                args["peak_tflops"] = json!(c.peak_tflops.map(finite));
+                args["peak_share"] = json!(c.peak_share.map(finite));
+            }
+            args
         })
         .collect();
 

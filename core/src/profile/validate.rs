@@ -35,6 +35,15 @@ impl Profile {
             if nums.into_iter().any(|x| !x.is_finite() || x < 0.0) {
                 return bad(format!("kernel {} has a negative or non-finite number", k.name));
             }
+            if let Some(r) = k.registers.filter(|&r| r > MAX_REGISTERS) {
+                return bad(format!(
+                    "kernel {} uses {r} registers per thread, more than any GPU has ({MAX_REGISTERS})",
+                    k.name
+                ));
+            }
+            if let Some(c) = &k.contraction {
+                check_contraction(&k.name, c).or_else(bad)?;
+            }
         }
         for s in &self.compile_spans {
             if !s.start_ns.is_finite() || !s.dur_ns.is_finite() || s.dur_ns < 0.0 {
@@ -42,6 +51,39 @@ impl Profile {
             }
         }
         Ok(())
+    }
+}
+
+/// Most registers per thread a kernel record may claim (NVIDIA's limit is 255; AMD's 512 VGPRs).
+pub const MAX_REGISTERS: u32 = 512;
+
+/// A contraction record's rates: finite and non-negative, a peak only where plausible
+/// ([`super::ceilings::MATMUL_TFLOPS_RANGE`]) and named, a share only with both rates and equal to
+/// their quotient, a known compute type.
+fn check_contraction(kernel: &str, c: &super::Contraction) -> Result<(), String> {
+    let (lo, hi) = super::ceilings::MATMUL_TFLOPS_RANGE;
+    if !super::COMPUTE_NAMES.contains(&c.compute.as_str()) {
+        return Err(format!("kernel {kernel}: contraction compute {:?} is not a compute type", c.compute));
+    }
+    for (what, v) in [("achieved_tflops", c.achieved_tflops), ("peak_share", c.peak_share)] {
+        if let Some(v) = v.filter(|v| !v.is_finite() || *v < 0.0) {
+            return Err(format!("kernel {kernel}: contraction {what} = {v}"));
+        }
+    }
+    if let Some(p) = c.peak_tflops {
+        if !(p.is_finite() && p > lo && p <= hi) {
+            return Err(format!("kernel {kernel}: contraction peak_tflops = {p} is outside ({lo}, {hi}]"));
+        }
+        if c.peak_compute.is_none() {
+            return Err(format!("kernel {kernel}: contraction peak_tflops without peak_compute"));
+        }
+    }
+    match (c.peak_share, c.achieved_tflops, c.peak_tflops) {
+        (None, _, _) => Ok(()),
+        (Some(s), Some(a), Some(p)) if (s - a / p).abs() <= 1e-9 * s.max(1.0) => Ok(()),
+        (Some(s), a, p) => Err(format!(
+            "kernel {kernel}: contraction peak_share {s} is not achieved_tflops {a:?} over peak_tflops {p:?}"
+        )),
     }
 }
 
