@@ -111,22 +111,27 @@ fn implicit_conv_matches_the_interpreter_with_every_tuning() {
     let stream = dev.new_stream().unwrap();
     let mut failures = Vec::new();
     let mut split_runs = 0;
+    let mut implicit = 0;
     #[allow(clippy::type_complexity)]
     let convs: [([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2]); 4] = [
         ([2, 64, 7, 7], [96, 64, 3, 3], [1, 1], [1; 4], [1, 1]),
-        ([1, 3, 17, 17], [8, 3, 7, 7], [2, 2], [3; 4], [1, 1]),
+        ([2, 3, 40, 37], [64, 3, 7, 7], [2, 2], [3; 4], [1, 1]),
         ([3, 7, 9, 11], [16, 7, 3, 3], [1, 1], [2; 4], [2, 2]),
-        ([1, 130, 5, 6], [33, 130, 1, 1], [1, 1], [0; 4], [1, 1]),
+        ([2, 130, 9, 10], [72, 130, 1, 1], [2, 2], [0; 4], [1, 1]),
     ];
     for (xs, ws, stride, pad, dil) in convs {
         for dt in [DType::F32, DType::BF16, DType::F16] {
             let (p, ins) = conv_program(xs, ws, stride, pad, dil, dt);
             let what = format!("{dt} conv x{xs:?} w{ws:?} s{stride:?} p{pad:?} d{dil:?}");
-            let ki = p
+            let Some(ki) = p
                 .kernels
                 .iter()
                 .position(|k| matches!(&k.body, sinter_core::kernel::KernelBody::Matmul(m) if m.b.im2col.is_some()))
-                .unwrap_or_else(|| panic!("{what}: no implicit GEMM"));
+            else {
+                println!("{what}: not an implicit GEMM (the cost model's choice), skipped");
+                continue;
+            };
+            implicit += 1;
             assert_eq!(p.kernels.len(), 1, "{what}: one kernel");
             let want = run_program(&p, &ins).unwrap_or_else(|e| panic!("{what}: interpreter: {e}"));
             let bufs = Bufs {
@@ -149,6 +154,7 @@ fn implicit_conv_matches_the_interpreter_with_every_tuning() {
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     assert!(split_runs > 0, "no split-k tuning ran");
+    assert!(implicit >= 9, "{implicit} of 12 convolutions were implicit GEMMs");
 }
 
 /// A TMA tile launched once, then with its operands moved to other buffers holding other values

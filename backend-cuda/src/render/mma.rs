@@ -383,7 +383,9 @@ pub(super) fn default_mma(mm: &MatmulBody, caps: &CudaCaps) -> MmaTile {
     }
     // No tile fills the GPU with one block per output tile: the largest `mma.sync` tile that
     // fits the product snugly, with its k walk split over blocks ([`default_split`]).
-    for t in [MmaTile::LARGE, MmaTile::MEDIUM].map(half_k) {
+    // TF32's 128 x 128 tile is at the register limit already: with the split's sum it spilled.
+    let split_tiles: &[MmaTile] = if tf32 { &[MmaTile::MEDIUM] } else { &[MmaTile::LARGE, MmaTile::MEDIUM] };
+    for t in split_tiles.iter().map(|&t| half_k(t)) {
         if snug(mm.m, t.bm) && snug(mm.n, t.bn) && default_split(mm, caps, &t) > 1 && check_mma(&t, caps, mm).is_ok() {
             return t;
         }
@@ -405,7 +407,7 @@ pub(super) fn leaves_sms_idle(mm: &MatmulBody, caps: &CudaCaps, t: &MmaTile) -> 
 /// 512 x 1568 x 4608 at batch 32, are 52 tiles of 128 x 128 for 132 SMs). Unmeasured choice,
 /// written before the first device run.
 pub(super) fn default_split(mm: &MatmulBody, caps: &CudaCaps, t: &MmaTile) -> u32 {
-    if !leaves_sms_idle(mm, caps, t) {
+    if !leaves_sms_idle(mm, caps, t) || std::env::var("SINTER_SPLIT_K").is_ok_and(|v| v == "0") {
         return 1;
     }
     let blocks = tile_blocks(mm, t.bm, t.bn).max(1);
@@ -736,22 +738,25 @@ fn products(em: &mut Emitter<'_>, mi: u32, nj: u32, mma: &str) {
 /// copies columns `tid % q + j q` (`j < c`) of rows `tid / q + l r`, `r = threads / q`, so
 /// consecutive threads read consecutive pixels (coalesced along an output row) and write
 /// consecutive shared words. The columns' image, pixel and window origin are computed once before
-/// the pipeline (`im2col::columns`), and each row's channel and window offset once for its `c`
-/// copies (`im2col::tap_row`): four columns where the tile's shape allows, else one, else `None`
-/// (the per-element loader).
+/// the pipeline (`im2col::columns`), each row's channel and window offset once per row
+/// (`im2col::tap_row`); `None`: the per-element loader.
+///
+/// One column per thread (`c = 1`). Four (the row's decomposition shared by four copies) were
+/// measured wrong on an H100 in ResNet-18 at the reduced scale (rel L2 0.29 against the
+/// reference; right with one column, `SINTER_IM2COL_COLUMNS=1` in that run) although a host
+/// emulation of both generated loaders maps every (step, shared word) to the same element and
+/// condition; the cause is not found, so the four-column form stays off (BENCHMARKS.md).
 fn im2col_columns(t: &MmaTile, pb: OpPlan, mm: &MatmulBody) -> Option<(u32, u32)> {
     if mm.b.im2col.is_none() || pb.kmajor || pb.loader == Loader::Vector {
         return None;
     }
-    let threads = t.threads();
-    [4u32, 1]
-        .into_iter()
-        .find(|&c| {
-            let q = t.bn / c;
-            t.bn.is_multiple_of(c) && threads.is_multiple_of(q) && t.bk.is_multiple_of(threads / q)
-        })
-        .map(|c| (c, t.bn / c))
+    let (threads, c) = (t.threads(), IM2COL_COLUMNS);
+    let q = t.bn / c;
+    (t.bn.is_multiple_of(c) && threads.is_multiple_of(q) && t.bk.is_multiple_of(threads / q)).then_some((c, q))
 }
+
+/// Output columns per thread of the im2col loader (see [`im2col_columns`]).
+const IM2COL_COLUMNS: u32 = 1;
 
 /// The B tile of one step for an im2col operand with `c` columns per thread at stride `q`
 /// ([`im2col_columns`]): per row, the tap decomposed once, then one 4-byte `cp.async` (TF32) or
@@ -774,7 +779,9 @@ fn im2col_stage(
         t.bn,
         if plan.loader == Loader::Async4 { "4-byte copies" } else { "elements" }
     ));
-    em.line("#pragma unroll 2");
+    // Not unrolled: the copies' addresses would cost the accumulators registers (the 128 x 128
+    // TF32 tile spilled at 255 with two iterations unrolled).
+    em.line("#pragma unroll 1");
     em.open(format!("for (unsigned l = 0; l < {}u; ++l)", t.bk / r));
     em.line(format!("const unsigned sr = tid / {q}u + l * {r}u;"));
     em.line("const unsigned gk = k0 + sr;");

@@ -473,7 +473,10 @@ pub fn candidates(k: &Kernel, caps: &CudaCaps) -> Vec<Tuning> {
             }
             // The k walk split over blocks (products whose tiles leave SMs idle; refused where k
             // is too shallow for the split).
-            for t in MmaTile::CANDIDATES.into_iter().filter(|t| mma::leaves_sms_idle(mm, caps, t)) {
+            for t in [MmaTile::LARGE, MmaTile::MEDIUM, MmaTile::SMALL]
+                .into_iter()
+                .filter(|t| mma::leaves_sms_idle(mm, caps, t))
+            {
                 for split_k in [2, 3, 4, 8] {
                     all.push(Tuning { mma: Some(t), split_k: Some(split_k), ..Tuning::default() });
                 }
