@@ -3,9 +3,11 @@
 //!
 //! Each kernel is one `extern "C" __global__ void <name>(...)` whose parameters are one pointer
 //! per [`Kernel::args`] entry, in order (`const T* __restrict__ aN` for reads, `T* __restrict__ aN`
-//! for writes, `T` the storage type, see the `types` module), then for kernels fed by bulk tensor
-//! copies one tensor map per [`Rendered::tensor_maps`] entry (`const __grid_constant__ sinter_tmap
-//! tmN`, encoded by the launcher from the pointer it names); nothing else is passed: extents are
+//! for writes, `T` the storage type, see the `types` module), then for kernels with private
+//! scratch (split-k) one `float* __restrict__ sinter_ws` ([`Rendered::scratch_bytes`], zeroed
+//! once by the launcher, its counters left zero by every launch), then for kernels fed by bulk
+//! tensor copies one tensor map per [`Rendered::tensor_maps`] entry (`const __grid_constant__
+//! sinter_tmap tmN`, encoded by the launcher from the pointer it names); nothing else is passed: extents are
 //! baked into the source. The source is self-contained apart from `cuda_fp16.h` / `cuda_bf16.h` (included only
 //! when f16 / bf16 appear) and is meant to be compiled by NVRTC without fast-math flags.
 //!
@@ -316,8 +318,9 @@ pub fn entry_name(kernel: &str) -> String {
 }
 
 /// Renders `k` with `t`. Kernel parameters are one pointer per [`Kernel::args`] entry, in order
-/// (`const T* __restrict__ a0` for reads, `T* __restrict__ a1` for writes), then the tensor maps
-/// of [`Rendered::tensor_maps`], nothing else.
+/// (`const T* __restrict__ a0` for reads, `T* __restrict__ a1` for writes), then the private
+/// scratch pointer where [`Rendered::scratch_bytes`] is not 0, then the tensor maps of
+/// [`Rendered::tensor_maps`], nothing else.
 pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, RenderError> {
     analysis::validate(k)?;
     if let Some(a) = t.library {
