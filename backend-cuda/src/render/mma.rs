@@ -438,15 +438,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
         MmaEngine::MmaSync => {}
     }
     let threads = tile.threads();
-    if let Some(b) = t.block
-        && b != threads
-    {
-        return Err(invalid(format!("block {b}: the tile {tile:?} runs {threads} threads")));
-    }
-    let (batch, m, n, kd) = (mm.batch as u64, mm.m as u64, mm.n as u64, mm.k as u64);
-    if [batch, m, n, kd].iter().any(|&x| x > i32::MAX as u64) {
-        return Err(em.err(format!("matmul {batch}x{m}x{n}x{kd} exceeds the 32-bit extents")));
-    }
+    let (batch, m, n, kd) = launch_extents(em, mm, t, &tile)?;
     let MmaTile { bm, bn, bk, warps_m, stages, .. } = tile;
     let (wm, wn) = tile.warp_tile();
     let (mi, nj) = (wm / 16, wn / 8);
@@ -522,16 +514,9 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     em.line("const unsigned s_base = (unsigned)__cvta_generic_to_shared(smem);");
     em.line(format!("// stage s: A at s * {stage}, B at s * {stage} + {a_stage} (bytes)"));
     em.line(format!("float acc[{mi}][{nj}][4];"));
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned j = 0; j < {nj}u; ++j)"));
-    em.line("#pragma unroll");
-    em.open("for (unsigned c = 0; c < 4u; ++c)");
+    open_acc_loops(em, mi, nj);
     em.line("acc[i][j][c] = 0.0f;");
-    em.close();
-    em.close();
-    em.close();
+    close_acc_loops(em);
     // Steps `kt` run from 0 to `steps`; the k step they copy is `k_first + kt`.
     let (steps, kfirst) = if split > 1 {
         let per = ktiles.div_ceil(u64::from(split));
@@ -598,16 +583,9 @@ fn split_k_sum(em: &mut Emitter<'_>, (mi, nj): (u32, u32), threads: u32, split: 
         tiles * u64::from(split) * u64::from(per_block)
     ));
     em.line(format!("float* const part = sinter_ws + pid * {}u;", split * per_block));
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned j = 0; j < {nj}u; ++j)"));
-    em.line("#pragma unroll");
-    em.open("for (unsigned c = 0; c < 4u; ++c)");
+    open_acc_loops(em, mi, nj);
     em.line(format!("__stcg(&part[ks * {per_block}u + ((i * {nj}u + j) * 4u + c) * {threads}u + tid], acc[i][j][c]);"));
-    em.close();
-    em.close();
-    em.close();
+    close_acc_loops(em);
     em.line("__threadfence(); // the partials are visible device-wide before the count");
     em.line("__syncthreads();");
     em.open("if (tid == 0u)");
@@ -618,21 +596,14 @@ fn split_k_sum(em: &mut Emitter<'_>, (mi, nj): (u32, u32), threads: u32, split: 
     em.line("return;");
     em.close();
     em.line("__threadfence(); // every other split's partials are visible to this block");
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned j = 0; j < {nj}u; ++j)"));
-    em.line("#pragma unroll");
-    em.open("for (unsigned c = 0; c < 4u; ++c)");
+    open_acc_loops(em, mi, nj);
     em.line("float sum = 0.0f;");
     em.line("#pragma unroll");
     em.open(format!("for (unsigned q = 0; q < {split}u; ++q)"));
     em.line(format!("sum += __ldcg(&part[q * {per_block}u + ((i * {nj}u + j) * 4u + c) * {threads}u + tid]);"));
     em.close();
     em.line("acc[i][j][c] = sum;");
-    em.close();
-    em.close();
-    em.close();
+    close_acc_loops(em);
     em.open("if (tid == 0u)");
     em.line("tile_count[pid] = 0u; // zero again for the next launch");
     em.close();
@@ -986,6 +957,48 @@ pub(super) fn epilogue(
     em.close();
     em.close();
     Ok(())
+}
+
+/// What every tensor-core template checks before rendering `tile`: a block size in the tuning
+/// must be the tile's thread count, and the product's extents must fit 32-bit indices. Returns
+/// `(batch, m, n, k)`.
+pub(super) fn launch_extents(
+    em: &Emitter<'_>,
+    mm: &MatmulBody,
+    t: &Tuning,
+    tile: &MmaTile,
+) -> Result<(u64, u64, u64, u64), RenderError> {
+    let threads = tile.threads();
+    if let Some(b) = t.block
+        && b != threads
+    {
+        return Err(RenderError::InvalidTuning {
+            kernel: em.k.name.clone(),
+            msg: format!("block {b}: the tile {tile:?} runs {threads} threads"),
+        });
+    }
+    let (batch, m, n, kd) = (mm.batch as u64, mm.m as u64, mm.n as u64, mm.k as u64);
+    if [batch, m, n, kd].iter().any(|&x| x > i32::MAX as u64) {
+        return Err(em.err(format!("matmul {batch}x{m}x{n}x{kd} exceeds the 32-bit extents")));
+    }
+    Ok((batch, m, n, kd))
+}
+
+/// Opens `for i < mi, j < nj, c < 4` (unrolled) over a thread's accumulators; the caller
+/// closes the three loops with [`close_acc_loops`].
+fn open_acc_loops(em: &mut Emitter<'_>, mi: u32, nj: u32) {
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {nj}u; ++j)"));
+    em.line("#pragma unroll");
+    em.open("for (unsigned c = 0; c < 4u; ++c)");
+}
+
+fn close_acc_loops(em: &mut Emitter<'_>) {
+    em.close();
+    em.close();
+    em.close();
 }
 
 /// The block order of the tensor-core templates: groups of [`GROUP_M`] tile rows, column-major

@@ -242,20 +242,8 @@ pub(super) fn render(
     t: &Tuning,
     tile: &MmaTile,
 ) -> Result<Body, RenderError> {
-    let kname = em.k.name.clone();
     let threads = tile.threads();
-    if let Some(b) = t.block
-        && b != threads
-    {
-        return Err(RenderError::InvalidTuning {
-            kernel: kname,
-            msg: format!("block {b}: the tile {tile:?} runs {threads} threads"),
-        });
-    }
-    let (batch, m, n, kd) = (mm.batch as u64, mm.m as u64, mm.n as u64, mm.k as u64);
-    if [batch, m, n, kd].iter().any(|&x| x > i32::MAX as u64) {
-        return Err(em.err(format!("matmul {batch}x{m}x{n}x{kd} exceeds the 32-bit extents")));
-    }
+    let (batch, m, n, kd) = super::mma::launch_extents(em, mm, t, tile)?;
     let MmaTile { bm, bn, bk, stages, warps_m: consumers, .. } = *tile;
     let mw = bm / consumers / 64;
     let (tiles_m, tiles_n) = (m.div_ceil(u64::from(bm)), n.div_ceil(u64::from(bn)));
