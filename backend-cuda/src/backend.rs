@@ -83,6 +83,10 @@ pub struct CudaBackend {
     cache_dir: Option<PathBuf>,
     poison: bool,
     graph_updates: bool,
+    /// The tuning of kernels not searched (default and reduce-overhead modes, and fallbacks):
+    /// `Tuning::default()`, or with split-k off (`SINTER_SPLIT_K=0`, read once here so the
+    /// renderer stays a pure function of the kernel and the tuning).
+    own_default: Tuning,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -189,6 +193,11 @@ impl CudaBackend {
             cache_dir: None,
             poison: std::env::var(ENV_POISON).is_ok_and(|v| v.trim() == "1"),
             graph_updates: !std::env::var(ENV_GRAPH_COPY).is_ok_and(|v| v.trim() == "1"),
+            own_default: if std::env::var("SINTER_SPLIT_K").is_ok_and(|v| v.trim() == "0") {
+                Tuning { split_k: Some(1), ..Tuning::default() }
+            } else {
+                Tuning::default()
+            },
             dev,
         }
     }
@@ -405,7 +414,7 @@ impl CudaBackend {
                         if matches!(k.body, sinter_core::kernel::KernelBody::Matmul(_)) {
                             tracing::debug!(target: "sinter::cuda", "{}: own template, not cuBLASLt: {why}", k.name);
                         }
-                        (Tuning::default(), Some(why))
+                        (self.own_default.clone(), Some(why))
                     }
                 })
                 .collect();
@@ -433,7 +442,7 @@ impl CudaBackend {
                         Err(BackendError::Unsupported { what, .. }) => {
                             tracing::info!(target: "sinter::cuda", "{}: own template, cuBLASLt refused: {what}", k.name);
                             not_library = Some(what);
-                            self.build_kernel(k, &Tuning::default(), &args_of(k), &cubins, &stream)?
+                            self.build_kernel(k, &self.own_default, &args_of(k), &cubins, &stream)?
                         }
                         r => r?,
                     },

@@ -4,10 +4,11 @@
 //! defines them (`sinter_core::kernel::im2col`). Shared by the CUDA-core and tensor-core
 //! templates; terms that are always zero and bounds that always hold are left out.
 
-use sinter_core::kernel::{Im2col, MatOperand};
+use sinter_core::kernel::{Im2col, MatOperand, MatmulBody};
 
 use super::emit::Emitter;
-use super::matmul::lit;
+use super::matmul::{lit, op_ity};
+use super::mma::{Loader, MmaTile, OpPlan};
 
 /// Emits the tap coordinates of element (`gk`, `gr`) of the im2col operand `op` (declared in
 /// the current scope) and returns `(address, inside)`: the element index in type `oty` from
@@ -234,4 +235,78 @@ pub(super) fn tap_at(em: &mut Emitter<'_>, row: &RowTap, j: &str) -> (String, St
         }
     }
     (format!("ibase[{j}] + {}", row.offset), inside.join(" && "))
+}
+
+/// The columns per thread `c` and their stride `q = bn / c` where B is an implicit im2col
+/// operand whose loader keeps the same output columns per thread in every step: thread `tid`
+/// copies columns `tid % q + j q` (`j < c`) of rows `tid / q + l r`, `r = threads / q`, so
+/// consecutive threads read consecutive pixels (coalesced along an output row) and write
+/// consecutive shared words. The columns' image, pixel and window origin are computed once before
+/// the pipeline (`im2col::columns`), each row's channel and window offset once per row
+/// (`im2col::tap_row`); `None`: the per-element loader.
+///
+/// One column per thread (`c = 1`). Four (the row's decomposition shared by four copies) were
+/// measured wrong on an H100 in ResNet-18 at the reduced scale (rel L2 0.29 against the
+/// reference; right with one column, `SINTER_IM2COL_COLUMNS=1` in that run) although a host
+/// emulation of both generated loaders maps every (step, shared word) to the same element and
+/// condition; the cause is not found, so the four-column form stays off (BENCHMARKS.md).
+pub(super) fn im2col_columns(t: &MmaTile, pb: OpPlan, mm: &MatmulBody) -> Option<(u32, u32)> {
+    if mm.b.im2col.is_none() || pb.kmajor || pb.loader == Loader::Vector {
+        return None;
+    }
+    let (threads, c) = (t.threads(), IM2COL_COLUMNS);
+    let q = t.bn / c;
+    (t.bn.is_multiple_of(c) && threads.is_multiple_of(q) && t.bk.is_multiple_of(threads / q)).then_some((c, q))
+}
+
+/// Output columns per thread of the im2col loader (see [`im2col_columns`]).
+const IM2COL_COLUMNS: u32 = 1;
+
+/// The B tile of one step for an im2col operand with `c` columns per thread at stride `q`
+/// ([`im2col_columns`]): per row, the tap decomposed once, then one 4-byte `cp.async` (TF32) or
+/// scalar copy (16-bit) per column, zero in the padding and past the edges.
+pub(super) fn im2col_stage(
+    em: &mut Emitter<'_>,
+    mm: &MatmulBody,
+    t: &MmaTile,
+    plan: OpPlan,
+    (dst, srow_len): (&str, u32),
+    (c, q): (u32, u32),
+) {
+    let op = &mm.b;
+    let r = t.threads() / q;
+    let bytes = plan.elem.bytes();
+    let oty = op_ity(em, op);
+    em.line(format!(
+        "// B tile: {} x {} im2col taps; thread: {c} columns {q} apart, rows tid / {q} + {r} l; {}",
+        t.bk,
+        t.bn,
+        if plan.loader == Loader::Async4 { "4-byte copies" } else { "elements" }
+    ));
+    // As the per-element loader: the 4-byte copies unrolled by 4 (independent copies in flight;
+    // on an H100, ResNet-18's first-stage 64x128 TF32 convolutions took 176 us each not
+    // unrolled, 139 us by 4), the synchronous 16-bit copies not (unrolled, their addresses cost
+    // the accumulators registers: the 128x128 bf16 tile spilled with split-k).
+    em.line(if plan.loader == Loader::Async4 { "#pragma unroll 4" } else { "#pragma unroll 1" });
+    em.open(format!("for (unsigned l = 0; l < {}u; ++l)", t.bk / r));
+    em.line(format!("const unsigned sr = tid / {q}u + l * {r}u;"));
+    em.line("const unsigned gk = k0 + sr;");
+    let row = tap_row(em, oty, op, "gk");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {c}u; ++j)"));
+    let (addr, inside) = tap_at(em, &row, "j");
+    em.line(format!("const bool in = gk < {}u && {inside};", mm.k));
+    em.line(format!("const {oty} off = in ? {addr} : {};", lit(oty, 0)));
+    let sdst = format!("{dst} + (sr * {srow_len}u + tid % {q}u + j * {q}u) * {bytes}u");
+    if plan.loader == Loader::Async4 {
+        em.line(format!("sinter_cp_async4({sdst}, &a{}[off], in ? 4u : 0u);", op.arg));
+    } else {
+        em.line(format!(
+            "const unsigned short x = in ? reinterpret_cast<const unsigned short*>(a{})[off] : (unsigned short)0;",
+            op.arg
+        ));
+        em.line(format!("asm volatile(\"st.shared.u16 [%0], %1;\\n\" :: \"r\"({sdst}), \"h\"(x) : \"memory\");"));
+    }
+    em.close();
+    em.close();
 }

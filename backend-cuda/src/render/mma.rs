@@ -200,7 +200,7 @@ impl Elem {
     }
 
     /// Bytes per element.
-    fn bytes(self) -> u32 {
+    pub(super) fn bytes(self) -> u32 {
         match self {
             Elem::Half => 2,
             Elem::Tf32 => 4,
@@ -341,12 +341,17 @@ pub fn check_mma(t: &MmaTile, caps: &CudaCaps, mm: &MatmulBody) -> Result<(), St
     if acc > 128 {
         return Err(format!("tile {t:?}: {acc} accumulators per thread (at most 128)"));
     }
+    let (a, b) = plans(mm);
+    fits_device(t, caps, u64::from(stage_bytes(t, a, b)) * u64::from(stages))
+}
+
+/// Whether tile `t`'s threads and its `shared` bytes of dynamic shared memory fit the device
+/// (every tensor-core template's last check); `Err` says which limit it passes.
+pub(super) fn fits_device(t: &MmaTile, caps: &CudaCaps, shared: u64) -> Result<(), String> {
     let threads = t.threads();
     if threads > caps.max_threads_per_block {
         return Err(format!("tile {t:?} needs {threads} threads; the device allows {}", caps.max_threads_per_block));
     }
-    let (a, b) = plans(mm);
-    let shared = u64::from(stage_bytes(t, a, b)) * u64::from(stages);
     if shared > u64::from(caps.max_dynamic_shared_bytes) {
         return Err(format!(
             "tile {t:?} needs {shared} bytes of shared memory; the device allows {}",
@@ -386,43 +391,15 @@ pub(super) fn default_mma(mm: &MatmulBody, caps: &CudaCaps) -> MmaTile {
     // TF32's 128 x 128 tile is at the register limit already: with the split's sum it spilled.
     let split_tiles: &[MmaTile] = if tf32 { &[MmaTile::MEDIUM] } else { &[MmaTile::LARGE, MmaTile::MEDIUM] };
     for t in split_tiles.iter().map(|&t| half_k(t)) {
-        if snug(mm.m, t.bm) && snug(mm.n, t.bn) && default_split(mm, caps, &t) > 1 && check_mma(&t, caps, mm).is_ok() {
+        if snug(mm.m, t.bm)
+            && snug(mm.n, t.bn)
+            && super::mma_split::default_split(mm, caps, &t) > 1
+            && check_mma(&t, caps, mm).is_ok()
+        {
             return t;
         }
     }
     MmaTile::SMALL
-}
-
-/// Fewest k steps per split of a default split-k tiling.
-const MIN_SPLIT_STEPS: u64 = 8;
-
-/// Whether `t`'s grid leaves SMs without a block (where splitting k can help).
-pub(super) fn leaves_sms_idle(mm: &MatmulBody, caps: &CudaCaps, t: &MmaTile) -> bool {
-    t.engine == MmaEngine::MmaSync && tile_blocks(mm, t.bm, t.bn) < u64::from(caps.sm_count.max(1))
-}
-
-/// The default split of the k walk for tile `t` ([`Tuning::split_k`](super::Tuning::split_k)):
-/// 1 where the tile's blocks fill the GPU; else enough splits for one block per SM, keeping at
-/// least [`MIN_SPLIT_STEPS`] k steps per split (deep, narrow products: ResNet's last stages,
-/// 512 x 1568 x 4608 at batch 32, are 52 tiles of 128 x 128 for 132 SMs). Unmeasured choice,
-/// written before the first device run.
-pub(super) fn default_split(mm: &MatmulBody, caps: &CudaCaps, t: &MmaTile) -> u32 {
-    if !leaves_sms_idle(mm, caps, t) || std::env::var("SINTER_SPLIT_K").is_ok_and(|v| v == "0") {
-        return 1;
-    }
-    let blocks = tile_blocks(mm, t.bm, t.bn).max(1);
-    let by_grid = u64::from(caps.sm_count.max(1)).div_ceil(blocks);
-    let by_depth = (mm.k as u64).div_ceil(u64::from(t.bk)) / MIN_SPLIT_STEPS;
-    let s = by_grid.min(by_depth).min(u64::from(super::MAX_SPLIT_K)) as u32;
-    if s >= 2 && split_scratch(mm, t, s).is_some() { s } else { 1 }
-}
-
-/// Bytes of scratch a split of `s` needs (partial sums of every split of every tile, then one
-/// counter per tile), `None` past 256 MiB.
-fn split_scratch(mm: &MatmulBody, t: &MmaTile, s: u32) -> Option<u64> {
-    let tiles = tile_blocks(mm, t.bm, t.bn);
-    let bytes = tiles * u64::from(s) * u64::from(t.bm * t.bn) * 4 + tiles * 4;
-    (bytes <= 256 << 20).then_some(bytes)
 }
 
 /// Renders `mm` on tensor cores with tile `tile`.
@@ -446,14 +423,14 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     let ktiles = kd.div_ceil(u64::from(bk));
     let split = match t.split_k {
         Some(s) => s,
-        None if t.mma.is_none() => default_split(mm, caps, &tile),
+        None if t.mma.is_none() => super::mma_split::default_split(mm, caps, &tile),
         None => 1,
     };
     if split == 0 || split > super::MAX_SPLIT_K || u64::from(split) > ktiles.max(1) {
         return Err(invalid(format!("split_k {split}: 1 to {} and at most the {ktiles} k steps", super::MAX_SPLIT_K)));
     }
     let scratch = if split > 1 {
-        split_scratch(mm, &tile, split)
+        super::mma_split::split_scratch(mm, &tile, split)
             .ok_or_else(|| invalid(format!("split_k {split}: over 256 MiB of partial sums")))?
     } else {
         0
@@ -503,7 +480,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     em.line(format!("const unsigned wm0 = warp % {warps_m}u * {wm}u; // the warp's rows in the tile"));
     em.line(format!("const unsigned wn0 = warp / {warps_m}u * {wn}u; // and columns"));
     emit_operand_bases(em, mm);
-    if let Some((c, q)) = im2col_columns(&tile, pb, mm) {
+    if let Some((c, q)) = super::im2col::im2col_columns(&tile, pb, mm) {
         let oty = op_ity(em, &mm.b);
         super::im2col::columns(em, oty, &mm.b, "b_base", (&format!("n0 + tid % {q}u"), c, q), mm.n);
     }
@@ -553,7 +530,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     em.close();
     em.line("sinter_cp_async_wait<0>();");
     if split > 1 {
-        split_k_sum(em, (mi, nj), tile.threads(), split, tiles_m * tiles_n * batch);
+        super::mma_split::split_k_sum(em, (mi, nj), tile.threads(), split, tiles_m * tiles_n * batch);
     }
 
     let mfrag = Frag {
@@ -566,47 +543,6 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     };
     epilogue(em, mm, (bm, bn), &mfrag)?;
     Ok(body)
-}
-
-/// Split-k (serial reduction through the scratch, one kernel): every block of a tile stores its
-/// partial accumulators (f32, `[tile][split][element][thread]`, coalesced), fences and counts
-/// itself on the tile's counter; the block that brings the counter to `split` reads every
-/// split's partials back from L2 in split order (a sum independent of the order blocks finish
-/// in: deterministic), resets the counter to 0 for the next launch and runs the epilogue; the
-/// others return. `pid` is the tile (batch included), `ks` the block's split.
-fn split_k_sum(em: &mut Emitter<'_>, (mi, nj): (u32, u32), threads: u32, split: u32, tiles: u64) {
-    let per_block = mi * nj * 4 * threads;
-    em.line(format!("// ---- split-k: {split} partial sums per tile through the scratch; the last block adds them"));
-    em.line("__shared__ unsigned sinter_last;");
-    em.line(format!(
-        "unsigned* const tile_count = reinterpret_cast<unsigned*>(sinter_ws + {}u);",
-        tiles * u64::from(split) * u64::from(per_block)
-    ));
-    em.line(format!("float* const part = sinter_ws + pid * {}u;", split * per_block));
-    open_acc_loops(em, mi, nj);
-    em.line(format!("__stcg(&part[ks * {per_block}u + ((i * {nj}u + j) * 4u + c) * {threads}u + tid], acc[i][j][c]);"));
-    close_acc_loops(em);
-    em.line("__threadfence(); // the partials are visible device-wide before the count");
-    em.line("__syncthreads();");
-    em.open("if (tid == 0u)");
-    em.line(format!("sinter_last = atomicAdd(&tile_count[pid], 1u) == {}u;", split - 1));
-    em.close();
-    em.line("__syncthreads();");
-    em.open("if (!sinter_last)");
-    em.line("return;");
-    em.close();
-    em.line("__threadfence(); // every other split's partials are visible to this block");
-    open_acc_loops(em, mi, nj);
-    em.line("float sum = 0.0f;");
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned q = 0; q < {split}u; ++q)"));
-    em.line(format!("sum += __ldcg(&part[q * {per_block}u + ((i * {nj}u + j) * 4u + c) * {threads}u + tid]);"));
-    em.close();
-    em.line("acc[i][j][c] = sum;");
-    close_acc_loops(em);
-    em.open("if (tid == 0u)");
-    em.line("tile_count[pid] = 0u; // zero again for the next launch");
-    em.close();
 }
 
 /// The inner loop over one pipeline step of bf16/f16 operands: `ldmatrix` fragments (`.trans` for
@@ -704,80 +640,6 @@ fn products(em: &mut Emitter<'_>, mi: u32, nj: u32, mma: &str) {
     em.close();
 }
 
-/// The columns per thread `c` and their stride `q = bn / c` where B is an implicit im2col
-/// operand whose loader keeps the same output columns per thread in every step: thread `tid`
-/// copies columns `tid % q + j q` (`j < c`) of rows `tid / q + l r`, `r = threads / q`, so
-/// consecutive threads read consecutive pixels (coalesced along an output row) and write
-/// consecutive shared words. The columns' image, pixel and window origin are computed once before
-/// the pipeline (`im2col::columns`), each row's channel and window offset once per row
-/// (`im2col::tap_row`); `None`: the per-element loader.
-///
-/// One column per thread (`c = 1`). Four (the row's decomposition shared by four copies) were
-/// measured wrong on an H100 in ResNet-18 at the reduced scale (rel L2 0.29 against the
-/// reference; right with one column, `SINTER_IM2COL_COLUMNS=1` in that run) although a host
-/// emulation of both generated loaders maps every (step, shared word) to the same element and
-/// condition; the cause is not found, so the four-column form stays off (BENCHMARKS.md).
-fn im2col_columns(t: &MmaTile, pb: OpPlan, mm: &MatmulBody) -> Option<(u32, u32)> {
-    if mm.b.im2col.is_none() || pb.kmajor || pb.loader == Loader::Vector {
-        return None;
-    }
-    let (threads, c) = (t.threads(), IM2COL_COLUMNS);
-    let q = t.bn / c;
-    (t.bn.is_multiple_of(c) && threads.is_multiple_of(q) && t.bk.is_multiple_of(threads / q)).then_some((c, q))
-}
-
-/// Output columns per thread of the im2col loader (see [`im2col_columns`]).
-const IM2COL_COLUMNS: u32 = 1;
-
-/// The B tile of one step for an im2col operand with `c` columns per thread at stride `q`
-/// ([`im2col_columns`]): per row, the tap decomposed once, then one 4-byte `cp.async` (TF32) or
-/// scalar copy (16-bit) per column, zero in the padding and past the edges.
-fn im2col_stage(
-    em: &mut Emitter<'_>,
-    mm: &MatmulBody,
-    t: &MmaTile,
-    plan: OpPlan,
-    (dst, srow_len): (&str, u32),
-    (c, q): (u32, u32),
-) {
-    let op = &mm.b;
-    let r = t.threads() / q;
-    let bytes = plan.elem.bytes();
-    let oty = op_ity(em, op);
-    em.line(format!(
-        "// B tile: {} x {} im2col taps; thread: {c} columns {q} apart, rows tid / {q} + {r} l; {}",
-        t.bk,
-        t.bn,
-        if plan.loader == Loader::Async4 { "4-byte copies" } else { "elements" }
-    ));
-    // As the per-element loader: the 4-byte copies unrolled by 4 (independent copies in flight;
-    // on an H100, ResNet-18's first-stage 64x128 TF32 convolutions took 176 us each not
-    // unrolled, 139 us by 4), the synchronous 16-bit copies not (unrolled, their addresses cost
-    // the accumulators registers: the 128x128 bf16 tile spilled with split-k).
-    em.line(if plan.loader == Loader::Async4 { "#pragma unroll 4" } else { "#pragma unroll 1" });
-    em.open(format!("for (unsigned l = 0; l < {}u; ++l)", t.bk / r));
-    em.line(format!("const unsigned sr = tid / {q}u + l * {r}u;"));
-    em.line("const unsigned gk = k0 + sr;");
-    let row = super::im2col::tap_row(em, oty, op, "gk");
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned j = 0; j < {c}u; ++j)"));
-    let (addr, inside) = super::im2col::tap_at(em, &row, "j");
-    em.line(format!("const bool in = gk < {}u && {inside};", mm.k));
-    em.line(format!("const {oty} off = in ? {addr} : {};", lit(oty, 0)));
-    let sdst = format!("{dst} + (sr * {srow_len}u + tid % {q}u + j * {q}u) * {bytes}u");
-    if plan.loader == Loader::Async4 {
-        em.line(format!("sinter_cp_async4({sdst}, &a{}[off], in ? 4u : 0u);", op.arg));
-    } else {
-        em.line(format!(
-            "const unsigned short x = in ? reinterpret_cast<const unsigned short*>(a{})[off] : (unsigned short)0;",
-            op.arg
-        ));
-        em.line(format!("asm volatile(\"st.shared.u16 [%0], %1;\\n\" :: \"r\"({sdst}), \"h\"(x) : \"memory\");"));
-    }
-    em.close();
-    em.close();
-}
-
 /// Copies step `kstep` (k offset `kstep * bk`) of both operands into stage `slot`.
 fn load_stage(
     em: &mut Emitter<'_>,
@@ -806,9 +668,9 @@ fn load_stage(
         let dst = if which == "a" { "st".to_string() } else { format!("st + {a_stage}u") };
         let oty = op_ity(em, op);
         if which == "b"
-            && let Some(cq) = im2col_columns(t, plan, mm)
+            && let Some(cq) = super::im2col::im2col_columns(t, plan, mm)
         {
-            im2col_stage(em, mm, t, plan, (&dst, srow_len), cq);
+            super::im2col::im2col_stage(em, mm, t, plan, (&dst, srow_len), cq);
             continue;
         }
         let vector = plan.loader == Loader::Vector;
@@ -986,7 +848,7 @@ pub(super) fn launch_extents(
 
 /// Opens `for i < mi, j < nj, c < 4` (unrolled) over a thread's accumulators; the caller
 /// closes the three loops with [`close_acc_loops`].
-fn open_acc_loops(em: &mut Emitter<'_>, mi: u32, nj: u32) {
+pub(super) fn open_acc_loops(em: &mut Emitter<'_>, mi: u32, nj: u32) {
     em.line("#pragma unroll");
     em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
     em.line("#pragma unroll");
@@ -995,7 +857,7 @@ fn open_acc_loops(em: &mut Emitter<'_>, mi: u32, nj: u32) {
     em.open("for (unsigned c = 0; c < 4u; ++c)");
 }
 
-fn close_acc_loops(em: &mut Emitter<'_>) {
+pub(super) fn close_acc_loops(em: &mut Emitter<'_>) {
     em.close();
     em.close();
     em.close();

@@ -220,18 +220,7 @@ pub(super) fn check(t: &MmaTile, caps: &CudaCaps, mm: &MatmulBody) -> Result<(),
         return Err(format!("{} operands (wgmma tiles take bf16/f16; TF32 runs on mma.sync)", mm.in_dtype));
     }
     operand_maps(mm, t)?;
-    let threads = t.threads();
-    if threads > caps.max_threads_per_block {
-        return Err(format!("tile {t:?} needs {threads} threads; the device allows {}", caps.max_threads_per_block));
-    }
-    let shared = total_shared(t);
-    if shared > u64::from(caps.max_dynamic_shared_bytes) {
-        return Err(format!(
-            "tile {t:?} needs {shared} bytes of shared memory; the device allows {}",
-            caps.max_dynamic_shared_bytes
-        ));
-    }
-    Ok(())
+    super::mma::fits_device(t, caps, total_shared(t))
 }
 
 /// Renders `mm` with the (checked) TMA tile `tile`.

@@ -85,18 +85,7 @@ pub(super) fn check(t: &MmaTile, caps: &CudaCaps, mm: &MatmulBody) -> Result<(),
     if !pa.kmajor {
         return Err("A is not k-major (a transposed A needs the descriptor's transpose bit)".into());
     }
-    let threads = t.threads();
-    if threads > caps.max_threads_per_block {
-        return Err(format!("tile {t:?} needs {threads} threads; the device allows {}", caps.max_threads_per_block));
-    }
-    let shared = total_shared(t);
-    if shared > u64::from(caps.max_dynamic_shared_bytes) {
-        return Err(format!(
-            "tile {t:?} needs {shared} bytes of shared memory; the device allows {}",
-            caps.max_dynamic_shared_bytes
-        ));
-    }
-    Ok(())
+    super::mma::fits_device(t, caps, total_shared(t))
 }
 
 /// Renders `mm` with the (checked) `wgmma` tile `tile`.

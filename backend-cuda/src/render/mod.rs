@@ -73,6 +73,7 @@ mod im2col;
 mod index;
 mod matmul;
 mod mma;
+mod mma_split;
 mod mma_tma;
 mod mma_wgmma;
 mod ops;
@@ -478,7 +479,7 @@ pub fn candidates(k: &Kernel, caps: &CudaCaps) -> Vec<Tuning> {
             // is too shallow for the split).
             for t in [MmaTile::LARGE, MmaTile::MEDIUM, MmaTile::SMALL]
                 .into_iter()
-                .filter(|t| mma::leaves_sms_idle(mm, caps, t))
+                .filter(|t| mma_split::leaves_sms_idle(mm, caps, t))
             {
                 for split_k in [2, 3, 4, 8] {
                     all.push(Tuning { mma: Some(t), split_k: Some(split_k), ..Tuning::default() });
