@@ -247,7 +247,7 @@ pub(super) fn tap_at(em: &mut Emitter<'_>, row: &RowTap, j: &str) -> (String, St
 ///
 /// One column per thread (`c = 1`). Four (the row's decomposition shared by four copies) were
 /// measured wrong on an H100 in ResNet-18 at the reduced scale (rel L2 0.29 against the
-/// reference; right with one column, `SINTER_IM2COL_COLUMNS=1` in that run) although a host
+/// reference; right with one column, chosen in that run by a debugging switch since removed) although a host
 /// emulation of both generated loaders maps every (step, shared word) to the same element and
 /// condition; the cause is not found, so the four-column form stays off (BENCHMARKS.md).
 pub(super) fn im2col_columns(t: &MmaTile, pb: OpPlan, mm: &MatmulBody) -> Option<(u32, u32)> {
