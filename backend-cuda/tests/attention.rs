@@ -1,5 +1,5 @@
-//! Fused attention kernels (`KernelBody::Attention`): snapshots of the three templates
-//! (tensor cores, decode, rows), the template each shape gets, tuning validation, and NVRTC
+//! Fused attention kernels (`KernelBody::Attention`): snapshots of the four templates
+//! (tensor cores, decode, tiled CUDA cores, rows), the template each shape gets, tuning validation, and NVRTC
 //! compiles (sm_90a, no warning, no spill) of every template with every candidate tuning over
 //! plain, causal, masked, GQA and BSHD cases of every head dimension the device test runs.
 //!
@@ -80,6 +80,12 @@ pub fn cases() -> Vec<(String, AttnCase)> {
     v.push(("odd d f32".into(), AttnCase { dv: 5, ..AttnCase::new(1, 2, 9, 33, 3, DType::F32) }));
     v.push(("odd d bf16".into(), AttnCase { dv: 300, ..AttnCase::new(1, 2, 9, 40, 24, b) }));
     v.push(("f64".into(), AttnCase::new(1, 1, 5, 6, 4, DType::F64)));
+    v.push(("vit f32".into(), AttnCase::new(1, 3, 197, 197, 64, DType::F32)));
+    v.push(("d256 f32".into(), AttnCase::new(1, 1, 70, 70, 256, DType::F32)));
+    v.push((
+        "causal f32 bool".into(),
+        AttnCase { causal: Some(0), mask: AttnMask::Bool, ..AttnCase::new(1, 2, 100, 90, 80, DType::F32) },
+    ));
     v
 }
 
@@ -104,8 +110,14 @@ fn templates_by_shape() {
     assert_eq!(on_ampere(&AttnCase::new(1, 2, 100, 100, 128, b)), "attention mma 64x64 w4 s2");
     assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 128, b)), "attention decode block 128");
     assert_eq!(strategy(&AttnCase::new(2, 2, 1, 4096, 64, DType::F32)), "attention decode block 128");
-    assert_eq!(strategy(&AttnCase::new(2, 2, 100, 100, 64, DType::F32)), "attention rows block 128");
-    assert_eq!(strategy(&AttnCase::new(2, 2, 100, 100, 40, b)), "attention rows block 128");
+    // Tiled CUDA cores for what tensor cores do not take: the largest tile that fills the device.
+    assert_eq!(strategy(&AttnCase::new(2, 12, 197, 197, 64, DType::F32)), "attention fma 32x64");
+    assert_eq!(strategy(&AttnCase::new(8, 16, 1024, 1024, 64, DType::F32)), "attention fma 64x64");
+    assert_eq!(strategy(&AttnCase::new(2, 2, 100, 100, 64, DType::F32)), "attention fma 16x32");
+    assert_eq!(strategy(&AttnCase::new(2, 2, 100, 100, 40, b)), "attention fma 16x32");
+    // Rows: what neither takes (f64, value head dims past 256).
+    assert_eq!(strategy(&AttnCase::new(1, 1, 5, 6, 4, DType::F64)), "attention rows block 128");
+    assert_eq!(strategy(&AttnCase { dv: 300, ..AttnCase::new(1, 2, 9, 40, 24, b) }), "attention rows block 128");
 }
 
 #[test]
@@ -140,7 +152,29 @@ fn tunings_are_validated() {
     assert!(check_tuning(&f32k, &caps, &ok).is_err(), "no tensor cores for f32");
     assert!(check_tuning(&f32k, &caps, &Tuning { block: Some(100), ..Tuning::default() }).is_err());
     let ampere_less = CudaCaps { sm: (7, 5), ..caps.clone() };
-    assert!(render::render(&k, &ampere_less, &Tuning::default()).unwrap().strategy.starts_with("attention rows"));
+    assert!(render::render(&k, &ampere_less, &Tuning::default()).unwrap().strategy.starts_with("attention fma"));
+    // Tiled CUDA-core tiles: 16, 32 or 64 rows and keys, 8 warps, one stage, shared memory that fits.
+    let fma = |t: AttnTile| Tuning { attn: Some(t), ..Tuning::default() };
+    for t in [
+        AttnTile::fma(48, 64),
+        AttnTile::fma(64, 128),
+        AttnTile { warps: 4, ..AttnTile::fma(64, 64) },
+        AttnTile { stages: 2, ..AttnTile::fma(64, 64) },
+    ] {
+        assert!(check_tuning(&f32k, &caps, &fma(t)).is_err(), "{t:?}");
+    }
+    assert!(check_tuning(&f32k, &caps, &fma(AttnTile::fma(64, 64))).is_ok());
+    assert!(check_tuning(&k, &caps, &fma(AttnTile::fma(32, 32))).is_ok(), "bf16 may run on CUDA cores too");
+    let f64k = kernel(&AttnCase::new(1, 1, 5, 6, 4, DType::F64));
+    assert!(check_tuning(&f64k, &caps, &fma(AttnTile::fma(16, 16))).is_err(), "f64 stays exact on the row template");
+    let wide = kernel(&AttnCase { dv: 300, ..AttnCase::new(1, 2, 9, 40, 24, DType::F32) });
+    assert!(check_tuning(&wide, &caps, &fma(AttnTile::fma(16, 16))).is_err(), "at most 256 value columns");
+    let small = CudaCaps { max_dynamic_shared_bytes: 48 * 1024, ..caps.clone() };
+    let d256 = kernel(&AttnCase::new(1, 1, 70, 70, 256, DType::F32));
+    assert!(check_tuning(&d256, &small, &fma(AttnTile::fma(64, 64))).is_err(), "shared memory");
+    let fallback = render::render(&d256, &small, &Tuning::default()).unwrap().strategy;
+    assert_eq!(fallback, "attention rows block 128", "no tile fits: the row template");
+    assert!(check_tuning(&f32k, &caps, &Tuning { block: Some(128), ..fma(AttnTile::fma(64, 64)) }).is_err());
 }
 
 #[test]
@@ -156,7 +190,15 @@ fn snapshots_of_each_template() {
             AttnCase::new(1, 2, 100, 130, 128, DType::F16),
         ),
         ("decode, gqa", AttnCase { kv_heads: 1, ..AttnCase::new(2, 4, 1, 1000, 128, DType::F16) }),
-        ("rows, bool mask", AttnCase { mask: AttnMask::Bool, ..AttnCase::new(1, 2, 9, 33, 40, DType::F32) }),
+        (
+            "tiled CUDA cores, bool mask",
+            AttnCase { mask: AttnMask::Bool, ..AttnCase::new(1, 2, 9, 33, 40, DType::F32) },
+        ),
+        (
+            "tiled CUDA cores, causal, odd head dims",
+            AttnCase { causal: Some(0), dv: 5, ..AttnCase::new(1, 2, 70, 70, 3, DType::F32) },
+        ),
+        ("rows, f64", AttnCase::new(1, 1, 5, 6, 4, DType::F64)),
         (
             "tensor cores on sm_80 (mma.sync), causal, additive mask",
             AttnCase { causal: Some(0), mask: AttnMask::Additive, ..AttnCase::new(1, 2, 100, 100, 64, DType::BF16) },

@@ -85,6 +85,21 @@ fn cases() -> Vec<(String, AttnCase, bool)> {
     add("f32 odd d3 dv5", AttnCase { dv: 5, ..AttnCase::new(1, 2, 9, 33, 3, DType::F32) }, false);
     add("bf16 odd d24 dv300", AttnCase { dv: 300, ..AttnCase::new(1, 2, 9, 40, 24, b) }, false);
     add("f64", AttnCase::new(1, 1, 5, 6, 4, DType::F64), false);
+    // The tiled CUDA-core template: ViT-B's heads, the largest head dim, causal with a mask, f16
+    // at a head dim tensor cores do not take, many key tiles.
+    add("f32 vit s197 d64", AttnCase::new(2, 3, 197, 197, 64, DType::F32), false);
+    add("f32 d256", AttnCase::new(1, 1, 70, 70, 256, DType::F32), false);
+    add(
+        "f32 causal bool s300 d80",
+        AttnCase { causal: Some(0), mask: AttnMask::Bool, ..AttnCase::new(1, 2, 300, 290, 80, DType::F32) },
+        false,
+    );
+    add("f16 d40 s200", AttnCase::new(1, 2, 200, 130, 40, DType::F16), false);
+    add(
+        "f32 bshd gqa s1000",
+        AttnCase { kv_heads: 1, bshd: true, ..AttnCase::new(1, 2, 1000, 1000, 64, DType::F32) },
+        false,
+    );
     v
 }
 
@@ -131,7 +146,7 @@ fn attention_matches_the_interpreter_with_every_tuning() {
     }
     println!("tunings run per engine: {engines:?}");
     if caps(&dev).sm == (9, 0) {
-        for e in ["attention wgmma", "attention wgmma-ov", "attention wgmma-pp"] {
+        for e in ["attention wgmma", "attention wgmma-ov", "attention wgmma-pp", "attention fma"] {
             assert!(engines.get(e).is_some_and(|&n| n > 0), "no {e} tuning ran on sm_90a: {engines:?}");
         }
     }

@@ -1,4 +1,4 @@
-//! Fused attention ([`AttentionBody`]): three templates, chosen by shape and dtype.
+//! Fused attention ([`AttentionBody`]): four templates, chosen by shape and dtype.
 //!
 //! * **Tensor cores** (`attention_tc`, `attention_wgmma`): bf16/f16 operands with probabilities
 //!   rounded to the same dtype, `d` and `dv` multiples of 16 up to 256, rows 8-element aligned.
@@ -12,6 +12,10 @@
 //! * **Decode** (`attention_rows`): at most [`DECODE_M`] queries, 16-byte-aligned f32/f16/bf16
 //!   rows. One block per flat batch; keys split over the warps (and over lane groups inside a
 //!   warp), 16-byte loads, partial (max, sum, output) combined through shared memory.
+//! * **Tiled CUDA cores** (`attention_fma`, [`AttnEngine::Fma`]): f32, f16 and bf16 operands the
+//!   tensor-core templates do not take (f32 above all), value head dims up to 256. A block of 256
+//!   threads owns up to 64 query rows; Q, one K tile and one V tile in shared memory (f32), S and
+//!   O as per-thread register tiles of `fmaf` outer products, online softmax over 16-thread rows.
 //! * **Rows** (`attention_rows`): everything else. One warp per query row, 32 keys at a time
 //!   (a lane per key for the score, a lane per output column for the product), online softmax;
 //!   f32 dot products in the interpreter's order.
@@ -88,6 +92,9 @@ pub enum AttnEngine {
     /// warpgroup's softmax runs while another's products occupy the tensor cores. Registers move
     /// from the producer to the consumers (`setmaxnreg`). `warps` counts the producer's four.
     WgmmaPingPong,
+    /// CUDA cores (`attention_fma`): f32 `fmaf` outer products in a 16 x 16 thread grid, for
+    /// operands the tensor-core engines do not take (f32); `warps` is 8 and `stages` 1.
+    Fma,
 }
 
 impl AttnTile {
@@ -141,9 +148,24 @@ impl AttnTile {
         AttnTile { bm, bn, warps: bm / 16 + 4, stages, engine: AttnEngine::WgmmaPingPong }
     }
 
+    /// A tiled CUDA-core tile ([`AttnEngine::Fma`]): 256 threads, `bm / 16` rows and `bn / 16`
+    /// keys per thread.
+    pub const fn fma(bm: u32, bn: u32) -> AttnTile {
+        AttnTile { bm, bn, warps: 8, stages: 1, engine: AttnEngine::Fma }
+    }
+
+    /// The tiles max-autotune tries where [`super::attention_fma::applies`] (each checked).
+    pub const FMA_CANDIDATES: [AttnTile; 5] = [
+        AttnTile::fma(64, 64),
+        AttnTile::fma(64, 32),
+        AttnTile::fma(32, 64),
+        AttnTile::fma(32, 32),
+        AttnTile::fma(16, 64),
+    ];
+
     /// Whether the products run on `wgmma`.
     pub fn wgmma(&self) -> bool {
-        self.engine != AttnEngine::MmaSync
+        matches!(self.engine, AttnEngine::Wgmma | AttnEngine::WgmmaOverlap | AttnEngine::WgmmaPingPong)
     }
 
     /// Threads per block.
@@ -250,6 +272,9 @@ pub(super) fn tc_total_shared(t: &AttnTile, a: &AttentionBody) -> u64 {
 
 /// Checks a tile against the template's rules and the device's limits for `a`.
 pub fn check_attn(t: &AttnTile, caps: &CudaCaps, a: &AttentionBody) -> Result<(), String> {
+    if t.engine == AttnEngine::Fma {
+        return super::attention_fma::check(t, caps, a);
+    }
     tc_applies(a, caps)?;
     let AttnTile { bm, bn, warps, stages, engine } = *t;
     let wgmma = t.wgmma();
@@ -348,6 +373,11 @@ pub(super) fn candidates(a: &AttentionBody, caps: &CudaCaps) -> Vec<Tuning> {
             out.push(Tuning { attn: Some(t), ..Tuning::default() });
         }
     }
+    if tc_applies(a, caps).is_err() && a.m > DECODE_M && super::attention_fma::applies(a).is_ok() {
+        for t in AttnTile::FMA_CANDIDATES {
+            out.push(Tuning { attn: Some(t), ..Tuning::default() });
+        }
+    }
     if tc_applies(a, caps).is_err() || a.m <= DECODE_M {
         for b in [64u32, 128, 256, 512] {
             out.push(Tuning { block: Some(b), ..Tuning::default() });
@@ -373,13 +403,22 @@ pub(super) fn render(
         return Err(em.err(format!("attention {total:?} exceeds the 32-bit extents")));
     }
     if let Some(tile) = t.attn {
+        if tile.engine == AttnEngine::Fma {
+            check_attn(&tile, caps, a).map_err(|e| invalid(format!("no tiled attention: {e}")))?;
+            return super::attention_fma::render(em, a, &tile, t);
+        }
         check_attn(&tile, caps, a).map_err(|e| invalid(format!("no tensor-core attention: {e}")))?;
         return super::attention_tc::render(em, a, &tile, t);
     }
     let decode = decode_width(a);
-    if tc_applies(a, caps).is_ok() && (decode.is_none() || a.m > DECODE_M) && t.block.is_none() {
-        let tile = default_attn(a, caps);
-        return super::attention_tc::render(em, a, &tile, t);
+    if (decode.is_none() || a.m > DECODE_M) && t.block.is_none() {
+        if tc_applies(a, caps).is_ok() {
+            let tile = default_attn(a, caps);
+            return super::attention_tc::render(em, a, &tile, t);
+        }
+        if let Some(tile) = super::attention_fma::default_tile(a, caps) {
+            return super::attention_fma::render(em, a, &tile, t);
+        }
     }
     let block = t.block.unwrap_or(128);
     if block == 0 || !block.is_multiple_of(32) || block > caps.max_threads_per_block.min(1024) {

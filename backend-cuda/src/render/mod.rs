@@ -64,6 +64,7 @@
 
 mod analysis;
 mod attention;
+mod attention_fma;
 mod attention_pingpong;
 mod attention_rows;
 mod attention_tc;
