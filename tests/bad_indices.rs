@@ -1,7 +1,8 @@
 //! One rule for out-of-range run-time indices on every backend: ONNX Gather, GatherElements,
 //! GatherND, ScatterElements and ScatterND with indices far outside `[-n, n)` (negative ones
 //! wrap once, then everything clamps into range) give the same result on the CPU reference, the
-//! kernel-IR interpreter and WGSL (lavapipe in CI: `SINTER_ADAPTER=cpu SINTER_REQUIRE_GPU=1`).
+//! kernel-IR interpreter and WGSL (lavapipe in CI: `SINTER_ADAPTER=cpu SINTER_REQUIRE_GPU=1`);
+//! and duplicate run-time scatter targets resolve alike everywhere (the last update wins).
 
 use prost::Message;
 use sinter::core::backend::Backend as BackendTrait;
@@ -100,6 +101,12 @@ fn out_of_range_indices_agree_on_every_backend() {
     let rows: Vec<f64> =
         [0usize, 0, 3, 3, 3].iter().flat_map(|&r| (0..3).map(move |c| (r * 3 + c) as f64 + 1.0)).collect();
     assert_eq!(want[0].to_f64_vec(), rows);
+    every_backend_agrees(&g, &ins, &want);
+}
+
+/// Compiles `g` for the interpreter and WGSL (where there is an adapter) and checks that every
+/// output equals the CPU reference's `want` exactly.
+fn every_backend_agrees(g: &sinter::core::IrGraph, ins: &[HostTensor], want: &[HostTensor]) {
     let mut backends: Vec<(&str, Arc<dyn BackendTrait>)> =
         vec![("interp", Arc::new(sinter::core::kernel::interp::InterpBackend::new()))];
     match sinter::wgsl::WgslBackend::new() {
@@ -111,9 +118,32 @@ fn out_of_range_indices_agree_on_every_backend() {
     }
     for (name, b) in backends {
         let opts = CompileOptions { cache_dir: None, ..Default::default() };
-        let got = compile(&g, b, opts).and_then(|c| c.run(&ins)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        for (k, (a, w)) in got.iter().zip(&want).enumerate() {
+        let got = compile(g, b, opts).and_then(|c| c.run(ins)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for (k, (a, w)) in got.iter().zip(want).enumerate() {
             assert_eq!(a.to_f64_vec(), w.to_f64_vec(), "{name}: output {k}");
         }
     }
+}
+
+/// Run-time scatter indices with duplicate targets (no reduction): the last update wins on
+/// every backend, as with constant indices (the one-hot lowering used to add them up).
+#[test]
+fn duplicate_scatter_targets_agree_on_every_backend() {
+    let m = model();
+    let mut ins = inputs();
+    // ScatterElements (axis 0): columns 0 and 1 are written twice (rows 1 and 2; 9 clamps to 3
+    // and -1 wraps to 3 in column 2). ScatterND: row 2 twice, row 0 once.
+    ins[2] = HostTensor::from_i64(DType::I64, vec![2, 3], &[1, 2, 9, 1, 2, -1]);
+    ins[3] = HostTensor::from_i64(DType::I64, vec![3, 1], &[2, -2, 0]);
+    let g = m.graph_for(&ins.iter().map(|t| t.shape.clone()).collect::<Vec<_>>()).expect("imports");
+    let want = sinter::cpu::run(&g, &ins).expect("the CPU reference runs");
+    let x: Vec<f64> = (0..12).map(|v| v as f64 + 1.0).collect();
+    let mut se = x.clone();
+    (se[3], se[7], se[11]) = (-4.0, -5.0, -6.0);
+    assert_eq!(want[3].to_f64_vec(), se, "ScatterElements");
+    let mut snd = x;
+    snd[6..9].copy_from_slice(&[13.0, 14.0, 15.0]);
+    snd[0..3].copy_from_slice(&[16.0, 17.0, 18.0]);
+    assert_eq!(want[4].to_f64_vec(), snd, "ScatterND");
+    every_backend_agrees(&g, &ins, &want);
 }

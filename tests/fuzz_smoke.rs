@@ -1,7 +1,7 @@
 //! A quick run of both fuzzers with fixed seeds (the long runs are `examples/fuzz_verifier.rs`
 //! and `examples/fuzz_backends.rs`): any crash or mismatch fails, printed with its seed.
 
-use sinter::fuzz::{Config, Summary, diff, drive, verifier::VerifierFuzz};
+use sinter::fuzz::{ArgError, Config, Summary, diff, drive, verifier::VerifierFuzz};
 
 fn config(iterations: u64) -> Config {
     Config { seed: 14, iterations: Some(iterations), ..Config::default() }
@@ -53,4 +53,25 @@ fn verifier_crashes_found_stay_fixed() {
         drive(&Config { case: Some(seed), ..Config::default() }, &mut summary, |seed, s| fuzz.iteration(seed, s));
     }
     assert!(!summary.failed(), "{}", summary.report());
+}
+
+/// `--seconds inf` (or 1e30) parsed and then panicked converting to a `Duration`; `NaN` meant
+/// zero seconds (the sibling of `conformance --timeout`, issue 14). Both are errors naming the
+/// flag, and a `Config` built in code with such a budget never panics.
+#[test]
+fn fuzz_budgets_must_be_finite_durations() {
+    let parse = |v: &str| Config::parse(["--seconds".to_string(), v.to_string()]);
+    for v in ["inf", "1e30", "NaN", "-1"] {
+        match parse(v) {
+            Err(e @ ArgError::OutOfRange { .. }) => assert!(e.to_string().contains("--seconds"), "{e}"),
+            other => panic!("--seconds {v}: {other:?}"),
+        }
+    }
+    assert_eq!(parse("2.5").unwrap().seconds, 2.5);
+    for seconds in [f64::INFINITY, f64::NAN, -3.0] {
+        let c = Config { seconds, iterations: Some(2), ..Config::default() };
+        let mut summary = Summary::default();
+        drive(&c, &mut summary, |_, s| s.executions += 1);
+        assert_eq!(summary.executions, 2, "{seconds}");
+    }
 }

@@ -495,7 +495,14 @@ fn pipeline_cache_persists_and_rejects_corrupt_files() {
     bad[last] ^= 0x5A;
     std::fs::write(&path, &bad).unwrap();
     let dev = Device::new(opts.clone()).unwrap();
-    assert!(matches!(dev.pipeline_cache_status(), PipelineCacheStatus::Corrupt { .. }));
+    // Issue 14: the status names the file (it named none, so a user could not find what to delete).
+    let names_the_file = |status: PipelineCacheStatus| match status {
+        PipelineCacheStatus::Corrupt { reason } => {
+            assert!(reason.contains(&path.display().to_string()), "{reason}");
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    };
+    names_the_file(dev.pipeline_cache_status());
     check_affine(&dev, 100, &ProgramOptions::default());
     dev.save_pipeline_cache().unwrap();
     drop(dev);
@@ -503,7 +510,15 @@ fn pipeline_cache_persists_and_rejects_corrupt_files() {
     // Truncated file: same.
     std::fs::write(&path, &good[..good.len() / 2]).unwrap();
     let dev = Device::new(opts.clone()).unwrap();
-    assert!(matches!(dev.pipeline_cache_status(), PipelineCacheStatus::Corrupt { .. }));
+    names_the_file(dev.pipeline_cache_status());
+    drop(dev);
+
+    // A file that cannot be read (a folder in its place): named, and the device still compiles.
+    let _ = std::fs::remove_file(&path);
+    std::fs::create_dir_all(&path).unwrap();
+    let dev = Device::new(opts.clone()).unwrap();
+    names_the_file(dev.pipeline_cache_status());
+    check_affine(&dev, 100, &ProgramOptions::default());
     drop(dev);
 }
 

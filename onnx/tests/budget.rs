@@ -137,15 +137,6 @@ fn oversized_initializers_are_refused_before_reading() {
     assert!(e.to_string().contains("\"w\""), "{e}");
 }
 
-fn attr_s(name: &str, v: &str) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        s: Some(v.as_bytes().to_vec()),
-        r#type: Some(AttributeType::String as i32),
-        ..Default::default()
-    }
-}
-
 /// ScatterElements of 100k updates into 100k elements with constant indices: the one-hot
 /// lowering needed 10^10 mask elements (80 GB on the CPU reference); the inverse-map lowering
 /// needs O(10^5).
@@ -200,4 +191,51 @@ fn constant_scatters_with_duplicates_and_rows() {
     let x = HostTensor::from_f64(DType::F32, vec![3, 2], &[0.0; 6]);
     let u = HostTensor::from_f64(DType::F32, vec![2, 2], &[1.0, 2.0, 3.0, 4.0]);
     assert_eq!(run_cpu(&g, &[x, u])[0].to_f64_vec(), vec![3.0, 4.0, 0.0, 0.0, 1.0, 2.0]);
+}
+
+/// ScatterND of 4096 rows into a [4096, 256] tensor with run-time indices (a cache update): the
+/// one-hot lowering built [4096, 4096, 256] values (4.3e9 elements, 17 GB in f32: refused by the
+/// budget of a 23 GB machine, computed on larger ones); selecting the last update per row costs
+/// a [4096, 4096] mask and a gather.
+#[test]
+fn large_run_time_scatter_nd_builds_no_mask_per_element() {
+    let (m, rest) = (4096usize, 256usize);
+    let model =
+        scatter_model("ScatterND", "none", &[m as i64, rest as i64], &[m as i64, 1], &[m as i64, rest as i64], None, 0);
+    let model = sinter_onnx::load_bytes(&bytes(&model)).unwrap();
+    let g = model.graph_for(&[vec![m, rest], vec![m, rest], vec![m, 1]]).unwrap_or_else(|e| panic!("{e}"));
+    let biggest = g.nodes.iter().filter_map(|nd| nd.ty.shape.numel()).max().unwrap();
+    assert!(biggest <= m * m, "a value of {biggest} elements");
+    // Small enough to check on the CPU reference at a quarter of the size: a reversed permutation.
+    let (m, rest) = (1024usize, 8usize);
+    let model =
+        scatter_model("ScatterND", "none", &[m as i64, rest as i64], &[m as i64, 1], &[m as i64, rest as i64], None, 0);
+    let g = sinter_onnx::load_bytes(&bytes(&model))
+        .unwrap()
+        .graph_for(&[vec![m, rest], vec![m, rest], vec![m, 1]])
+        .unwrap();
+    let x = HostTensor::from_f64(DType::F32, vec![m, rest], &vec![-1.0; m * rest]);
+    let u: Vec<f64> = (0..m * rest).map(|k| k as f64).collect();
+    let u = HostTensor::from_f64(DType::F32, vec![m, rest], &u);
+    let i: Vec<i64> = (0..m as i64).rev().collect();
+    let y = run_cpu(&g, &[x, u, HostTensor::from_i64(DType::I64, vec![m, 1], &i)])[0].to_f64_vec();
+    for (r, row) in y.chunks(rest).enumerate() {
+        let src = m - 1 - r;
+        assert!(row.iter().enumerate().all(|(c, &v)| v == (src * rest + c) as f64), "row {r}: {row:?}");
+    }
+}
+
+/// With a reduction, run-time indices still need the one-hot masks (m × updates × row): a size
+/// over the budget is refused before the graph is built, naming the op, the reduction and why.
+#[test]
+fn run_time_scatter_reductions_over_the_budget_say_why() {
+    let (m, rest) = (1i64 << 16, 1i64 << 12);
+    let model = scatter_model("ScatterND", "add", &[m, rest], &[m, 1], &[m, rest], None, 0);
+    let e = import_err(
+        &model,
+        &[vec![m as usize, rest as usize], vec![m as usize, rest as usize], vec![m as usize, 1]],
+        None,
+    );
+    assert_budget(&e, "ScatterND");
+    assert!(e.contains("run-time indices") && e.contains("reduction \"add\""), "{e}");
 }

@@ -1,8 +1,9 @@
 //! Invalid models the importer must refuse (with an error naming the node, value or attribute)
 //! instead of importing a graph that computes something else: duplicate or shadowing value
 //! names, attributes of the wrong type, Einsum outputs without an input letter, unknown opsets
-//! and IR versions, out-of-range constant indices; and the one out-of-range rule for run-time
-//! indices (clamp after one negative wrap) that every backend follows.
+//! and IR versions, out-of-range constant indices; and the rules for run-time indices every
+//! backend follows: clamp after one negative wrap, and the last of duplicate scatter targets wins
+//! (as with constant indices).
 
 mod common;
 use common::*;
@@ -57,15 +58,6 @@ fn attr_f(name: &str, v: f32) -> AttributeProto {
         name: Some(name.into()),
         f: Some(v),
         r#type: Some(AttributeType::Float as i32),
-        ..Default::default()
-    }
-}
-
-fn attr_s(name: &str, v: &str) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        s: Some(v.as_bytes().to_vec()),
-        r#type: Some(AttributeType::String as i32),
         ..Default::default()
     }
 }
@@ -185,4 +177,69 @@ fn run_time_indices_out_of_range_clamp() {
     let u = HostTensor::from_f64(DType::F32, vec![3], &[1.0, 2.0, 3.0]);
     let y = run_cpu(&m.graph_for(&[vec![4], vec![3], vec![3]]).unwrap(), &[x, idx, u]);
     assert_eq!(y[0].to_f64_vec(), vec![3.0, 2.0, 30.0, 1.0]);
+}
+
+/// Run-time indices with duplicate targets under `reduction="none"`: the last update wins, as
+/// with constant indices (and the ONNX reference); the one-hot lowering used to add them up, so
+/// one model gave two answers depending on whether its indices were constants.
+#[test]
+fn run_time_scatters_without_reduction_let_the_last_update_win() {
+    // ScatterElements along axis 1 of a [3, 4] tensor, indices [2, 3] (the data's third row
+    // untouched): row 0 writes column 1 twice, row 1 column 3 twice (3 and -1).
+    let x: Vec<f64> = (0..12).map(|v| v as f64).collect();
+    let x = HostTensor::from_f64(DType::F32, vec![3, 4], &x);
+    let idx = [1i64, 1, 0, 3, -1, 2];
+    let u = HostTensor::from_f64(DType::F32, vec![2, 3], &[10.0, 20.0, 30.0, 40.0, 50.0, 60.0]);
+    let shapes = [vec![3, 4], vec![2, 3]];
+    let run = |m: &sinter_onnx::proto::ModelProto, extra: Option<HostTensor>| {
+        let m = sinter_onnx::load_bytes(&bytes(m)).unwrap();
+        let mut ins = vec![x.clone(), u.clone()];
+        let mut sh = shapes.to_vec();
+        if let Some(t) = extra {
+            sh.push(t.shape.clone());
+            ins.push(t);
+        }
+        run_cpu(&m.graph_for(&sh).unwrap(), &ins)[0].to_f64_vec()
+    };
+    let it = HostTensor::from_i64(DType::I64, vec![2, 3], &idx);
+    let constant = run(&scatter_model("ScatterElements", "none", &[3, 4], &[2, 3], &[2, 3], Some(&idx), 1), None);
+    let run_time = run(&scatter_model("ScatterElements", "none", &[3, 4], &[2, 3], &[2, 3], None, 1), Some(it));
+    let want = [30.0, 20.0, 2.0, 3.0, 4.0, 5.0, 60.0, 50.0, 8.0, 9.0, 10.0, 11.0];
+    assert_eq!(constant, want);
+    assert_eq!(run_time, want);
+    // ScatterND of rows of a [4, 2] tensor: row 2 written three times, row 0 once.
+    let x = HostTensor::from_f64(DType::F32, vec![4, 2], &[0.0; 8]);
+    let u = HostTensor::from_f64(DType::F32, vec![4, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+    let idx = [2i64, -2, 0, 2];
+    let it = HostTensor::from_i64(DType::I64, vec![4, 1], &idx);
+    let run = |m: &sinter_onnx::proto::ModelProto, extra: Option<HostTensor>| {
+        let m = sinter_onnx::load_bytes(&bytes(m)).unwrap();
+        let mut ins = vec![x.clone(), u.clone()];
+        let mut sh = vec![vec![4, 2], vec![4, 2]];
+        if let Some(t) = extra {
+            sh.push(t.shape.clone());
+            ins.push(t);
+        }
+        run_cpu(&m.graph_for(&sh).unwrap(), &ins)[0].to_f64_vec()
+    };
+    let want = [5.0, 6.0, 0.0, 0.0, 7.0, 8.0, 0.0, 0.0];
+    assert_eq!(run(&scatter_model("ScatterND", "none", &[4, 2], &[4, 1], &[4, 2], Some(&idx), 0), None), want);
+    assert_eq!(run(&scatter_model("ScatterND", "none", &[4, 2], &[4, 1], &[4, 2], None, 0), Some(it)), want);
+}
+
+/// MaxUnpool after a MaxPool with overlapping windows: two windows pick the same element, so
+/// its index comes twice (with the same value). The ONNX reference assigns in order (the value
+/// once); the one-hot lowering summed the duplicates, doubling it.
+#[test]
+fn max_unpool_with_duplicate_indices_writes_each_value_once() {
+    let m = model(
+        vec![node("MaxUnpool", &["x", "i"], &["y"], vec![attr_ints("kernel_shape", &[2]), attr_ints("strides", &[1])])],
+        vec![vi("x", F32, &fixed(&[1, 1, 3])), vi("i", I64, &fixed(&[1, 1, 3]))],
+        vec![vi("y", F32, &fixed(&[1, 1, 4]))],
+        vec![],
+    );
+    let g = sinter_onnx::load_bytes(&bytes(&m)).unwrap().graph_for(&[vec![1, 1, 3], vec![1, 1, 3]]).unwrap();
+    let x = HostTensor::from_f64(DType::F32, vec![1, 1, 3], &[5.0, 5.0, 7.0]);
+    let i = HostTensor::from_i64(DType::I64, vec![1, 1, 3], &[1, 1, 3]);
+    assert_eq!(run_cpu(&g, &[x, i])[0].to_f64_vec(), vec![0.0, 5.0, 0.0, 7.0]);
 }

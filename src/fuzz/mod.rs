@@ -38,10 +38,23 @@ pub enum ArgError {
         /// Its value.
         value: String,
     },
+    /// A number that parses but is not a usable value.
+    #[error("{flag} {value}: expected {expected}")]
+    OutOfRange {
+        /// The option.
+        flag: String,
+        /// Its value.
+        value: String,
+        /// What it accepts.
+        expected: &'static str,
+    },
     /// Not an option of the fuzzers.
     #[error("unknown argument {0:?} (options: --seconds N, --iterations N, --seed S, --case SEED, --verbose)")]
     Unknown(String),
 }
+
+/// The longest `--seconds` budget [`Config::parse`] accepts (a year).
+pub const MAX_SECONDS: f64 = 31_536_000.0;
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq)]
@@ -77,6 +90,15 @@ impl Config {
                 "--seconds" => {
                     let v = value("--seconds")?;
                     c.seconds = v.parse().map_err(|_| bad("--seconds", &v))?;
+                    // `inf` and `1e30` parse but are no duration (they panicked in `drive`),
+                    // `NaN` would have meant zero.
+                    if !(c.seconds.is_finite() && (0.0..=MAX_SECONDS).contains(&c.seconds)) {
+                        return Err(ArgError::OutOfRange {
+                            flag: "--seconds".into(),
+                            value: v,
+                            expected: "a number of seconds from 0 to 31536000 (a year)",
+                        });
+                    }
                 }
                 "--iterations" => {
                     let v = value("--iterations")?;
@@ -213,7 +235,13 @@ impl Summary {
 /// `config.case`).
 pub fn drive(config: &Config, summary: &mut Summary, mut one: impl FnMut(u64, &mut Summary)) {
     let start = Instant::now();
-    let budget = Duration::from_secs_f64(config.seconds.max(0.0));
+    // A `Config` built in code is not checked by `parse`: an infinite budget runs until the
+    // iterations are done (or forever), NaN or a negative one runs nothing.
+    let budget = Duration::try_from_secs_f64(config.seconds).unwrap_or(if config.seconds > 0.0 {
+        Duration::MAX
+    } else {
+        Duration::ZERO
+    });
     let _quiet = QuietPanics::install();
     let mut guarded = |seed: u64, summary: &mut Summary| {
         if let Err(p) = catch(|| one(seed, summary)) {

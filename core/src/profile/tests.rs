@@ -357,6 +357,13 @@ fn calibration_files_with_absurd_values_are_refused_naming_the_file() {
     // NaN is not JSON: a file that does not parse names itself too (never "run calibrate" alone).
     std::fs::write(&path, good.to_string().replace("3000.0", "NaN")).unwrap();
     assert!(Ceilings::load_from(&dir, "gpu").unwrap_err().to_string().contains(&path.display().to_string()));
+    // A file that exists but cannot be read (a folder in its place) is an error naming it, not
+    // "never calibrated" (which made `sinter profile` say "run `sinter calibrate`").
+    std::fs::remove_file(&path).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    let e = Ceilings::load_from(&dir, "gpu").expect_err("an unreadable file is not a missing one").to_string();
+    assert!(e.contains(&path.display().to_string()), "{e}");
+    std::fs::remove_dir(&path).unwrap();
     // Absurd values are not saved, and the accessors never hand them out.
     let bad = Ceilings { launch_overhead_us: f64::NAN, ..ceilings() };
     assert!(bad.save_to(&dir, "gpu2").is_err() && !dir.join("gpu2.json").exists());

@@ -1,6 +1,10 @@
 //! Indexing ops: Gather, GatherElements, GatherND, and the scatters (ScatterElements, Scatter,
-//! ScatterND), which the IR lacks: they are expressed with one-hot masks (`index == position`)
-//! combined by a reduction over the update positions and a final `where`.
+//! ScatterND), which the IR lacks. Constant indices become gathers by constant inverse maps
+//! ([`scatter_rows`]); run-time indices one-hot masks (`index == position`): without a reduction
+//! the last update of each position is found by a max over the masks and gathered (positions ×
+//! updates); with one, the updates are combined by a reduction over the masks (positions ×
+//! updates × row for ScatterND, refused by the memory budget when too large). A final `where`
+//! keeps the data where no update lands.
 
 use crate::import::{Cx, R};
 use sinter_core::ir::{BinaryOp as B, PadMode, ReduceOp};
@@ -242,24 +246,37 @@ fn scatter_elements(cx: &mut Cx) -> R<NodeId> {
             return cx.reshape(y, &xs);
         }
     }
+    let u_elems: usize = is.iter().product();
+    if u_elems == 0 {
+        return Ok(x);
+    }
+    one_hot_budget(cx, &red, sinter_core::budget::elems(&[u_elems, n]), cx.dt(upd).size_bytes().max(8))?;
     let i = wrap_negative(cx, idx, n)?;
     let mut es = is.clone();
     es.push(1);
     let i = cx.reshape(i, &es)?;
     let t = cx.iota(n, DType::I64)?;
     let eq = cx.bin(B::Eq, i, t)?; // I ++ [n]
-    let u = cx.reshape(upd, &es)?;
-    let mut full = is.clone();
-    full.push(n);
-    let u = cx.expand(u, &full)?;
     // Move the position axis t into place of axis a, and the update axis a to the end.
     let mut perm: Vec<usize> = (0..r).collect();
     perm[a] = r;
     perm.push(a);
     let eq = cx.permute(eq, &perm)?;
-    let u = cx.permute(u, &perm)?;
-    let hit = cx.reduce(ReduceOp::Max, eq, &[r], false)?;
-    let comb = combine(cx, &red, eq, u, r)?;
+    let (hit, comb) = if red == "none" {
+        // The last update of each position (in update order, as with constant indices), then
+        // one gather along axis `a`.
+        let (hit, src) = last_hit(cx, eq, r)?; // is with axis a -> n
+        let picked = cx.add(Op::GatherElements { axis: a }, vec![upd, src])?;
+        (hit, picked)
+    } else {
+        let mut full = is.clone();
+        full.push(n);
+        let u = cx.reshape(upd, &es)?;
+        let u = cx.expand(u, &full)?;
+        let u = cx.permute(u, &perm)?;
+        let hit = cx.reduce(ReduceOp::Max, eq, &[r], false)?;
+        (hit, combine(cx, &red, eq, u, r)?)
+    };
     // Pad the non-axis extents from the indices' to the data's.
     let pads: Vec<(i64, i64)> = (0..r).map(|k| (0, if k == a { 0 } else { (xs[k] - is[k]) as i64 })).collect();
     let (hit, comb) = if pads.iter().any(|p| p.1 != 0) {
@@ -270,6 +287,43 @@ fn scatter_elements(cx: &mut Cx) -> R<NodeId> {
         (hit, comb)
     };
     apply_reduction(cx, &red, x, comb, hit)
+}
+
+/// For a one-hot mask `eq` whose axis `axis` runs over updates in order: whether each position
+/// is hit, and the number of the last update that hits it (0 where none does), both with `axis`
+/// removed. The last update is the largest 1-based update number among the hits: a max
+/// reduction, so duplicate targets resolve as a sequential scatter does (the last one wins).
+pub(super) fn last_hit(cx: &mut Cx, eq: NodeId, axis: usize) -> R<(NodeId, NodeId)> {
+    let s = cx.shape(eq)?;
+    let mut os = vec![1; s.len()];
+    os[axis] = s[axis];
+    let order = cx.iota(s[axis], DType::I64)?;
+    let order = cx.bin_s(B::Add, order, 1.0)?;
+    let order = cx.reshape(order, &os)?;
+    let zero = cx.scalar(DType::I64, 0.0);
+    let w = cx.select(eq, order, zero)?;
+    let last = cx.reduce(ReduceOp::Max, w, &[axis], false)?;
+    let hit = cx.bin_s(B::Gt, last, 0.0)?;
+    let src = cx.bin_s(B::Sub, last, 1.0)?;
+    let src = cx.bin_s(B::Max, src, 0.0)?;
+    Ok((hit, src))
+}
+
+/// Refuses, before building it, a one-hot lowering of a scatter with run-time indices whose
+/// masks (`elems` elements of `bytes` each) exceed the host-memory budget, saying why it is that
+/// large: positions × updates (× row for ScatterND with a reduction).
+fn one_hot_budget(cx: &Cx, red: &str, elems: u64, bytes: usize) -> R<()> {
+    let what = || {
+        format!(
+            "{} ({}) with run-time indices and reduction {red:?}: its one-hot masks of {elems} elements (target \
+             positions x updates{})",
+            cx.desc,
+            cx.op,
+            if cx.op == "ScatterND" && red != "none" { " x row" } else { "" }
+        )
+    };
+    sinter_core::budget::check(sinter_core::budget::bytes_of(elems, bytes as u64), what)?;
+    Ok(())
 }
 
 fn scatter_nd(cx: &mut Cx) -> R<NodeId> {
@@ -314,7 +368,28 @@ fn scatter_nd(cx: &mut Cx) -> R<NodeId> {
             return cx.reshape(y, &xs);
         }
     }
+    if u == 0 || m * rest == 0 {
+        return Ok(x);
+    }
+    let xf = cx.reshape(x, &[m, rest])?;
     let lin = linear_index(cx, idx, &xs[..k])?;
+    if red == "none" {
+        // The last update of each position (in update order, as with constant indices), then
+        // one gather of rows: O(m * u + m * rest) instead of the reductions' O(m * u * rest).
+        one_hot_budget(cx, &red, sinter_core::budget::elems(&[m, u]), 8)?;
+        let lin = cx.reshape(lin, &[1, u])?;
+        let pos = cx.iota(m, DType::I64)?;
+        let pos = cx.reshape(pos, &[m, 1])?;
+        let eq = cx.bin(B::Eq, pos, lin)?; // [m, u]
+        let (hit, src) = last_hit(cx, eq, 1)?; // [m]
+        let uf = cx.reshape(upd, &[u, rest])?;
+        let picked = cx.add(Op::Gather { axis: 0 }, vec![uf, src])?; // [m, rest]
+        let hit = cx.reshape(hit, &[m, 1])?;
+        let hit = cx.expand(hit, &[m, rest])?;
+        let y = cx.select(hit, picked, xf)?;
+        return cx.reshape(y, &xs);
+    }
+    one_hot_budget(cx, &red, sinter_core::budget::elems(&[m, u, rest]), cx.dt(upd).size_bytes())?;
     let lin = cx.reshape(lin, &[1, u, 1])?;
     let pos = cx.iota(m, DType::I64)?;
     let pos = cx.reshape(pos, &[m, 1, 1])?;
@@ -324,7 +399,6 @@ fn scatter_nd(cx: &mut Cx) -> R<NodeId> {
     let eqf = cx.expand(eq, &[m, u, rest])?;
     let uf = cx.expand(uf, &[m, u, rest])?;
     let comb = combine(cx, &red, eqf, uf, 1)?; // [m, rest]
-    let xf = cx.reshape(x, &[m, rest])?;
     let y = apply_reduction(cx, &red, xf, comb, hit)?;
     cx.reshape(y, &xs)
 }

@@ -31,6 +31,15 @@ pub fn attr_i(name: &str, v: i64) -> AttributeProto {
     }
 }
 
+pub fn attr_s(name: &str, v: &str) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        s: Some(v.as_bytes().to_vec()),
+        r#type: Some(AttributeType::String as i32),
+        ..Default::default()
+    }
+}
+
 pub fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
     AttributeProto {
         name: Some(name.into()),
@@ -131,4 +140,32 @@ pub fn temp_dir(tag: &str) -> PathBuf {
 
 pub fn run_cpu(g: &sinter_core::IrGraph, inputs: &[HostTensor]) -> Vec<HostTensor> {
     sinter_core::cpu::run(g, inputs).unwrap()
+}
+
+/// A ScatterElements or ScatterND model whose indices `i` (of shape `idims`) are either a
+/// run-time input or the constant `constant`.
+pub fn scatter_model(
+    op: &str,
+    red: &str,
+    xdims: &[i64],
+    idims: &[i64],
+    udims: &[i64],
+    constant: Option<&[i64]>,
+    axis: i64,
+) -> ModelProto {
+    let mut attrs = vec![attr_s("reduction", red)];
+    if op == "ScatterElements" {
+        attrs.push(attr_i("axis", axis));
+    }
+    let mut inputs = vec![vi("x", F32, &fixed(xdims)), vi("u", F32, &fixed(udims))];
+    let mut inits = vec![];
+    match constant {
+        Some(v) => {
+            let mut t = i64_init("i", v);
+            t.dims = idims.to_vec();
+            inits.push(t);
+        }
+        None => inputs.push(vi("i", I64, &fixed(idims))),
+    }
+    model(vec![node(op, &["x", "i", "u"], &["y"], attrs)], inputs, vec![vi("y", F32, &fixed(xdims))], inits)
 }

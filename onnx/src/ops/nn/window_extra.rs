@@ -164,7 +164,8 @@ pub(super) fn max_pool_with_indices(cx: &mut Cx, x: NodeId, xs: &[usize], g: &Ge
     Ok(vec![Some(y), Some(idx)])
 }
 
-/// MaxUnpool: scatters the values to their flat output indices (a one-hot product).
+/// MaxUnpool: scatters the values to their flat output indices (a one-hot mask; the last value
+/// naming an output wins, as in the ONNX reference).
 pub(super) fn max_unpool(cx: &mut Cx) -> R<NodeId> {
     cx.arity(2, 3)?;
     let (x, i) = (cx.inp(0)?, cx.inp(1)?);
@@ -215,14 +216,20 @@ pub(super) fn max_unpool(cx: &mut Cx) -> R<NodeId> {
     let t: usize = out.iter().product();
     let j: usize = xs.iter().product();
     cx.guard(t.saturating_mul(j))?;
+    if t == 0 || j == 0 {
+        return cx.zeros(cx.dt(x), &out);
+    }
     let pos = cx.iota(t, DType::I64)?;
     let pos = cx.reshape(pos, &[t, 1])?;
     let ii = cx.cast(i, DType::I64)?;
     let ii = cx.reshape(ii, &[1, j])?;
     let eq = cx.bin(B::Eq, pos, ii)?; // [T, J]
-    let xf = cx.reshape(x, &[1, j])?;
+    // Overlapping pooling windows give duplicate indices (of equal values): each output takes
+    // the last input that names it, as a sequential scatter does (summing them doubled values).
+    let (hit, src) = crate::ops::index::last_hit(cx, eq, 1)?; // [T]
+    let xf = cx.reshape(x, &[j])?;
+    let picked = cx.add(Op::Gather { axis: 0 }, vec![xf, src])?;
     let z = cx.scalar(cx.dt(x), 0.0);
-    let v = cx.select(eq, xf, z)?;
-    let y = cx.reduce(ReduceOp::Sum, v, &[1], false)?;
+    let y = cx.select(hit, picked, z)?;
     cx.reshape(y, &out)
 }
