@@ -46,8 +46,10 @@ fn compile(what: &str, r: &Rendered) -> String {
     }
     // A warp-specialized tile's register exchange (setmaxnreg) counts on the kernel starting with
     // exactly its launch bounds' cap: with fewer, the consumers' setmaxnreg.inc would wait forever.
-    let consumers =
-        r.strategy.strip_prefix("attention wgmma-pp ").and_then(|s| s.split(" wg").nth(1)?.split('+').next());
+    let consumers = ["attention wgmma-pp ", "attention wgmma-tma "]
+        .iter()
+        .find_map(|p| r.strategy.strip_prefix(p))
+        .and_then(|s| s.split(" wg").nth(1)?.split('+').next());
     if let Some(nc) = consumers {
         let want = if nc == "2" { 168 } else { 128 };
         if res.registers != want {
@@ -293,4 +295,54 @@ fn snapshot_of_the_ping_pong_tile() {
         assert_eq!(r.source.matches(needle).count(), n, "{needle}");
     }
     insta::assert_snapshot!(format!("// grid {:?} block {:?} ({})\n{}", r.grid, r.block, r.strategy, r.source));
+}
+
+#[test]
+fn tma_ping_pong_tiles_take_only_maps_the_copy_engine_can_use() {
+    let caps = CudaCaps::hopper();
+    let b = DType::BF16;
+    let tma = |c: &AttnCase| -> Vec<AttnTile> {
+        candidates(&kernel(c), &caps)
+            .into_iter()
+            .filter_map(|t| t.attn)
+            .filter(|t| t.engine == AttnEngine::WgmmaPingPongTma)
+            .collect()
+    };
+    let bench = AttnCase::new(8, 16, 1024, 1024, 64, b);
+    assert!(tma(&bench).contains(&AttnTile::pingpong_tma(128, 128, 3)));
+    let ok =
+        |c: &AttnCase, t: AttnTile| check_tuning(&kernel(c), &caps, &Tuning { attn: Some(t), ..Tuning::default() });
+    assert!(ok(&bench, AttnTile::pingpong_tma(128, 128, 3)).is_ok());
+    // GQA and BSHD layouts are 4-dimensional maps too.
+    let gqa = AttnCase { kv_heads: 2, bshd: true, ..AttnCase::new(2, 4, 300, 300, 128, b) };
+    assert!(ok(&gqa, AttnTile::pingpong_tma(128, 64, 4)).is_ok());
+    // A box may not be larger than its tensor: fewer keys than the tile's are refused, naming why.
+    let short = AttnCase::new(1, 2, 200, 100, 64, b);
+    let e = ok(&short, AttnTile::pingpong_tma(128, 128, 3)).unwrap_err();
+    assert!(e.to_string().contains("box extent 128 exceeds the tensor's 100"), "{e}");
+    assert!(ok(&short, AttnTile::pingpong_tma(128, 64, 4)).is_ok());
+    let json = serde_json::to_string(&AttnTile::pingpong_tma(128, 128, 3)).unwrap();
+    assert!(json.contains("\"engine\":\"wgmma_ping_pong_tma\""), "{json}");
+}
+
+#[test]
+fn snapshot_of_the_tma_ping_pong_tile() {
+    // GQA over BSHD operands (4-dimensional maps with head and batch coordinates), causal, d128.
+    let c = AttnCase { causal: Some(0), kv_heads: 2, bshd: true, ..AttnCase::new(2, 4, 300, 300, 128, DType::BF16) };
+    let t = Tuning { attn: Some(AttnTile::pingpong_tma(128, 64, 4)), ..Tuning::default() };
+    let r = render::render(&kernel(&c), &CudaCaps::hopper(), &t).unwrap();
+    assert_eq!(r.tensor_maps.len(), 2, "K and V");
+    for m in &r.tensor_maps {
+        assert_eq!(m.desc.dims.len(), 4);
+        assert_eq!(m.desc.boxes, vec![64, 64, 1, 1]);
+        assert_eq!(m.desc.validate(), Ok(()));
+    }
+    // Two boxes of K and two of V per tile, issued by one thread; one arrival per stage.
+    assert_eq!(r.source.matches("sinter_tma_load<4>(").count(), 4, "two boxes of K, two of V");
+    assert_eq!(r.source.matches("sinter_mbar_init(full0 + s * 8u, 1u)").count(), 1);
+    assert!(!r.source.contains("ptid"), "no producer thread copies");
+    insta::assert_snapshot!(format!(
+        "// grid {:?} block {:?} ({})\n// maps {:?}\n{}",
+        r.grid, r.block, r.strategy, r.tensor_maps, r.source
+    ));
 }

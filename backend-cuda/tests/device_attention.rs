@@ -205,7 +205,8 @@ fn attention_timing() {
         let tunings = candidates(&p.kernels[0], &caps(&dev));
         for (t, r, cubin) in build(&dev, &p, &tunings) {
             let f = dev.load_function(&cubin, &r.name).unwrap();
-            let l = Launch::new(&dev, f, &r.name, r.grid, r.block, r.dynamic_shared_bytes, &args(&p, &bufs)).unwrap();
+            // Tensor maps (TMA tiles) are encoded from the argument pointers.
+            let l = sinter_cuda::backend::rendered_launch(&dev, f, &r, &args(&p, &bufs)).unwrap();
             for _ in 0..3 {
                 l.launch(&stream).unwrap();
             }

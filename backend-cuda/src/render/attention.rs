@@ -92,6 +92,13 @@ pub enum AttnEngine {
     /// warpgroup's softmax runs while another's products occupy the tensor cores. Registers move
     /// from the producer to the consumers (`setmaxnreg`). `warps` counts the producer's four.
     WgmmaPingPong,
+    /// [`AttnEngine::WgmmaPingPong`] with the producer's copies on the Tensor Memory Accelerator
+    /// (FlashAttention-3): one thread of the producer warpgroup issues a 4-dimensional
+    /// (`d`, `kv`, heads, batch) bulk tensor copy per 64 columns of K and V into the
+    /// 128-byte-swizzled stage, completing on the stage's `mbarrier` by transaction bytes; no
+    /// producer thread waits on its own copies. Needs K and V maps the copy engine takes
+    /// (16-byte-aligned strides, `kv >= bn`).
+    WgmmaPingPongTma,
     /// CUDA cores (`attention_fma`): f32 `fmaf` outer products in a 16 x 16 thread grid, for
     /// operands the tensor-core engines do not take (f32); `warps` is 8 and `stages` 1.
     Fma,
@@ -99,7 +106,7 @@ pub enum AttnEngine {
 
 impl AttnTile {
     /// The tiles max-autotune tries (each checked with [`check_attn`]).
-    pub const CANDIDATES: [AttnTile; 25] = [
+    pub const CANDIDATES: [AttnTile; 31] = [
         AttnTile::mma(128, 64, 4, 3),
         AttnTile::mma(128, 64, 8, 2),
         AttnTile::mma(128, 64, 8, 3),
@@ -125,6 +132,12 @@ impl AttnTile {
         AttnTile::pingpong(128, 64, 4),
         AttnTile::pingpong(192, 64, 4),
         AttnTile::pingpong(64, 128, 3),
+        AttnTile::pingpong_tma(128, 128, 2),
+        AttnTile::pingpong_tma(128, 128, 3),
+        AttnTile::pingpong_tma(128, 64, 4),
+        AttnTile::pingpong_tma(192, 64, 4),
+        AttnTile::pingpong_tma(64, 128, 3),
+        AttnTile::pingpong_tma(192, 128, 2),
     ];
 
     /// An `mma.sync` tile.
@@ -148,6 +161,17 @@ impl AttnTile {
         AttnTile { bm, bn, warps: bm / 16 + 4, stages, engine: AttnEngine::WgmmaPingPong }
     }
 
+    /// A warp-specialized `wgmma` tile whose producer copies by TMA ([`AttnEngine::WgmmaPingPongTma`]).
+    pub const fn pingpong_tma(bm: u32, bn: u32, stages: u32) -> AttnTile {
+        AttnTile { bm, bn, warps: bm / 16 + 4, stages, engine: AttnEngine::WgmmaPingPongTma }
+    }
+
+    /// Whether a producer warpgroup feeds consumer warpgroups ([`AttnEngine::WgmmaPingPong`],
+    /// [`AttnEngine::WgmmaPingPongTma`]).
+    pub fn warp_specialized(&self) -> bool {
+        matches!(self.engine, AttnEngine::WgmmaPingPong | AttnEngine::WgmmaPingPongTma)
+    }
+
     /// A tiled CUDA-core tile ([`AttnEngine::Fma`]): 256 threads, `bm / 16` rows and `bn / 16`
     /// keys per thread.
     pub const fn fma(bm: u32, bn: u32) -> AttnTile {
@@ -165,7 +189,10 @@ impl AttnTile {
 
     /// Whether the products run on `wgmma`.
     pub fn wgmma(&self) -> bool {
-        matches!(self.engine, AttnEngine::Wgmma | AttnEngine::WgmmaOverlap | AttnEngine::WgmmaPingPong)
+        matches!(
+            self.engine,
+            AttnEngine::Wgmma | AttnEngine::WgmmaOverlap | AttnEngine::WgmmaPingPong | AttnEngine::WgmmaPingPongTma
+        )
     }
 
     /// Threads per block.
@@ -175,7 +202,7 @@ impl AttnTile {
 
     /// The warps that own query rows (all but a warp-specialized tile's producer warpgroup).
     pub(super) fn row_warps(&self) -> u32 {
-        if self.engine == AttnEngine::WgmmaPingPong { self.warps.saturating_sub(4) } else { self.warps }
+        if self.warp_specialized() { self.warps.saturating_sub(4) } else { self.warps }
     }
 
     /// 16-row fragments per warp.
@@ -228,7 +255,7 @@ pub(super) fn decode_width(a: &AttentionBody) -> Option<usize> {
 /// Registers per thread the tile's accumulators take (S and O, f32), and with the overlapped
 /// schedule the next tile's P fragments that live beside them.
 fn acc_regs(t: &AttnTile, a: &AttentionBody) -> u32 {
-    let p = if matches!(t.engine, AttnEngine::WgmmaOverlap | AttnEngine::WgmmaPingPong) { t.bn / 4 } else { 0 };
+    let p = if t.engine == AttnEngine::WgmmaOverlap || t.warp_specialized() { t.bn / 4 } else { 0 };
     t.mi() * (t.bn / 8) * 4 + t.mi() * (a.dv as u32 / 8) * 4 + p
 }
 
@@ -266,7 +293,7 @@ pub(super) fn tc_shared(t: &AttnTile, a: &AttentionBody) -> (u32, u32, u32) {
 /// swizzle period.
 pub(super) fn tc_total_shared(t: &AttnTile, a: &AttentionBody) -> u64 {
     let (q, _, st) = tc_shared(t, a);
-    let bars = if t.engine == AttnEngine::WgmmaPingPong { 16 * u64::from(t.stages) } else { 0 };
+    let bars = if t.warp_specialized() { 16 * u64::from(t.stages) } else { 0 };
     u64::from(q) + u64::from(st) * u64::from(t.stages) + bars + if t.wgmma() { 1024 } else { 0 }
 }
 
@@ -291,22 +318,25 @@ pub fn check_attn(t: &AttnTile, caps: &CudaCaps, a: &AttentionBody) -> Result<()
     }
     if wgmma {
         wgmma_applies(a, caps)?;
-        let producer = if engine == AttnEngine::WgmmaPingPong { 4 } else { 0 };
+        let producer = if t.warp_specialized() { 4 } else { 0 };
         if !bm.is_multiple_of(64) || warps != bm / 16 + producer || bm > 192 {
             return Err(format!(
                 "tile {t:?}: wgmma tiles are 1 to 3 warpgroups of 64 rows (warps = bm / 16{})",
                 if producer > 0 { " + 4 for the producer" } else { "" }
             ));
         }
-        if engine == AttnEngine::WgmmaPingPong {
+        if t.warp_specialized() {
             crate::render::attention_pingpong::check(t, acc_regs(t, a))?;
+        }
+        if engine == AttnEngine::WgmmaPingPongTma {
+            crate::render::attention_pingpong::kv_maps(a, t)?;
         }
         // Three warpgroups leave 168 registers a thread (65536 / 384): measured with NVRTC, the
         // kernel spills past 96 accumulators (d128 with 128 keys: 168 registers and 32 spilled bytes).
         if engine == AttnEngine::WgmmaOverlap && stages < 3 {
             return Err(format!("tile {t:?}: the overlapped schedule keeps three tiles in flight (3 or 4 stages)"));
         }
-        if bm > 128 && engine != AttnEngine::WgmmaPingPong && acc_regs(t, a) > 96 {
+        if bm > 128 && !t.warp_specialized() && acc_regs(t, a) > 96 {
             return Err(format!("tile {t:?}: {} accumulators with 384 threads (at most 96)", acc_regs(t, a)));
         }
     }
@@ -446,7 +476,7 @@ pub(super) fn emit_base(em: &mut Emitter<'_>, name: &str, o: &AttnOperand, heads
             lit(ty, o.s_head as u64)
         ));
     }
-    em.line(format!("const {ty} {name}_base = {s}; // a{}", o.arg));
+    em.decl(&format!("{name}_base"), format!("const {ty} {name}_base = {s}; // a{}", o.arg));
     ty
 }
 

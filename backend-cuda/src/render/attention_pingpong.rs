@@ -54,13 +54,15 @@
 //! 5. Between a product's issue and its wait there is no branch (ptxas C7514): the last step's
 //!    conditional arrival comes after its wait.
 
-use sinter_core::kernel::AttentionBody;
+use sinter_core::DType;
+use sinter_core::kernel::{AttentionBody, AttnOperand};
 
 use super::RenderError;
 use super::attention::{AttnEngine, AttnTile, row_addr, tc_shared};
 use super::attention_tc::{emit_scores, emit_softmax, load_kv_by};
 use super::attention_wgmma::{p_frags, pv_issue, qk_issue};
 use super::emit::Emitter;
+use crate::tma::{TensorMapDesc, TensorMapParam, TmaElem, TmaSwizzle};
 
 /// Registers per thread the producer warpgroup keeps (`setmaxnreg.dec`).
 pub const PRODUCER_REGS: u32 = 40;
@@ -107,6 +109,38 @@ pub(super) fn check(t: &AttnTile, acc: u32) -> Result<(), String> {
     Ok(())
 }
 
+/// The tensor maps of K and V (in that order) of a [`AttnEngine::WgmmaPingPongTma`] tile, or why
+/// the copy engine cannot take them: each is 4-dimensional, (head dim, keys, heads of the
+/// operand, batch) innermost first, with a box of 64 columns (128 bytes, the swizzle's span) by
+/// `bn` keys; keys past `kv` read as zeros.
+pub(super) fn kv_maps(a: &AttentionBody, t: &AttnTile) -> Result<Vec<TensorMapParam>, String> {
+    let elem = match a.in_dtype {
+        DType::BF16 => TmaElem::Bf16,
+        DType::F16 => TmaElem::F16,
+        d => return Err(format!("{d} operands (TMA takes bf16/f16)")),
+    };
+    let map = |o: &AttnOperand, name: &str, dim: usize| -> Result<TensorMapParam, String> {
+        let heads = (a.heads / o.group.max(1)) as u64;
+        let bytes = elem.bytes();
+        // An extent of 1 is never stepped over: any valid stride will do.
+        let stride = |s: usize, n: u64| if n > 1 { s as u64 * bytes } else { 16 };
+        let desc = TensorMapDesc {
+            elem,
+            dims: vec![dim as u64, a.kv as u64, heads, a.batch as u64],
+            strides: vec![stride(o.s_row, a.kv as u64), stride(o.s_head, heads), stride(o.s_batch, a.batch as u64)],
+            boxes: vec![64, t.bn, 1, 1],
+            swizzle: TmaSwizzle::B128,
+        };
+        desc.validate().map_err(|e| format!("{name}'s tensor map: {e}"))?;
+        let offset_bytes = o.offset as u64 * bytes;
+        if !offset_bytes.is_multiple_of(16) {
+            return Err(format!("{name} starts {} elements in: not 16-byte aligned", o.offset));
+        }
+        Ok(TensorMapParam { arg: o.arg, offset_bytes, desc })
+    };
+    Ok(vec![map(&a.k, "K", a.d)?, map(&a.v, "V", a.dv)?])
+}
+
 /// The `mbarrier` block's offset in shared memory (after the ring).
 fn bar_offset(t: &AttnTile, a: &AttentionBody) -> u32 {
     let (q, _, stage) = tc_shared(t, a);
@@ -118,7 +152,8 @@ fn bar_offset(t: &AttnTile, a: &AttentionBody) -> u32 {
 /// Leaves the consumers' branch open (the caller closes it after the epilogue). `types` are the
 /// index types of Q's, K's and V's bases.
 pub(super) fn prologue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, types: (&str, &str, &str)) {
-    debug_assert_eq!(t.engine, AttnEngine::WgmmaPingPong);
+    debug_assert!(t.warp_specialized());
+    let tma = t.engine == AttnEngine::WgmmaPingPongTma;
     let (qt, kt, vt) = types;
     let nc = t.bm / 64;
     let (d, stages) = (a.d as u32, t.stages);
@@ -131,12 +166,19 @@ pub(super) fn prologue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, ty
     em.open("if (tid == 0u)");
     em.line("#pragma unroll");
     em.open(format!("for (unsigned s = 0; s < {stages}u; ++s)"));
-    em.line("sinter_mbar_init(full0 + s * 8u, 128u); // each producer thread, once its copies landed");
+    if tma {
+        em.line("sinter_mbar_init(full0 + s * 8u, 1u); // the producer's copy issue, plus the copies' bytes");
+    } else {
+        em.line("sinter_mbar_init(full0 + s * 8u, 128u); // each producer thread, once its copies landed");
+    }
     em.line(format!(
         "sinter_mbar_init(empty0 + s * 8u, {}u); // each consumer warp, once its products read it",
         4 * nc
     ));
     em.close();
+    if tma {
+        em.line("sinter_mbar_fence_init(); // visible to the copy engine");
+    }
     em.close();
     // Q: each consumer warpgroup copies its own 64 rows.
     let d8 = d / 8;
@@ -157,6 +199,64 @@ pub(super) fn prologue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, ty
     // The producer.
     em.open(format!("if (wg == {nc}u)"));
     em.line(format!("sinter_setmaxnreg_dec<{PRODUCER_REGS}>();"));
+    if tma {
+        tma_producer(em, a, t);
+    } else {
+        copy_producer(em, a, t, (kt, vt));
+    }
+    em.close();
+    // The consumers: their Q rows.
+    em.open("else");
+    em.line(format!("sinter_setmaxnreg_inc<{}>();", consumer_regs(nc)));
+    em.line("sinter_cp_async_wait<0>(); // this thread's Q copies");
+    em.line("sinter_fence_async_shared();");
+    // (One consumer: a constant id, so that ptxas reserves only the barriers the block uses.)
+    let qbar = if nc == 1 { "2u".to_string() } else { format!("{}u + wg", 1 + nc) };
+    em.line(format!("sinter_bar_sync<128>({qbar}); // the warpgroup's Q rows landed"));
+}
+
+/// The TMA producer: one thread of the producer warpgroup waits for each stage's release, arms
+/// its `full` barrier with the tile's bytes and issues the copies of 64-column boxes of K and V.
+fn tma_producer(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
+    let nc = t.bm / 64;
+    let stages = t.stages;
+    let (qbytes, kbytes, stage) = tc_shared(t, a);
+    let box_bytes = t.bn * 128;
+    em.open(format!("if (tid == {}u)", 128 * nc));
+    em.line("sinter_tma_prefetch(&tm0);");
+    em.line("sinter_tma_prefetch(&tm1);");
+    let coord = |o: &AttnOperand| {
+        let g = o.group.max(1);
+        let h = if a.heads / g > 1 { format!("(int)(bh % {}u / {g}u)", a.heads) } else { "0".into() };
+        let b = if a.batch > 1 { format!("(int)(bh / {}u)", a.heads) } else { "0".into() };
+        (h, b)
+    };
+    let ((kh, kb), (vh, vb)) = (coord(&a.k), coord(&a.v));
+    em.line(format!("const int kh = {kh}, kb = {kb}, vh = {vh}, vb = {vb};"));
+    em.line("#pragma unroll 1");
+    em.open("for (unsigned j = 0; j < n_tiles; ++j)");
+    em.line(format!("const unsigned slot = j % {stages}u, full = full0 + slot * 8u;"));
+    em.line(format!("sinter_mbar_wait(empty0 + slot * 8u, (j / {stages}u + 1u) & 1u); // tile j - {stages} released"));
+    em.line(format!("sinter_mbar_expect_tx(full, {}u);", stage));
+    em.line(format!("const unsigned st = s_base + {qbytes}u + slot * {stage}u;"));
+    em.line(format!("const int j0 = (int)(j * {}u);", t.bn));
+    for (map, dim, off, h, b) in [("tm0", a.d as u32, 0, "kh", "kb"), ("tm1", a.dv as u32, kbytes, "vh", "vb")] {
+        for blk in 0..dim / 64 {
+            em.line(format!(
+                "sinter_tma_load<4>(st + {}u, &{map}, {}, j0, {h}, {b}, full);",
+                off + blk * box_bytes,
+                blk * 64
+            ));
+        }
+    }
+    em.close();
+    em.close();
+}
+
+/// The `cp.async` producer: the warpgroup's 128 threads copy each tile and arrive on its `full`
+/// barrier once their own copies landed.
+fn copy_producer(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, (kt, vt): (&str, &str)) {
+    let (nc, stages) = (t.bm / 64, t.stages);
     em.line(format!("const unsigned ptid = tid - {}u;", 128 * nc));
     em.line(format!("// the first {stages} tiles, one cp.async group each, then signalled in order"));
     em.line("#pragma unroll 1");
@@ -180,15 +280,6 @@ pub(super) fn prologue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, ty
     em.line("sinter_fence_async_shared();");
     em.line("sinter_mbar_arrive(full0 + slot * 8u);");
     em.close();
-    em.close();
-    // The consumers: their Q rows.
-    em.open("else");
-    em.line(format!("sinter_setmaxnreg_inc<{}>();", consumer_regs(nc)));
-    em.line("sinter_cp_async_wait<0>(); // this thread's Q copies");
-    em.line("sinter_fence_async_shared();");
-    // (One consumer: a constant id, so that ptxas reserves only the barriers the block uses.)
-    let qbar = if nc == 1 { "2u".to_string() } else { format!("{}u + wg", 1 + nc) };
-    em.line(format!("sinter_bar_sync<128>({qbar}); // the warpgroup's Q rows landed"));
 }
 
 /// The consumers' loop over key tiles (see the module docs), from Q in shared memory and `o`,
@@ -201,7 +292,7 @@ pub(super) fn consumer_loop(
     fold: Option<f64>,
     cvt: (&str, &str),
 ) -> Result<(), RenderError> {
-    debug_assert_eq!(t.engine, AttnEngine::WgmmaPingPong);
+    debug_assert!(t.warp_specialized());
     let nc = t.bm / 64;
     let (bn8, bn16, dv8, stages) = (t.bn / 8, t.bn / 16, a.dv as u32 / 8, t.stages);
     let (qbytes, kbytes, stage) = tc_shared(t, a);

@@ -53,9 +53,11 @@ pub(super) fn render(
     let (qbytes, kbytes, stage) = tc_shared(tile, a);
     let shared = u32::try_from(tc_total_shared(tile, a)).map_err(|_| em.err("attention tile shared memory"))?;
     let qregs = !wgmma && q_in_regs(tile, a);
-    let pingpong = tile.engine == AttnEngine::WgmmaPingPong;
+    let pingpong = tile.warp_specialized();
+    let tma = tile.engine == AttnEngine::WgmmaPingPongTma;
     let strategy = if pingpong {
-        format!("attention wgmma-pp {bm}x{bn} wg{}+1 s{stages}", bm / 64)
+        let kind = if tma { "wgmma-tma" } else { "wgmma-pp" };
+        format!("attention {kind} {bm}x{bn} wg{}+1 s{stages}", bm / 64)
     } else if wgmma {
         let ov = if tile.engine == AttnEngine::WgmmaOverlap { "-ov" } else { "" };
         format!("attention wgmma{ov} {bm}x{bn} wg{} s{stages}", warps / 4)
@@ -70,7 +72,13 @@ pub(super) fn render(
         if wgmma { "wgmma m64nNk16, 128-byte swizzled tiles" } else { "mma.sync m16n8k16" },
         tile.row_warps(),
         16 * mi,
-        if pingpong { " and a producer warpgroup (mbarriers, ping-pong)" } else { "" },
+        if tma {
+            " and a TMA producer (mbarriers, ping-pong)"
+        } else if pingpong {
+            " and a producer warpgroup (mbarriers, ping-pong)"
+        } else {
+            ""
+        },
         if qregs { "registers" } else { "shared memory" },
         match a.causal {
             Some(o) => format!(", causal +{o}"),
@@ -78,8 +86,11 @@ pub(super) fn render(
         },
     );
     let min_blocks = if pingpong { super::attention_pingpong::min_blocks(bm / 64) } else { 1 };
+    let maps = if tma { super::attention_pingpong::kv_maps(a, tile).map_err(|e| em.err(e))? } else { Vec::new() };
     let body = match Body::launch(blocks, threads, strategy, summary, Some(min_blocks), shared) {
-        Ok(b) => b.with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: 1, inner: tiles_m }),
+        Ok(b) => {
+            b.with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: 1, inner: tiles_m }).with_tensor_maps(maps)
+        }
         Err(empty) => return Ok(*empty),
     };
     em.h.need(H::Mma);
@@ -90,6 +101,9 @@ pub(super) fn render(
     }
     if pingpong {
         em.h.need(H::WarpSpec);
+    }
+    if tma {
+        em.h.need(H::Tma);
     }
     let ity = em.ity();
     let f16 = a.in_dtype == DType::F16;

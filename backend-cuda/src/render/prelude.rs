@@ -165,14 +165,14 @@ pub(crate) enum H {
         /// f16 operands (else bf16).
         f16: bool,
     },
-    /// `mbarrier` init and arrival, `setmaxnreg` (what [`H::WarpSpec`] and [`H::Tma`] share).
+    /// `mbarrier` init, arrival and the parity wait (one that traps after ~2^34 cycles instead of
+    /// hanging), `setmaxnreg`: what [`H::WarpSpec`] and [`H::Tma`] share.
     Mbarrier,
-    /// Warp specialization (sm_90a): the `mbarrier` parity wait in shared memory, named barriers
-    /// (`bar.sync` / `bar.arrive` with a thread count); with [`H::Mbarrier`].
+    /// Warp specialization (sm_90a): named barriers (`bar.sync` / `bar.arrive` with a thread
+    /// count); with [`H::Mbarrier`].
     WarpSpec,
-    /// Hopper's bulk tensor copies and their barriers (sm_90): the tensor map parameter type, the
-    /// `mbarrier` arrival with expected transaction bytes and a parity wait that traps instead of
-    /// hanging, 2D/3D TMA loads; with [`H::Mbarrier`].
+    /// Hopper's bulk tensor copies (sm_90): the tensor map parameter type, the `mbarrier` arrival
+    /// with expected transaction bytes, 2D to 4D TMA loads; with [`H::Mbarrier`].
     Tma,
 }
 
@@ -665,7 +665,7 @@ static __device__ __forceinline__ void sinter_reg_fence(float (&d)[N][4]) {
 }
 "#;
 
-/// What warp-specialized kernels share: `mbarrier` init and arrival, register reallocation.
+/// What warp-specialized kernels share: `mbarrier` init, arrival and wait, register reallocation.
 const MBARRIER: &str = r#"// an mbarrier in shared memory expecting `count` arrivals per phase
 static __device__ __forceinline__ void sinter_mbar_init(unsigned bar, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
@@ -674,50 +674,7 @@ static __device__ __forceinline__ void sinter_mbar_init(unsigned bar, unsigned c
 static __device__ __forceinline__ void sinter_mbar_arrive(unsigned bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
 }
-// the warpgroup's registers per thread lowered / raised to N (sm_90a; the whole warpgroup executes
-// it; the kernel needs a register cap at entry: __launch_bounds__(threads, min_blocks))
-template <int N>
-static __device__ __forceinline__ void sinter_setmaxnreg_dec() {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(N));
-}
-template <int N>
-static __device__ __forceinline__ void sinter_setmaxnreg_inc() {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(N));
-}
-"#;
-
-/// The warp-specialization primitives of the ping-pong attention tiles.
-const WARP_SPEC: &str = r#"// blocks until the phase with parity `parity` has completed (acquire)
-static __device__ __forceinline__ void sinter_mbar_wait(unsigned bar, unsigned parity) {
-    asm volatile("{\n.reg .pred done;\nsinter_mbar_retry:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-                 "@!done bra sinter_mbar_retry;\n}\n" :: "r"(bar), "r"(parity) : "memory");
-}
-// named barrier `id`: wait until COUNT threads (this warp's included) arrived or synced
-template <int COUNT>
-static __device__ __forceinline__ void sinter_bar_sync(unsigned id) {
-    asm volatile("bar.sync %0, %1;\n" :: "r"(id), "n"(COUNT) : "memory");
-}
-// named barrier `id`: count this warp among the COUNT threads, without waiting
-template <int COUNT>
-static __device__ __forceinline__ void sinter_bar_arrive(unsigned id) {
-    asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "n"(COUNT) : "memory");
-}
-"#;
-
-/// The TMA pipeline primitives of the `mma_tma` template.
-const TMA: &str = r#"// a tensor map (the driver's CUtensorMap, encoded on the host), a __grid_constant__ parameter
-struct __align__(64) sinter_tmap {
-    unsigned long long opaque[16];
-};
-// barrier initialization visible to the other threads and to the copy engine (before a barrier)
-static __device__ __forceinline__ void sinter_mbar_fence_init() {
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-// one arrival that also expects `bytes` more transaction bytes in the current phase
-static __device__ __forceinline__ void sinter_mbar_expect_tx(unsigned bar, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
-}
+// whether the phase of parity `parity` of barrier `bar` has completed (acquire)
 static __device__ __forceinline__ bool sinter_mbar_try_wait(unsigned bar, unsigned parity) {
     unsigned ok;
     asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
@@ -734,6 +691,44 @@ static __device__ __forceinline__ void sinter_mbar_wait(unsigned bar, unsigned p
         if (clock64() - t0 > (1ll << 34)) __trap();
     }
 }
+// the warpgroup's registers per thread lowered / raised to N (sm_90a; the whole warpgroup executes
+// it; the kernel needs a register cap at entry: __launch_bounds__(threads, min_blocks))
+template <int N>
+static __device__ __forceinline__ void sinter_setmaxnreg_dec() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(N));
+}
+template <int N>
+static __device__ __forceinline__ void sinter_setmaxnreg_inc() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(N));
+}
+"#;
+
+/// The named barriers of the ping-pong attention tiles.
+const WARP_SPEC: &str = r#"// named barrier `id`: wait until COUNT threads (this warp's included) arrived or synced
+template <int COUNT>
+static __device__ __forceinline__ void sinter_bar_sync(unsigned id) {
+    asm volatile("bar.sync %0, %1;\n" :: "r"(id), "n"(COUNT) : "memory");
+}
+// named barrier `id`: count this warp among the COUNT threads, without waiting
+template <int COUNT>
+static __device__ __forceinline__ void sinter_bar_arrive(unsigned id) {
+    asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "n"(COUNT) : "memory");
+}
+"#;
+
+/// The TMA copies of the `mma_tma` template and the TMA attention producer.
+const TMA: &str = r#"// a tensor map (the driver's CUtensorMap, encoded on the host), a __grid_constant__ parameter
+struct __align__(64) sinter_tmap {
+    unsigned long long opaque[16];
+};
+// barrier initialization visible to the other threads and to the copy engine (before a barrier)
+static __device__ __forceinline__ void sinter_mbar_fence_init() {
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// one arrival that also expects `bytes` more transaction bytes in the current phase
+static __device__ __forceinline__ void sinter_mbar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
 static __device__ __forceinline__ void sinter_tma_prefetch(const sinter_tmap* map) {
     asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
 }
@@ -749,6 +744,13 @@ static __device__ __forceinline__ void sinter_tma_load(unsigned dst, const sinte
         asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
                      :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
     }
+}
+// the box of the 4-dimensional `map` at (c0, c1, c2, c3) (innermost first), as above
+template <int RANK>
+static __device__ __forceinline__ void sinter_tma_load(unsigned dst, const sinter_tmap* map, int c0, int c1, int c2, int c3, unsigned bar) {
+    static_assert(RANK == 4, "four coordinates: a 4-dimensional map");
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n"
+                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar) : "memory");
 }
 "#;
 
