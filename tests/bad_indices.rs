@@ -4,6 +4,8 @@
 //! kernel-IR interpreter and WGSL (lavapipe in CI: `SINTER_ADAPTER=cpu SINTER_REQUIRE_GPU=1`);
 //! and duplicate run-time scatter targets resolve alike everywhere (the last update wins).
 
+mod common;
+
 use prost::Message;
 use sinter::core::backend::Backend as BackendTrait;
 use sinter::core::compile::{CompileOptions, compile};
@@ -109,12 +111,8 @@ fn out_of_range_indices_agree_on_every_backend() {
 fn every_backend_agrees(g: &sinter::core::IrGraph, ins: &[HostTensor], want: &[HostTensor]) {
     let mut backends: Vec<(&str, Arc<dyn BackendTrait>)> =
         vec![("interp", Arc::new(sinter::core::kernel::interp::InterpBackend::new()))];
-    match sinter::wgsl::WgslBackend::new() {
-        Ok(b) => backends.push(("wgsl", Arc::new(b))),
-        Err(e) if std::env::var("SINTER_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
-            panic!("SINTER_REQUIRE_GPU=1 but no WGSL adapter: {e}")
-        }
-        Err(e) => println!("SKIPPED wgsl: {e}"),
+    if let Some(b) = common::gpu_or_skip("wgsl", sinter::wgsl::WgslBackend::new()) {
+        backends.push(("wgsl", Arc::new(b)));
     }
     for (name, b) in backends {
         let opts = CompileOptions { cache_dir: None, ..Default::default() };

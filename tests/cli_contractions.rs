@@ -3,32 +3,15 @@
 //! calibration file; an untrustworthy calibration file is named and not used. Through the binary
 //! on the kernel-IR interpreter, with a calibration file written for it.
 
+mod common;
+
+use common::{ok, sinter};
 use sinter::core::profile::Ceilings;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
+/// A fresh scratch folder of this test binary.
 fn tmp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sinter-cli-contractions-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn sinter(args: &[&str], cache: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sinter"))
-        .args(args)
-        .env("SINTER_CACHE_DIR", cache)
-        .env_remove("SINTER_CACHE")
-        .env_remove("SINTER_LOG")
-        .output()
-        .expect("running sinter")
-}
-
-fn ok(args: &[&str], cache: &Path) -> (String, String) {
-    let o = sinter(args, cache);
-    let (out, err) = (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned());
-    assert!(o.status.success(), "sinter {args:?} failed:\n{out}\n{err}");
-    (out, err)
+    common::scratch_dir(&format!("cli-contractions-{tag}"))
 }
 
 /// The interpreter's calibration file in `cache`, with an f32 peak of `peak` TFLOP/s.

@@ -3,8 +3,10 @@
 //! on the kernel-IR interpreter: random inputs from the signature and `--dim`, `--input` files,
 //! `--precision bf16` against the f32 reference, the artifact folder, and every bad input's error.
 
+mod common;
+
+use common::{ok, sinter, text};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -14,34 +16,9 @@ fn mlp() -> PathBuf {
     root().join("onnx/models/mlp/model.onnx")
 }
 
+/// A fresh scratch folder of this test binary.
 fn tmp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sinter-cli-model-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// Runs the binary with a private cache; returns the output.
-fn sinter(args: &[&str], cache: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sinter"))
-        .args(args)
-        .env("SINTER_CACHE_DIR", cache)
-        .env_remove("SINTER_CACHE")
-        .env_remove("SINTER_LOG")
-        .output()
-        .expect("running sinter")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
-}
-
-/// Runs and requires success; returns (stdout, stderr).
-fn ok(args: &[&str], cache: &Path) -> (String, String) {
-    let o = sinter(args, cache);
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "sinter {args:?} failed:\n{out}\n{err}");
-    (out, err)
+    common::scratch_dir(&format!("cli-model-{tag}"))
 }
 
 /// Runs and requires a failure whose `error:` line holds every one of `want`, and no panic.

@@ -6,6 +6,8 @@
 //!
 //! Without an adapter the WGSL half prints `SKIPPED`; with `SINTER_REQUIRE_GPU=1` it fails instead.
 
+mod common;
+
 use sinter::workloads::{self, Scale};
 use sinter::{Backend, Options};
 
@@ -45,12 +47,7 @@ fn fp8_workload_on_the_interpreter_is_one_kernel_reading_fp8() {
 
 #[test]
 fn fp8_workload_on_wgsl_breaks_the_graph_at_the_casts() {
-    if let Err(e) = sinter::backend(Backend::Wgsl) {
-        assert!(
-            !std::env::var("SINTER_REQUIRE_GPU").is_ok_and(|v| v == "1"),
-            "SINTER_REQUIRE_GPU=1 but no WGSL adapter: {e}"
-        );
-        eprintln!("SKIPPED wgsl: {e}");
+    if common::gpu_or_skip("wgsl", sinter::backend(Backend::Wgsl)).is_none() {
         return;
     }
     let (w, g, inputs, want) = workload();

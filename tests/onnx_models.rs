@@ -27,6 +27,8 @@
 //! `SINTER_MODELS=a,b` runs only those models; `SINTER_DEBUG=dir` writes each compilation's
 //! debug artifacts under `dir/<model>/<backend>-<data set>/`.
 
+mod common;
+
 use sinter::core::backend::Backend as BackendTrait;
 use sinter::core::compile::{CompileOptions, compile};
 use sinter::{DType, HostTensor, IrGraph};
@@ -232,16 +234,7 @@ fn models_match_onnxruntime_on_kernel_interpreter() {
 
 #[test]
 fn models_match_onnxruntime_on_wgsl() {
-    let b = match sinter_wgsl::WgslBackend::new() {
-        Ok(b) => b,
-        Err(e) => {
-            if std::env::var("SINTER_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("SINTER_REQUIRE_GPU=1 but no WGSL adapter was found: {e}");
-            }
-            println!("SKIPPED: WGSL models check, no adapter ({e}); SINTER_REQUIRE_GPU=1 makes this a failure");
-            return;
-        }
-    };
+    let Some(b) = common::gpu_or_skip("WGSL models check", sinter_wgsl::WgslBackend::new()) else { return };
     run_all("wgsl", Some(Arc::new(b)));
 }
 
@@ -503,15 +496,6 @@ fn one_compile_serves_every_batch_on_the_kernel_interpreter() {
 
 #[test]
 fn one_compile_serves_every_batch_on_wgsl() {
-    let b = match sinter_wgsl::WgslBackend::new() {
-        Ok(b) => b,
-        Err(e) => {
-            if std::env::var("SINTER_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("SINTER_REQUIRE_GPU=1 but no WGSL adapter was found: {e}");
-            }
-            println!("SKIPPED: WGSL batches check, no adapter ({e}); SINTER_REQUIRE_GPU=1 makes this a failure");
-            return;
-        }
-    };
+    let Some(b) = common::gpu_or_skip("WGSL batches check", sinter_wgsl::WgslBackend::new()) else { return };
     serve_batches("wgsl", Arc::new(b));
 }

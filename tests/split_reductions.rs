@@ -5,17 +5,15 @@
 //!
 //! Without an adapter the WGSL half prints `SKIPPED`; with `SINTER_REQUIRE_GPU=1` it fails instead.
 
+mod common;
+
 use sinter::prelude::*;
 use sinter::{Backend, Options};
 
 fn backends() -> Vec<Backend> {
     let mut v = vec![Backend::Interp];
-    match sinter::backend(Backend::Wgsl) {
-        Ok(_) => v.push(Backend::Wgsl),
-        Err(e) if std::env::var("SINTER_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
-            panic!("SINTER_REQUIRE_GPU=1 but no WGSL adapter: {e}")
-        }
-        Err(e) => eprintln!("SKIPPED wgsl: {e}"),
+    if common::gpu_or_skip("wgsl", sinter::backend(Backend::Wgsl)).is_some() {
+        v.push(Backend::Wgsl);
     }
     v
 }

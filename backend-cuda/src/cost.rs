@@ -11,8 +11,8 @@
 //! way out).
 
 use sinter_core::DType;
-use sinter_core::kernel::{Capabilities, ReduceStrategy};
-use sinter_core::schedule::{AttentionShape, ConvShape, CostModel, DefaultCostModel};
+use sinter_core::kernel::Capabilities;
+use sinter_core::schedule::{ConvShape, CostModel, DefaultCostModel};
 
 /// The CUDA cost model (see the module docs).
 #[derive(Clone, Debug, PartialEq)]
@@ -41,24 +41,8 @@ impl CostModel for CudaCostModel {
         "cuda"
     }
 
-    fn materialize(&self, users: usize, cost: usize) -> Option<String> {
-        self.base.materialize(users, cost)
-    }
-
-    fn reduce_strategy(&self, rows: usize, len: usize, caps: &Capabilities) -> ReduceStrategy {
-        self.base.reduce_strategy(rows, len, caps)
-    }
-
-    fn fuse_horizontal(&self, shared_bytes: usize) -> bool {
-        self.base.fuse_horizontal(shared_bytes)
-    }
-
-    fn reduce_split(&self, rows: usize, len: usize, caps: &Capabilities) -> usize {
-        self.base.reduce_split(rows, len, caps)
-    }
-
-    fn conv_as_matmul(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
-        self.base.conv_as_matmul(conv, caps)
+    fn base(&self) -> Option<&dyn CostModel> {
+        Some(&self.base)
     }
 
     /// Implicit GEMM where the tensor-core template takes the product (see the module docs).
@@ -88,10 +72,6 @@ impl CostModel for CudaCostModel {
             conv.k(),
             conv.im2col_bytes
         ))
-    }
-
-    fn fuse_attention(&self, attn: &AttentionShape, caps: &Capabilities) -> Result<String, String> {
-        self.base.fuse_attention(attn, caps)
     }
 }
 

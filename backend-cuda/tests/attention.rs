@@ -5,6 +5,9 @@
 //!
 //! Without NVRTC the compile steps print a skip line, unless `SINTER_REQUIRE_NVRTC=1`.
 
+mod common;
+
+use common::nvrtc_available;
 use sinter_core::DType;
 use sinter_core::kernel::{Kernel, KernelBody};
 use sinter_core::testsuite::programs::{AttnCase, AttnMask, attention};
@@ -13,20 +16,6 @@ use sinter_cuda::render::{self, AttnEngine, AttnTile, CudaCaps, Rendered, Tuning
 
 fn kernel(c: &AttnCase) -> Kernel {
     attention(c).kernels.into_iter().next().expect("one kernel")
-}
-
-fn nvrtc_here() -> bool {
-    match sinter_cuda::probe::nvrtc() {
-        Ok(()) => true,
-        Err(e) => {
-            assert!(
-                !std::env::var("SINTER_REQUIRE_NVRTC").is_ok_and(|v| v == "1"),
-                "SINTER_REQUIRE_NVRTC=1 but NVRTC is unavailable: {e}"
-            );
-            eprintln!("skipped NVRTC compiles: {e}");
-            false
-        }
-    }
 }
 
 /// Compiles `r`: no error, no warning, no spill, no stack frame, no serialized `wgmma`, and a
@@ -217,7 +206,7 @@ fn snapshots_of_each_template() {
 #[test]
 fn every_template_and_candidate_compiles_without_spills() {
     let caps = CudaCaps::hopper();
-    let here = nvrtc_here();
+    let here = nvrtc_available("NVRTC compiles");
     let mut report = Vec::new();
     for (what, c) in cases() {
         let k = kernel(&c);

@@ -35,8 +35,9 @@ fn cache_dir() -> PathBuf {
     .clone()
 }
 
+/// Compile options in `mode` with the binary's cubin cache ([`cache_dir`]).
 fn opts(mode: Mode) -> CompileOptions {
-    CompileOptions { mode, cache_dir: Some(cache_dir()), debug_dir: None, ..CompileOptions::default() }
+    CompileOptions { cache_dir: Some(cache_dir()), ..launch::options(mode) }
 }
 
 const MODES: [Mode; 3] = [Mode::Default, Mode::ReduceOverhead, Mode::MaxAutotune];

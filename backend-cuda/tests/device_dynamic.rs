@@ -13,8 +13,9 @@
 
 mod launch;
 
+use launch::options as opts;
 use sinter_core::backend::{Backend, Mode};
-use sinter_core::compile::{CompileOptions, CompiledGraph, compile};
+use sinter_core::compile::{CompiledGraph, compile};
 use sinter_core::prelude::*;
 use std::sync::Arc;
 
@@ -22,10 +23,6 @@ fn backend(test: &str, graph_updates: bool) -> Option<Arc<dyn Backend>> {
     let mut b = launch::cuda_backend(test)?;
     b.set_graph_arg_updates(graph_updates);
     Some(Arc::new(b))
-}
-
-fn opts(mode: Mode) -> CompileOptions {
-    CompileOptions { mode, cache_dir: None, debug_dir: None, ..CompileOptions::default() }
 }
 
 /// Runs `c` at these input shapes (random data in the given dtype) and compares with the CPU

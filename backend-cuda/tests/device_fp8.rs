@@ -11,19 +11,11 @@
 
 mod launch;
 
-use sinter_core::backend::{Backend, Mode};
-use sinter_core::compile::{CompileOptions, compile};
+use launch::{backend, options as opts};
+use sinter_core::backend::Mode;
+use sinter_core::compile::compile;
 use sinter_core::fp8::{E4M3, E5M2};
 use sinter_core::prelude::*;
-use std::sync::Arc;
-
-fn backend(test: &str) -> Option<Arc<dyn Backend>> {
-    launch::cuda_backend(test).map(|b| Arc::new(b) as Arc<dyn Backend>)
-}
-
-fn opts(mode: Mode) -> CompileOptions {
-    CompileOptions { mode, cache_dir: None, debug_dir: None, ..CompileOptions::default() }
-}
 
 /// Values that exercise every rounding rule of both formats, as f32: every code's value, the
 /// midpoints between neighbouring codes (ties to even), just off them, past the largest finite

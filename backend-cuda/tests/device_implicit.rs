@@ -11,21 +11,17 @@
 
 mod launch;
 
-use sinter_core::backend::{Backend, Mode};
+use launch::backend;
+use sinter_core::backend::Mode;
 use sinter_core::compile::{CompileOptions, CompiledGraph, compile};
 use sinter_core::kernel::KernelBody;
 use sinter_core::prelude::*;
 use sinter_core::schedule::AllowTf32;
 use sinter_core::testsuite::{Tol, compare, tol_for};
 use sinter_core::workloads::{self, Scale};
-use std::sync::Arc;
-
-fn backend(test: &str) -> Option<Arc<dyn Backend>> {
-    launch::cuda_backend(test).map(|b| Arc::new(b) as Arc<dyn Backend>)
-}
 
 fn opts(mode: Mode, tf32: AllowTf32) -> CompileOptions {
-    CompileOptions { mode, tf32, cache_dir: None, debug_dir: None, graph_breaks: false, ..CompileOptions::default() }
+    CompileOptions { tf32, graph_breaks: false, ..launch::options(mode) }
 }
 
 /// Kernels of `c`'s program: (implicit im2col matmuls, matmuls allowed TF32).

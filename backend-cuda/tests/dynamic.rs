@@ -4,30 +4,17 @@
 //! launches never exceed the rendered grid and still cover every outer unit, and that the sources
 //! compile with NVRTC. The launches themselves run in `device_dynamic.rs` on a GPU.
 
+mod common;
+
+use common::{cuda_caps, nvrtc_available};
 use sinter_core::compile::{CompileOptions, compile};
 use sinter_core::kernel::dynamic::OuterUnit;
 use sinter_core::kernel::interp::InterpBackend;
-use sinter_core::kernel::{Capabilities, KernelBody, Program};
+use sinter_core::kernel::{KernelBody, Program};
 use sinter_core::prelude::*;
 use sinter_cuda::nvrtc::{self, Target};
-use sinter_cuda::probe;
 use sinter_cuda::render::{self, CudaCaps, Tuning, candidates};
 use std::sync::Arc;
-
-/// The CUDA backend's capabilities (H100), as the scheduler sees them.
-fn cuda_caps() -> Capabilities {
-    Capabilities {
-        backend: "cuda".into(),
-        max_workgroup_size: 1024,
-        max_shared_bytes: 48 * 1024,
-        max_bindings: 64,
-        max_binding_bytes: u64::MAX,
-        subgroup_size: Some(32),
-        dtypes: DType::ALL.to_vec(),
-        compute_units: 132,
-        matrix_dtypes: vec![],
-    }
-}
 
 /// The program `g` compiles to when it serves every batch up to `bound`, scheduled for CUDA (the
 /// scheduling `device_dynamic.rs` gets on an H100: its compiles must be accepted as dynamic).
@@ -119,9 +106,7 @@ fn rendered_splits_cover_every_smaller_batch_within_the_grid() {
 
 #[test]
 fn dynamic_programs_compile_with_nvrtc() {
-    if let Err(e) = probe::nvrtc() {
-        assert!(!std::env::var("SINTER_REQUIRE_NVRTC").is_ok_and(|v| v == "1"), "SINTER_REQUIRE_NVRTC=1: {e}");
-        eprintln!("skipped dynamic_programs_compile_with_nvrtc: {e}");
+    if !nvrtc_available("dynamic_programs_compile_with_nvrtc") {
         return;
     }
     let caps = CudaCaps::hopper();

@@ -10,45 +10,16 @@
 //! Without NVRTC these tests print a skip line, unless `SINTER_REQUIRE_NVRTC=1` (CI sets it in
 //! `scripts/test.sh`, with the NVRTC wheel from PyPI), which makes a missing NVRTC a failure.
 
-use sinter_core::dtype::DType;
-use sinter_core::kernel::{Capabilities, Kernel};
+mod common;
+
+use common::{cuda_caps, nvrtc_available};
+use sinter_core::kernel::Kernel;
 use sinter_core::schedule::{ScheduleOptions, schedule};
 use sinter_core::workloads::{self, Scale};
 use sinter_cuda::nvrtc::{self, CubinCache, NvrtcError, Target};
-use sinter_cuda::probe;
 use sinter_cuda::render::{self, CudaCaps, Tuning};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
-
-/// Whether NVRTC is here; prints a skip line when not, and fails when it is required.
-fn nvrtc_available(test: &str) -> bool {
-    match probe::nvrtc() {
-        Ok(()) => true,
-        Err(e) => {
-            assert!(
-                !std::env::var("SINTER_REQUIRE_NVRTC").is_ok_and(|v| v == "1"),
-                "SINTER_REQUIRE_NVRTC=1 but NVRTC is unavailable: {e}"
-            );
-            eprintln!("skipped {test}: {e}");
-            false
-        }
-    }
-}
-
-/// The CUDA backend's capabilities (H100), as the scheduler sees them.
-fn cuda_caps() -> Capabilities {
-    Capabilities {
-        backend: "cuda".into(),
-        max_workgroup_size: 1024,
-        max_shared_bytes: 48 * 1024,
-        max_bindings: 64,
-        max_binding_bytes: u64::MAX,
-        subgroup_size: Some(32),
-        dtypes: DType::ALL.to_vec(),
-        compute_units: 132,
-        matrix_dtypes: vec![],
-    }
-}
 
 /// A kernel in the style of the renderer's output: f16/bf16 headers, a vectorized body.
 const TYPICAL: &str = r#"#include <cuda_fp16.h>

@@ -37,15 +37,8 @@ fn compile(test: &str, r: &Rendered) {
         };
         std::fs::write(path, &r.source).expect("dump");
     }
-    match sinter_cuda::probe::nvrtc() {
-        Ok(()) => {}
-        Err(e) => {
-            assert!(
-                !std::env::var("SINTER_REQUIRE_NVRTC").is_ok_and(|v| v == "1"),
-                "SINTER_REQUIRE_NVRTC=1 but NVRTC is unavailable: {e}"
-            );
-            return;
-        }
+    if !nvrtc_available(test) {
+        return;
     }
     let target = sinter_cuda::nvrtc::Target::hopper();
     match sinter_cuda::nvrtc::compile(&r.name, &r.source, &target) {

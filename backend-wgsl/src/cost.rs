@@ -12,8 +12,8 @@
 //! alignment and counts exactly.
 
 use sinter_core::DType;
-use sinter_core::kernel::{Capabilities, ReduceStrategy};
-use sinter_core::schedule::{AttentionShape, ConvShape, CostModel, DefaultCostModel};
+use sinter_core::kernel::Capabilities;
+use sinter_core::schedule::{ConvShape, CostModel, DefaultCostModel};
 
 use crate::render::WgslCaps;
 
@@ -79,20 +79,10 @@ impl CostModel for WgslCostModel {
         "wgsl"
     }
 
-    fn materialize(&self, users: usize, cost: usize) -> Option<String> {
-        self.base.materialize(users, cost)
-    }
-
-    fn reduce_strategy(&self, rows: usize, len: usize, caps: &Capabilities) -> ReduceStrategy {
-        self.base.reduce_strategy(rows, len, caps)
-    }
-
-    fn fuse_horizontal(&self, shared_bytes: usize) -> bool {
-        self.base.fuse_horizontal(shared_bytes)
-    }
-
-    fn reduce_split(&self, rows: usize, len: usize, caps: &Capabilities) -> usize {
-        self.base.reduce_split(rows, len, caps)
+    /// The default model's decisions but for these two. The renderer draws every attention body
+    /// (`render/attention.rs`), so attention fuses as the default model fuses it.
+    fn base(&self) -> Option<&dyn CostModel> {
+        Some(&self.base)
     }
 
     /// One binding per window of a split argument (see the module docs).
@@ -100,19 +90,10 @@ impl CostModel for WgslCostModel {
         binding_count(caps.max_binding_bytes, self.storage_offset_alignment, dtype, numel)
     }
 
-    fn conv_as_matmul(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
-        self.base.conv_as_matmul(conv, caps)
-    }
-
     /// Keeps the im2col gather: the WGSL renderer draws no implicit im2col operands.
     fn conv_implicit(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
         let _ = (conv, caps);
         Err("implicit GEMM: the WGSL renderer reads no im2col view (gather kernel kept)".into())
-    }
-
-    /// The renderer draws every attention body (`render/attention.rs`): fuse as the default model does.
-    fn fuse_attention(&self, attn: &AttentionShape, caps: &Capabilities) -> Result<String, String> {
-        self.base.fuse_attention(attn, caps)
     }
 }
 
@@ -121,6 +102,7 @@ mod tests {
     use super::*;
     use crate::render::{RenderError, render};
     use sinter_core::kernel::Program;
+    use sinter_core::schedule::AttentionShape;
     use sinter_core::schedule::{ScheduleOptions, schedule};
     use sinter_core::trace::Graph;
     use std::sync::Arc;

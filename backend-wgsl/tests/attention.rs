@@ -5,7 +5,6 @@
 //! Without an adapter the run tests print `SKIPPED` and return; with `SINTER_REQUIRE_GPU=1` a missing
 //! adapter fails instead.
 
-use sinter_wgsl::device::DeviceOptions;
 use std::sync::OnceLock;
 mod common;
 
@@ -219,16 +218,7 @@ fn split_bindings() {
     // A device whose storage bindings hold 4 KiB: q, k, v, the mask and the output are each bound as
     // several windows and read through the window accessors.
     static B: OnceLock<Result<WgslBackend, String>> = OnceLock::new();
-    let b = B.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("sinter-wgsl-attn-split-{}", std::process::id()));
-        let opts = DeviceOptions {
-            pipeline_cache: false,
-            cache_dir: Some(dir),
-            max_binding_bytes: Some(4096),
-            ..Default::default()
-        };
-        WgslBackend::with_options(opts).map_err(|e| e.to_string())
-    });
+    let b = B.get_or_init(|| open_backend("attn-split", Some(4096)));
     let Ok(b) = b else {
         assert!(backend().is_none(), "no split-binding device: {b:?}");
         return;

@@ -3,8 +3,11 @@
 //! Without an adapter each test prints `SKIPPED` and returns; with `SINTER_REQUIRE_GPU=1` a missing adapter
 //! fails instead.
 
+mod common;
+
 use std::sync::OnceLock;
 
+use common::or_skip;
 use sinter_wgsl::device::{
     Arg, BindingKind, Device, DeviceError, DeviceOptions, LINEAR_WORKGROUP_ID_WGSL, LayoutMode, PipelineCacheStatus,
     ProgramOptions, TimingSource, Workgroups, plan_chunks,
@@ -16,16 +19,7 @@ fn device() -> Option<&'static Device> {
     let dev = DEV.get_or_init(|| {
         Device::new(DeviceOptions { pipeline_cache: false, ..DeviceOptions::default() }).map_err(|e| e.to_string())
     });
-    match dev {
-        Ok(d) => Some(d),
-        Err(e) => {
-            if std::env::var("SINTER_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("SINTER_REQUIRE_GPU=1 but no device could be created: {e}");
-            }
-            eprintln!("SKIPPED: no GPU adapter ({e})");
-            None
-        }
-    }
+    or_skip(dev.as_ref().map_err(String::as_str))
 }
 
 /// Deterministic pseudo-random bytes.

@@ -28,7 +28,6 @@ use sinter_core::kernel::{Program, ReduceStrategy, interp};
 use sinter_core::prelude::*;
 use sinter_core::schedule::{ScheduleOptions, schedule};
 use sinter_wgsl::WgslBackend;
-use sinter_wgsl::device::DeviceOptions;
 
 /// A backend whose device has a storage binding limit of at most `limit` bytes (`None`: the adapter's),
 /// shared per limit; `None` (after printing why) when there is no adapter.
@@ -36,26 +35,8 @@ fn backend(limit: Option<u64>) -> Option<&'static WgslBackend> {
     type Backends = HashMap<Option<u64>, Result<&'static WgslBackend, String>>;
     static BACKENDS: OnceLock<Mutex<Backends>> = OnceLock::new();
     let mut map = BACKENDS.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|e| e.into_inner());
-    let b = map.entry(limit).or_insert_with(|| {
-        let dir = std::env::temp_dir().join(format!("sinter-wgsl-split-test-{}", std::process::id()));
-        let opts = DeviceOptions {
-            pipeline_cache: false,
-            cache_dir: Some(dir),
-            max_binding_bytes: limit,
-            ..Default::default()
-        };
-        WgslBackend::with_options(opts).map(|b| &*Box::leak(Box::new(b))).map_err(|e| e.to_string())
-    });
-    match b {
-        Ok(b) => Some(*b),
-        Err(e) => {
-            if std::env::var("SINTER_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("SINTER_REQUIRE_GPU=1 but no WGSL device could be created: {e}");
-            }
-            eprintln!("SKIPPED: no GPU adapter ({e})");
-            None
-        }
-    }
+    let b = map.entry(limit).or_insert_with(|| open_backend("split-test", limit).map(|b| &*Box::leak(Box::new(b))));
+    or_skip(b.as_ref().copied().map_err(String::as_str))
 }
 
 /// Runs `p` with outputs poisoned first; returns the outputs and how many kernel arguments were split.

@@ -1,5 +1,6 @@
 //! Hand-built kernel-IR programs for the renderer tests (every dtype, op, reduce strategy, arg
-//! reductions, matmul epilogues, awkward sizes) and scheduled built-in workloads.
+//! reductions, matmul epilogues, awkward sizes) and scheduled built-in workloads, with the setup the
+//! test binaries share: the H100's capabilities and scheduler options, and NVRTC or a skip line.
 #![allow(dead_code)]
 
 use sinter_core::DType;
@@ -23,6 +24,22 @@ pub fn cuda_caps() -> Capabilities {
 pub fn cuda_options() -> ScheduleOptions {
     let cm = sinter_cuda::cost::CudaCostModel { implicit_gemm: true, ..sinter_cuda::cost::CudaCostModel::new((9, 0)) };
     ScheduleOptions { cost_model: std::sync::Arc::new(cm), ..ScheduleOptions::default() }
+}
+
+/// Whether NVRTC is here. Without it a test prints a skip line for `test` and returns, unless
+/// `SINTER_REQUIRE_NVRTC=1` (CI), which makes a missing NVRTC a failure.
+pub fn nvrtc_available(test: &str) -> bool {
+    match sinter_cuda::probe::nvrtc() {
+        Ok(()) => true,
+        Err(e) => {
+            assert!(
+                !std::env::var("SINTER_REQUIRE_NVRTC").is_ok_and(|v| v == "1"),
+                "SINTER_REQUIRE_NVRTC=1 but NVRTC is unavailable: {e}"
+            );
+            eprintln!("skipped {test}: {e}");
+            false
+        }
+    }
 }
 
 /// A built-in workload at the reduced scale, through the default passes and the scheduler with the

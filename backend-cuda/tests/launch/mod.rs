@@ -1,9 +1,12 @@
-//! Launching rendered kernels directly through the device layer (no executable), for the device
-//! tests that run every candidate tuning of a kernel against the kernel-IR interpreter.
+//! The device tests' shared setup: the device or the backend (or a skip line without a driver),
+//! their compile options, and launching rendered kernels directly through the device layer (no
+//! executable), for the tests that run every candidate tuning of a kernel against the kernel-IR
+//! interpreter.
 #![allow(dead_code)]
 
 use sinter_core::HostTensor;
-use sinter_core::backend::{BackendError, DeviceBuffer};
+use sinter_core::backend::{Backend, BackendError, DeviceBuffer, Mode};
+use sinter_core::compile::CompileOptions;
 use sinter_core::kernel::{BufferKind, Program};
 use sinter_cuda::CudaBackend;
 use sinter_cuda::device::{CudaBuffer, Device, Launch, Stream};
@@ -142,4 +145,14 @@ pub fn cuda_backend(test: &str) -> Option<CudaBackend> {
             None
         }
     }
+}
+
+/// [`cuda_backend`] as the compiler takes it.
+pub fn backend(test: &str) -> Option<Arc<dyn Backend>> {
+    cuda_backend(test).map(|b| Arc::new(b) as Arc<dyn Backend>)
+}
+
+/// Compile options in `mode` with neither a cubin cache nor debug dumps.
+pub fn options(mode: Mode) -> CompileOptions {
+    CompileOptions { mode, cache_dir: None, debug_dir: None, ..CompileOptions::default() }
 }

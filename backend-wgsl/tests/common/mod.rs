@@ -169,14 +169,16 @@ pub fn matmul_bias_relu(m: usize, n: usize, k: usize, d: DType, b_t: bool) -> Pr
     p.build()
 }
 
-/// A WGSL backend with no pipeline cache and its own cache folder (`sinter-wgsl-<tag>-<pid>`), or
-/// the reason there is none.
-fn open_backend(tag: &str) -> Result<sinter_wgsl::WgslBackend, String> {
+/// A WGSL backend with no pipeline cache, its own cache folder (`sinter-wgsl-<tag>-<pid>`) and
+/// storage bindings of at most `max_binding_bytes` (the adapter's limit when `None`), or the reason
+/// there is none.
+pub fn open_backend(tag: &str, max_binding_bytes: Option<u64>) -> Result<sinter_wgsl::WgslBackend, String> {
     use sinter_wgsl::device::DeviceOptions;
     let dir = std::env::temp_dir().join(format!("sinter-wgsl-{tag}-{}", std::process::id()));
     sinter_wgsl::WgslBackend::with_options(DeviceOptions {
         pipeline_cache: false,
         cache_dir: Some(dir),
+        max_binding_bytes,
         ..Default::default()
     })
     .map_err(|e| e.to_string())
@@ -184,7 +186,7 @@ fn open_backend(tag: &str) -> Result<sinter_wgsl::WgslBackend, String> {
 
 /// `Some(b)`, or `None` after printing why there is no adapter; with `SINTER_REQUIRE_GPU=1` a
 /// missing adapter fails instead.
-fn or_skip<T>(b: Result<T, &str>) -> Option<T> {
+pub fn or_skip<T>(b: Result<T, &str>) -> Option<T> {
     match b {
         Ok(b) => Some(b),
         Err(e) => {
@@ -202,13 +204,13 @@ fn or_skip<T>(b: Result<T, &str>) -> Option<T> {
 /// adapter fails instead.
 pub fn gpu_backend() -> Option<&'static sinter_wgsl::WgslBackend> {
     static B: std::sync::OnceLock<Result<sinter_wgsl::WgslBackend, String>> = std::sync::OnceLock::new();
-    or_skip(B.get_or_init(|| open_backend("test")).as_ref().map_err(String::as_str))
+    or_skip(B.get_or_init(|| open_backend("test", None)).as_ref().map_err(String::as_str))
 }
 
 /// A WGSL backend of its own for `compile` (which takes an `Arc<dyn Backend>`), as
 /// [`gpu_backend`] otherwise.
 pub fn owned_backend(tag: &str) -> Option<std::sync::Arc<dyn sinter_core::backend::Backend>> {
-    let b = open_backend(tag);
+    let b = open_backend(tag, None);
     or_skip(b.as_ref().map_err(String::as_str).map(|_| ()))?;
     Some(std::sync::Arc::new(b.ok()?))
 }

@@ -169,6 +169,10 @@ mod tests {
     #[test]
     fn wgsl_width_forms() {
         let u = |_| true;
+        assert_eq!(lane_form(&l().rem(4096), Var::Lane, 4, &u), LaneForm::Contig);
+        assert_eq!(lane_form(&l().add(Index::Const(8)), Var::Lane, 4, &u), LaneForm::Contig);
+        let row = Index::var(Var::Row).mul(128).add(Index::var(Var::Red));
+        assert_eq!(lane_form(&row, Var::Red, 4, &u), LaneForm::Contig);
         assert_eq!(lane_form(&l().add(Index::Const(1)), Var::Lane, 4, &u), LaneForm::Gather);
         assert_eq!(lane_form(&l().mul(2), Var::Lane, 4, &u), LaneForm::Gather);
         // (lane / 4) % 16: uniform within groups of 4.

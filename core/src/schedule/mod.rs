@@ -97,28 +97,47 @@ use std::fmt;
 use std::sync::Arc;
 
 /// Profitability decisions of the scheduler (legality is never the cost model's business).
+///
+/// Only [`name`](CostModel::name) is required. Every decision a model does not make itself is its
+/// [`base`](CostModel::base) model's when it names one (a backend's model that differs from
+/// [`DefaultCostModel`] in a few decisions states only those), else the trait's default, which
+/// never takes the optimization: no materialization, [`ReduceStrategy::Looped`], no horizontal
+/// fusion, no split, window convolutions, the im2col gather, attention unfused.
 pub trait CostModel: fmt::Debug + Send + Sync {
     /// A short name for logs.
     fn name(&self) -> &str;
 
+    /// The model this one defers to for every decision it does not override; `None` (the default)
+    /// takes the trait's defaults instead.
+    fn base(&self) -> Option<&dyn CostModel> {
+        None
+    }
+
     /// Whether an inlinable node with `users` distinct consumers, whose inline expression costs
     /// `cost` (weighted op count: transcendentals 4, divisions and roots 2, others 1), should be
     /// materialized instead of recomputed by each consumer. Returns the named reason when so.
-    fn materialize(&self, users: usize, cost: usize) -> Option<String>;
+    /// The default recomputes.
+    fn materialize(&self, users: usize, cost: usize) -> Option<String> {
+        self.base().and_then(|b| b.materialize(users, cost))
+    }
 
-    /// How a reduce kernel of `rows` rows of `len` elements maps to the device.
-    fn reduce_strategy(&self, rows: usize, len: usize, caps: &Capabilities) -> ReduceStrategy;
+    /// How a reduce kernel of `rows` rows of `len` elements maps to the device. The default loops.
+    fn reduce_strategy(&self, rows: usize, len: usize, caps: &Capabilities) -> ReduceStrategy {
+        self.base().map_or(ReduceStrategy::Looped, |b| b.reduce_strategy(rows, len, caps))
+    }
 
-    /// Whether fusing two sibling kernels that share `shared_bytes` of reads is worth it.
-    fn fuse_horizontal(&self, shared_bytes: usize) -> bool;
+    /// Whether fusing two sibling kernels that share `shared_bytes` of reads is worth it. The
+    /// default keeps them apart.
+    fn fuse_horizontal(&self, shared_bytes: usize) -> bool {
+        self.base().is_some_and(|b| b.fuse_horizontal(shared_bytes))
+    }
 
     /// Into how many chunks to split each row of a reduce kernel of `rows` rows of `len` that has
     /// too few rows to fill the device (a partial kernel over `rows * factor` rows, then a combine
     /// kernel). `1` (the default) never splits; the scheduler rounds the factor down to a divisor
     /// of `len` and skips the split when only a much smaller one exists.
     fn reduce_split(&self, rows: usize, len: usize, caps: &Capabilities) -> usize {
-        let _ = (rows, len, caps);
-        1
+        self.base().map_or(1, |b| b.reduce_split(rows, len, caps))
     }
 
     /// How many of a kernel's [`Capabilities::max_bindings`] one argument of `numel` elements of
@@ -127,8 +146,7 @@ pub trait CostModel: fmt::Debug + Send + Sync {
     /// split bindings) counts each window, so the scheduler splits kernels before the backend
     /// runs out of bindings. Results below 1 count as 1.
     fn bindings(&self, caps: &Capabilities, dtype: DType, numel: usize) -> usize {
-        let _ = (caps, dtype, numel);
-        1
+        self.base().map_or(1, |b| b.bindings(caps, dtype, numel))
     }
 
     /// Whether a 2-D convolution that the scheduler *can* lower to a matmul (see [`ConvShape`])
@@ -136,8 +154,10 @@ pub trait CostModel: fmt::Debug + Send + Sync {
     /// after an im2col gather), `Err(reason)` keeps the window kernel (one thread per output
     /// element looping over the window). The default keeps every window.
     fn conv_as_matmul(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
-        let _ = (conv, caps);
-        Err("window: the cost model does not lower convolutions".into())
+        match self.base() {
+            Some(b) => b.conv_as_matmul(conv, caps),
+            None => Err("window: the cost model does not lower convolutions".into()),
+        }
     }
 
     /// Whether a convolution lowered through im2col (`conv_as_matmul` agreed and it is not a
@@ -148,8 +168,10 @@ pub trait CostModel: fmt::Debug + Send + Sync {
     /// The default keeps the gather: a backend opts in once its renderer draws im2col operands
     /// fast.
     fn conv_implicit(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
-        let _ = (conv, caps);
-        Err("implicit GEMM: this backend's cost model keeps the im2col gather".into())
+        match self.base() {
+            Some(b) => b.conv_implicit(conv, caps),
+            None => Err("implicit GEMM: this backend's cost model keeps the im2col gather".into()),
+        }
     }
 
     /// Whether a matched attention chain (`matmul -> score ops -> softmax -> matmul`, legal to
@@ -157,8 +179,10 @@ pub trait CostModel: fmt::Debug + Send + Sync {
     /// three kernels with the scores in memory (`Err(reason)`). The default keeps them apart: a
     /// backend opts in once its renderer draws attention bodies.
     fn fuse_attention(&self, attn: &AttentionShape, caps: &Capabilities) -> Result<String, String> {
-        let _ = (attn, caps);
-        Err("attention: this backend's cost model does not fuse attention".into())
+        match self.base() {
+            Some(b) => b.fuse_attention(attn, caps),
+            None => Err("attention: this backend's cost model does not fuse attention".into()),
+        }
     }
 }
 

@@ -597,14 +597,8 @@ impl CostModel for TestModel {
     fn name(&self) -> &str {
         "test"
     }
-    fn materialize(&self, users: usize, cost: usize) -> Option<String> {
-        self.base.materialize(users, cost)
-    }
-    fn reduce_strategy(&self, rows: usize, len: usize, caps: &Capabilities) -> ReduceStrategy {
-        self.base.reduce_strategy(rows, len, caps)
-    }
-    fn fuse_horizontal(&self, shared_bytes: usize) -> bool {
-        self.base.fuse_horizontal(shared_bytes)
+    fn base(&self) -> Option<&dyn CostModel> {
+        Some(&self.base)
     }
     fn reduce_split(&self, rows: usize, len: usize, caps: &Capabilities) -> usize {
         match self.convs {
@@ -631,24 +625,18 @@ impl CostModel for TestModel {
         let bytes = (numel as u64).saturating_mul(dtype.size_bytes() as u64);
         if !self.windows || window == 0 { 1 } else { bytes.div_ceil(window).max(1) as usize }
     }
+    fn fuse_attention(&self, attn: &AttentionShape, caps: &Capabilities) -> Result<String, String> {
+        TraitDefaults.fuse_attention(attn, caps)
+    }
 }
 
-/// Only the required methods: every other decision is the trait's default.
+/// Only the name: every decision is the trait's default (no base model).
 #[derive(Debug)]
 struct TraitDefaults;
 
 impl CostModel for TraitDefaults {
     fn name(&self) -> &str {
         "trait-defaults"
-    }
-    fn materialize(&self, _: usize, _: usize) -> Option<String> {
-        None
-    }
-    fn reduce_strategy(&self, _: usize, _: usize, _: &Capabilities) -> ReduceStrategy {
-        ReduceStrategy::Looped
-    }
-    fn fuse_horizontal(&self, _: usize) -> bool {
-        false
     }
 }
 

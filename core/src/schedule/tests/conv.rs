@@ -3,6 +3,32 @@
 
 use super::*;
 
+/// A convolution case: (x, w, stride, padding, dilation, groups, bias).
+pub(super) type ConvCase = ([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2], usize, bool);
+
+/// Case `i`, `c`, with an epilogue (per-channel scale and shift, batch-norm-like; residual add;
+/// relu): the graph, random inputs seeded by `i` (x, w, the bias, the residual) and a line naming
+/// the case.
+pub(super) fn conv_epilogue(i: usize, c: ConvCase) -> (IrGraph, [HostTensor; 4], String) {
+    let (xs, ws, stride, pad, dil, groups, bias) = c;
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, xs);
+    let w = g.input("w", DType::F32, ws);
+    let b = g.input("b", DType::F32, [ws[0]]);
+    let y = x.conv2d(&w, bias.then_some(&b), stride, pad, dil, groups);
+    let oshape = y.shape().as_static().expect("static");
+    let r = g.input("r", DType::F32, oshape.clone());
+    g.output(&((y * 0.5 + &b.reshape([ws[0], 1, 1])) + &r).relu());
+    let ins = [
+        rnd(DType::F32, &xs, i as u64),
+        rnd(DType::F32, &ws, 10 + i as u64),
+        rnd(DType::F32, &[ws[0]], 20),
+        rnd(DType::F32, &oshape, 30 + i as u64),
+    ];
+    let ctx = format!("case {i}: x {xs:?} w {ws:?} stride {stride:?} pad {pad:?} dil {dil:?} groups {groups}");
+    (g.build().expect("build"), ins, ctx)
+}
+
 #[test]
 fn conv2d_variants() {
     type Case = ([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2], usize, bool);
@@ -61,9 +87,7 @@ fn conv_lowering_cost_model() {
 
 #[test]
 fn convs_as_matmuls_at_awkward_sizes() {
-    // (x, w, stride, padding, dilation, groups, bias)
-    type Case = ([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2], usize, bool);
-    let cases: &[Case] = &[
+    let cases: &[ConvCase] = &[
         // 1x1, stride 1, no padding: a plain matmul on strided views (no copy).
         ([2, 3, 7, 5], [5, 3, 1, 1], [1, 1], [0; 4], [1, 1], 1, true),
         ([1, 17, 1, 1], [7, 17, 1, 1], [1, 1], [0; 4], [1, 1], 1, false),
@@ -85,24 +109,8 @@ fn convs_as_matmuls_at_awkward_sizes() {
     ];
     let forced = TestModel::convs(Convs::Matmuls);
     let eager = ScheduleOptions { fusion: false, ..forced.clone() };
-    for (i, &(xs, ws, stride, pad, dil, groups, bias)) in cases.iter().enumerate() {
-        let g = Graph::new();
-        let x = g.input("x", DType::F32, xs);
-        let w = g.input("w", DType::F32, ws);
-        let b = g.input("b", DType::F32, [ws[0]]);
-        let y = x.conv2d(&w, bias.then_some(&b), stride, pad, dil, groups);
-        let oshape = y.shape().as_static().expect("static");
-        let r = g.input("r", DType::F32, oshape.clone());
-        // Epilogue: per-channel scale (batch-norm-like), residual add, relu.
-        g.output(&((y * 0.5 + &b.reshape([ws[0], 1, 1])) + &r).relu());
-        let ir = g.build().expect("build");
-        let ins = [
-            rnd(DType::F32, &xs, i as u64),
-            rnd(DType::F32, &ws, 10 + i as u64),
-            rnd(DType::F32, &[ws[0]], 20),
-            rnd(DType::F32, &oshape, 30 + i as u64),
-        ];
-        let ctx = format!("case {i}: x {xs:?} w {ws:?} stride {stride:?} pad {pad:?} dil {dil:?} groups {groups}");
+    for (i, &c @ (xs, ws, stride, pad, _, groups, _)) in cases.iter().enumerate() {
+        let (ir, ins, ctx) = conv_epilogue(i, c);
         check_with(&ir, &ins, &Capabilities::host(), &eager);
         let p = check_with(&ir, &ins, &Capabilities::host(), &forced);
         let direct = groups == 1 && ws[2..] == [1, 1] && stride == [1, 1] && pad == [0; 4];

@@ -2,6 +2,7 @@
 //! loader ([`crate::kernel::Im2col`]), run by the kernel-IR interpreter against the CPU reference
 //! at awkward shapes, with epilogues; the decision recorded; TF32 marked per PyTorch's defaults.
 
+use super::conv::{ConvCase, conv_epilogue};
 use super::*;
 use crate::kernel::MatmulBody;
 
@@ -15,9 +16,7 @@ fn last_matmul(p: &Program) -> &MatmulBody {
 
 #[test]
 fn implicit_convs_at_awkward_shapes() {
-    // (x, w, stride, padding, dilation, groups, bias)
-    type Case = ([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2], usize, bool);
-    let cases: &[Case] = &[
+    let cases: &[ConvCase] = &[
         // Batch 1 and 3; channels 1, 3, 7; 3x3 pad 1 at extents 1 and 7.
         ([1, 1, 1, 1], [1, 1, 3, 3], [1, 1], [1; 4], [1, 1], 1, true),
         ([3, 3, 7, 7], [7, 3, 3, 3], [1, 1], [1; 4], [1, 1], 1, false),
@@ -37,24 +36,8 @@ fn implicit_convs_at_awkward_shapes() {
         ([1, 2, 3, 3], [3, 2, 2, 2], [1, 1], [3, 3, 3, 3], [1, 1], 1, true),
     ];
     let implicit = TestModel::convs(Convs::Implicit);
-    for (i, &(xs, ws, stride, pad, dil, groups, bias)) in cases.iter().enumerate() {
-        let g = Graph::new();
-        let x = g.input("x", DType::F32, xs);
-        let w = g.input("w", DType::F32, ws);
-        let b = g.input("b", DType::F32, [ws[0]]);
-        let y = x.conv2d(&w, bias.then_some(&b), stride, pad, dil, groups);
-        let oshape = y.shape().as_static().expect("static");
-        let r = g.input("r", DType::F32, oshape.clone());
-        // Epilogue: per-channel scale and shift (batch-norm-like), residual add, relu.
-        g.output(&((y * 0.5 + &b.reshape([ws[0], 1, 1])) + &r).relu());
-        let ir = g.build().expect("build");
-        let ins = [
-            rnd(DType::F32, &xs, i as u64),
-            rnd(DType::F32, &ws, 10 + i as u64),
-            rnd(DType::F32, &[ws[0]], 20),
-            rnd(DType::F32, &oshape, 30 + i as u64),
-        ];
-        let ctx = format!("case {i}: x {xs:?} w {ws:?} stride {stride:?} pad {pad:?} dil {dil:?} groups {groups}");
+    for (i, &c @ (_, ws, stride, pad, dil, groups, _)) in cases.iter().enumerate() {
+        let (ir, ins, ctx) = conv_epilogue(i, c);
         let p = check_with(&ir, &ins, &Capabilities::host(), &implicit);
         let direct = groups == 1 && ws[2..] == [1, 1] && stride == [1, 1] && pad == [0; 4];
         assert!(!direct, "{ctx}: a direct 1x1 conv needs no im2col");
