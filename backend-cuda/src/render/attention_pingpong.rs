@@ -236,7 +236,9 @@ fn tma_producer(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
     em.line("#pragma unroll 1");
     em.open("for (unsigned j = 0; j < n_tiles; ++j)");
     em.line(format!("const unsigned slot = j % {stages}u, full = full0 + slot * 8u;"));
-    em.line(format!("sinter_mbar_wait(empty0 + slot * 8u, (j / {stages}u + 1u) & 1u); // tile j - {stages} released"));
+    em.line(format!(
+        "sinter_mbar_wait_or_trap(empty0 + slot * 8u, (j / {stages}u + 1u) & 1u); // tile j - {stages} released"
+    ));
     em.line(format!("sinter_mbar_expect_tx(full, {}u);", stage));
     em.line(format!("const unsigned st = s_base + {qbytes}u + slot * {stage}u;"));
     em.line(format!("const int j0 = (int)(j * {}u);", t.bn));

@@ -43,7 +43,7 @@
 //!   expected (partial boxes count whole, skipped boxes are neither issued nor expected); each
 //!   consumer warp releases exactly those (the step before after each product group, the last
 //!   after `wait_group 0`).
-//! * A wait longer than about 2^34 cycles traps (`sinter_mbar_wait`): a broken invariant is a
+//! * A wait longer than about 2^34 cycles traps (`sinter_mbar_wait_or_trap`): a broken invariant is a
 //!   launch error, not a hung GPU.
 //!
 //! The unit test `barrier_protocol_never_hangs_nor_reads_stale_slots` models this protocol (PTX
@@ -314,7 +314,9 @@ pub(super) fn render(
     }
     em.line("#pragma unroll 1");
     em.open(format!("for (unsigned kt = 0; kt < {ktiles}u; ++kt)"));
-    em.line(format!("sinter_mbar_wait(bars + 8u * ({stages}u + slot), phase ^ 1u); // the consumers let the slot go"));
+    em.line(format!(
+        "sinter_mbar_wait_or_trap(bars + 8u * ({stages}u + slot), phase ^ 1u); // the consumers let the slot go"
+    ));
     em.line("const unsigned full = bars + 8u * slot;");
     em.line("sinter_mbar_expect_tx(full, tx);");
     em.line(format!("const unsigned st = s_base + slot * {stage}u;"));
@@ -363,7 +365,7 @@ pub(super) fn render(
     em.line("unsigned prev = 0u;");
     em.line("#pragma unroll 1");
     em.open(format!("for (unsigned kt = 0; kt < {ktiles}u; ++kt)"));
-    em.line("sinter_mbar_wait(bars + 8u * slot, phase); // step kt's copies landed");
+    em.line("sinter_mbar_wait_or_trap(bars + 8u * slot, phase); // step kt's copies landed");
     em.line(format!("const unsigned sa = s_base + slot * {stage}u + wg * {}u;", mw * 8192));
     em.line(format!("const unsigned sb = s_base + slot * {stage}u + {a_bytes}u;"));
     em.line(&fences);

@@ -165,14 +165,14 @@ pub(crate) enum H {
         /// f16 operands (else bf16).
         f16: bool,
     },
-    /// `mbarrier` init, arrival and the parity wait (one that traps after ~2^34 cycles instead of
-    /// hanging), `setmaxnreg`: what [`H::WarpSpec`] and [`H::Tma`] share.
+    /// `mbarrier` init and arrival, `setmaxnreg`: what [`H::WarpSpec`] and [`H::Tma`] share.
     Mbarrier,
-    /// Warp specialization (sm_90a): named barriers (`bar.sync` / `bar.arrive` with a thread
-    /// count); with [`H::Mbarrier`].
+    /// Warp specialization (sm_90a): the `mbarrier` parity wait (a spin in PTX), named barriers
+    /// (`bar.sync` / `bar.arrive` with a thread count); with [`H::Mbarrier`].
     WarpSpec,
     /// Hopper's bulk tensor copies (sm_90): the tensor map parameter type, the `mbarrier` arrival
-    /// with expected transaction bytes, 2D to 4D TMA loads; with [`H::Mbarrier`].
+    /// with expected transaction bytes, a parity wait that traps instead of hanging, 2D to 4D TMA
+    /// loads; with [`H::Mbarrier`].
     Tma,
 }
 
@@ -665,7 +665,7 @@ static __device__ __forceinline__ void sinter_reg_fence(float (&d)[N][4]) {
 }
 "#;
 
-/// What warp-specialized kernels share: `mbarrier` init, arrival and wait, register reallocation.
+/// What warp-specialized kernels share: `mbarrier` init and arrival, register reallocation.
 const MBARRIER: &str = r#"// an mbarrier in shared memory expecting `count` arrivals per phase
 static __device__ __forceinline__ void sinter_mbar_init(unsigned bar, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
@@ -673,23 +673,6 @@ static __device__ __forceinline__ void sinter_mbar_init(unsigned bar, unsigned c
 // one arrival (release: this thread's earlier writes are visible to whoever waits)
 static __device__ __forceinline__ void sinter_mbar_arrive(unsigned bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
-}
-// whether the phase of parity `parity` of barrier `bar` has completed (acquire)
-static __device__ __forceinline__ bool sinter_mbar_try_wait(unsigned bar, unsigned parity) {
-    unsigned ok;
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
-    return ok != 0u;
-}
-// waits until the phase of parity `parity` of barrier `bar` has completed (a fresh barrier counts
-// its phase before the first as completed: parity 1 passes at once); a wait past 2^34 cycles
-// (seconds) traps, so a pipeline bug is a launch error, not a hung GPU
-static __device__ __forceinline__ void sinter_mbar_wait(unsigned bar, unsigned parity) {
-    if (sinter_mbar_try_wait(bar, parity)) return;
-    const long long t0 = clock64();
-    while (!sinter_mbar_try_wait(bar, parity)) {
-        if (clock64() - t0 > (1ll << 34)) __trap();
-    }
 }
 // the warpgroup's registers per thread lowered / raised to N (sm_90a; the whole warpgroup executes
 // it; the kernel needs a register cap at entry: __launch_bounds__(threads, min_blocks))
@@ -703,8 +686,16 @@ static __device__ __forceinline__ void sinter_setmaxnreg_inc() {
 }
 "#;
 
-/// The named barriers of the ping-pong attention tiles.
-const WARP_SPEC: &str = r#"// named barrier `id`: wait until COUNT threads (this warp's included) arrived or synced
+/// The `mbarrier` spin and the named barriers of the ping-pong attention tiles.
+const WARP_SPEC: &str = r#"// blocks until the phase with parity `parity` has completed (acquire; a fresh barrier counts its
+// phase before the first as completed: parity 1 passes at once); a spin in PTX: a C loop around
+// try_wait (with a clock for a time-out) costs the ping-pong attention tiles registers they spill
+static __device__ __forceinline__ void sinter_mbar_wait(unsigned bar, unsigned parity) {
+    asm volatile("{\n.reg .pred done;\nsinter_mbar_retry:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra sinter_mbar_retry;\n}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+// named barrier `id`: wait until COUNT threads (this warp's included) arrived or synced
 template <int COUNT>
 static __device__ __forceinline__ void sinter_bar_sync(unsigned id) {
     asm volatile("bar.sync %0, %1;\n" :: "r"(id), "n"(COUNT) : "memory");
@@ -728,6 +719,22 @@ static __device__ __forceinline__ void sinter_mbar_fence_init() {
 // one arrival that also expects `bytes` more transaction bytes in the current phase
 static __device__ __forceinline__ void sinter_mbar_expect_tx(unsigned bar, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+// whether the phase of parity `parity` of barrier `bar` has completed (acquire)
+static __device__ __forceinline__ bool sinter_mbar_try_wait(unsigned bar, unsigned parity) {
+    unsigned ok;
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+    return ok != 0u;
+}
+// sinter_mbar_wait, except that a wait past 2^34 cycles (seconds) traps: a pipeline bug is a launch
+// error, not a hung GPU
+static __device__ __forceinline__ void sinter_mbar_wait_or_trap(unsigned bar, unsigned parity) {
+    if (sinter_mbar_try_wait(bar, parity)) return;
+    const long long t0 = clock64();
+    while (!sinter_mbar_try_wait(bar, parity)) {
+        if (clock64() - t0 > (1ll << 34)) __trap();
+    }
 }
 static __device__ __forceinline__ void sinter_tma_prefetch(const sinter_tmap* map) {
     asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
