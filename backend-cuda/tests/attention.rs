@@ -89,7 +89,9 @@ fn templates_by_shape() {
     let b = DType::BF16;
     // Hopper: wgmma tiles where the head dims are multiples of 64.
     assert_eq!(strategy(&AttnCase::new(8, 16, 1024, 1024, 64, b)), "attention wgmma 64x128 wg1 s2");
-    assert_eq!(strategy(&AttnCase::new(8, 16, 2048, 2048, 128, b)), "attention wgmma-ov 128x128 wg2 s3");
+    assert_eq!(strategy(&AttnCase::new(8, 16, 2048, 2048, 128, b)), "attention wgmma-tma 128x128 wg2+1 s3");
+    // Fewer keys than the TMA box: the overlapped tile.
+    assert_eq!(strategy(&AttnCase::new(8, 16, 2048, 100, 128, b)), "attention wgmma-ov 128x128 wg2 s3");
     assert_eq!(strategy(&AttnCase::new(1, 2, 100, 100, 128, b)), "attention wgmma-ov 64x64 wg1 s4");
     assert_eq!(strategy(&AttnCase::new(1, 1, 70, 70, 256, b)), "attention wgmma 64x64 wg1 s2");
     assert_eq!(strategy(&AttnCase::new(2, 2, 100, 100, 80, b)), "attention mma 64x64 w4 s2");

@@ -161,22 +161,33 @@ const FILL: &str = r#"extern "C" __global__ void fill_bf16(unsigned short* p, un
         const float f = (float)(x & 0xffffffu) / 16777216.0f * 2.0f - 1.0f;
         p[i] = (unsigned short)((__float_as_uint(f) + 0x8000u) >> 16);
     }
+}
+extern "C" __global__ void fill_f32(float* p, unsigned long long n, unsigned long long seed) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned x = (unsigned)i * 2654435761u ^ (unsigned)seed ^ (unsigned)(i >> 32) * 40503u;
+        x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; x ^= x >> 16;
+        p[i] = (float)(x & 0xffffffu) / 16777216.0f * 2.0f - 1.0f;
+    }
 }"#;
 
-/// Times the rendered kernels (every candidate tuning) at the benchmark shapes, bf16 inputs drawn
-/// on the device: median of 5 batches of 20 launches between two events, after a warm-up.
+/// Times the rendered kernels (every candidate tuning) at the benchmark shapes and torchvision
+/// ViT-B/16's f32 attention (batch 2), inputs drawn on the device: median of 5 batches of 20 launches between two events, after a warm-up.
 #[test]
 #[ignore]
 fn attention_timing() {
     let Some(dev) = device("attention_timing") else { return };
     let stream = dev.new_stream().unwrap();
-    let fill_cubin = nvrtc::compile("fill_bf16", FILL, &Target { sm: dev.info().cc }).unwrap();
-    let fill = dev.load_function(&fill_cubin.image, "fill_bf16").unwrap();
+    let fill_cubin = nvrtc::compile("fill", FILL, &Target { sm: dev.info().cc }).unwrap();
+    let fill_bf16 = dev.load_function(&fill_cubin.image, "fill_bf16").unwrap();
+    let fill_f32 = dev.load_function(&fill_cubin.image, "fill_f32").unwrap();
     let b = DType::BF16;
     let shapes = [
         ("b8 h16 s1024 d64", AttnCase::new(8, 16, 1024, 1024, 64, b), 0.085),
         ("b8 h16 s2048 d128 causal", AttnCase { causal: Some(0), ..AttnCase::new(8, 16, 2048, 2048, 128, b) }, 0.280),
         ("decode b32 h32 m1 kv4096 d128", AttnCase::new(32, 32, 1, 4096, 128, b), 0.71),
+        ("b8 h16 s2048 d128", AttnCase::new(8, 16, 2048, 2048, 128, b), f64::NAN),
+        ("vit_b_16 f32 b2 h12 s197 d64", AttnCase::new(2, 12, 197, 197, 64, DType::F32), f64::NAN),
     ];
     let ev = TimingEvents::new(&dev, 1).unwrap();
     let mut table = Vec::new();
@@ -185,11 +196,12 @@ fn attention_timing() {
         let mut ins = Vec::new();
         for (i, s) in c.input_shapes().iter().enumerate() {
             let n: usize = s.iter().product();
-            let buf = stream.alloc((n * 2) as u64).unwrap();
+            let buf = stream.alloc((n * c.dtype.size_bytes()) as u64).unwrap();
+            let (fill, name) = if c.dtype == DType::F32 { (&fill_f32, "fill_f32") } else { (&fill_bf16, "fill_bf16") };
             let l = Launch::new(
                 &dev,
                 fill.clone(),
-                "fill_bf16",
+                name,
                 [1024, 1, 1],
                 [256, 1, 1],
                 0,

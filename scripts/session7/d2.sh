@@ -16,3 +16,13 @@ awk '/^$/{p=1} p' "$OUT/timing.log" | grep TFLOP | sort -k1,1 -s | head -100
 PYTHONUNBUFFERED=1 timeout 120 python3 .bench/torch_anchor.py --modes eager,default --only attention_b8h16s1024d64_bf16,attention_causal_b8h16s2048d128_bf16 --out "$OUT/torch.json" > "$OUT/torch.log" 2>&1; tail -2 "$OUT/torch.log"
 $BIN bench --backend cuda --workload attention_b8h16s1024d64_bf16,attention_causal_b8h16s2048d128_bf16 --json "$OUT/sinter.json" 2>&1 | grep -E "^attention" | cut -c1-200
 python3 .bench/compare.py "$OUT/torch.json" "$OUT/sinter.json"
+# torchvision ViT-B/16 (random weights, batch 2) exported here, then `sinter profile`: the
+# contraction records show the attention kernels' own time (tiled CUDA cores, f32).
+timeout 120 python3 - <<'PY' 2>&1 | tail -2
+import torch, torchvision
+m = torchvision.models.vit_b_16(weights=None).eval()
+torch.onnx.export(m, torch.randn(2, 3, 224, 224), "/tmp/vit.onnx", dynamo=False, opset_version=17,
+                  input_names=["image"], output_names=["logits"])
+print("exported /tmp/vit.onnx")
+PY
+timeout 150 $BIN profile --model /tmp/vit.onnx --backend cuda --out /tmp/prof_vit 2>&1 | grep -E "Dominant|attention|contraction" | head -8

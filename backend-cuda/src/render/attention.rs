@@ -363,15 +363,19 @@ pub(super) fn default_attn(a: &AttentionBody, caps: &CudaCaps) -> AttnTile {
         //   128x64 s3 0.106; wgmma 128x64 s2 0.110; mma.sync's best 0.146.
         // * b8 h16 s2048 d128 causal: overlapped 128x128 s3 0.411 ms; wgmma 128x128 s3 0.433,
         //   64x128 0.521; mma.sync's best 0.586.
-        let pick = if dmax <= 64 {
-            AttnTile::hopper(64, 128, 2)
+        // * the same causal shape, session 7 (`scripts/session7/d2.sh`): the TMA ping-pong tile
+        //   128x128 two consumers three stages 0.333 ms (412 TFLOP/s), the overlapped default
+        //   0.415; at d64 the TMA tiles were slower (best 64x128 0.109 against 0.0996).
+        let picks: &[AttnTile] = if dmax <= 64 {
+            &[AttnTile::hopper(64, 128, 2)]
         } else if dmax <= 128 {
-            AttnTile::overlapped(128, 128, 3)
+            // TMA needs maps the copy engine takes (kv >= 128, aligned strides): else overlapped.
+            &[AttnTile::pingpong_tma(128, 128, 3), AttnTile::overlapped(128, 128, 3)]
         } else {
-            AttnTile::hopper(64, 64, 2)
+            &[AttnTile::hopper(64, 64, 2)]
         };
         let small = AttnTile::overlapped(64, 64, 4);
-        for t in [pick, small, AttnTile::hopper(64, 64, 2)] {
+        for &t in picks.iter().chain(&[small, AttnTile::hopper(64, 64, 2)]) {
             if check_attn(&t, caps, a).is_ok() && (t.bm == 64 || blocks(&t) >= u64::from(caps.sm_count)) {
                 return t;
             }

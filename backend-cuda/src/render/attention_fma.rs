@@ -3,13 +3,14 @@
 //! two matmuls), any head dimension up to [`MAX_DV`] output columns. See the `attention` module.
 //!
 //! A block of 256 threads (a 16 x 16 grid: `ty` owns query rows `ty * TM ..`, `tx` owns keys
-//! `tx + 16 j` of each key tile and output columns `tx + 16 r`) owns `bm` query rows of one flat
-//! batch (the last row tile first when causal: it has the most keys). Shared memory holds, as f32:
-//! the Q tile transposed (`[d][bm + 1]`), one K tile transposed (`[d][bn + 1]`), one V tile
-//! (`[bn][16 * RV]`, zero columns past `dv`) and the probabilities (`[bn][bm + 1]`). The `+ 1`
-//! pads make the transposing stores (consecutive threads take consecutive columns of a row,
-//! coalesced in global memory) conflict-free; the reads are conflict-free or broadcasts.
-//!
+//! `tx * TN ..` of each key tile and output columns `tx * RV ..` when `RV`, the columns per thread,
+//! is a multiple of 4, else columns `tx + 16 r`) owns `bm` query rows of one flat batch (the last
+//! row tile first when causal: it has the most keys). Shared memory holds, as f32: the Q tile
+//! transposed (`[d][bm + 4]`), one K tile transposed (`[d][bn + 4]`), one V tile (`[bn][16 * RV]`,
+//! zero columns past `dv`) and the probabilities transposed (`[bn][bm + 4]`). The `+ 4` pads keep
+//! a thread's `TM` rows (`TN` keys) one aligned vector, so each step of the head-dimension loop is
+//! two vector reads and `TM x TN` `fmaf`s; the transposing stores (consecutive threads take
+//! consecutive columns of a row: coalesced in global memory) conflict 8 ways, once per tile.
 //! Per key tile: S = Q Kᵀ as `TM x TN` outer products per thread (`fmaf` over the head dimension in
 //! order, as the interpreter's dot product), the score per element (masked to `-inf` past `m`, the
 //! tile's keys and the causal bound), the row maximum over the 16 threads of the row (`shfl.xor` 8,
@@ -38,11 +39,11 @@ pub const THREADS: u32 = 256;
 /// Most output columns per row (16 threads of 16 columns each, in registers).
 pub const MAX_DV: usize = 256;
 
-/// Shared bytes of `t` for `a`: Q, K (transposed, padded), V, P.
+/// Shared bytes of `t` for `a`: Q, K (transposed, rows padded by 4), V, P (transposed, padded).
 pub(super) fn shared_bytes(t: &AttnTile, a: &AttentionBody) -> u64 {
     let (bm, bn, d) = (u64::from(t.bm), u64::from(t.bn), a.d as u64);
     let dvp = (a.dv as u64).div_ceil(16) * 16;
-    4 * (d * (bm + 1) + d * (bn + 1) + bn * dvp + bn * (bm + 1))
+    4 * (d * (bm + 4) + d * (bn + 4) + bn * dvp + bn * (bm + 4))
 }
 
 /// Whether the tiled CUDA-core template applies to `a`: `Err` says why not.
@@ -127,7 +128,12 @@ pub(super) fn render(
     };
     let ity = em.ity();
     let elem = |x: &str| load_conv(x, a.in_dtype);
-    let (qs, ks, ps) = (bm + 1, bn + 1, bm + 1);
+    // Row strides: `+ 4` keeps each thread's rows (keys) one aligned vector.
+    let (qs, ks, ps) = (bm + 4, bn + 4, bm + 4);
+    // Output columns: `RV` adjacent ones per thread (16-byte reads of V) when `RV` is a multiple
+    // of 4, else columns `tx + 16 r`.
+    let vec_v = rv.is_multiple_of(4);
+    let col = if vec_v { format!("tx * {rv}u + r") } else { "tx + 16u * r".to_string() };
     em.line(format!("// {}", body.summary));
     em.line("extern __shared__ __align__(16) unsigned char smem[];");
     emit_consts(em);
@@ -189,11 +195,8 @@ pub(super) fn render(
     em.line(format!("for (unsigned i = 0; i < {tm}u; ++i) for (unsigned j = 0; j < {tn}u; ++j) s[i][j] = 0.0f;"));
     em.line("#pragma unroll 4");
     em.open(format!("for (unsigned c = 0; c < {d}u; ++c)"));
-    em.line(format!("float qa[{tm}], ka[{tn}];"));
-    em.line("#pragma unroll");
-    em.line(format!("for (unsigned i = 0; i < {tm}u; ++i) qa[i] = Qs[c * {qs}u + ty * {tm}u + i];"));
-    em.line("#pragma unroll");
-    em.line(format!("for (unsigned j = 0; j < {tn}u; ++j) ka[j] = Ks[c * {ks}u + tx + 16u * j];"));
+    em.line(format!("{};", vec_read("qa", tm, &format!("Qs + c * {qs}u + ty * {tm}u"))));
+    em.line(format!("{};", vec_read("ka", tn, &format!("Ks + c * {ks}u + tx * {tn}u"))));
     em.line("#pragma unroll");
     em.line(format!(
         "for (unsigned i = 0; i < {tm}u; ++i) for (unsigned j = 0; j < {tn}u; ++j) s[i][j] = fmaf(qa[i], ka[j], s[i][j]);"
@@ -205,7 +208,7 @@ pub(super) fn render(
     em.names.insert(Var::M, "m".into());
     em.line("#pragma unroll");
     em.open(format!("for (unsigned j = 0; j < {tn}u; ++j)"));
-    em.decl("key", format!("const {ity} key = kb + tx + 16u * j;"));
+    em.decl("key", format!("const {ity} key = kb + tx * {tn}u + j;"));
     em.names.insert(Var::Key, "key".into());
     let mut guard = format!("m < {m}u && key < kend");
     if let Some(o) = a.causal {
@@ -229,25 +232,43 @@ pub(super) fn render(
     em.line("const float p = expf(s[i][j] - mu);");
     em.line("ps += p;");
     let pr = round_p(em, a, "p");
-    em.line(format!("Ps[(tx + 16u * j) * {ps}u + ty * {tm}u + i] = {pr};"));
+    em.line(format!("s[i][j] = {pr}; // the probability, as P V reads it"));
     em.close();
     em.line("l[i] = l[i] * alpha + ps;");
     em.line("#pragma unroll");
     em.line(format!("for (unsigned r = 0; r < {rv}u; ++r) o[i][r] *= alpha;"));
     em.close();
     em.names.remove(&Var::M);
+    em.line("// P, transposed (keys by rows), each key's rows of this thread one vector store");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {tn}u; ++j)"));
+    em.line(format!("float pw[{tm}];"));
+    em.line("#pragma unroll");
+    em.line(format!("for (unsigned i = 0; i < {tm}u; ++i) pw[i] = s[i][j];"));
+    em.line(format!("{};", vec_write(&format!("Ps + (tx * {tn}u + j) * {ps}u + ty * {tm}u"), tm, "pw")));
+    em.close();
     em.line("__syncthreads();");
     em.line(format!("const unsigned nk = min({bn}u, kend - kb);"));
     em.line("#pragma unroll 4");
     em.open("for (unsigned jj = 0; jj < nk; ++jj)");
-    em.line(format!("float pv[{tm}];"));
-    em.line("#pragma unroll");
-    em.line(format!("for (unsigned i = 0; i < {tm}u; ++i) pv[i] = Ps[jj * {ps}u + ty * {tm}u + i];"));
+    em.line(format!("{};", vec_read("pv", tm, &format!("Ps + jj * {ps}u + ty * {tm}u"))));
+    if vec_v {
+        em.line(format!("float vv[{rv}];"));
+        em.line("#pragma unroll");
+        em.line(format!(
+            "for (unsigned q = 0; q < {}u; ++q) *reinterpret_cast<float4*>(vv + 4u * q) = *reinterpret_cast<const float4*>(Vs + jj * {dvp}u + tx * {rv}u + 4u * q);",
+            rv / 4
+        ));
+    }
     em.line("#pragma unroll");
     em.open(format!("for (unsigned r = 0; r < {rv}u; ++r)"));
-    em.line(format!("const float vv = Vs[jj * {dvp}u + tx + 16u * r];"));
+    if vec_v {
+        em.line("const float v = vv[r];");
+    } else {
+        em.line(format!("const float v = Vs[jj * {dvp}u + tx + 16u * r];"));
+    }
     em.line("#pragma unroll");
-    em.line(format!("for (unsigned i = 0; i < {tm}u; ++i) o[i][r] = fmaf(pv[i], vv, o[i][r]);"));
+    em.line(format!("for (unsigned i = 0; i < {tm}u; ++i) o[i][r] = fmaf(pv[i], v, o[i][r]);"));
     em.close();
     em.close();
     em.close();
@@ -264,7 +285,7 @@ pub(super) fn render(
     em.names.insert(Var::M, "m".into());
     em.line("#pragma unroll");
     em.open(format!("for (unsigned r = 0; r < {rv}u; ++r)"));
-    em.decl("n", format!("const {ity} n = tx + 16u * r;"));
+    em.decl("n", format!("const {ity} n = {col};"));
     em.names.insert(Var::N, "n".into());
     em.open(format!("if (m < {m}u && n < {dv}u)"));
     emit_epilogue(em, a, "o[i][r] / l[i]")?;
@@ -272,4 +293,22 @@ pub(super) fn render(
     em.close();
     em.close();
     Ok(body)
+}
+
+/// `float name[n]` read from shared memory at `src` (`n` aligned floats) as one vector access.
+fn vec_read(name: &str, n: u32, src: &str) -> String {
+    match n {
+        1 => format!("float {name}[1]; {name}[0] = *({src})"),
+        _ => format!(
+            "float {name}[{n}]; *reinterpret_cast<float{n}*>({name}) = *reinterpret_cast<const float{n}*>({src})"
+        ),
+    }
+}
+
+/// Writes `float src[n]` to shared memory at `dst` (`n` aligned floats) as one vector access.
+fn vec_write(dst: &str, n: u32, src: &str) -> String {
+    match n {
+        1 => format!("*({dst}) = {src}[0]"),
+        _ => format!("*reinterpret_cast<float{n}*>({dst}) = *reinterpret_cast<const float{n}*>({src})"),
+    }
 }
