@@ -103,8 +103,10 @@ fn templates_by_shape() {
     assert_eq!(on_ampere(&AttnCase::new(1, 2, 100, 100, 128, b)), "attention mma 64x64 w4 s2");
     assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 128, b)), "attention decode block 128");
     assert_eq!(strategy(&AttnCase::new(2, 2, 1, 4096, 64, DType::F32)), "attention decode block 128");
-    // Tiled CUDA cores for what tensor cores do not take: the largest tile that fills the device.
-    assert_eq!(strategy(&AttnCase::new(2, 12, 197, 197, 64, DType::F32)), "attention fma 32x64");
+    // Tiled CUDA cores for what tensor cores do not take: the largest tile whose grid covers half
+    // the SMs.
+    assert_eq!(strategy(&AttnCase::new(2, 12, 197, 197, 64, DType::F32)), "attention fma 64x64");
+    assert_eq!(strategy(&AttnCase::new(1, 12, 197, 197, 64, DType::F32)), "attention fma 32x64");
     assert_eq!(strategy(&AttnCase::new(8, 16, 1024, 1024, 64, DType::F32)), "attention fma 64x64");
     assert_eq!(strategy(&AttnCase::new(2, 2, 100, 100, 64, DType::F32)), "attention fma 16x32");
     assert_eq!(strategy(&AttnCase::new(2, 2, 100, 100, 40, b)), "attention fma 16x32");

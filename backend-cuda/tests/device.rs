@@ -346,7 +346,7 @@ fn wrong_inputs_are_errors_naming_the_problem() {
 
 /// Tensor-core and library products in bf16/f16: awkward shapes on the `mma.sync` template (small
 /// products stay on sinter's kernels in default mode), a product over the library threshold on
-/// cuBLASLt in default mode (when libcublasLt is present), a bias+relu epilogue both ways, and
+/// cuBLASLt in default mode (when libcublasLt is present; exact f32 from a lower threshold), a bias+relu epilogue both ways, and
 /// max-autotune choosing between them; all against the CPU reference.
 #[test]
 fn tensor_core_and_library_products() {
@@ -358,6 +358,9 @@ fn tensor_core_and_library_products() {
         (DType::F16, 4097, 40, 9),
         (DType::BF16, 1, 4097, 1),
         (DType::BF16, 1024, 512, 1024),
+        // ViT-B/16's projections: exact f32 takes the library from 1e8 FLOP (the own f32 template
+        // runs on CUDA cores).
+        (DType::F32, 394, 768, 768),
     ]
     .iter()
     .enumerate()
@@ -380,8 +383,13 @@ fn tensor_core_and_library_products() {
         let c = compile(&g, dynb.clone(), opts(Mode::Default)).unwrap();
         let strategies: Vec<String> =
             c.sources().iter().map(|s| s.source.lines().take(3).collect::<String>()).collect();
-        let library = sinter_cuda::probe::cublaslt().is_ok() && 2.0 * (m * kk * n) as f64 >= 1e9;
-        let want = if library { "cuBLASLt product" } else { "tensor-core matmul" };
+        let min = if d == DType::F32 { 1e8 } else { 1e9 };
+        let library = sinter_cuda::probe::cublaslt().is_ok() && 2.0 * (m * kk * n) as f64 >= min;
+        let want = match (library, d) {
+            (true, _) => "cuBLASLt product",
+            (false, DType::F32) => "matmul batch",
+            _ => "tensor-core matmul",
+        };
         assert!(strategies.iter().any(|s| s.contains(want)), "{d} {m}x{kk}x{n}: want {want} in {strategies:#?}");
     }
 }
