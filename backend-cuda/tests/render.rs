@@ -444,11 +444,43 @@ fn tensor_cores_by_default_where_they_apply() {
 /// The mapping the benchmark sizes get: the bandwidth-bound workloads vectorize (16-byte accesses),
 /// softmax and layernorm rows stay in registers.
 #[test]
+fn pointwise_groups_per_thread() {
+    // Two or four block-wide slices per thread: 16-byte groups where the extent is a multiple of
+    // a block's slices (no bounds check), and ragged (only the last block checks), single lanes
+    // ragged; each against the plain kernel's grid.
+    let mut s = String::new();
+    for (n, groups, w, blocks) in [(8192, 2, 4, 4), (8196, 2, 4, 5), (8196, 4, 4, 3), (4097, 2, 1, 9)] {
+        let p = add_relu_mul(1, n, DType::F32);
+        let t = Tuning { groups: Some(groups), ..Tuning::default() };
+        let r = render::render(&p.kernels[0], &hopper(), &t).unwrap();
+        compile("pointwise_groups", &r);
+        let x = if w > 1 { format!("x{w} ") } else { String::new() };
+        assert_eq!(r.strategy, format!("pointwise {x}g{groups} block 256"), "{n}");
+        assert_eq!(r.grid, [blocks, 1, 1], "{n} lanes, {groups} groups");
+        let checked = r.source.contains("break;");
+        assert_eq!(checked, n % (256 * groups as usize * w) != 0, "{n}: bounds checks only where ragged");
+        s.push_str(&format!("// ==== {n} lanes, {groups} groups: grid {:?} ({})\n{}\n", r.grid, r.strategy, r.source));
+    }
+    insta::assert_snapshot!(s);
+    // Small kernels keep one group per thread by default; groups that do not fill one block, zero,
+    // too many, or on another kernel kind are refused.
+    let small = &add_relu_mul(1, 4096, DType::F32).kernels[0];
+    let r = render::render(small, &hopper(), &Tuning::default()).unwrap();
+    assert!(!r.strategy.contains(" g"), "{}", r.strategy);
+    for g in [0, 9] {
+        assert!(invalid(small, Tuning { groups: Some(g), ..Tuning::default() }).contains("groups"), "{g}");
+    }
+    assert!(invalid(small, Tuning { groups: Some(8), ..Tuning::default() }).contains("fill one block"));
+    let red = &softmax(8, 4096, DType::F32, ReduceStrategy::Looped).kernels[0];
+    assert!(invalid(red, Tuning { groups: Some(2), ..Tuning::default() }).contains("pointwise"));
+}
+
+#[test]
 fn benchmark_sizes_take_the_fast_paths() {
     let want = [
-        ("add_relu_mul_10M_f32", "pointwise x4"),
-        ("cos_16M_f32", "pointwise x4"),
-        ("cos_cos_16M_f32", "pointwise x4"),
+        ("add_relu_mul_10M_f32", "pointwise x4 g2 block 256"),
+        ("cos_16M_f32", "pointwise x4 g2 block 256"),
+        ("cos_cos_16M_f32", "pointwise x4 g2 block 256"),
         ("softmax_8192x8192_f32", "reduce persistent x8 block 256 vec4"),
         ("layernorm_gelu_8192x4096_f32", "reduce persistent x4 block 256 vec4"),
         ("matmul_4096_f32", "matmul 128x128x8 8x8"),

@@ -81,6 +81,7 @@ mod ops;
 mod pointwise;
 mod prelude;
 mod reduce;
+mod trig;
 mod types;
 
 use serde::{Deserialize, Serialize};
@@ -164,7 +165,16 @@ pub struct Tuning {
     /// shape where the tile is the default one, else 1).
     #[serde(default)]
     pub split_k: Option<u32>,
+    /// Pointwise kernels: lane groups (16-byte vectors, or single lanes) per thread, 1 to
+    /// [`MAX_GROUPS`] (`None`: [`pointwise::default_groups`]). A block covers `groups`
+    /// consecutive block-wide slices, so accesses stay coalesced and independent loads are in
+    /// flight together; invalid for other kernel kinds.
+    #[serde(default)]
+    pub groups: Option<u32>,
 }
+
+/// The most lane groups one pointwise thread covers ([`Tuning::groups`]).
+pub const MAX_GROUPS: u32 = 8;
 
 /// The most blocks one output tile's k walk is split over ([`Tuning::split_k`]).
 pub const MAX_SPLIT_K: u32 = 16;
@@ -331,6 +341,12 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
             msg: format!("library algorithm {a}: a library call, not a rendered kernel"),
         });
     }
+    if t.groups.is_some() && !matches!(k.body, KernelBody::Pointwise { .. }) {
+        return Err(RenderError::InvalidTuning {
+            kernel: k.name.clone(),
+            msg: "groups apply to pointwise kernels".into(),
+        });
+    }
     let wide = index::needs_wide(k);
     let mut em = Emitter::new(k, wide);
     let body = match &k.body {
@@ -451,7 +467,9 @@ pub fn candidates(k: &Kernel, caps: &CudaCaps) -> Vec<Tuning> {
         KernelBody::Pointwise { .. } => {
             for &b in &blocks {
                 for v in [None, Some(false)] {
-                    all.push(Tuning { block: Some(b), vectorize: v, ..Tuning::default() });
+                    for groups in [1, 2, 4] {
+                        all.push(Tuning { block: Some(b), vectorize: v, groups: Some(groups), ..Tuning::default() });
+                    }
                 }
             }
         }

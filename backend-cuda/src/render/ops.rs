@@ -10,6 +10,7 @@ use sinter_core::DType;
 use sinter_core::ir::{BinaryOp, UnaryOp};
 
 use super::prelude::{Fp, H, Helpers, It};
+use super::trig::Trig;
 use super::types::{Ct, ct, storage};
 
 /// Whether `s` needs no parentheses as an operand: an identifier, a literal, a member or element
@@ -293,6 +294,8 @@ pub(crate) fn unary(
                 UnaryOp::Log => libm("log"),
                 UnaryOp::Sqrt => libm("sqrt"),
                 UnaryOp::Rsqrt => format!("{one} / {}", libm("sqrt")),
+                UnaryOp::Sin if c == Ct::Float => call(H::Trig(Trig::Sin), "sinter_sinf"),
+                UnaryOp::Cos if c == Ct::Float => call(H::Trig(Trig::Cos), "sinter_cosf"),
                 UnaryOp::Sin => libm("sin"),
                 UnaryOp::Cos => libm("cos"),
                 UnaryOp::Tan => libm("tan"),

@@ -1,12 +1,14 @@
 //! Pointwise kernels: one thread per lane, or per group of `W` consecutive lanes with 16-byte
-//! vector loads and stores where some access is contiguous and aligned (see [`choose_width`]).
+//! vector loads and stores where some access is contiguous and aligned (see [`choose_width`]);
+//! large kernels give each thread several such groups, one per block-wide slice
+//! ([`default_groups`], [`Tuning::groups`]).
 
 use sinter_core::kernel::{Expr, ExprId, Store, Var};
 
 use super::analysis::{closure, store_roots};
 use super::emit::{Emitter, Group, emit_group};
 use super::index::LaneForm;
-use super::{Body, CudaCaps, GridSplit, OuterUnit, RenderError, Tuning};
+use super::{Body, CudaCaps, GridSplit, MAX_GROUPS, OuterUnit, RenderError, Tuning};
 
 /// The default threads per block of pointwise and thread-per-row kernels.
 pub(super) const DEFAULT_BLOCK: u32 = 256;
@@ -45,6 +47,19 @@ pub(super) fn choose_width(em: &mut Emitter<'_>, var: Var, extent: usize, roots:
     1
 }
 
+/// Threads an SM holds at once on sm_80 and sm_90 (1536 on sm_86/89: the rule below only needs
+/// the order of magnitude).
+const THREADS_PER_SM: u64 = 2048;
+
+/// The default lane groups per thread ([`Tuning::groups`]): 2 where the kernel has at least four
+/// waves of one group per thread (then half as many blocks, each twice as long, still fill the
+/// device twice over: the block launches and the last wave's tail are what a 10M-lane kernel of
+/// one 16-byte vector per thread lost against the copy ceiling, 86-88% on the H100), else 1.
+pub(super) fn default_groups(group_count: u64, caps: &CudaCaps) -> u32 {
+    let resident = u64::from(caps.sm_count.max(1)) * THREADS_PER_SM;
+    if group_count >= 4 * resident { 2 } else { 1 }
+}
+
 /// Checks a block size for 1-D kernels: a positive multiple of 32 within the device's limit.
 pub(super) fn check_block(b: u32, caps: &CudaCaps) -> Result<(), String> {
     if b == 0 || !b.is_multiple_of(32) {
@@ -81,51 +96,94 @@ pub(super) fn render(
     if t.vectorize == Some(true) && width == 1 {
         return Err(invalid("vectorize: no access is contiguous and aligned in the lane".into()));
     }
-    let threads = (numel / width as usize) as u64;
-    let blocks = threads.div_ceil(u64::from(block));
+    let lanes_per_thread = u64::from(width);
+    let group_count = (numel / width as usize) as u64;
+    let groups = t.groups.unwrap_or_else(|| default_groups(group_count, caps));
+    if groups == 0 || groups > MAX_GROUPS {
+        return Err(invalid(format!("groups {groups} outside 1..={MAX_GROUPS}")));
+    }
+    if groups > 1 && group_count < u64::from(block) * u64::from(groups) {
+        return Err(invalid(format!("groups {groups}: {group_count} lane groups do not fill one block of them")));
+    }
+    let per_block = u64::from(block) * u64::from(groups);
+    let blocks = group_count.div_ceil(per_block);
     if blocks > i32::MAX as u64 {
         return Err(RenderError::Unsupported { kernel: kname, what: format!("{blocks} blocks exceed the grid limit") });
     }
     let ity = em.ity();
     if numel > 0 {
-        let tid = if em.wide {
-            format!("(unsigned long long)blockIdx.x * {block}ull + threadIdx.x")
-        } else {
-            format!("blockIdx.x * {block}u + threadIdx.x")
-        };
-        let guard = blocks * u64::from(block) != threads;
-        if width == 1 {
-            em.line(format!("// one lane per thread: {numel} lanes"));
-            em.decl("lane", format!("const {ity} lane = {tid};"));
+        let lit = |em: &Emitter<'_>, v: u64| em.ilit(v);
+        let bid = if em.wide { "(unsigned long long)blockIdx.x".to_string() } else { "blockIdx.x".to_string() };
+        let guard = blocks * per_block != group_count;
+        let (lane_name, what) =
+            if width == 1 { ("lane", "one lane".to_string()) } else { ("lane0", format!("{width} consecutive lanes")) };
+        let g = Group { var: Var::Lane, width, base: "lane0", lane: "lane", roots: &roots, stores };
+        if groups == 1 {
+            em.line(format!("// {what} per thread: {numel} lanes"));
+            let tid = format!("{bid} * {} + threadIdx.x", lit(em, u64::from(block)));
+            let first = if width == 1 { tid } else { format!("({tid}) * {}", lit(em, lanes_per_thread)) };
+            em.decl(lane_name, format!("const {ity} {lane_name} = {first};"));
             if guard {
-                em.line(format!("if (lane >= {}) {{", em.ilit(numel as u64)));
+                em.line(format!("if ({lane_name} >= {}) {{", lit(em, numel as u64)));
                 em.line("    return;");
                 em.line("}");
             }
+            emit_group(em, &g, &mut |_| Ok(()))?;
         } else {
-            em.line(format!("// {width} consecutive lanes per thread: {numel} lanes"));
-            em.decl("lane0", format!("const {ity} lane0 = ({tid}) * {};", em.ilit(u64::from(width))));
+            // Each block covers `groups` block-wide slices one after another; every full block
+            // runs them without bounds checks (independent loads in flight together), only the
+            // last block of a ragged extent checks each slice.
+            em.line(format!(
+                "// {what} per thread in each of {groups} block-wide slices: {numel} lanes, {per_block} lane groups per block"
+            ));
+            let slices = |em: &mut Emitter<'_>, checked: bool| -> Result<(), RenderError> {
+                em.line("#pragma unroll");
+                em.open(format!("for (unsigned s = 0; s < {groups}u; ++s)"));
+                let tid = format!(
+                    "({bid} * {} + s) * {} + threadIdx.x",
+                    lit(em, u64::from(groups)),
+                    lit(em, u64::from(block))
+                );
+                let first = if width == 1 { tid } else { format!("({tid}) * {}", lit(em, lanes_per_thread)) };
+                em.decl(lane_name, format!("const {ity} {lane_name} = {first};"));
+                if checked {
+                    em.line(format!("if ({lane_name} >= {}) {{", lit(em, numel as u64)));
+                    em.line("    break;");
+                    em.line("}");
+                }
+                emit_group(em, &g, &mut |_| Ok(()))?;
+                em.close();
+                Ok(())
+            };
             if guard {
-                em.line(format!("if (lane0 >= {}) {{", em.ilit(numel as u64)));
-                em.line("    return;");
-                em.line("}");
+                em.open(format!("if (blockIdx.x + 1u < {}u)", blocks));
+                slices(em, false)?;
+                em.close();
+                em.open("else");
+                slices(em, true)?;
+                em.close();
+            } else {
+                slices(em, false)?;
             }
         }
-        let g = Group { var: Var::Lane, width, base: "lane0", lane: "lane", roots: &roots, stores };
-        emit_group(em, &g, &mut |_| Ok(()))?;
     }
-    let strategy =
-        if width > 1 { format!("pointwise x{width} block {block}") } else { format!("pointwise block {block}") };
+    let slices = if groups > 1 { format!(" g{groups}") } else { String::new() };
+    let strategy = if width > 1 {
+        format!("pointwise x{width}{slices} block {block}")
+    } else {
+        format!("pointwise{slices} block {block}")
+    };
     Ok(Body {
         grid: [if numel == 0 { 0 } else { blocks as u32 }, 1, 1],
         block: [block, 1, 1],
         summary: format!(
-            "pointwise over {numel} lanes, {width} per thread, {block} threads per block, {blocks} blocks"
+            "pointwise over {numel} lanes, {width} per {}, {block} threads per block, {blocks} blocks",
+            if groups > 1 { format!("group, {groups} groups per thread") } else { "thread".to_string() }
         ),
         strategy,
         min_blocks: None,
         dynamic_shared: 0,
-        split: Some(GridSplit { unit: OuterUnit::Lanes, per: u64::from(block) * u64::from(width), inner: 1 }),
+        split: Some(GridSplit { unit: OuterUnit::Lanes, per: per_block * lanes_per_thread, inner: 1 }),
         scratch: 0,
         tensor_maps: Vec::new(),
     })

@@ -6,6 +6,8 @@
 //!
 //! * `sinter_fmax` / `sinter_fmin` propagate NaN; `sinter_relu` and `sinter_sign` keep NaN, and
 //!   `sign(+-0) = +0`; `sinter_sigmoid` neither overflows nor loses the small tail.
+//! * `sinter_sinf` / `sinter_cosf` are `sinf`/`cosf` with the slow path out of line
+//!   ([`super::trig`]).
 //! * `sinter_mod` on floats is floored (sign of the divisor, Python's `%`); C's `fmodf` is the
 //!   truncated `fmod`.
 //! * `sinter_to_i64` / `sinter_to_u64` convert floats as the reference's casts: truncation toward
@@ -20,6 +22,8 @@
 //!   vector loads and stores).
 
 use std::collections::BTreeSet;
+
+use super::trig::Trig;
 
 /// Float helper families come in an `f32` and an `f64` overload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -120,6 +124,8 @@ pub(crate) enum H {
     Sign(Fp),
     /// The logistic function.
     Sigmoid(Fp),
+    /// `sin`/`cos` of `float` with libdevice's slow path out of line ([`super::trig`]).
+    Trig(super::trig::Trig),
     /// Floored float modulo.
     FModFloor(Fp),
     /// Float to i64 (truncating, saturating, NaN to 0).
@@ -214,6 +220,7 @@ fn deps(h: H) -> Vec<H> {
         H::ModFloor(i) => vec![H::Rem(i)],
         H::MmaTf32 => vec![H::Mma],
         H::WarpSpec | H::Tma => vec![H::Mbarrier],
+        H::Trig(Trig::Sin | Trig::Cos) => vec![H::Trig(Trig::Fast)],
         _ => vec![],
     }
 }
@@ -230,6 +237,7 @@ fn body(h: H) -> String {
         H::WgmmaMma { n, rs, trans_b, f16 } => wgmma_mma(n, rs, trans_b, f16),
         H::WarpSpec => WARP_SPEC.into(),
         H::Mbarrier => MBARRIER.into(),
+        H::Trig(t) => super::trig::source(t, PRE),
         H::Vec => "// N consecutive elements of T as one aligned access (16-byte vector loads and stores)
 template <typename T, int N>
 struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) sinter_vec {
