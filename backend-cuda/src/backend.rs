@@ -106,7 +106,6 @@ pub fn capabilities(info: &DeviceInfo) -> Capabilities {
         subgroup_size: Some(32),
         dtypes: DType::ALL.to_vec(),
         compute_units: info.sm_count,
-        matrix_dtypes: vec![],
     }
 }
 
@@ -590,7 +589,6 @@ mod tests {
             (64, u64::MAX, Some(32), 132)
         );
         assert_eq!(c.dtypes, DType::ALL.to_vec());
-        assert!(c.matrix_dtypes.is_empty());
         assert_eq!(cuda_caps(&info), CudaCaps::hopper());
         assert_eq!(info.key(), "nvidia-h100-80gb-hbm3-sm90-drv13000");
         assert_eq!(info.description(), "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 80.0 GiB, driver 13.0)");

@@ -83,15 +83,6 @@ pub const DTYPES: [DType; 12] = [
 /// Environment variable that, when `1`, runs bf16 matmuls on f16 cooperative matrices.
 pub const ENV_BF16_AS_F16: &str = "SINTER_WGSL_BF16_AS_F16";
 
-/// The input dtypes whose matmuls run on matrix units with these renderer caps.
-fn matrix_dtypes(w: &WgslCaps) -> Vec<DType> {
-    match (w.has_coop_matrix && w.fixed_subgroup_size.is_some() && w.has_f16, w.bf16_matmul_as_f16) {
-        (true, true) => vec![DType::F16, DType::BF16],
-        (true, false) => vec![DType::F16],
-        _ => vec![],
-    }
-}
-
 /// The scheduler-facing capabilities of an adapter.
 pub fn capabilities(info: &AdapterInfo) -> Capabilities {
     let l = &info.limits;
@@ -110,7 +101,6 @@ pub fn capabilities(info: &AdapterInfo) -> Capabilities {
         } else {
             0
         },
-        matrix_dtypes: matrix_dtypes(&WgslCaps::from_adapter(info)),
     }
 }
 
@@ -170,7 +160,6 @@ impl WgslBackend {
     /// operands to f16 (exact for |x| in [6.1e-5, 65504]; larger magnitudes saturate). Off by default.
     pub fn set_bf16_matmul_as_f16(&mut self, on: bool) {
         self.wcaps.bf16_matmul_as_f16 = on;
-        self.caps.matrix_dtypes = matrix_dtypes(&self.wcaps);
     }
 
     /// The device.

@@ -196,7 +196,6 @@ fn dump_workloads() {
         subgroup_size: Some(32),
         dtypes: sinter_wgsl::backend::DTYPES.to_vec(),
         compute_units: 0,
-        matrix_dtypes: vec![],
     };
     let wanted = std::env::var("SINTER_BENCH").unwrap_or_default();
     let scale = std::env::var("SINTER_BENCH_SCALE").ok().and_then(|s| Scale::parse(&s)).unwrap_or(Scale::Full);

@@ -1,7 +1,7 @@
 //! Pointwise kernels: one thread per lane, or per group of `W` consecutive lanes with 16-byte
 //! vector loads and stores where some access is contiguous and aligned (see [`choose_width`]);
-//! large kernels give each thread several such groups, one per block-wide slice
-//! ([`default_groups`], [`Tuning::groups`]).
+//! a thread may take several such groups, one per block-wide slice ([`Tuning::groups`]), and a
+//! small kernel of heavy arithmetic keeps one lane per thread ([`one_lane_per_thread`]).
 
 use sinter_core::kernel::{Expr, ExprId, Store, Var};
 
@@ -47,17 +47,42 @@ pub(super) fn choose_width(em: &mut Emitter<'_>, var: Var, extent: usize, roots:
     1
 }
 
-/// Threads an SM holds at once on sm_80 and sm_90 (1536 on sm_86/89: the rule below only needs
+/// Threads an SM holds at once on sm_80 and sm_90 (1536 on sm_86/89: the rules below only need
 /// the order of magnitude).
 const THREADS_PER_SM: u64 = 2048;
 
-/// The default lane groups per thread ([`Tuning::groups`]): 2 where the kernel has at least four
-/// waves of one group per thread (then half as many blocks, each twice as long, still fill the
-/// device twice over: the block launches and the last wave's tail are what a 10M-lane kernel of
-/// one 16-byte vector per thread lost against the copy ceiling, 86-88% on the H100), else 1.
-pub(super) fn default_groups(group_count: u64, caps: &CudaCaps) -> u32 {
-    let resident = u64::from(caps.sm_count.max(1)) * THREADS_PER_SM;
-    if group_count >= 4 * resident { 2 } else { 1 }
+/// Arithmetic per lane above which a kernel too small to fill the device runs one lane per
+/// thread ([`one_lane_per_thread`]), in the inliner's weights (a transcendental counts 4).
+const HEAVY_LANE: usize = 32;
+
+/// The arithmetic weight of one lane of the closure of `roots` (transcendentals 4, square roots
+/// and divisions 2, other ops 1, loads and constants 0).
+fn lane_weight(k: &sinter_core::kernel::Kernel, roots: &[ExprId]) -> usize {
+    use sinter_core::ir::{BinaryOp, UnaryOp};
+    closure(k, roots, &|_| false)
+        .into_iter()
+        .map(|e| match &k.exprs[e as usize].expr {
+            Expr::Unary(u, _) => match u {
+                UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Not | UnaryOp::Sign => 1,
+                UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::IsNan | UnaryOp::IsInf => 1,
+                UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Reciprocal => 2,
+                _ => 4,
+            },
+            Expr::Binary(BinaryOp::Pow, ..) => 4,
+            Expr::Binary(BinaryOp::Div | BinaryOp::Mod | BinaryOp::FMod, ..) => 2,
+            Expr::Binary(..) | Expr::Where(..) | Expr::Cast(_) => 1,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Whether a kernel of `numel` lanes keeps one lane per thread by default: when its lanes are
+/// fewer than the device holds threads and each costs at least [`HEAVY_LANE`], its time is one
+/// thread's dependent chain of arithmetic, which several lanes per thread would multiply.
+/// Measured on the H100 (session 8): `pointwise_chain64_1024_f32` (32 `sin`, weight ~260 per
+/// lane, 1024 lanes) 5.9 us at one lane per thread against 14.0 at four (one 16-byte group).
+fn one_lane_per_thread(k: &sinter_core::kernel::Kernel, numel: usize, roots: &[ExprId], caps: &CudaCaps) -> bool {
+    (numel as u64) < u64::from(caps.sm_count.max(1)) * THREADS_PER_SM && lane_weight(k, roots) >= HEAVY_LANE
 }
 
 /// Checks a block size for 1-D kernels: a positive multiple of 32 within the device's limit.
@@ -87,7 +112,10 @@ pub(super) fn render(
         return Err(invalid("persistent and tile apply to reductions and matmuls".into()));
     }
     let roots: Vec<ExprId> = stores.iter().flat_map(store_roots).collect();
-    let width = if t.vectorize == Some(false) || numel == 0 {
+    let width = if t.vectorize == Some(false)
+        || numel == 0
+        || (t.vectorize.is_none() && one_lane_per_thread(em.k, numel, &roots, caps))
+    {
         em.set_lanes(Some((Var::Lane, 1)));
         1
     } else {
@@ -98,7 +126,7 @@ pub(super) fn render(
     }
     let lanes_per_thread = u64::from(width);
     let group_count = (numel / width as usize) as u64;
-    let groups = t.groups.unwrap_or_else(|| default_groups(group_count, caps));
+    let groups = t.groups.unwrap_or(1);
     if groups == 0 || groups > MAX_GROUPS {
         return Err(invalid(format!("groups {groups} outside 1..={MAX_GROUPS}")));
     }

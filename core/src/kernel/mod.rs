@@ -552,7 +552,9 @@ pub struct IoDecl {
     pub dtype: DType,
 }
 
-/// What the scheduler may assume about a backend. The scheduler reads only this.
+/// What the scheduler may assume about a backend: hard limits and device facts only. What is
+/// worth doing on it (tensor-core dtypes, tiles, when a split pays) is the backend's
+/// `CostModel` (`Backend::cost_model`), which the scheduler reads beside this.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Capabilities {
     /// Backend name (`wgsl`, `cuda`, `interp`).
@@ -571,8 +573,6 @@ pub struct Capabilities {
     pub dtypes: Vec<DType>,
     /// Number of compute units (SMs), to decide split reductions; 0 if unknown.
     pub compute_units: u32,
-    /// Matrix units (tensor cores / cooperative matrices) usable for these input dtypes.
-    pub matrix_dtypes: Vec<DType>,
 }
 
 impl Capabilities {
@@ -587,7 +587,6 @@ impl Capabilities {
             subgroup_size: Some(32),
             dtypes: DType::ALL.to_vec(),
             compute_units: 0,
-            matrix_dtypes: vec![],
         }
     }
 }
