@@ -42,6 +42,10 @@ causal mask when no attention mask is given; GPT-2 is exported with one, so it d
 non-zero when sinter failed to import, run or match a model that was exported (skips and
 ``NOEXPORT`` rows do not count).
 ``--budget-s`` stops starting new models after that many seconds (the rest are listed as skipped).
+``--batch N`` sets every model's batch (issue 13's targets use 8), ``--base`` builds the
+transformers at base size (12 layers, hidden 768, 12 heads: BERT-base, GPT-2 small, ViT-Base),
+``--bf16`` also runs sinter with ``--precision bf16`` (autocast: its error against the f32
+reference is listed, not checked) and times torch.compile under ``torch.autocast(bfloat16)``.
 """
 
 from __future__ import annotations
@@ -93,7 +97,7 @@ def short(e: BaseException | str, n: int = 160) -> str:
 # Models: each builder returns (module, example inputs, input names, dynamic axes by input name).
 
 
-def build(name: str, tiny: bool, seed: int):
+def build(name: str, tiny: bool, seed: int, batch: int = 2, base: bool = False):
     import torch
     import torch.nn as nn
 
@@ -121,7 +125,7 @@ def build(name: str, tiny: bool, seed: int):
                     if mod.bias is not None:
                         mod.bias.copy_(torch.randn(mod.bias.shape, generator=g) * 0.02)
         calibrate_bn(m, (4, 3, size, size), g)
-        x = torch.randn(2, 3, size, size, generator=g)
+        x = torch.randn(batch, 3, size, size, generator=g)
         return m.eval(), (x,), ["image"], {"image": {0: "batch"}}
 
     import transformers as tf
@@ -129,7 +133,10 @@ def build(name: str, tiny: bool, seed: int):
     small = dict(hidden=32, layers=2, heads=2, inter=64, seq=16, vocab=100) if tiny else dict(
         hidden=384, layers=4, heads=6, inter=1536, seq=128, vocab=30522
     )
-    batch, seq = 2, small["seq"]
+    if base and not tiny:
+        # BERT-base, GPT-2 small, ViT-Base: the sizes of issue 13's performance targets.
+        small = dict(hidden=768, layers=12, heads=12, inter=3072, seq=128, vocab=30522)
+    seq = small["seq"]
 
     class Text(nn.Module):
         """A transformers model called with ids and a mask, returning its first output."""
@@ -144,7 +151,7 @@ def build(name: str, tiny: bool, seed: int):
     def text(model):
         ids = torch.randint(0, small["vocab"], (batch, seq), generator=g)
         mask = torch.ones(batch, seq, dtype=torch.int64)
-        mask[1, seq * 3 // 4 :] = 0  # the second sequence right-padded: the mask matters
+        mask[batch - 1, seq * 3 // 4 :] = 0  # the last sequence right-padded: the mask matters
         dyn = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
         return model.eval(), (ids, mask), ["input_ids", "attention_mask"], dyn
 
@@ -344,8 +351,9 @@ def time_calls(fn, dev, iters: int, warmup: int) -> float:
     return float(np.median(ts))
 
 
-def time_torch(model, example, iters: int, warmup: int) -> dict:
-    """torch eager and torch.compile on the same inputs, on CUDA when available."""
+def time_torch(model, example, iters: int, warmup: int, bf16: bool = False) -> dict:
+    """torch eager and torch.compile on the same inputs, on CUDA when available; with ``bf16``
+    also torch.compile under ``torch.autocast(dtype=torch.bfloat16)``."""
     import torch
 
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -367,6 +375,13 @@ def time_torch(model, example, iters: int, warmup: int) -> dict:
             sync(dev)
             r["compile_s"] = time.perf_counter() - t
             r["compile_ms"] = time_calls(lambda: cm(*xs), dev, iters, warmup)
+        if bf16 and dev.type == "cuda":
+            torch._dynamo.reset()
+            cb = torch.compile(m)
+            with torch.inference_mode(), torch.autocast("cuda", dtype=torch.bfloat16):
+                cb(*xs)
+                sync(dev)
+                r["bf16_compile_ms"] = time_calls(lambda: cb(*xs), dev, iters, warmup)
     except Exception as e:  # noqa: BLE001
         r["error"] = "torch.compile: " + short(e)
     finally:
@@ -383,7 +398,7 @@ def check_model(name: str, args, work: Path) -> list[dict]:
     import torch
 
     seed = args.seed + ALL.index(name) + 1
-    model, example, names, dynamic = build(name, args.tiny, seed)
+    model, example, names, dynamic = build(name, args.tiny, seed, args.batch, args.base)
     with torch.no_grad():
         ref = model(*example).numpy()
     d = work / name
@@ -428,8 +443,21 @@ def check_model(name: str, args, work: Path) -> list[dict]:
             except ValueError as e:
                 row["error"] = f"compare: {e}"
             out.unlink()
+            if args.bf16:
+                # Autocast: matmuls, convolutions and attention in bf16, the rest f32.
+                rb = run_sinter(args.bin, path, inputs, args.backend, out, args.timeout, ("--precision", "bf16"))
+                row.update(bf16_ms=rb["ms"], bf16_compile_s=rb["compile_s"])
+                if rb["run_ok"]:
+                    got = np.load(out)
+                    try:
+                        row["bf16_err"] = rel_error(got[got.files[0]], ref)
+                    except ValueError as e:
+                        row["error"] = f"compare bf16: {e}"
+                    out.unlink()
+                elif rb["error"]:
+                    row["error"] = "bf16: " + rb["error"]
             r = run_sinter(args.bin, path, inputs, args.backend, out, args.timeout, ("--tf32", "off"))
-            row.update(import_ok=r["import_ok"], error=r["error"])
+            row.update(import_ok=r["import_ok"], error=r["error"] or row["error"])
         if r["run_ok"]:
             got = np.load(out)
             try:
@@ -442,10 +470,10 @@ def check_model(name: str, args, work: Path) -> list[dict]:
         path.parent.rmdir()
     if args.no_torch_timing:
         return rows
-    tt = time_torch(model, example, args.iters, args.warmup)
+    tt = time_torch(model, example, args.iters, args.warmup, args.bf16)
     for row in rows:
         row.update(torch_device=tt["device"], eager_ms=tt["eager_ms"], compile_ms=tt["compile_ms"],
-                   torch_compile_s=tt["compile_s"], torch_error=tt["error"])
+                   torch_compile_s=tt["compile_s"], torch_error=tt["error"], bf16_compile_ms=tt.get("bf16_compile_ms"))
     return rows
 
 
@@ -471,6 +499,12 @@ def print_table(rows: list[dict], backend: str):
             f"{fmt(r['sinter_compile_s'], '.2f'):>9s} {fmt(r.get('eager_ms'), '.3f'):>9s} "
             f"{fmt(r.get('compile_ms'), '.3f'):>10s} {fmt(r.get('torch_compile_s'), '.1f'):>6s}"
         )
+    if any(r.get("bf16_ms") is not None or r.get("bf16_compile_ms") is not None for r in rows):
+        print(f"\n{'model':20s} {'exporter':8s} {'bf16 err':>9s} {'sinter bf16 ms':>14s} {'torch.compile bf16 ms':>21s}")
+        for r in rows:
+            if r["status"] != "skipped":
+                print(f"{r['model']:20s} {r['exporter']:8s} {fmt(r.get('bf16_err'), '.1e'):>9s} "
+                      f"{fmt(r.get('bf16_ms'), '.3f'):>14s} {fmt(r.get('bf16_compile_ms'), '.3f'):>21s}")
     notes = [r for r in rows if r["status"] != "skipped" and (r.get("error") or r.get("torch_error")
              or (r.get("dims") or "dynamic") != "dynamic")]
     for r in notes:
@@ -498,6 +532,10 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-s", type=float, default=0, help="start no new model after this many seconds (0: no limit)")
     ap.add_argument("--no-torch-timing", action="store_true", help="skip the torch eager / torch.compile timing")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--batch", type=int, default=2, help="batch of every model (issue 13's targets: 8)")
+    ap.add_argument("--base", action="store_true", help="transformers at base size (12 layers, hidden 768)")
+    ap.add_argument("--bf16", action="store_true",
+                    help="also sinter --precision bf16 and torch.compile under bf16 autocast (timed, error listed)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--work", type=Path, help="folder for the exported files (default: a temp folder, removed)")
     ap.add_argument("--logs", type=Path, help="folder for the exporters' output (default: the work folder)")
