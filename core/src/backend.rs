@@ -300,7 +300,7 @@ impl ConstantPool {
     pub fn key(t: &HostTensor) -> String {
         let mut h = blake3::Hasher::new();
         h.update(format!("{}{:?}", t.dtype(), t.shape).as_bytes());
-        h.update(&t.to_le_bytes());
+        h.update(&t.le_bytes());
         h.finalize().to_hex()[..32].to_string()
     }
 

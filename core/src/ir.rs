@@ -657,7 +657,7 @@ pub fn const_summary(t: &HostTensor) -> String {
         let items: Vec<String> = v.iter().map(|x| format!("{x}")).collect();
         if t.shape.is_empty() { items.join("") } else { format!("[{}]", items.join(", ")) }
     } else {
-        let h = blake3::hash(&t.to_le_bytes());
+        let h = blake3::hash(&t.le_bytes());
         format!("<{} {:?} #{}>", t.dtype(), t.shape, &h.to_hex()[..8])
     }
 }

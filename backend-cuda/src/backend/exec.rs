@@ -401,7 +401,7 @@ impl CudaExecutable {
     fn upload_inputs(&self, inputs: &[HostTensor]) -> Result<(), BackendError> {
         for (t, s) in inputs.iter().zip(&self.inputs) {
             // Pageable memory: the driver has staged the bytes when this returns.
-            self.stream.upload(self.mem[s.alloc].ptr(), &t.to_le_bytes(), "input upload")?;
+            self.stream.upload(self.mem[s.alloc].ptr(), &t.le_bytes(), "input upload")?;
         }
         Ok(())
     }

@@ -38,7 +38,7 @@ pub fn cse(g: &Graph) -> Result<Graph, Error> {
             Op::Constant(t) => Key::Constant {
                 dtype: t.dtype(),
                 shape: t.shape.clone(),
-                hash: *blake3::hash(&t.to_le_bytes()).as_bytes(),
+                hash: *blake3::hash(&t.le_bytes()).as_bytes(),
             },
             // The Debug form prints every attribute exactly (floats round-trip).
             op => Key::Op { op: format!("{op:?}"), inputs: rw.mapped_inputs(id)? },
