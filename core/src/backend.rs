@@ -297,10 +297,10 @@ impl std::fmt::Debug for ConstantPool {
 
 impl ConstantPool {
     /// The content key of a constant (dtype, shape and bytes).
-    pub fn key(t: &HostTensor) -> String {
+    pub fn key(t: &Arc<HostTensor>) -> String {
         let mut h = blake3::Hasher::new();
         h.update(format!("{}{:?}", t.dtype(), t.shape).as_bytes());
-        h.update(&t.le_bytes());
+        h.update(&crate::digest::digest(t));
         h.finalize().to_hex()[..32].to_string()
     }
 
@@ -308,7 +308,7 @@ impl ConstantPool {
     pub fn get_or_upload(
         &self,
         backend: &str,
-        t: &HostTensor,
+        t: &Arc<HostTensor>,
         upload: impl FnOnce(&HostTensor) -> Result<DeviceTensor, BackendError>,
     ) -> Result<DeviceTensor, BackendError> {
         let key = format!("{backend}:{}", Self::key(t));

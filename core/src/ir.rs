@@ -651,14 +651,14 @@ fn window_attrs(w: &Window2d) -> Vec<(&'static str, String)> {
 }
 
 /// A short printable form of a constant: its values when small, else its type and a content hash.
-pub fn const_summary(t: &HostTensor) -> String {
+pub fn const_summary(t: &Arc<HostTensor>) -> String {
     if t.numel() <= 8 {
         let v = t.to_f64_vec();
         let items: Vec<String> = v.iter().map(|x| format!("{x}")).collect();
         if t.shape.is_empty() { items.join("") } else { format!("[{}]", items.join(", ")) }
     } else {
-        let h = blake3::hash(&t.le_bytes());
-        format!("<{} {:?} #{}>", t.dtype(), t.shape, &h.to_hex()[..8])
+        let hex: String = crate::digest::digest(t)[..4].iter().map(|b| format!("{b:02x}")).collect();
+        format!("<{} {:?} #{hex}>", t.dtype(), t.shape)
     }
 }
 

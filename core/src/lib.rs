@@ -5,6 +5,7 @@
 
 pub mod budget;
 pub mod cpu;
+pub mod digest;
 pub mod dtype;
 pub mod error;
 pub mod fp8;

@@ -611,7 +611,7 @@ impl CompiledGraph {
         // Constants are printed as summaries; hash their bytes too.
         for n in &self.graph.nodes {
             if let Op::Constant(t) = &n.op {
-                h.update(&t.le_bytes());
+                h.update(&crate::digest::digest(t));
             }
         }
         h.update(serde_json::to_string(sig).unwrap_or_default().as_bytes());

@@ -35,11 +35,9 @@ pub fn cse(g: &Graph) -> Result<Graph, Error> {
                 rw.copy(id)?;
                 continue;
             }
-            Op::Constant(t) => Key::Constant {
-                dtype: t.dtype(),
-                shape: t.shape.clone(),
-                hash: *blake3::hash(&t.le_bytes()).as_bytes(),
-            },
+            Op::Constant(t) => {
+                Key::Constant { dtype: t.dtype(), shape: t.shape.clone(), hash: crate::digest::digest(t) }
+            }
             // The Debug form prints every attribute exactly (floats round-trip).
             op => Key::Op { op: format!("{op:?}"), inputs: rw.mapped_inputs(id)? },
         };
