@@ -394,6 +394,18 @@ def time_torch(model, example, iters: int, warmup: int, bf16: bool = False) -> d
 # ---------------------------------------------------------------------------------------------
 
 
+def compare_into(row: dict, key: str, out: Path, ref: np.ndarray, what: str) -> bool:
+    """Stores the error of the first array of ``out`` against ``ref`` as ``row[key]``; on a
+    comparison error (shape, dtype, non-finite values) notes it in ``row["error"]``."""
+    got = np.load(out)
+    try:
+        row[key] = rel_error(got[got.files[0]], ref)
+        return True
+    except ValueError as e:
+        row["error"] = f"{what}: {e}"
+        return False
+
+
 def check_model(name: str, args, work: Path) -> list[dict]:
     import torch
 
@@ -437,34 +449,21 @@ def check_model(name: str, args, work: Path) -> list[dict]:
         r = run_sinter(args.bin, path, inputs, args.backend, out, args.timeout)
         row.update(import_ok=r["import_ok"], sinter_ms=r["ms"], sinter_compile_s=r["compile_s"], error=r["error"])
         if r["run_ok"]:
-            got = np.load(out)
-            try:
-                row["tf32_err"] = rel_error(got[got.files[0]], ref)
-            except ValueError as e:
-                row["error"] = f"compare: {e}"
+            compare_into(row, "tf32_err", out, ref, "compare")
             out.unlink()
             if args.bf16:
                 # Autocast: matmuls, convolutions and attention in bf16, the rest f32.
                 rb = run_sinter(args.bin, path, inputs, args.backend, out, args.timeout, ("--precision", "bf16"))
                 row.update(bf16_ms=rb["ms"], bf16_compile_s=rb["compile_s"])
                 if rb["run_ok"]:
-                    got = np.load(out)
-                    try:
-                        row["bf16_err"] = rel_error(got[got.files[0]], ref)
-                    except ValueError as e:
-                        row["error"] = f"compare bf16: {e}"
+                    compare_into(row, "bf16_err", out, ref, "compare bf16")
                     out.unlink()
                 elif rb["error"]:
                     row["error"] = "bf16: " + rb["error"]
             r = run_sinter(args.bin, path, inputs, args.backend, out, args.timeout, ("--tf32", "off"))
             row.update(import_ok=r["import_ok"], error=r["error"] or row["error"])
-        if r["run_ok"]:
-            got = np.load(out)
-            try:
-                row["max_err"] = rel_error(got[got.files[0]], ref)
-                row["status"] = "PASS" if row["max_err"] <= args.tol else "FAIL"
-            except ValueError as e:
-                row["error"] = f"compare: {e}"
+        if r["run_ok"] and compare_into(row, "max_err", out, ref, "compare"):
+            row["status"] = "PASS" if row["max_err"] <= args.tol else "FAIL"
         for f in path.parent.iterdir():
             f.unlink()
         path.parent.rmdir()
