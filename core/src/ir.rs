@@ -88,6 +88,18 @@ pub enum UnaryOp {
 }
 
 impl UnaryOp {
+    /// The op's arithmetic weight, the one cost table of the scheduler's inlining and of renderers
+    /// that judge how heavy a kernel's lanes are: 1 for ops of an instruction or two, 2 for square
+    /// roots and reciprocals, 4 for transcendentals.
+    pub fn weight(self) -> usize {
+        match self {
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Not | UnaryOp::Sign => 1,
+            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::IsNan | UnaryOp::IsInf => 1,
+            UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Reciprocal => 2,
+            _ => 4,
+        }
+    }
+
     /// Every unary op.
     pub const ALL: [UnaryOp; 29] = [
         UnaryOp::Neg,
@@ -194,6 +206,16 @@ pub enum BinaryOp {
 }
 
 impl BinaryOp {
+    /// The op's arithmetic weight ([`UnaryOp::weight`]): 4 for `pow`, 2 for divisions and
+    /// remainders, 1 otherwise.
+    pub fn weight(self) -> usize {
+        match self {
+            BinaryOp::Pow => 4,
+            BinaryOp::Div | BinaryOp::Mod | BinaryOp::FMod => 2,
+            _ => 1,
+        }
+    }
+
     /// Every binary op.
     pub const ALL: [BinaryOp; 18] = [
         BinaryOp::Add,

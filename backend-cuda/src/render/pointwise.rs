@@ -55,22 +55,15 @@ const THREADS_PER_SM: u64 = 2048;
 /// thread ([`one_lane_per_thread`]), in the inliner's weights (a transcendental counts 4).
 const HEAVY_LANE: usize = 32;
 
-/// The arithmetic weight of one lane of the closure of `roots` (transcendentals 4, square roots
-/// and divisions 2, other ops 1, loads and constants 0).
+/// The arithmetic weight of one lane of the closure of `roots` (the ops' weights,
+/// `UnaryOp::weight` and `BinaryOp::weight`; selects and casts 1; loads and constants 0).
 fn lane_weight(k: &sinter_core::kernel::Kernel, roots: &[ExprId]) -> usize {
-    use sinter_core::ir::{BinaryOp, UnaryOp};
     closure(k, roots, &|_| false)
         .into_iter()
         .map(|e| match &k.exprs[e as usize].expr {
-            Expr::Unary(u, _) => match u {
-                UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Not | UnaryOp::Sign => 1,
-                UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::IsNan | UnaryOp::IsInf => 1,
-                UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Reciprocal => 2,
-                _ => 4,
-            },
-            Expr::Binary(BinaryOp::Pow, ..) => 4,
-            Expr::Binary(BinaryOp::Div | BinaryOp::Mod | BinaryOp::FMod, ..) => 2,
-            Expr::Binary(..) | Expr::Where(..) | Expr::Cast(_) => 1,
+            Expr::Unary(u, _) => u.weight(),
+            Expr::Binary(b, ..) => b.weight(),
+            Expr::Where(..) | Expr::Cast(_) => 1,
             _ => 0,
         })
         .sum()

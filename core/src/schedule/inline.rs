@@ -6,7 +6,7 @@
 
 use super::conv::ConvPlan;
 use super::plan::{Kind, Sched};
-use crate::ir::{NodeId, Op, UnaryOp};
+use crate::ir::{NodeId, Op};
 
 /// The longest chain of producers inlined into one consumer: deeper chains are cut by
 /// materializing, which bounds the recursion of emission (and the size of one kernel).
@@ -15,15 +15,9 @@ pub(super) const MAX_INLINE_DEPTH: usize = 400;
 /// The op weight used by the inline cost (transcendentals count more).
 fn weight(op: &Op) -> usize {
     match op {
-        Op::Unary(u) => match u {
-            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Not | UnaryOp::Sign => 1,
-            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::IsNan | UnaryOp::IsInf => 1,
-            UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Reciprocal => 2,
-            _ => 4,
-        },
-        Op::Binary(crate::ir::BinaryOp::Pow) => 4,
-        Op::Binary(crate::ir::BinaryOp::Div | crate::ir::BinaryOp::Mod | crate::ir::BinaryOp::FMod) => 2,
-        Op::Binary(_) | Op::Where | Op::Cast(_) => 1,
+        Op::Unary(u) => u.weight(),
+        Op::Binary(b) => b.weight(),
+        Op::Where | Op::Cast(_) => 1,
         Op::Concat { .. } | Op::Pad { .. } | Op::Gather { .. } | Op::GatherElements { .. } => 1,
         _ => 0,
     }
