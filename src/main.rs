@@ -60,7 +60,22 @@ fn init_logging() {
         .try_init();
 }
 
+/// Turns off Mesa's implicit Vulkan layer `VK_LAYER_MESA_device_select` unless the user set
+/// `NODEVICE_SELECT` themselves: on a headless machine (no `XDG_RUNTIME_DIR`) the layer connects
+/// to Wayland inside `vkEnumeratePhysicalDevices`, and libwayland prints `error: XDG_RUNTIME_DIR
+/// is invalid or not set in the environment.` twice per device creation (seen on lavapipe and in
+/// `sinter profile`, issue 13). The layer only reorders devices for applications that take the
+/// first one; sinter picks its adapter itself (`SINTER_ADAPTER`, else its own ranking).
+fn quiet_vulkan_device_select() {
+    if std::env::var_os("NODEVICE_SELECT").is_none() {
+        // SAFETY: called first thing in `main`, before any thread exists, so nothing reads the
+        // environment concurrently.
+        unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
+    }
+}
+
 fn main() -> ExitCode {
+    quiet_vulkan_device_select();
     init_logging();
     let cli = match Cli::try_parse() {
         Ok(c) => c,

@@ -68,6 +68,32 @@ fn bench_model_with_random_inputs_and_dims_writes_the_workload_schema() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// Issue 13: no `error:` lines from the Vulkan stack on a headless machine (Mesa's device-select
+/// layer connecting to Wayland without `XDG_RUNTIME_DIR`).
+#[test]
+fn run_on_wgsl_prints_no_loader_errors_without_a_display() {
+    let cache = tmp("headless");
+    let input = root().join("onnx/models/mlp/test_data_set_0/input_0.pb");
+    let out = cache.join("out.npy");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_sinter"))
+        .args(["run", mlp().to_str().unwrap(), "--backend", "wgsl", "--out", out.to_str().unwrap()])
+        .args(["--input", input.to_str().unwrap()])
+        .env("SINTER_CACHE_DIR", &cache)
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("NODEVICE_SELECT")
+        .output()
+        .expect("running sinter");
+    let (stdout, stderr) = common::text(&o);
+    if !o.status.success() && stderr.contains("no usable GPU adapter") {
+        assert!(std::env::var("SINTER_REQUIRE_GPU").as_deref() != Ok("1"), "no adapter:\n{stderr}");
+        println!("SKIPPED run_on_wgsl_prints_no_loader_errors_without_a_display: no adapter");
+        return;
+    }
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("XDG_RUNTIME_DIR"), "loader noise on stderr:\n{stderr}");
+}
+
 #[test]
 fn bench_model_with_input_files() {
     let d = tmp("files");
