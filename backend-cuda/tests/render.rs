@@ -446,8 +446,8 @@ fn tensor_cores_by_default_where_they_apply() {
 #[test]
 fn pointwise_groups_per_thread() {
     // Two or four block-wide slices per thread: 16-byte groups where the extent is a multiple of
-    // a block's slices (no bounds check), and ragged (only the last block checks), single lanes
-    // ragged; each against the plain kernel's grid.
+    // a block's slices (no bounds check), and ragged (each slice checked), single lanes ragged;
+    // each against the plain kernel's grid.
     let mut s = String::new();
     for (n, groups, w, blocks) in [(8192, 2, 4, 4), (8196, 2, 4, 5), (8196, 4, 4, 3), (4097, 2, 1, 9)] {
         let p = add_relu_mul(1, n, DType::F32);

@@ -167,8 +167,7 @@ pub struct Tuning {
     pub split_k: Option<u32>,
     /// Pointwise kernels: lane groups (16-byte vectors, or single lanes) per thread, 1 to
     /// [`MAX_GROUPS`] (`None`: 1). A block covers `groups` consecutive block-wide slices, so
-    /// accesses stay coalesced and independent loads are in flight together; invalid for other
-    /// kernel kinds. Measured on the H100 (session 8, max-autotune over blocks 64-1024 and 1, 2
+    /// accesses stay coalesced; invalid for other kernel kinds. Measured on the H100 (session 8, max-autotune over blocks 64-1024 and 1, 2
     /// or 4 groups): 16-byte kernels of 10-16M lanes ran within 1-2% of each other whatever the
     /// count (add_relu_mul 43.0-44.5 us, cos 47.8-50.8, one group among the fastest), so the
     /// default stays 1 and the knob is max-autotune's (its add_relu_mul winner: one-lane groups,
@@ -471,7 +470,8 @@ pub fn candidates(k: &Kernel, caps: &CudaCaps) -> Vec<Tuning> {
         KernelBody::Pointwise { .. } => {
             for &b in &blocks {
                 for v in [None, Some(false)] {
-                    for groups in [1, 2, 4] {
+                    // Four groups per thread never won on the H100 (session 8); two did once.
+                    for groups in [1, 2] {
                         all.push(Tuning { block: Some(b), vectorize: v, groups: Some(groups), ..Tuning::default() });
                     }
                 }

@@ -151,41 +151,24 @@ pub(super) fn render(
             }
             emit_group(em, &g, &mut |_| Ok(()))?;
         } else {
-            // Each block covers `groups` block-wide slices one after another; every full block
-            // runs them without bounds checks (independent loads in flight together), only the
-            // last block of a ragged extent checks each slice.
+            // Each block covers `groups` block-wide slices one after another (coalesced per
+            // slice); a ragged extent checks each slice.
             em.line(format!(
                 "// {what} per thread in each of {groups} block-wide slices: {numel} lanes, {per_block} lane groups per block"
             ));
-            let slices = |em: &mut Emitter<'_>, checked: bool| -> Result<(), RenderError> {
-                em.line("#pragma unroll");
-                em.open(format!("for (unsigned s = 0; s < {groups}u; ++s)"));
-                let tid = format!(
-                    "({bid} * {} + s) * {} + threadIdx.x",
-                    lit(em, u64::from(groups)),
-                    lit(em, u64::from(block))
-                );
-                let first = if width == 1 { tid } else { format!("({tid}) * {}", lit(em, lanes_per_thread)) };
-                em.decl(lane_name, format!("const {ity} {lane_name} = {first};"));
-                if checked {
-                    em.line(format!("if ({lane_name} >= {}) {{", lit(em, numel as u64)));
-                    em.line("    break;");
-                    em.line("}");
-                }
-                emit_group(em, &g, &mut |_| Ok(()))?;
-                em.close();
-                Ok(())
-            };
+            em.line("#pragma unroll");
+            em.open(format!("for (unsigned s = 0; s < {groups}u; ++s)"));
+            let tid =
+                format!("({bid} * {} + s) * {} + threadIdx.x", lit(em, u64::from(groups)), lit(em, u64::from(block)));
+            let first = if width == 1 { tid } else { format!("({tid}) * {}", lit(em, lanes_per_thread)) };
+            em.decl(lane_name, format!("const {ity} {lane_name} = {first};"));
             if guard {
-                em.open(format!("if (blockIdx.x + 1u < {}u)", blocks));
-                slices(em, false)?;
-                em.close();
-                em.open("else");
-                slices(em, true)?;
-                em.close();
-            } else {
-                slices(em, false)?;
+                em.line(format!("if ({lane_name} >= {}) {{", lit(em, numel as u64)));
+                em.line("    break;");
+                em.line("}");
             }
+            emit_group(em, &g, &mut |_| Ok(()))?;
+            em.close();
         }
     }
     let slices = if groups > 1 { format!(" g{groups}") } else { String::new() };
