@@ -60,6 +60,7 @@ use sinter_core::kernel::alloc::{self, AllocRole};
 use sinter_core::kernel::{Capabilities, Kernel, Program, interp};
 use sinter_core::tensor::HostTensor;
 use sinter_core::tune::{TuneCache, autotune};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -295,6 +296,25 @@ impl CudaBackend {
         args: &[u64],
         stream: &Arc<Stream>,
     ) -> Result<LoadedKernel, BackendError> {
+        let entry = r.name.clone();
+        self.load_shared(k, t, r, cubin, &entry, &mut None, args, stream)
+    }
+
+    /// As [`CudaBackend::load_kernel`], launching `entry` of `cubin` (the kernel compiled for an
+    /// identical body under another name, [`render::body_key`]); `func` holds the function once
+    /// loaded, so kernels sharing a cubin load its module once.
+    #[allow(clippy::too_many_arguments)]
+    fn load_shared(
+        &self,
+        k: &Kernel,
+        t: &Tuning,
+        r: Rendered,
+        cubin: &nvrtc::Cubin,
+        entry: &str,
+        func: &mut Option<cudarc::driver::CudaFunction>,
+        args: &[u64],
+        stream: &Arc<Stream>,
+    ) -> Result<LoadedKernel, BackendError> {
         if args.len() != k.args.len() {
             return Err(BackendError::Device(format!(
                 "kernel {}: {} arguments for {} parameters",
@@ -303,7 +323,10 @@ impl CudaBackend {
                 k.args.len()
             )));
         }
-        let func = self.dev.load_function(&cubin.image, &r.name)?;
+        let func = match func {
+            Some(f) => f.clone(),
+            None => func.insert(self.dev.load_function(&cubin.image, entry)?).clone(),
+        };
         let scratch = if r.scratch_bytes > 0 {
             let b = stream.alloc(r.scratch_bytes)?;
             stream.fill(b.ptr(), 0, r.scratch_bytes, &format!("{} scratch", k.name))?;
@@ -315,7 +338,7 @@ impl CudaBackend {
         params.extend(scratch.as_ref().map(|b| b.ptr()));
         let launch = rendered_launch(&self.dev, func, &r, &params)?;
         let attrs = launch.attributes();
-        let spill = nvrtc::resources(&cubin.log, &r.name).map_or(attrs.local_bytes, |x| x.spill_bytes);
+        let spill = nvrtc::resources(&cubin.log, entry).map_or(attrs.local_bytes, |x| x.spill_bytes);
         let resources = KernelResources {
             registers: attrs.registers,
             spill_bytes: spill,
@@ -423,19 +446,42 @@ impl CudaBackend {
             for (k, (t, _)) in program.kernels.iter().zip(&plan) {
                 rendered.push(if t.library.is_some() { None } else { Some(render::render(k, &self.cuda_caps, t)?) });
             }
-            let sources: Vec<(&str, &str)> =
-                rendered.iter().flatten().map(|r| (r.name.as_str(), r.source.as_str())).collect();
-            let mut compiled = self.compile_all(&sources, &cubins).into_iter();
-            for ((k, (t, why)), r) in program.kernels.iter().zip(plan).zip(rendered) {
+            // Identical bodies under different names (a transformer's layers) compile once and
+            // share one loaded function; equal dynamic shared memory too, as a launch sets the
+            // function's dynamic shared memory limit to its own size.
+            let mut body_of: HashMap<(String, u32), usize> = HashMap::new();
+            let mut bodies: Vec<(&str, &str)> = Vec::new();
+            let rep: Vec<Option<usize>> = rendered
+                .iter()
+                .map(|r| {
+                    r.as_ref().map(|r| {
+                        *body_of.entry((render::body_key(r), r.dynamic_shared_bytes)).or_insert_with(|| {
+                            bodies.push((r.name.as_str(), r.source.as_str()));
+                            bodies.len() - 1
+                        })
+                    })
+                })
+                .collect();
+            tracing::debug!(
+                target: "sinter::cuda",
+                "{} rendered kernels, {} distinct bodies compiled",
+                rep.iter().flatten().count(),
+                bodies.len()
+            );
+            let entries: Vec<String> = bodies.iter().map(|b| b.0.to_string()).collect();
+            let compiled = self.compile_all(&bodies, &cubins);
+            let mut funcs: Vec<Option<cudarc::driver::CudaFunction>> = vec![None; compiled.len()];
+            for (((k, (t, why)), r), rep) in program.kernels.iter().zip(plan).zip(rendered).zip(rep) {
                 let mut not_library = why;
-                let mut loaded = match r {
-                    Some(r) => {
-                        let cubin = compiled
-                            .next()
-                            .unwrap_or_else(|| Err(BackendError::Device(format!("{}: no compile result", k.name))))?;
-                        self.load_kernel(k, &t, r, &cubin, &args_of(k), &stream)?
+                let mut loaded = match (r, rep) {
+                    (Some(mut r), Some(b)) => {
+                        let cubin = compiled[b].as_ref().map_err(Clone::clone)?;
+                        if entries[b] != r.name {
+                            r.source.push_str(&format!("// compiled once with {} (identical body)\n", entries[b]));
+                        }
+                        self.load_shared(k, &t, r, cubin, &entries[b], &mut funcs[b], &args_of(k), &stream)?
                     }
-                    None => match self.build_kernel(k, &t, &args_of(k), &cubins, &stream) {
+                    _ => match self.build_kernel(k, &t, &args_of(k), &cubins, &stream) {
                         // A plan the library refuses at load (no algorithm: e.g. an fp8 product its
                         // heuristic has nothing for) runs on the own template instead.
                         Err(BackendError::Unsupported { what, .. }) => {

@@ -32,7 +32,7 @@
 //! inner dimensions (a sequence length: attention and reductions over it change their loop
 //! bounds, not only the grid).
 
-use super::{CompileError, CompileStats, CompiledGraph, Exec, Signature, Specialization, cache_load, cache_store};
+use super::{CompileError, CompileStats, CompiledGraph, Exec, Signature, Specialization, cache_load};
 use crate::backend::BackendError;
 use crate::dtype::DType;
 use crate::ir::Graph as IrGraph;
@@ -189,7 +189,7 @@ impl CompiledGraph {
         let first = v.max(min).max(4).next_power_of_two();
         let key = self.cache_key(&with_value(sig, &inputs, first), &format!("dynamic {sym}"));
         let mut loaded = None;
-        if let Some(program) = self.opts.cache_dir.as_deref().and_then(|d| cache_load(d, &key))
+        if let Some(program) = self.opts.cache_dir.as_deref().and_then(|d| cache_load(d, &key, self.graph_constants()))
             && program.dynamic.is_some()
         {
             tracing::info!(target: "sinter::cache", "program cache hit {key}");
@@ -246,11 +246,7 @@ impl CompiledGraph {
                     }
                     Err(e) => return Err(e.into()),
                 };
-                if let Some(d) = self.opts.cache_dir.as_deref()
-                    && let Err(e) = cache_store(d, &key, &big)
-                {
-                    tracing::warn!(target: "sinter::cache", "could not store program {key}: {e}");
-                }
+                self.store_program(&key, &big, stats);
                 (big, exe)
             }
         };

@@ -253,6 +253,8 @@ pub struct CompiledGraph {
     opts: CompileOptions,
     state: Mutex<State>,
     constants: ConstantPool,
+    /// The graph's large constants by digest (program cache entries refer to them).
+    graph_constants: std::sync::OnceLock<cache::GraphConstants>,
 }
 
 /// Compiles `g` for `backend`. Graphs whose inputs are all static are compiled now (so errors
@@ -263,8 +265,14 @@ pub fn compile(
     opts: CompileOptions,
 ) -> Result<CompiledGraph, CompileError> {
     let graph = g.to_ir()?.into_owned();
-    let c =
-        CompiledGraph { graph, backend, opts, state: Mutex::new(State::default()), constants: ConstantPool::default() };
+    let c = CompiledGraph {
+        graph,
+        backend,
+        opts,
+        state: Mutex::new(State::default()),
+        constants: ConstantPool::default(),
+        graph_constants: Default::default(),
+    };
     if let Some(sig) = Signature::declared(&c.graph) {
         let mut st = c.lock();
         c.specialize(&mut st, sig, "first compilation".into())?;
@@ -431,7 +439,7 @@ impl CompiledGraph {
         artifacts: &mut Vec<(String, String)>,
     ) -> Result<Exec, CompileError> {
         let key = self.cache_key(sig, "");
-        let cached = self.opts.cache_dir.as_deref().and_then(|d| cache_load(d, &key));
+        let cached = self.opts.cache_dir.as_deref().and_then(|d| cache_load(d, &key, self.graph_constants()));
         let mut exec = None;
         if let Some(program) = cached {
             tracing::info!(target: "sinter::cache", "program cache hit {key}");
@@ -456,11 +464,7 @@ impl CompiledGraph {
                     let program = self.schedule_program(&g, stats, false)?;
                     match self.load_program(&program, stats) {
                         Ok(exe) => {
-                            if let Some(d) = self.opts.cache_dir.as_deref()
-                                && let Err(e) = cache_store(d, &key, &program)
-                            {
-                                tracing::warn!(target: "sinter::cache", "could not store program {key}: {e}");
-                            }
+                            self.store_program(&key, &program, stats);
                             Exec::Whole { program, exe }
                         }
                         Err(BackendError::Unsupported { what, .. }) if self.opts.graph_breaks => {
@@ -602,6 +606,22 @@ impl CompiledGraph {
         stats.phases.push(("backend_load".into(), t.elapsed().as_secs_f64()));
         exe
     }
+    /// The captured graph's large constants by digest, gathered at the first use.
+    fn graph_constants(&self) -> &cache::GraphConstants {
+        self.graph_constants.get_or_init(|| cache::GraphConstants::of(&self.graph))
+    }
+
+    /// Stores `program` in the program cache under `key` (when there is a cache folder), as the
+    /// `program_cache_store` phase; a failure is logged, never an error.
+    pub(super) fn store_program(&self, key: &str, program: &Program, stats: &mut CompileStats) {
+        let Some(d) = self.opts.cache_dir.as_deref() else { return };
+        let t = Instant::now();
+        if let Err(e) = cache_store(d, key, program, self.graph_constants()) {
+            tracing::warn!(target: "sinter::cache", "could not store program {key}: {e}");
+        }
+        stats.phases.push(("program_cache_store".into(), t.elapsed().as_secs_f64()));
+    }
+
     /// The program cache key of `sig`; `extra` tells programs compiled for different purposes
     /// apart (a dynamic program and one for exactly `sig`).
     fn cache_key(&self, sig: &Signature, extra: &str) -> String {

@@ -1,4 +1,4 @@
-use super::cache::{CacheEntry, cache_path};
+use super::cache::{CacheEntry, GraphConstants, cache_path};
 use super::*;
 use crate::kernel::interp::InterpBackend;
 use crate::prelude::*;
@@ -182,7 +182,8 @@ fn cache_entries_with_a_valid_checksum_but_an_invalid_program_are_rebuilt() {
         let mut p: Program = serde_json::from_str(&entry.program).unwrap();
         p.buffers.clear();
         let program = serde_json::to_string(&p).unwrap();
-        let entry = CacheEntry { checksum: blake3::hash(program.as_bytes()).to_hex().to_string(), program };
+        let entry =
+            CacheEntry { checksum: blake3::hash(program.as_bytes()).to_hex().to_string(), program, constants: vec![] };
         std::fs::write(&path, serde_json::to_vec(&entry).unwrap()).unwrap();
     }
     let c = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
@@ -225,13 +226,71 @@ fn concurrent_stores_of_one_entry_never_interleave() {
         for _ in 0..8 {
             s.spawn(|| {
                 for _ in 0..20 {
-                    cache_store(&dir, "k", &p).unwrap();
+                    cache_store(&dir, "k", &p, &GraphConstants::default()).unwrap();
                 }
             });
         }
     });
-    assert_eq!(cache_load(&dir, "k").as_ref(), Some(&p));
+    assert_eq!(cache_load(&dir, "k", &GraphConstants::default()).as_ref(), Some(&p));
     assert_eq!(std::fs::read_dir(dir.join("programs")).unwrap().count(), 1, "temporary files left behind");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A graph with a 64 KiB weight used as is (a graph constant) and one folded from two constants
+/// (`w * 2`, not in the captured graph).
+fn weights_graph() -> (Graph, Vec<HostTensor>) {
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, [4, 128]);
+    let w = g.constant(HostTensor::random(DType::F32, vec![128, 128], 11, -1.0, 1.0));
+    let two = g.constant(HostTensor::scalar(DType::F32, 2.0));
+    let folded = &g.constant(HostTensor::random(DType::F32, vec![128], 12, -1.0, 1.0)).reshape([1, 128]) * &two;
+    g.output(&(&x.matmul(&w) + &folded).relu());
+    (g, vec![HostTensor::random(DType::F32, vec![4, 128], 13, -1.0, 1.0)])
+}
+
+/// Constants stay out of the entry's JSON: the graph's weights by reference (nothing written),
+/// folded ones in content-addressed files; a second compile hits and computes the same outputs.
+#[test]
+fn cached_programs_keep_constants_out_of_the_json() {
+    let dir = tmpdir("cache-constants");
+    let (g, inputs) = weights_graph();
+    let first = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+    let want = first.run(&inputs).unwrap();
+    let entries: Vec<_> = std::fs::read_dir(dir.join("programs")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(entries.len(), 1);
+    let json = std::fs::read(&entries[0]).unwrap();
+    assert!(json.len() < 64 << 10, "the 64 KiB weight went into the JSON ({} bytes)", json.len());
+    let entry: CacheEntry = serde_json::from_slice(&json).unwrap();
+    assert!(!entry.constants.is_empty());
+    let second = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+    assert!(second.events()[0].stats.cache_hit, "second compile missed the cache");
+    assert_eq!(second.program(), first.program());
+    assert_eq!(second.run(&inputs).unwrap(), want);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A constant file whose bytes no longer match its digest is not used: the entry rebuilds and the
+/// file is written again.
+#[test]
+fn a_damaged_constant_file_rebuilds_the_entry() {
+    let dir = tmpdir("cache-damaged-constant");
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, [4, 2048]);
+    // Folded at compile time (exp of a constant): not a constant of the captured graph.
+    let c = g.constant(HostTensor::random(DType::F32, vec![2048], 21, -1.0, 1.0)).exp();
+    g.output(&(&x + &c));
+    let inputs = [HostTensor::random(DType::F32, vec![4, 2048], 22, -1.0, 1.0)];
+    let want = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap().run(&inputs).unwrap();
+    let files: Vec<_> = std::fs::read_dir(dir.join("constants")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "the folded constant has one file");
+    let mut bytes = std::fs::read(&files[0]).unwrap();
+    bytes[100] ^= 0x40;
+    std::fs::write(&files[0], &bytes).unwrap();
+    let again = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+    assert!(!again.events()[0].stats.cache_hit, "a damaged constant was used");
+    assert_eq!(again.run(&inputs).unwrap(), want);
+    let third = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+    assert!(third.events()[0].stats.cache_hit, "the rebuilt entry and its constant file did not hit");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
