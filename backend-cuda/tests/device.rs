@@ -154,6 +154,29 @@ fn pointwise_f32_every_size_and_mode() {
     }
 }
 
+/// Three identical layers with their own weights: the layers' kernels render the same body under
+/// their own names, compile once and launch one function each with its own arguments.
+#[test]
+fn identical_layers_compile_once_and_compute_their_own_values() {
+    let Some(b) = backend("identical_layers") else { return };
+    let b: Arc<dyn Backend> = Arc::new(b);
+    let g = Graph::new();
+    let mut h = g.input("x", DType::F32, [5, 1000]);
+    for layer in 0..3u64 {
+        let w = g.constant(HostTensor::random(DType::F32, vec![1000], 70 + layer, -1.0, 1.0));
+        h = (&h * &w).softmax(-1).exp();
+    }
+    g.output(&h);
+    let inputs = [HostTensor::random(DType::F32, vec![5, 1000], 69, -2.0, 2.0)];
+    for m in [Mode::Default, Mode::ReduceOverhead] {
+        check_graph(&b, "three layers", &g, &inputs, m, 1e-6);
+    }
+    let c = compile(&g, b.clone(), opts(Mode::Default)).unwrap();
+    let sources = c.sources();
+    let shared = sources.iter().filter(|s| s.source.contains("(identical body)")).count();
+    assert_eq!((sources.len(), shared), (3, 2), "kernels, and kernels sharing the first's compile");
+}
+
 #[test]
 fn softmax_every_size_and_mode() {
     let Some(b) = backend("softmax") else { return };

@@ -175,6 +175,13 @@ fn same_source_hits_the_program_cache() {
     let c = c.unwrap();
     assert_ne!(c.source_hash(), a.source_hash());
     assert!(!c.shares_pipeline(&a));
+    // The same code under another entry name and other comments (a model's next layer) shares the
+    // pipeline; other code does not.
+    let renamed = format!("// layer 2\n{}", affine_wgsl().replace("fn main", "fn k7_affine"));
+    let d = dev.compile(&renamed, "k7_affine", "d").unwrap();
+    assert!(d.shares_pipeline(&a), "identical code under another name compiled again");
+    let e = dev.compile(&renamed.replace("2.0", "3.0"), "k7_affine", "e").unwrap();
+    assert!(!e.shares_pipeline(&a));
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Content digests of constants, computed once per live allocation.
+//! Content digests of constants, computed once per live allocation; [`code_key`], the key of
+//! generated source under which identical kernels compile once.
 //!
 //! A compile hashes a model's constants many times: the constant summary in the text of the
 //! graph after every pass, CSE's key of each constant, the constant pool's key and the program
@@ -58,10 +59,73 @@ pub fn digest(t: &Arc<HostTensor>) -> [u8; 32] {
     d
 }
 
+/// The part of generated source `source` (CUDA C++ or WGSL) that its compiled code depends on:
+/// the text without `//` comments (a kernel's name, graph nodes and buffer ids are written there)
+/// and blank lines, and with its entry point name `entry` replaced by a placeholder. Two sources with equal keys
+/// differ only in comments and by a consistent renaming of the entry (`\u{1}` never occurs in
+/// rendered source), so one compile serves both: BERT-base's layers render the same kernels
+/// under different names. String literals (inline `asm`) are kept whole.
+pub fn code_key(source: &str, entry: &str) -> String {
+    let src = source.as_bytes();
+    let mut out = Vec::with_capacity(src.len());
+    let (mut i, mut quote) = (0, None::<u8>);
+    while i < src.len() {
+        let c = src[i];
+        match quote {
+            Some(q) => {
+                out.push(c);
+                if c == b'\\' && i + 1 < src.len() {
+                    out.push(src[i + 1]);
+                    i += 1;
+                } else if c == q || c == b'\n' {
+                    quote = None;
+                }
+            }
+            None if c == b'/' && src.get(i + 1) == Some(&b'/') => {
+                while i < src.len() && src[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            None => {
+                if c == b'"' || c == b'\'' {
+                    quote = Some(c);
+                }
+                out.push(c);
+            }
+        }
+        i += 1;
+    }
+    // Lines left blank (a comment line) and trailing blanks do not change the code.
+    let mut text = String::with_capacity(out.len());
+    for line in String::from_utf8_lossy(&out).lines().map(str::trim_end).filter(|l| !l.is_empty()) {
+        text.push_str(line);
+        text.push('\n');
+    }
+    if entry.is_empty() { text } else { text.replace(entry, "\u{1}") }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::DType;
+
+    #[test]
+    fn code_keys_ignore_comments_and_the_entry_name_only() {
+        let a = "// sinter kernel k1_add\nextern \"C\" __global__ void k1_add(float* a0) // b3\n{ a0[0] = 1; }\n";
+        let b = "// sinter kernel k9_add\nextern \"C\" __global__ void k9_add(float* a0) // b17\n{ a0[0] = 1; }\n";
+        assert_eq!(code_key(a, "k1_add"), code_key(b, "k9_add"));
+        let c = "extern \"C\" __global__ void k9_add(float* a0)\n{ a0[0] = 2; }\n";
+        assert_ne!(code_key(a, "k1_add"), code_key(c, "k9_add"));
+        // `//` inside a string literal is code, not a comment.
+        let (s1, s2) = ("asm(\"x // 1\"); // c\n", "asm(\"x // 2\"); // c\n");
+        assert_ne!(code_key(s1, "k1"), code_key(s2, "k1"));
+        assert_eq!(code_key(s1, "k1"), "asm(\"x // 1\");\n");
+        // WGSL: the entry's name and the binding comments differ, the code does not.
+        let w1 = "// kernel k2_exp\n\n// a0: b3 f32[8] (input 0)\n@compute @workgroup_size(64) fn k2_exp() {}\n";
+        let w2 = "// a0: b9 f32[8] (input 0)\n@compute @workgroup_size(64) fn k7_exp() {}\n";
+        assert_eq!(code_key(w1, "k2_exp"), code_key(w2, "k7_exp"));
+    }
 
     fn big(fill: f64) -> Arc<HostTensor> {
         Arc::new(HostTensor::from_f64(DType::F32, vec![1 << 15], &vec![fill; 1 << 15]))

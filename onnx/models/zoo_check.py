@@ -464,9 +464,10 @@ def check_model(name: str, args, work: Path) -> list[dict]:
             row.update(import_ok=r["import_ok"], error=r["error"] or row["error"])
         if r["run_ok"] and compare_into(row, "max_err", out, ref, "compare"):
             row["status"] = "PASS" if row["max_err"] <= args.tol else "FAIL"
-        for f in path.parent.iterdir():
-            f.unlink()
-        path.parent.rmdir()
+        if not args.keep:
+            for f in path.parent.iterdir():
+                f.unlink()
+            path.parent.rmdir()
     if args.no_torch_timing:
         return rows
     tt = time_torch(model, example, args.iters, args.warmup, args.bf16)
@@ -537,6 +538,8 @@ def main(argv=None) -> int:
                     help="also sinter --precision bf16 and torch.compile under bf16 autocast (timed, error listed)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--work", type=Path, help="folder for the exported files (default: a temp folder, removed)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the exported models in --work (<work>/<model>/<exporter>/model.onnx, inputs beside)")
     ap.add_argument("--logs", type=Path, help="folder for the exporters' output (default: the work folder)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)

@@ -317,44 +317,12 @@ impl Body {
     }
 }
 
-/// What the compiled code of `r` depends on: its source without `//` comments (the kernel's name,
-/// graph nodes and buffer ids are written there) and with its entry name replaced by a
-/// placeholder. Kernels of equal keys compile to the same machine code under their own names, so
-/// a load compiles one of them and launches its entry for all (the identical layers of a
-/// transformer: BERT-base's 96 kernels are 8 distinct bodies). Two sources with equal keys differ
-/// only by a consistent renaming of the entry (`\u{1}` never occurs in rendered source).
+/// What the compiled code of `r` depends on ([`sinter_core::digest::code_key`] of its source and
+/// entry). Kernels of equal keys compile to the same machine code under their own names, so a
+/// load compiles one of them and launches its entry for all (the identical layers of a
+/// transformer).
 pub fn body_key(r: &Rendered) -> String {
-    let src = r.source.as_bytes();
-    let mut out = Vec::with_capacity(src.len());
-    let (mut i, mut quote) = (0, None::<u8>);
-    while i < src.len() {
-        let c = src[i];
-        match quote {
-            Some(q) => {
-                out.push(c);
-                if c == b'\\' && i + 1 < src.len() {
-                    out.push(src[i + 1]);
-                    i += 1;
-                } else if c == q || c == b'\n' {
-                    quote = None;
-                }
-            }
-            None if c == b'/' && src.get(i + 1) == Some(&b'/') => {
-                while i < src.len() && src[i] != b'\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            None => {
-                if c == b'"' || c == b'\'' {
-                    quote = Some(c);
-                }
-                out.push(c);
-            }
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).replace(&r.name, "\u{1}")
+    sinter_core::digest::code_key(&r.source, &r.name)
 }
 
 /// The C++ entry-point name of a kernel: its name with every character outside `[A-Za-z0-9_]`
@@ -573,38 +541,6 @@ pub fn candidates(k: &Kernel, caps: &CudaCaps) -> Vec<Tuning> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn body_keys_ignore_comments_and_the_entry_name_only() {
-        let r = |name: &str, source: &str| Rendered {
-            name: name.into(),
-            source: source.into(),
-            grid: [1, 1, 1],
-            block: [32, 1, 1],
-            dynamic_shared_bytes: 0,
-            strategy: String::new(),
-            split: None,
-            scratch_bytes: 0,
-            tensor_maps: vec![],
-            compute: None,
-        };
-        let a = r(
-            "k1_add",
-            "// sinter kernel k1_add\nextern \"C\" __global__ void k1_add(float* a0) // b3\n{ a0[0] = 1; }\n",
-        );
-        let b = r(
-            "k9_add",
-            "// sinter kernel k9_add\nextern \"C\" __global__ void k9_add(float* a0) // b17\n{ a0[0] = 1; }\n",
-        );
-        assert_eq!(body_key(&a), body_key(&b));
-        let c = r("k9_add", "extern \"C\" __global__ void k9_add(float* a0)\n{ a0[0] = 2; }\n");
-        assert_ne!(body_key(&a), body_key(&c));
-        // `//` inside a string literal is code, not a comment.
-        let s1 = r("k1", "asm(\"x // 1\"); // c\n");
-        let s2 = r("k1", "asm(\"x // 2\"); // c\n");
-        assert_ne!(body_key(&s1), body_key(&s2));
-        assert_eq!(body_key(&s1), "asm(\"x // 1\"); \n");
-    }
 
     #[test]
     fn entry_names_are_safe_identifiers() {

@@ -125,7 +125,7 @@ impl Program {
         self.inner.workgroup_size
     }
 
-    /// Hex BLAKE3 hash of source, entry point and options: the in-memory cache key.
+    /// Hex BLAKE3 hash of the source's code key and the options: the in-memory cache key.
     pub fn source_hash(&self) -> String {
         self.inner.hash.to_hex().to_string()
     }
@@ -227,8 +227,9 @@ impl Device {
 
     /// Validates `wgsl` with naga (against this device's features), then creates a trusted shader module
     /// (no runtime checks unless asked) and a compute pipeline. Programs are cached by a hash of the
-    /// source, entry point and options: compiling the same text again returns the cached pipeline under the
-    /// new label.
+    /// source without its comments and entry point name ([`sinter_core::digest::code_key`]) and the
+    /// options: compiling the same code again, under any entry name, returns the cached pipeline under
+    /// the new label.
     pub fn compile_with(
         &self,
         wgsl: &str,
@@ -240,9 +241,9 @@ impl Device {
         let checked = opts.checked.unwrap_or(self.inner.checked_shaders);
         let hash = {
             let mut h = blake3::Hasher::new();
-            h.update(wgsl.as_bytes());
-            h.update(&[0]);
-            h.update(entry.as_bytes());
+            // Comments and the entry's name do not change the pipeline: identical layers of a model,
+            // rendered under their own kernel names, create one.
+            h.update(sinter_core::digest::code_key(wgsl, entry).as_bytes());
             h.update(&[0, u8::from(checked), u8::from(opts.zero_initialize_workgroup_memory)]);
             h.update(&[match opts.layout {
                 LayoutMode::Reflected => 0,
