@@ -186,8 +186,8 @@ mod tests {
         let (m, d) = (WgslCostModel::default(), DefaultCostModel::default());
         let caps = Capabilities::host();
         assert_eq!(m.name(), "wgsl");
-        for (users, cost) in [(1, 100), (2, 24), (2, 23), (9, 4), (9, 3)] {
-            assert_eq!(m.materialize(users, cost), d.materialize(users, cost));
+        for (users, cost, reads) in [(1, 100, 9), (2, 24, 1), (2, 23, 1), (9, 4, 1), (9, 3, 1), (2, 3, 5), (2, 3, 4)] {
+            assert_eq!(m.materialize(users, cost, reads), d.materialize(users, cost, reads));
         }
         for (rows, len) in [(1, 1 << 20), (8192, 32), (64, 1000), (4, 1 << 16)] {
             assert_eq!(m.reduce_strategy(rows, len, &caps), d.reduce_strategy(rows, len, &caps));

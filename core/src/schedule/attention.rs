@@ -91,6 +91,16 @@ impl Sched<'_> {
             }
             match self.match_attention(pv) {
                 Ok(None) => {}
+                // Chains overlap where one attention's output is the next one's first product
+                // (`softmax(softmax(x @ w1) @ w2) @ w3`): the earlier match keeps it.
+                Ok(Some(m)) if m.inner.iter().any(|n| self.attn[n.index()].is_some() || self.inner_attn[n.index()]) => {
+                    let taken = m.inner.iter().find(|n| self.attn[n.index()].is_some() || self.inner_attn[n.index()]);
+                    let why = format!(
+                        "refused: attention: {} is already part of another fused attention",
+                        taken.map_or(String::new(), |n| format!("%{}", n.0))
+                    );
+                    self.decide(vec![pv.0], false, why, vec![]);
+                }
                 Ok(Some(m)) => {
                     let mut nodes: Vec<u32> = m.inner.iter().map(|n| n.0).collect();
                     nodes.push(pv.0);

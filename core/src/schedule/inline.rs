@@ -1,8 +1,8 @@
 //! Stage A, lowering-time inlining as Inductor does it: every elementwise, movement and gather node
 //! is computed inside its consumers unless it is *materialized* (stored to a buffer): graph outputs,
-//! operands that a matmul or window reads through strides or many times, expensive values with
-//! several users (the [`CostModel`](super::CostModel)'s call), eager mode, or the inline depth
-//! limit.
+//! operands that a matmul or window reads through strides or many times, values with several
+//! users that are expensive or read many other values (the [`CostModel`](super::CostModel)'s
+//! call), eager mode, or the inline depth limit.
 
 use super::conv::ConvPlan;
 use super::plan::{Kind, Sched};
@@ -11,6 +11,9 @@ use crate::ir::{NodeId, Op};
 /// The longest chain of producers inlined into one consumer: deeper chains are cut by
 /// materializing, which bounds the recursion of emission (and the size of one kernel).
 pub(super) const MAX_INLINE_DEPTH: usize = 400;
+
+/// Reads of one inline expression tracked at most (the cost model compares with a few).
+const MAX_TRACKED_READS: usize = 32;
 
 /// The op weight used by the inline cost (transcendentals count more).
 fn weight(op: &Op) -> usize {
@@ -100,6 +103,9 @@ impl Sched<'_> {
         }
         let mut cost = vec![0usize; n];
         let mut depth = vec![0usize; n];
+        // The values each inline expression reads (sorted node ids; capped, only compared with a
+        // small threshold).
+        let mut reads: Vec<Vec<u32>> = vec![Vec::new(); n];
         for (id, node) in self.g.iter() {
             let i = id.index();
             if !self.live[i] || !self.kind[i].inlinable() || self.inner_attn[i] {
@@ -109,6 +115,18 @@ impl Sched<'_> {
                 || node.inputs.iter().filter(|a| self.kind[a.index()].inlinable() && !self.materialized[a.index()]);
             cost[i] = weight(&node.op) + inlined().map(|a| cost[a.index()]).sum::<usize>();
             depth[i] = 1 + inlined().map(|a| depth[a.index()]).max().unwrap_or(0);
+            let mut r: Vec<u32> = Vec::new();
+            for a in &node.inputs {
+                if self.kind[a.index()].inlinable() && !self.materialized[a.index()] {
+                    r.extend_from_slice(&reads[a.index()]);
+                } else if self.g.node(*a).ty.shape.numel().is_none_or(|e| e > 1) {
+                    r.push(a.0);
+                }
+            }
+            r.sort_unstable();
+            r.dedup();
+            r.truncate(MAX_TRACKED_READS);
+            reads[i] = r;
             let users = self.users[i].len();
             let reason: Option<String> = if !self.outputs_of[i].is_empty() {
                 Some("materialized: graph output".into())
@@ -117,7 +135,7 @@ impl Sched<'_> {
             } else if let Some(why) = need[i] {
                 Some(why.into())
             } else if users >= 2 && self.opts.fusion {
-                self.opts.cost_model.materialize(users, cost[i])
+                self.opts.cost_model.materialize(users, cost[i], reads[i].len())
             } else if depth[i] >= MAX_INLINE_DEPTH {
                 Some(format!("materialized: inline depth limit ({MAX_INLINE_DEPTH})"))
             } else {

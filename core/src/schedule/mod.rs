@@ -114,11 +114,12 @@ pub trait CostModel: fmt::Debug + Send + Sync {
     }
 
     /// Whether an inlinable node with `users` distinct consumers, whose inline expression costs
-    /// `cost` (weighted op count: transcendentals 4, divisions and roots 2, others 1), should be
-    /// materialized instead of recomputed by each consumer. Returns the named reason when so.
+    /// `cost` (weighted op count: transcendentals 4, divisions and roots 2, others 1) and reads
+    /// `reads` distinct values computed elsewhere (buffers, reductions; scalars excluded), should
+    /// be materialized instead of recomputed by each consumer. Returns the named reason when so.
     /// The default recomputes.
-    fn materialize(&self, users: usize, cost: usize) -> Option<String> {
-        self.base().and_then(|b| b.materialize(users, cost))
+    fn materialize(&self, users: usize, cost: usize, reads: usize) -> Option<String> {
+        self.base().and_then(|b| b.materialize(users, cost, reads))
     }
 
     /// How a reduce kernel of `rows` rows of `len` elements maps to the device. The default loops.
@@ -252,6 +253,13 @@ pub struct DefaultCostModel {
     pub expensive_cost: usize,
     /// Materialize a node with more users than this when it costs at least `4`.
     pub many_users: usize,
+    /// Materialize a node with several users whose expression reads more values than this
+    /// (Inductor's `realize_reads_threshold`): a residual stream `h + a1 + m1 + a2 + ...` would
+    /// otherwise be recomputed from every earlier branch by each layer's norm, its reads growing
+    /// with depth (GPT-2 small at 8 x 128 on an H100: its 21 norm kernels took 22 us each, a
+    /// synthetic pre-norm stack's norm kernels took 6, 7, ... 11 arguments; BENCHMARKS.md,
+    /// session 9).
+    pub many_reads: usize,
     /// Persistent reductions hold up to `max_workgroup_size * per_thread` elements per row.
     pub persistent_per_thread: usize,
     /// Rows at most this long use one thread per row when there are many rows.
@@ -282,6 +290,7 @@ impl Default for DefaultCostModel {
         DefaultCostModel {
             expensive_cost: 24,
             many_users: 8,
+            many_reads: 4,
             persistent_per_thread: 4,
             thread_per_row_len: 64,
             thread_per_row_rows: 4096,
@@ -300,9 +309,11 @@ impl CostModel for DefaultCostModel {
         "default"
     }
 
-    fn materialize(&self, users: usize, cost: usize) -> Option<String> {
+    fn materialize(&self, users: usize, cost: usize, reads: usize) -> Option<String> {
         if users >= 2 && cost >= self.expensive_cost {
             Some(format!("materialized: {users} users and expensive (cost {cost})"))
+        } else if users >= 2 && reads > self.many_reads {
+            Some(format!("materialized: {users} users, and recomputing it reads {reads} values"))
         } else if users > self.many_users && cost >= 4 {
             Some(format!("materialized: {users} users (cost {cost})"))
         } else {

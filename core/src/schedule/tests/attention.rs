@@ -110,6 +110,25 @@ fn attention_epilogues_fuse_and_needed_scores_refuse() {
         p.decisions
     );
 
+    // Overlapping chains (`softmax(softmax(x @ w1) @ w2) @ w3`: the first attention's output is
+    // the second's first product): the first keeps it, the second is refused, named. (Was: "%N
+    // (matmul) was not scheduled before its use".)
+    let g = Graph::new();
+    let mut h = g.input("x", DType::F32, [16, 8]);
+    let mut ins = vec![rnd(DType::F32, &[16, 8], 5)];
+    for l in 0..3 {
+        h = h.matmul(&g.input(&format!("w{l}"), DType::F32, [8, 8])).softmax(-1);
+        ins.push(rnd(DType::F32, &[8, 8], 6 + l));
+    }
+    g.output(&h);
+    let p = check(&g.build().unwrap(), &ins);
+    assert_eq!(attention_kernels(&p).len(), 1, "{}", print_program(&p));
+    assert!(
+        p.decisions.iter().any(|d| !d.fused && d.reason.contains("already part of another fused attention")),
+        "{:?}",
+        p.decisions
+    );
+
     // A softmax of something that is no product is no attention: refused with the reason.
     let g = Graph::new();
     let (x, v) = (g.input("x", DType::F32, [3, 4]), g.input("v", DType::F32, [4, 2]));
