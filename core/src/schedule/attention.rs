@@ -6,7 +6,8 @@
 //! **Legality** ([`Sched::match_attention`]), on the decomposed graph, from the second product
 //! `pv = matmul(p, v)` backwards:
 //! * `p` is `exp(s - max(s)) / sum(exp(s - max(s)))` over the last axis (the decomposed softmax,
-//!   with keepdims), optionally cast to a 16-bit float for the product;
+//!   with keepdims), optionally cast to a 16-bit float for the product, optionally under torch's
+//!   NaN guard `where(isnan(p), 0, p)` (then applied to the output: [`AttnMatch::nan_guard`]);
 //! * `s` comes from exactly one matmul `qk` through pointwise and movement ops only (scale,
 //!   additive or boolean masks, casts), at the same element: the scores are not reshaped;
 //! * every node on a path from `qk` to `pv` is used only inside the chain and is no graph output
@@ -53,6 +54,11 @@ pub(super) struct AttnMatch {
     pub bdims: Vec<usize>,
     /// The shape as the cost model sees it.
     pub shape: AttentionShape,
+    /// The probabilities pass through `where(isnan(p), 0, p)`: applied to the output instead
+    /// (`where(isnan(o), 0, o)`). Every template gives a row whose logits are all `-inf` (or hold
+    /// a NaN) as NaN, so such rows come out 0 as the guard makes them; the one difference: a NaN
+    /// in `v` gives NaN unguarded and 0 here.
+    pub nan_guard: bool,
 }
 
 /// A strided attention operand before argument positions exist.
@@ -127,6 +133,12 @@ impl Sched<'_> {
         let node = |n: NodeId| g.node(n);
         let [pa, v] = node(pv).inputs[..] else { return Ok(None) };
         // The probabilities, optionally cast down for the product.
+        // torch's exported attention guards the probabilities: `where(isnan(p), 0, p)` (a row
+        // whose every key is masked gives zeros, not NaN).
+        let (pa, nan_guard) = match self.nan_guard_of(pa) {
+            Some(x) => (x, true),
+            None => (pa, false),
+        };
         let (probs, p_dtype) = match &node(pa).op {
             Op::Cast(to) if to.is_float() && node(node(pa).inputs[0]).ty.dtype.is_float() => (node(pa).inputs[0], *to),
             _ => (pa, node(pa).ty.dtype),
@@ -215,7 +227,17 @@ impl Sched<'_> {
         let heads = if bdims.len() >= 2 { bdims[bdims.len() - 1] } else { 1 };
         let batch = bdims.iter().product::<usize>() / heads.max(1);
         let shape = AttentionShape { batch, heads, m, kv, d, dv, dtype: in_dtype, causal: causal.is_some() };
-        Ok(Some(AttnMatch { qk, score, causal, p_dtype, inner, bdims, shape }))
+        Ok(Some(AttnMatch { qk, score, causal, p_dtype, inner, bdims, shape, nan_guard }))
+    }
+
+    /// `x` when `p` is `where(isnan(x), 0, x)` (the zero a constant of zeros).
+    fn nan_guard_of(&self, p: NodeId) -> Option<NodeId> {
+        let g = self.g;
+        let Op::Where = g.node(p).op else { return None };
+        let [c, zero, x] = g.node(p).inputs[..] else { return None };
+        let Op::Unary(UnaryOp::IsNan) = g.node(c).op else { return None };
+        let Op::Constant(t) = &g.node(zero).op else { return None };
+        (g.node(c).inputs[0] == x && t.numel() >= 1 && t.to_f64_vec().iter().all(|&v| v == 0.0)).then_some(x)
     }
 
     /// Whether `to` depends on `from` through inlinable nodes only (`from == to` counts).
@@ -356,7 +378,13 @@ impl Sched<'_> {
         kb.computed.insert(pv);
         kb.attention =
             Some(AttnSpec { q: qr, k: kr, v: vr, in_dtype: s.dtype, p_dtype: am.p_dtype, score, causal: am.causal });
-        let out = kb.push(Expr::Acc(0), g.ty(pv).dtype);
+        let dt = g.ty(pv).dtype;
+        let mut out = kb.push(Expr::Acc(0), dt);
+        if am.nan_guard {
+            let nan = kb.push(Expr::Unary(UnaryOp::IsNan, out), DType::Bool);
+            let zero = kb.push(Expr::Const(0.0), dt);
+            out = kb.push(Expr::Where(nan, zero, out), dt);
+        }
         let index = kb.simp(&MatOut::plain(s.m, s.dv).flat());
         debug_assert_eq!(rank, self.shapes[pv.index()].len());
         kb.members.push(Member::root(pv, out, index, Phase::Epilogue));

@@ -344,6 +344,8 @@ fn attention_cases(d: DType) -> Result<Vec<Instance>, String> {
         AttnCase { mask: AttnMask::Bool, bshd: true, ..AttnCase::new(2, 2, 5, 9, 32, d) },
         AttnCase { kv_heads: 2, ..AttnCase::new(1, 4, 3, 4097, 16, d) },
         AttnCase { causal: Some(0), dv: 32, ..AttnCase::new(1, 2, 33, 33, 128, d) },
+        // torch's export: the probabilities NaN-guarded; the mask's first row masks every key.
+        AttnCase { mask: AttnMask::Bool, nan_guard: true, ..AttnCase::new(2, 2, 5, 9, 32, d) },
     ];
     let mut out = Vec::new();
     for c in cases {
@@ -356,11 +358,12 @@ fn attention_cases(d: DType) -> Result<Vec<Instance>, String> {
             AttnMask::None => None,
             AttnMask::Additive => Some(b.input(F, &sh[3], unit())),
             // A coin flip per key: a row that loses all 9 keys (p = 2^-9) is NaN, as in the reference.
+            AttnMask::Bool if c.nan_guard => Some(b.input(DType::Bool, &sh[3], Dist::Specials(0.0, 1.0, vec![0.0; 9]))),
             AttnMask::Bool => Some(b.input(DType::Bool, &sh[3], Dist::Uniform(0.0, 1.0))),
         };
         let y = attention_written_out(&c, &q, &k, &v, mask.as_ref());
         let label = format!(
-            "b{} h{}/{} m{} kv{} d{} dv{}{}{:?}{}",
+            "b{} h{}/{} m{} kv{} d{} dv{}{}{:?}{}{}",
             c.batch,
             c.heads,
             c.kv_heads,
@@ -370,7 +373,8 @@ fn attention_cases(d: DType) -> Result<Vec<Instance>, String> {
             c.dv,
             if c.causal.is_some() { " causal " } else { " " },
             c.mask,
-            if c.bshd { " bshd" } else { "" }
+            if c.bshd { " bshd" } else { "" },
+            if c.nan_guard { " nan-guard" } else { "" }
         );
         out.push(b.finish(label, Tol::sum(c.kv + c.d, 1.0).times(4.0), &[&y])?);
     }

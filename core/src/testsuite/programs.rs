@@ -95,6 +95,9 @@ pub struct AttnCase {
     /// `[batch, seq, heads, dim]` inputs (as projections reshaped without a transpose) instead
     /// of `[batch, heads, seq, dim]`.
     pub bshd: bool,
+    /// The probabilities under torch's export guard `where(isnan(p), 0, p)`: a row whose every
+    /// key is masked gives zeros instead of NaN.
+    pub nan_guard: bool,
 }
 
 impl AttnCase {
@@ -112,6 +115,7 @@ impl AttnCase {
             causal: None,
             mask: AttnMask::None,
             bshd: false,
+            nan_guard: false,
         }
     }
 
@@ -173,7 +177,12 @@ pub fn attention(c: &AttnCase) -> Program {
             kb.e(Expr::Where(mv, score, ninf), DType::F32)
         };
     }
-    let out = kb.e(Expr::Acc(0), DType::F32);
+    let mut out = kb.e(Expr::Acc(0), DType::F32);
+    if c.nan_guard {
+        let nan = kb.e(Expr::Unary(crate::ir::UnaryOp::IsNan, out), DType::Bool);
+        let zero = kb.konst(0.0, DType::F32);
+        out = kb.e(Expr::Where(nan, zero, out), DType::F32);
+    }
     let outd = kb.e(Expr::Cast(out), c.dtype);
     let at = Index::var(Var::Batch)
         .mul((c.m * c.dv) as i64)
@@ -260,6 +269,9 @@ pub fn attention_written_out(
     let mut pr = s.softmax(-1);
     if low {
         pr = pr.cast(c.dtype);
+    }
+    if c.nan_guard {
+        pr = pr.unary(crate::ir::UnaryOp::IsNan).where_(&g.scalar(c.dtype, 0.0), &pr);
     }
     pr.matmul(&v)
 }

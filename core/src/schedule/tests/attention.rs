@@ -129,6 +129,34 @@ fn attention_epilogues_fuse_and_needed_scores_refuse() {
         p.decisions
     );
 
+    // torch's exported attention: an additive mask from a boolean key mask, the probabilities
+    // under `where(isnan(p), 0, p)`. One kernel; the second batch masks every key, so its rows
+    // come out 0 (the reference's guard) rather than NaN.
+    let g = Graph::new();
+    let (q, k, v) = (
+        g.input("q", DType::F32, [2, 2, 6, 4]),
+        g.input("k", DType::F32, [2, 2, 6, 4]),
+        g.input("v", DType::F32, [2, 2, 6, 4]),
+    );
+    let keep = g.input("keep", DType::Bool, [2, 1, 1, 6]);
+    let add = keep.where_(&g.scalar(DType::F32, 0.0), &g.scalar(DType::F32, f64::NEG_INFINITY));
+    let pr = (&(q.matmul(&k.transpose(-1, -2)) * 0.5) + &add).softmax(-1);
+    let guarded = pr.unary(crate::ir::UnaryOp::IsNan).where_(&g.scalar(DType::F32, 0.0), &pr);
+    g.output(&guarded.matmul(&v));
+    let keep_v: Vec<i64> = (0..12).map(|i| (i < 6 && i != 2) as i64).collect();
+    let ins = [
+        rnd(DType::F32, &[2, 2, 6, 4], 31),
+        rnd(DType::F32, &[2, 2, 6, 4], 32),
+        rnd(DType::F32, &[2, 2, 6, 4], 33),
+        HostTensor::from_i64(DType::Bool, vec![2, 1, 1, 6], &keep_v),
+    ];
+    let ir = g.build().unwrap();
+    let want = crate::cpu::run(&ir, &ins).unwrap();
+    assert!(want[0].to_f64_vec()[48..].iter().all(|&x| x == 0.0), "the reference's guard zeroes masked rows");
+    let p = check(&ir, &ins);
+    assert_eq!(attention_kernels(&p).len(), 1, "{}", print_program(&p));
+    assert_eq!(p.kernels.len(), 1, "{}", print_program(&p));
+
     // A softmax of something that is no product is no attention: refused with the reason.
     let g = Graph::new();
     let (x, v) = (g.input("x", DType::F32, [3, 4]), g.input("v", DType::F32, [4, 2]));
