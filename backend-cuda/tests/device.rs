@@ -372,7 +372,7 @@ fn wrong_inputs_are_errors_naming_the_problem() {
 
 /// Tensor-core and library products in bf16/f16: awkward shapes on the `mma.sync` template (small
 /// products stay on sinter's kernels in default mode), a product over the library threshold on
-/// cuBLASLt in default mode (when libcublasLt is present; exact f32 from a lower threshold), a bias+relu epilogue both ways, and
+/// cuBLASLt in default mode (when libcublasLt is present), a bias+relu epilogue both ways, and
 /// max-autotune choosing between them; all against the CPU reference.
 #[test]
 fn tensor_core_and_library_products() {
@@ -409,7 +409,7 @@ fn tensor_core_and_library_products() {
         let c = compile(&g, dynb.clone(), opts(Mode::Default)).unwrap();
         let strategies: Vec<String> =
             c.sources().iter().map(|s| s.source.lines().take(3).collect::<String>()).collect();
-        let min = if d == DType::F32 { 1e8 } else { 1e9 };
+        let min = sinter_cuda::backend::LIBRARY_MIN_FLOPS;
         let library = sinter_cuda::probe::cublaslt().is_ok() && 2.0 * (m * kk * n) as f64 >= min;
         let want = match (library, d) {
             (true, _) => "cuBLASLt product",

@@ -40,8 +40,10 @@ use sinter_core::kernel::{Kernel, KernelBody, MatOperand};
 use std::sync::Arc;
 
 /// Products below this many floating-point operations keep sinter's own kernels in `default`
-/// mode (launch overhead and the CUDA graph matter more there).
-pub const LIBRARY_MIN_FLOPS: f64 = 1e9;
+/// mode (launch overhead and the CUDA graph matter more there). Was 1e9 until ResNet-50 in bf16
+/// at batch 8 on an H100 showed the own templates at 10-40 TFLOP/s on its 0.1-1 GFLOP 1x1
+/// convolutions (a 0.82 GFLOP one: 68 us; BENCHMARKS.md, session 9).
+pub const LIBRARY_MIN_FLOPS: f64 = 1e8;
 /// The same threshold for exact f32 products (no TF32): sinter's own template for them runs on
 /// CUDA cores with small tiles, measured on an H100 at 8.3 TFLOP/s on ViT-B/16's 394 x 768 x 768
 /// projections (0.46 GFLOP, 52 us each; cuBLASLt's f32 products of the same model ran at 27 to

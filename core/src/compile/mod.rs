@@ -491,6 +491,17 @@ impl CompiledGraph {
         t0: Instant,
     ) -> Result<(), CompileError> {
         stats.total_s = t0.elapsed().as_secs_f64();
+        // `SINTER_LOG=compile`: where the compile went, largest phases first.
+        let mut phases = stats.phases.clone();
+        phases.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let top: Vec<String> = phases.iter().take(8).map(|(p, s)| format!("{p} {s:.3}")).collect();
+        tracing::info!(
+            target: "sinter::compile",
+            "compiled in {:.3} s{}: {}",
+            stats.total_s,
+            if stats.cache_hit { " (program cache hit)" } else { "" },
+            top.join(", ")
+        );
         let exec = &spec.exec;
         if let Exec::Split(s) = exec {
             tracing::info!(
