@@ -127,18 +127,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Ok::<_, Box<dyn std::error::Error>>((n.to_string(), v.parse()?))
         })
         .collect::<Result<_, _>>()?;
-    let info = DeviceInfo {
-        ordinal: 0,
-        name: "NVIDIA H100 80GB HBM3".into(),
-        cc: (9, 0),
-        driver_version: 13000,
-        sm_count: 132,
-        max_threads_per_block: 1024,
-        max_shared_per_block: 48 * 1024,
-        max_shared_per_block_optin: 227 * 1024,
-        total_mem_bytes: 80 << 30,
-        l2_bytes: 50 << 20,
-    };
+    let info = DeviceInfo::h100();
     let backend =
         Arc::new(OfflineHopper { caps: sinter_cuda::backend::capabilities(&info), info, report: Mutex::new(vec![]) });
     let t = Instant::now();

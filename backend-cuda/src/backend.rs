@@ -617,18 +617,7 @@ mod tests {
 
     #[test]
     fn capabilities_of_a_hopper() {
-        let info = DeviceInfo {
-            ordinal: 0,
-            name: "NVIDIA H100 80GB HBM3".into(),
-            cc: (9, 0),
-            driver_version: 13000,
-            sm_count: 132,
-            max_threads_per_block: 1024,
-            max_shared_per_block: 48 * 1024,
-            max_shared_per_block_optin: 227 * 1024,
-            total_mem_bytes: 80 << 30,
-            l2_bytes: 50 << 20,
-        };
+        let info = DeviceInfo::h100();
         let c = capabilities(&info);
         assert_eq!((c.backend.as_str(), c.max_workgroup_size, c.max_shared_bytes), ("cuda", 1024, 48 * 1024));
         assert_eq!(

@@ -98,6 +98,23 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
+    /// An H100 SXM (80 GB HBM3, driver 13.0) as the driver describes it, for planning without a
+    /// GPU (`examples/cuda_compile_profile.rs`) and tests.
+    pub fn h100() -> DeviceInfo {
+        DeviceInfo {
+            ordinal: 0,
+            name: "NVIDIA H100 80GB HBM3".into(),
+            cc: (9, 0),
+            driver_version: 13000,
+            sm_count: 132,
+            max_threads_per_block: 1024,
+            max_shared_per_block: 48 * 1024,
+            max_shared_per_block_optin: 227 * 1024,
+            total_mem_bytes: 80 << 30,
+            l2_bytes: 50 << 20,
+        }
+    }
+
     /// The driver version as `major.minor`.
     pub fn driver_string(&self) -> String {
         format!("{}.{}", self.driver_version / 1000, (self.driver_version % 1000) / 10)
