@@ -71,7 +71,7 @@ except ImportError:  # reported by main() as a skip
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-TORCHVISION = ["resnet18", "resnet50", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16"]
+TORCHVISION = ["resnet18", "resnet50", "mobilenet_v3_small", "efficientnet_b0", "convnext_tiny", "vit_b_16"]
 TRANSFORMERS = ["bert", "gpt2", "vit_hf"]
 ALL = TORCHVISION + TRANSFORMERS
 EXPORTERS = ["legacy", "dynamo"]
