@@ -414,6 +414,40 @@ fn reduction_epilogues_and_refusals() {
     assert_eq!(p.kernels.len(), 1, "{}", print_program(&p));
 }
 
+/// A pre-norm residual stream (`h += f(norm(h))` per layer, as GPT-2): without materializing, each
+/// layer's norm recomputed the stream from every earlier branch, its reads growing with depth. A
+/// value with several users that reads more than 4 values is stored (the branch's product
+/// epilogue stores it), so a kernel's argument count stays bounded as layers are added.
+#[test]
+fn a_residual_stream_is_materialized_not_recomputed_per_layer() {
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, [6, 16]);
+    let mut h = x.exp();
+    let mut ins = vec![rnd(DType::F32, &[6, 16], 1)];
+    for l in 0..8 {
+        let w = g.input(&format!("w{l}"), DType::F32, [16, 16]);
+        ins.push(rnd(DType::F32, &[16, 16], 10 + l));
+        let n = &h - &h.mean(&[1], true);
+        // A cheap branch: the stream's cost stays low, only its reads grow.
+        h = &h + &n.matmul(&w);
+    }
+    g.output(&h.mean(&[1], true));
+    let ir = g.build().expect("build");
+    let most = |p: &Program| p.kernels.iter().map(|k| k.args.len()).max().unwrap_or(0);
+    let p = check(&ir, &ins);
+    assert!(most(&p) <= 7, "a kernel takes {} arguments:\n{}", most(&p), print_program(&p));
+    assert!(
+        p.decisions.iter().any(|d| d.reason.contains("and recomputing it reads 5 values")),
+        "{}",
+        print_program(&p)
+    );
+    // Without the rule the last norm reads the input and all eight products.
+    let off = DefaultCostModel { many_reads: usize::MAX, ..DefaultCostModel::default() };
+    let opts = ScheduleOptions { cost_model: std::sync::Arc::new(off), ..ScheduleOptions::default() };
+    let p = check_with(&ir, &ins, &Capabilities::host(), &opts);
+    assert!(most(&p) >= 10, "{}", print_program(&p));
+}
+
 // ------------------------------------------------------------------------------- movement
 
 #[test]
