@@ -284,13 +284,13 @@ struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) sinter_vec {
             let t = f.ty();
             let (z, one, s) = (f.lit("0.0"), f.lit("1.0"), f.suffix());
             format!(
-                "// the logistic function, in a form that neither overflows nor loses the small tail
+                "// the logistic function, in a form that neither overflows nor loses the small tail:
+// 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below, as a select rather than a branch (a
+// tensor-core epilogue applies it to every accumulator of a thread: branches there took ptxas
+// 0.9 s on one 128x128 tile, 0.2 s without the logistic)
 {PRE} {t} sinter_sigmoid({t} x) {{
-    if (x >= {z}) {{
-        return {one} / ({one} + exp{s}(-x));
-    }}
-    const {t} e = exp{s}(x);
-    return e / ({one} + e);
+    const {t} e = exp{s}(-fabs{s}(x));
+    return (x >= {z} ? {one} : e) / ({one} + e);
 }}
 "
             )
