@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 9, device call 7: f32 attention at BERT-base's and ViT-B/16's shapes (8 x 12 heads x
-# 128 or 197 tokens, d 64; ONNX files made with onnx.helper, carried in .bench/attn): every
+# 128 or 197 tokens, d 64; `python3 scripts/session9/attn_onnx.py .bench/attn` writes them): every
 # tiled CUDA-core tile max-autotune times, beside the default tile.
 set -uo pipefail
 BIN=$PWD/.bench/sinter
