@@ -6,7 +6,7 @@
 //!
 //! # When the library runs
 //!
-//! * `default`: for products of at least [`LIBRARY_MIN_FLOPS`] (exact f32: [`LIBRARY_MIN_F32_FLOPS`]), with the heuristic's first
+//! * `default`: for products of at least [`LIBRARY_MIN_FLOPS`], with the heuristic's first
 //!   algorithm: directly where the library computes the epilogue (`acc`, `+ bias`, `relu`), split
 //!   otherwise (measured on an H100: bias + GELU split 1.6 ms + 0.3 ms against 3.2 ms fused on the
 //!   template); sinter's own templates for smaller products. The own tensor-core template (`mma.sync`) reaches about half of
@@ -36,19 +36,17 @@ use crate::render::{Rendered, Tuning, entry_name};
 use sinter_core::DType;
 use sinter_core::backend::{BackendError, Mode};
 use sinter_core::kernel::library::{LibraryGemm, SplitGemm, library_gemm, split_epilogue};
-use sinter_core::kernel::{Kernel, KernelBody, MatOperand};
+use sinter_core::kernel::{Kernel, MatOperand};
 use std::sync::Arc;
 
 /// Products below this many floating-point operations keep sinter's own kernels in `default`
-/// mode (launch overhead and the CUDA graph matter more there). Was 1e9 until ResNet-50 in bf16
-/// at batch 8 on an H100 showed the own templates at 10-40 TFLOP/s on its 0.1-1 GFLOP 1x1
-/// convolutions (a 0.82 GFLOP one: 68 us; BENCHMARKS.md, session 9).
+/// mode (launch overhead and the CUDA graph matter more there). Measured on an H100: the own
+/// exact-f32 template runs on CUDA cores with small tiles, 8.3 TFLOP/s on ViT-B/16's 394 x 768 x
+/// 768 projections (0.46 GFLOP, 52 us each; cuBLASLt's f32 products of the same model ran at 27 to
+/// 31 TFLOP/s); ResNet-50 in bf16 at batch 8 had its 0.1-1 GFLOP 1x1 convolutions on the own
+/// tensor-core templates at 10-58 TFLOP/s (a 0.82 GFLOP one: 68 us) while the threshold for
+/// 16-bit and TF32 products was 1e9 (BENCHMARKS.md, session 9).
 pub const LIBRARY_MIN_FLOPS: f64 = 1e8;
-/// The same threshold for exact f32 products (no TF32): sinter's own template for them runs on
-/// CUDA cores with small tiles, measured on an H100 at 8.3 TFLOP/s on ViT-B/16's 394 x 768 x 768
-/// projections (0.46 GFLOP, 52 us each; cuBLASLt's f32 products of the same model ran at 27 to
-/// 31 TFLOP/s), so the library wins well below a GFLOP.
-pub const LIBRARY_MIN_F32_FLOPS: f64 = 1e8;
 /// Products below this many floating-point operations get no library candidate in max-autotune
 /// (the executable would lose its CUDA graph for a kernel of a few microseconds).
 pub const LIBRARY_MIN_TUNE_FLOPS: f64 = 1e8;
@@ -202,9 +200,7 @@ pub(crate) fn library_allowed(k: &Kernel, mode: Mode, sm: (u32, u32)) -> Result<
     crate::probe::cublaslt()?;
     let (form, _) = gemm_desc(k, sm)?;
     let g = form.gemm();
-    let exact_f32 = matches!(&k.body, KernelBody::Matmul(mm) if mm.in_dtype == DType::F32 && !mm.tf32);
     let min = match mode {
-        Mode::Default if exact_f32 => LIBRARY_MIN_F32_FLOPS,
         Mode::Default => LIBRARY_MIN_FLOPS,
         _ => LIBRARY_MIN_TUNE_FLOPS,
     };
