@@ -397,7 +397,7 @@ impl CudaBackend {
                     if io.dtype.is_float() {
                         let t = HostTensor::random(io.dtype, io.shape.clone(), 0x5eed + i as u64, -1.0, 1.0);
                         let a = alloc_of(io.buffer);
-                        stream.upload(mem[a].ptr(), &t.to_le_bytes(), "autotune input")?;
+                        stream.upload(mem[a].ptr(), &t.le_bytes(), "autotune input")?;
                         stream.synchronize("autotune input")?;
                     }
                 }
@@ -580,7 +580,7 @@ impl Backend for CudaBackend {
     }
 
     fn upload(&self, t: &HostTensor) -> Result<DeviceTensor, BackendError> {
-        let bytes = t.to_le_bytes();
+        let bytes = t.le_bytes();
         let what = format!("upload of a {}{:?} tensor", t.dtype(), t.shape);
         let buf = self.dev.upload_bytes(&bytes, &what)?;
         DeviceTensor::new(t.dtype(), t.shape.clone(), Arc::new(buf))

@@ -445,7 +445,7 @@ impl std::fmt::Debug for WgslExecutable {
 
 /// The device bytes of a host tensor (its little-endian layout), checking the 32-bit emulation range of
 /// i64/u64 values.
-fn device_bytes(t: &HostTensor, what: &str) -> Result<Vec<u8>, BackendError> {
+fn device_bytes<'a>(t: &'a HostTensor, what: &str) -> Result<std::borrow::Cow<'a, [u8]>, BackendError> {
     match &t.data {
         TensorData::I64(v) => {
             if let Some(x) = v.iter().find(|x| i32::try_from(**x).is_err()) {
@@ -468,7 +468,7 @@ fn device_bytes(t: &HostTensor, what: &str) -> Result<Vec<u8>, BackendError> {
         }
         _ => {}
     }
-    Ok(t.to_le_bytes())
+    Ok(t.le_bytes())
 }
 
 impl WgslExecutable {

@@ -679,8 +679,8 @@ pub fn const_summary(t: &Arc<HostTensor>) -> String {
         let items: Vec<String> = v.iter().map(|x| format!("{x}")).collect();
         if t.shape.is_empty() { items.join("") } else { format!("[{}]", items.join(", ")) }
     } else {
-        let hex: String = crate::digest::digest(t)[..4].iter().map(|b| format!("{b:02x}")).collect();
-        format!("<{} {:?} #{hex}>", t.dtype(), t.shape)
+        let hex = blake3::Hash::from(crate::digest::digest(t)).to_hex();
+        format!("<{} {:?} #{}>", t.dtype(), t.shape, &hex[..8])
     }
 }
 

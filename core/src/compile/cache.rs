@@ -77,17 +77,11 @@ fn constant_path(dir: &Path, digest_hex: &str) -> PathBuf {
     dir.join("constants").join(format!("{digest_hex}.bin"))
 }
 
-fn hex(d: &[u8; 32]) -> String {
-    d.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The constant `r` names: the graph's, or the file's after checking its bytes against the digest.
 fn resolve(dir: &Path, r: &ConstantRef, graph: &GraphConstants) -> Option<Arc<HostTensor>> {
     if r.from_graph {
-        let digest = (0..32)
-            .map(|i| u8::from_str_radix(r.digest.get(2 * i..2 * i + 2)?, 16).ok())
-            .collect::<Option<Vec<u8>>>()?;
-        return graph.find(&digest.try_into().ok()?, r.dtype, &r.shape).cloned();
+        let digest = blake3::Hash::from_hex(&r.digest).ok()?;
+        return graph.find(digest.as_bytes(), r.dtype, &r.shape).cloned();
     }
     let path = constant_path(dir, &r.digest);
     let bytes = std::fs::read(&path).ok()?;
@@ -165,7 +159,13 @@ pub(super) fn cache_store(dir: &Path, key: &str, p: &Program, graph: &GraphConst
         }
         let digest = crate::digest::digest(t);
         let from_graph = graph.find(&digest, t.dtype(), &t.shape).is_some();
-        let r = ConstantRef { buffer: i, digest: hex(&digest), dtype: t.dtype(), shape: t.shape.clone(), from_graph };
+        let r = ConstantRef {
+            buffer: i,
+            digest: blake3::Hash::from(digest).to_hex().to_string(),
+            dtype: t.dtype(),
+            shape: t.shape.clone(),
+            from_graph,
+        };
         if !from_graph {
             let path = constant_path(dir, &r.digest);
             if !path.exists() {
