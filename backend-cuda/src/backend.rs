@@ -43,6 +43,7 @@
 //! [`crate::device::pool`]).
 
 mod exec;
+mod conv;
 mod library;
 mod tune;
 

@@ -281,35 +281,116 @@ fn find_cublaslt() -> Result<(), String> {
     if std::env::var("SINTER_CUDA_LIBRARY").is_ok_and(|v| v == "0") {
         return Err("turned off by SINTER_CUDA_LIBRARY=0".into());
     }
-    let present = || {
+    let mut dirs: Vec<PathBuf> = toolkit_homes().into_iter().map(|h| h.join("lib64")).collect();
+    for site in python_site_dirs() {
+        dirs.push(site.join("nvidia/cu13/lib"));
+        dirs.push(site.join("nvidia/cublas/lib"));
+    }
+    find_library(
+        "cublasLt",
+        "libcublasLt.so.",
+        &[],
+        dedup_existing(dirs),
         // SAFETY: checks that the symbols resolve; loads only NVIDIA-shipped initializers.
-        unsafe { cudarc::cublaslt::sys::is_culib_present() }
-    };
-    for name in cudarc::get_lib_name_candidates("cublasLt") {
-        // SAFETY: as above.
-        if let Ok(handle) = unsafe { libloading::Library::new(&name) } {
+        || unsafe { cudarc::cublaslt::sys::is_culib_present() },
+    )
+    .map_err(|searched| format!("libcublasLt not found (searched {searched}); products run on sinter's own templates"))
+}
+
+/// Loads cuDNN (once per process) so cudarc's `cudnn` module finds it: the loader path under
+/// cudarc's names first, then `lib64`/`lib` of the toolkit roots and the PyPI wheel's folder
+/// (`nvidia/cudnn/lib`, where PyTorch's dependency puts it). cuDNN 9 opens its sub-libraries
+/// (`libcudnn_cnn.so.9`, `libcudnn_engines_precompiled.so.9`, ...) by name at its first call,
+/// which finds them only on the loader path, so those beside a library found in a folder are
+/// loaded first. Optional: without it convolutions run on sinter's own templates.
+/// `SINTER_CUDNN=0` turns it off.
+pub fn cudnn() -> Result<(), String> {
+    static LOADED: OnceLock<Result<(), String>> = OnceLock::new();
+    LOADED.get_or_init(find_cudnn).clone()
+}
+
+fn find_cudnn() -> Result<(), String> {
+    if std::env::var("SINTER_CUDNN").is_ok_and(|v| v == "0") {
+        return Err("turned off by SINTER_CUDNN=0".into());
+    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for home in toolkit_homes() {
+        dirs.push(home.join("lib64"));
+        dirs.push(home.join("lib"));
+    }
+    for site in python_site_dirs() {
+        dirs.push(site.join("nvidia/cudnn/lib"));
+        dirs.push(site.join("nvidia/cu13/lib"));
+    }
+    dirs.push(PathBuf::from("/usr/lib/x86_64-linux-gnu"));
+    find_library(
+        "cudnn",
+        "libcudnn.so.9",
+        &["libcudnn_"],
+        dedup_existing(dirs),
+        // SAFETY: checks that the library loads; loads only NVIDIA-shipped initializers.
+        || unsafe { cudarc::cudnn::sys::is_culib_present() },
+    )
+    .map_err(|searched| format!("libcudnn.so.9 not found (searched {searched}); convolutions run on sinter's own templates"))
+}
+
+/// Loads library `name` so cudarc's lookup by soname finds it: on the loader path under
+/// cudarc's names, else the files in `dirs` whose names start with `prefix` (newest name last),
+/// each kept loaded for the life of the process, after the files beside it whose names start
+/// with one of `siblings` (loaded until no more load: their order of dependence is unknown).
+/// `present` says whether cudarc now finds it. `Err` lists what was searched.
+fn find_library(
+    name: &str,
+    prefix: &str,
+    siblings: &[&str],
+    dirs: Vec<PathBuf>,
+    present: impl Fn() -> bool,
+) -> Result<(), String> {
+    for soname in cudarc::get_lib_name_candidates(name) {
+        // SAFETY: loads only NVIDIA-shipped initializers.
+        if let Ok(handle) = unsafe { libloading::Library::new(&soname) } {
             std::mem::forget(handle);
             if present() {
                 return Ok(());
             }
         }
     }
-    let mut dirs: Vec<PathBuf> = toolkit_homes().into_iter().map(|h| h.join("lib64")).collect();
-    for site in python_site_dirs() {
-        dirs.push(site.join("nvidia/cu13/lib"));
-        dirs.push(site.join("nvidia/cublas/lib"));
-    }
-    let dirs = dedup_existing(dirs);
-    for dir in &dirs {
-        let Ok(entries) = std::fs::read_dir(dir) else { continue };
-        let mut libs: Vec<PathBuf> = entries
+    let files = |dir: &Path, starts: &dyn Fn(&str) -> bool| -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+        let mut v: Vec<PathBuf> = entries
             .filter_map(|e| e.ok())
             .map(|e| e.path())
-            .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libcublasLt.so.")))
+            .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(starts))
             .collect();
-        libs.sort();
+        v.sort();
+        v
+    };
+    for dir in &dirs {
+        let libs = files(dir, &|n| n.starts_with(prefix));
+        if libs.is_empty() {
+            continue;
+        }
+        // Sub-libraries first, retried while any loads (one may need another loaded before it).
+        let mut pending = files(dir, &|n| siblings.iter().any(|s| n.starts_with(s)) && n.contains(".so"));
+        while !pending.is_empty() {
+            let before = pending.len();
+            pending.retain(|p| {
+                // SAFETY: as above; kept loaded so a dlopen by soname resolves to it.
+                match unsafe { libloading::Library::new(p) } {
+                    Ok(handle) => {
+                        std::mem::forget(handle);
+                        false
+                    }
+                    Err(_) => true,
+                }
+            });
+            if pending.len() == before {
+                tracing::debug!(target: "sinter::cuda", "could not load {} of {name}'s sub-libraries", pending.len());
+                break;
+            }
+        }
         for path in libs {
-            // SAFETY: as above; kept loaded so cudarc's dlopen by soname resolves to it.
+            // SAFETY: as above.
             match unsafe { libloading::Library::new(&path) } {
                 Ok(handle) => {
                     std::mem::forget(handle);
@@ -321,14 +402,11 @@ fn find_cublaslt() -> Result<(), String> {
             }
         }
     }
-    Err(format!(
-        "libcublasLt not found (searched the loader path{}); products run on sinter's own templates",
-        if dirs.is_empty() {
-            String::new()
-        } else {
-            format!(" and {}", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "))
-        }
-    ))
+    Err(if dirs.is_empty() {
+        "the loader path".to_string()
+    } else {
+        format!("the loader path and {}", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "))
+    })
 }
 
 #[cfg(test)]

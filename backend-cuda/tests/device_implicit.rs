@@ -184,3 +184,63 @@ fn resnet18_with_implicit_tf32_convolutions() {
     let cmp = sinter_core::compare::compare_outputs(&got, &want, |_| (rtol, atol));
     assert!(cmp.ok(), "exact: {:?}", cmp.problem);
 }
+
+/// Convolutions large enough for cuDNN in default mode (at least `LIBRARY_MIN_FLOPS`) at awkward
+/// shapes (odd channels and extents, groups, dilation, a 7x7 stride-2 stem, a strided 1x1), in
+/// TF32, bf16 and f16, each with the fused epilogue split after the library call: against the
+/// CPU reference, the sources saying cuDNN ran; a window with asymmetric padding falls back to the
+/// own template. Skips without libcudnn unless `SINTER_REQUIRE_CUDNN=1`.
+#[test]
+fn cudnn_convolutions_match_the_reference() {
+    let Some(b) = backend("cudnn_convolutions_match_the_reference") else { return };
+    if let Err(why) = sinter_cuda::probe::cudnn() {
+        assert!(std::env::var("SINTER_REQUIRE_CUDNN").is_err(), "SINTER_REQUIRE_CUDNN=1 but {why}");
+        eprintln!("skipping cudnn_convolutions_match_the_reference: {why}");
+        return;
+    }
+    let cases: [(Conv, bool); 6] = [
+        (([3, 67, 41, 37], [130, 67, 3, 3], [1, 1], [1; 4], [1, 1], 1), true),
+        (([2, 64, 30, 30], [128, 32, 3, 3], [1, 1], [1; 4], [1, 1], 2), true),
+        (([4, 3, 229, 225], [64, 3, 7, 7], [2, 2], [3; 4], [1, 1], 1), true),
+        (([9, 256, 27, 27], [512, 256, 1, 1], [2, 2], [0; 4], [1, 1], 1), true),
+        (([3, 40, 33, 31], [72, 40, 3, 3], [1, 1], [2; 4], [2, 2], 1), true),
+        // Two rows of padding on top, none at the bottom: cuDNN pads both sides alike.
+        (([3, 64, 30, 30], [128, 64, 3, 3], [1, 1], [2, 1, 0, 1], [1, 1], 1), false),
+    ];
+    for (i, &((xs, ws, stride, pad, dil, groups), library)) in cases.iter().enumerate() {
+        for dt in [DType::F32, DType::BF16, DType::F16] {
+            let g = Graph::new();
+            let x = g.input("x", dt, xs);
+            let w = g.input("w", dt, ws);
+            let bias = g.input("b", dt, [ws[0]]);
+            let y = x.conv2d(&w, Some(&bias), stride, pad, dil, groups);
+            let oshape = y.shape().as_static().expect("static");
+            let r = g.input("r", dt, oshape.clone());
+            g.output(&(y * 0.5 + &r).relu());
+            let ins = [
+                HostTensor::random(dt, xs.to_vec(), 11 + i as u64, -2.0, 2.0),
+                HostTensor::random(dt, ws.to_vec(), 12, -2.0, 2.0),
+                HostTensor::random(dt, vec![ws[0]], 13, -2.0, 2.0),
+                HostTensor::random(dt, oshape, 14, -2.0, 2.0),
+            ];
+            let want = sinter_core::cpu::run(&g, &ins).expect("reference");
+            let modes: &[Mode] = if i == 0 { &[Mode::Default, Mode::MaxAutotune] } else { &[Mode::Default] };
+            for &mode in modes {
+                let ctx = format!("case {i} {dt} {mode:?}");
+                let c = compile(&g, b.clone(), opts(mode, AllowTf32::CONV)).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                let got = c.run(&ins).unwrap_or_else(|e| panic!("{ctx}: run: {e}"));
+                let on_cudnn = c.sources().iter().any(|s| s.source.contains("cuDNN forward convolution"));
+                if mode == Mode::Default {
+                    assert_eq!(on_cudnn, library, "{ctx}");
+                }
+                eprintln!("{ctx}: {}", if on_cudnn { "cuDNN" } else { "own template" });
+                let k = ws[1] * ws[2] * ws[3];
+                // As `implicit_convs_match_the_reference`; the library also rounds the convolution
+                // to bf16/f16 before the epilogue, as the reference does.
+                let magnitude = if dt == DType::F32 { 4.0 } else { 8.0 * (k as f64).sqrt() };
+                let tol = tol_for(&c, Tol::sum(k, magnitude));
+                compare(&got, &want, tol).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            }
+        }
+    }
+}

@@ -148,6 +148,38 @@ fn resnet18_runs_its_convolutions_as_implicit_gemms() {
     assert!(cmp.ok(), "{:?}", cmp.problem);
 }
 
+/// Every ResNet-18 convolution has a cuDNN form: the geometry read back from the
+/// kernel is the workload's, and its epilogue (bias, residual, ReLU on the NCHW scratch) renders
+/// and NVRTC-compiles as a pointwise kernel.
+#[test]
+fn resnet18_convolutions_have_cudnn_forms_whose_epilogues_compile() {
+    use sinter_core::kernel::library_conv::split_conv;
+    let w = workloads::get("resnet18_b32_f32").expect("resnet18");
+    let p = scheduled(&w);
+    let mut seen = 0;
+    for k in p.kernels.iter().filter(|k| matches!(&k.body, KernelBody::Matmul(m) if m.b.im2col.is_some())) {
+        let s = split_conv(k).unwrap_or_else(|e| panic!("{}: {e}", k.name));
+        let c = &s.conv;
+        assert_eq!((c.groups, c.dilation), (1, [1, 1]), "{}", k.name);
+        assert!(c.tf32 && c.dtype == DType::F32, "{}", k.name);
+        // 7x7 stride 2 pad 3, 3x3 pad 1, 1x1 stride 2 pad 0: ResNet's windows.
+        let want_pad = match c.kernel {
+            [7, 7] => [3, 3],
+            [3, 3] => [1, 1],
+            [1, 1] => [0, 0],
+            other => panic!("{}: window {other:?}", k.name),
+        };
+        assert_eq!(c.pad, want_pad, "{}", k.name);
+        assert_eq!(s.epilogue.args.len(), k.args.len() + 1);
+        let r = render::render(&s.epilogue, &CudaCaps::hopper(), &Tuning::default()).expect("render");
+        // Not checked for spills: the unfolded batch norm's `1 / sqrt` keeps a 4-byte stack slot
+        // in ptxas's slow path at any size.
+        compile(&r, false);
+        seen += 1;
+    }
+    assert_eq!(seen, 20);
+}
+
 /// The implicit template at ResNet-18's full-size layers (batch 32): TF32, bf16, f16 and the
 /// CUDA-core template (exact f32), each compiling without spills; one TF32 source snapshotted.
 #[test]

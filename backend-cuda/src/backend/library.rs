@@ -1,4 +1,4 @@
-//! Library products in an executable: a matmul kernel can run as a cuBLASLt call ([`GemmPlan`])
+//! Library products in an executable (convolutions: [`super::conv`], cuDNN): a matmul kernel can run as a cuBLASLt call ([`GemmPlan`])
 //! instead of a rendered kernel: directly when [`library_gemm`] recognizes its epilogue (the
 //! library computes it), else split ([`split_epilogue`]): the product into a scratch buffer of the
 //! operands' dtype, then the epilogue as a rendered pointwise kernel. A [`Step`] is either a
@@ -59,6 +59,8 @@ pub(crate) enum Step {
     Kernel(Launch),
     /// A cuBLASLt product.
     Gemm(Box<GemmStep>),
+    /// A cuDNN convolution and its epilogue kernel.
+    Conv(Box<super::conv::ConvStep>),
 }
 
 /// A library product bound to the kernel's arguments.
@@ -78,7 +80,7 @@ impl Step {
     pub(crate) fn is_empty(&self) -> bool {
         match self {
             Step::Kernel(l) => l.is_empty(),
-            Step::Gemm(_) => false,
+            Step::Gemm(_) | Step::Conv(_) => false,
         }
     }
 
@@ -100,6 +102,7 @@ impl Step {
                     _ => Ok(()),
                 }
             }
+            Step::Conv(c) => c.launch(stream),
         }
     }
 
@@ -115,6 +118,7 @@ impl Step {
                     None => Ok(()),
                 }
             }
+            Step::Conv(c) => c.set_arg(i, value),
         }
     }
 
@@ -122,7 +126,7 @@ impl Step {
     pub(crate) fn kernel(&self) -> Option<&Launch> {
         match self {
             Step::Kernel(l) => Some(l),
-            Step::Gemm(_) => None,
+            Step::Gemm(_) | Step::Conv(_) => None,
         }
     }
 }
@@ -194,6 +198,9 @@ pub(crate) fn gemm_desc(k: &Kernel, sm: (u32, u32)) -> Result<(Form, GemmDesc), 
 /// Why the library does not take `k` in `mode` on a device of compute capability `sm` (`Ok` when
 /// it may: the product is large enough for `default`, any size for `max-autotune`).
 pub(crate) fn library_allowed(k: &Kernel, mode: Mode, sm: (u32, u32)) -> Result<(), String> {
+    if super::conv::is_conv(k) {
+        return super::conv::conv_allowed(k, mode);
+    }
     if mode == Mode::ReduceOverhead {
         return Err("reduce-overhead keeps every step in the patched CUDA graph".into());
     }
@@ -221,6 +228,9 @@ pub(crate) fn build(
     cubins: &CubinCache,
     stream: &Arc<Stream>,
 ) -> Result<LoadedKernel, BackendError> {
+    if super::conv::is_conv(k) {
+        return super::conv::build(backend, k, tuning, args, cubins, stream);
+    }
     let unsupported =
         |what: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("kernel {}: {what}", k.name) };
     let algo = tuning.library.unwrap_or(0) as usize;
@@ -303,6 +313,9 @@ pub(crate) fn build(
 /// The library candidates max-autotune times for `k` on a device of compute capability `sm`
 /// (none when the library cannot run it).
 pub(crate) fn candidates(k: &Kernel, stream: &Arc<Stream>, sm: (u32, u32)) -> Vec<Tuning> {
+    if super::conv::is_conv(k) {
+        return super::conv::candidates(k, stream);
+    }
     if let Err(why) = library_allowed(k, Mode::MaxAutotune, sm) {
         tracing::debug!(target: "sinter::autotune", "{}: no cuBLASLt candidate: {why}", k.name);
         return Vec::new();

@@ -21,6 +21,7 @@
 //! tracking); setup uses cudarc's safe types (context, streams, modules, events, graphs).
 
 pub mod blas;
+pub mod dnn;
 mod buffer;
 mod calibrate;
 mod graph;

@@ -122,20 +122,27 @@ fn equals_affine(idx: &Index, f: &dyn Fn(i64, i64, i64) -> i64, extents: [usize;
 /// The matmul body of `k` when its dtypes are a library's (f32, f16, bf16 or fp8 operands, f32
 /// accumulation).
 fn library_matmul(k: &Kernel) -> Result<&super::MatmulBody, String> {
-    let KernelBody::Matmul(mm) = &k.body else { return Err("not a matmul".into()) };
-    let float = matches!(mm.in_dtype, DType::F32 | DType::F16 | DType::BF16) || mm.in_dtype.is_fp8();
-    if !float || mm.acc_dtype != DType::F32 {
-        return Err(format!("operands {} accumulating in {}", mm.in_dtype, mm.acc_dtype));
-    }
+    let mm = library_dtypes(k)?;
     if mm.a.im2col.is_some() || mm.b.im2col.is_some() {
         return Err("an implicit im2col operand (no strided layout a library reads)".into());
     }
     Ok(mm)
 }
 
+/// The matmul body of `k` when its dtypes are a library's (f32, f16, bf16 or fp8 operands, f32
+/// accumulation), whatever its operands' form.
+pub(crate) fn library_dtypes(k: &Kernel) -> Result<&super::MatmulBody, String> {
+    let KernelBody::Matmul(mm) = &k.body else { return Err("not a matmul".into()) };
+    let float = matches!(mm.in_dtype, DType::F32 | DType::F16 | DType::BF16) || mm.in_dtype.is_fp8();
+    if !float || mm.acc_dtype != DType::F32 {
+        return Err(format!("operands {} accumulating in {}", mm.in_dtype, mm.acc_dtype));
+    }
+    Ok(mm)
+}
+
 /// The dtype of a matmul kernel's product value (`Acc(0)`): the operands' dtype, f32 for fp8
 /// operands (the accumulator is never rounded to fp8).
-fn product_dtype(k: &Kernel, mm: &super::MatmulBody) -> DType {
+pub(crate) fn product_dtype(k: &Kernel, mm: &super::MatmulBody) -> DType {
     k.exprs.iter().find(|e| matches!(e.expr, Expr::Acc(0))).map_or(mm.in_dtype, |e| e.dtype)
 }
 
@@ -292,15 +299,25 @@ pub struct SplitGemm {
 pub fn split_epilogue(k: &Kernel) -> Result<SplitGemm, String> {
     let mm = library_matmul(k)?;
     let prod = product_dtype(k, mm);
-    let numel = mm.batch * mm.m * mm.n;
-    let scratch = k.args.len();
     let lane = Index::var(Var::Lane);
     let (m, n) = (mm.m as i64, mm.n as i64);
-    let subst = |i: &Index| {
-        i.substitute(Var::Batch, &lane.clone().div(m * n))
-            .substitute(Var::M, &lane.clone().div(n).rem(m))
-            .substitute(Var::N, &lane.clone().rem(n))
-    };
+    // The scratch is the dense `[batch, m, n]` product.
+    let at = [lane.clone().div(m * n), lane.clone().div(n).rem(m), lane.rem(n)];
+    let epilogue = epilogue_kernel(k, mm, mm.batch * mm.m * mm.n, at)?;
+    Ok(SplitGemm { gemm: LibraryGemm::of(mm, k.args.len(), None, false, prod), epilogue })
+}
+
+/// The epilogue of matmul kernel `k` as a pointwise kernel of `numel` lanes over `k`'s arguments
+/// plus a scratch argument (appended, [`SCRATCH`]) holding the product: lane `l` reads the
+/// scratch at `l`, which holds product element `(at[0], at[1], at[2])` = (batch, m, n) as
+/// functions of [`Var::Lane`]; every other index of `k` has (Batch, M, N) replaced by those. The
+/// scratch has the product value's dtype (the operands'; f32 for fp8 operands).
+pub(crate) fn epilogue_kernel(k: &Kernel, mm: &super::MatmulBody, numel: usize, at: [Index; 3]) -> Result<Kernel, String> {
+    let prod = product_dtype(k, mm);
+    let scratch = k.args.len();
+    let lane = Index::var(Var::Lane);
+    let [b, i, j] = at;
+    let subst = |x: &Index| x.substitute(Var::Batch, &b).substitute(Var::M, &i).substitute(Var::N, &j);
     let mut exprs = Vec::with_capacity(k.exprs.len());
     for te in &k.exprs {
         let expr = match &te.expr {
@@ -336,12 +353,12 @@ pub fn split_epilogue(k: &Kernel) -> Result<SplitGemm, String> {
         exprs,
         body: KernelBody::Pointwise { numel, stores },
         origins: k.origins.clone(),
-        ops: k.ops.iter().filter(|o| o.as_str() != "matmul").cloned().collect(),
+        ops: k.ops.iter().filter(|o| !matches!(o.as_str(), "matmul" | "conv2d" | "Conv")).cloned().collect(),
         flops: (k.flops - 2.0 * numel as f64 * mm.k as f64).max(0.0),
         bytes,
     };
     super::analysis::check_kernel(&epilogue).map_err(|e| format!("epilogue kernel: {e}"))?;
-    Ok(SplitGemm { gemm: LibraryGemm::of(mm, scratch, None, false, prod), epilogue })
+    Ok(epilogue)
 }
 
 #[cfg(test)]

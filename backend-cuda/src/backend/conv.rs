@@ -1,0 +1,200 @@
+//! Library convolutions in an executable: an implicit-GEMM convolution kernel can run as a cuDNN
+//! forward convolution into a scratch buffer followed by its epilogue as a rendered pointwise
+//! kernel ([`split_conv`]: bias, residual, activation, casts), instead of the own tensor-core
+//! template. The step is a [`Step::Conv`]; the executable launches, patches and times it like
+//! any other step.
+//!
+//! # When cuDNN runs
+//!
+//! The same rule as cuBLASLt's products ([`super::library`]): in `default` mode for convolutions
+//! of at least [`LIBRARY_MIN_FLOPS`] with the heuristic's first algorithm; in `max-autotune` its
+//! first [`LIBRARY_CANDIDATES`] algorithms are timed beside the own templates; never in
+//! `reduce-overhead` (the run is one patched CUDA graph). `SINTER_CUDNN=0` or no libcudnn: never;
+//! `SINTER_CUDA_LIBRARY=force`: every convolution the library can run (tests).
+//!
+//! Why: the own implicit-GEMM template reads its im2col operand one 4-byte `cp.async` per
+//! element from `NCHW` activations (no 16-byte copies: taps along a row are contiguous but not
+//! aligned), and ran ResNet-18 at batch 32 at 0.45x torch.compile on an H200, where
+//! torch.compile itself runs its convolutions on cuDNN (BENCHMARKS.md, session 9). The split
+//! form costs one write and one read of the convolution's output that the fused template does
+//! not (as torch.compile's own convolution + Triton epilogue pair does).
+
+use super::exec::LoadedKernel;
+use super::library::{LIBRARY_CANDIDATES, LIBRARY_MIN_FLOPS, LIBRARY_MIN_TUNE_FLOPS, Step};
+use crate::device::blas::BlasType;
+use crate::device::dnn::{ConvDesc, ConvPlan};
+use crate::device::{CudaBuffer, Launch, Stream};
+use crate::nvrtc::CubinCache;
+use crate::render::{Rendered, Tuning, entry_name};
+use sinter_core::DType;
+use sinter_core::backend::{BackendError, Mode};
+use sinter_core::kernel::library_conv::{LibraryConv, SplitConv, split_conv};
+use sinter_core::kernel::{Kernel, KernelBody};
+use std::sync::Arc;
+
+/// A library convolution bound to the kernel's arguments.
+pub(crate) struct ConvStep {
+    plan: ConvPlan,
+    /// One device pointer per kernel argument (patched like a launch's).
+    args: Vec<u64>,
+    conv: LibraryConv,
+    /// The epilogue kernel (the kernel's arguments, then the scratch) and the scratch.
+    epilogue: Launch,
+    scratch: CudaBuffer,
+}
+
+impl ConvStep {
+    /// Queues the convolution and its epilogue on `stream`.
+    pub(crate) fn launch(&self, stream: &Stream) -> Result<(), BackendError> {
+        let e = self.conv.dtype.size_bytes() as u64;
+        let x = self.args[self.conv.x] + self.conv.x_offset as u64 * e;
+        let w = self.args[self.conv.w] + self.conv.w_offset as u64 * e;
+        self.plan.launch(stream, x, w, self.scratch.ptr())?;
+        if self.epilogue.is_empty() { Ok(()) } else { self.epilogue.launch(stream) }
+    }
+
+    /// Sets the device pointer of kernel argument `i`.
+    pub(crate) fn set_arg(&mut self, i: usize, value: u64) -> Result<(), BackendError> {
+        self.args[i] = value;
+        self.epilogue.set_arg(i, value)
+    }
+}
+
+/// Whether `k` is a convolution kernel (a matmul with an im2col operand): such kernels take
+/// cuDNN, never cuBLASLt.
+pub(crate) fn is_conv(k: &Kernel) -> bool {
+    matches!(&k.body, KernelBody::Matmul(m) if m.b.im2col.is_some())
+}
+
+fn blas_type(d: DType) -> Result<BlasType, String> {
+    Ok(match d {
+        DType::F32 => BlasType::F32,
+        DType::F16 => BlasType::F16,
+        DType::BF16 => BlasType::BF16,
+        d => return Err(format!("a {d} convolution")),
+    })
+}
+
+/// The library form of convolution kernel `k` and its cuDNN description, or why not.
+pub(crate) fn conv_desc(k: &Kernel) -> Result<(SplitConv, ConvDesc), String> {
+    let split = split_conv(k)?;
+    let c = &split.conv;
+    let u = |x: usize| x as u64;
+    let desc = ConvDesc {
+        images: u(c.images),
+        in_channels: u(c.in_channels),
+        in_hw: c.in_hw.map(u),
+        x_strides: c.x_strides.map(u),
+        out_channels: u(c.out_channels),
+        groups: u(c.groups),
+        kernel: c.kernel.map(u),
+        pad: c.pad.map(u),
+        stride: c.stride.map(u),
+        dilation: c.dilation.map(u),
+        out_hw: c.out_hw.map(u),
+        dtype: blas_type(c.dtype)?,
+        tf32: c.tf32,
+    };
+    crate::device::dnn::supported(&desc)?;
+    Ok((split, desc))
+}
+
+/// Why cuDNN does not take convolution `k` in `mode` (`Ok` when it may).
+pub(crate) fn conv_allowed(k: &Kernel, mode: Mode) -> Result<(), String> {
+    if mode == Mode::ReduceOverhead {
+        return Err("reduce-overhead keeps every step in the patched CUDA graph".into());
+    }
+    crate::probe::cudnn()?;
+    let (split, _) = conv_desc(k)?;
+    let min = if mode == Mode::Default { LIBRARY_MIN_FLOPS } else { LIBRARY_MIN_TUNE_FLOPS };
+    let forced = std::env::var("SINTER_CUDA_LIBRARY").is_ok_and(|v| v == "force");
+    let flops = split.conv.flops();
+    if flops < min && !forced {
+        return Err(format!("{flops:.2e} FLOP is below the library threshold of {min:.0e}"));
+    }
+    Ok(())
+}
+
+/// Builds the cuDNN step of convolution `k` with heuristic algorithm `tuning.library`, bound to
+/// `args` (its epilogue kernel compiled through `backend`).
+pub(crate) fn build(
+    backend: &super::CudaBackend,
+    k: &Kernel,
+    tuning: &Tuning,
+    args: &[u64],
+    cubins: &CubinCache,
+    stream: &Arc<Stream>,
+) -> Result<LoadedKernel, BackendError> {
+    let unsupported =
+        |what: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("kernel {}: {what}", k.name) };
+    let algo = tuning.library.unwrap_or(0) as usize;
+    let (split, desc) = conv_desc(k).map_err(unsupported)?;
+    let plan = ConvPlan::new(stream, &desc, algo)?;
+    let conv = split.conv.clone();
+    let bytes = (conv.out_numel() * conv.dtype.size_bytes()) as u64;
+    let scratch = stream.alloc(bytes.max(4))?;
+    let mut eargs = args.to_vec();
+    eargs.push(scratch.ptr());
+    let loaded = backend.build_kernel(&split.epilogue, &Tuning::default(), &eargs, cubins, stream)?;
+    let Step::Kernel(epilogue) = loaded.launch else {
+        return Err(BackendError::Render { kernel: k.name.clone(), msg: "the epilogue is not a kernel".into() });
+    };
+    let source = format!(
+        "// sinter kernel {}: {}\n// cuDNN forward convolution (library call, no source): {}x{}x{}x{} input, {} filters of \
+         {}x{}x{}, {} groups, padding {:?}, stride {:?}, dilation {:?}, {:?}{}, f32 accumulation, into a scratch; \
+         algorithm {} of {}: {}\n// the epilogue is the kernel below, reading the convolution from the scratch\n{}",
+        k.name,
+        k.ops.join(", "),
+        conv.images,
+        conv.in_channels,
+        conv.in_hw[0],
+        conv.in_hw[1],
+        conv.out_channels,
+        conv.in_channels / conv.groups,
+        conv.kernel[0],
+        conv.kernel[1],
+        conv.groups,
+        conv.pad,
+        conv.stride,
+        conv.dilation,
+        desc.dtype,
+        if desc.dtype == BlasType::F32 && desc.tf32 { " (TF32 allowed)" } else { "" },
+        algo + 1,
+        plan.algos(),
+        plan.describe(),
+        loaded.rendered.source
+    );
+    let rendered = Rendered {
+        name: entry_name(&k.name),
+        source,
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        dynamic_shared_bytes: 0,
+        split: None,
+        strategy: format!("cudnn algo {}/{}", algo + 1, plan.algos()),
+        scratch_bytes: 0,
+        tensor_maps: Vec::new(),
+        compute: (desc.dtype == BlasType::F32 && desc.tf32).then_some("tf32"),
+    };
+    let step = Step::Conv(Box::new(ConvStep { plan, args: args.to_vec(), conv, epilogue, scratch }));
+    Ok(LoadedKernel { name: k.name.clone(), rendered, tuning: tuning.clone(), launch: step, resources: None, _scratch: None })
+}
+
+/// The cuDNN candidates max-autotune times for convolution `k` (none when the library cannot
+/// run it).
+pub(crate) fn candidates(k: &Kernel, stream: &Arc<Stream>) -> Vec<Tuning> {
+    if let Err(why) = conv_allowed(k, Mode::MaxAutotune) {
+        tracing::debug!(target: "sinter::autotune", "{}: no cuDNN candidate: {why}", k.name);
+        return Vec::new();
+    }
+    let Ok((_, desc)) = conv_desc(k) else { return Vec::new() };
+    match ConvPlan::new(stream, &desc, 0) {
+        Ok(plan) => (0..plan.algos().min(LIBRARY_CANDIDATES) as u32)
+            .map(|i| Tuning { library: Some(i), ..Tuning::default() })
+            .collect(),
+        Err(e) => {
+            tracing::debug!(target: "sinter::autotune", "{}: no cuDNN candidate: {e}", k.name);
+            Vec::new()
+        }
+    }
+}
