@@ -42,8 +42,8 @@
 //! and recorded as used there, so the pool does not reuse their memory too early (see
 //! [`crate::device::pool`]).
 
-mod exec;
 mod conv;
+mod exec;
 mod library;
 mod tune;
 

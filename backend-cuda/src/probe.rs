@@ -331,7 +331,9 @@ fn find_cudnn() -> Result<(), String> {
         // SAFETY: checks that the library loads; loads only NVIDIA-shipped initializers.
         || unsafe { cudarc::cudnn::sys::is_culib_present() },
     )
-    .map_err(|searched| format!("libcudnn.so.9 not found (searched {searched}); convolutions run on sinter's own templates"))
+    .map_err(|searched| {
+        format!("libcudnn.so.9 not found (searched {searched}); convolutions run on sinter's own templates")
+    })
 }
 
 /// Loads library `name` so cudarc's lookup by soname finds it: on the loader path under

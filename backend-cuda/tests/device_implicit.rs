@@ -244,3 +244,72 @@ fn cudnn_convolutions_match_the_reference() {
         }
     }
 }
+
+/// Host and device time of one cuDNN forward convolution call (`ConvPlan::launch`), at
+/// ResNet-50's batch-8 and ResNet-18's batch-32 layer sizes (TF32 and bf16): prints what the
+/// launch costs the host against what the convolution costs the device. Measurement only
+/// (`--ignored`): it decides whether the library's host overhead, not its kernels, is what a
+/// model pays.
+#[test]
+#[ignore]
+fn cudnn_host_overhead() {
+    use sinter_cuda::device::blas::BlasType;
+    use sinter_cuda::device::dnn::{ConvDesc, ConvPlan};
+    let Some(dev) = launch::device("cudnn_host_overhead") else { return };
+    if let Err(why) = sinter_cuda::probe::cudnn() {
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let stream = dev.new_stream().expect("stream");
+    for (n, c, k, hw, ks, st) in [
+        (8u64, 64u64, 64u64, 56u64, 3u64, 1u64),
+        (8, 256, 256, 14, 3, 1),
+        (32, 64, 64, 56, 3, 1),
+        (32, 512, 512, 7, 3, 1),
+    ] {
+        for dtype in [BlasType::F32, BlasType::BF16] {
+            let pad = ks / 2;
+            let o = (hw + 2 * pad - ks) / st + 1;
+            let d = ConvDesc {
+                images: n,
+                in_channels: c,
+                in_hw: [hw, hw],
+                x_strides: [c * hw * hw, hw * hw, hw, 1],
+                out_channels: k,
+                groups: 1,
+                kernel: [ks, ks],
+                pad: [pad, pad],
+                stride: [st, st],
+                dilation: [1, 1],
+                out_hw: [o, o],
+                dtype,
+                tf32: true,
+            };
+            let e = dtype.bytes();
+            let x = stream.alloc(n * c * hw * hw * e).expect("x");
+            let w = stream.alloc(k * c * ks * ks * e).expect("w");
+            let y = stream.alloc(n * k * o * o * e).expect("y");
+            let plan = ConvPlan::new(&stream, &d, 0).expect("plan");
+            for _ in 0..5 {
+                plan.launch(&stream, x.ptr(), w.ptr(), y.ptr()).expect("launch");
+            }
+            stream.synchronize("warm").expect("sync");
+            let iters = 100;
+            let t0 = std::time::Instant::now();
+            for _ in 0..iters {
+                plan.launch(&stream, x.ptr(), w.ptr(), y.ptr()).expect("launch");
+            }
+            let host = t0.elapsed().as_secs_f64() / iters as f64;
+            stream.synchronize("timed").expect("sync");
+            let total = t0.elapsed().as_secs_f64() / iters as f64;
+            let flops = 2.0 * (n * k * o * o * c * ks * ks) as f64;
+            println!(
+                "cudnn {dtype:?} n{n} {c}->{k} {hw}x{hw} k{ks}: host {:.1} us/call, wall {:.1} us/call ({:.0} TFLOP/s), {}",
+                host * 1e6,
+                total * 1e6,
+                flops / total / 1e12,
+                plan.describe()
+            );
+        }
+    }
+}

@@ -177,7 +177,14 @@ pub(crate) fn build(
         compute: (desc.dtype == BlasType::F32 && desc.tf32).then_some("tf32"),
     };
     let step = Step::Conv(Box::new(ConvStep { plan, args: args.to_vec(), conv, epilogue, scratch }));
-    Ok(LoadedKernel { name: k.name.clone(), rendered, tuning: tuning.clone(), launch: step, resources: None, _scratch: None })
+    Ok(LoadedKernel {
+        name: k.name.clone(),
+        rendered,
+        tuning: tuning.clone(),
+        launch: step,
+        resources: None,
+        _scratch: None,
+    })
 }
 
 /// The cuDNN candidates max-autotune times for convolution `k` (none when the library cannot

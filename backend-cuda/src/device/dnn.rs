@@ -4,21 +4,25 @@
 //! the weight dense `[K, C / groups, kh, kw]`, the output dense `NCHW`.
 //!
 //! Numerics: f32 accumulation (`CUDNN_DATA_FLOAT` compute) for every operand type. f32 operands
-//! multiply exactly (`CUDNN_FMA_MATH`: only algorithms that report FMA math are kept) unless
-//! [`ConvDesc::tf32`] allows TF32 (cuDNN's default math, as PyTorch's `cudnn.allow_tf32`); an
-//! algorithm that converts f32 operands to f16 (`CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION`) is never
-//! kept. The output is rounded once to the operands' type.
+//! multiply exactly (engines noted `TENSOR_CORE` are skipped) unless [`ConvDesc::tf32`] allows
+//! TF32 (as PyTorch's `cudnn.allow_tf32`); an engine that converts inputs down is never kept. The
+//! output is rounded once to the operands' type.
 //!
-//! Algorithms come from cuDNN's heuristic (`cudnnGetConvolutionForwardAlgorithm_v7`, PyTorch's
-//! choice without `cudnn.benchmark`), in its order, keeping those that succeed within
+//! Through cuDNN's backend (graph) API, as PyTorch's cuDNN v8+ path: the operation graph and the
+//! execution plan are built once per convolution, a launch is one `cudnnBackendExecute` with a
+//! cached variant pack (the legacy `cudnnConvolutionForward` rebuilds its plan on every call in
+//! cuDNN 9: 63-115 us of host time per call measured on an H200, more than the convolution).
+//! Engine configurations come from the heuristic (`CUDNN_HEUR_MODE_INSTANT`, PyTorch's choice
+//! without `cudnn.benchmark`), in its order, keeping those whose engine's numerical notes allow it
+//! (never `DOWN_CONVERT_INPUTS`; no `TENSOR_CORE` for exact f32) and whose workspace is within
 //! [`MAX_WORKSPACE_BYTES`]; `max-autotune` times the first few. One process-wide handle, used under
 //! a lock (a handle's stream is per call).
 //!
 //! [`crate::probe::cudnn`] must have succeeded before a plan is made (cudarc panics when the
 //! library is absent).
 
-use super::{CudaBuffer, Stream};
 use super::blas::BlasType;
+use super::{CudaBuffer, Stream};
 use cudarc::cudnn::{result as dnn, sys};
 use sinter_core::backend::BackendError;
 use std::ffi::c_void;
@@ -95,7 +99,9 @@ fn dnn_err(call: &str, e: dnn::CudnnError) -> BackendError {
 /// runtime uses, as the backend's own context does) and used under the lock.
 fn handle() -> Result<&'static Mutex<Handle>, BackendError> {
     static HANDLE: OnceLock<Result<Mutex<Handle>, String>> = OnceLock::new();
-    match HANDLE.get_or_init(|| dnn::create_handle().map(|h| Mutex::new(Handle(h))).map_err(|e| format!("cudnnCreate: {e:?}"))) {
+    match HANDLE
+        .get_or_init(|| dnn::create_handle().map(|h| Mutex::new(Handle(h))).map_err(|e| format!("cudnnCreate: {e:?}")))
+    {
         Ok(h) => Ok(h),
         Err(e) => Err(BackendError::Device(e.clone())),
     }
@@ -106,152 +112,273 @@ struct Handle(sys::cudnnHandle_t);
 // SAFETY: the handle is only used under the mutex, one call at a time.
 unsafe impl Send for Handle {}
 
-/// Owned descriptors of one convolution.
-struct Descs {
-    x: sys::cudnnTensorDescriptor_t,
-    w: sys::cudnnFilterDescriptor_t,
-    y: sys::cudnnTensorDescriptor_t,
-    conv: sys::cudnnConvolutionDescriptor_t,
-}
+/// An owned backend-API descriptor.
+struct Bd(sys::cudnnBackendDescriptor_t);
 
-impl Drop for Descs {
+impl Drop for Bd {
     fn drop(&mut self) {
-        // SAFETY: each was created once by this plan and is destroyed once.
-        unsafe {
-            if !self.conv.is_null() {
-                let _ = dnn::destroy_convolution_descriptor(self.conv);
-            }
-            if !self.w.is_null() {
-                let _ = dnn::destroy_filter_descriptor(self.w);
-            }
-            for t in [self.x, self.y] {
-                if !t.is_null() {
-                    let _ = dnn::destroy_tensor_descriptor(t);
-                }
-            }
+        if !self.0.is_null() {
+            // SAFETY: created once by `Bd::new`, destroyed once here.
+            let _ = unsafe { sys::cudnnBackendDestroyDescriptor(self.0) };
         }
     }
 }
 
-/// One algorithm the heuristic offered: its id, the math type to run it with, its workspace.
-#[derive(Clone, Copy, Debug)]
-struct Algo {
-    algo: sys::cudnnConvolutionFwdAlgo_t,
-    math: sys::cudnnMathType_t,
-    workspace: u64,
+use sys::cudnnBackendAttributeName_t as A;
+use sys::cudnnBackendAttributeType_t as T;
+use sys::cudnnBackendDescriptorType_t as D;
+
+impl Bd {
+    fn new(t: D) -> Result<Bd, BackendError> {
+        let mut d = std::ptr::null_mut();
+        // SAFETY: `d` receives a new descriptor.
+        unsafe { sys::cudnnBackendCreateDescriptor(t, &mut d) }
+            .result()
+            .map_err(|e| dnn_err(&format!("cudnnBackendCreateDescriptor({t:?})"), e))?;
+        Ok(Bd(d))
+    }
+
+    /// Sets attribute `name` to the `vals` (of the C type `ty` names).
+    fn set<V>(&self, name: A, ty: T, vals: &[V]) -> Result<(), BackendError> {
+        // SAFETY: `vals` holds `len` elements of the attribute's type.
+        unsafe { sys::cudnnBackendSetAttribute(self.0, name, ty, vals.len() as i64, vals.as_ptr() as *const c_void) }
+            .result()
+            .map_err(|e| dnn_err(&format!("cudnnBackendSetAttribute({name:?})"), e))
+    }
+
+    fn finalize(&self, what: &str) -> Result<(), BackendError> {
+        // SAFETY: a live descriptor.
+        unsafe { sys::cudnnBackendFinalize(self.0) }
+            .result()
+            .map_err(|e| dnn_err(&format!("cudnnBackendFinalize({what})"), e))
+    }
 }
 
-/// A convolution ready to run with one of the heuristic's algorithms and its workspace.
+/// The largest power of two up to 16 dividing `bytes` (the alignment of an operand at that byte
+/// offset from a pool allocation, which is at least 256-byte aligned).
+fn alignment(bytes: u64) -> i64 {
+    if bytes == 0 { 16 } else { (1i64 << bytes.trailing_zeros().min(4)).min(16) }
+}
+
+/// A convolution ready to run: its operation graph, the heuristic's engine configurations that
+/// keep the numerics ([`ConvDesc::tf32`]; never converting f32 inputs down), and the finalized
+/// execution plan of the chosen one with its workspace.
 pub struct ConvPlan {
     desc: ConvDesc,
-    descs: Descs,
-    algos: Vec<Algo>,
+    /// Usable engine configurations, in the heuristic's order.
+    algos: usize,
     chosen: usize,
+    plan: Bd,
+    workspace_bytes: u64,
     workspace: Option<CudaBuffer>,
+    /// The variant pack of the last launch and the pointers it holds (x, w, y): rebuilt only
+    /// when a pointer changes.
+    pack: Mutex<Option<([u64; 3], Bd)>>,
+    /// Kept alive for the plan (the operation graph and what it references).
+    _graph: Vec<Bd>,
 }
 
-// SAFETY: the descriptors are only read after creation (the math type is set under the handle's
-// lock); launches are serialized by the owner.
+// SAFETY: the descriptors are only used under the handle's lock (launches) or by their owner.
 unsafe impl Send for ConvPlan {}
 
 impl std::fmt::Debug for ConvPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ConvPlan({:?}, algorithm {} of {})", self.desc, self.chosen + 1, self.algos.len())
+        write!(f, "ConvPlan({:?}, engine configuration {} of {})", self.desc, self.chosen + 1, self.algos)
     }
 }
 
-fn i(x: u64) -> i32 {
-    x as i32
-}
+/// Unique ids of x, w and y in the operation graph and variant packs.
+const UIDS: [i64; 3] = [1, 2, 3];
 
 impl ConvPlan {
-    /// Builds the descriptors of `c`, asks the heuristic for its algorithms (an error when none
-    /// fits) and takes algorithm `algo` (an index into them), its workspace from `stream`'s pool.
+    /// Builds the operation graph of `c` (cuDNN's backend API: built once, so a launch costs one
+    /// `cudnnBackendExecute`; the legacy `cudnnConvolutionForward` measured 63-115 us of host
+    /// time per call on an H200 with cuDNN 9), asks the heuristic for engine configurations and
+    /// finalizes the execution plan of the `algo`-th usable one (an index into them), its
+    /// workspace from `stream`'s pool. `Unsupported` when there is none.
     pub fn new(stream: &Arc<Stream>, c: &ConvDesc, algo: usize) -> Result<ConvPlan, BackendError> {
         let unsupported = |w: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("cuDNN: {w}") };
         supported(c).map_err(unsupported)?;
         crate::probe::cudnn().map_err(BackendError::NoDevice)?;
         let lock = handle()?;
         let h = lock.lock().map_err(|_| BackendError::Device("the cuDNN handle's lock is poisoned".into()))?;
-        let mut d = Descs {
-            x: std::ptr::null_mut(),
-            w: std::ptr::null_mut(),
-            y: std::ptr::null_mut(),
-            conv: std::ptr::null_mut(),
-        };
         let ty = data_type(c.dtype);
-        let nchw = sys::cudnnTensorFormat_t::CUDNN_TENSOR_NCHW;
-        d.x = dnn::create_tensor_descriptor().map_err(|e| dnn_err("cudnnCreateTensorDescriptor", e))?;
-        d.y = dnn::create_tensor_descriptor().map_err(|e| dnn_err("cudnnCreateTensorDescriptor", e))?;
-        d.w = dnn::create_filter_descriptor().map_err(|e| dnn_err("cudnnCreateFilterDescriptor", e))?;
-        d.conv = dnn::create_convolution_descriptor().map_err(|e| dnn_err("cudnnCreateConvolutionDescriptor", e))?;
-        let [sn, sc, sy, sx] = c.x_strides.map(i);
-        let exact = c.dtype == BlasType::F32 && !c.tf32;
-        // SAFETY: every descriptor was created above and is set once with in-range integers.
-        unsafe {
-            dnn::set_tensor4d_descriptor_ex(
-                d.x,
-                ty,
-                [i(c.images), i(c.in_channels), i(c.in_hw[0]), i(c.in_hw[1])],
-                [sn, sc, sy, sx],
-            )
-            .map_err(|e| dnn_err("cudnnSetTensor4dDescriptorEx(x)", e))?;
-            let cg = c.in_channels / c.groups;
-            dnn::set_filter4d_descriptor(d.w, ty, nchw, [i(c.out_channels), i(cg), i(c.kernel[0]), i(c.kernel[1])])
-                .map_err(|e| dnn_err("cudnnSetFilter4dDescriptor", e))?;
-            dnn::set_convolution2d_descriptor(
-                d.conv,
-                i(c.pad[0]),
-                i(c.pad[1]),
-                i(c.stride[0]),
-                i(c.stride[1]),
-                i(c.dilation[0]),
-                i(c.dilation[1]),
-                sys::cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION,
-                sys::cudnnDataType_t::CUDNN_DATA_FLOAT,
-            )
-            .map_err(|e| dnn_err("cudnnSetConvolution2dDescriptor", e))?;
-            if c.groups > 1 {
-                dnn::set_convolution_group_count(d.conv, i(c.groups))
-                    .map_err(|e| dnn_err("cudnnSetConvolutionGroupCount", e))?;
-            }
-            let math = if exact { sys::cudnnMathType_t::CUDNN_FMA_MATH } else { sys::cudnnMathType_t::CUDNN_DEFAULT_MATH };
-            dnn::set_convolution_math_type(d.conv, math).map_err(|e| dnn_err("cudnnSetConvolutionMathType", e))?;
-            let (mut n, mut k, mut oh, mut ow) = (0, 0, 0, 0);
-            sys::cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &mut n, &mut k, &mut oh, &mut ow)
-                .result()
-                .map_err(|e| dnn_err("cudnnGetConvolution2dForwardOutputDim", e))?;
-            if [n, k, oh, ow] != [i(c.images), i(c.out_channels), i(c.out_hw[0]), i(c.out_hw[1])] {
-                return Err(unsupported(format!(
-                    "its output would be {n}x{k}x{oh}x{ow}, not {}x{}x{}x{}",
-                    c.images, c.out_channels, c.out_hw[0], c.out_hw[1]
-                )));
-            }
-            dnn::set_tensor4d_descriptor(d.y, nchw, ty, [n, k, oh, ow])
-                .map_err(|e| dnn_err("cudnnSetTensor4dDescriptor(y)", e))?;
-        }
-        let mut perf: Vec<sys::cudnnConvolutionFwdAlgoPerf_t> = Vec::with_capacity(REQUESTED as usize);
-        let mut count = 0;
-        // SAFETY: `perf` has room for REQUESTED results; the descriptors are set.
-        unsafe {
-            dnn::get_convolution_forward_algorithm(h.0, d.x, d.w, d.conv, d.y, REQUESTED, &mut count, perf.as_mut_ptr())
-                .map_err(|e| dnn_err("cudnnGetConvolutionForwardAlgorithm_v7", e))?;
-            perf.set_len(count.clamp(0, REQUESTED) as usize);
-        }
-        use sys::cudnnMathType_t as M;
-        let algos: Vec<Algo> = perf
-            .iter()
-            .filter(|p| p.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS && p.memory as u64 <= MAX_WORKSPACE_BYTES)
-            .filter(|p| p.mathType != M::CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
-            .filter(|p| !exact || p.mathType == M::CUDNN_FMA_MATH)
-            .map(|p| Algo { algo: p.algo, math: p.mathType, workspace: p.memory as u64 })
-            .collect();
-        let Some(chosen) = algos.get(algo).copied() else {
-            return Err(unsupported(format!("the heuristic offers {} algorithms for {c:?}, not {}", algos.len(), algo + 1)));
+        let i64s = |v: &[u64]| v.iter().map(|&x| x as i64).collect::<Vec<i64>>();
+        let cg = c.in_channels / c.groups;
+        let tensor = |uid: i64, dims: &[u64], strides: &[u64], align: i64| -> Result<Bd, BackendError> {
+            let t = Bd::new(D::CUDNN_BACKEND_TENSOR_DESCRIPTOR)?;
+            t.set(A::CUDNN_ATTR_TENSOR_DATA_TYPE, T::CUDNN_TYPE_DATA_TYPE, &[ty])?;
+            t.set(A::CUDNN_ATTR_TENSOR_DIMENSIONS, T::CUDNN_TYPE_INT64, &i64s(dims))?;
+            t.set(A::CUDNN_ATTR_TENSOR_STRIDES, T::CUDNN_TYPE_INT64, &i64s(strides))?;
+            t.set(A::CUDNN_ATTR_TENSOR_UNIQUE_ID, T::CUDNN_TYPE_INT64, &[uid])?;
+            t.set(A::CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, T::CUDNN_TYPE_INT64, &[align])?;
+            t.finalize("tensor")?;
+            Ok(t)
         };
-        let workspace = if chosen.workspace > 0 { Some(stream.alloc(chosen.workspace)?) } else { None };
+        let [oh, ow] = c.out_hw;
+        let (kh, kw) = (c.kernel[0], c.kernel[1]);
+        let x = tensor(UIDS[0], &[c.images, c.in_channels, c.in_hw[0], c.in_hw[1]], &c.x_strides, 16)?;
+        let w = tensor(UIDS[1], &[c.out_channels, cg, kh, kw], &[cg * kh * kw, kh * kw, kw, 1], 16)?;
+        let y = tensor(
+            UIDS[2],
+            &[c.images, c.out_channels, oh, ow],
+            &[c.out_channels * oh * ow, oh * ow, ow, 1],
+            alignment(0),
+        )?;
+        let conv = Bd::new(D::CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR)?;
+        conv.set(
+            A::CUDNN_ATTR_CONVOLUTION_COMP_TYPE,
+            T::CUDNN_TYPE_DATA_TYPE,
+            &[sys::cudnnDataType_t::CUDNN_DATA_FLOAT],
+        )?;
+        conv.set(
+            A::CUDNN_ATTR_CONVOLUTION_CONV_MODE,
+            T::CUDNN_TYPE_CONVOLUTION_MODE,
+            &[sys::cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION],
+        )?;
+        conv.set(A::CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, T::CUDNN_TYPE_INT64, &[2i64])?;
+        conv.set(A::CUDNN_ATTR_CONVOLUTION_DILATIONS, T::CUDNN_TYPE_INT64, &i64s(&c.dilation))?;
+        conv.set(A::CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, T::CUDNN_TYPE_INT64, &i64s(&c.stride))?;
+        conv.set(A::CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, T::CUDNN_TYPE_INT64, &i64s(&c.pad))?;
+        conv.set(A::CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, T::CUDNN_TYPE_INT64, &i64s(&c.pad))?;
+        conv.finalize("convolution")?;
+        let op = Bd::new(D::CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR)?;
+        let bd = T::CUDNN_TYPE_BACKEND_DESCRIPTOR;
+        op.set(A::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, bd, &[x.0])?;
+        op.set(A::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, bd, &[w.0])?;
+        op.set(A::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, bd, &[y.0])?;
+        op.set(A::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, bd, &[conv.0])?;
+        op.set(A::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, T::CUDNN_TYPE_FLOAT, &[1.0f32])?;
+        op.set(A::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, T::CUDNN_TYPE_FLOAT, &[0.0f32])?;
+        op.finalize("convolution forward")?;
+        let graph = Bd::new(D::CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR)?;
+        graph.set(A::CUDNN_ATTR_OPERATIONGRAPH_HANDLE, T::CUDNN_TYPE_HANDLE, &[h.0])?;
+        graph.set(A::CUDNN_ATTR_OPERATIONGRAPH_OPS, bd, &[op.0])?;
+        graph.finalize("operation graph")?;
+        let heur = Bd::new(D::CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR)?;
+        heur.set(A::CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, bd, &[graph.0])?;
+        heur.set(
+            A::CUDNN_ATTR_ENGINEHEUR_MODE,
+            T::CUDNN_TYPE_HEUR_MODE,
+            &[sys::cudnnBackendHeurMode_t::CUDNN_HEUR_MODE_INSTANT],
+        )?;
+        heur.finalize("engine heuristic")?;
+        let cfgs: Vec<Bd> =
+            (0..REQUESTED).map(|_| Bd::new(D::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)).collect::<Result<_, _>>()?;
+        let ptrs: Vec<sys::cudnnBackendDescriptor_t> = cfgs.iter().map(|b| b.0).collect();
+        let mut count = 0i64;
+        // SAFETY: `ptrs` holds REQUESTED created engine configuration descriptors to fill.
+        unsafe {
+            sys::cudnnBackendGetAttribute(
+                heur.0,
+                A::CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                bd,
+                REQUESTED as i64,
+                &mut count,
+                ptrs.as_ptr() as *mut c_void,
+            )
+        }
+        .result()
+        .map_err(|e| dnn_err("cudnnBackendGetAttribute(ENGINEHEUR_RESULTS)", e))?;
+        let exact = c.dtype == BlasType::F32 && !c.tf32;
+        use sys::cudnnBackendNumericalNote_t as N;
+        // Configurations whose engine keeps the numerics: no down-conversion of the inputs, no
+        // tensor cores for exact f32.
+        let usable: Vec<&Bd> = cfgs
+            .iter()
+            .take(count.clamp(0, REQUESTED as i64) as usize)
+            .filter(|cfg| {
+                let Ok(engine) = Bd::new(D::CUDNN_BACKEND_ENGINE_DESCRIPTOR) else { return false };
+                let mut n = 0i64;
+                // SAFETY: one created engine descriptor to fill.
+                let got = unsafe {
+                    sys::cudnnBackendGetAttribute(
+                        cfg.0,
+                        A::CUDNN_ATTR_ENGINECFG_ENGINE,
+                        bd,
+                        1,
+                        &mut n,
+                        &engine.0 as *const _ as *mut c_void,
+                    )
+                };
+                if got.result().is_err() {
+                    return false;
+                }
+                let mut notes = [N::CUDNN_NUMERICAL_NOTE_TENSOR_CORE; 16];
+                let mut k = 0i64;
+                // SAFETY: room for 16 notes.
+                let r = unsafe {
+                    sys::cudnnBackendGetAttribute(
+                        engine.0,
+                        A::CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                        T::CUDNN_TYPE_NUMERICAL_NOTE,
+                        16,
+                        &mut k,
+                        notes.as_mut_ptr() as *mut c_void,
+                    )
+                };
+                if r.result().is_err() {
+                    return false;
+                }
+                let notes = &notes[..k.clamp(0, 16) as usize];
+                let down = notes.contains(&N::CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS);
+                let tensor_core = notes.contains(&N::CUDNN_NUMERICAL_NOTE_TENSOR_CORE);
+                !(down || (exact && tensor_core))
+            })
+            .collect();
+        // Finalize plans in order until the `algo`-th that finalizes and fits the workspace.
+        let mut found = 0;
+        let mut chosen = None;
+        for cfg in &usable {
+            let plan = Bd::new(D::CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)?;
+            plan.set(A::CUDNN_ATTR_EXECUTION_PLAN_HANDLE, T::CUDNN_TYPE_HANDLE, &[h.0])?;
+            plan.set(A::CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, bd, &[cfg.0])?;
+            if plan.finalize("execution plan").is_err() {
+                continue;
+            }
+            let mut ws = 0i64;
+            let mut n = 0i64;
+            // SAFETY: one i64 to fill.
+            unsafe {
+                sys::cudnnBackendGetAttribute(
+                    plan.0,
+                    A::CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                    T::CUDNN_TYPE_INT64,
+                    1,
+                    &mut n,
+                    &mut ws as *mut i64 as *mut c_void,
+                )
+            }
+            .result()
+            .map_err(|e| dnn_err("cudnnBackendGetAttribute(WORKSPACE_SIZE)", e))?;
+            if ws < 0 || ws as u64 > MAX_WORKSPACE_BYTES {
+                continue;
+            }
+            if found == algo {
+                chosen = Some((plan, ws as u64));
+                break;
+            }
+            found += 1;
+        }
+        let algos = usable.len();
+        let Some((plan, workspace_bytes)) = chosen else {
+            return Err(unsupported(format!(
+                "the heuristic offers {algos} usable engine configurations for {c:?}; none is number {}",
+                algo + 1
+            )));
+        };
+        let workspace = if workspace_bytes > 0 { Some(stream.alloc(workspace_bytes)?) } else { None };
         drop(h);
-        Ok(ConvPlan { desc: *c, descs: d, algos, chosen: algo, workspace })
+        Ok(ConvPlan {
+            desc: *c,
+            algos,
+            chosen: algo,
+            plan,
+            workspace_bytes,
+            workspace,
+            pack: Mutex::new(None),
+            _graph: vec![graph, op, conv, x, w, y],
+        })
     }
 
     /// The description this plan runs.
@@ -259,45 +386,42 @@ impl ConvPlan {
         &self.desc
     }
 
-    /// How many algorithms the heuristic offered (within the workspace limit and the math rules).
+    /// How many engine configurations the heuristic offered that keep the numerics (an upper
+    /// bound on the plans: one may still fail to finalize or need too much workspace).
     pub fn algos(&self) -> usize {
-        self.algos.len()
+        self.algos
     }
 
-    /// cuDNN's name of the chosen algorithm and its math type, for the executable's source text.
+    /// The chosen configuration and its workspace, for the executable's source text.
     pub fn describe(&self) -> String {
-        let a = self.algos[self.chosen];
-        format!("{:?} {:?}, workspace {} bytes", a.algo, a.math, a.workspace)
+        format!(
+            "backend API, engine configuration {} of {} (heuristic mode instant), workspace {} bytes",
+            self.chosen + 1,
+            self.algos,
+            self.workspace_bytes
+        )
     }
 
     /// Queues `y = conv(x, w)` on `stream` (device pointers of the first elements).
     pub fn launch(&self, stream: &Stream, x: u64, w: u64, y: u64) -> Result<(), BackendError> {
-        let a = self.algos[self.chosen];
         let h = handle()?.lock().map_err(|_| BackendError::Device("the cuDNN handle's lock is poisoned".into()))?;
-        let (alpha, beta) = (1.0f32, 0.0f32);
-        let ws = self.workspace.as_ref().map_or(std::ptr::null_mut(), |b| b.ptr() as *mut c_void);
-        // SAFETY: the handle is held under the lock; the descriptors live as long as the plan; the
+        let mut pack = self.pack.lock().map_err(|_| BackendError::Device("a variant pack lock is poisoned".into()))?;
+        if pack.as_ref().is_none_or(|(p, _)| *p != [x, w, y]) {
+            let vp = Bd::new(D::CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)?;
+            let data: [*mut c_void; 3] = [x as *mut c_void, w as *mut c_void, y as *mut c_void];
+            vp.set(A::CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, T::CUDNN_TYPE_INT64, &UIDS)?;
+            vp.set(A::CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, T::CUDNN_TYPE_VOID_PTR, &data)?;
+            let ws: *mut c_void = self.workspace.as_ref().map_or(std::ptr::null_mut(), |b| b.ptr() as *mut c_void);
+            vp.set(A::CUDNN_ATTR_VARIANT_PACK_WORKSPACE, T::CUDNN_TYPE_VOID_PTR, &[ws])?;
+            vp.finalize("variant pack")?;
+            *pack = Some(([x, w, y], vp));
+        }
+        let vp = &pack.as_ref().expect("set above").1;
+        // SAFETY: the handle is held under the lock; the plan and pack live as long as `self`; the
         // pointers are device allocations the caller keeps alive until the stream reaches them.
         unsafe {
             dnn::set_stream(h.0, stream.cu() as sys::cudaStream_t).map_err(|e| dnn_err("cudnnSetStream", e))?;
-            dnn::set_convolution_math_type(self.descs.conv, a.math)
-                .map_err(|e| dnn_err("cudnnSetConvolutionMathType", e))?;
-            dnn::convolution_forward(
-                h.0,
-                &alpha as *const f32 as *const c_void,
-                self.descs.x,
-                x as *const c_void,
-                self.descs.w,
-                w as *const c_void,
-                self.descs.conv,
-                a.algo,
-                ws,
-                a.workspace as usize,
-                &beta as *const f32 as *const c_void,
-                self.descs.y,
-                y as *mut c_void,
-            )
-            .map_err(|e| dnn_err("cudnnConvolutionForward", e))
+            sys::cudnnBackendExecute(h.0, self.plan.0, vp.0).result().map_err(|e| dnn_err("cudnnBackendExecute", e))
         }
     }
 }

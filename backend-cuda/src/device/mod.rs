@@ -21,9 +21,9 @@
 //! tracking); setup uses cudarc's safe types (context, streams, modules, events, graphs).
 
 pub mod blas;
-pub mod dnn;
 mod buffer;
 mod calibrate;
+pub mod dnn;
 mod graph;
 mod launch;
 pub mod peaks;

@@ -312,7 +312,12 @@ pub fn split_epilogue(k: &Kernel) -> Result<SplitGemm, String> {
 /// scratch at `l`, which holds product element `(at[0], at[1], at[2])` = (batch, m, n) as
 /// functions of [`Var::Lane`]; every other index of `k` has (Batch, M, N) replaced by those. The
 /// scratch has the product value's dtype (the operands'; f32 for fp8 operands).
-pub(crate) fn epilogue_kernel(k: &Kernel, mm: &super::MatmulBody, numel: usize, at: [Index; 3]) -> Result<Kernel, String> {
+pub(crate) fn epilogue_kernel(
+    k: &Kernel,
+    mm: &super::MatmulBody,
+    numel: usize,
+    at: [Index; 3],
+) -> Result<Kernel, String> {
     let prod = product_dtype(k, mm);
     let scratch = k.args.len();
     let lane = Index::var(Var::Lane);

@@ -109,7 +109,10 @@ pub fn split_conv(k: &Kernel) -> Result<SplitConv, String> {
     let (g, cog, kk) = (mm.batch, mm.m, mm.k);
     let pixels = w.pixels();
     if kk != w.k() || pixels == 0 || !mm.n.is_multiple_of(pixels) {
-        return Err(format!("a {}x{}x{} product is not the convolution its im2col operand describes", mm.m, mm.n, mm.k));
+        return Err(format!(
+            "a {}x{}x{} product is not the convolution its im2col operand describes",
+            mm.m, mm.n, mm.k
+        ));
     }
     let images = mm.n / pixels;
     // The weight: dense [g * cog, kk] (OIHW), one group after the other.
@@ -118,13 +121,17 @@ pub fn split_conv(k: &Kernel) -> Result<SplitConv, String> {
         return Err(format!("the weight is not a dense OIHW tensor (strides {}, {}, {})", a.s_batch, a.s_row, a.s_col));
     }
     if g > 1 && mm.b.s_batch != w.channels * w.s_chan {
-        return Err(format!("groups {} channels apart in the input, not {}", mm.b.s_batch / w.s_chan.max(1), w.channels));
+        return Err(format!(
+            "groups {} channels apart in the input, not {}",
+            mm.b.s_batch / w.s_chan.max(1),
+            w.channels
+        ));
     }
-    let mut pad = [0; 2];
-    for d in 0..2 {
-        pad[d] = symmetric_pad(w.in_hw[d], w.kernel[d], w.stride[d], w.dilation[d], w.pad[d], w.out_hw[d])
-            .ok_or_else(|| format!("asymmetric padding along dimension {d} (the library pads both sides alike)"))?;
-    }
+    let pad_of = |d: usize| {
+        symmetric_pad(w.in_hw[d], w.kernel[d], w.stride[d], w.dilation[d], w.pad[d], w.out_hw[d])
+            .ok_or_else(|| format!("asymmetric padding along dimension {d} (the library pads both sides alike)"))
+    };
+    let pad = [pad_of(0)?, pad_of(1)?];
     let extents = [images, g * w.channels, g * cog, w.in_hw[0], w.in_hw[1], w.out_hw[0], w.out_hw[1], kk];
     if extents.iter().any(|&e| e == 0 || e > i32::MAX as usize) {
         return Err("an empty convolution or an extent over 2^31".into());
@@ -176,9 +183,7 @@ mod tests {
 
     /// Options under which convolutions become implicit-GEMM kernels (as the CUDA backend's).
     fn implicit_options() -> ScheduleOptions {
-        let mut o = ScheduleOptions::default();
-        o.cost_model = std::sync::Arc::new(ImplicitConvs(Default::default()));
-        o
+        ScheduleOptions { cost_model: std::sync::Arc::new(ImplicitConvs(Default::default())), ..Default::default() }
     }
 
     /// The default cost model, except that every convolution is an implicit-GEMM matmul.
