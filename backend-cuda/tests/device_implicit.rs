@@ -46,6 +46,26 @@ const AWKWARD: [Conv; 8] = [
     ([2, 67, 20, 19], [130, 67, 3, 3], [1, 1], [1; 4], [1, 1], 1),
 ];
 
+/// `relu((conv(x, w) + b) * 0.5 + r)` for convolution `c` in `dt` (a fused epilogue: scale, channel
+/// bias, residual, relu) and its random inputs (`seed` for x; fixed seeds after it).
+fn conv_case((xs, ws, stride, pad, dil, groups): Conv, dt: DType, seed: u64) -> (Graph, [HostTensor; 4]) {
+    let g = Graph::new();
+    let x = g.input("x", dt, xs);
+    let w = g.input("w", dt, ws);
+    let bias = g.input("b", dt, [ws[0]]);
+    let y = x.conv2d(&w, Some(&bias), stride, pad, dil, groups);
+    let oshape = y.shape().as_static().expect("static");
+    let r = g.input("r", dt, oshape.clone());
+    g.output(&(y * 0.5 + &r).relu());
+    let ins = [
+        HostTensor::random(dt, xs.to_vec(), seed, -2.0, 2.0),
+        HostTensor::random(dt, ws.to_vec(), seed + 1, -2.0, 2.0),
+        HostTensor::random(dt, vec![ws[0]], seed + 2, -2.0, 2.0),
+        HostTensor::random(dt, oshape, seed + 3, -2.0, 2.0),
+    ];
+    (g, ins)
+}
+
 #[test]
 fn implicit_convs_match_the_reference() {
     let Some(b) = backend("implicit_convs_match_the_reference") else { return };
@@ -56,20 +76,7 @@ fn implicit_convs_match_the_reference() {
             (DType::BF16, AllowTf32::CONV),
             (DType::F16, AllowTf32::CONV),
         ] {
-            let g = Graph::new();
-            let x = g.input("x", dt, xs);
-            let w = g.input("w", dt, ws);
-            let bias = g.input("b", dt, [ws[0]]);
-            let y = x.conv2d(&w, Some(&bias), stride, pad, dil, groups);
-            let oshape = y.shape().as_static().expect("static");
-            let r = g.input("r", dt, oshape.clone());
-            g.output(&(y * 0.5 + &r).relu());
-            let ins = [
-                HostTensor::random(dt, xs.to_vec(), 1 + i as u64, -2.0, 2.0),
-                HostTensor::random(dt, ws.to_vec(), 2, -2.0, 2.0),
-                HostTensor::random(dt, vec![ws[0]], 3, -2.0, 2.0),
-                HostTensor::random(dt, oshape, 4, -2.0, 2.0),
-            ];
+            let (g, ins) = conv_case((xs, ws, stride, pad, dil, groups), dt, 1 + i as u64);
             let want = sinter_core::cpu::run(&g, &ins).expect("reference");
             let modes: &[Mode] = if i == 7 { &[Mode::Default, Mode::MaxAutotune] } else { &[Mode::Default] };
             for &mode in modes {
@@ -209,20 +216,7 @@ fn cudnn_convolutions_match_the_reference() {
     ];
     for (i, &((xs, ws, stride, pad, dil, groups), library)) in cases.iter().enumerate() {
         for dt in [DType::F32, DType::BF16, DType::F16] {
-            let g = Graph::new();
-            let x = g.input("x", dt, xs);
-            let w = g.input("w", dt, ws);
-            let bias = g.input("b", dt, [ws[0]]);
-            let y = x.conv2d(&w, Some(&bias), stride, pad, dil, groups);
-            let oshape = y.shape().as_static().expect("static");
-            let r = g.input("r", dt, oshape.clone());
-            g.output(&(y * 0.5 + &r).relu());
-            let ins = [
-                HostTensor::random(dt, xs.to_vec(), 11 + i as u64, -2.0, 2.0),
-                HostTensor::random(dt, ws.to_vec(), 12, -2.0, 2.0),
-                HostTensor::random(dt, vec![ws[0]], 13, -2.0, 2.0),
-                HostTensor::random(dt, oshape, 14, -2.0, 2.0),
-            ];
+            let (g, ins) = conv_case((xs, ws, stride, pad, dil, groups), dt, 11 + i as u64);
             let want = sinter_core::cpu::run(&g, &ins).expect("reference");
             let modes: &[Mode] = if i == 0 { &[Mode::Default, Mode::MaxAutotune] } else { &[Mode::Default] };
             for &mode in modes {

@@ -7,8 +7,8 @@
 //! # When cuDNN runs
 //!
 //! The same rule as cuBLASLt's products ([`super::library`]): in `default` mode for convolutions
-//! of at least [`LIBRARY_MIN_FLOPS`] with the heuristic's first algorithm; in `max-autotune` its
-//! first [`LIBRARY_CANDIDATES`] algorithms are timed beside the own templates; never in
+//! of at least [`super::library::LIBRARY_MIN_FLOPS`] with the heuristic's first algorithm; in `max-autotune` its
+//! first [`super::library::LIBRARY_CANDIDATES`] algorithms are timed beside the own templates; never in
 //! `reduce-overhead` (the run is one patched CUDA graph). `SINTER_CUDNN=0` or no libcudnn: never;
 //! `SINTER_CUDA_LIBRARY=force`: every convolution the library can run (tests).
 //!
@@ -20,7 +20,7 @@
 //! not (as torch.compile's own convolution + Triton epilogue pair does).
 
 use super::exec::LoadedKernel;
-use super::library::{LIBRARY_CANDIDATES, LIBRARY_MIN_FLOPS, LIBRARY_MIN_TUNE_FLOPS, Step};
+use super::library::{Step, large_enough, library_tunings};
 use crate::device::blas::BlasType;
 use crate::device::dnn::{ConvDesc, ConvPlan};
 use crate::device::{CudaBuffer, Launch, Stream};
@@ -106,13 +106,7 @@ pub(crate) fn conv_allowed(k: &Kernel, mode: Mode) -> Result<(), String> {
     }
     crate::probe::cudnn()?;
     let (split, _) = conv_desc(k)?;
-    let min = if mode == Mode::Default { LIBRARY_MIN_FLOPS } else { LIBRARY_MIN_TUNE_FLOPS };
-    let forced = std::env::var("SINTER_CUDA_LIBRARY").is_ok_and(|v| v == "force");
-    let flops = split.conv.flops();
-    if flops < min && !forced {
-        return Err(format!("{flops:.2e} FLOP is below the library threshold of {min:.0e}"));
-    }
-    Ok(())
+    large_enough(split.conv.flops(), mode)
 }
 
 /// Builds the cuDNN step of convolution `k` with heuristic algorithm `tuning.library`, bound to
@@ -196,9 +190,7 @@ pub(crate) fn candidates(k: &Kernel, stream: &Arc<Stream>) -> Vec<Tuning> {
     }
     let Ok((_, desc)) = conv_desc(k) else { return Vec::new() };
     match ConvPlan::new(stream, &desc, 0) {
-        Ok(plan) => (0..plan.algos().min(LIBRARY_CANDIDATES) as u32)
-            .map(|i| Tuning { library: Some(i), ..Tuning::default() })
-            .collect(),
+        Ok(plan) => library_tunings(plan.algos()),
         Err(e) => {
             tracing::debug!(target: "sinter::autotune", "{}: no cuDNN candidate: {e}", k.name);
             Vec::new()

@@ -207,15 +207,24 @@ pub(crate) fn library_allowed(k: &Kernel, mode: Mode, sm: (u32, u32)) -> Result<
     crate::probe::cublaslt()?;
     let (form, _) = gemm_desc(k, sm)?;
     let g = form.gemm();
-    let min = match mode {
-        Mode::Default => LIBRARY_MIN_FLOPS,
-        _ => LIBRARY_MIN_TUNE_FLOPS,
-    };
+    large_enough(g.flops(), mode)
+}
+
+/// Whether a library call of `flops` is worth it in `mode` (`Err` says why not): at least
+/// [`LIBRARY_MIN_FLOPS`] in `default`, [`LIBRARY_MIN_TUNE_FLOPS`] otherwise; any size under
+/// `SINTER_CUDA_LIBRARY=force`.
+pub(crate) fn large_enough(flops: f64, mode: Mode) -> Result<(), String> {
+    let min = if mode == Mode::Default { LIBRARY_MIN_FLOPS } else { LIBRARY_MIN_TUNE_FLOPS };
     let forced = std::env::var("SINTER_CUDA_LIBRARY").is_ok_and(|v| v == "force");
-    if g.flops() < min && !forced {
-        return Err(format!("{:.2e} FLOP is below the library threshold of {min:.0e}", g.flops()));
+    if flops < min && !forced {
+        return Err(format!("{flops:.2e} FLOP is below the library threshold of {min:.0e}"));
     }
     Ok(())
+}
+
+/// The tunings of a library's first `n` algorithms (at most [`LIBRARY_CANDIDATES`]).
+pub(crate) fn library_tunings(n: usize) -> Vec<Tuning> {
+    (0..n.min(LIBRARY_CANDIDATES) as u32).map(|i| Tuning { library: Some(i), ..Tuning::default() }).collect()
 }
 
 /// Builds the library step of `k` with heuristic algorithm `algo`, bound to `args` (split form:
@@ -322,9 +331,7 @@ pub(crate) fn candidates(k: &Kernel, stream: &Arc<Stream>, sm: (u32, u32)) -> Ve
     }
     let Ok((_, desc)) = gemm_desc(k, sm) else { return Vec::new() };
     match GemmPlan::new(stream, &desc) {
-        Ok(plan) => (0..plan.algos().min(LIBRARY_CANDIDATES) as u32)
-            .map(|i| Tuning { library: Some(i), ..Tuning::default() })
-            .collect(),
+        Ok(plan) => library_tunings(plan.algos()),
         Err(e) => {
             tracing::debug!(target: "sinter::autotune", "{}: no cuBLASLt candidate: {e}", k.name);
             Vec::new()
