@@ -23,6 +23,9 @@ pub struct CudaCostModel {
     pub sm: (u32, u32),
     /// Run eligible convolutions as implicit GEMMs (default; `SINTER_IMPLICIT_GEMM=0` turns it off).
     pub implicit_gemm: bool,
+    /// Store the inputs of cuDNN's convolutions channels-last (default; `SINTER_CHANNELS_LAST=0`
+    /// turns it off).
+    pub channels_last: bool,
 }
 
 impl CudaCostModel {
@@ -32,6 +35,7 @@ impl CudaCostModel {
             base: DefaultCostModel::default(),
             sm,
             implicit_gemm: !std::env::var("SINTER_IMPLICIT_GEMM").is_ok_and(|v| v == "0"),
+            channels_last: !std::env::var("SINTER_CHANNELS_LAST").is_ok_and(|v| v == "0"),
         }
     }
 }
@@ -72,6 +76,27 @@ impl CostModel for CudaCostModel {
             conv.k(),
             conv.im2col_bytes
         ))
+    }
+
+    /// Channels-last inputs where cuDNN runs the convolution in `default` mode (libcudnn found,
+    /// at least [`crate::backend::LIBRARY_MIN_FLOPS`]): its channels-last TF32 kernels ran
+    /// ResNet-18's 3x3 convolutions 1.6-2.0x faster than NCHW on an H200 (PyTorch's cuDNN,
+    /// BENCHMARKS.md session 10). Not for the own template, whose im2col walk reads along rows
+    /// (in `reduce-overhead`, where cuDNN never runs, the template reads the NHWC input through
+    /// its strides). `SINTER_CHANNELS_LAST=0` turns it off.
+    fn conv_channels_last(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
+        let _ = caps;
+        if !self.channels_last {
+            return Err("layout: NCHW (SINTER_CHANNELS_LAST=0)".into());
+        }
+        crate::probe::cudnn().map_err(|why| format!("layout: NCHW (no cuDNN: {why})"))?;
+        let n = conv.batch * conv.out_hw[0] * conv.out_hw[1];
+        let flops = 2.0 * conv.m() as f64 * n as f64 * conv.k() as f64 * conv.groups as f64;
+        let forced = std::env::var("SINTER_CUDA_LIBRARY").is_ok_and(|v| v == "force");
+        if flops < crate::backend::LIBRARY_MIN_FLOPS && !forced {
+            return Err(format!("layout: NCHW ({flops:.2e} FLOP stays on the own template)"));
+        }
+        Ok("cuDNN's channels-last kernels".into())
     }
 }
 

@@ -276,6 +276,7 @@ fn cudnn_host_overhead() {
                 stride: [st, st],
                 dilation: [1, 1],
                 out_hw: [o, o],
+                y_nhwc: false,
                 dtype,
                 tf32: true,
             };
@@ -305,5 +306,55 @@ fn cudnn_host_overhead() {
                 plan.describe()
             );
         }
+    }
+}
+
+/// Two convolutions in a row, each large enough for cuDNN (1.9e8 and 1.6e8 FLOP): the first one's output (after its
+/// bias and ReLU) is stored channels-last for the second (the CUDA cost model's
+/// `conv_channels_last`), so cuDNN writes an NHWC scratch and reads an NHWC input; against the CPU
+/// reference in TF32, bf16 and f16, the sources saying so. Skips without libcudnn unless
+/// `SINTER_REQUIRE_CUDNN=1`.
+#[test]
+fn cudnn_channels_last_chain_matches_the_reference() {
+    let Some(b) = backend("cudnn_channels_last_chain_matches_the_reference") else { return };
+    if let Err(why) = sinter_cuda::probe::cudnn() {
+        assert!(std::env::var("SINTER_REQUIRE_CUDNN").is_err(), "SINTER_REQUIRE_CUDNN=1 but {why}");
+        eprintln!("skipping cudnn_channels_last_chain_matches_the_reference: {why}");
+        return;
+    }
+    for dt in [DType::F32, DType::BF16, DType::F16] {
+        let g = Graph::new();
+        let x = g.input("x", dt, [4, 48, 29, 27]);
+        let w1 = g.input("w1", dt, [72, 48, 3, 3]);
+        let b1 = g.input("b1", dt, [72]);
+        let w2 = g.input("w2", dt, [40, 72, 3, 3]);
+        let h = x.conv2d(&w1, Some(&b1), [1, 1], [1; 4], [1, 1], 1).relu();
+        g.output(&h.conv2d(&w2, None, [1, 1], [1; 4], [1, 1], 1));
+        let ins = [
+            HostTensor::random(dt, vec![4, 48, 29, 27], 21, -1.0, 1.0),
+            HostTensor::random(dt, vec![72, 48, 3, 3], 22, -1.0, 1.0),
+            HostTensor::random(dt, vec![72], 23, -1.0, 1.0),
+            HostTensor::random(dt, vec![40, 72, 3, 3], 24, -1.0, 1.0),
+        ];
+        let want = sinter_core::cpu::run(&g, &ins).expect("reference");
+        let c = compile(&g, b.clone(), opts(Mode::Default, AllowTf32::CONV)).unwrap_or_else(|e| panic!("{dt}: {e}"));
+        let got = c.run(&ins).unwrap_or_else(|e| panic!("{dt}: run: {e}"));
+        let sources: Vec<String> = c.sources().iter().map(|s| s.source.clone()).collect();
+        assert!(sources.iter().any(|s| s.contains("into an NHWC scratch")), "{dt}: {sources:#?}");
+        assert_eq!(sources.iter().filter(|s| s.contains("cuDNN forward convolution")).count(), 2, "{dt}");
+        if dt == DType::F32 {
+            // The second convolution's terms |h w2| <= 433 (|h| <= 48 * 9 + 1, |w2| <= 1), which
+            // also bounds the first one's error carried through it.
+            compare(&got, &want, tol_for(&c, Tol::sum(72 * 9, 433.0))).unwrap_or_else(|e| panic!("{dt}: {e}"));
+        } else {
+            // 16-bit: h is rounded to bf16/f16 in both, but from sums taken in different orders,
+            // so an element of h may differ by an ulp, which the second convolution carries into
+            // up to 648 terms (seen on an H200: 2 of 125280 bf16 outputs beyond a per-element
+            // bound). The whole output within a relative L2 error of a few of the type's ulps.
+            let l2 = rel_l2(&got, &want);
+            let bound = if dt == DType::BF16 { 1e-2 } else { 2e-3 };
+            assert!(l2 <= bound, "{dt}: rel L2 {l2:.2e} > {bound:.0e}");
+        }
+        eprintln!("{dt}: channels-last chain ok");
     }
 }

@@ -92,6 +92,7 @@ pub(crate) fn conv_desc(k: &Kernel) -> Result<(SplitConv, ConvDesc), String> {
         stride: c.stride.map(u),
         dilation: c.dilation.map(u),
         out_hw: c.out_hw.map(u),
+        y_nhwc: c.out_nhwc,
         dtype: blas_type(c.dtype)?,
         tf32: c.tf32,
     };
@@ -134,15 +135,16 @@ pub(crate) fn build(
         return Err(BackendError::Render { kernel: k.name.clone(), msg: "the epilogue is not a kernel".into() });
     };
     let source = format!(
-        "// sinter kernel {}: {}\n// cuDNN forward convolution (library call, no source): {}x{}x{}x{} input, {} filters of \
-         {}x{}x{}, {} groups, padding {:?}, stride {:?}, dilation {:?}, {:?}{}, f32 accumulation, into a scratch; \
-         algorithm {} of {}: {}\n// the epilogue is the kernel below, reading the convolution from the scratch\n{}",
+        "// sinter kernel {}: {}\n// cuDNN forward convolution (library call, no source): {}x{}x{}x{} input (strides {:?}), {} \
+         filters of {}x{}x{}, {} groups, padding {:?}, stride {:?}, dilation {:?}, {:?}{}, f32 accumulation, into an {} \
+         scratch; algorithm {} of {}: {}\n// the epilogue is the kernel below, reading the convolution from the scratch\n{}",
         k.name,
         k.ops.join(", "),
         conv.images,
         conv.in_channels,
         conv.in_hw[0],
         conv.in_hw[1],
+        conv.x_strides,
         conv.out_channels,
         conv.in_channels / conv.groups,
         conv.kernel[0],
@@ -153,6 +155,7 @@ pub(crate) fn build(
         conv.dilation,
         desc.dtype,
         if desc.dtype == BlasType::F32 && desc.tf32 { " (TF32 allowed)" } else { "" },
+        if conv.out_nhwc { "NHWC" } else { "NCHW" },
         algo + 1,
         plan.algos(),
         plan.describe(),

@@ -1,7 +1,7 @@
 //! cuDNN forward convolutions: the vendor library as one more way to run a 2-D convolution
 //! (`y = conv(x, w)`, cross-correlation as ONNX and PyTorch define it). Knows nothing of the kernel
-//! IR: a [`ConvDesc`] describes the input through element strides (`NCHW` or any strided view),
-//! the weight dense `[K, C / groups, kh, kw]`, the output dense `NCHW`.
+//! IR: a [`ConvDesc`] describes the input through element strides (`NCHW`, channels-last or any
+//! strided view), the weight dense `[K, C / groups, kh, kw]`, the output dense `NCHW` or `NHWC`.
 //!
 //! Numerics: f32 accumulation (`CUDNN_DATA_FLOAT` compute) for every operand type. f32 operands
 //! multiply exactly (engines noted `TENSOR_CORE` are skipped) unless [`ConvDesc::tf32`] allows
@@ -56,8 +56,10 @@ pub struct ConvDesc {
     pub stride: [u64; 2],
     /// Dilation (h, w).
     pub dilation: [u64; 2],
-    /// Output extent (OH, OW); checked against cuDNN's.
+    /// Output extent (OH, OW).
     pub out_hw: [u64; 2],
+    /// The output is dense `NHWC` (else dense `NCHW`).
+    pub y_nhwc: bool,
     /// Type of x, w and y: f32, f16 or bf16.
     pub dtype: BlasType,
     /// f32 operands may be multiplied in TF32.
@@ -219,12 +221,9 @@ impl ConvPlan {
         let (kh, kw) = (c.kernel[0], c.kernel[1]);
         let x = tensor(UIDS[0], &[c.images, c.in_channels, c.in_hw[0], c.in_hw[1]], &c.x_strides, 16)?;
         let w = tensor(UIDS[1], &[c.out_channels, cg, kh, kw], &[cg * kh * kw, kh * kw, kw, 1], 16)?;
-        let y = tensor(
-            UIDS[2],
-            &[c.images, c.out_channels, oh, ow],
-            &[c.out_channels * oh * ow, oh * ow, ow, 1],
-            alignment(0),
-        )?;
+        let k = c.out_channels;
+        let y_strides = if c.y_nhwc { [oh * ow * k, 1, ow * k, k] } else { [k * oh * ow, oh * ow, ow, 1] };
+        let y = tensor(UIDS[2], &[c.images, k, oh, ow], &y_strides, alignment(0))?;
         let conv = Bd::new(D::CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR)?;
         conv.set(
             A::CUDNN_ATTR_CONVOLUTION_COMP_TYPE,
@@ -443,6 +442,7 @@ mod tests {
             stride: [1, 1],
             dilation: [1, 1],
             out_hw: [8, 8],
+            y_nhwc: false,
             dtype: BlasType::F32,
             tf32: false,
         }

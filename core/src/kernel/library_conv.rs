@@ -56,8 +56,12 @@ pub struct LibraryConv {
     pub w: usize,
     /// Element offset of the weight.
     pub w_offset: usize,
-    /// Kernel argument the `NCHW` output goes to.
+    /// Kernel argument the output goes to.
     pub out: usize,
+    /// The output is `NHWC` (`[N, OH, OW, K]` row-major) instead of `NCHW`: the order the
+    /// kernel's own output is stored in (a channels-last node, `schedule::Sched::layout`), so
+    /// the epilogue reads and writes in the same order.
+    pub out_nhwc: bool,
     /// Operand dtype (f32, f16 or bf16; f32 accumulation), also the output's.
     pub dtype: DType,
     /// The product may run in TF32.
@@ -155,21 +159,45 @@ pub fn split_conv(k: &Kernel) -> Result<SplitConv, String> {
         w: a.arg,
         w_offset: a.offset,
         out: k.args.len(),
+        out_nhwc: false,
         dtype: prod,
         tf32: mm.tf32,
     };
-    // Lane l of the NCHW scratch: pixel l % P, channel m = (l / P) % cog of group (l / (P cog)) % g,
-    // image l / (P cog g); the product's column is image * P + pixel.
     let lane = Index::var(Var::Lane);
     let (p, cog_i, g_i) = (pixels as i64, cog as i64, g as i64);
-    let at = [
+    // Lane l of an NCHW scratch: pixel l % P, channel m = (l / P) % cog of group (l / (P cog)) % g,
+    // image l / (P cog g); the product's column is image * P + pixel.
+    let nchw = [
         lane.clone().div(p * cog_i).rem(g_i),
         lane.clone().div(p).rem(cog_i),
-        lane.clone().div(p * cog_i * g_i).mul(p).add(lane.rem(p)),
+        lane.clone().div(p * cog_i * g_i).mul(p).add(lane.clone().rem(p)),
     ];
+    // Lane l of an NHWC scratch: channel c = l % (g cog) (group c / cog, row c % cog); the
+    // product's column is l / (g cog).
+    let nhwc =
+        [lane.clone().rem(g_i * cog_i).div(cog_i), lane.clone().rem(g_i * cog_i).rem(cog_i), lane.div(g_i * cog_i)];
+    // The scratch follows the order of the kernel's stores when they are NHWC (every order is
+    // correct: the epilogue maps each lane back to its product element; only coalescing differs).
+    let out_nhwc = !mm.stores.is_empty() && mm.stores.iter().all(|st| stores_lane_order(&st.index, &nhwc, numel));
+    let at = if out_nhwc { nhwc } else { nchw };
     let epilogue = epilogue_kernel(k, mm, numel, at)?;
     debug_assert_eq!(epilogue.args.last().map(|a| a.buffer), Some(SCRATCH));
-    Ok(SplitConv { conv, epilogue })
+    Ok(SplitConv { conv: LibraryConv { out_nhwc, ..conv }, epilogue })
+}
+
+/// Whether store index `index` (over Batch, M, N), with those replaced by the lane mappings
+/// `at`, writes element `l` at lane `l`: checked at the ends and at 61 lanes spread between
+/// (a heuristic for the scratch order; correctness does not depend on it).
+fn stores_lane_order(index: &Index, at: &[Index; 3], numel: usize) -> bool {
+    let idx = index.substitute(Var::Batch, &at[0]).substitute(Var::M, &at[1]).substitute(Var::N, &at[2]);
+    let n = numel as i64;
+    let samples = (0..64).map(|i| match i {
+        0 => 0,
+        1 => n - 1,
+        2 => 1.min(n - 1),
+        i => (n - 1) * (i - 3) / 61 + (i % 7),
+    });
+    samples.map(|l| l.clamp(0, n - 1)).all(|l| idx.eval(&|v| if v == Var::Lane { l } else { 0 }, &|_| 0) == l)
 }
 
 #[cfg(test)]
@@ -183,12 +211,15 @@ mod tests {
 
     /// Options under which convolutions become implicit-GEMM kernels (as the CUDA backend's).
     fn implicit_options() -> ScheduleOptions {
-        ScheduleOptions { cost_model: std::sync::Arc::new(ImplicitConvs(Default::default())), ..Default::default() }
+        ScheduleOptions {
+            cost_model: std::sync::Arc::new(ImplicitConvs(Default::default(), false)),
+            ..Default::default()
+        }
     }
 
     /// The default cost model, except that every convolution is an implicit-GEMM matmul.
     #[derive(Debug)]
-    struct ImplicitConvs(crate::schedule::DefaultCostModel);
+    struct ImplicitConvs(crate::schedule::DefaultCostModel, bool);
     impl crate::schedule::CostModel for ImplicitConvs {
         fn name(&self) -> &str {
             "implicit-convs"
@@ -198,6 +229,9 @@ mod tests {
         }
         fn conv_as_matmul(&self, _: &crate::schedule::ConvShape, _: &Capabilities) -> Result<String, String> {
             Ok("matmul (test)".into())
+        }
+        fn conv_channels_last(&self, _: &crate::schedule::ConvShape, _: &Capabilities) -> Result<String, String> {
+            if self.1 { Ok("channels-last (test)".into()) } else { Err("NCHW (test)".into()) }
         }
         fn conv_implicit(&self, _: &crate::schedule::ConvShape, _: &Capabilities) -> Result<String, String> {
             Ok("implicit (test)".into())
@@ -265,7 +299,12 @@ mod tests {
                                 }
                             }
                         }
-                        y[((n * c.out_channels + o) * oh + oy) * ow + ox] = s;
+                        let at = if c.out_nhwc {
+                            ((n * oh + oy) * ow + ox) * c.out_channels + o
+                        } else {
+                            ((n * c.out_channels + o) * oh + oy) * ow + ox
+                        };
+                        y[at] = s;
                     }
                 }
             }
@@ -292,32 +331,78 @@ mod tests {
             let split = split_conv(&p.kernels[ki]).unwrap_or_else(|e| panic!("{xs:?} {ws:?}: {e}"));
             let c = &split.conv;
             assert_eq!((c.images, c.groups, c.out_channels, c.kernel), (xs[0], groups, ws[0], [ws[2], ws[3]]));
-            // The library's operands are whatever buffers the kernel binds: here the graph inputs.
-            let arg_input = |arg: usize| {
-                let buf = p.kernels[ki].args[arg].buffer;
-                let io = p.inputs.iter().position(|io| io.buffer == buf).expect("an input buffer");
-                inputs[io].to_f64_vec()
-            };
-            let y = reference(c, &arg_input(c.x), &arg_input(c.w));
-            let mut prog = p.clone();
-            let sid = BufferId(prog.buffers.len() as u32);
-            let scratch = HostTensor::from_f64(DType::F32, vec![y.len()], &y);
-            prog.buffers.push(BufferDecl {
-                id: sid,
-                dtype: DType::F32,
-                numel: y.len(),
-                kind: BufferKind::Constant(std::sync::Arc::new(scratch)),
-                node: None,
-            });
-            prog.memory.slot_of.push(None);
-            let mut ep = split.epilogue.clone();
-            ep.args.last_mut().unwrap().buffer = sid;
-            prog.kernels[ki] = ep;
-            let got = interp::run_program(&prog, &inputs).unwrap();
-            let want = crate::cpu::run(&g.build().unwrap(), &inputs).unwrap();
-            let r = got[0].tolerance_ratio(&want[0], 1e-5, 1e-5);
+            assert!(!c.out_nhwc, "a graph output is NCHW");
+            let r = run_split(&p, ki, &split, &inputs, &g);
             assert!(r <= 1.0, "{xs:?} {ws:?}: tolerance ratio {r}");
         }
+    }
+
+    /// Runs `p` with kernel `ki` replaced by `split` (the library's part computed by
+    /// [`reference`] from the buffers the kernel binds, which must be graph inputs) through the
+    /// interpreter; the tolerance ratio of the first output against the CPU reference of `g`.
+    fn run_split(p: &crate::kernel::Program, ki: usize, split: &SplitConv, inputs: &[HostTensor], g: &Graph) -> f64 {
+        let c = &split.conv;
+        let arg_input = |arg: usize| {
+            let buf = p.kernels[ki].args[arg].buffer;
+            let io = p.inputs.iter().position(|io| io.buffer == buf).expect("an input buffer");
+            inputs[io].to_f64_vec()
+        };
+        let y = reference(c, &arg_input(c.x), &arg_input(c.w));
+        let mut prog = p.clone();
+        let sid = BufferId(prog.buffers.len() as u32);
+        let scratch = HostTensor::from_f64(DType::F32, vec![y.len()], &y);
+        prog.buffers.push(BufferDecl {
+            id: sid,
+            dtype: DType::F32,
+            numel: y.len(),
+            kind: BufferKind::Constant(std::sync::Arc::new(scratch)),
+            node: None,
+        });
+        prog.memory.slot_of.push(None);
+        let mut ep = split.epilogue.clone();
+        ep.args.last_mut().unwrap().buffer = sid;
+        prog.kernels[ki] = ep;
+        let got = interp::run_program(&prog, inputs).unwrap();
+        let want = crate::cpu::run(&g.build().unwrap(), inputs).unwrap();
+        got[0].tolerance_ratio(&want[0], 1e-5, 1e-5)
+    }
+
+    /// A convolution whose output (after its epilogue) is the input of another, stored
+    /// channels-last: the split's scratch and lanes follow NHWC, and the program still computes
+    /// the graph; the second convolution reads the first's output channel-contiguous.
+    #[test]
+    fn channels_last_outputs_split_in_nhwc_order() {
+        let d = DType::F32;
+        let g = Graph::new();
+        let x = g.input("x", d, [2, 5, 9, 7]);
+        let w1 = g.input("w1", d, [6, 5, 3, 3]);
+        let b1 = g.input("b1", d, [6]);
+        let w2 = g.input("w2", d, [4, 6, 3, 3]);
+        let h = x.conv2d(&w1, Some(&b1), [1, 1], [1; 4], [1, 1], 1).relu();
+        g.output(&h.conv2d(&w2, None, [2, 2], [1; 4], [1, 1], 1));
+        let inputs = vec![
+            HostTensor::random(d, vec![2, 5, 9, 7], 1, -1.0, 1.0),
+            HostTensor::random(d, vec![6, 5, 3, 3], 2, -1.0, 1.0),
+            HostTensor::random(d, vec![6], 3, -1.0, 1.0),
+            HostTensor::random(d, vec![4, 6, 3, 3], 4, -1.0, 1.0),
+        ];
+        let ir = crate::passes::optimize(&g.build().unwrap()).unwrap();
+        let opts = ScheduleOptions {
+            cost_model: std::sync::Arc::new(ImplicitConvs(Default::default(), true)),
+            ..Default::default()
+        };
+        let p = schedule(&ir, &Capabilities::host(), &opts).unwrap();
+        assert!(p.decisions.iter().any(|d| d.reason.starts_with("layout: ")), "{:?}", p.decisions);
+        let convs: Vec<usize> = (0..p.kernels.len())
+            .filter(|&i| matches!(&p.kernels[i].body, KernelBody::Matmul(m) if m.b.im2col.is_some()))
+            .collect();
+        assert_eq!(convs.len(), 2);
+        let KernelBody::Matmul(second) = &p.kernels[convs[1]].body else { unreachable!() };
+        assert_eq!(second.b.im2col.as_ref().unwrap().s_chan, 1, "the second conv reads NHWC");
+        let split = split_conv(&p.kernels[convs[0]]).unwrap();
+        assert!(split.conv.out_nhwc, "the first conv's output is stored NHWC");
+        let r = run_split(&p, convs[0], &split, &inputs, &g);
+        assert!(r <= 1.0, "tolerance ratio {r}");
     }
 
     #[test]

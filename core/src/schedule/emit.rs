@@ -102,7 +102,7 @@ impl Sched<'_> {
             _ => {}
         }
         match self.place[n.index()] {
-            Some(k) if k < pos => return Ok(kb.load(BufRef::Node(n), dt, numel, &linearize(c, shape))),
+            Some(k) if k < pos => return Ok(kb.load(BufRef::Node(n), dt, numel, &self.storage_index(n, c))),
             Some(k) if k > pos => return Err(Refusal::LaterKernel(n)),
             Some(_) => {
                 let flat = linearize(c, shape);
@@ -430,7 +430,7 @@ impl Sched<'_> {
             _ => {}
         }
         if let Some(k) = self.place[n.index()] {
-            return (k < pos).then(|| (BufRef::Node(n), kb.simp(&linearize(&c, shape))));
+            return (k < pos).then(|| (BufRef::Node(n), kb.simp(&self.storage_index(n, &c))));
         }
         let inp = *node.inputs.first()?;
         let ishape = &self.shapes[inp.index()];

@@ -1,7 +1,7 @@
 //! Assembly: buffers, arguments and stores of every planned kernel, names, cost counts, the
 //! memory plan and the named decisions.
 
-use super::build::{BufRef, KernelBuilder, Phase, Space, Target};
+use super::build::{BufRef, KernelBuilder, Phase, Space, Target, delinearize};
 use super::memory::plan_memory;
 use super::plan::{Kind, Sched};
 use crate::error::Error;
@@ -101,6 +101,14 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
         // Stores.
         let (mut lane, mut elem, mut row, mut epi) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for m in &kb.members {
+            // A node stored in another order than its logical one (never a graph output).
+            let index = match (m.target, &s.layout) {
+                (Target::Node(n), layout) if layout[n.index()].is_some() && !out_bufs.contains_key(&n) => {
+                    let shape = &s.shapes[n.index()];
+                    kb.simp(&s.storage_index(n, &delinearize(&m.index, shape)))
+                }
+                _ => m.index.clone(),
+            };
             let targets: Vec<BufferId> = match m.target {
                 Target::Node(n) => {
                     let mut t = out_bufs.get(&n).cloned().unwrap_or_default();
@@ -141,7 +149,7 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
                         args.len() - 1
                     }
                 };
-                let st = Store { arg, index: m.index.clone(), value: m.value };
+                let st = Store { arg, index: index.clone(), value: m.value };
                 match m.phase {
                     Phase::Lane => lane.push(st),
                     Phase::Elem => elem.push(st),

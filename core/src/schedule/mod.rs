@@ -175,6 +175,18 @@ pub trait CostModel: fmt::Debug + Send + Sync {
         }
     }
 
+    /// Whether the input of an implicit-GEMM convolution (`conv_implicit` agreed), where it is a
+    /// node the scheduler materializes, is stored channels-last (`NHWC`: its buffer holds
+    /// `[N, H, W, C]`; every kernel reads and writes it through that layout; graph inputs and
+    /// outputs keep theirs). `Ok(reason)` takes it. The default keeps `NCHW`: a backend opts in
+    /// where its convolutions run faster on channels-last operands (a library's kernels).
+    fn conv_channels_last(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
+        match self.base() {
+            Some(b) => b.conv_channels_last(conv, caps),
+            None => Err("layout: NCHW (this backend's cost model keeps the captured layout)".into()),
+        }
+    }
+
     /// Whether a matched attention chain (`matmul -> score ops -> softmax -> matmul`, legal to
     /// fuse: see [`AttentionShape`]) becomes one fused attention kernel (`Ok(reason)`) or stays
     /// three kernels with the scores in memory (`Err(reason)`). The default keeps them apart: a

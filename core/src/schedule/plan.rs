@@ -85,6 +85,11 @@ pub(super) struct Sched<'g> {
     pub copies: Vec<(DType, usize)>,
     /// How each convolution is computed (`Window` for every other node).
     pub conv: Vec<ConvPlan>,
+    /// The storage order of a materialized node's buffer when it is not its logical row-major
+    /// order: `p` such that the buffer is the row-major `[shape[p[0]], shape[p[1]], ...]`
+    /// (channels-last: `[0, 2, 3, 1]`; decided in `plan_convs`, never for graph inputs,
+    /// constants or outputs). Loads and stores of the node go through [`Sched::storage_index`].
+    pub layout: Vec<Option<Vec<usize>>>,
     /// The attention chain each fused attention's second product ends.
     pub attn: Vec<Option<super::attention::AttnMatch>>,
     /// Nodes computed inside a fused attention kernel (not scheduled on their own).
@@ -199,6 +204,7 @@ impl<'g> Sched<'g> {
             decisions: Vec::new(),
             copies: Vec::new(),
             conv: vec![ConvPlan::Window; n],
+            layout: vec![None; n],
             attn: vec![None; n],
             inner_attn: vec![false; n],
             prologue: vec![None; n],
@@ -374,5 +380,20 @@ impl Sched<'_> {
 
     pub(super) fn first_member(&self, k: usize) -> Vec<u32> {
         self.kernels[k].member_nodes().take(1).map(|n| n.0).collect()
+    }
+}
+
+impl Sched<'_> {
+    /// The element of node `n`'s buffer holding logical coordinates `c` (its [`Sched::layout`]).
+    pub(super) fn storage_index(&self, n: NodeId, c: &[crate::kernel::Index]) -> crate::kernel::Index {
+        let shape = &self.shapes[n.index()];
+        match &self.layout[n.index()] {
+            Some(p) => {
+                let pc: Vec<crate::kernel::Index> = p.iter().map(|&i| c[i].clone()).collect();
+                let ps: Vec<usize> = p.iter().map(|&i| shape[i]).collect();
+                super::build::linearize(&pc, &ps)
+            }
+            None => super::build::linearize(c, shape),
+        }
     }
 }

@@ -152,6 +152,29 @@ fn layernorm_gelu_is_one_kernel() {
     assert_eq!(p.kernels[0].name, "k0_layer_norm_gelu");
 }
 
+/// Channels-last storage of the convolutions' inputs ([`CostModel::conv_channels_last`]): every
+/// such node's buffer is `NHWC` (its stores and every load go through that order), ResNet-18
+/// (reduced) still computes the reference through the interpreter, the implicit operands read
+/// channels-contiguous (`s_chan == 1`), and the graph's output keeps its layout.
+#[test]
+fn channels_last_convolution_inputs_compute_the_reference() {
+    let w = workloads::get("resnet18_b32_f32").expect("workload");
+    let g = w.build(Scale::Reduced).expect("build");
+    let inputs = w.inputs(Scale::Reduced, 5);
+    let p = check_with(&g, &inputs, &Capabilities::host(), &TestModel::convs(Convs::ChannelsLast));
+    let layouts = p.decisions.iter().filter(|d| d.reason.starts_with("layout: ")).count();
+    // One per distinct computed input of a conv.
+    assert!(layouts >= 12, "{layouts} channels-last inputs\n{}", print_program(&p));
+    let nhwc_reads = p
+        .kernels
+        .iter()
+        .filter(|k| matches!(&k.body, KernelBody::Matmul(m) if m.b.im2col.as_ref().is_some_and(|v| v.s_chan == 1)))
+        .count();
+    // All but the stem (it reads the graph's input) and the first block's first conv (it reads
+    // the max pool's output: only a node an implicit conv produces is stored channels-last).
+    assert_eq!(nhwc_reads, 18, "{}", print_program(&p));
+}
+
 #[test]
 fn resnet18_reduced_runs_and_fuses_batchnorm_relu_into_convs() {
     let w = workloads::get("resnet18_b32_f32").expect("workload");
@@ -616,6 +639,8 @@ enum Convs {
     Matmuls,
     /// Always to a matmul, and as an implicit GEMM where the scheduler can.
     Implicit,
+    /// As `Implicit`, every implicit convolution's computed input stored channels-last.
+    ChannelsLast,
 }
 
 impl TestModel {
@@ -638,20 +663,28 @@ impl CostModel for TestModel {
         match self.convs {
             // The two convolution models kept the trait's default split rule.
             Convs::Default => self.base.reduce_split(rows, len, caps),
-            Convs::Windows | Convs::Matmuls | Convs::Implicit => TraitDefaults.reduce_split(rows, len, caps),
+            Convs::Windows | Convs::Matmuls | Convs::Implicit | Convs::ChannelsLast => {
+                TraitDefaults.reduce_split(rows, len, caps)
+            }
         }
     }
     fn conv_as_matmul(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
         match self.convs {
             Convs::Default => self.base.conv_as_matmul(conv, caps),
             Convs::Windows => TraitDefaults.conv_as_matmul(conv, caps),
-            Convs::Matmuls | Convs::Implicit => Ok("matmul: forced".into()),
+            Convs::Matmuls | Convs::Implicit | Convs::ChannelsLast => Ok("matmul: forced".into()),
         }
     }
     fn conv_implicit(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
         match self.convs {
-            Convs::Implicit => Ok("implicit GEMM: forced".into()),
+            Convs::Implicit | Convs::ChannelsLast => Ok("implicit GEMM: forced".into()),
             _ => TraitDefaults.conv_implicit(conv, caps),
+        }
+    }
+    fn conv_channels_last(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
+        match self.convs {
+            Convs::ChannelsLast => Ok("forced".into()),
+            _ => TraitDefaults.conv_channels_last(conv, caps),
         }
     }
     fn bindings(&self, caps: &Capabilities, dtype: DType, numel: usize) -> usize {
