@@ -48,7 +48,7 @@ mod library;
 mod tune;
 
 pub use exec::CudaExecutable;
-pub use library::LIBRARY_MIN_FLOPS;
+pub use library::{LIBRARY_MIN_FLOPS, skinny};
 pub use tune::candidate_sources;
 
 use crate::device::{CudaBuffer, CudaCalibration, Device, DeviceInfo, Launch, Stream};

@@ -410,7 +410,8 @@ fn tensor_core_and_library_products() {
         let strategies: Vec<String> =
             c.sources().iter().map(|s| s.source.lines().take(3).collect::<String>()).collect();
         let min = sinter_cuda::backend::LIBRARY_MIN_FLOPS;
-        let library = sinter_cuda::probe::cublaslt().is_ok() && 2.0 * (m * kk * n) as f64 >= min;
+        let large = 2.0 * (m * kk * n) as f64 >= min || sinter_cuda::backend::skinny(m, n, kk);
+        let library = sinter_cuda::probe::cublaslt().is_ok() && large;
         let want = match (library, d) {
             (true, _) => "cuBLASLt product",
             (false, DType::F32) => "matmul batch",

@@ -6,7 +6,8 @@
 //!
 //! # When the library runs
 //!
-//! * `default`: for products of at least [`LIBRARY_MIN_FLOPS`], with the heuristic's first
+//! * `default`: for products of at least [`LIBRARY_MIN_FLOPS`] (or skinny ones with a long
+//!   reduction, whatever their size: a classifier head, a decode step), with the heuristic's first
 //!   algorithm: directly where the library computes the epilogue (`acc`, `+ bias`, `relu`), split
 //!   otherwise (measured on an H100: bias + GELU split 1.6 ms + 0.3 ms against 3.2 ms fused on the
 //!   template); sinter's own templates for smaller products. The own tensor-core template (`mma.sync`) reaches about half of
@@ -207,8 +208,22 @@ pub(crate) fn library_allowed(k: &Kernel, mode: Mode, sm: (u32, u32)) -> Result<
     crate::probe::cublaslt()?;
     let (form, _) = gemm_desc(k, sm)?;
     let g = form.gemm();
-    large_enough(g.flops(), mode)
+    large_enough(g.flops(), mode).or_else(|small| if skinny(g.m, g.n, g.k) { Ok(()) } else { Err(small) })
 }
+
+/// Whether an `m x n x k` product is skinny: at most [`SKINNY_MAX`] rows or columns and a reduction of at least
+/// [`SKINNY_MIN_K`]: a classifier head or a decode step. The own CUDA-core template gives it a few
+/// dozen blocks that each walk the whole `k` in 8-deep steps (measured on an H200: ResNet-50's
+/// 8 x 1000 x 2048 classifier took 172 us, 0.2 TFLOP/s), where the library splits `k`; it takes
+/// the library whatever its size.
+pub fn skinny(m: usize, n: usize, k: usize) -> bool {
+    m.min(n) <= SKINNY_MAX && k >= SKINNY_MIN_K
+}
+
+/// See [`skinny`].
+const SKINNY_MAX: usize = 64;
+/// See [`skinny`].
+const SKINNY_MIN_K: usize = 512;
 
 /// Whether a library call of `flops` is worth it in `mode` (`Err` says why not): at least
 /// [`LIBRARY_MIN_FLOPS`] in `default`, [`LIBRARY_MIN_TUNE_FLOPS`] otherwise; any size under
