@@ -487,7 +487,7 @@ impl CudaBackend {
                         // A plan the library refuses at load (no algorithm: e.g. an fp8 product its
                         // heuristic has nothing for) runs on the own template instead.
                         Err(BackendError::Unsupported { what, .. }) => {
-                            tracing::info!(target: "sinter::cuda", "{}: own template, cuBLASLt refused: {what}", k.name);
+                            tracing::info!(target: "sinter::cuda", "{}: own template, the library (cuBLASLt or cuDNN) refused: {what}", k.name);
                             not_library = Some(what);
                             self.build_kernel(k, &self.own_default, &args_of(k), &cubins, &stream)?
                         }

@@ -97,20 +97,29 @@ fn dnn_err(call: &str, e: dnn::CudnnError) -> BackendError {
     BackendError::Device(format!("{call}: {e:?}"))
 }
 
-/// The process's cuDNN handle, made once (on the primary context of device 0, which cuDNN's
-/// runtime uses, as the backend's own context does) and used under the lock.
+/// The driver context current on this thread (as an address; 0 when none).
+fn current_context() -> usize {
+    cudarc::driver::result::ctx::get_current().ok().flatten().map_or(0, |c| c as usize)
+}
+
+/// The process's cuDNN handle, made once on the context current when first asked for (cuDNN's
+/// runtime adopts the backend's primary context) and used under the lock. A plan asked for on
+/// another context (another GPU) is refused: one handle serves one device.
 fn handle() -> Result<&'static Mutex<Handle>, BackendError> {
     static HANDLE: OnceLock<Result<Mutex<Handle>, String>> = OnceLock::new();
-    match HANDLE
-        .get_or_init(|| dnn::create_handle().map(|h| Mutex::new(Handle(h))).map_err(|e| format!("cudnnCreate: {e:?}")))
-    {
+    let made = HANDLE.get_or_init(|| {
+        let context = current_context();
+        dnn::create_handle().map(|h| Mutex::new(Handle(h, context))).map_err(|e| format!("cudnnCreate: {e:?}"))
+    });
+    match made {
         Ok(h) => Ok(h),
         Err(e) => Err(BackendError::Device(e.clone())),
     }
 }
 
-/// A cuDNN handle (used by one thread at a time, under [`handle`]'s lock).
-struct Handle(sys::cudnnHandle_t);
+/// A cuDNN handle and the context it was made on (used by one thread at a time, under
+/// [`handle`]'s lock).
+struct Handle(sys::cudnnHandle_t, usize);
 // SAFETY: the handle is only used under the mutex, one call at a time.
 unsafe impl Send for Handle {}
 
@@ -202,8 +211,22 @@ impl ConvPlan {
         let unsupported = |w: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("cuDNN: {w}") };
         supported(c).map_err(unsupported)?;
         crate::probe::cudnn().map_err(BackendError::NoDevice)?;
+        // A descriptor cuDNN rejects while planning is a convolution it does not take: the own
+        // template runs it instead (`Unsupported`); running out of memory stays what it is.
+        Self::plan(stream, c, algo).map_err(|e| match e {
+            BackendError::Device(m) => unsupported(m),
+            other => other,
+        })
+    }
+
+    fn plan(stream: &Arc<Stream>, c: &ConvDesc, algo: usize) -> Result<ConvPlan, BackendError> {
+        let unsupported = |w: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("cuDNN: {w}") };
         let lock = handle()?;
         let h = lock.lock().map_err(|_| BackendError::Device("the cuDNN handle's lock is poisoned".into()))?;
+        let here = current_context();
+        if h.1 != 0 && here != 0 && h.1 != here {
+            return Err(unsupported("its handle belongs to another device's context (one device per process)".into()));
+        }
         let ty = data_type(c.dtype);
         let i64s = |v: &[u64]| v.iter().map(|&x| x as i64).collect::<Vec<i64>>();
         let cg = c.in_channels / c.groups;
