@@ -269,6 +269,7 @@ fn cudnn_host_overhead() {
                 in_channels: c,
                 in_hw: [hw, hw],
                 x_strides: [c * hw * hw, hw * hw, hw, 1],
+                offsets: [0, 0],
                 out_channels: k,
                 groups: 1,
                 kernel: [ks, ks],

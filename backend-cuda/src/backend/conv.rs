@@ -46,10 +46,7 @@ pub(crate) struct ConvStep {
 impl ConvStep {
     /// Queues the convolution and its epilogue on `stream`.
     pub(crate) fn launch(&self, stream: &Stream) -> Result<(), BackendError> {
-        let e = self.conv.dtype.size_bytes() as u64;
-        let x = self.args[self.conv.x] + self.conv.x_offset as u64 * e;
-        let w = self.args[self.conv.w] + self.conv.w_offset as u64 * e;
-        self.plan.launch(stream, x, w, self.scratch.ptr())?;
+        self.plan.launch(stream, self.args[self.conv.x], self.args[self.conv.w], self.scratch.ptr())?;
         if self.epilogue.is_empty() { Ok(()) } else { self.epilogue.launch(stream) }
     }
 
@@ -85,6 +82,7 @@ pub(crate) fn conv_desc(k: &Kernel) -> Result<(SplitConv, ConvDesc), String> {
         in_channels: u(c.in_channels),
         in_hw: c.in_hw.map(u),
         x_strides: c.x_strides.map(u),
+        offsets: [u(c.x_offset), u(c.w_offset)],
         out_channels: u(c.out_channels),
         groups: u(c.groups),
         kernel: c.kernel.map(u),

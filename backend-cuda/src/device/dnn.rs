@@ -44,6 +44,9 @@ pub struct ConvDesc {
     pub in_hw: [u64; 2],
     /// Input element strides (image, channel, row, column).
     pub x_strides: [u64; 4],
+    /// Element offsets of the input and the weight from the pointers [`ConvPlan::launch`] gets
+    /// (their alignment is what the plan tells cuDNN).
+    pub offsets: [u64; 2],
     /// Output channels over all groups (K).
     pub out_channels: u64,
     /// Groups.
@@ -168,7 +171,7 @@ impl Bd {
 /// The largest power of two up to 16 dividing `bytes` (the alignment of an operand at that byte
 /// offset from a pool allocation, which is at least 256-byte aligned).
 fn alignment(bytes: u64) -> i64 {
-    if bytes == 0 { 16 } else { (1i64 << bytes.trailing_zeros().min(4)).min(16) }
+    1 << bytes.trailing_zeros().min(4)
 }
 
 /// A convolution ready to run: its operation graph, the heuristic's engine configurations that
@@ -242,11 +245,12 @@ impl ConvPlan {
         };
         let [oh, ow] = c.out_hw;
         let (kh, kw) = (c.kernel[0], c.kernel[1]);
-        let x = tensor(UIDS[0], &[c.images, c.in_channels, c.in_hw[0], c.in_hw[1]], &c.x_strides, 16)?;
-        let w = tensor(UIDS[1], &[c.out_channels, cg, kh, kw], &[cg * kh * kw, kh * kw, kw, 1], 16)?;
+        let [xa, wa] = c.offsets.map(|o| alignment(o * c.dtype.bytes()));
+        let x = tensor(UIDS[0], &[c.images, c.in_channels, c.in_hw[0], c.in_hw[1]], &c.x_strides, xa)?;
+        let w = tensor(UIDS[1], &[c.out_channels, cg, kh, kw], &[cg * kh * kw, kh * kw, kw, 1], wa)?;
         let k = c.out_channels;
         let y_strides = if c.y_nhwc { [oh * ow * k, 1, ow * k, k] } else { [k * oh * ow, oh * ow, ow, 1] };
-        let y = tensor(UIDS[2], &[c.images, k, oh, ow], &y_strides, alignment(0))?;
+        let y = tensor(UIDS[2], &[c.images, k, oh, ow], &y_strides, 16)?;
         let conv = Bd::new(D::CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR)?;
         conv.set(
             A::CUDNN_ATTR_CONVOLUTION_COMP_TYPE,
@@ -424,8 +428,11 @@ impl ConvPlan {
         )
     }
 
-    /// Queues `y = conv(x, w)` on `stream` (device pointers of the first elements).
+    /// Queues `y = conv(x, w)` on `stream`: `x` and `w` the pointers the description's
+    /// [`ConvDesc::offsets`] count from, `y` the output's first element.
     pub fn launch(&self, stream: &Stream, x: u64, w: u64, y: u64) -> Result<(), BackendError> {
+        let e = self.desc.dtype.bytes();
+        let (x, w) = (x + self.desc.offsets[0] * e, w + self.desc.offsets[1] * e);
         let h = handle()?.lock().map_err(|_| BackendError::Device("the cuDNN handle's lock is poisoned".into()))?;
         let mut pack = self.pack.lock().map_err(|_| BackendError::Device("a variant pack lock is poisoned".into()))?;
         if pack.as_ref().is_none_or(|(p, _)| *p != [x, w, y]) {
@@ -458,6 +465,7 @@ mod tests {
             in_channels: 4,
             in_hw: [8, 8],
             x_strides: [256, 64, 8, 1],
+            offsets: [0, 0],
             out_channels: 6,
             groups: 2,
             kernel: [3, 3],
@@ -469,6 +477,11 @@ mod tests {
             dtype: BlasType::F32,
             tf32: false,
         }
+    }
+
+    #[test]
+    fn operand_alignment_follows_its_byte_offset() {
+        assert_eq!([0, 4, 6, 8, 48, 1 << 20].map(alignment), [16, 4, 2, 8, 16, 16]);
     }
 
     #[test]
