@@ -48,6 +48,7 @@ mod library;
 mod tune;
 
 pub use exec::CudaExecutable;
+pub(crate) use library::large_enough;
 pub use library::{LIBRARY_MIN_FLOPS, skinny};
 pub use tune::candidate_sources;
 

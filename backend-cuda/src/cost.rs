@@ -79,7 +79,7 @@ impl CostModel for CudaCostModel {
     }
 
     /// Channels-last inputs where cuDNN runs the convolution in `default` mode (libcudnn found,
-    /// at least [`crate::backend::LIBRARY_MIN_FLOPS`]): its channels-last TF32 kernels ran
+    /// the library's size rule, `backend::large_enough`): its channels-last TF32 kernels ran
     /// ResNet-18's 3x3 convolutions 1.6-2.0x faster than NCHW on an H200 (PyTorch's cuDNN,
     /// BENCHMARKS.md session 10). Not for the own template, whose im2col walk reads along rows
     /// (in `reduce-overhead`, where cuDNN never runs, the template reads the NHWC input through
@@ -92,10 +92,9 @@ impl CostModel for CudaCostModel {
         crate::probe::cudnn().map_err(|why| format!("layout: NCHW (no cuDNN: {why})"))?;
         let n = conv.batch * conv.out_hw[0] * conv.out_hw[1];
         let flops = 2.0 * conv.m() as f64 * n as f64 * conv.k() as f64 * conv.groups as f64;
-        let forced = std::env::var("SINTER_CUDA_LIBRARY").is_ok_and(|v| v == "force");
-        if flops < crate::backend::LIBRARY_MIN_FLOPS && !forced {
-            return Err(format!("layout: NCHW ({flops:.2e} FLOP stays on the own template)"));
-        }
+        // The library's own rule for `default` mode, so the layout follows where cuDNN runs.
+        crate::backend::large_enough(flops, sinter_core::backend::Mode::Default)
+            .map_err(|why| format!("layout: NCHW (the own template: {why})"))?;
         Ok("cuDNN's channels-last kernels".into())
     }
 }

@@ -100,12 +100,17 @@ pub(crate) fn conv_desc(k: &Kernel) -> Result<(SplitConv, ConvDesc), String> {
 
 /// Why cuDNN does not take convolution `k` in `mode` (`Ok` when it may).
 pub(crate) fn conv_allowed(k: &Kernel, mode: Mode) -> Result<(), String> {
+    allowed_desc(k, mode).map(|_| ())
+}
+
+/// The cuDNN description of convolution `k` where cuDNN may take it in `mode`, else why not.
+fn allowed_desc(k: &Kernel, mode: Mode) -> Result<ConvDesc, String> {
     if mode == Mode::ReduceOverhead {
         return Err("reduce-overhead keeps every step in the patched CUDA graph".into());
     }
     crate::probe::cudnn()?;
-    let (split, _) = conv_desc(k)?;
-    large_enough(split.conv.flops(), mode)
+    let (split, desc) = conv_desc(k)?;
+    large_enough(split.conv.flops(), mode).map(|()| desc)
 }
 
 /// Builds the cuDNN step of convolution `k` with heuristic algorithm `tuning.library`, bound to
@@ -185,11 +190,13 @@ pub(crate) fn build(
 /// The cuDNN candidates max-autotune times for convolution `k` (none when the library cannot
 /// run it).
 pub(crate) fn candidates(k: &Kernel, stream: &Arc<Stream>) -> Vec<Tuning> {
-    if let Err(why) = conv_allowed(k, Mode::MaxAutotune) {
-        tracing::debug!(target: "sinter::autotune", "{}: no cuDNN candidate: {why}", k.name);
-        return Vec::new();
-    }
-    let Ok((_, desc)) = conv_desc(k) else { return Vec::new() };
+    let desc = match allowed_desc(k, Mode::MaxAutotune) {
+        Ok(d) => d,
+        Err(why) => {
+            tracing::debug!(target: "sinter::autotune", "{}: no cuDNN candidate: {why}", k.name);
+            return Vec::new();
+        }
+    };
     match ConvPlan::new(stream, &desc, 0) {
         Ok(plan) => library_tunings(plan.algos()),
         Err(e) => {
