@@ -9,8 +9,10 @@
 //! program set TF32 (`testsuite::tol_for`). Without a CUDA driver every test prints a skip line,
 //! unless `SINTER_REQUIRE_CUDA=1`.
 
+mod common;
 mod launch;
 
+use common::{Conv, conv_case};
 use launch::backend;
 use sinter_core::backend::Mode;
 use sinter_core::compile::{CompileOptions, CompiledGraph, compile};
@@ -33,7 +35,6 @@ fn plan(c: &CompiledGraph) -> (usize, usize) {
     (mm(&|m| m.b.im2col.is_some()), mm(&|m| m.tf32))
 }
 
-type Conv = ([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2], usize);
 const AWKWARD: [Conv; 8] = [
     ([1, 1, 5, 5], [16, 1, 5, 5], [1, 1], [2; 4], [1, 1], 1),
     ([3, 3, 9, 7], [16, 3, 3, 3], [2, 2], [1; 4], [1, 1], 1),
@@ -45,26 +46,6 @@ const AWKWARD: [Conv; 8] = [
     // Wide enough for several tiles along every dimension, an odd reduction (k = 9 * 67).
     ([2, 67, 20, 19], [130, 67, 3, 3], [1, 1], [1; 4], [1, 1], 1),
 ];
-
-/// `relu((conv(x, w) + b) * 0.5 + r)` for convolution `c` in `dt` (a fused epilogue: scale, channel
-/// bias, residual, relu) and its random inputs (`seed` for x; fixed seeds after it).
-fn conv_case((xs, ws, stride, pad, dil, groups): Conv, dt: DType, seed: u64) -> (Graph, [HostTensor; 4]) {
-    let g = Graph::new();
-    let x = g.input("x", dt, xs);
-    let w = g.input("w", dt, ws);
-    let bias = g.input("b", dt, [ws[0]]);
-    let y = x.conv2d(&w, Some(&bias), stride, pad, dil, groups);
-    let oshape = y.shape().as_static().expect("static");
-    let r = g.input("r", dt, oshape.clone());
-    g.output(&(y * 0.5 + &r).relu());
-    let ins = [
-        HostTensor::random(dt, xs.to_vec(), seed, -2.0, 2.0),
-        HostTensor::random(dt, ws.to_vec(), seed + 1, -2.0, 2.0),
-        HostTensor::random(dt, vec![ws[0]], seed + 2, -2.0, 2.0),
-        HostTensor::random(dt, oshape, seed + 3, -2.0, 2.0),
-    ];
-    (g, ins)
-}
 
 #[test]
 fn implicit_convs_match_the_reference() {

@@ -13,31 +13,13 @@ use sinter_core::kernel::print::print_program;
 use sinter_core::kernel::{KernelBody, MatmulBody, Program};
 use sinter_core::schedule::{AllowTf32, ScheduleOptions, schedule};
 use sinter_core::tensor::HostTensor;
-use sinter_core::trace::Graph;
 use sinter_core::workloads::{self, Scale};
 use sinter_cuda::render::{self, CudaCaps, MmaTile, Rendered, Tuning};
 
-/// `relu(conv(x, w) * 0.5 + b + r)` (a fused epilogue: scale, channel bias, residual, relu).
-#[allow(clippy::type_complexity)]
-fn conv_graph(
-    (xs, ws, stride, pad, dil, groups): ([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2], usize),
-    dt: DType,
-) -> (sinter_core::ir::Graph, Vec<HostTensor>) {
-    let g = Graph::new();
-    let x = g.input("x", dt, xs);
-    let w = g.input("w", dt, ws);
-    let b = g.input("b", dt, [ws[0]]);
-    let y = x.conv2d(&w, Some(&b), stride, pad, dil, groups);
-    let oshape = y.shape().as_static().expect("static");
-    let r = g.input("r", dt, oshape.clone());
-    g.output(&(y * 0.5 + &r).relu());
-    let ins = vec![
-        HostTensor::random(dt, xs.to_vec(), 1, -2.0, 2.0),
-        HostTensor::random(dt, ws.to_vec(), 2, -2.0, 2.0),
-        HostTensor::random(dt, vec![ws[0]], 3, -2.0, 2.0),
-        HostTensor::random(dt, oshape, 4, -2.0, 2.0),
-    ];
-    (g.build().expect("build"), ins)
+/// [`conv_case`] as a built graph and its inputs (seeds 1 to 4).
+fn conv_graph(c: Conv, dt: DType) -> (sinter_core::ir::Graph, Vec<HostTensor>) {
+    let (g, ins) = conv_case(c, dt, 1);
+    (g.build().expect("build"), ins.to_vec())
 }
 
 fn schedule_with(g: &sinter_core::ir::Graph, tf32: AllowTf32) -> Program {
@@ -80,7 +62,6 @@ fn compile(r: &Rendered, no_spills: bool) {
 
 /// (x, w, stride, padding, dilation, groups) at awkward shapes: batch 1 and 3, 1/3/7 channels,
 /// stride 2, padding, dilation, groups, a strided 1x1.
-type Conv = ([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2], usize);
 const AWKWARD: [Conv; 7] = [
     ([1, 1, 5, 5], [16, 1, 5, 5], [1, 1], [2; 4], [1, 1], 1),
     ([3, 3, 9, 7], [16, 3, 3, 3], [2, 2], [1; 4], [1, 1], 1),

@@ -391,3 +391,33 @@ pub fn matmul_layout(batch: usize, m: usize, n: usize, k: usize, d: DType, acc: 
     }));
     p.build_checked()
 }
+
+/// A convolution: input shape, weight shape, stride, padding (top, left, bottom, right),
+/// dilation, groups.
+pub type Conv = ([usize; 4], [usize; 4], [usize; 2], [usize; 4], [usize; 2], usize);
+
+/// `relu((conv(x, w) + b) * 0.5 + r)` for convolution `c` in `dt` (a fused epilogue: scale,
+/// channel bias, residual, relu) and its random inputs in [-2, 2] (x, w, b, r seeded `seed` to
+/// `seed + 3`).
+pub fn conv_case(
+    (xs, ws, stride, pad, dil, groups): Conv,
+    dt: DType,
+    seed: u64,
+) -> (sinter_core::trace::Graph, [sinter_core::tensor::HostTensor; 4]) {
+    use sinter_core::tensor::HostTensor;
+    let g = sinter_core::trace::Graph::new();
+    let x = g.input("x", dt, xs);
+    let w = g.input("w", dt, ws);
+    let bias = g.input("b", dt, [ws[0]]);
+    let y = x.conv2d(&w, Some(&bias), stride, pad, dil, groups);
+    let oshape = y.shape().as_static().expect("static");
+    let r = g.input("r", dt, oshape.clone());
+    g.output(&(y * 0.5 + &r).relu());
+    let ins = [
+        HostTensor::random(dt, xs.to_vec(), seed, -2.0, 2.0),
+        HostTensor::random(dt, ws.to_vec(), seed + 1, -2.0, 2.0),
+        HostTensor::random(dt, vec![ws[0]], seed + 2, -2.0, 2.0),
+        HostTensor::random(dt, oshape, seed + 3, -2.0, 2.0),
+    ];
+    (g, ins)
+}
