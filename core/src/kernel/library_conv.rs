@@ -209,34 +209,7 @@ mod tests {
     use crate::tensor::HostTensor;
     use crate::trace::Graph;
 
-    /// Options under which convolutions become implicit-GEMM kernels (as the CUDA backend's).
-    fn implicit_options() -> ScheduleOptions {
-        ScheduleOptions {
-            cost_model: std::sync::Arc::new(ImplicitConvs(Default::default(), false)),
-            ..Default::default()
-        }
-    }
-
-    /// The default cost model, except that every convolution is an implicit-GEMM matmul.
-    #[derive(Debug)]
-    struct ImplicitConvs(crate::schedule::DefaultCostModel, bool);
-    impl crate::schedule::CostModel for ImplicitConvs {
-        fn name(&self) -> &str {
-            "implicit-convs"
-        }
-        fn base(&self) -> Option<&dyn crate::schedule::CostModel> {
-            Some(&self.0)
-        }
-        fn conv_as_matmul(&self, _: &crate::schedule::ConvShape, _: &Capabilities) -> Result<String, String> {
-            Ok("matmul (test)".into())
-        }
-        fn conv_channels_last(&self, _: &crate::schedule::ConvShape, _: &Capabilities) -> Result<String, String> {
-            if self.1 { Ok("channels-last (test)".into()) } else { Err("NCHW (test)".into()) }
-        }
-        fn conv_implicit(&self, _: &crate::schedule::ConvShape, _: &Capabilities) -> Result<String, String> {
-            Ok("implicit (test)".into())
-        }
-    }
+    use crate::schedule::tests::{Convs, TestModel};
 
     /// `relu(conv(x, w) + b + r)` at `xs`/`ws` with the given window; the graph, its inputs, and
     /// the scheduled program.
@@ -265,7 +238,7 @@ mod tests {
             HostTensor::random(d, oshape, 4, -1.0, 1.0),
         ];
         let ir = crate::passes::optimize(&g.build().unwrap()).unwrap();
-        let p = schedule(&ir, &Capabilities::host(), &implicit_options()).unwrap();
+        let p = schedule(&ir, &Capabilities::host(), &TestModel::convs(Convs::Implicit)).unwrap();
         (g, inputs, p)
     }
 
@@ -387,10 +360,7 @@ mod tests {
             HostTensor::random(d, vec![4, 6, 3, 3], 4, -1.0, 1.0),
         ];
         let ir = crate::passes::optimize(&g.build().unwrap()).unwrap();
-        let opts = ScheduleOptions {
-            cost_model: std::sync::Arc::new(ImplicitConvs(Default::default(), true)),
-            ..Default::default()
-        };
+        let opts = TestModel::convs(Convs::ChannelsLast);
         let p = schedule(&ir, &Capabilities::host(), &opts).unwrap();
         assert!(p.decisions.iter().any(|d| d.reason.starts_with("layout: ")), "{:?}", p.decisions);
         let convs: Vec<usize> = (0..p.kernels.len())

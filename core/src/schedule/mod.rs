@@ -84,7 +84,7 @@ mod split;
 mod window_plan;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use memory::plan_memory;
 

@@ -621,7 +621,7 @@ mod prologue;
 /// whether a buffer larger than `caps.max_binding_bytes` takes one binding per window of the limit
 /// (rounded down to 256 bytes), as a backend with split bindings binds it.
 #[derive(Debug, Default)]
-struct TestModel {
+pub(crate) struct TestModel {
     base: DefaultCostModel,
     convs: Convs,
     windows: bool,
@@ -629,7 +629,7 @@ struct TestModel {
 
 /// How [`TestModel`] lowers convolutions.
 #[derive(Debug, Default)]
-enum Convs {
+pub(crate) enum Convs {
     /// As the default model.
     #[default]
     Default,
@@ -644,7 +644,7 @@ enum Convs {
 }
 
 impl TestModel {
-    fn convs(convs: Convs) -> ScheduleOptions {
+    pub(crate) fn convs(convs: Convs) -> ScheduleOptions {
         ScheduleOptions {
             cost_model: Arc::new(TestModel { convs, ..TestModel::default() }),
             ..ScheduleOptions::default()
