@@ -90,10 +90,8 @@ impl CostModel for CudaCostModel {
             return Err("layout: NCHW (SINTER_CHANNELS_LAST=0)".into());
         }
         crate::probe::cudnn().map_err(|why| format!("layout: NCHW (no cuDNN: {why})"))?;
-        let n = conv.batch * conv.out_hw[0] * conv.out_hw[1];
-        let flops = 2.0 * conv.m() as f64 * n as f64 * conv.k() as f64 * conv.groups as f64;
         // The library's own rule for `default` mode, so the layout follows where cuDNN runs.
-        crate::backend::large_enough(flops, sinter_core::backend::Mode::Default)
+        crate::backend::large_enough(conv.flops(), sinter_core::backend::Mode::Default)
             .map_err(|why| format!("layout: NCHW (the own template: {why})"))?;
         Ok("cuDNN's channels-last kernels".into())
     }

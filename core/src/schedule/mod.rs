@@ -256,6 +256,12 @@ impl ConvShape {
     pub fn k(&self) -> usize {
         self.in_channels / self.groups.max(1) * self.kernel[0] * self.kernel[1]
     }
+
+    /// Floating-point operations: `2 m n k` per group, `n = batch * out_h * out_w`.
+    pub fn flops(&self) -> f64 {
+        let n = self.batch * self.out_hw[0] * self.out_hw[1];
+        2.0 * (self.groups.max(1) * self.m()) as f64 * n as f64 * self.k() as f64
+    }
 }
 
 /// The default cost model, with Inductor-like thresholds.
