@@ -20,12 +20,12 @@
 //! not (as torch.compile's own convolution + Triton epilogue pair does).
 
 use super::exec::LoadedKernel;
-use super::library::{Step, large_enough, library_tunings};
+use super::library::{Step, epilogue_step, large_enough, library_loaded, library_tunings};
 use crate::device::blas::BlasType;
 use crate::device::dnn::{ConvDesc, ConvPlan};
 use crate::device::{CudaBuffer, Launch, Stream};
 use crate::nvrtc::CubinCache;
-use crate::render::{Rendered, Tuning, entry_name};
+use crate::render::Tuning;
 use sinter_core::DType;
 use sinter_core::backend::{BackendError, Mode};
 use sinter_core::kernel::library_conv::{LibraryConv, SplitConv, split_conv};
@@ -130,13 +130,8 @@ pub(crate) fn build(
     let plan = ConvPlan::new(stream, &desc, algo)?;
     let conv = split.conv.clone();
     let bytes = (conv.out_numel() * conv.dtype.size_bytes()) as u64;
-    let scratch = stream.alloc(bytes.max(4))?;
-    let mut eargs = args.to_vec();
-    eargs.push(scratch.ptr());
-    let loaded = backend.build_kernel(&split.epilogue, &Tuning::default(), &eargs, cubins, stream)?;
-    let Step::Kernel(epilogue) = loaded.launch else {
-        return Err(BackendError::Render { kernel: k.name.clone(), msg: "the epilogue is not a kernel".into() });
-    };
+    let (epilogue, scratch, esource) = epilogue_step(backend, k, &split.epilogue, bytes, args, cubins, stream)?;
+    let tf32 = desc.dtype == BlasType::F32 && desc.tf32;
     let source = format!(
         "// sinter kernel {}: {}\n// cuDNN forward convolution (library call, no source): {}x{}x{}x{} input (strides {:?}), {} \
          filters of {}x{}x{}, {} groups, padding {:?}, stride {:?}, dilation {:?}, {:?}{}, f32 accumulation, into an {} \
@@ -157,34 +152,16 @@ pub(crate) fn build(
         conv.stride,
         conv.dilation,
         desc.dtype,
-        if desc.dtype == BlasType::F32 && desc.tf32 { " (TF32 allowed)" } else { "" },
+        if tf32 { " (TF32 allowed)" } else { "" },
         if conv.out_nhwc { "NHWC" } else { "NCHW" },
         algo + 1,
         plan.algos(),
         plan.describe(),
-        loaded.rendered.source
+        esource
     );
-    let rendered = Rendered {
-        name: entry_name(&k.name),
-        source,
-        grid: [1, 1, 1],
-        block: [1, 1, 1],
-        dynamic_shared_bytes: 0,
-        split: None,
-        strategy: format!("cudnn algo {}/{}", algo + 1, plan.algos()),
-        scratch_bytes: 0,
-        tensor_maps: Vec::new(),
-        compute: (desc.dtype == BlasType::F32 && desc.tf32).then_some("tf32"),
-    };
+    let strategy = format!("cudnn algo {}/{}", algo + 1, plan.algos());
     let step = Step::Conv(Box::new(ConvStep { plan, args: args.to_vec(), conv, epilogue, scratch }));
-    Ok(LoadedKernel {
-        name: k.name.clone(),
-        rendered,
-        tuning: tuning.clone(),
-        launch: step,
-        resources: None,
-        _scratch: None,
-    })
+    Ok(library_loaded(k, tuning, source, strategy, tf32, step))
 }
 
 /// The cuDNN candidates max-autotune times for convolution `k` (none when the library cannot

@@ -289,28 +289,56 @@ pub(crate) fn build(
         algo + 1,
         plan.algos()
     );
-    // cuBLASLt reports nothing of its kernels: no registers, shared memory or spills (a split
-    // form's epilogue kernel has its own, but they would describe the wrong kernel).
     let (epilogue, kind) = match form {
         Form::Direct(_) => (None, "direct"),
         Form::Split(split) => {
             let bytes = (gemm.batch * gemm.m * gemm.n * gemm.out_dtype.size_bytes()) as u64;
-            let scratch = stream.alloc(bytes.max(4))?;
-            let mut eargs = args.to_vec();
-            eargs.push(scratch.ptr());
-            let loaded = backend.build_kernel(&split.epilogue, &Tuning::default(), &eargs, cubins, stream)?;
+            let (launch, scratch, esource) = epilogue_step(backend, k, &split.epilogue, bytes, args, cubins, stream)?;
             source.push('\n');
-            source.push_str(&loaded.rendered.source);
-            let Step::Kernel(launch) = loaded.launch else {
-                return Err(BackendError::Render {
-                    kernel: k.name.clone(),
-                    msg: "the epilogue is not a kernel".into(),
-                });
-            };
+            source.push_str(&esource);
             (Some((launch, scratch)), "split")
         }
     };
     let strategy = format!("cublaslt {kind} algo {}/{}", algo + 1, plan.algos());
+    let tf32 = desc.dtype == BlasType::F32 && desc.tf32;
+    let step = Step::Gemm(Box::new(GemmStep { plan, algo, args: args.to_vec(), gemm, epilogue }));
+    Ok(library_loaded(k, tuning, source, strategy, tf32, step))
+}
+
+/// The epilogue kernel of a split library step (`epilogue`: `k`'s arguments, then the scratch the
+/// library writes), compiled through `backend` and bound to `args` plus a fresh scratch of
+/// `bytes`: its launch, the scratch, and its source.
+pub(crate) fn epilogue_step(
+    backend: &super::CudaBackend,
+    k: &Kernel,
+    epilogue: &Kernel,
+    bytes: u64,
+    args: &[u64],
+    cubins: &CubinCache,
+    stream: &Arc<Stream>,
+) -> Result<(Launch, CudaBuffer, String), BackendError> {
+    let scratch = stream.alloc(bytes.max(4))?;
+    let mut eargs = args.to_vec();
+    eargs.push(scratch.ptr());
+    let loaded = backend.build_kernel(epilogue, &Tuning::default(), &eargs, cubins, stream)?;
+    let Step::Kernel(launch) = loaded.launch else {
+        return Err(BackendError::Render { kernel: k.name.clone(), msg: "the epilogue is not a kernel".into() });
+    };
+    Ok((launch, scratch, loaded.rendered.source))
+}
+
+/// The loaded form of library step `step` for kernel `k`: no code of its own, `source` its
+/// description (and any epilogue kernel's source), `strategy` what profiles show, TF32 marked.
+/// The library reports nothing of its kernels (no registers, shared memory or spills; a split
+/// form's epilogue kernel has its own, but they would describe the wrong kernel).
+pub(crate) fn library_loaded(
+    k: &Kernel,
+    tuning: &Tuning,
+    source: String,
+    strategy: String,
+    tf32: bool,
+    step: Step,
+) -> LoadedKernel {
     let rendered = Rendered {
         name: entry_name(&k.name),
         source,
@@ -321,17 +349,16 @@ pub(crate) fn build(
         strategy,
         scratch_bytes: 0,
         tensor_maps: Vec::new(),
-        compute: (desc.dtype == BlasType::F32 && desc.tf32).then_some("tf32"),
+        compute: tf32.then_some("tf32"),
     };
-    let step = Step::Gemm(Box::new(GemmStep { plan, algo, args: args.to_vec(), gemm, epilogue }));
-    Ok(LoadedKernel {
+    LoadedKernel {
         name: k.name.clone(),
         rendered,
         tuning: tuning.clone(),
         launch: step,
         resources: None,
         _scratch: None,
-    })
+    }
 }
 
 /// The library candidates max-autotune times for `k` on a device of compute capability `sm`
