@@ -6,8 +6,10 @@
 //! body under different names).
 //!
 //! ```text
-//! cargo run --release --example cuda_compile_profile -- model.onnx [batch=8 ...]
+//! cargo run --release --example cuda_compile_profile -- model.onnx [batch=8 ...] [precision=bf16]
 //! ```
+//! `PROFILE_DUMP=dir` writes every rendered source there; `SINTER_DEBUG=dir` the compile's
+//! artifacts (fusion decisions, kernel IR).
 //! Needs libnvrtc (a CUDA toolkit or `pip install nvidia-cuda-nvrtc`), no driver.
 
 use sinter::core::backend::{Backend, BackendError, Executable, Mode};
@@ -121,7 +123,15 @@ impl Executable for Zeros {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let path = args.next().ok_or("usage: cuda_compile_profile MODEL.onnx [name=value ...]")?;
+    let mut precision = sinter::core::passes::Precision::F32;
     let dims: Vec<(String, usize)> = args
+        .filter(|a| match a.strip_prefix("precision=") {
+            Some(p) => {
+                precision = sinter::core::passes::Precision::from_name(p).unwrap_or(precision);
+                false
+            }
+            None => true,
+        })
         .map(|a| {
             let (n, v) = a.split_once('=').ok_or("dims are name=value")?;
             Ok::<_, Box<dyn std::error::Error>>((n.to_string(), v.parse()?))
@@ -154,7 +164,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .collect();
     let t = Instant::now();
-    let c = sinter::core::compile::compile(&g, backend.clone(), Default::default())?;
+    let opts = sinter::core::compile::CompileOptions { precision, ..Default::default() };
+    let c = sinter::core::compile::compile(&g, backend.clone(), opts)?;
     c.run(&inputs).map(|_| ()).unwrap_or_else(|e| println!("run (interpreter stand-in): {e}"));
     println!("compile + first run {:.3} s", t.elapsed().as_secs_f64());
     for e in c.events() {

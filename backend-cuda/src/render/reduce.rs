@@ -421,9 +421,13 @@ fn plan(em: &mut Emitter<'_>, r: &ReduceBody, roots: &[ExprId], caps: &CudaCaps,
     Ok(Plan { mode, width, block })
 }
 
+/// The longest row a one-thread-per-row reduction unrolls whole.
+const SERIAL_UNROLL: u64 = 64;
+
 /// Visits the thread's groups of a row: `body(em, g)` inside the block that defines the group's
 /// first position (`red0`, or `red` for width 1), for each unrolled group `g` of a persistent
 /// reduction, once inside the strided loop of a looped one, once inside the serial loop.
+
 fn visit(
     em: &mut Emitter<'_>,
     mode: Mode,
@@ -471,6 +475,12 @@ fn visit(
             em.close();
         }
         Mode::Serial => {
+            // A short row (a window's taps: 9, 25, 49) unrolled whole: its index arithmetic
+            // (`red / 7`, `red % 7`, the padding masks of each tap row and column) folds into
+            // constants and per-row values instead of being computed again for every tap.
+            if n <= SERIAL_UNROLL {
+                em.line("#pragma unroll");
+            }
             em.open(format!("for ({ity} {red0} = 0; {red0} < {}; ++{red0})", em.ilit(n)));
             body(em, 0)?;
             em.close();

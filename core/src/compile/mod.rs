@@ -638,6 +638,9 @@ impl CompiledGraph {
     fn cache_key(&self, sig: &Signature, extra: &str) -> String {
         let mut h = blake3::Hasher::new();
         h.update(env!("CARGO_PKG_VERSION").as_bytes());
+        // The scheduler's and the passes' own sources (core/build.rs): a changed compiler under
+        // the same version never loads an older build's program.
+        h.update(env!("SINTER_CORE_SOURCE_HASH").as_bytes());
         h.update(crate::text::print(&self.graph).as_bytes());
         // Constants are printed as summaries; hash their bytes too.
         for n in &self.graph.nodes {

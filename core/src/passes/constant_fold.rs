@@ -1,8 +1,12 @@
 //! `constant_fold`: evaluates, with the CPU reference, every node whose operands are all
 //! constants and whose result is small, and replaces it by a constant. Folding cascades: a folded
 //! node is a constant for the nodes after it. Large results are left alone (a broadcast of a
-//! scalar to a big shape is cheaper to compute than to store). A node the CPU reference cannot
-//! evaluate is kept as is, so its error surfaces when the graph runs.
+//! scalar to a big shape is cheaper to compute than to store). A cast of a constant to a type no
+//! wider than its own is folded whatever its size: the result takes no more memory than its operand
+//! (which `dce` drops when nothing else reads it), and every run saves a kernel. These are
+//! `autocast`'s casts of f32 weights: unfolded, EfficientNet-B0 at bf16 ran 59 cast kernels, 282 us
+//! of its 1.72 ms per run (H200, session 11). A node the CPU reference cannot evaluate is kept as
+//! is, so its error surfaces when the graph runs.
 //!
 //! [`constant_fold_outer`] (dynamic compiles, `crate::kernel::dynamic`) also leaves alone an
 //! `Expand` that broadcasts along the outermost dimension (a class token expanded to the batch):
@@ -53,8 +57,7 @@ fn fold(g: &Graph, keep_outer: bool) -> Result<Graph, Error> {
         let small = node.ty.shape.numel().is_some_and(|n| n <= FOLD_LIMIT)
             && !(keep_outer && broadcasts_outer(&node.op, &g.ty(node.inputs[0]).shape, &node.ty.shape));
         let all_const = ins.iter().all(|&i| as_constant(ng, i).is_some_and(|t| t.numel() <= OPERAND_LIMIT));
-        if small
-            && all_const
+        if ((small && all_const) || narrowing_cast_of_constant(ng, &node.op, &ins))
             && let Some(t) = evaluate(ng, &node.op, &ins, &node.ty)
         {
             let c = rw.emit_constant(t, &node.origin)?;
@@ -64,6 +67,12 @@ fn fold(g: &Graph, keep_outer: bool) -> Result<Graph, Error> {
         rw.copy(id)?;
     }
     rw.finish()
+}
+
+/// True when `op` casts one constant to a dtype no wider than the constant's own.
+fn narrowing_cast_of_constant(g: &Graph, op: &Op, ins: &[NodeId]) -> bool {
+    let Op::Cast(to) = op else { return false };
+    matches!(ins, [x] if as_constant(g, *x).is_some_and(|t| to.size_bytes() <= t.dtype().size_bytes()))
 }
 
 /// Runs `op` on the constants `ins` of `g` with the CPU reference; `None` if that fails or gives a

@@ -427,6 +427,28 @@ fn differential_check_detects_a_wrong_decomposition() {
 }
 
 #[test]
+fn constant_fold_folds_narrowing_casts_of_large_constants() {
+    let g = Graph::new();
+    let x = g.input("x", DType::BF16, [FOLD_LIMIT * 32]);
+    let n = FOLD_LIMIT * 32;
+    let w = g.constant(HostTensor::f32([n], (0..n).map(|i| i as f32 * 0.25).collect()).unwrap());
+    let wide = g.constant(HostTensor::f32([n], vec![1.5; n]).unwrap());
+    g.output(&(&x * &w.cast(DType::BF16)));
+    g.output(&wide.cast(DType::F64));
+    let ir = g.build().unwrap();
+    let f = dce(&constant_fold(&ir).unwrap()).unwrap();
+    let casts = f.nodes.iter().filter(|n| matches!(n.op, Op::Cast(_))).count();
+    // The bf16 cast of the weight is a bf16 constant now; the widening cast stays (it would double
+    // the constant's memory).
+    assert_eq!(casts, 1, "{}", print(&f));
+    assert!(f.nodes.iter().any(
+        |n| matches!(&n.op, Op::Constant(t) if t.dtype() == DType::BF16 && t.numel() == n.ty.shape.numel().unwrap())
+    ));
+    assert!(f.nodes.iter().any(|n| matches!(n.op, Op::Cast(DType::F64))));
+    check_same_values(&ir, &f, 1);
+}
+
+#[test]
 fn constant_fold_evaluates_small_constants() {
     let g = Graph::new();
     let x = g.input("x", DType::F32, [4]);

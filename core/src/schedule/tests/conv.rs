@@ -250,3 +250,54 @@ fn pool2d_variants() {
     let g = graph1(DType::I32, &[1, 2, 5, 5], |x| x.max_pool2d([2, 2], [1, 1], [1, 1, 1, 1]));
     check(&g, &[rnd(DType::I32, &[1, 2, 5, 5], 9)]);
 }
+
+/// A window kernel reading a computed node through a transpose (ConvNeXt's LayerNorm2d: the
+/// norm over channels in `[N, H, W, C]`, permuted back to NCHW, then a depthwise convolution or
+/// a pooling): the node is stored in the order the window reads it, so the window's loads along
+/// a row are contiguous, and the program computes the reference. A node with another user (here
+/// also a graph output) keeps its layout.
+#[test]
+fn window_inputs_read_through_a_transpose_are_stored_in_that_order() {
+    let (n, c, h, w) = (2, 8, 9, 11);
+    for (i, pool) in [false, true].into_iter().enumerate() {
+        for also_output in [false, true] {
+            let g = Graph::new();
+            let x = g.input("x", DType::F32, [n, c, h, w]);
+            let wt = g.input("w", DType::F32, [c, 1, 7, 7]);
+            let (gamma, beta) = (g.input("g", DType::F32, [c]), g.input("b", DType::F32, [c]));
+            let nhwc = (x.permute(&[0, 2, 3, 1]) * 1.5).layer_norm(&gamma, &beta, 1e-6);
+            let nchw = nhwc.permute(&[0, 3, 1, 2]);
+            let y = if pool {
+                nchw.max_pool2d([3, 3], [1, 1], [1, 1, 1, 1])
+            } else {
+                nchw.conv2d(&wt, None, [1, 1], [3, 3, 3, 3], [1, 1], c)
+            };
+            g.output(&(&y + &nchw));
+            if also_output {
+                g.output(&nhwc);
+            }
+            let ir = g.build().unwrap();
+            let inputs = [
+                rnd(DType::F32, &[n, c, h, w], 10 + i as u64),
+                rnd(DType::F32, &[c, 1, 7, 7], 20),
+                rnd(DType::F32, &[c], 21),
+                rnd(DType::F32, &[c], 22),
+            ];
+            let p = check(&ir, &inputs);
+            let stored = p.decisions.iter().filter(|d| d.reason.contains("stored in the order")).count();
+            assert_eq!(stored, usize::from(!also_output), "pool {pool}, output {also_output}\n{}", print_program(&p));
+            if also_output {
+                continue;
+            }
+            // The window kernel reads its input at unit stride along the output's last axis: its
+            // loads of consecutive rows are consecutive elements.
+            let win = p
+                .kernels
+                .iter()
+                .find(|k| matches!(&k.body, KernelBody::Reduce(r) if r.len == if pool { 9 } else { 49 }))
+                .unwrap_or_else(|| panic!("no window kernel\n{}", print_program(&p)));
+            let text = crate::kernel::print::print_kernel(win);
+            assert!(!text.contains(&format!("* {c}")), "the window reads across channels\n{text}");
+        }
+    }
+}
