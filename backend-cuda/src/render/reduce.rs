@@ -427,7 +427,6 @@ const SERIAL_UNROLL: u64 = 64;
 /// Visits the thread's groups of a row: `body(em, g)` inside the block that defines the group's
 /// first position (`red0`, or `red` for width 1), for each unrolled group `g` of a persistent
 /// reduction, once inside the strided loop of a looped one, once inside the serial loop.
-
 fn visit(
     em: &mut Emitter<'_>,
     mode: Mode,
