@@ -6,7 +6,7 @@ set -uo pipefail
 BIN=$PWD/.bench/sinter
 export SINTER_REQUIRE_CUDA=1 SINTER_REQUIRE_NVRTC=1 SINTER_CACHE_DIR=/tmp/sc XDG_RUNTIME_DIR=/tmp SINTER_CUDA_INCLUDE=/usr/local/cuda/include
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-timeout 150 .cudatest/suite --test-threads 4 2>&1 | grep -E "test result|FAILED|panicked" | head -8
+timeout 110 .cudatest/suite --test-threads 1 2>&1 | grep -E "test result|FAILED|panicked" | head -8
 PYTHONUNBUFFERED=1 timeout 240 python3 onnx/models/zoo_check.py --bin "$BIN" --models convnext_tiny,efficientnet_b0 \
   --work /tmp/zoo --keep --exporters legacy --batch 8 --bf16 --iters 10 2>&1 | tail -8
 for m in convnext_tiny efficientnet_b0; do
