@@ -329,6 +329,18 @@ fn reduction_strategies() {
     let p = check(&g, &[rnd(DType::F32, &[2, 5000], 1)]);
     let KernelBody::Reduce(b) = &p.kernels[0].body else { panic!("not a reduce kernel") };
     assert_eq!(b.strategy, ReduceStrategy::Looped);
+    // Many short rows: one thread per row where consecutive rows are consecutive elements (a sum
+    // over the outer axis), one workgroup per row where each row is stored whole (a global average
+    // pool over 7x7), with the reason recorded.
+    let strategy = |axes: &[i64], shape: &[usize]| {
+        let g = graph1(DType::F32, shape, |x| x.mean(axes, false) * 2.0);
+        let p = check(&g, &[rnd(DType::F32, shape, 2)]);
+        let KernelBody::Reduce(b) = &p.kernels[0].body else { panic!("not a reduce kernel") };
+        let why = p.decisions.iter().any(|d| d.reason.starts_with("reduction strategy: one workgroup per row"));
+        (b.strategy, why)
+    };
+    assert_eq!(strategy(&[0], &[49, 4100]), (ReduceStrategy::ThreadPerRow, false));
+    assert_eq!(strategy(&[2, 3], &[2, 2050, 7, 7]), (ReduceStrategy::Persistent, true));
 }
 
 #[test]

@@ -91,6 +91,8 @@ fn convs_as_matmuls_at_awkward_sizes() {
         // 1x1, stride 1, no padding: a plain matmul on strided views (no copy).
         ([2, 3, 7, 5], [5, 3, 1, 1], [1, 1], [0; 4], [1, 1], 1, true),
         ([1, 17, 1, 1], [7, 17, 1, 1], [1, 1], [0; 4], [1, 1], 1, false),
+        // 1x1 images (squeeze-and-excitation): one product with the images as its columns.
+        ([5, 17, 1, 1], [7, 17, 1, 1], [1, 1], [0; 4], [1, 1], 1, true),
         ([3, 7, 4, 9], [17, 7, 1, 1], [1, 1], [0; 4], [2, 2], 1, true),
         // 1x1 with a stride: im2col is a strided gather.
         ([2, 5, 7, 7], [3, 5, 1, 1], [2, 2], [0; 4], [1, 1], 1, true),
@@ -137,7 +139,18 @@ fn convs_as_matmuls_at_awkward_sizes() {
         );
         let KernelBody::Matmul(body) = &mm.body else { unreachable!() };
         let (cog, kg) = (ws[0] / groups, ws[1] * ws[2] * ws[3]);
-        assert_eq!((body.batch, body.m, body.k), (if direct { xs[0] } else { groups }, cog, kg), "{ctx}");
+        let over_images = direct && xs[2] * xs[3] == 1 && xs[0] > 1;
+        let batch = if over_images {
+            1
+        } else if direct {
+            xs[0]
+        } else {
+            groups
+        };
+        assert_eq!((body.batch, body.m, body.k), (batch, cog, kg), "{ctx}");
+        if over_images {
+            assert_eq!(body.n, xs[0], "{ctx}");
+        }
     }
 }
 
