@@ -218,30 +218,8 @@ impl Sched<'_> {
         let (cog, kg, p) = (oc / g, cg * kh * kw, out[2] * out[3]);
         let plan = self.conv[w.index()];
         // One product per image: a 1x1 convolution, or im2col with the batch kept outermost.
-        // A 1x1 convolution of 1x1 images (squeeze-and-excitation): one product over the images.
-        let over_images = plan == ConvPlan::Direct && p == 1 && nb > 1;
-        let per_image = !over_images
-            && (plan == ConvPlan::Direct || (self.opts.outer_batch && g == 1 && plan != ConvPlan::Implicit));
-        let (space, ar, br) = if over_images {
-            // out[n, oc] = sum_c W[oc, c] * x[n, c]: x read at stride C along the product's columns,
-            // instead of N products of one column each (EfficientNet-B0's excitation convolutions:
-            // a 64x64 tile per image for an 8-row product).
-            let out_map = MatOut { s_batch: oc, s_outer: oc, s_m: 1, inner: 1 };
-            let space = Space::Matmul { batch: 1, m: oc, n: nb, k: kg, out: out_map };
-            let wc = [Index::var(Var::M), Index::var(Var::Red), Index::Const(0), Index::Const(0)];
-            let ar = self.mat_operand(w, wt, &wc, &space, [Var::Batch, Var::M, Var::Red], [1, oc, kg], false)?;
-            let xc = [Index::var(Var::N), Index::var(Var::Red), Index::Const(0), Index::Const(0)];
-            let br = self.mat_operand(w, x, &xc, &space, [Var::Batch, Var::Red, Var::N], [1, kg, nb], false)?;
-            self.decide(
-                vec![w.0],
-                false,
-                format!(
-                    "layout: conv {w} on {nb} 1x1 images as one {oc}x{nb}x{kg} product (the images as its columns)"
-                ),
-                vec![],
-            );
-            (space, ar, br)
-        } else if plan == ConvPlan::Direct {
+        let per_image = plan == ConvPlan::Direct || (self.opts.outer_batch && g == 1 && plan != ConvPlan::Implicit);
+        let (space, ar, br) = if plan == ConvPlan::Direct {
             // out[b] = W[OC, C] @ x[b][C, H*W]
             let space = Space::Matmul { batch: nb, m: oc, n: p, k: kg, out: MatOut::plain(oc, p) };
             let wc = [Index::var(Var::M), Index::var(Var::Red), Index::Const(0), Index::Const(0)];

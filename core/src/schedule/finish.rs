@@ -13,18 +13,39 @@ use crate::kernel::{
 };
 use std::collections::{BTreeSet, HashMap};
 
-/// Whether a reduce kernel reads some operand row by row: consecutive elements along the
-/// reduction, rows apart along the rows (a global average pool, a norm over the last axis). One
-/// thread per row then reads `len` elements apart across a warp. Measured (H200):
+/// Whether a reduce or window kernel reads some operand row by row: consecutive elements along
+/// the reduction, at least 4 elements apart from one row to the next (a global average pool, a
+/// norm over the last axis, a 1x1 convolution's weight on 1x1 images). One thread per row then
+/// reads rows apart across a warp. Probed at sample rows and taps with `Index::eval` (a window's
+/// taps step back at each kernel row, so a 3x3 or 7x7 window never qualifies). Measured (H200):
 /// EfficientNet-B0's squeeze-and-excitation pools over 7x7 (9216 rows of 49) took 17 us each on
 /// one thread per row.
-fn reads_rows_contiguously(kb: &KernelBuilder) -> bool {
-    use crate::kernel::Var;
-    use crate::kernel::lanes::{LaneForm, lane_form};
+fn reads_rows_contiguously(kb: &KernelBuilder, rows: usize, len: usize) -> bool {
+    use crate::kernel::{Index, Var};
+    if rows < 2 || len < 2 {
+        return false;
+    }
+    let at = |i: &Index, row: usize, red: usize| {
+        i.eval(
+            &|v| match v {
+                Var::Row => row as i64,
+                Var::Red => red as i64,
+                _ => 0,
+            },
+            &|_| 0,
+        )
+    };
+    let samples = [0, 1, rows / 2, rows - 2];
+    let taps = len.min(9) - 1;
     kb.exprs.iter().any(|e| match &e.expr {
         Expr::Load { index, .. } => {
-            lane_form(index, Var::Red, 1, &|_| false) == LaneForm::Contig
-                && lane_form(index, Var::Row, 32, &|_| false) == LaneForm::Gather
+            let mut values = false;
+            index.values(&mut |_| values = true);
+            !values
+                && samples.iter().all(|&r| {
+                    (0..taps).all(|t| at(index, r, t + 1) - at(index, r, t) == 1)
+                        && (at(index, r + 1, 0) - at(index, r, 0)).abs() >= 4
+                })
         }
         _ => false,
     })
@@ -186,26 +207,31 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
         let body = match &kb.space {
             Space::Pointwise { numel } => KernelBody::Pointwise { numel: *numel, stores: lane },
             Space::Reduce { rows, len, .. } | Space::Window { rows, len } => {
-                let strategy = match kb.space {
-                    Space::Window { .. } => ReduceStrategy::ThreadPerRow,
-                    _ => match s.opts.cost_model.reduce_strategy(*rows, *len, s.caps) {
-                        ReduceStrategy::ThreadPerRow if *len > 4 && reads_rows_contiguously(kb) => {
-                            decisions.push((
-                                fd(
-                                    kb.computed.iter().map(|n| n.0).collect(),
-                                    false,
-                                    &format!(
+                let window = matches!(kb.space, Space::Window { .. });
+                let model = || s.opts.cost_model.reduce_strategy(*rows, *len, s.caps);
+                let strategy = match (window, model()) {
+                    (true, _) | (false, ReduceStrategy::ThreadPerRow)
+                        if *len > 4 && reads_rows_contiguously(kb, *rows, *len) =>
+                    {
+                        decisions.push((
+                            fd(
+                                kb.computed.iter().map(|n| n.0).collect(),
+                                false,
+                                &format!(
                                     "reduction strategy: one workgroup per row, not one thread per row: {rows} rows \
-                                     of {len} stored one after another (a thread per row would read {len} elements \
-                                     apart across a warp)"
-                                    ),
+                                     of {len} stored one after another (a thread per row would read rows apart \
+                                     across a warp)"
                                 ),
-                                vec![ki],
-                            ));
-                            ReduceStrategy::Persistent
+                            ),
+                            vec![ki],
+                        ));
+                        match model() {
+                            ReduceStrategy::ThreadPerRow => ReduceStrategy::Persistent,
+                            st => st,
                         }
-                        st => st,
-                    },
+                    }
+                    (true, _) => ReduceStrategy::ThreadPerRow,
+                    (false, st) => st,
                 };
                 KernelBody::Reduce(ReduceBody {
                     rows: *rows,

@@ -214,11 +214,14 @@ fn conv2d_depthwise() -> Result<Vec<Instance>, String> {
     .collect()
 }
 
-/// 1x1 convolutions (a matmul over channels), one strided.
+/// 1x1 convolutions (a matmul over channels), one strided, two on 1x1 images (squeeze-and-
+/// excitation's: a batch of one-column products, or a window kernel with a workgroup per output).
 fn conv2d_pointwise() -> Result<Vec<Instance>, String> {
     [
         Conv::plain([2, 16, 5, 5], [8, 16, 1, 1], 0),
         Conv { stride: [2, 2], ..Conv::plain([1, 7, 9, 9], [3, 7, 1, 1], 0) },
+        Conv::plain([7, 240, 1, 1], [10, 240, 1, 1], 0),
+        Conv::plain([5, 40, 1, 1], [96, 40, 1, 1], 0),
     ]
     .iter()
     .map(|c| c.instance(|y| y))

@@ -91,7 +91,7 @@ fn convs_as_matmuls_at_awkward_sizes() {
         // 1x1, stride 1, no padding: a plain matmul on strided views (no copy).
         ([2, 3, 7, 5], [5, 3, 1, 1], [1, 1], [0; 4], [1, 1], 1, true),
         ([1, 17, 1, 1], [7, 17, 1, 1], [1, 1], [0; 4], [1, 1], 1, false),
-        // 1x1 images (squeeze-and-excitation): one product with the images as its columns.
+        // 1x1 images (squeeze-and-excitation), a batch of one-column products.
         ([5, 17, 1, 1], [7, 17, 1, 1], [1, 1], [0; 4], [1, 1], 1, true),
         ([3, 7, 4, 9], [17, 7, 1, 1], [1, 1], [0; 4], [2, 2], 1, true),
         // 1x1 with a stride: im2col is a strided gather.
@@ -139,18 +139,7 @@ fn convs_as_matmuls_at_awkward_sizes() {
         );
         let KernelBody::Matmul(body) = &mm.body else { unreachable!() };
         let (cog, kg) = (ws[0] / groups, ws[1] * ws[2] * ws[3]);
-        let over_images = direct && xs[2] * xs[3] == 1 && xs[0] > 1;
-        let batch = if over_images {
-            1
-        } else if direct {
-            xs[0]
-        } else {
-            groups
-        };
-        assert_eq!((body.batch, body.m, body.k), (batch, cog, kg), "{ctx}");
-        if over_images {
-            assert_eq!(body.n, xs[0], "{ctx}");
-        }
+        assert_eq!((body.batch, body.m, body.k), (if direct { xs[0] } else { groups }, cog, kg), "{ctx}");
     }
 }
 
@@ -312,5 +301,23 @@ fn window_inputs_read_through_a_transpose_are_stored_in_that_order() {
             let text = crate::kernel::print::print_kernel(win);
             assert!(!text.contains(&format!("* {c}")), "the window reads across channels\n{text}");
         }
+    }
+}
+
+/// A thin convolution kept as a window kernel whose taps are rows stored whole (squeeze-and-
+/// excitation's reduce: 1x1 on 1x1 images, fewer output channels than a matmul tile wants) takes
+/// a workgroup per output instead of a thread per output, and computes the reference; a 3x3
+/// window keeps a thread per output.
+#[test]
+fn window_kernels_over_rows_stored_whole_take_a_workgroup_per_row() {
+    for (xs, ws, pad, whole) in
+        [([8, 240, 1, 1], [10, 240, 1, 1], [0; 4], true), ([2, 3, 9, 9], [4, 3, 3, 3], [1; 4], false)]
+    {
+        let (ir, ins, ctx) = conv_epilogue(0, (xs, ws, [1, 1], pad, [1, 1], 1, true));
+        let p = check_with(&ir, &ins, &Capabilities::host(), &TestModel::convs(Convs::Windows));
+        let k = p.kernels.iter().find(|k| k.ops.iter().any(|o| o == "conv2d")).expect("conv kernel");
+        let KernelBody::Reduce(r) = &k.body else { panic!("{ctx}: not a window kernel\n{}", print_program(&p)) };
+        let want = if whole { ReduceStrategy::Persistent } else { ReduceStrategy::ThreadPerRow };
+        assert_eq!(r.strategy, want, "{ctx}\n{}", print_program(&p));
     }
 }
