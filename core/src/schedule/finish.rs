@@ -13,6 +13,11 @@ use crate::kernel::{
 };
 use std::collections::{BTreeSet, HashMap};
 
+/// The shortest row [`reads_rows_contiguously`] moves off one thread per row. Shorter rows stay:
+/// EfficientNet-B0's thin expand convolutions (rows of 10-20 taps) took 4.3 us on a thread per
+/// row and 5.0-5.7 us on a workgroup per row (H200, session 11, calls 3-4).
+const ROW_WHOLE_MIN_LEN: usize = 32;
+
 /// Whether a reduce or window kernel reads some operand row by row: consecutive elements along
 /// the reduction, at least 4 elements apart from one row to the next (a global average pool, a
 /// norm over the last axis, a 1x1 convolution's weight on 1x1 images). One thread per row then
@@ -211,7 +216,7 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
                 let model = || s.opts.cost_model.reduce_strategy(*rows, *len, s.caps);
                 let strategy = match (window, model()) {
                     (true, _) | (false, ReduceStrategy::ThreadPerRow)
-                        if *len > 4 && reads_rows_contiguously(kb, *rows, *len) =>
+                        if *len >= ROW_WHOLE_MIN_LEN && reads_rows_contiguously(kb, *rows, *len) =>
                     {
                         decisions.push((
                             fd(
