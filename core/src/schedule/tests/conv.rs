@@ -306,13 +306,17 @@ fn window_inputs_read_through_a_transpose_are_stored_in_that_order() {
 
 /// A thin convolution kept as a window kernel whose taps are rows stored whole (squeeze-and-
 /// excitation's reduce: 1x1 on 1x1 images, fewer output channels than a matmul tile wants) takes
-/// a workgroup per output instead of a thread per output, and computes the reference; a 3x3
-/// window keeps a thread per output.
+/// a workgroup per output instead of a thread per output, and computes the reference; rows of
+/// 10 taps and a 3x3 window keep a thread per output.
 #[test]
 fn window_kernels_over_rows_stored_whole_take_a_workgroup_per_row() {
-    for (xs, ws, pad, whole) in
-        [([8, 240, 1, 1], [10, 240, 1, 1], [0; 4], true), ([2, 3, 9, 9], [4, 3, 3, 3], [1; 4], false)]
-    {
+    let cases = [
+        ([8, 240, 1, 1], [10, 240, 1, 1], [0; 4], true),
+        // Rows of 10 taps: short enough for a thread each.
+        ([8, 10, 1, 1], [240, 10, 1, 1], [0; 4], false),
+        ([2, 3, 9, 9], [4, 3, 3, 3], [1; 4], false),
+    ];
+    for (xs, ws, pad, whole) in cases {
         let (ir, ins, ctx) = conv_epilogue(0, (xs, ws, [1, 1], pad, [1, 1], 1, true));
         let p = check_with(&ir, &ins, &Capabilities::host(), &TestModel::convs(Convs::Windows));
         let k = p.kernels.iter().find(|k| k.ops.iter().any(|o| o == "conv2d")).expect("conv kernel");
