@@ -13,18 +13,12 @@ use crate::kernel::{
 };
 use std::collections::{BTreeSet, HashMap};
 
-/// The shortest row [`reads_rows_contiguously`] moves off one thread per row. Shorter rows stay:
-/// EfficientNet-B0's thin expand convolutions (rows of 10-20 taps) took 4.3 us on a thread per
-/// row and 5.0-5.7 us on a workgroup per row (H200, session 11, calls 3-4).
-const ROW_WHOLE_MIN_LEN: usize = 32;
-
 /// Whether a reduce or window kernel reads some operand row by row: consecutive elements along
 /// the reduction, at least 4 elements apart from one row to the next (a global average pool, a
 /// norm over the last axis, a 1x1 convolution's weight on 1x1 images). One thread per row then
-/// reads rows apart across a warp. Probed at sample rows and taps with `Index::eval` (a window's
-/// taps step back at each kernel row, so a 3x3 or 7x7 window never qualifies). Measured (H200):
-/// EfficientNet-B0's squeeze-and-excitation pools over 7x7 (9216 rows of 49) took 17 us each on
-/// one thread per row.
+/// reads rows apart across a warp ([`CostModel::workgroup_per_whole_row`](super::CostModel)
+/// decides). Probed at sample rows and taps with `Index::eval` (a window's taps step back at each
+/// kernel row, so a 3x3 or 7x7 window never qualifies).
 fn reads_rows_contiguously(kb: &KernelBuilder, rows: usize, len: usize) -> bool {
     use crate::kernel::{Index, Var};
     if rows < 2 || len < 2 {
@@ -213,30 +207,27 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
             Space::Pointwise { numel } => KernelBody::Pointwise { numel: *numel, stores: lane },
             Space::Reduce { rows, len, .. } | Space::Window { rows, len } => {
                 let window = matches!(kb.space, Space::Window { .. });
-                let model = || s.opts.cost_model.reduce_strategy(*rows, *len, s.caps);
-                let strategy = match (window, model()) {
-                    (true, _) | (false, ReduceStrategy::ThreadPerRow)
-                        if *len >= ROW_WHOLE_MIN_LEN && reads_rows_contiguously(kb, *rows, *len) =>
-                    {
+                let model = &s.opts.cost_model;
+                let whole =
+                    reads_rows_contiguously(kb, *rows, *len).then(|| model.workgroup_per_whole_row(*len)).flatten();
+                // A window kernel takes one thread per output unless its rows are stored whole.
+                let strategy = match (window, &whole, model.reduce_strategy(*rows, *len, s.caps)) {
+                    (true, None, _) => ReduceStrategy::ThreadPerRow,
+                    (_, Some(why), ReduceStrategy::ThreadPerRow) | (true, Some(why), _) => {
                         decisions.push((
                             fd(
                                 kb.computed.iter().map(|n| n.0).collect(),
                                 false,
-                                &format!(
-                                    "reduction strategy: one workgroup per row, not one thread per row: {rows} rows \
-                                     of {len} stored one after another (a thread per row would read rows apart \
-                                     across a warp)"
-                                ),
+                                &format!("reduction strategy: a workgroup per row, not a thread per row: {why}"),
                             ),
                             vec![ki],
                         ));
-                        match model() {
+                        match model.reduce_strategy(*rows, *len, s.caps) {
                             ReduceStrategy::ThreadPerRow => ReduceStrategy::Persistent,
                             st => st,
                         }
                     }
-                    (true, _) => ReduceStrategy::ThreadPerRow,
-                    (false, st) => st,
+                    (false, _, st) => st,
                 };
                 KernelBody::Reduce(ReduceBody {
                     rows: *rows,

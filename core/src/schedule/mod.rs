@@ -127,6 +127,15 @@ pub trait CostModel: fmt::Debug + Send + Sync {
         self.base().map_or(ReduceStrategy::Looped, |b| b.reduce_strategy(rows, len, caps))
     }
 
+    /// Whether a reduce or window kernel whose operand rows of `len` elements are stored whole
+    /// (consecutive along the reduction, rows apart: a global average pool, a thin 1x1
+    /// convolution's weight) takes a workgroup per row rather than one thread per row, which would
+    /// read rows apart across a warp. Returns the named reason when so. The default keeps one
+    /// thread per row.
+    fn workgroup_per_whole_row(&self, len: usize) -> Option<String> {
+        self.base().and_then(|b| b.workgroup_per_whole_row(len))
+    }
+
     /// Whether fusing two sibling kernels that share `shared_bytes` of reads is worth it. The
     /// default keeps them apart.
     fn fuse_horizontal(&self, shared_bytes: usize) -> bool {
@@ -284,6 +293,12 @@ pub struct DefaultCostModel {
     pub thread_per_row_len: usize,
     /// "Many rows" for [`ReduceStrategy::ThreadPerRow`].
     pub thread_per_row_rows: usize,
+    /// Rows stored whole at least this long take a workgroup per row
+    /// ([`CostModel::workgroup_per_whole_row`]). Measured (H200, session 11): EfficientNet-B0's
+    /// squeeze pools over 7x7 (rows of 49) 17.3 -> 10.0 us on a workgroup per row, its thin
+    /// reduce convolutions (rows of 240-1152 taps) 7-12 -> ~5 us, but its thin expand
+    /// convolutions (rows of 10-20 taps) 4.3 -> 5.0-5.7 us, hence 32.
+    pub whole_row_min_len: usize,
     /// Workgroups a reduce kernel should launch to fill the device when [`Capabilities::compute_units`]
     /// is unknown (else 4 per compute unit); kernels with fewer rows than half of it are split.
     pub split_target_groups: usize,
@@ -312,6 +327,7 @@ impl Default for DefaultCostModel {
             persistent_per_thread: 4,
             thread_per_row_len: 64,
             thread_per_row_rows: 4096,
+            whole_row_min_len: 32,
             split_target_groups: 512,
             split_min_chunk: 4096,
             conv_min_channels: 16,
@@ -347,6 +363,11 @@ impl CostModel for DefaultCostModel {
         } else {
             ReduceStrategy::Looped
         }
+    }
+
+    fn workgroup_per_whole_row(&self, len: usize) -> Option<String> {
+        (len >= self.whole_row_min_len)
+            .then(|| format!("rows of {len} stored whole (at least {} elements)", self.whole_row_min_len))
     }
 
     fn fuse_horizontal(&self, shared_bytes: usize) -> bool {
