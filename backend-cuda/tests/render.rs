@@ -177,6 +177,31 @@ fn reductions_of_every_strategy() {
     insta::assert_snapshot!(s);
 }
 
+/// Short persistent rows, many of them: one warp per row, 8 rows per block (the last block partly
+/// past the end leaves whole warps), compiled.
+#[test]
+fn short_rows_take_a_warp_each() {
+    for (rows, len, d) in [(9216, 49, DType::F32), (9217, 40, DType::BF16), (4500, 64, DType::F16)] {
+        for p in
+            [softmax(rows, len, d, ReduceStrategy::Persistent), layer_norm(rows, len, d, ReduceStrategy::Persistent)]
+        {
+            let r = render::render(&p.kernels[0], &hopper(), &Tuning::default()).expect("render");
+            compile("short_rows", &r);
+            assert!(r.strategy.contains("warp per row x8"), "{rows}x{len}: {}", r.strategy);
+            assert_eq!((r.grid[0] as usize, r.block[0]), (rows.div_ceil(8), 256), "{rows}x{len}");
+            assert_eq!(r.source.contains("return;"), rows % 8 != 0, "{}", r.source);
+        }
+    }
+    // Few rows keep a block per row.
+    let r = render::render(
+        &softmax(64, 49, DType::F32, ReduceStrategy::Persistent).kernels[0],
+        &hopper(),
+        &Tuning::default(),
+    )
+    .expect("render");
+    assert!(!r.strategy.contains("warp per row"), "{}", r.strategy);
+}
+
 #[test]
 fn arg_reductions_of_every_dtype() {
     let mut s = String::new();
