@@ -84,8 +84,7 @@ impl CostModel for CudaCostModel {
     /// BENCHMARKS.md session 10). Not for the own template, whose im2col walk reads along rows
     /// (in `reduce-overhead`, where cuDNN never runs, the template reads the NHWC input through
     /// its strides). `SINTER_CHANNELS_LAST=0` turns it off.
-    fn conv_channels_last(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
-        let _ = caps;
+    fn conv_channels_last(&self, conv: &ConvShape, _caps: &Capabilities) -> Result<String, String> {
         if !self.channels_last {
             return Err("layout: NCHW (SINTER_CHANNELS_LAST=0)".into());
         }

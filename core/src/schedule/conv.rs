@@ -76,8 +76,7 @@ impl Sched<'_> {
         let Op::Permute(p) = &self.g.node(x).op else { return };
         let y = self.g.node(x).inputs[0];
         let yi = y.index();
-        let computed = !matches!(self.kind[yi], Kind::Input(_) | Kind::Constant | Kind::Movement);
-        if p.len() != 4 || p[3] == 3 || !computed || !self.outputs_of[yi].is_empty() || self.layout[yi].is_some() {
+        if p.len() != 4 || p[3] == 3 || !self.may_relayout(y) {
             return;
         }
         if !self.users[yi].iter().all(|&u| matches!(&self.g.node(u).op, Op::Permute(q) if q == p)) {
@@ -101,8 +100,7 @@ impl Sched<'_> {
     fn channels_last_input(&mut self, id: NodeId, shape: &super::ConvShape) {
         let x = self.g.node(id).inputs[0];
         let xi = x.index();
-        let computed = !matches!(self.kind[xi], Kind::Input(_) | Kind::Constant | Kind::Movement);
-        if self.shapes[xi].len() != 4 || !computed || !self.outputs_of[xi].is_empty() || self.layout[xi].is_some() {
+        if !self.may_relayout(x) {
             return;
         }
         // Only where another implicit convolution produces it (through elementwise ops: its
@@ -122,6 +120,15 @@ impl Sched<'_> {
                 vec![],
             );
         }
+    }
+
+    /// Whether node `n` may be stored in another order than its logical one ([`Sched::layout`]):
+    /// a rank-4 node the scheduler computes (not a graph input, constant, movement or output)
+    /// that no earlier decision laid out.
+    fn may_relayout(&self, n: NodeId) -> bool {
+        let i = n.index();
+        let computed = !matches!(self.kind[i], Kind::Input(_) | Kind::Constant | Kind::Movement);
+        computed && self.shapes[i].len() == 4 && self.outputs_of[i].is_empty() && self.layout[i].is_none()
     }
 
     /// Whether node `x` is an implicit convolution or computed from one through elementwise ops

@@ -210,8 +210,9 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
                 let model = &s.opts.cost_model;
                 let whole =
                     reads_rows_contiguously(kb, *rows, *len).then(|| model.workgroup_per_whole_row(*len)).flatten();
+                let chosen = model.reduce_strategy(*rows, *len, s.caps);
                 // A window kernel takes one thread per output unless its rows are stored whole.
-                let strategy = match (window, &whole, model.reduce_strategy(*rows, *len, s.caps)) {
+                let strategy = match (window, &whole, chosen) {
                     (true, None, _) => ReduceStrategy::ThreadPerRow,
                     (_, Some(why), ReduceStrategy::ThreadPerRow) | (true, Some(why), _) => {
                         decisions.push((
@@ -222,7 +223,7 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
                             ),
                             vec![ki],
                         ));
-                        match model.reduce_strategy(*rows, *len, s.caps) {
+                        match chosen {
                             ReduceStrategy::ThreadPerRow => ReduceStrategy::Persistent,
                             st => st,
                         }
