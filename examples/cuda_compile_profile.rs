@@ -91,6 +91,40 @@ impl Backend for OfflineHopper {
             std::thread::available_parallelism().map_or(1, |n| n.get()),
             one.unwrap_or(0.0)
         ));
+        // `EPILOGUES=1`: the epilogue kernel a library step of each kernel would launch (a cuDNN
+        // convolution's, a split cuBLASLt product's), each compiled alone.
+        if std::env::var("EPILOGUES").is_ok_and(|v| v == "1") {
+            let mut epilogues = Vec::new();
+            for k in &program.kernels {
+                if let Some(e) = sinter_cuda::backend::epilogue_kernel(k, self.info.cc) {
+                    epilogues.push(render::render(&e, &caps, &Tuning::default())?);
+                }
+            }
+            let sources: Vec<(&str, &str)> = epilogues.iter().map(|r| (r.name.as_str(), r.source.as_str())).collect();
+            let t = Instant::now();
+            let results = sinter_cuda::nvrtc::compile_parallel(&sources, &sinter_cuda::nvrtc::Target::hopper(), &cache);
+            self.report.lock().unwrap().push(format!(
+                "{} epilogues in one parallel batch: {:.3} s ({} failed)",
+                sources.len(),
+                t.elapsed().as_secs_f64(),
+                results.iter().filter(|r| r.is_err()).count()
+            ));
+            for k in &program.kernels {
+                if let Some(e) = sinter_cuda::backend::epilogue_kernel(k, self.info.cc) {
+                    let r = render::render(&e, &caps, &Tuning::default())?;
+                    if let Ok(dir) = std::env::var("PROFILE_DUMP") {
+                        let _ = std::fs::write(format!("{dir}/{}.cu", r.name), &r.source);
+                    }
+                    let t = Instant::now();
+                    let _ = sinter_cuda::nvrtc::compile(&r.name, &r.source, &sinter_cuda::nvrtc::Target::hopper());
+                    self.report.lock().unwrap().push(format!(
+                        "  epilogue NVRTC {}: {:.3} s",
+                        r.name,
+                        t.elapsed().as_secs_f64()
+                    ));
+                }
+            }
+        }
         let outputs = program.outputs.iter().map(|o| (o.dtype, o.shape.clone())).collect();
         Ok(Box::new(Zeros { outputs }))
     }

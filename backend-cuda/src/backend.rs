@@ -49,7 +49,7 @@ mod tune;
 
 pub use exec::CudaExecutable;
 pub(crate) use library::large_enough;
-pub use library::{LIBRARY_MIN_FLOPS, skinny};
+pub use library::{LIBRARY_MIN_FLOPS, epilogue_kernel, skinny};
 pub use tune::candidate_sources;
 
 use crate::device::{CudaBuffer, CudaCalibration, Device, DeviceInfo, Launch, Stream};
@@ -362,6 +362,8 @@ impl CudaBackend {
         interp::validate(program).map_err(|e| BackendError::Render { kernel: "program".into(), msg: e.to_string() })?;
         self.dev.bind()?;
         let stream: Arc<Stream> = self.dev.new_stream()?;
+        let mut times = LoadTimes::default();
+        let t0 = std::time::Instant::now();
         let plan = alloc::plan(program);
         let mut mem = Vec::with_capacity(plan.allocations.len());
         for a in &plan.allocations {
@@ -379,6 +381,7 @@ impl CudaBackend {
                 }
             });
         }
+        times.memory_s = t0.elapsed().as_secs_f64();
         let alloc_of = |b: sinter_core::kernel::BufferId| plan.of_buffer[b.0 as usize];
         let args_of = |k: &Kernel| k.args.iter().map(|a| mem[alloc_of(a.buffer)].ptr()).collect::<Vec<u64>>();
         let cache_dir = self.cache_dir(opts);
@@ -444,11 +447,24 @@ impl CudaBackend {
                 })
                 .collect();
             // Every own kernel rendered first, then compiled in parallel (NVRTC spends most of a
-            // cold compile; its programs are independent), then loaded in order.
+            // cold compile; its programs are independent), then loaded in order. The epilogue
+            // kernels of library steps join the parallel batch: built one by one below, each
+            // then finds its cubin in `cubins`' memory (one NVRTC program per convolution of a
+            // CNN, compiled serially, was most of its cold compile).
+            let t0 = std::time::Instant::now();
             let mut rendered = Vec::with_capacity(program.kernels.len());
+            let mut epilogues = Vec::new();
             for (k, (t, _)) in program.kernels.iter().zip(&plan) {
-                rendered.push(if t.library.is_some() { None } else { Some(render::render(k, &self.cuda_caps, t)?) });
+                if t.library.is_some() {
+                    rendered.push(None);
+                    if let Some(e) = library::epilogue_kernel(k, self.cuda_caps.sm) {
+                        epilogues.push(render::render(&e, &self.cuda_caps, &Tuning::default())?);
+                    }
+                } else {
+                    rendered.push(Some(render::render(k, &self.cuda_caps, t)?));
+                }
             }
+            times.render_s = t0.elapsed().as_secs_f64();
             // Identical bodies under different names (a transformer's layers) compile once and
             // share one loaded function; equal dynamic shared memory too, as a launch sets the
             // function's dynamic shared memory limit to its own size.
@@ -472,10 +488,18 @@ impl CudaBackend {
                 bodies.len()
             );
             let entries: Vec<String> = bodies.iter().map(|b| b.0.to_string()).collect();
-            let compiled = self.compile_all(&bodies, &cubins);
+            let own_bodies = bodies.len();
+            bodies.extend(epilogues.iter().map(|r| (r.name.as_str(), r.source.as_str())));
+            let t0 = std::time::Instant::now();
+            let mut compiled = self.compile_all(&bodies, &cubins);
+            times.nvrtc(t0, &bodies, &compiled);
+            // The epilogues' results live in `cubins`' memory; a failed one fails its step below.
+            compiled.truncate(own_bodies);
             let mut funcs: Vec<Option<cudarc::driver::CudaFunction>> = vec![None; compiled.len()];
             for (((k, (t, why)), r), rep) in program.kernels.iter().zip(plan).zip(rendered).zip(rep) {
                 let mut not_library = why;
+                let t0 = std::time::Instant::now();
+                let library = r.is_none();
                 let mut loaded = match (r, rep) {
                     (Some(mut r), Some(b)) => {
                         let cubin = compiled[b].as_ref().map_err(Clone::clone)?;
@@ -501,8 +525,16 @@ impl CudaBackend {
                 {
                     loaded.rendered.source.push_str(&format!("// not a cuBLASLt fp8 product: {why}\n"));
                 }
+                let s = t0.elapsed().as_secs_f64();
+                if library {
+                    times.library_s += s;
+                    times.library_steps += 1;
+                } else {
+                    times.module_s += s;
+                }
                 kernels.push(loaded);
             }
+            times.log(program.kernels.len());
         }
         let uses = |a: usize| -> Vec<(usize, usize)> {
             let mut v = Vec::new();
@@ -594,6 +626,66 @@ impl Backend for CudaBackend {
 
     fn load_with(&self, program: &Program, opts: &LoadOptions) -> Result<Box<dyn Executable>, BackendError> {
         Ok(Box::new(self.load_cuda(program, opts)?))
+    }
+}
+
+/// Where a default-mode load's time went, for `SINTER_LOG=compile`.
+#[derive(Default)]
+struct LoadTimes {
+    /// Planning, allocating and zeroing memory, uploading constants not uploaded before.
+    memory_s: f64,
+    /// Rendering every own kernel and library epilogue.
+    render_s: f64,
+    /// The parallel NVRTC batch (wall time), its program count and cache hits.
+    nvrtc_s: f64,
+    programs: usize,
+    hits: usize,
+    /// The slowest programs of the batch: (seconds NVRTC took, name).
+    slowest: Vec<(f64, String)>,
+    /// Loading own kernels' modules (and their scratch).
+    module_s: f64,
+    /// Building library steps (plans, heuristics, workspaces, epilogue modules) and their count.
+    library_s: f64,
+    library_steps: usize,
+}
+
+impl LoadTimes {
+    /// Records the parallel batch of `sources` that started at `t0` with its `results`.
+    fn nvrtc(
+        &mut self,
+        t0: std::time::Instant,
+        sources: &[(&str, &str)],
+        results: &[Result<nvrtc::Cubin, BackendError>],
+    ) {
+        self.nvrtc_s = t0.elapsed().as_secs_f64();
+        self.programs = sources.len();
+        let ok: Vec<(f64, String)> = results
+            .iter()
+            .zip(sources)
+            .filter_map(|(r, (n, _))| r.as_ref().ok().map(|c| (c.seconds, n.to_string())))
+            .collect();
+        self.hits = ok.iter().filter(|(s, _)| *s == 0.0).count();
+        self.slowest = ok;
+        self.slowest.sort_by(|a, b| b.0.total_cmp(&a.0));
+        self.slowest.truncate(3);
+    }
+
+    fn log(&self, kernels: usize) {
+        let slow: Vec<String> = self.slowest.iter().map(|(s, n)| format!("{n} {s:.3}")).collect();
+        tracing::info!(
+            target: "sinter::compile",
+            "cuda load of {kernels} kernels: memory {:.3} s; render {:.3} s; NVRTC {:.3} s for {} programs ({} cached; slowest: {}); \
+             own modules {:.3} s; {} library steps {:.3} s",
+            self.memory_s,
+            self.render_s,
+            self.nvrtc_s,
+            self.programs,
+            self.hits,
+            slow.join(", "),
+            self.module_s,
+            self.library_steps,
+            self.library_s
+        );
     }
 }
 

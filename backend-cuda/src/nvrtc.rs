@@ -12,9 +12,11 @@
 //!   numerics must match `sinter_core::scalar`.
 //! * The log is kept: in [`NvrtcError::Compile`] on failure, in [`Cubin::log`] on success.
 
+mod batch;
 mod cache;
 mod resources;
 
+pub use batch::{MAX_COMPILE_THREADS, compile_parallel};
 pub use cache::{CubinCache, EntryError, decode_entry, encode_entry};
 pub use resources::resources;
 
@@ -66,6 +68,8 @@ pub struct Cubin {
     pub image: Vec<u8>,
     /// The compile log (ptxas `-v` output: registers, spills, shared memory).
     pub log: String,
+    /// Seconds NVRTC took to compile it (0 when it came from a cache).
+    pub seconds: f64,
 }
 
 /// Compiles `source` (program name `name`) to a cubin for `target`.
@@ -73,51 +77,10 @@ pub fn compile(name: &str, source: &str, target: &Target) -> Result<Cubin, Nvrtc
     // The library first, so a machine without NVRTC is told that (not that headers are missing).
     crate::probe::nvrtc().map_err(NvrtcError::Unavailable)?;
     let opts = options(target, source)?;
+    let t = std::time::Instant::now();
     let mut prog = Program::compile(name, source, &opts)?;
     let image = prog.cubin()?;
-    Ok(Cubin { image, log: std::mem::take(&mut prog.log) })
-}
-
-/// Most NVRTC compiles [`compile_parallel`] runs at once.
-pub const MAX_COMPILE_THREADS: usize = 16;
-
-/// Compiles `sources` (name, CUDA C++) for `target` through `cubins` on up to
-/// [`MAX_COMPILE_THREADS`] threads (fewer when the machine has fewer cores or there are fewer
-/// sources): one result per source, in the order given, each with whether it came from the cache.
-/// NVRTC programs are independent, so the results are those of compiling one by one.
-pub fn compile_parallel(
-    sources: &[(&str, &str)],
-    target: &Target,
-    cubins: &CubinCache,
-) -> Vec<Result<(Cubin, bool), NvrtcError>> {
-    let workers =
-        std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_COMPILE_THREADS).min(sources.len());
-    if workers <= 1 {
-        return sources.iter().map(|(name, src)| cubins.compile_cached(name, src, target)).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    type Slot = std::sync::Mutex<Option<Result<(Cubin, bool), NvrtcError>>>;
-    let slots: Vec<Slot> = sources.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((name, src)) = sources.get(i) else { break };
-                    let r = cubins.compile_cached(name, src, target);
-                    *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
-                }
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .map(|m| {
-            m.into_inner()
-                .unwrap_or_else(|p| p.into_inner())
-                .unwrap_or_else(|| Err(NvrtcError::Unavailable("a compile thread stopped early".into())))
-        })
-        .collect()
+    Ok(Cubin { image, log: std::mem::take(&mut prog.log), seconds: t.elapsed().as_secs_f64() })
 }
 
 /// Compiles `source` to PTX for `target` (same options as [`compile`]), for debugging and

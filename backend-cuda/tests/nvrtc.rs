@@ -136,7 +136,8 @@ fn cubin_cache_hits_and_rebuilds_corrupt_entries() {
         let (warm, hit) = cache.compile_cached("typical", TYPICAL, &t).unwrap_or_else(|e| panic!("{e}"));
         hit_times.push(t0.elapsed());
         assert!(hit, "second compile must hit");
-        assert!(warm == cold, "a hit must return the stored cubin and log");
+        assert!(warm.image == cold.image && warm.log == cold.log, "a hit must return the stored cubin and log");
+        assert_eq!(warm.seconds, 0.0, "a hit took no NVRTC time");
     }
     eprintln!("cubin cache: cold compile {cold_time:?}, hit (key + read + validate) median {:?}", median(hit_times));
     // Another target or another source misses.
@@ -144,7 +145,9 @@ fn cubin_cache_hits_and_rebuilds_corrupt_entries() {
     let other = TYPICAL.replace("2.0f", "3.0f");
     assert!(!cache.compile_cached("typical", &other, &t).expect("other").1);
 
-    // A truncated entry is detected, rebuilt and rewritten whole.
+    // A truncated entry is detected, rebuilt and rewritten whole (by a cache opened afresh, as a
+    // new process would: the first one remembers its cubins in memory).
+    let cache = CubinCache::open(Some(tmp.path()));
     let key = CubinCache::key(TYPICAL, &t).expect("key");
     let path = cache.path(&key).expect("path");
     let bytes = std::fs::read(&path).expect("entry written");
@@ -156,6 +159,55 @@ fn cubin_cache_hits_and_rebuilds_corrupt_entries() {
     let rewritten = nvrtc::decode_entry(&std::fs::read(&path).expect("rewritten")).expect("a valid entry");
     assert!(rewritten.image == cold.image, "the rewritten entry holds another cubin");
     assert!(cache.compile_cached("typical", TYPICAL, &t).expect("hit").1);
+}
+
+#[test]
+fn parallel_batches_join_light_sources_and_isolate_a_broken_one() {
+    if !nvrtc_available("parallel_batches_join_light_sources_and_isolate_a_broken_one") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let t = Target::hopper();
+    let kernel = |name: &str, body: &str| {
+        format!(
+            "static __device__ __forceinline__ float f(float x) {{ return {body}; }}\n\
+             extern \"C\" __global__ void {name}(float* __restrict__ a) {{ a[threadIdx.x] = f(a[threadIdx.x]); }}\n"
+        )
+    };
+    let sources: Vec<(String, String)> = (0..5)
+        .map(|i| {
+            let name = format!("k{i}_light");
+            let body = if i == 2 { "x + not_declared".to_string() } else { format!("x * {i}.5f") };
+            let src = kernel(&name, &body);
+            (name, src)
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = sources.iter().map(|(n, s)| (n.as_str(), s.as_str())).collect();
+    let cache = CubinCache::open(Some(tmp.path()));
+    let results = nvrtc::compile_parallel(&refs, &t, &cache);
+    assert_eq!(results.len(), 5);
+    for (i, r) in results.iter().enumerate() {
+        match (i, r) {
+            (2, Err(NvrtcError::Compile { name, log })) => {
+                assert_eq!(name, "k2_light", "the error names its own source");
+                assert!(log.contains("not_declared"), "{log}");
+            }
+            (2, other) => panic!("the broken source compiled: {other:?}"),
+            (_, Ok((c, hit))) => {
+                assert!(!hit);
+                let res = nvrtc::resources(&c.log, &format!("k{i}_light"));
+                assert!(res.is_some(), "ptxas reported nothing for k{i}_light:\n{}", c.log);
+            }
+            (_, Err(e)) => panic!("k{i}_light: {e}"),
+        }
+    }
+    // Every member is cached under its own key: a cache opened afresh finds each alone.
+    let fresh = CubinCache::open(Some(tmp.path()));
+    for (i, (name, src)) in refs.iter().enumerate().filter(|(i, _)| *i != 2) {
+        let (c, hit) = fresh.compile_cached(name, src, &t).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(hit, "k{i}_light was not cached under its own key");
+        assert!(nvrtc::resources(&c.log, name).is_some());
+    }
 }
 
 /// One kernel to compile: where it came from, and its rendered source.

@@ -59,6 +59,14 @@ pub fn digest(t: &Arc<HostTensor>) -> [u8; 32] {
     d
 }
 
+/// Whether two constants hold the same elements, dtype and shape: the same allocation at once,
+/// else shape, dtype and [`digest`] compared (a large constant's digest is already known from the
+/// compile's earlier keys). Comparing two programs' constants element by element took 0.6 s of a
+/// ViT-B/16 cold compile on an H200 host (346 MB, compared once per pair of programs derived).
+pub fn same_contents(a: &Arc<HostTensor>, b: &Arc<HostTensor>) -> bool {
+    Arc::ptr_eq(a, b) || (a.shape == b.shape && a.dtype() == b.dtype() && digest(a) == digest(b))
+}
+
 /// The part of generated source `source` (CUDA C++ or WGSL) that its compiled code depends on:
 /// the text without `//` comments (a kernel's name, graph nodes and buffer ids are written there)
 /// and blank lines, and with its entry point name `entry` replaced by a placeholder. Two sources with equal keys

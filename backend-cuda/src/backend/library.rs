@@ -196,6 +196,20 @@ pub(crate) fn gemm_desc(k: &Kernel, sm: (u32, u32)) -> Result<(Form, GemmDesc), 
     Ok((form, desc))
 }
 
+/// The epilogue kernel a library step of `k` launches after the library call (a split form: a
+/// cuDNN convolution, a cuBLASLt product whose epilogue the library cannot compute), if any; a
+/// load renders and compiles these with its own kernels in one parallel batch, before it builds
+/// the library steps one by one.
+pub fn epilogue_kernel(k: &Kernel, sm: (u32, u32)) -> Option<Kernel> {
+    if super::conv::is_conv(k) {
+        return super::conv::conv_desc(k).ok().map(|(split, _)| split.epilogue);
+    }
+    match gemm_desc(k, sm).ok()?.0 {
+        Form::Split(split) => Some(split.epilogue),
+        Form::Direct(_) => None,
+    }
+}
+
 /// Why the library does not take `k` in `mode` on a device of compute capability `sm` (`Ok` when
 /// it may: the product is large enough for `default`, any size for `max-autotune`).
 pub(crate) fn library_allowed(k: &Kernel, mode: Mode, sm: (u32, u32)) -> Result<(), String> {

@@ -37,9 +37,10 @@ pub use launch::{FuncAttributes, Launch, TimingEvents};
 pub use pool::PoolStats;
 
 use cudarc::driver::sys;
-use cudarc::driver::{CudaContext, CudaFunction, DriverError, result};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, DriverError, result};
 use serde::{Deserialize, Serialize};
 use sinter_core::backend::BackendError;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -155,6 +156,9 @@ struct Inner {
     upload: Arc<Stream>,
     pool: Arc<Pool>,
     info: DeviceInfo,
+    /// Loaded modules by the blake3 digest of their image, while some function of theirs lives:
+    /// the kernels NVRTC compiled in one translation unit share one cubin, loaded once.
+    modules: Mutex<HashMap<[u8; 32], Weak<CudaModule>>>,
     ctx: Arc<CudaContext>,
 }
 
@@ -236,7 +240,7 @@ impl Device {
         };
         let pool = Arc::new(Pool::new(ctx.clone(), info.total_mem_bytes));
         let upload = Self::make_stream(&ctx, &pool)?;
-        Ok(Device { inner: Arc::new(Inner { upload, pool, info, ctx }) })
+        Ok(Device { inner: Arc::new(Inner { upload, pool, info, modules: Mutex::default(), ctx }) })
     }
 
     fn make_stream(ctx: &Arc<CudaContext>, pool: &Arc<Pool>) -> Result<Arc<Stream>, BackendError> {
@@ -289,18 +293,30 @@ impl Device {
         Ok(buf)
     }
 
-    /// Loads a cubin and returns its kernel `name`.
+    /// Loads a cubin (once while any function of it is alive: an image already loaded is
+    /// reused) and returns its kernel `name`.
     pub fn load_function(&self, image: &[u8], name: &str) -> Result<CudaFunction, BackendError> {
         if name.contains('\0') {
             return Err(BackendError::Device(format!("kernel name {name:?} contains a NUL byte")));
         }
         self.bind()?;
         let what = format!("kernel {name}");
-        let module = self
-            .inner
-            .ctx
-            .load_module(cudarc::nvrtc::Ptx::from_binary(image.to_vec()))
-            .map_err(|e| driver_error("cuModuleLoadData", &what, e))?;
+        let digest = *blake3::hash(image).as_bytes();
+        let mut modules = self.inner.modules.lock().unwrap_or_else(|p| p.into_inner());
+        let module = match modules.get(&digest).and_then(Weak::upgrade) {
+            Some(m) => m,
+            None => {
+                let m = self
+                    .inner
+                    .ctx
+                    .load_module(cudarc::nvrtc::Ptx::from_binary(image.to_vec()))
+                    .map_err(|e| driver_error("cuModuleLoadData", &what, e))?;
+                modules.retain(|_, w| w.strong_count() > 0);
+                modules.insert(digest, Arc::downgrade(&m));
+                m
+            }
+        };
+        drop(modules);
         module.load_function(name).map_err(|e| driver_error("cuModuleGetFunction", &what, e))
     }
 

@@ -14,8 +14,10 @@
 //!   cannot be written only logs; compilation never fails because of the cache.
 
 use super::{Cubin, NvrtcError, Target, compile, options, version};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 const MAGIC: &[u8; 8] = b"SNTRCUBN";
 const FORMAT_VERSION: u32 = 1;
@@ -103,15 +105,31 @@ pub fn decode_entry(bytes: &[u8]) -> Result<Cubin, EntryError> {
     if !image.starts_with(b"\x7fELF") {
         return Err(EntryError::NotElf);
     }
-    Ok(Cubin { image: image.to_vec(), log: log.to_string() })
+    Ok(Cubin { image: image.to_vec(), log: log.to_string(), seconds: 0.0 })
 }
 
 /// The on-disk cubin cache (see the module doc). `Clone` and cheap; shareable across threads.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// A cache made by [`CubinCache::open`] also remembers, in memory, every cubin it compiled or
+/// read (shared by its clones), so a load that compiles its sources in one parallel batch first
+/// finds them there when it builds its steps one by one (a library step's epilogue kernel), also
+/// with the disk cache off.
+#[derive(Clone, Debug)]
 pub struct CubinCache {
     /// `<root>/cubin`, or `None` when caching is off.
     dir: Option<PathBuf>,
+    /// Cubins by key, compiled or read by this cache or a clone; `None` for [`CubinCache::disabled`].
+    memo: Option<Arc<Mutex<HashMap<String, Cubin>>>>,
 }
+
+impl PartialEq for CubinCache {
+    /// Two caches are equal when they read and write the same folder (their memories aside).
+    fn eq(&self, other: &CubinCache) -> bool {
+        self.dir == other.dir
+    }
+}
+
+impl Eq for CubinCache {}
 
 impl CubinCache {
     /// The cache under `dir/cubin`; with `None`, under the default cache folder
@@ -120,12 +138,12 @@ impl CubinCache {
     /// Nothing is created until the first store.
     pub fn open(dir: Option<&Path>) -> CubinCache {
         let root = dir.map(Path::to_path_buf).or_else(sinter_core::compile::default_cache_dir);
-        CubinCache { dir: root.map(|r| r.join("cubin")) }
+        CubinCache { dir: root.map(|r| r.join("cubin")), memo: Some(Arc::default()) }
     }
 
-    /// A cache that never hits and never writes.
+    /// A cache that never hits and never writes (nor remembers).
     pub fn disabled() -> CubinCache {
-        CubinCache { dir: None }
+        CubinCache { dir: None, memo: None }
     }
 
     /// The folder entries live in (`<root>/cubin`), if caching is on.
@@ -179,19 +197,43 @@ impl CubinCache {
     /// returned.
     pub fn compile_cached(&self, name: &str, source: &str, target: &Target) -> Result<(Cubin, bool), NvrtcError> {
         let key = Self::key(source, target)?;
-        if let Some(c) = self.load(&key) {
-            tracing::debug!(target: "sinter::cache", "cubin cache hit {name} ({key})");
+        if let Some(c) = self.cached(name, &key) {
             return Ok((c, true));
         }
         let c = compile(name, source, target)?;
-        if let Err(e) = self.store(&key, &c) {
+        self.keep(&key, &c);
+        Ok((c, false))
+    }
+
+    /// The cubin under `key` (of program `name`): remembered in memory, else a valid disk entry
+    /// (then remembered), with `seconds` 0.
+    pub fn cached(&self, name: &str, key: &str) -> Option<Cubin> {
+        let remembered = self.memo.as_ref().and_then(|m| m.lock().unwrap_or_else(|p| p.into_inner()).get(key).cloned());
+        if let Some(c) = remembered {
+            return Some(Cubin { seconds: 0.0, ..c });
+        }
+        let c = self.load(key)?;
+        tracing::debug!(target: "sinter::cache", "cubin cache hit {name} ({key})");
+        self.remember(key, &c);
+        Some(c)
+    }
+
+    /// Remembers `c` under `key` and writes its disk entry (a failed write is logged).
+    pub fn keep(&self, key: &str, c: &Cubin) {
+        self.remember(key, c);
+        if let Err(e) = self.store(key, c) {
             tracing::warn!(
                 target: "sinter::cache",
                 "could not write cubin cache entry {}: {e}",
-                self.path(&key).map(|p| p.display().to_string()).unwrap_or_default()
+                self.path(key).map(|p| p.display().to_string()).unwrap_or_default()
             );
         }
-        Ok((c, false))
+    }
+
+    fn remember(&self, key: &str, c: &Cubin) {
+        if let Some(m) = &self.memo {
+            m.lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_string(), Cubin { seconds: 0.0, ..c.clone() });
+        }
     }
 }
 
@@ -220,7 +262,7 @@ mod tests {
     fn sample() -> Cubin {
         let mut image = b"\x7fELF".to_vec();
         image.extend((0..200u32).map(|i| (i * 7) as u8));
-        Cubin { image, log: "ptxas info    : Used 10 registers\n".into() }
+        Cubin { image, log: "ptxas info    : Used 10 registers\n".into(), seconds: 0.0 }
     }
 
     #[test]
@@ -257,7 +299,7 @@ mod tests {
         bad[12..20].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(matches!(decode_entry(&bad), Err(EntryError::Length { .. })));
         // A consistent entry whose image is not a cubin.
-        let not_elf = Cubin { image: b"PTX".to_vec(), log: String::new() };
+        let not_elf = Cubin { image: b"PTX".to_vec(), log: String::new(), seconds: 0.0 };
         assert_eq!(decode_entry(&encode_entry(&not_elf)), Err(EntryError::NotElf));
     }
 

@@ -117,7 +117,7 @@ pub fn derive(big: &Program, small: &Program, symbol: &str, bound: usize, probe:
     }
     for (a, b) in big.buffers.iter().zip(&small.buffers) {
         if let (BufferKind::Constant(x), BufferKind::Constant(y)) = (&a.kind, &b.kind)
-            && x != y
+            && !crate::digest::same_contents(x, y)
         {
             let node = a.node.map_or(String::new(), |n| format!(" (node %{n})"));
             return Err(format!("constant buffer b{}{node} depends on {symbol}", a.id.0));
