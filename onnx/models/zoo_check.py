@@ -28,7 +28,8 @@ the script
    tests/onnx_models.rs), PASS at most ``--tol``; then with sinter's defaults (TF32 convolutions,
    as PyTorch's ``cudnn.allow_tf32``), whose time is the one reported (``sinter ms``: the median
    time of one run that ``sinter run`` reports, device time where the backend measures it;
-   ``sinter compile s``: the first run's compile) and whose error is ``tf32 err`` (not checked:
+   ``sinter compile s``: the first run's compile; with ``SINTER_LOG=compile`` in the environment
+   its breakdown is listed after the table) and whose error is ``tf32 err`` (not checked:
    TF32's 10-bit mantissa gives 1e-4 to 3e-3 on these models);
 4. times torch eager and ``torch.compile`` (mode default) on the same inputs, on CUDA when there
    is a GPU (else the CPU): median of ``--iters`` runs after warm-up, synchronized; ``compile s``
@@ -318,6 +319,8 @@ def run_sinter(bin_: Path, model: Path, inputs: list[Path], backend: str, out: P
     r["ms"] = float(m.group(1)) if m else None
     m = re.search(r"compile ([0-9.]+) s", log)
     r["compile_s"] = float(m.group(1)) if m else None
+    # With SINTER_LOG=compile: where the first compile went (printed by --show-compile).
+    r["compile_log"] = [re.sub(r"\x1b\[[0-9;]*m", "", x) for x in log.splitlines() if "compiled in" in x or "cuda load" in x]
     if p.returncode != 0 or not out.is_file():
         lines = [x for x in log.strip().splitlines() if x.strip() and not x.startswith("# [")]
         r["error"] = short(" | ".join(lines[-4:]) or f"exit {p.returncode}", 300)
@@ -447,7 +450,8 @@ def check_model(name: str, args, work: Path) -> list[dict]:
         out = path.parent / "sinter.npz"
         # Timed with sinter's defaults (TF32 convolutions, as torch's), checked in exact f32.
         r = run_sinter(args.bin, path, inputs, args.backend, out, args.timeout)
-        row.update(import_ok=r["import_ok"], sinter_ms=r["ms"], sinter_compile_s=r["compile_s"], error=r["error"])
+        row.update(import_ok=r["import_ok"], sinter_ms=r["ms"], sinter_compile_s=r["compile_s"], error=r["error"],
+                   compile_log=r["compile_log"])
         if r["run_ok"]:
             compare_into(row, "tf32_err", out, ref, "compare")
             out.unlink()
@@ -511,6 +515,9 @@ def print_table(rows: list[dict], backend: str):
         for what in (r.get("error"), r.get("torch_error"), None if r.get("dims") in (None, "dynamic") else r["dims"]):
             if what:
                 print(f"  {r['model']}/{r['exporter']}: {what}")
+    for r in rows:
+        for line in r.get("compile_log") or []:
+            print(f"  {r['model']}/{r['exporter']} compile: {line.strip()[:300]}")
     ok = sum(r["status"] == "PASS" for r in rows)
     bad = sum(r["status"] == "FAIL" for r in rows)
     noexport = sum(r["status"] == "NOEXPORT" for r in rows)

@@ -252,7 +252,7 @@ pub struct GemmPlan {
     desc: GemmDesc,
     descs: Descs,
     algos: Vec<sys::cublasLtMatmulAlgo_t>,
-    workspace: CudaBuffer,
+    workspace: Arc<CudaBuffer>,
     handle: sys::cublasLtHandle_t,
 }
 
@@ -271,7 +271,7 @@ fn blas_err(call: &str, e: lt::CublasError) -> BackendError {
 
 impl GemmPlan {
     /// Builds the descriptors of `g` and asks the heuristic for up to [`MAX_ALGOS`] algorithms
-    /// (an error when there is none); the workspace comes from `stream`'s pool.
+    /// (an error when there is none); the workspace is `stream`'s shared one ([`Stream::shared_workspace`]).
     pub fn new(stream: &Arc<Stream>, g: &GemmDesc) -> Result<GemmPlan, BackendError> {
         supported(g)
             .map_err(|w| BackendError::Unsupported { backend: "cuda".into(), what: format!("cuBLASLt: {w}") })?;
@@ -400,7 +400,7 @@ impl GemmPlan {
                 what: format!("cuBLASLt has no algorithm for {g:?}"),
             });
         }
-        let workspace = stream.alloc(ws)?;
+        let workspace = stream.shared_workspace(ws)?;
         Ok(GemmPlan { desc: *g, descs, algos, workspace, handle })
     }
 

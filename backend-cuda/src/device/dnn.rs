@@ -184,7 +184,7 @@ pub struct ConvPlan {
     chosen: usize,
     plan: Bd,
     workspace_bytes: u64,
-    workspace: Option<CudaBuffer>,
+    workspace: Option<Arc<CudaBuffer>>,
     /// The variant pack of the last launch and the pointers it holds (x, w, y): rebuilt only
     /// when a pointer changes.
     pack: Mutex<Option<([u64; 3], Bd)>>,
@@ -209,7 +209,7 @@ impl ConvPlan {
     /// `cudnnBackendExecute`; the legacy `cudnnConvolutionForward` measured 63-115 us of host
     /// time per call on an H200 with cuDNN 9), asks the heuristic for engine configurations and
     /// finalizes the execution plan of the `algo`-th usable one (an index into them), its
-    /// workspace from `stream`'s pool. `Unsupported` when there is none.
+    /// workspace `stream`'s shared one ([`Stream::shared_workspace`]). `Unsupported` when there is none.
     pub fn new(stream: &Arc<Stream>, c: &ConvDesc, algo: usize) -> Result<ConvPlan, BackendError> {
         let unsupported = |w: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("cuDNN: {w}") };
         supported(c).map_err(unsupported)?;
@@ -393,7 +393,7 @@ impl ConvPlan {
                 algo + 1
             )));
         };
-        let workspace = if workspace_bytes > 0 { Some(stream.alloc(workspace_bytes)?) } else { None };
+        let workspace = if workspace_bytes > 0 { Some(stream.shared_workspace(workspace_bytes)?) } else { None };
         drop(h);
         Ok(ConvPlan {
             desc: *c,

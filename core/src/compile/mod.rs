@@ -405,6 +405,7 @@ impl CompiledGraph {
         let mut stats = CompileStats::default();
         let mut artifacts: Vec<(String, String)> = Vec::new();
         if st.dyn_refused.is_none() {
+            let t = Instant::now();
             match self.compile_dynamic(&sig, &mut stats, &mut artifacts)? {
                 dynamic::Dyn::Compiled(spec) => {
                     let serves = spec.dynamic.as_ref().map(|d| d.extents.summary()).unwrap_or_default();
@@ -418,7 +419,9 @@ impl CompiledGraph {
                 dynamic::Dyn::Refused(why) => {
                     tracing::info!(target: "sinter::recompiles", "not serving other batch sizes: {why}");
                     st.dyn_refused = Some(why);
+                    // The attempt's lowerings and schedules, in one phase of their own.
                     stats = CompileStats::default();
+                    stats.phases.push(("dynamic attempt (refused)".into(), t.elapsed().as_secs_f64()));
                     artifacts.clear();
                 }
                 dynamic::Dyn::Skipped => {}
@@ -438,7 +441,9 @@ impl CompiledGraph {
         stats: &mut CompileStats,
         artifacts: &mut Vec<(String, String)>,
     ) -> Result<Exec, CompileError> {
+        let t = Instant::now();
         let key = self.cache_key(sig, "");
+        stats.phases.push(("program_cache_key".into(), t.elapsed().as_secs_f64()));
         let cached = self.opts.cache_dir.as_deref().and_then(|d| cache_load(d, &key, self.graph_constants()));
         let mut exec = None;
         if let Some(program) = cached {

@@ -99,55 +99,76 @@ pub struct Extents {
     pub sites: Vec<Scaled>,
 }
 
+/// Why [`derive`] found no table: the reason (naming the kernel and field), and whether a pair at
+/// other values may still succeed (`retry`: the two schedules differ in structure, which a value
+/// coinciding with a static extent can cause; a site that scales with the symbol but is not an
+/// outer extent, or a constant that depends on it, stays so at every value).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Underived {
+    /// Why, for logs and [`crate::compile::CompiledGraph::dynamic_refusal`].
+    pub reason: String,
+    /// Whether another pair of values may derive a table.
+    pub retry: bool,
+}
+
+impl std::fmt::Display for Underived {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
 /// Compares `big` (scheduled with the symbol at `bound`) with `small` (at `probe`) and returns the
-/// table of sites, or why the program cannot serve other values (naming the kernel and field).
-pub fn derive(big: &Program, small: &Program, symbol: &str, bound: usize, probe: usize) -> Result<Extents, String> {
+/// table of sites, or why the program cannot serve other values.
+pub fn derive(big: &Program, small: &Program, symbol: &str, bound: usize, probe: usize) -> Result<Extents, Underived> {
+    let structural = |reason: String| Underived { reason, retry: true };
+    let settled = |reason: String| Underived { reason, retry: false };
     if probe < 2 || probe >= bound {
-        return Err(format!("probe value {probe} must lie in 2..{bound}"));
+        return Err(settled(format!("probe value {probe} must lie in 2..{bound}")));
     }
     if big.buffers.len() != small.buffers.len() || big.kernels.len() != small.kernels.len() {
-        return Err(format!(
+        return Err(structural(format!(
             "the schedule changes with {symbol}: {} kernels over {} buffers at {symbol}={bound}, {} over {} at \
              {symbol}={probe}",
             big.kernels.len(),
             big.buffers.len(),
             small.kernels.len(),
             small.buffers.len()
-        ));
+        )));
     }
     for (a, b) in big.buffers.iter().zip(&small.buffers) {
         if let (BufferKind::Constant(x), BufferKind::Constant(y)) = (&a.kind, &b.kind)
             && !crate::digest::same_contents(x, y)
         {
             let node = a.node.map_or(String::new(), |n| format!(" (node %{n})"));
-            return Err(format!("constant buffer b{}{node} depends on {symbol}", a.id.0));
+            return Err(settled(format!("constant buffer b{}{node} depends on {symbol}", a.id.0)));
         }
     }
-    let (va, vb) = (skeleton(big)?, skeleton(small)?);
+    let (va, vb) = (skeleton(big).map_err(settled)?, skeleton(small).map_err(settled)?);
     let mut diffs = Vec::new();
     let mut path = Vec::new();
-    walk(&va, &vb, &mut path, &mut diffs)
-        .map_err(|p| format!("{}: differs between {symbol}={bound} and {symbol}={probe}", describe(big, &p)))?;
+    walk(&va, &vb, &mut path, &mut diffs).map_err(|p| {
+        structural(format!("{}: differs between {symbol}={bound} and {symbol}={probe}", describe(big, &p)))
+    })?;
     let mut sites = Vec::new();
     for (p, x, y) in diffs {
         let Some(site) = classify(&p) else {
-            return Err(format!(
+            return Err(settled(format!(
                 "{} is {x} at {symbol}={bound} and {y} at {symbol}={probe}: {symbol} reaches more than the \
                  outer extent there",
                 describe(big, &p)
-            ));
+            )));
         };
         let (dx, dv) = (i128::from(x) - i128::from(y), bound as i128 - probe as i128);
         if dx < 0 || dx % dv != 0 {
-            return Err(format!(
+            return Err(structural(format!(
                 "{} is {x} at {symbol}={bound} and {y} at {symbol}={probe}: not a multiple of {symbol} plus a \
                  constant",
                 describe(big, &p)
-            ));
+            )));
         }
         let per = (dx / dv) as u64;
-        let plus =
-            i64::try_from(i128::from(x) - i128::from(per) * bound as i128).map_err(|_| "overflow".to_string())?;
+        let plus = i64::try_from(i128::from(x) - i128::from(per) * bound as i128)
+            .map_err(|_| settled("overflow".to_string()))?;
         sites.push(Scaled { site, per, plus });
     }
     Ok(Extents { symbol: symbol.to_string(), bound, sites })
