@@ -205,7 +205,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for e in c.events() {
         println!("event: total {:.3} s, cache hit {}", e.stats.total_s, e.stats.cache_hit);
         for (phase, s) in &e.stats.phases {
-            if *s > 0.001 {
+            if *s > 0.0 {
                 println!("  {phase}: {s:.3} s");
             }
         }

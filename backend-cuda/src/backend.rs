@@ -496,6 +496,7 @@ impl CudaBackend {
             // The epilogues' results live in `cubins`' memory; a failed one fails its step below.
             compiled.truncate(own_bodies);
             let mut funcs: Vec<Option<cudarc::driver::CudaFunction>> = vec![None; compiled.len()];
+            let plans_before = library::plan_seconds();
             for (((k, (t, why)), r), rep) in program.kernels.iter().zip(plan).zip(rendered).zip(rep) {
                 let mut not_library = why;
                 let t0 = std::time::Instant::now();
@@ -534,6 +535,7 @@ impl CudaBackend {
                 }
                 kernels.push(loaded);
             }
+            times.plan_s = library::plan_seconds() - plans_before;
             times.log(program.kernels.len());
         }
         let uses = |a: usize| -> Vec<(usize, usize)> {
@@ -647,6 +649,8 @@ struct LoadTimes {
     /// Building library steps (plans, heuristics, workspaces, epilogue modules) and their count.
     library_s: f64,
     library_steps: usize,
+    /// Of `library_s`: building the plans (heuristics, operation graphs, execution plans).
+    plan_s: f64,
 }
 
 impl LoadTimes {
@@ -675,7 +679,7 @@ impl LoadTimes {
         tracing::info!(
             target: "sinter::compile",
             "cuda load of {kernels} kernels: memory {:.3} s; render {:.3} s; NVRTC {:.3} s for {} programs ({} cached; slowest: {}); \
-             own modules {:.3} s; {} library steps {:.3} s",
+             own modules {:.3} s; {} library steps {:.3} s (plans {:.3} s)",
             self.memory_s,
             self.render_s,
             self.nvrtc_s,
@@ -684,7 +688,8 @@ impl LoadTimes {
             slow.join(", "),
             self.module_s,
             self.library_steps,
-            self.library_s
+            self.library_s,
+            self.plan_s
         );
     }
 }

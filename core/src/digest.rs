@@ -59,6 +59,36 @@ pub fn digest(t: &Arc<HostTensor>) -> [u8; 32] {
     d
 }
 
+/// Computes the digests of `ts` not yet known on up to 16 threads, so that later [`digest`] calls
+/// find them cached: a model's first program-cache key hashed every weight on one thread (BERT-base,
+/// 435 MB: 0.16 s of a 0.59 s cold compile on an H200 host).
+pub fn digest_all(ts: &[&Arc<HostTensor>]) {
+    let known = |t: &Arc<HostTensor>| {
+        entries().lock().is_ok_and(|g| {
+            g.0.get(&(Arc::as_ptr(t) as usize)).is_some_and(|(w, _)| w.upgrade().is_some_and(|l| Arc::ptr_eq(&l, t)))
+        })
+    };
+    let todo: Vec<&Arc<HostTensor>> =
+        ts.iter().copied().filter(|t| t.size_bytes() >= CACHED_FROM_BYTES && !known(t)).collect();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16).min(todo.len());
+    if workers <= 1 {
+        todo.iter().for_each(|t| {
+            digest(t);
+        });
+        return;
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                while let Some(t) = todo.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+                    digest(t);
+                }
+            });
+        }
+    });
+}
+
 /// Whether two constants hold the same elements, dtype and shape: the same allocation at once,
 /// else shape, dtype and [`digest`] compared (a large constant's digest is already known from the
 /// compile's earlier keys). Comparing two programs' constants element by element took 0.6 s of a

@@ -299,6 +299,14 @@ def rel_error(a: np.ndarray, b: np.ndarray) -> float:
     return e
 
 
+def all_cpus() -> None:
+    """In the child before ``exec``: every CPU, as from a shell. torch's OpenMP can leave this
+    process's thread pinned to fewer CPUs, and a child inherits that mask (seen on an H200 host:
+    sinter's parallel NVRTC compiles took 3-5x longer when started from here)."""
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, range(os.cpu_count() or 1))
+
+
 def run_sinter(bin_: Path, model: Path, inputs: list[Path], backend: str, out: Path, timeout: float,
                extra: tuple[str, ...] = ()) -> dict:
     """``sinter run`` (with ``extra`` flags); returns import_ok, run_ok, ms, compile_s, error."""
@@ -308,7 +316,7 @@ def run_sinter(bin_: Path, model: Path, inputs: list[Path], backend: str, out: P
     cmd += ["--backend", backend, "--out", str(out), *extra]
     r = {"import_ok": False, "run_ok": False, "ms": None, "compile_s": None, "error": None}
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=all_cpus)
     except subprocess.TimeoutExpired:
         r["error"] = f"timeout after {timeout:.0f} s"
         return r
@@ -416,6 +424,9 @@ def check_model(name: str, args, work: Path) -> list[dict]:
     model, example, names, dynamic = build(name, args.tiny, seed, args.batch, args.base)
     with torch.no_grad():
         ref = model(*example).numpy()
+    if hasattr(os, "sched_getaffinity"):
+        print(f"  {name}: this process may run on {len(os.sched_getaffinity(0))} of {os.cpu_count()} CPUs "
+              "(sinter's runs get all of them)", flush=True)
     d = work / name
     d.mkdir(parents=True, exist_ok=True)
     inputs = []

@@ -34,7 +34,7 @@ use std::sync::Arc;
 
 /// A library convolution bound to the kernel's arguments.
 pub(crate) struct ConvStep {
-    plan: ConvPlan,
+    plan: Arc<ConvPlan>,
     /// One device pointer per kernel argument (patched like a launch's).
     args: Vec<u64>,
     conv: LibraryConv,
@@ -127,7 +127,9 @@ pub(crate) fn build(
         |what: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("kernel {}: {what}", k.name) };
     let algo = tuning.library.unwrap_or(0) as usize;
     let (split, desc) = conv_desc(k).map_err(unsupported)?;
-    let plan = ConvPlan::new(stream, &desc, algo)?;
+    let t = std::time::Instant::now();
+    let plan = ConvPlan::shared(stream, &desc, algo)?;
+    super::library::count_plan_time(t);
     let conv = split.conv.clone();
     let bytes = (conv.out_numel() * conv.dtype.size_bytes()) as u64;
     let (epilogue, scratch, esource) = epilogue_step(backend, k, &split.epilogue, bytes, args, cubins, stream)?;

@@ -66,7 +66,7 @@ pub(crate) enum Step {
 
 /// A library product bound to the kernel's arguments.
 pub(crate) struct GemmStep {
-    plan: GemmPlan,
+    plan: Arc<GemmPlan>,
     algo: usize,
     /// One device pointer per kernel argument (patched like a launch's).
     args: Vec<u64>,
@@ -210,6 +210,20 @@ pub fn epilogue_kernel(k: &Kernel, sm: (u32, u32)) -> Option<Kernel> {
     }
 }
 
+/// Nanoseconds spent building library plans (cuBLASLt heuristics, cuDNN operation graphs and
+/// execution plans) in this process, for `SINTER_LOG=compile`'s breakdown of a load.
+static PLAN_NANOS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Adds the time since `t0` to the plans' total ([`plan_seconds`]).
+pub(crate) fn count_plan_time(t0: std::time::Instant) {
+    PLAN_NANOS.fetch_add(t0.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Seconds spent building library plans in this process so far.
+pub(crate) fn plan_seconds() -> f64 {
+    PLAN_NANOS.load(std::sync::atomic::Ordering::Relaxed) as f64 * 1e-9
+}
+
 /// Why the library does not take `k` in `mode` on a device of compute capability `sm` (`Ok` when
 /// it may: the product is large enough for `default`, any size for `max-autotune`).
 pub(crate) fn library_allowed(k: &Kernel, mode: Mode, sm: (u32, u32)) -> Result<(), String> {
@@ -273,7 +287,9 @@ pub(crate) fn build(
         |what: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("kernel {}: {what}", k.name) };
     let algo = tuning.library.unwrap_or(0) as usize;
     let (form, desc) = gemm_desc(k, backend.cuda_caps.sm).map_err(unsupported)?;
-    let plan = GemmPlan::new(stream, &desc)?;
+    let t = std::time::Instant::now();
+    let plan = GemmPlan::shared(stream, &desc)?;
+    count_plan_time(t);
     if algo >= plan.algos() {
         return Err(BackendError::Render {
             kernel: k.name.clone(),

@@ -25,8 +25,9 @@ use super::{Stream, check_blas};
 use crate::device::CudaBuffer;
 use cudarc::cublaslt::{result as lt, sys};
 use sinter_core::backend::BackendError;
+use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// Workspace bytes per plan (what cuBLASLt's heuristics may use; 32 MiB as PyTorch gives Hopper).
 pub const WORKSPACE_BYTES: u64 = 32 << 20;
@@ -34,7 +35,7 @@ pub const WORKSPACE_BYTES: u64 = 32 << 20;
 pub const MAX_ALGOS: usize = 6;
 
 /// Element type of A, B and D.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BlasType {
     /// f32 (exact unless the product allows TF32, [`GemmDesc::tf32`]).
     F32,
@@ -75,7 +76,7 @@ impl BlasType {
 }
 
 /// A row-major operand: element `(b, r, c)` at `offset + b * s_batch + r * s_row + c * s_col`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BlasOperand {
     /// Element offset.
     pub offset: u64,
@@ -89,7 +90,7 @@ pub struct BlasOperand {
 
 /// A product: `D[b, i, j] = relu?(scale_a? * scale_b? * sum_k A[b, i, k] B[b, k, j] + bias?[j])`,
 /// D dense row-major.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GemmDesc {
     /// Batch count.
     pub batch: u64,
@@ -254,10 +255,18 @@ pub struct GemmPlan {
     algos: Vec<sys::cublasLtMatmulAlgo_t>,
     workspace: Arc<CudaBuffer>,
     handle: sys::cublasLtHandle_t,
+    /// Held while a launch sets the descriptor's pointers and enqueues the product.
+    launching: Mutex<()>,
 }
 
-// SAFETY: the descriptors are only read after creation; launches are serialized by the owner.
+// SAFETY: the descriptors are only read after creation, except in `launch`, which holds
+// `launching` while it sets their pointer attributes and enqueues the product.
 unsafe impl Send for GemmPlan {}
+// SAFETY: as above: every use through `&GemmPlan` that touches a descriptor holds `launching`.
+unsafe impl Sync for GemmPlan {}
+
+/// Plans by stream and description while some step holds them ([`GemmPlan::shared`]).
+type Shared = HashMap<(u64, GemmDesc), Weak<GemmPlan>>;
 
 impl std::fmt::Debug for GemmPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -401,7 +410,26 @@ impl GemmPlan {
             });
         }
         let workspace = stream.shared_workspace(ws)?;
-        Ok(GemmPlan { desc: *g, descs, algos, workspace, handle })
+        Ok(GemmPlan { desc: *g, descs, algos, workspace, handle, launching: Mutex::new(()) })
+    }
+
+    /// As [`GemmPlan::new`], sharing the plan already built on `stream` for the same description
+    /// while one lives: a transformer's layers (BERT-base: 72 products of 4 shapes) ask the
+    /// heuristic once per shape. Launches on one stream run in order, so the plan and its
+    /// workspace serve them all.
+    pub fn shared(stream: &Arc<Stream>, g: &GemmDesc) -> Result<Arc<GemmPlan>, BackendError> {
+        static PLANS: OnceLock<Mutex<Shared>> = OnceLock::new();
+        let key = (stream.id(), *g);
+        let plans = PLANS.get_or_init(Mutex::default);
+        if let Some(p) = plans.lock().ok().and_then(|m| m.get(&key).and_then(Weak::upgrade)) {
+            return Ok(p);
+        }
+        let p = Arc::new(GemmPlan::new(stream, g)?);
+        if let Ok(mut m) = plans.lock() {
+            m.retain(|_, w| w.strong_count() > 0);
+            m.insert(key, Arc::downgrade(&p));
+        }
+        Ok(p)
     }
 
     /// The product.
@@ -432,6 +460,7 @@ impl GemmPlan {
         let g = &self.desc;
         let e = g.dtype.bytes();
         let algo = &self.algos[algo.min(self.algos.len() - 1)];
+        let _launching = self.launching.lock().unwrap_or_else(|p| p.into_inner());
         // The library's A is our B: its scale pointer is B's, and the other way round.
         use sys::cublasLtMatmulDescAttributes_t as D;
         for (on, attr, ptr) in [

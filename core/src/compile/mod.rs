@@ -641,6 +641,11 @@ impl CompiledGraph {
     /// The program cache key of `sig`; `extra` tells programs compiled for different purposes
     /// apart (a dynamic program and one for exactly `sig`).
     fn cache_key(&self, sig: &Signature, extra: &str) -> String {
+        // Every constant's digest at once, in parallel: the text below summarizes constants by
+        // digest, and their bytes are hashed after it.
+        let constants: Vec<&Arc<crate::tensor::HostTensor>> =
+            self.graph.nodes.iter().filter_map(|n| if let Op::Constant(t) = &n.op { Some(t) } else { None }).collect();
+        crate::digest::digest_all(&constants);
         let mut h = blake3::Hasher::new();
         h.update(env!("CARGO_PKG_VERSION").as_bytes());
         // The scheduler's and the passes' own sources (core/build.rs): a changed compiler under
