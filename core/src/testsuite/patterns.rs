@@ -352,6 +352,8 @@ fn attention_cases(d: DType) -> Result<Vec<Instance>, String> {
         AttnCase { causal: Some(0), dv: 32, ..AttnCase::new(1, 2, 33, 33, 128, d) },
         // torch's export: the probabilities NaN-guarded; the mask's first row masks every key.
         AttnCase { mask: AttnMask::Bool, nan_guard: true, ..AttnCase::new(2, 2, 5, 9, 32, d) },
+        // The math form of scaled_dot_product_attention (GPT-2's export): `q` and `k^T` scaled apart.
+        AttnCase { split_scale: true, bshd: true, causal: Some(0), ..AttnCase::new(2, 3, 33, 33, 64, d) },
     ];
     let mut out = Vec::new();
     for c in cases {
@@ -380,8 +382,8 @@ fn attention_cases(d: DType) -> Result<Vec<Instance>, String> {
             if c.causal.is_some() { " causal " } else { " " },
             c.mask,
             if c.bshd { " bshd" } else { "" },
-            if c.nan_guard { " nan-guard" } else { "" }
-        );
+            if c.nan_guard { " nan-guard" } else { "" },
+        ) + if c.split_scale { " split-scale" } else { "" };
         out.push(b.finish(label, Tol::sum(c.kv + c.d, 1.0).times(4.0), &[&y])?);
     }
     Ok(out)

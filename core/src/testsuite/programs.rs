@@ -98,6 +98,9 @@ pub struct AttnCase {
     /// The probabilities under torch's export guard `where(isnan(p), 0, p)`: a row whose every
     /// key is masked gives zeros instead of NaN.
     pub nan_guard: bool,
+    /// The scale applied as `scaled_dot_product_attention`'s math form exports it: `q` and `k^T`
+    /// each times `scale ** 0.5` before the product, instead of the scores times `scale`.
+    pub split_scale: bool,
 }
 
 impl AttnCase {
@@ -116,6 +119,7 @@ impl AttnCase {
             mask: AttnMask::None,
             bshd: false,
             nan_guard: false,
+            split_scale: false,
         }
     }
 
@@ -251,12 +255,19 @@ pub fn attention_written_out(
         k = rep(&k, c.kv, c.d);
         v = rep(&v, c.kv, c.dv);
     }
-    let mut s = q.matmul(&k.permute(&[0, 1, 3, 2]));
     let low = matches!(c.dtype, DType::F16 | DType::BF16);
+    let mut s = if c.split_scale {
+        let r = c.scale().sqrt();
+        (&q * r).matmul(&(&k.permute(&[0, 1, 3, 2]) * r))
+    } else {
+        q.matmul(&k.permute(&[0, 1, 3, 2]))
+    };
     if low {
         s = s.cast(DType::F32);
     }
-    s = &s * c.scale();
+    if !c.split_scale {
+        s = &s * c.scale();
+    }
     let ninf = g.scalar(DType::F32, f64::NEG_INFINITY);
     if let Some(m) = mask {
         s = if c.mask == AttnMask::Additive { &s + m } else { m.where_(&s, &ninf) };

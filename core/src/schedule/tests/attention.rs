@@ -44,6 +44,10 @@ fn attention_chains_fuse_into_one_kernel() {
         AttnCase { bshd: true, ..AttnCase::new(2, 3, 4, 4, 8, DType::F32) },
         AttnCase { kv_heads: 2, dv: 6, bshd: true, ..AttnCase::new(2, 4, 3, 5, 4, DType::F32) },
         AttnCase { kv_heads: 1, ..AttnCase::new(1, 4, 3, 5, 4, DType::F32) },
+        // `q` and `k^T` scaled apart (GPT-2's export): the factors move onto the scores and
+        // both operands are read in place (no scaled copies, no copy of `k`).
+        AttnCase { split_scale: true, bshd: true, ..AttnCase::new(2, 3, 5, 7, 8, DType::F32) },
+        AttnCase { split_scale: true, causal: Some(0), ..AttnCase::new(1, 2, 9, 9, 8, DType::BF16) },
     ];
     for (i, c) in cases.iter().enumerate() {
         let g = attention_graph(c);
@@ -64,6 +68,9 @@ fn attention_chains_fuse_into_one_kernel() {
         // Strided views need no copies (grouped heads included) .
         let copies = p.kernels.iter().filter(|k| k.name.contains("copy")).count();
         assert_eq!(copies, 0, "case {i} {c:?}\n{}", print_program(&p));
+        if c.split_scale {
+            assert_eq!(p.kernels.len(), 1, "case {i}: the scaled operands are not kernels\n{}", print_program(&p));
+        }
         assert!(p.decisions.iter().any(|d| d.fused && d.reason.starts_with("fused: attention")), "case {i}");
         // Eager keeps every op apart.
         let e = check_with(&g, &inputs(c, i as u64), &Capabilities::host(), &ScheduleOptions::eager());
