@@ -10,6 +10,10 @@
 //!   NaN guard `where(isnan(p), 0, p)` (then applied to the output: [`AttnMatch::nan_guard`]);
 //! * `s` comes from exactly one matmul `qk` through pointwise and movement ops only (scale,
 //!   additive or boolean masks, casts), at the same element: the scores are not reshaped;
+//! * an operand of `qk` that is another node times a constant of one value, read by `qk` alone,
+//!   joins the chain: the kernel reads the other node and multiplies the raw scores by the
+//!   factor ([`Sched::scaled_operand`]; rounding differs from the graph's by the order of one
+//!   multiplication);
 //! * every node on a path from `qk` to `pv` is used only inside the chain and is no graph output
 //!   (else the scores or probabilities must be stored anyway: refused with the node named);
 //! * both products share their batch dimensions; the last batch dimension is the heads.
