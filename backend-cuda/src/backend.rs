@@ -669,9 +669,21 @@ impl LoadTimes {
             .filter_map(|(r, (n, _))| r.as_ref().ok().map(|c| (c.seconds, n.to_string())))
             .collect();
         self.hits = ok.iter().filter(|(s, _)| *s == 0.0).count();
-        self.slowest = ok;
-        self.slowest.sort_by(|a, b| b.0.total_cmp(&a.0));
-        self.slowest.truncate(3);
+        // Sources compiled as one translation unit share its time: one entry per unit, named by
+        // its first source and how many it held.
+        let mut units: Vec<(f64, String, usize)> = Vec::new();
+        for (s, n) in ok.into_iter().filter(|(s, _)| *s > 0.0) {
+            match units.iter_mut().find(|u| u.0 == s) {
+                Some(u) => u.2 += 1,
+                None => units.push((s, n, 1)),
+            }
+        }
+        units.sort_by(|a, b| b.0.total_cmp(&a.0));
+        self.slowest = units
+            .into_iter()
+            .take(3)
+            .map(|(s, n, k)| (s, if k > 1 { format!("{n} (+{} in its unit)", k - 1) } else { n }))
+            .collect();
     }
 
     fn log(&self, kernels: usize) {
