@@ -457,8 +457,12 @@ impl CudaBackend {
             for (k, (t, _)) in program.kernels.iter().zip(&plan) {
                 if t.library.is_some() {
                     rendered.push(None);
-                    if let Some(e) = library::epilogue_kernel(k, self.cuda_caps.sm) {
-                        epilogues.push(render::render(&e, &self.cuda_caps, &Tuning::default())?);
+                    // Best effort: a failure here surfaces where the step is built (and may
+                    // send the kernel to its own template).
+                    if let Some(Ok(r)) = library::epilogue_kernel(k, self.cuda_caps.sm)
+                        .map(|e| render::render(&e, &self.cuda_caps, &Tuning::default()))
+                    {
+                        epilogues.push(r);
                     }
                 } else {
                     rendered.push(Some(render::render(k, &self.cuda_caps, t)?));
