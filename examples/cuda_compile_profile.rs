@@ -92,7 +92,7 @@ impl Backend for OfflineHopper {
             one.unwrap_or(0.0)
         ));
         // `EPILOGUES=1`: the epilogue kernel a library step of each kernel would launch (a cuDNN
-        // convolution's, a split cuBLASLt product's), each compiled alone.
+        // convolution's, a split cuBLASLt product's), compiled in one batch, then each alone.
         if std::env::var("EPILOGUES").is_ok_and(|v| v == "1") {
             let mut epilogues = Vec::new();
             for k in &program.kernels {
@@ -109,20 +109,17 @@ impl Backend for OfflineHopper {
                 t.elapsed().as_secs_f64(),
                 results.iter().filter(|r| r.is_err()).count()
             ));
-            for k in &program.kernels {
-                if let Some(e) = sinter_cuda::backend::epilogue_kernel(k, self.info.cc) {
-                    let r = render::render(&e, &caps, &Tuning::default())?;
-                    if let Ok(dir) = std::env::var("PROFILE_DUMP") {
-                        let _ = std::fs::write(format!("{dir}/{}.cu", r.name), &r.source);
-                    }
-                    let t = Instant::now();
-                    let _ = sinter_cuda::nvrtc::compile(&r.name, &r.source, &sinter_cuda::nvrtc::Target::hopper());
-                    self.report.lock().unwrap().push(format!(
-                        "  epilogue NVRTC {}: {:.3} s",
-                        r.name,
-                        t.elapsed().as_secs_f64()
-                    ));
+            for r in &epilogues {
+                if let Ok(dir) = std::env::var("PROFILE_DUMP") {
+                    let _ = std::fs::write(format!("{dir}/{}.cu", r.name), &r.source);
                 }
+                let t = Instant::now();
+                let _ = sinter_cuda::nvrtc::compile(&r.name, &r.source, &sinter_cuda::nvrtc::Target::hopper());
+                self.report.lock().unwrap().push(format!(
+                    "  epilogue NVRTC {}: {:.3} s",
+                    r.name,
+                    t.elapsed().as_secs_f64()
+                ));
             }
         }
         let outputs = program.outputs.iter().map(|o| (o.dtype, o.shape.clone())).collect();

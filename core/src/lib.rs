@@ -11,6 +11,7 @@ pub mod error;
 pub mod fp8;
 pub mod infer;
 pub mod ir;
+pub mod par;
 pub mod passes;
 pub mod profile;
 pub mod scalar;

@@ -25,9 +25,8 @@ use super::{Stream, check_blas};
 use crate::device::CudaBuffer;
 use cudarc::cublaslt::{result as lt, sys};
 use sinter_core::backend::BackendError;
-use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Workspace bytes per plan (what cuBLASLt's heuristics may use; 32 MiB as PyTorch gives Hopper).
 pub const WORKSPACE_BYTES: u64 = 32 << 20;
@@ -265,9 +264,6 @@ unsafe impl Send for GemmPlan {}
 // SAFETY: as above: every use through `&GemmPlan` that touches a descriptor holds `launching`.
 unsafe impl Sync for GemmPlan {}
 
-/// Plans by stream and description while some step holds them ([`GemmPlan::shared`]).
-type Shared = HashMap<(u64, GemmDesc), Weak<GemmPlan>>;
-
 impl std::fmt::Debug for GemmPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "GemmPlan({:?}, {} algorithms)", self.desc, self.algos.len())
@@ -418,18 +414,8 @@ impl GemmPlan {
     /// heuristic once per shape. Launches on one stream run in order, so the plan and its
     /// workspace serve them all.
     pub fn shared(stream: &Arc<Stream>, g: &GemmDesc) -> Result<Arc<GemmPlan>, BackendError> {
-        static PLANS: OnceLock<Mutex<Shared>> = OnceLock::new();
-        let key = (stream.id(), *g);
-        let plans = PLANS.get_or_init(Mutex::default);
-        if let Some(p) = plans.lock().ok().and_then(|m| m.get(&key).and_then(Weak::upgrade)) {
-            return Ok(p);
-        }
-        let p = Arc::new(GemmPlan::new(stream, g)?);
-        if let Ok(mut m) = plans.lock() {
-            m.retain(|_, w| w.strong_count() > 0);
-            m.insert(key, Arc::downgrade(&p));
-        }
-        Ok(p)
+        static PLANS: OnceLock<super::shared::Shared<(u64, GemmDesc), GemmPlan>> = OnceLock::new();
+        PLANS.get_or_init(Default::default).get_or_make((stream.id(), *g), || Ok(Arc::new(GemmPlan::new(stream, g)?)))
     }
 
     /// The product.

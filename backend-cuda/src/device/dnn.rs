@@ -208,9 +208,6 @@ impl std::fmt::Debug for ConvPlan {
 /// Most variant packs one plan keeps ([`ConvPlan`]'s `packs`).
 const PACKS: usize = 64;
 
-/// Plans by stream, description and algorithm while some step holds them ([`ConvPlan::shared`]).
-type Shared = std::collections::HashMap<(u64, ConvDesc, usize), std::sync::Weak<ConvPlan>>;
-
 /// Unique ids of x, w and y in the operation graph and variant packs.
 const UIDS: [i64; 3] = [1, 2, 3];
 
@@ -237,18 +234,11 @@ impl ConvPlan {
     /// about 20 shapes) plan once. Launches on one stream run in order, so sharing the plan and
     /// its workspace is safe; its variant packs are kept per set of pointers.
     pub fn shared(stream: &Arc<Stream>, c: &ConvDesc, algo: usize) -> Result<Arc<ConvPlan>, BackendError> {
-        static PLANS: std::sync::OnceLock<Mutex<Shared>> = std::sync::OnceLock::new();
-        let key = (stream.id(), *c, algo);
-        let plans = PLANS.get_or_init(Mutex::default);
-        if let Some(p) = plans.lock().ok().and_then(|m| m.get(&key).and_then(std::sync::Weak::upgrade)) {
-            return Ok(p);
-        }
-        let p = Arc::new(ConvPlan::new(stream, c, algo)?);
-        if let Ok(mut m) = plans.lock() {
-            m.retain(|_, w| w.strong_count() > 0);
-            m.insert(key, Arc::downgrade(&p));
-        }
-        Ok(p)
+        static PLANS: std::sync::OnceLock<super::shared::Shared<(u64, ConvDesc, usize), ConvPlan>> =
+            std::sync::OnceLock::new();
+        PLANS
+            .get_or_init(Default::default)
+            .get_or_make((stream.id(), *c, algo), || Ok(Arc::new(ConvPlan::new(stream, c, algo)?)))
     }
 
     fn plan(stream: &Arc<Stream>, c: &ConvDesc, algo: usize) -> Result<ConvPlan, BackendError> {

@@ -28,6 +28,7 @@ mod graph;
 mod launch;
 pub mod peaks;
 pub mod pool;
+pub mod shared;
 pub mod tma;
 
 pub use buffer::{CudaBuffer, Pool, Stream};
@@ -40,7 +41,6 @@ use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, DriverError, result};
 use serde::{Deserialize, Serialize};
 use sinter_core::backend::BackendError;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -158,7 +158,7 @@ struct Inner {
     info: DeviceInfo,
     /// Loaded modules by the blake3 digest of their image, while some function of theirs lives:
     /// the kernels NVRTC compiled in one translation unit share one cubin, loaded once.
-    modules: Mutex<HashMap<[u8; 32], Weak<CudaModule>>>,
+    modules: shared::Shared<[u8; 32], CudaModule>,
     ctx: Arc<CudaContext>,
 }
 
@@ -240,7 +240,7 @@ impl Device {
         };
         let pool = Arc::new(Pool::new(ctx.clone(), info.total_mem_bytes));
         let upload = Self::make_stream(&ctx, &pool)?;
-        Ok(Device { inner: Arc::new(Inner { upload, pool, info, modules: Mutex::default(), ctx }) })
+        Ok(Device { inner: Arc::new(Inner { upload, pool, info, modules: shared::Shared::default(), ctx }) })
     }
 
     fn make_stream(ctx: &Arc<CudaContext>, pool: &Arc<Pool>) -> Result<Arc<Stream>, BackendError> {
@@ -301,22 +301,12 @@ impl Device {
         }
         self.bind()?;
         let what = format!("kernel {name}");
-        let digest = *blake3::hash(image).as_bytes();
-        let mut modules = self.inner.modules.lock().unwrap_or_else(|p| p.into_inner());
-        let module = match modules.get(&digest).and_then(Weak::upgrade) {
-            Some(m) => m,
-            None => {
-                let m = self
-                    .inner
-                    .ctx
-                    .load_module(cudarc::nvrtc::Ptx::from_binary(image.to_vec()))
-                    .map_err(|e| driver_error("cuModuleLoadData", &what, e))?;
-                modules.retain(|_, w| w.strong_count() > 0);
-                modules.insert(digest, Arc::downgrade(&m));
-                m
-            }
-        };
-        drop(modules);
+        let module = self.inner.modules.get_or_make(*blake3::hash(image).as_bytes(), || {
+            self.inner
+                .ctx
+                .load_module(cudarc::nvrtc::Ptx::from_binary(image.to_vec()))
+                .map_err(|e| driver_error("cuModuleLoadData", &what, e))
+        })?;
         module.load_function(name).map_err(|e| driver_error("cuModuleGetFunction", &what, e))
     }
 

@@ -20,8 +20,6 @@
 //! * Heavy sources (tensor-core templates, anything long) compile alone, longest first.
 
 use super::{Cubin, CubinCache, NvrtcError, Target, combine_sources, compile};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Most NVRTC compiles [`compile_parallel`] runs at once.
 pub const MAX_COMPILE_THREADS: usize = 16;
@@ -69,26 +67,8 @@ pub fn compile_parallel(
     heavy.sort_by_key(|&i| std::cmp::Reverse(sources[i].1.len()));
     let mut jobs: Vec<Job> = heavy.into_iter().map(|i| vec![i]).collect();
     jobs.extend(lights.chunks(group_size()).map(<[usize]>::to_vec));
-    let workers =
-        std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_COMPILE_THREADS).min(jobs.len());
-    let results: Mutex<Vec<(usize, Result<Cubin, NvrtcError>)>> = Mutex::new(Vec::new());
-    let next = AtomicUsize::new(0);
-    let work = || {
-        while let Some(job) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
-            let done = run_job(job, sources, target);
-            results.lock().unwrap_or_else(|p| p.into_inner()).extend(done);
-        }
-    };
-    if workers <= 1 {
-        work();
-    } else {
-        std::thread::scope(|s| {
-            for _ in 0..workers {
-                s.spawn(work);
-            }
-        });
-    }
-    for (i, r) in results.into_inner().unwrap_or_else(|p| p.into_inner()) {
+    let results = sinter_core::par::map(&jobs, MAX_COMPILE_THREADS, |job| run_job(job, sources, target));
+    for (i, r) in results.into_iter().flatten() {
         if let Ok(c) = &r {
             cubins.keep(&keys[i], c);
         }

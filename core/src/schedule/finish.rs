@@ -208,9 +208,13 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
             Space::Reduce { rows, len, .. } | Space::Window { rows, len } => {
                 let window = matches!(kb.space, Space::Window { .. });
                 let model = &s.opts.cost_model;
-                let whole =
-                    reads_rows_contiguously(kb, *rows, *len).then(|| model.workgroup_per_whole_row(*len)).flatten();
                 let chosen = model.reduce_strategy(*rows, *len, s.caps);
+                // Only a kernel that would take a thread per row asks (the cost model first: the
+                // probe evaluates indices).
+                let whole = (window || chosen == ReduceStrategy::ThreadPerRow)
+                    .then(|| model.workgroup_per_whole_row(*len))
+                    .flatten()
+                    .filter(|_| reads_rows_contiguously(kb, *rows, *len));
                 // A window kernel takes one thread per output unless its rows are stored whole.
                 let strategy = match (window, &whole, chosen) {
                     (true, None, _) => ReduceStrategy::ThreadPerRow,
