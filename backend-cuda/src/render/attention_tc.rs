@@ -55,7 +55,7 @@ pub(super) fn render(
     let qregs = !wgmma && q_in_regs(tile, a);
     let pingpong = tile.warp_specialized();
     let tma = tile.engine == AttnEngine::WgmmaPingPongTma;
-    let strategy = if pingpong {
+    let mut strategy = if pingpong {
         let kind = if tma { "wgmma-tma" } else { "wgmma-pp" };
         format!("attention {kind} {bm}x{bn} wg{}+1 s{stages}", bm / 64)
     } else if wgmma {
@@ -64,6 +64,12 @@ pub(super) fn render(
     } else {
         format!("attention mma {bm}x{bn} w{warps} s{stages}")
     };
+    if tile.emu > 0 {
+        strategy += &format!(" e{}", tile.emu);
+    }
+    if tile.qregs {
+        strategy += " qr";
+    }
     let summary = format!(
         "tensor-core attention {} heads x m {m} x kv {kv}, d {d} dv {dv} ({} -> f32, {}), tile {bm}x{bn}, \
          {} warps of {} rows{}, {stages} stages ({shared} bytes), Q in {}{}, {blocks} blocks",
@@ -79,7 +85,7 @@ pub(super) fn render(
         } else {
             ""
         },
-        if qregs { "registers" } else { "shared memory" },
+        if qregs || tile.qregs { "registers" } else { "shared memory" },
         match a.causal {
             Some(o) => format!(", causal +{o}"),
             None => String::new(),
@@ -96,7 +102,7 @@ pub(super) fn render(
     em.h.need(H::Mma);
     if wgmma {
         em.h.need(H::Wgmma);
-        em.h.need(H::WgmmaMma { n: bn, rs: false, trans_b: false, f16: a.in_dtype == DType::F16 });
+        em.h.need(H::WgmmaMma { n: bn, rs: tile.qregs, trans_b: false, f16: a.in_dtype == DType::F16 });
         em.h.need(H::WgmmaMma { n: dv, rs: true, trans_b: true, f16: a.in_dtype == DType::F16 });
     }
     if pingpong {
@@ -117,6 +123,11 @@ pub(super) fn render(
     emit_consts(em);
     em.line("// 2^x, flushing subnormal results to 0 (probabilities under 2^-126 round to 0 in bf16/f16 anyway)");
     em.line("auto sinter_ex2 = [](float x) { float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x)); return y; };");
+    if tile.emu > 0 {
+        for l in super::attention::EX2_FMA.lines() {
+            em.line(l);
+        }
+    }
     let fold = folded_scale(em.k, a);
     let sl = super::types::float_lit((fold.unwrap_or(1.0) * std::f64::consts::LOG2_E) as f32);
     em.line(format!(
@@ -154,7 +165,9 @@ pub(super) fn render(
     if wgmma {
         em.line("// the swizzle pattern repeats every 1024 bytes: tiles start on that period");
         em.line("const unsigned s_base = ((unsigned)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;");
-        em.line("const unsigned wg = warp / 4u; // the warpgroup, owning rows wg * 64 .. of the tile");
+        if !tile.qregs || pingpong {
+            em.line("const unsigned wg = warp / 4u; // the warpgroup, owning rows wg * 64 .. of the tile");
+        }
     } else {
         em.line("const unsigned s_base = (unsigned)__cvta_generic_to_shared(smem);");
     }
@@ -163,6 +176,9 @@ pub(super) fn render(
         super::attention_pingpong::prologue(em, a, tile, (qt, kt, vt));
     } else {
         q_and_kv_prologue(em, a, tile, (qt, kt, vt));
+        if tile.qregs {
+            super::attention_wgmma::q_frags(em, a, tile);
+        }
     }
     let d16 = d / 16;
     let q_frag = |em: &mut Emitter<'_>, dst: &str, kk: &str| {
@@ -528,7 +544,15 @@ pub(super) fn emit_softmax(em: &mut Emitter<'_>, tile: &AttnTile, dv: u32, defer
     em.open(format!("for (unsigned j = 0; j < {bn8}u; ++j)"));
     em.line("#pragma unroll");
     em.open("for (unsigned c = 0; c < 2u; ++c)");
-    em.line("const float p = sinter_ex2(fmaf(s[i][j][2u * h + c], SL, -ms));");
+    if tile.emu > 0 {
+        em.line("const float x = fmaf(s[i][j][2u * h + c], SL, -ms);");
+        em.line(format!(
+            "const float p = j < {}u ? sinter_ex2_fma(x) : sinter_ex2(x); // blocks below {} on the FMA pipe",
+            tile.emu, tile.emu
+        ));
+    } else {
+        em.line("const float p = sinter_ex2(fmaf(s[i][j][2u * h + c], SL, -ms));");
+    }
     em.line("s[i][j][2u * h + c] = p;");
     em.line("rs += p;");
     em.close();

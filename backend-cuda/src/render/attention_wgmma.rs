@@ -38,15 +38,34 @@ use super::prelude::wgmma_name;
 /// the first overwriting `s`); no fence, commit or wait.
 pub(super) fn qk_issue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, sk: &str) {
     let (bm, bn, d16) = (t.bm, t.bn, a.d as u32 / 16);
-    let name = wgmma_name(bn, false, false, a.in_dtype == DType::F16);
+    let name = wgmma_name(bn, t.qregs, false, a.in_dtype == DType::F16);
     em.line("#pragma unroll");
     em.open(format!("for (unsigned kk = 0; kk < {d16}u; ++kk)"));
     em.line("// k16 slice kk: 64-column block kk / 4, 32 bytes per slice inside the swizzled row");
-    em.line(format!("const unsigned qa = s_base + wg * 8192u + kk / 4u * {}u + kk % 4u * 32u;", bm * 128));
+    let qa = if t.qregs {
+        "qf[kk]".to_string()
+    } else {
+        em.line(format!("const unsigned qa = s_base + wg * 8192u + kk / 4u * {}u + kk % 4u * 32u;", bm * 128));
+        "sinter_wgmma_desc(qa, 16u, 1024u)".to_string()
+    };
     em.line(format!("const unsigned ka = {sk} + kk / 4u * {}u + kk % 4u * 32u;", bn * 128));
-    em.line(format!(
-        "{name}(s[0], sinter_wgmma_desc(qa, 16u, 1024u), sinter_wgmma_desc(ka, 16u, 1024u), kk > 0u ? 1 : 0);"
-    ));
+    em.line(format!("{name}(s[0], {qa}, sinter_wgmma_desc(ka, 16u, 1024u), kk > 0u ? 1 : 0);"));
+    em.close();
+}
+
+/// `qf[kk]` = the warp's 16 rows of Q, k16 slice `kk`, as `wgmma` A fragments (the `mma.sync`
+/// m16k16 layout), read by `ldmatrix` from the swizzled Q tile once it has landed
+/// ([`AttnTile::qregs`]).
+pub(super) fn q_frags(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
+    let d16 = a.d as u32 / 16;
+    em.line(format!("unsigned qf[{d16}][4]; // Q's A fragments: every Q Kᵀ reads them from registers"));
+    em.open("");
+    em.line("const unsigned mat = lane / 8u, r8 = lane % 8u;");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned kk = 0; kk < {d16}u; ++kk)"));
+    em.line("const unsigned row = warp * 16u + mat % 2u * 8u + r8, col = kk * 16u + mat / 2u * 8u;");
+    em.line(format!("sinter_ldsm_x4<false>(qf[kk], s_base + sinter_swz128(row, col, {}u));", t.bm));
+    em.close();
     em.close();
 }
 

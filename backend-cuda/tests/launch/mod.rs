@@ -32,24 +32,36 @@ pub fn caps(dev: &Device) -> CudaCaps {
     CudaCaps { sm: dev.info().cc, sm_count: dev.info().sm_count, ..CudaCaps::hopper() }
 }
 
-/// Renders and compiles every tuning (in parallel): (tuning, rendered, cubin).
+/// The strategy substrings of `SINTER_TEST_TUNINGS` (comma-separated), when set: a device call
+/// that checks or times only some templates (`SINTER_TEST_TUNINGS="e4,qr"`).
+pub fn tuning_filter() -> Option<Vec<String>> {
+    let v = std::env::var("SINTER_TEST_TUNINGS").ok().filter(|v| !v.is_empty())?;
+    Some(v.split(',').map(str::to_string).collect())
+}
+
+/// Renders and compiles every tuning (in parallel): (tuning, rendered, cubin). Under
+/// [`tuning_filter`], only the tunings whose strategy contains one of its substrings.
 pub fn build(dev: &Device, p: &Program, tunings: &[Tuning]) -> Vec<(Tuning, Rendered, Vec<u8>)> {
     let k = &p.kernels[0];
     let c = caps(dev);
     let target = Target { sm: dev.info().cc };
+    let filter = tuning_filter();
     std::thread::scope(|s| {
         let hs: Vec<_> = tunings
             .iter()
             .map(|t| {
-                let (c, target) = (&c, &target);
+                let (c, target, filter) = (&c, &target, &filter);
                 s.spawn(move || {
                     let r = render::render(k, c, t).unwrap_or_else(|e| panic!("{t:?}: {e}"));
+                    if filter.as_ref().is_some_and(|f| !f.iter().any(|x| r.strategy.contains(x.as_str()))) {
+                        return None;
+                    }
                     let cubin = nvrtc::compile(&r.name, &r.source, target).unwrap_or_else(|e| panic!("{t:?}: {e}"));
-                    (t.clone(), r, cubin.image)
+                    Some((t.clone(), r, cubin.image))
                 })
             })
             .collect();
-        hs.into_iter().map(|h| h.join().expect("compile thread")).collect()
+        hs.into_iter().filter_map(|h| h.join().expect("compile thread")).collect()
     })
 }
 
