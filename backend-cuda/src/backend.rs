@@ -182,6 +182,8 @@ impl CudaBackend {
 
     /// Opens GPU `ordinal`.
     pub fn with_ordinal(ordinal: usize) -> Result<CudaBackend, BackendError> {
+        // NVRTC's first-use costs overlap the context's creation (`SINTER_NVRTC_WARMUP=0`: off).
+        crate::nvrtc::warm_up_in_background();
         let dev = Device::new(ordinal)?;
         crate::probe::nvrtc().map_err(|e| BackendError::NoDevice(format!("NVRTC (libnvrtc): {e}")))?;
         Ok(Self::with_device(dev))

@@ -68,30 +68,7 @@ pub struct AttnTile {
     /// The tensor-core instructions and the schedule of the loop over key tiles.
     #[serde(default)]
     pub engine: AttnEngine,
-    /// Of each thread's `bn / 8` score blocks per row, how many take `2^x` on the FMA pipe (a
-    /// polynomial, [`EX2_FMA`]) instead of the special-function unit, whose 16 results per clock
-    /// and SM are as many scores as the tensor cores finish at head dim 64.
-    #[serde(default)]
-    pub emu: u32,
-    /// `wgmma` tiles: Q as register A fragments (loaded once from the swizzled tile) instead of
-    /// read from shared memory by every `Q Kᵀ`, so shared memory serves only K and V.
-    #[serde(default)]
-    pub qregs: bool,
 }
-
-/// `2^x` for `x <= 0` on the FMA and integer pipes (FlashAttention-4's exponential emulation):
-/// `x = j + f` with `j` rounded to the nearest integer by the 1.5 * 2^23 shift and `f` in
-/// [-0.5, 0.5], a degree-3 minimax polynomial for `2^f` (relative error 7.5e-5, below the 2^-9
-/// and 2^-11 of the bf16 and f16 probabilities the products read), times `2^j` built in the
-/// exponent bits. `max.NaN` keeps a NaN score NaN; `x <= -127` (masked keys, `-inf`) gives 0.
-pub const EX2_FMA: &str = "// 2^x (x <= 0) on the FMA pipe: 2^round(x) * p(x - round(x)), p a degree-3 minimax fit (rel err 7.5e-5)
-auto sinter_ex2_fma = [](float x) {
-    float c; asm(\"max.NaN.f32 %0, %1, -127.0;\" : \"=f\"(c) : \"f\"(x));
-    const float t = __fadd_rn(c, 12582912.0f); // 1.5 * 2^23: round(c) in the low mantissa bits
-    const float f = __fsub_rn(c, __fsub_rn(t, 12582912.0f));
-    const float p = fmaf(fmaf(fmaf(0.05517167f, f, 0.24261114f), f, 0.69326097f), f, 0.99992806f);
-    return p * __int_as_float((__float_as_int(t) << 23) + 0x3f800000); // 2^j (0 at j = -127)
-};";
 
 /// How a tensor-core attention tile computes its two products.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -106,7 +83,8 @@ pub enum AttnEngine {
     Wgmma,
     /// [`AttnEngine::Wgmma`] with the next key tile's `Q Kᵀ` issued before this tile's `P V` and
     /// the softmax of the next tile computed while `P V` runs (FlashAttention-3's intra-warpgroup
-    /// overlap); at least three stages.
+    /// overlap). Three or four stages hold whole key tiles; two stages offset the K and V rings by
+    /// one tile (the copies beside tile `kt` are K of `kt + 2` and V of `kt + 1`).
     WgmmaOverlap,
     /// FlashAttention-3's warp specialization on `wgmma` (`attention_pingpong`): a producer
     /// warpgroup copies K and V tiles into the ring and signals them on `mbarrier`s; `bm / 64`
@@ -129,7 +107,7 @@ pub enum AttnEngine {
 
 impl AttnTile {
     /// The tiles max-autotune tries (each checked with [`check_attn`]).
-    pub const CANDIDATES: [AttnTile; 40] = [
+    pub const CANDIDATES: [AttnTile; 36] = [
         AttnTile::mma(128, 64, 4, 3),
         AttnTile::mma(128, 64, 8, 2),
         AttnTile::mma(128, 64, 8, 3),
@@ -161,53 +139,40 @@ impl AttnTile {
         AttnTile::pingpong_tma(192, 64, 4),
         AttnTile::pingpong_tma(64, 128, 3),
         AttnTile::pingpong_tma(192, 128, 2),
-        // Q in registers and exponentials on the FMA pipe (head dim 64: shared-memory bandwidth
-        // and the special-function unit are the limits beside the tensor cores).
-        AttnTile::hopper(64, 128, 2).with_qregs(),
-        AttnTile::hopper(64, 128, 2).with_emu(4),
-        AttnTile::hopper(64, 128, 2).with_emu(2).with_qregs(),
-        AttnTile::hopper(64, 128, 2).with_emu(4).with_qregs(),
-        AttnTile::hopper(128, 128, 2).with_qregs(),
-        AttnTile::overlapped(128, 128, 3).with_qregs(),
-        AttnTile::pingpong_tma(128, 128, 3).with_emu(4),
-        AttnTile::pingpong_tma(128, 128, 3).with_qregs(),
-        AttnTile::pingpong_tma(192, 128, 2).with_qregs(),
+        // One warpgroup over 64 keys: smaller S and shared tiles, four or five blocks per SM.
+        AttnTile::hopper(64, 64, 2),
+        AttnTile::hopper(64, 64, 3),
+        // Overlapped in two stages' memory (K and V rings offset by one tile): three blocks per SM
+        // at d64 where three stages allow two.
+        AttnTile::overlapped(64, 128, 2),
+        AttnTile::overlapped(64, 64, 2),
+        AttnTile::overlapped(128, 128, 2),
     ];
 
     /// An `mma.sync` tile.
     pub const fn mma(bm: u32, bn: u32, warps: u32, stages: u32) -> AttnTile {
-        AttnTile { bm, bn, warps, stages, engine: AttnEngine::MmaSync, emu: 0, qregs: false }
+        AttnTile { bm, bn, warps, stages, engine: AttnEngine::MmaSync }
     }
 
     /// A `wgmma` tile: one warpgroup (four warps) per 64 query rows.
     pub const fn hopper(bm: u32, bn: u32, stages: u32) -> AttnTile {
-        AttnTile { bm, bn, warps: bm / 16, stages, engine: AttnEngine::Wgmma, emu: 0, qregs: false }
+        AttnTile { bm, bn, warps: bm / 16, stages, engine: AttnEngine::Wgmma }
     }
 
     /// A `wgmma` tile with the softmax overlapping the products ([`AttnEngine::WgmmaOverlap`]).
     pub const fn overlapped(bm: u32, bn: u32, stages: u32) -> AttnTile {
-        AttnTile { bm, bn, warps: bm / 16, stages, engine: AttnEngine::WgmmaOverlap, emu: 0, qregs: false }
+        AttnTile { bm, bn, warps: bm / 16, stages, engine: AttnEngine::WgmmaOverlap }
     }
 
     /// A warp-specialized `wgmma` tile ([`AttnEngine::WgmmaPingPong`]): `bm / 64` consumer
     /// warpgroups taking turns, and one producer warpgroup.
     pub const fn pingpong(bm: u32, bn: u32, stages: u32) -> AttnTile {
-        AttnTile { bm, bn, warps: bm / 16 + 4, stages, engine: AttnEngine::WgmmaPingPong, emu: 0, qregs: false }
+        AttnTile { bm, bn, warps: bm / 16 + 4, stages, engine: AttnEngine::WgmmaPingPong }
     }
 
     /// A warp-specialized `wgmma` tile whose producer copies by TMA ([`AttnEngine::WgmmaPingPongTma`]).
     pub const fn pingpong_tma(bm: u32, bn: u32, stages: u32) -> AttnTile {
-        AttnTile { bm, bn, warps: bm / 16 + 4, stages, engine: AttnEngine::WgmmaPingPongTma, emu: 0, qregs: false }
-    }
-
-    /// This tile with `emu` of each thread's score blocks per row exponentiated on the FMA pipe.
-    pub const fn with_emu(self, emu: u32) -> AttnTile {
-        AttnTile { emu, ..self }
-    }
-
-    /// This `wgmma` tile with Q in registers.
-    pub const fn with_qregs(self) -> AttnTile {
-        AttnTile { qregs: true, ..self }
+        AttnTile { bm, bn, warps: bm / 16 + 4, stages, engine: AttnEngine::WgmmaPingPongTma }
     }
 
     /// Whether a producer warpgroup feeds consumer warpgroups ([`AttnEngine::WgmmaPingPong`],
@@ -219,7 +184,7 @@ impl AttnTile {
     /// A tiled CUDA-core tile ([`AttnEngine::Fma`]): 256 threads, `bm / 16` rows and `bn / 16`
     /// keys per thread.
     pub const fn fma(bm: u32, bn: u32) -> AttnTile {
-        AttnTile { bm, bn, warps: 8, stages: 1, engine: AttnEngine::Fma, emu: 0, qregs: false }
+        AttnTile { bm, bn, warps: 8, stages: 1, engine: AttnEngine::Fma }
     }
 
     /// The tiles max-autotune tries where [`super::attention_fma::applies`] (each checked).
@@ -296,13 +261,11 @@ pub(super) fn decode_width(a: &AttentionBody) -> Option<usize> {
     (fits && small && aligned(&a.q, a, a.m, w) && aligned(&a.k, a, a.kv, w) && aligned(&a.v, a, a.kv, w)).then_some(w)
 }
 
-/// Registers per thread the tile's accumulators take (S and O, f32), with the overlapped
-/// schedule the next tile's P fragments that live beside them, and Q's fragments where they stay
-/// in registers ([`AttnTile::qregs`]).
+/// Registers per thread the tile's accumulators take (S and O, f32), and with the overlapped
+/// schedule the next tile's P fragments that live beside them.
 fn acc_regs(t: &AttnTile, a: &AttentionBody) -> u32 {
     let p = if t.engine == AttnEngine::WgmmaOverlap || t.warp_specialized() { t.bn / 4 } else { 0 };
-    let q = if t.qregs { a.d as u32 / 4 } else { 0 };
-    t.mi() * (t.bn / 8) * 4 + t.mi() * (a.dv as u32 / 8) * 4 + p + q
+    t.mi() * (t.bn / 8) * 4 + t.mi() * (a.dv as u32 / 8) * 4 + p
 }
 
 /// Whether the warps keep their Q fragments in registers (else they reload them from shared
@@ -346,19 +309,10 @@ pub(super) fn tc_total_shared(t: &AttnTile, a: &AttentionBody) -> u64 {
 /// Checks a tile against the template's rules and the device's limits for `a`.
 pub fn check_attn(t: &AttnTile, caps: &CudaCaps, a: &AttentionBody) -> Result<(), String> {
     if t.engine == AttnEngine::Fma {
-        if t.emu != 0 || t.qregs {
-            return Err(format!("tile {t:?}: the tiled CUDA-core template has no exponential emulation or Q registers"));
-        }
         return super::attention_fma::check(t, caps, a);
     }
     tc_applies(a, caps)?;
-    let AttnTile { bm, bn, warps, stages, engine, emu, qregs } = *t;
-    if emu > bn / 8 {
-        return Err(format!("tile {t:?}: emu counts score blocks of 8 keys (at most bn / 8 = {})", bn / 8));
-    }
-    if qregs && !t.wgmma() {
-        return Err(format!("tile {t:?}: Q in registers is a wgmma form (mma.sync tiles choose it by registers)"));
-    }
+    let AttnTile { bm, bn, warps, stages, engine } = *t;
     let wgmma = t.wgmma();
     let row_warps = t.row_warps();
     if row_warps == 0 || bm == 0 || !bm.is_multiple_of(16 * row_warps) || !(1..=2).contains(&t.mi()) {
@@ -388,9 +342,6 @@ pub fn check_attn(t: &AttnTile, caps: &CudaCaps, a: &AttentionBody) -> Result<()
         }
         // Three warpgroups leave 168 registers a thread (65536 / 384): measured with NVRTC, the
         // kernel spills past 96 accumulators (d128 with 128 keys: 168 registers and 32 spilled bytes).
-        if engine == AttnEngine::WgmmaOverlap && stages < 3 {
-            return Err(format!("tile {t:?}: the overlapped schedule keeps three tiles in flight (3 or 4 stages)"));
-        }
         if bm > 128 && !t.warp_specialized() && acc_regs(t, a) > 96 {
             return Err(format!("tile {t:?}: {} accumulators with 384 threads (at most 96)", acc_regs(t, a)));
         }

@@ -308,9 +308,6 @@ pub(super) fn consumer_loop(
             em.line(format!("sinter_bar_arrive<256>(1u + (wg + 1u) % {nc}u); // the next warpgroup's turn"));
         }
     };
-    if t.qregs {
-        super::attention_wgmma::q_frags(em, a, t);
-    }
     em.line(format!("unsigned pf[{bn16}][4]; // P of the tile whose P V is next"));
     em.line("float al[1][2]; // the rescaling of o that the next tile's softmax found");
     if nc > 1 {

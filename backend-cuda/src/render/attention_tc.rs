@@ -55,7 +55,7 @@ pub(super) fn render(
     let qregs = !wgmma && q_in_regs(tile, a);
     let pingpong = tile.warp_specialized();
     let tma = tile.engine == AttnEngine::WgmmaPingPongTma;
-    let mut strategy = if pingpong {
+    let strategy = if pingpong {
         let kind = if tma { "wgmma-tma" } else { "wgmma-pp" };
         format!("attention {kind} {bm}x{bn} wg{}+1 s{stages}", bm / 64)
     } else if wgmma {
@@ -64,12 +64,6 @@ pub(super) fn render(
     } else {
         format!("attention mma {bm}x{bn} w{warps} s{stages}")
     };
-    if tile.emu > 0 {
-        strategy += &format!(" e{}", tile.emu);
-    }
-    if tile.qregs {
-        strategy += " qr";
-    }
     let summary = format!(
         "tensor-core attention {} heads x m {m} x kv {kv}, d {d} dv {dv} ({} -> f32, {}), tile {bm}x{bn}, \
          {} warps of {} rows{}, {stages} stages ({shared} bytes), Q in {}{}, {blocks} blocks",
@@ -85,7 +79,7 @@ pub(super) fn render(
         } else {
             ""
         },
-        if qregs || tile.qregs { "registers" } else { "shared memory" },
+        if qregs { "registers" } else { "shared memory" },
         match a.causal {
             Some(o) => format!(", causal +{o}"),
             None => String::new(),
@@ -102,7 +96,7 @@ pub(super) fn render(
     em.h.need(H::Mma);
     if wgmma {
         em.h.need(H::Wgmma);
-        em.h.need(H::WgmmaMma { n: bn, rs: tile.qregs, trans_b: false, f16: a.in_dtype == DType::F16 });
+        em.h.need(H::WgmmaMma { n: bn, rs: false, trans_b: false, f16: a.in_dtype == DType::F16 });
         em.h.need(H::WgmmaMma { n: dv, rs: true, trans_b: true, f16: a.in_dtype == DType::F16 });
     }
     if pingpong {
@@ -123,11 +117,6 @@ pub(super) fn render(
     emit_consts(em);
     em.line("// 2^x, flushing subnormal results to 0 (probabilities under 2^-126 round to 0 in bf16/f16 anyway)");
     em.line("auto sinter_ex2 = [](float x) { float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x)); return y; };");
-    if tile.emu > 0 {
-        for l in super::attention::EX2_FMA.lines() {
-            em.line(l);
-        }
-    }
     let fold = folded_scale(em.k, a);
     let sl = super::types::float_lit((fold.unwrap_or(1.0) * std::f64::consts::LOG2_E) as f32);
     em.line(format!(
@@ -165,9 +154,7 @@ pub(super) fn render(
     if wgmma {
         em.line("// the swizzle pattern repeats every 1024 bytes: tiles start on that period");
         em.line("const unsigned s_base = ((unsigned)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;");
-        if !tile.qregs || pingpong {
-            em.line("const unsigned wg = warp / 4u; // the warpgroup, owning rows wg * 64 .. of the tile");
-        }
+        em.line("const unsigned wg = warp / 4u; // the warpgroup, owning rows wg * 64 .. of the tile");
     } else {
         em.line("const unsigned s_base = (unsigned)__cvta_generic_to_shared(smem);");
     }
@@ -176,9 +163,6 @@ pub(super) fn render(
         super::attention_pingpong::prologue(em, a, tile, (qt, kt, vt));
     } else {
         q_and_kv_prologue(em, a, tile, (qt, kt, vt));
-        if tile.qregs {
-            super::attention_wgmma::q_frags(em, a, tile);
-        }
     }
     let d16 = d / 16;
     let q_frag = |em: &mut Emitter<'_>, dst: &str, kk: &str| {
@@ -255,6 +239,14 @@ pub(super) fn render(
     Ok(body)
 }
 
+/// Whether the tile's K and V rings are offset by one key tile ([`AttnEngine::WgmmaOverlap`] with
+/// two stages): the copies issued while tile `kt` is computed are K of `kt + 2` and V of `kt + 1`,
+/// so `Q Kᵀ` of `kt + 1` and `P V` of `kt` run from two stages' memory (the three-stage ring holds
+/// whole tiles `kt` to `kt + 2`).
+pub(super) fn split_rings(t: &AttnTile) -> bool {
+    t.engine == AttnEngine::WgmmaOverlap && t.stages == 2
+}
+
 /// The Q tile and the first `stages - 1` key tiles copied by every thread (one `cp.async` group
 /// each), waited for through Q and the first key tile, then a barrier.
 fn q_and_kv_prologue(em: &mut Emitter<'_>, a: &AttentionBody, tile: &AttnTile, (qt, kt, vt): (&str, &str, &str)) {
@@ -280,6 +272,21 @@ fn q_and_kv_prologue(em: &mut Emitter<'_>, a: &AttentionBody, tile: &AttnTile, (
         em.close();
     }
     em.close();
+    if split_rings(tile) {
+        em.line("// K of key tile 0 joins Q's group; K of tile 1 and V of tile 0 are the next group");
+        load_part(em, a, tile, (KvPart::K, kt), ("0u", "0u"), ("tid", threads), "#pragma unroll");
+        em.line("sinter_cp_async_commit();");
+        em.close();
+        em.open("if (1u < n_tiles)");
+        load_part(em, a, tile, (KvPart::K, kt), ("1u", "1u"), ("tid", threads), "#pragma unroll");
+        em.close();
+        load_part(em, a, tile, (KvPart::V, vt), ("0u", "0u"), ("tid", threads), "#pragma unroll");
+        em.line("sinter_cp_async_commit();");
+        em.line("sinter_cp_async_wait<1>();");
+        em.line("sinter_fence_async_shared();");
+        em.line("__syncthreads(); // Q and K of tile 0 landed");
+        return;
+    }
     em.line("sinter_cp_async_commit();");
     em.close();
     em.line(format!("// prologue: the first {} key tiles in flight", stages - 1));
@@ -425,37 +432,60 @@ pub(super) fn load_kv_by(
     em: &mut Emitter<'_>,
     a: &AttentionBody,
     t: &AttnTile,
-    (kt, vt): (&str, &str),
+    types: (&str, &str),
+    (slot, tile_idx): (&str, &str),
+    (tid, threads): (&str, u32),
+    unroll: &str,
+) {
+    load_part(em, a, t, (KvPart::K, types.0), (slot, tile_idx), (tid, threads), unroll);
+    load_part(em, a, t, (KvPart::V, types.1), (slot, tile_idx), (tid, threads), unroll);
+}
+
+/// Which operand of a key tile a copy loop moves.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum KvPart {
+    /// K (at the start of the stage).
+    K,
+    /// V (after the stage's K).
+    V,
+}
+
+/// Copies `part` of key tile `tile_idx` into stage `slot` (16-byte `cp.async`, zero rows past
+/// `kv`), by `threads` threads numbered by `tid`; `ty` is the index type of the operand's base.
+pub(super) fn load_part(
+    em: &mut Emitter<'_>,
+    a: &AttentionBody,
+    t: &AttnTile,
+    (part, ty): (KvPart, &str),
     (slot, tile_idx): (&str, &str),
     (tid, threads): (&str, u32),
     unroll: &str,
 ) {
     let (qbytes, kbytes, stage) = tc_shared(t, a);
+    let (name, o, dim, off) =
+        if part == KvPart::K { ("k", &a.k, a.d as u32, 0) } else { ("v", &a.v, a.dv as u32, kbytes) };
     em.open("");
     em.line(format!("const unsigned j0 = {tile_idx} * {}u;", t.bn));
     em.line(format!("const unsigned st = s_base + {qbytes}u + {slot} * {stage}u;"));
-    for (name, o, ty, dim, off) in [("k", &a.k, kt, a.d as u32, 0), ("v", &a.v, vt, a.dv as u32, kbytes)] {
-        let per_row = dim / 8;
-        let units = t.bn * per_row;
-        em.line(format!("// {}: {} x {dim} elements, {units} 16-byte copies", name.to_uppercase(), t.bn));
-        em.line(unroll);
-        em.open(format!("for (unsigned l = 0; l < {}u; ++l)", units.div_ceil(threads)));
-        em.line(format!("const unsigned e = {tid} + l * {threads}u;"));
-        if !units.is_multiple_of(threads) {
-            em.open(format!("if (e < {units}u)"));
-        }
-        em.line(format!("const unsigned r = e / {per_row}u, c = e % {per_row}u * 8u;"));
-        em.line(format!("const unsigned valid = j0 + r < {}u ? 16u : 0u;", a.kv));
-        let addr = row_addr(ty, &format!("{name}_base"), "j0 + r", o.s_row, "c");
-        em.line(format!("const {ty} off = valid ? {addr} : 0u;"));
-        let dst =
-            if t.wgmma() { format!("sinter_swz128(r, c, {}u)", t.bn) } else { format!("(r * {}u + c) * 2u", dim + 8) };
-        em.line(format!("sinter_cp_async16(st + {off}u + {dst}, &a{}[off], valid);", o.arg));
-        if !units.is_multiple_of(threads) {
-            em.close();
-        }
+    let per_row = dim / 8;
+    let units = t.bn * per_row;
+    em.line(format!("// {}: {} x {dim} elements, {units} 16-byte copies", name.to_uppercase(), t.bn));
+    em.line(unroll);
+    em.open(format!("for (unsigned l = 0; l < {}u; ++l)", units.div_ceil(threads)));
+    em.line(format!("const unsigned e = {tid} + l * {threads}u;"));
+    if !units.is_multiple_of(threads) {
+        em.open(format!("if (e < {units}u)"));
+    }
+    em.line(format!("const unsigned r = e / {per_row}u, c = e % {per_row}u * 8u;"));
+    em.line(format!("const unsigned valid = j0 + r < {}u ? 16u : 0u;", a.kv));
+    let addr = row_addr(ty, &format!("{name}_base"), "j0 + r", o.s_row, "c");
+    em.line(format!("const {ty} off = valid ? {addr} : 0u;"));
+    let dst = if t.wgmma() { format!("sinter_swz128(r, c, {}u)", t.bn) } else { format!("(r * {}u + c) * 2u", dim + 8) };
+    em.line(format!("sinter_cp_async16(st + {off}u + {dst}, &a{}[off], valid);", o.arg));
+    if !units.is_multiple_of(threads) {
         em.close();
     }
+    em.close();
     em.close();
 }
 
@@ -544,15 +574,7 @@ pub(super) fn emit_softmax(em: &mut Emitter<'_>, tile: &AttnTile, dv: u32, defer
     em.open(format!("for (unsigned j = 0; j < {bn8}u; ++j)"));
     em.line("#pragma unroll");
     em.open("for (unsigned c = 0; c < 2u; ++c)");
-    if tile.emu > 0 {
-        em.line("const float x = fmaf(s[i][j][2u * h + c], SL, -ms);");
-        em.line(format!(
-            "const float p = j < {}u ? sinter_ex2_fma(x) : sinter_ex2(x); // blocks below {} on the FMA pipe",
-            tile.emu, tile.emu
-        ));
-    } else {
-        em.line("const float p = sinter_ex2(fmaf(s[i][j][2u * h + c], SL, -ms));");
-    }
+    em.line("const float p = sinter_ex2(fmaf(s[i][j][2u * h + c], SL, -ms));");
     em.line("s[i][j][2u * h + c] = p;");
     em.line("rs += p;");
     em.close();

@@ -15,8 +15,12 @@
 //! * [`AttnEngine::WgmmaOverlap`] (FlashAttention-3's intra-warpgroup overlap): the first tile's S
 //!   and softmax before the loop; per tile `kt`, S of tile `kt + 1` and O += P V of tile `kt` are
 //!   issued together, S is waited for alone (groups complete in order), the softmax of tile `kt + 1`
-//!   runs while P V is in flight, then O is rescaled and P replaced. Three tiles are in the ring:
-//!   `kt` (read by P V), `kt + 1` (read by S) and `kt + 2` (being copied).
+//!   runs while P V is in flight, then O is rescaled and P replaced. With three or four stages,
+//!   whole tiles are in the ring: `kt` (read by P V), `kt + 1` (read by S) and `kt + 2` (being
+//!   copied). With two stages the K and V rings are offset by one tile (`split_rings`): beside
+//!   tile `kt` the copies are K of `kt + 2` (into K's slot of `kt`, free once S of `kt` was waited
+//!   for) and V of `kt + 1` (into V's slot of `kt - 1`, free once its P V was waited for), so the
+//!   schedule fits the plain tile's memory (at d64, 64x128: three blocks per SM instead of two).
 //! * [`AttnEngine::WgmmaPingPong`] (`attention_pingpong`): the overlapped loop per consumer
 //!   warpgroup, fed by a producer warpgroup through `mbarrier`s instead of block-wide barriers.
 //!
@@ -30,7 +34,7 @@ use sinter_core::kernel::AttentionBody;
 
 use super::RenderError;
 use super::attention::{AttnEngine, AttnTile, tc_shared};
-use super::attention_tc::{emit_scores, emit_softmax, load_kv};
+use super::attention_tc::{KvPart, emit_scores, emit_softmax, load_kv, load_part, split_rings};
 use super::emit::Emitter;
 use super::prelude::wgmma_name;
 
@@ -38,34 +42,15 @@ use super::prelude::wgmma_name;
 /// the first overwriting `s`); no fence, commit or wait.
 pub(super) fn qk_issue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, sk: &str) {
     let (bm, bn, d16) = (t.bm, t.bn, a.d as u32 / 16);
-    let name = wgmma_name(bn, t.qregs, false, a.in_dtype == DType::F16);
+    let name = wgmma_name(bn, false, false, a.in_dtype == DType::F16);
     em.line("#pragma unroll");
     em.open(format!("for (unsigned kk = 0; kk < {d16}u; ++kk)"));
     em.line("// k16 slice kk: 64-column block kk / 4, 32 bytes per slice inside the swizzled row");
-    let qa = if t.qregs {
-        "qf[kk]".to_string()
-    } else {
-        em.line(format!("const unsigned qa = s_base + wg * 8192u + kk / 4u * {}u + kk % 4u * 32u;", bm * 128));
-        "sinter_wgmma_desc(qa, 16u, 1024u)".to_string()
-    };
+    em.line(format!("const unsigned qa = s_base + wg * 8192u + kk / 4u * {}u + kk % 4u * 32u;", bm * 128));
     em.line(format!("const unsigned ka = {sk} + kk / 4u * {}u + kk % 4u * 32u;", bn * 128));
-    em.line(format!("{name}(s[0], {qa}, sinter_wgmma_desc(ka, 16u, 1024u), kk > 0u ? 1 : 0);"));
-    em.close();
-}
-
-/// `qf[kk]` = the warp's 16 rows of Q, k16 slice `kk`, as `wgmma` A fragments (the `mma.sync`
-/// m16k16 layout), read by `ldmatrix` from the swizzled Q tile once it has landed
-/// ([`AttnTile::qregs`]).
-pub(super) fn q_frags(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
-    let d16 = a.d as u32 / 16;
-    em.line(format!("unsigned qf[{d16}][4]; // Q's A fragments: every Q Kᵀ reads them from registers"));
-    em.open("");
-    em.line("const unsigned mat = lane / 8u, r8 = lane % 8u;");
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned kk = 0; kk < {d16}u; ++kk)"));
-    em.line("const unsigned row = warp * 16u + mat % 2u * 8u + r8, col = kk * 16u + mat / 2u * 8u;");
-    em.line(format!("sinter_ldsm_x4<false>(qf[kk], s_base + sinter_swz128(row, col, {}u));", t.bm));
-    em.close();
+    em.line(format!(
+        "{name}(s[0], sinter_wgmma_desc(qa, 16u, 1024u), sinter_wgmma_desc(ka, 16u, 1024u), kk > 0u ? 1 : 0);"
+    ));
     em.close();
 }
 
@@ -141,9 +126,12 @@ pub(super) fn overlapped_loop(
     let (qbytes, kbytes, stage) = tc_shared(t, a);
     em.line(format!("unsigned pf[{bn16}][4]; // P of the tile whose P V is next"));
     em.line("float al[1][2]; // the rescaling of o that the next tile's softmax found");
-    em.line(format!("sinter_cp_async_wait<{}>(); // Q and key tile 0", stages - 2));
-    em.line("sinter_fence_async_shared();");
-    em.line("__syncthreads();");
+    let split = split_rings(t);
+    if !split {
+        em.line(format!("sinter_cp_async_wait<{}>(); // Q and key tile 0", stages - 2));
+        em.line("sinter_fence_async_shared();");
+        em.line("__syncthreads();");
+    }
     em.open("");
     em.line(format!("const unsigned sk = s_base + {qbytes}u;"));
     em.line(format!("float s[1][{bn8}][4];"));
@@ -155,16 +143,29 @@ pub(super) fn overlapped_loop(
     // Every tile but the last: its P V beside the next tile's S (no branch around the products:
     // with one, ptxas serializes the wgmma pipeline, C7514).
     em.open("for (unsigned kt = 0; kt + 1u < n_tiles; ++kt)");
-    em.line(format!("sinter_cp_async_wait<{}>();", stages - 3));
-    em.line("sinter_fence_async_shared();");
-    em.line("__syncthreads(); // tile kt + 1 landed; every warp is done with tile kt - 1's buffer");
-    em.open("");
-    em.line(format!("const unsigned nk = kt + {}u;", stages - 1));
-    em.open("if (nk < n_tiles)");
-    load_kv(em, a, t, kvt, &format!("nk % {stages}u"), "nk");
-    em.close();
-    em.line("sinter_cp_async_commit();");
-    em.close();
+    if split {
+        em.line("sinter_cp_async_wait<0>();");
+        em.line("sinter_fence_async_shared();");
+        em.line("__syncthreads(); // K of kt + 1 and V of kt landed; every warp is done with K of kt and V of kt - 1");
+        em.open("");
+        em.open("if (kt + 2u < n_tiles)");
+        load_part(em, a, t, (KvPart::K, kvt.0), ("kt % 2u", "kt + 2u"), ("tid", t.threads()), "#pragma unroll");
+        em.close();
+        load_part(em, a, t, (KvPart::V, kvt.1), ("(kt + 1u) % 2u", "kt + 1u"), ("tid", t.threads()), "#pragma unroll");
+        em.line("sinter_cp_async_commit();");
+        em.close();
+    } else {
+        em.line(format!("sinter_cp_async_wait<{}>();", stages - 3));
+        em.line("sinter_fence_async_shared();");
+        em.line("__syncthreads(); // tile kt + 1 landed; every warp is done with tile kt - 1's buffer");
+        em.open("");
+        em.line(format!("const unsigned nk = kt + {}u;", stages - 1));
+        em.open("if (nk < n_tiles)");
+        load_kv(em, a, t, kvt, &format!("nk % {stages}u"), "nk");
+        em.close();
+        em.line("sinter_cp_async_commit();");
+        em.close();
+    }
     em.line(format!("const unsigned sv = s_base + {qbytes}u + kt % {stages}u * {stage}u + {kbytes}u;"));
     em.line(format!("const unsigned sk = s_base + {qbytes}u + (kt + 1u) % {stages}u * {stage}u;"));
     em.line(format!("float s[1][{bn8}][4];"));
@@ -186,8 +187,14 @@ pub(super) fn overlapped_loop(
     em.close();
     p_frags(em, t, cvt);
     em.close();
-    // The last tile: its P V alone (its buffer landed before the last iteration's barrier).
+    // The last tile: its P V alone (its buffer landed before the last iteration's barrier; with
+    // split rings its V is the last group, waited for here).
     em.open("");
+    if split {
+        em.line("sinter_cp_async_wait<0>();");
+        em.line("sinter_fence_async_shared();");
+        em.line("__syncthreads(); // V of the last tile landed");
+    }
     em.line(format!("const unsigned sv = s_base + {qbytes}u + (n_tiles - 1u) % {stages}u * {stage}u + {kbytes}u;"));
     pv_waited(em, a, t, "sv");
     em.close();
