@@ -182,8 +182,6 @@ impl CudaBackend {
 
     /// Opens GPU `ordinal`.
     pub fn with_ordinal(ordinal: usize) -> Result<CudaBackend, BackendError> {
-        // NVRTC's first-use costs overlap the context's creation (`SINTER_NVRTC_WARMUP=0`: off).
-        crate::nvrtc::warm_up_in_background();
         let dev = Device::new(ordinal)?;
         crate::probe::nvrtc().map_err(|e| BackendError::NoDevice(format!("NVRTC (libnvrtc): {e}")))?;
         Ok(Self::with_device(dev))
@@ -361,10 +359,11 @@ impl CudaBackend {
 
     /// As [`Backend::load_with`], returning the concrete executable.
     pub fn load_cuda(&self, program: &Program, opts: &LoadOptions) -> Result<CudaExecutable, BackendError> {
+        let start = std::time::Instant::now();
         interp::validate(program).map_err(|e| BackendError::Render { kernel: "program".into(), msg: e.to_string() })?;
         self.dev.bind()?;
         let stream: Arc<Stream> = self.dev.new_stream()?;
-        let mut times = LoadTimes::default();
+        let mut times = LoadTimes { setup_s: start.elapsed().as_secs_f64(), ..LoadTimes::default() };
         let t0 = std::time::Instant::now();
         let plan = alloc::plan(program);
         let mut mem = Vec::with_capacity(plan.allocations.len());
@@ -542,7 +541,6 @@ impl CudaBackend {
                 kernels.push(loaded);
             }
             times.plan_s = library::plan_seconds() - plans_before;
-            times.log(program.kernels.len());
         }
         let uses = |a: usize| -> Vec<(usize, usize)> {
             let mut v = Vec::new();
@@ -569,7 +567,8 @@ impl CudaBackend {
         };
         let inputs = program.inputs.iter().map(slot).collect();
         let outputs = program.outputs.iter().map(slot).collect();
-        exec::CudaExecutable::new(exec::Parts {
+        let t0 = std::time::Instant::now();
+        let exe = exec::CudaExecutable::new(exec::Parts {
             dev: self.dev.clone(),
             stream,
             mode: opts.mode,
@@ -580,7 +579,13 @@ impl CudaBackend {
             poison: self.poison,
             graph_updates: self.graph_updates,
             tuning_log,
-        })
+        });
+        if opts.mode != Mode::MaxAutotune {
+            times.executable_s = t0.elapsed().as_secs_f64();
+            times.total_s = start.elapsed().as_secs_f64();
+            times.log(program.kernels.len());
+        }
+        exe
     }
 }
 
@@ -640,6 +645,8 @@ impl Backend for CudaBackend {
 /// Where a default-mode load's time went, for `SINTER_LOG=compile`.
 #[derive(Default)]
 struct LoadTimes {
+    /// Validating the program, binding the context, creating the stream.
+    setup_s: f64,
     /// Planning, allocating and zeroing memory, uploading constants not uploaded before.
     memory_s: f64,
     /// Rendering every own kernel and library epilogue.
@@ -657,6 +664,10 @@ struct LoadTimes {
     library_steps: usize,
     /// Of `library_s`: building the plans (heuristics, operation graphs, execution plans).
     plan_s: f64,
+    /// Building the executable from the loaded kernels.
+    executable_s: f64,
+    /// The whole load: what the parts above leave is listed as `other`.
+    total_s: f64,
 }
 
 impl LoadTimes {
@@ -696,8 +707,10 @@ impl LoadTimes {
         let slow: Vec<String> = self.slowest.iter().map(|(s, n)| format!("{n} {s:.3}")).collect();
         tracing::info!(
             target: "sinter::compile",
-            "cuda load of {kernels} kernels: memory {:.3} s; render {:.3} s; NVRTC {:.3} s for {} programs ({} cached; slowest: {}); \
-             own modules {:.3} s; {} library steps {:.3} s (plans {:.3} s)",
+            "cuda load of {kernels} kernels in {:.3} s: setup {:.3} s; memory {:.3} s; render {:.3} s; NVRTC {:.3} s for {} programs \
+             ({} cached; slowest: {}); own modules {:.3} s; {} library steps {:.3} s (plans {:.3} s); executable {:.3} s; other {:.3} s",
+            self.total_s,
+            self.setup_s,
             self.memory_s,
             self.render_s,
             self.nvrtc_s,
@@ -707,8 +720,22 @@ impl LoadTimes {
             self.module_s,
             self.library_steps,
             self.library_s,
-            self.plan_s
+            self.plan_s,
+            self.executable_s,
+            self.other_s()
         );
+    }
+
+    /// The load's time outside the listed parts (the tuning decisions, bookkeeping).
+    fn other_s(&self) -> f64 {
+        let parts = self.setup_s
+            + self.memory_s
+            + self.render_s
+            + self.nvrtc_s
+            + self.module_s
+            + self.library_s
+            + self.executable_s;
+        (self.total_s - parts).max(0.0)
     }
 }
 

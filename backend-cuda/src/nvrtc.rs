@@ -83,32 +83,6 @@ pub fn compile(name: &str, source: &str, target: &Target) -> Result<Cubin, Nvrtc
     Ok(Cubin { image, log: std::mem::take(&mut prog.log), seconds: t.elapsed().as_secs_f64() })
 }
 
-/// Environment variable: `0` turns off [`warm_up_in_background`].
-pub const ENV_WARMUP: &str = "SINTER_NVRTC_WARMUP";
-
-/// Starts NVRTC's once-per-process costs on a background thread, once: loading libnvrtc and its
-/// builtins library and the front end's first start, by compiling an empty kernel. Called before
-/// the CUDA context is created, so those costs overlap it instead of delaying a process's first
-/// compile. Does nothing without NVRTC (the compile that needs it reports that), or under
-/// `SINTER_NVRTC_WARMUP=0`.
-pub fn warm_up_in_background() {
-    static STARTED: std::sync::Once = std::sync::Once::new();
-    if std::env::var(ENV_WARMUP).is_ok_and(|v| v.trim() == "0") {
-        return;
-    }
-    STARTED.call_once(|| {
-        let spawned = std::thread::Builder::new().name("sinter-nvrtc-warm-up".into()).spawn(|| {
-            let t = std::time::Instant::now();
-            let src = "extern \"C\" __global__ void sinter_warm_up() {}\n";
-            let r = compile("sinter_warm_up", src, &Target { sm: (8, 0) });
-            tracing::info!(target: "sinter::compile", "NVRTC warm-up {:.3} s ({})", t.elapsed().as_secs_f64(),
-                if r.is_ok() { "ok" } else { "NVRTC unavailable" });
-        });
-        // A thread that cannot start leaves the first compile to pay these costs, as before.
-        drop(spawned);
-    });
-}
-
 /// Compiles `source` to PTX for `target` (same options as [`compile`]), for debugging and
 /// artifacts.
 pub fn compile_ptx(name: &str, source: &str, target: &Target) -> Result<String, NvrtcError> {

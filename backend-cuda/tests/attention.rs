@@ -126,6 +126,7 @@ fn tunings_are_validated() {
         AttnTile::mma(256, 64, 4, 2),
         // wgmma: warpgroups of 64 rows, at most three, bn up to 256.
         AttnTile { bm: 128, bn: 64, warps: 4, stages: 2, engine: AttnEngine::Wgmma },
+        AttnTile::overlapped(128, 64, 2),
         AttnTile::hopper(256, 64, 2),
         AttnTile::hopper(64, 272, 2),
     ];

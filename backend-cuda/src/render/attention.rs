@@ -83,8 +83,7 @@ pub enum AttnEngine {
     Wgmma,
     /// [`AttnEngine::Wgmma`] with the next key tile's `Q Kᵀ` issued before this tile's `P V` and
     /// the softmax of the next tile computed while `P V` runs (FlashAttention-3's intra-warpgroup
-    /// overlap). Three or four stages hold whole key tiles; two stages offset the K and V rings by
-    /// one tile (the copies beside tile `kt` are K of `kt + 2` and V of `kt + 1`).
+    /// overlap); at least three stages.
     WgmmaOverlap,
     /// FlashAttention-3's warp specialization on `wgmma` (`attention_pingpong`): a producer
     /// warpgroup copies K and V tiles into the ring and signals them on `mbarrier`s; `bm / 64`
@@ -107,7 +106,7 @@ pub enum AttnEngine {
 
 impl AttnTile {
     /// The tiles max-autotune tries (each checked with [`check_attn`]).
-    pub const CANDIDATES: [AttnTile; 36] = [
+    pub const CANDIDATES: [AttnTile; 31] = [
         AttnTile::mma(128, 64, 4, 3),
         AttnTile::mma(128, 64, 8, 2),
         AttnTile::mma(128, 64, 8, 3),
@@ -139,14 +138,6 @@ impl AttnTile {
         AttnTile::pingpong_tma(192, 64, 4),
         AttnTile::pingpong_tma(64, 128, 3),
         AttnTile::pingpong_tma(192, 128, 2),
-        // One warpgroup over 64 keys: smaller S and shared tiles, four or five blocks per SM.
-        AttnTile::hopper(64, 64, 2),
-        AttnTile::hopper(64, 64, 3),
-        // Overlapped in two stages' memory (K and V rings offset by one tile): three blocks per SM
-        // at d64 where three stages allow two.
-        AttnTile::overlapped(64, 128, 2),
-        AttnTile::overlapped(64, 64, 2),
-        AttnTile::overlapped(128, 128, 2),
     ];
 
     /// An `mma.sync` tile.
@@ -342,6 +333,9 @@ pub fn check_attn(t: &AttnTile, caps: &CudaCaps, a: &AttentionBody) -> Result<()
         }
         // Three warpgroups leave 168 registers a thread (65536 / 384): measured with NVRTC, the
         // kernel spills past 96 accumulators (d128 with 128 keys: 168 registers and 32 spilled bytes).
+        if engine == AttnEngine::WgmmaOverlap && stages < 3 {
+            return Err(format!("tile {t:?}: the overlapped schedule keeps three tiles in flight (3 or 4 stages)"));
+        }
         if bm > 128 && !t.warp_specialized() && acc_regs(t, a) > 96 {
             return Err(format!("tile {t:?}: {} accumulators with 384 threads (at most 96)", acc_regs(t, a)));
         }

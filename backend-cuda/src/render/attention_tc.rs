@@ -239,14 +239,6 @@ pub(super) fn render(
     Ok(body)
 }
 
-/// Whether the tile's K and V rings are offset by one key tile ([`AttnEngine::WgmmaOverlap`] with
-/// two stages): the copies issued while tile `kt` is computed are K of `kt + 2` and V of `kt + 1`,
-/// so `Q Kᵀ` of `kt + 1` and `P V` of `kt` run from two stages' memory (the three-stage ring holds
-/// whole tiles `kt` to `kt + 2`).
-pub(super) fn split_rings(t: &AttnTile) -> bool {
-    t.engine == AttnEngine::WgmmaOverlap && t.stages == 2
-}
-
 /// The Q tile and the first `stages - 1` key tiles copied by every thread (one `cp.async` group
 /// each), waited for through Q and the first key tile, then a barrier.
 fn q_and_kv_prologue(em: &mut Emitter<'_>, a: &AttentionBody, tile: &AttnTile, (qt, kt, vt): (&str, &str, &str)) {
@@ -272,21 +264,6 @@ fn q_and_kv_prologue(em: &mut Emitter<'_>, a: &AttentionBody, tile: &AttnTile, (
         em.close();
     }
     em.close();
-    if split_rings(tile) {
-        em.line("// K of key tile 0 joins Q's group; K of tile 1 and V of tile 0 are the next group");
-        load_part(em, a, tile, (KvPart::K, kt), ("0u", "0u"), ("tid", threads), "#pragma unroll");
-        em.line("sinter_cp_async_commit();");
-        em.close();
-        em.open("if (1u < n_tiles)");
-        load_part(em, a, tile, (KvPart::K, kt), ("1u", "1u"), ("tid", threads), "#pragma unroll");
-        em.close();
-        load_part(em, a, tile, (KvPart::V, vt), ("0u", "0u"), ("tid", threads), "#pragma unroll");
-        em.line("sinter_cp_async_commit();");
-        em.line("sinter_cp_async_wait<1>();");
-        em.line("sinter_fence_async_shared();");
-        em.line("__syncthreads(); // Q and K of tile 0 landed");
-        return;
-    }
     em.line("sinter_cp_async_commit();");
     em.close();
     em.line(format!("// prologue: the first {} key tiles in flight", stages - 1));
@@ -432,60 +409,37 @@ pub(super) fn load_kv_by(
     em: &mut Emitter<'_>,
     a: &AttentionBody,
     t: &AttnTile,
-    types: (&str, &str),
-    (slot, tile_idx): (&str, &str),
-    (tid, threads): (&str, u32),
-    unroll: &str,
-) {
-    load_part(em, a, t, (KvPart::K, types.0), (slot, tile_idx), (tid, threads), unroll);
-    load_part(em, a, t, (KvPart::V, types.1), (slot, tile_idx), (tid, threads), unroll);
-}
-
-/// Which operand of a key tile a copy loop moves.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum KvPart {
-    /// K (at the start of the stage).
-    K,
-    /// V (after the stage's K).
-    V,
-}
-
-/// Copies `part` of key tile `tile_idx` into stage `slot` (16-byte `cp.async`, zero rows past
-/// `kv`), by `threads` threads numbered by `tid`; `ty` is the index type of the operand's base.
-pub(super) fn load_part(
-    em: &mut Emitter<'_>,
-    a: &AttentionBody,
-    t: &AttnTile,
-    (part, ty): (KvPart, &str),
+    (kt, vt): (&str, &str),
     (slot, tile_idx): (&str, &str),
     (tid, threads): (&str, u32),
     unroll: &str,
 ) {
     let (qbytes, kbytes, stage) = tc_shared(t, a);
-    let (name, o, dim, off) =
-        if part == KvPart::K { ("k", &a.k, a.d as u32, 0) } else { ("v", &a.v, a.dv as u32, kbytes) };
     em.open("");
     em.line(format!("const unsigned j0 = {tile_idx} * {}u;", t.bn));
     em.line(format!("const unsigned st = s_base + {qbytes}u + {slot} * {stage}u;"));
-    let per_row = dim / 8;
-    let units = t.bn * per_row;
-    em.line(format!("// {}: {} x {dim} elements, {units} 16-byte copies", name.to_uppercase(), t.bn));
-    em.line(unroll);
-    em.open(format!("for (unsigned l = 0; l < {}u; ++l)", units.div_ceil(threads)));
-    em.line(format!("const unsigned e = {tid} + l * {threads}u;"));
-    if !units.is_multiple_of(threads) {
-        em.open(format!("if (e < {units}u)"));
-    }
-    em.line(format!("const unsigned r = e / {per_row}u, c = e % {per_row}u * 8u;"));
-    em.line(format!("const unsigned valid = j0 + r < {}u ? 16u : 0u;", a.kv));
-    let addr = row_addr(ty, &format!("{name}_base"), "j0 + r", o.s_row, "c");
-    em.line(format!("const {ty} off = valid ? {addr} : 0u;"));
-    let dst = if t.wgmma() { format!("sinter_swz128(r, c, {}u)", t.bn) } else { format!("(r * {}u + c) * 2u", dim + 8) };
-    em.line(format!("sinter_cp_async16(st + {off}u + {dst}, &a{}[off], valid);", o.arg));
-    if !units.is_multiple_of(threads) {
+    for (name, o, ty, dim, off) in [("k", &a.k, kt, a.d as u32, 0), ("v", &a.v, vt, a.dv as u32, kbytes)] {
+        let per_row = dim / 8;
+        let units = t.bn * per_row;
+        em.line(format!("// {}: {} x {dim} elements, {units} 16-byte copies", name.to_uppercase(), t.bn));
+        em.line(unroll);
+        em.open(format!("for (unsigned l = 0; l < {}u; ++l)", units.div_ceil(threads)));
+        em.line(format!("const unsigned e = {tid} + l * {threads}u;"));
+        if !units.is_multiple_of(threads) {
+            em.open(format!("if (e < {units}u)"));
+        }
+        em.line(format!("const unsigned r = e / {per_row}u, c = e % {per_row}u * 8u;"));
+        em.line(format!("const unsigned valid = j0 + r < {}u ? 16u : 0u;", a.kv));
+        let addr = row_addr(ty, &format!("{name}_base"), "j0 + r", o.s_row, "c");
+        em.line(format!("const {ty} off = valid ? {addr} : 0u;"));
+        let dst =
+            if t.wgmma() { format!("sinter_swz128(r, c, {}u)", t.bn) } else { format!("(r * {}u + c) * 2u", dim + 8) };
+        em.line(format!("sinter_cp_async16(st + {off}u + {dst}, &a{}[off], valid);", o.arg));
+        if !units.is_multiple_of(threads) {
+            em.close();
+        }
         em.close();
     }
-    em.close();
     em.close();
 }
 

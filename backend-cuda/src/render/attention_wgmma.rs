@@ -15,12 +15,8 @@
 //! * [`AttnEngine::WgmmaOverlap`] (FlashAttention-3's intra-warpgroup overlap): the first tile's S
 //!   and softmax before the loop; per tile `kt`, S of tile `kt + 1` and O += P V of tile `kt` are
 //!   issued together, S is waited for alone (groups complete in order), the softmax of tile `kt + 1`
-//!   runs while P V is in flight, then O is rescaled and P replaced. With three or four stages,
-//!   whole tiles are in the ring: `kt` (read by P V), `kt + 1` (read by S) and `kt + 2` (being
-//!   copied). With two stages the K and V rings are offset by one tile (`split_rings`): beside
-//!   tile `kt` the copies are K of `kt + 2` (into K's slot of `kt`, free once S of `kt` was waited
-//!   for) and V of `kt + 1` (into V's slot of `kt - 1`, free once its P V was waited for), so the
-//!   schedule fits the plain tile's memory (at d64, 64x128: three blocks per SM instead of two).
+//!   runs while P V is in flight, then O is rescaled and P replaced. Three tiles are in the ring:
+//!   `kt` (read by P V), `kt + 1` (read by S) and `kt + 2` (being copied).
 //! * [`AttnEngine::WgmmaPingPong`] (`attention_pingpong`): the overlapped loop per consumer
 //!   warpgroup, fed by a producer warpgroup through `mbarrier`s instead of block-wide barriers.
 //!
@@ -34,7 +30,7 @@ use sinter_core::kernel::AttentionBody;
 
 use super::RenderError;
 use super::attention::{AttnEngine, AttnTile, tc_shared};
-use super::attention_tc::{KvPart, emit_scores, emit_softmax, load_kv, load_part, split_rings};
+use super::attention_tc::{emit_scores, emit_softmax, load_kv};
 use super::emit::Emitter;
 use super::prelude::wgmma_name;
 
@@ -126,12 +122,9 @@ pub(super) fn overlapped_loop(
     let (qbytes, kbytes, stage) = tc_shared(t, a);
     em.line(format!("unsigned pf[{bn16}][4]; // P of the tile whose P V is next"));
     em.line("float al[1][2]; // the rescaling of o that the next tile's softmax found");
-    let split = split_rings(t);
-    if !split {
-        em.line(format!("sinter_cp_async_wait<{}>(); // Q and key tile 0", stages - 2));
-        em.line("sinter_fence_async_shared();");
-        em.line("__syncthreads();");
-    }
+    em.line(format!("sinter_cp_async_wait<{}>(); // Q and key tile 0", stages - 2));
+    em.line("sinter_fence_async_shared();");
+    em.line("__syncthreads();");
     em.open("");
     em.line(format!("const unsigned sk = s_base + {qbytes}u;"));
     em.line(format!("float s[1][{bn8}][4];"));
@@ -143,29 +136,16 @@ pub(super) fn overlapped_loop(
     // Every tile but the last: its P V beside the next tile's S (no branch around the products:
     // with one, ptxas serializes the wgmma pipeline, C7514).
     em.open("for (unsigned kt = 0; kt + 1u < n_tiles; ++kt)");
-    if split {
-        em.line("sinter_cp_async_wait<0>();");
-        em.line("sinter_fence_async_shared();");
-        em.line("__syncthreads(); // K of kt + 1 and V of kt landed; every warp is done with K of kt and V of kt - 1");
-        em.open("");
-        em.open("if (kt + 2u < n_tiles)");
-        load_part(em, a, t, (KvPart::K, kvt.0), ("kt % 2u", "kt + 2u"), ("tid", t.threads()), "#pragma unroll");
-        em.close();
-        load_part(em, a, t, (KvPart::V, kvt.1), ("(kt + 1u) % 2u", "kt + 1u"), ("tid", t.threads()), "#pragma unroll");
-        em.line("sinter_cp_async_commit();");
-        em.close();
-    } else {
-        em.line(format!("sinter_cp_async_wait<{}>();", stages - 3));
-        em.line("sinter_fence_async_shared();");
-        em.line("__syncthreads(); // tile kt + 1 landed; every warp is done with tile kt - 1's buffer");
-        em.open("");
-        em.line(format!("const unsigned nk = kt + {}u;", stages - 1));
-        em.open("if (nk < n_tiles)");
-        load_kv(em, a, t, kvt, &format!("nk % {stages}u"), "nk");
-        em.close();
-        em.line("sinter_cp_async_commit();");
-        em.close();
-    }
+    em.line(format!("sinter_cp_async_wait<{}>();", stages - 3));
+    em.line("sinter_fence_async_shared();");
+    em.line("__syncthreads(); // tile kt + 1 landed; every warp is done with tile kt - 1's buffer");
+    em.open("");
+    em.line(format!("const unsigned nk = kt + {}u;", stages - 1));
+    em.open("if (nk < n_tiles)");
+    load_kv(em, a, t, kvt, &format!("nk % {stages}u"), "nk");
+    em.close();
+    em.line("sinter_cp_async_commit();");
+    em.close();
     em.line(format!("const unsigned sv = s_base + {qbytes}u + kt % {stages}u * {stage}u + {kbytes}u;"));
     em.line(format!("const unsigned sk = s_base + {qbytes}u + (kt + 1u) % {stages}u * {stage}u;"));
     em.line(format!("float s[1][{bn8}][4];"));
@@ -187,14 +167,8 @@ pub(super) fn overlapped_loop(
     em.close();
     p_frags(em, t, cvt);
     em.close();
-    // The last tile: its P V alone (its buffer landed before the last iteration's barrier; with
-    // split rings its V is the last group, waited for here).
+    // The last tile: its P V alone (its buffer landed before the last iteration's barrier).
     em.open("");
-    if split {
-        em.line("sinter_cp_async_wait<0>();");
-        em.line("sinter_fence_async_shared();");
-        em.line("__syncthreads(); // V of the last tile landed");
-    }
     em.line(format!("const unsigned sv = s_base + {qbytes}u + (n_tiles - 1u) % {stages}u * {stage}u + {kbytes}u;"));
     pv_waited(em, a, t, "sv");
     em.close();
