@@ -364,6 +364,26 @@ impl CudaBackend {
         self.dev.bind()?;
         let stream: Arc<Stream> = self.dev.new_stream()?;
         let mut times = LoadTimes { setup_s: start.elapsed().as_secs_f64(), ..LoadTimes::default() };
+        // A program with products loads the libraries while its memory is allocated and its
+        // constants uploaded (libcublasLt took about 50 ms on an H200 host): the probes are
+        // `OnceLock`s, so the plans below wait for these threads rather than load again.
+        let sm = self.cuda_caps.sm;
+        let wanted = |conv: bool| {
+            program.kernels.iter().any(|k| conv::is_conv(k) == conv && library::library_wanted(k, opts.mode, sm).is_ok())
+        };
+        let (gemm, dnn) = (wanted(false), wanted(true));
+        if gemm || dnn {
+            let spawned = std::thread::Builder::new().name("sinter-library-probe".into()).spawn(move || {
+                if gemm {
+                    let _ = crate::probe::cublaslt();
+                }
+                if dnn {
+                    let _ = crate::probe::cudnn();
+                }
+            });
+            // A thread that cannot start leaves the plans to load the libraries, as before.
+            drop(spawned);
+        }
         let t0 = std::time::Instant::now();
         let plan = alloc::plan(program);
         let mut mem = Vec::with_capacity(plan.allocations.len());

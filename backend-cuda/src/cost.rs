@@ -88,10 +88,11 @@ impl CostModel for CudaCostModel {
         if !self.channels_last {
             return Err("layout: NCHW (SINTER_CHANNELS_LAST=0)".into());
         }
-        crate::probe::cudnn().map_err(|why| format!("layout: NCHW (no cuDNN: {why})"))?;
-        // The library's own rule for `default` mode, so the layout follows where cuDNN runs.
+        // The library's own rule for `default` mode, so the layout follows where cuDNN runs (before
+        // the probe, which loads libcudnn).
         crate::backend::large_enough(conv.flops(), sinter_core::backend::Mode::Default)
             .map_err(|why| format!("layout: NCHW (the own template: {why})"))?;
+        crate::probe::cudnn().map_err(|why| format!("layout: NCHW (no cuDNN: {why})"))?;
         Ok("cuDNN's channels-last kernels".into())
     }
 }

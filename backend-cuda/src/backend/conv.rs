@@ -98,19 +98,21 @@ pub(crate) fn conv_desc(k: &Kernel) -> Result<(SplitConv, ConvDesc), String> {
     Ok((split, desc))
 }
 
-/// Why cuDNN does not take convolution `k` in `mode` (`Ok` when it may).
-pub(crate) fn conv_allowed(k: &Kernel, mode: Mode) -> Result<(), String> {
-    allowed_desc(k, mode).map(|_| ())
-}
-
 /// The cuDNN description of convolution `k` where cuDNN may take it in `mode`, else why not.
 fn allowed_desc(k: &Kernel, mode: Mode) -> Result<ConvDesc, String> {
+    let desc = conv_wanted(k, mode)?;
+    crate::probe::cudnn()?;
+    Ok(desc)
+}
+
+/// [`allowed_desc`] short of loading libcudnn: the convolution's form and size only.
+pub(crate) fn conv_wanted(k: &Kernel, mode: Mode) -> Result<ConvDesc, String> {
     if mode == Mode::ReduceOverhead {
         return Err("reduce-overhead keeps every step in the patched CUDA graph".into());
     }
-    crate::probe::cudnn()?;
     let (split, desc) = conv_desc(k)?;
-    large_enough(split.conv.flops(), mode).map(|()| desc)
+    large_enough(split.conv.flops(), mode)?;
+    Ok(desc)
 }
 
 /// Builds the cuDNN step of convolution `k` with heuristic algorithm `tuning.library`, bound to

@@ -227,13 +227,20 @@ pub(crate) fn plan_seconds() -> f64 {
 /// Why the library does not take `k` in `mode` on a device of compute capability `sm` (`Ok` when
 /// it may: the product is large enough for `default`, any size for `max-autotune`).
 pub(crate) fn library_allowed(k: &Kernel, mode: Mode, sm: (u32, u32)) -> Result<(), String> {
+    library_wanted(k, mode, sm)?;
+    if super::conv::is_conv(k) { crate::probe::cudnn() } else { crate::probe::cublaslt() }
+}
+
+/// [`library_allowed`] short of loading the library: the kernel's form and size only. Probing
+/// loads libcublasLt or libcudnn (libcublasLt took about 50 ms on an H200 host, most of a
+/// one-kernel program's cold compile), which a program without a library step never pays.
+pub(crate) fn library_wanted(k: &Kernel, mode: Mode, sm: (u32, u32)) -> Result<(), String> {
     if super::conv::is_conv(k) {
-        return super::conv::conv_allowed(k, mode);
+        return super::conv::conv_wanted(k, mode).map(|_| ());
     }
     if mode == Mode::ReduceOverhead {
         return Err("reduce-overhead keeps every step in the patched CUDA graph".into());
     }
-    crate::probe::cublaslt()?;
     let (form, _) = gemm_desc(k, sm)?;
     let g = form.gemm();
     large_enough(g.flops(), mode).or_else(|small| if skinny(g.m, g.n, g.k) { Ok(()) } else { Err(small) })
