@@ -68,9 +68,41 @@ pub(crate) fn relaxed_math(k: &Kernel) -> bool {
     outputs_16 && !discontinuous && !arg_reduction
 }
 
+/// Whether f32 expression `e` of `k` is provably within [-1, 1] (or NaN), so a `sin` or `cos` of it
+/// needs no argument reduction ([`super::trig::Trig::SinUnit`]): the value of a `sin`, `cos`,
+/// `tanh`, `sigmoid` or `erf`, a literal in range, and negations, absolute values, products,
+/// minima, maxima and selections of such values. Walks at most [`UNIT_DEPTH`] levels.
+pub(crate) fn within_unit(k: &Kernel, e: sinter_core::kernel::ExprId) -> bool {
+    within_unit_at(k, e, UNIT_DEPTH)
+}
+
+/// How deep [`within_unit`] looks through an expression.
+const UNIT_DEPTH: usize = 8;
+
+fn within_unit_at(k: &Kernel, e: sinter_core::kernel::ExprId, depth: usize) -> bool {
+    let te = k.expr(e);
+    if te.dtype != DType::F32 || depth == 0 {
+        return false;
+    }
+    let inner = |x| within_unit_at(k, x, depth - 1);
+    match &te.expr {
+        Expr::Const(c) => c.abs() <= 1.0,
+        Expr::Unary(op, x) => match op {
+            UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erf => {
+                k.expr(*x).dtype == DType::F32
+            }
+            UnaryOp::Neg | UnaryOp::Abs => inner(*x),
+            _ => false,
+        },
+        Expr::Binary(BinaryOp::Mul | BinaryOp::Min | BinaryOp::Max, a, b) => inner(*a) && inner(*b),
+        Expr::Where(_, a, b) => inner(*a) && inner(*b),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::relaxed_math;
+    use super::{relaxed_math, within_unit};
     use sinter_core::DType;
     use sinter_core::ir::{BinaryOp, UnaryOp};
     use sinter_core::kernel::{
@@ -125,4 +157,49 @@ mod tests {
         };
         assert!(!relaxed_math(&kernel(DType::BF16, cmp)), "a comparison can flip");
     }
+
+    #[test]
+    fn unit_bounds_follow_the_operations_that_keep_them() {
+        // exprs 0..=2: x, exp(x), exp(x) / x (unbounded); then what each case pushes.
+        let e = |expr| TypedExpr { expr, dtype: DType::F32 };
+        let check = |push: &dyn Fn(&mut Vec<TypedExpr>) -> u32| {
+            let k = kernel(DType::F32, push);
+            within_unit(&k, ExprId(k.exprs.len() as u32 - 2))
+        };
+        let cos = |v: &mut Vec<TypedExpr>| {
+            v.push(e(Expr::Unary(UnaryOp::Cos, ExprId(2))));
+            3
+        };
+        assert!(check(&cos));
+        let product = |v: &mut Vec<TypedExpr>| {
+            v.push(e(Expr::Unary(UnaryOp::Tanh, ExprId(2))));
+            v.push(e(Expr::Unary(UnaryOp::Sin, ExprId(0))));
+            v.push(e(Expr::Binary(BinaryOp::Mul, ExprId(3), ExprId(4))));
+            v.push(e(Expr::Unary(UnaryOp::Neg, ExprId(5))));
+            6
+        };
+        assert!(check(&product), "-(tanh(.) * sin(.))");
+        let half = |v: &mut Vec<TypedExpr>| {
+            v.push(e(Expr::Const(0.5)));
+            v.push(e(Expr::Unary(UnaryOp::Cos, ExprId(2))));
+            v.push(e(Expr::Binary(BinaryOp::Max, ExprId(3), ExprId(4))));
+            5
+        };
+        assert!(check(&half), "max(0.5, cos(.))");
+        let sum = |v: &mut Vec<TypedExpr>| {
+            v.push(e(Expr::Unary(UnaryOp::Cos, ExprId(2))));
+            v.push(e(Expr::Binary(BinaryOp::Add, ExprId(3), ExprId(3))));
+            4
+        };
+        assert!(!check(&sum), "cos + cos reaches 2");
+        let scaled = |v: &mut Vec<TypedExpr>| {
+            v.push(e(Expr::Const(1.5)));
+            v.push(e(Expr::Unary(UnaryOp::Cos, ExprId(2))));
+            v.push(e(Expr::Binary(BinaryOp::Mul, ExprId(3), ExprId(4))));
+            5
+        };
+        assert!(!check(&scaled), "1.5 cos(.)");
+        assert!(!check(&|_: &mut Vec<TypedExpr>| 2), "exp(x) / x");
+    }
 }
+

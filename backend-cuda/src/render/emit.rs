@@ -17,10 +17,12 @@
 use std::collections::{HashMap, HashSet};
 
 use sinter_core::DType;
+use sinter_core::ir::UnaryOp;
 use sinter_core::kernel::{Expr, ExprId, Index, IndexCmp, Kernel, Store, Var};
 
 use super::RenderError;
-use super::analysis::{closure, relaxed_math};
+use super::analysis::{closure, relaxed_math, within_unit};
+use super::trig::Trig;
 use super::index::{IndexEnv, LaneForm, lane_form, render_address, render_signed};
 use super::ops::{acc_conv, binary, cast, condition, load_conv, store_conv, unary};
 use super::prelude::{H, Helpers};
@@ -323,6 +325,20 @@ impl<'a> Emitter<'a> {
                 };
                 let (x, y) = (self.signed(a)?, self.signed(b)?);
                 cast(&format!("{x} {sym} {y}"), DType::Bool, dt, &mut self.h)
+            }
+            Expr::Unary(op @ (UnaryOp::Sin | UnaryOp::Cos), x)
+                if dt == DType::F32 && within_unit(k, *x) =>
+            {
+                // The argument is within [-1, 1]: the polynomial alone (cos(cos(x)) costs one
+                // reduction, not two).
+                let xs = self.value(*x)?;
+                let (t, name) = if *op == UnaryOp::Sin {
+                    (Trig::SinUnit, "sinter_sinf_unit")
+                } else {
+                    (Trig::CosUnit, "sinter_cosf_unit")
+                };
+                self.h.need(H::Trig(t));
+                format!("{name}({xs})")
             }
             Expr::Unary(op, x) => {
                 let xd = k.expr(*x).dtype;
