@@ -28,6 +28,10 @@
 #                                   # (SINTER_FUSE_ATTENTION=0) on cuda and wgsl in one call
 #   scripts/device_cuda.sh all
 #
+# The device tests that render every candidate tuning (device_attention, device_matmul) take
+# SINTER_TEST_TUNINGS="substr,substr": only the tunings whose strategy contains one of them are
+# compiled, checked and timed (e.g. SINTER_TEST_TUNINGS="wgmma 64x128 wg1 s2,wgmma-tma").
+#
 # Results land in $OUT (default /tmp/out): logs, JSON reports, compare.txt.
 set -uo pipefail
 part=${1:-all}
