@@ -369,7 +369,10 @@ impl CudaBackend {
         // `OnceLock`s, so the plans below wait for these threads rather than load again.
         let sm = self.cuda_caps.sm;
         let wanted = |conv: bool| {
-            program.kernels.iter().any(|k| conv::is_conv(k) == conv && library::library_wanted(k, opts.mode, sm).is_ok())
+            program
+                .kernels
+                .iter()
+                .any(|k| conv::is_conv(k) == conv && library::library_wanted(k, opts.mode, sm).is_ok())
         };
         let (gemm, dnn) = (wanted(false), wanted(true));
         if gemm || dnn {

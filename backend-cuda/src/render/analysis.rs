@@ -202,4 +202,3 @@ mod tests {
         assert!(!check(&|_: &mut Vec<TypedExpr>| 2), "exp(x) / x");
     }
 }
-

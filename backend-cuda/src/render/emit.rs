@@ -22,10 +22,10 @@ use sinter_core::kernel::{Expr, ExprId, Index, IndexCmp, Kernel, Store, Var};
 
 use super::RenderError;
 use super::analysis::{closure, relaxed_math, within_unit};
-use super::trig::Trig;
 use super::index::{IndexEnv, LaneForm, lane_form, render_address, render_signed};
 use super::ops::{acc_conv, binary, cast, condition, load_conv, store_conv, unary};
 use super::prelude::{H, Helpers};
+use super::trig::Trig;
 use super::types::{const_lit, ct, storage};
 
 /// Marks a declaration line for [`prune_unused`].
@@ -326,9 +326,7 @@ impl<'a> Emitter<'a> {
                 let (x, y) = (self.signed(a)?, self.signed(b)?);
                 cast(&format!("{x} {sym} {y}"), DType::Bool, dt, &mut self.h)
             }
-            Expr::Unary(op @ (UnaryOp::Sin | UnaryOp::Cos), x)
-                if dt == DType::F32 && within_unit(k, *x) =>
-            {
+            Expr::Unary(op @ (UnaryOp::Sin | UnaryOp::Cos), x) if dt == DType::F32 && within_unit(k, *x) => {
                 // The argument is within [-1, 1]: the polynomial alone (cos(cos(x)) costs one
                 // reduction, not two).
                 let xs = self.value(*x)?;
