@@ -39,6 +39,14 @@
 //! 0.148; 255 registers); on `wgmma` the same overlap wins at d128 (0.411 against 0.433) because
 //! the products run asynchronously, but only once no branch separates a product from its wait
 //! (with one, ptxas serialized the pipeline, C7514, and the overlap measured 0.444).
+//!
+//! At d64 the default one-warpgroup tile is latency-bound, not bandwidth- or pipe-bound (ncu on an
+//! H200, BENCHMARKS.md session 13: tensor pipe 39% busy, the `ex2` unit 47%, shared-memory
+//! wavefronts 29%, about three warps per scheduler issuing every 5.8 cycles). Tried there and
+//! measured slower, so not kept: Q as register fragments (+30 registers, two blocks per SM instead
+//! of three: 0.118 ms against 0.098), a quarter of the exponentials as a polynomial on the FMA pipe
+//! (issue slots the loop needed: 0.105), 64-key one-warpgroup tiles (0.102) and the overlapped
+//! schedule in two stages' memory (0.103-0.137).
 
 use serde::{Deserialize, Serialize};
 use sinter_core::DType;
