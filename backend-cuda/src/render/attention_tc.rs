@@ -501,43 +501,21 @@ pub(super) fn emit_scores(
     Ok(())
 }
 
-/// `name[0] op name[1] op ...` over `n` chains as a balanced tree (`op` a function such as
-/// `fmaxf`, or `""` for `+`).
-fn tree(op: &str, name: &str, n: u32) -> String {
-    fn go(op: &str, name: &str, lo: u32, hi: u32) -> String {
-        if hi - lo == 1 {
-            return format!("{name}[{lo}]");
-        }
-        let mid = lo + (hi - lo) / 2;
-        let (a, b) = (go(op, name, lo, mid), go(op, name, mid, hi));
-        if op.is_empty() { format!("({a} + {b})") } else { format!("{op}({a}, {b})") }
-    }
-    go(op, name, 0, n.max(1))
-}
-
 /// The online softmax over `s` (scores in, probabilities out): the row maximum over the quad, the
 /// running maximum `mx` and sum `l`, and the rescaling of `o` by `alpha`, or with `defer` the
 /// factors kept in `al[i][h]` for the caller to apply once `o` may be written.
 pub(super) fn emit_softmax(em: &mut Emitter<'_>, tile: &AttnTile, dv: u32, defer: bool) {
     let (mi, bn8, dv8) = (tile.mi(), tile.bn / 8, dv / 8);
-    let chains = bn8.min(4);
     // Online softmax.
     em.line("#pragma unroll");
     em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
     em.line("#pragma unroll");
     em.open("for (unsigned h = 0; h < 2u; ++h)");
-    // Row maximum and sum over this thread's columns in up to four independent chains, combined at
-    // the end: one serial chain of `bn / 8` `fmaxf` and `bn / 4` additions per row kept the warps
-    // waiting on fixed-latency dependencies (ncu at d64: the largest stall, 1.5 of 5.8 cycles per
-    // issued instruction; BENCHMARKS.md session 13).
-    em.line(format!("float rmx[{chains}];"));
-    em.line("#pragma unroll");
-    em.line(format!("for (unsigned c = 0; c < {chains}u; ++c) rmx[c] = NINF;"));
+    em.line("float rm = NINF;");
     em.line("#pragma unroll");
     em.open(format!("for (unsigned j = 0; j < {bn8}u; ++j)"));
-    em.line(format!("rmx[j % {chains}u] = fmaxf(rmx[j % {chains}u], fmaxf(s[i][j][2u * h], s[i][j][2u * h + 1u]));"));
+    em.line("rm = fmaxf(rm, fmaxf(s[i][j][2u * h], s[i][j][2u * h + 1u]));");
     em.close();
-    em.line(format!("float rm = {};", tree("fmaxf", "rmx", chains)));
     em.line("rm = fmaxf(rm, __shfl_xor_sync(0xffffffffu, rm, 1));");
     em.line("rm = fmaxf(rm, __shfl_xor_sync(0xffffffffu, rm, 2));");
     em.line("const float mn = fmaxf(mx[i][h], rm);");
@@ -545,19 +523,16 @@ pub(super) fn emit_softmax(em: &mut Emitter<'_>, tile: &AttnTile, dv: u32, defer
     em.line("const float alpha = sinter_ex2((mx[i][h] - mu) * SL);");
     em.line("const float ms = mu * SL;");
     em.line("mx[i][h] = mn;");
-    em.line(format!("float rsx[{chains}];"));
-    em.line("#pragma unroll");
-    em.line(format!("for (unsigned c = 0; c < {chains}u; ++c) rsx[c] = 0.0f;"));
+    em.line("float rs = 0.0f;");
     em.line("#pragma unroll");
     em.open(format!("for (unsigned j = 0; j < {bn8}u; ++j)"));
     em.line("#pragma unroll");
     em.open("for (unsigned c = 0; c < 2u; ++c)");
     em.line("const float p = sinter_ex2(fmaf(s[i][j][2u * h + c], SL, -ms));");
     em.line("s[i][j][2u * h + c] = p;");
-    em.line(format!("rsx[j % {chains}u] += p;"));
+    em.line("rs += p;");
     em.close();
     em.close();
-    em.line(format!("const float rs = {};", tree("", "rsx", chains)));
     em.line("l[i][h] = l[i][h] * alpha + rs;");
     if defer {
         em.line("al[i][h] = alpha;");
