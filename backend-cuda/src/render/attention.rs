@@ -42,11 +42,12 @@
 //!
 //! At d64 the default one-warpgroup tile is latency-bound, not bandwidth- or pipe-bound (ncu on an
 //! H200, BENCHMARKS.md session 13: tensor pipe 39% busy, the `ex2` unit 47%, shared-memory
-//! wavefronts 29%, about three warps per scheduler issuing every 5.8 cycles). Tried there and
-//! measured slower, so not kept: Q as register fragments (+30 registers, two blocks per SM instead
-//! of three: 0.118 ms against 0.098), a quarter of the exponentials as a polynomial on the FMA pipe
-//! (issue slots the loop needed: 0.105), 64-key one-warpgroup tiles (0.102) and the overlapped
-//! schedule in two stages' memory (0.103-0.137).
+//! wavefronts 29%, about three warps per scheduler issuing every 5.8 cycles; the largest stall a
+//! wait on fixed-latency dependencies, 1.5 cycles per instruction). Tried there and not kept: Q as
+//! register fragments (+30 registers, two blocks per SM instead of three: 0.118 ms against 0.098),
+//! a quarter of the exponentials as a polynomial on the FMA pipe (issue slots the loop needed:
+//! 0.105), 64-key one-warpgroup tiles (0.102), the overlapped schedule in two stages' memory
+//! (0.103-0.137), and the softmax's row maximum and sum in four parallel chains (no change).
 
 use serde::{Deserialize, Serialize};
 use sinter_core::DType;
