@@ -431,9 +431,18 @@ impl CudaBackend {
                     }
                 }
             }
-            // Every candidate of every kernel searched, compiled in one parallel batch up front.
-            let searched: Vec<&Kernel> =
-                program.kernels.iter().filter(|k| cache.get(&sinter_core::tune::kernel_key(k)).is_none()).collect();
+            // Every candidate of every kernel searched, compiled in one parallel batch up front:
+            // one kernel per tuning key (a transformer's identical layers are searched once; the
+            // others then find the winner in `cache` and compile that alone).
+            let mut keys = std::collections::HashSet::new();
+            let searched: Vec<&Kernel> = program
+                .kernels
+                .iter()
+                .filter(|k| {
+                    let key = sinter_core::tune::kernel_key(k);
+                    cache.get(&key).is_none() && keys.insert(key)
+                })
+                .collect();
             let precompiled = tune::precompile(self, &searched, &cubins);
             tracing::debug!(
                 target: "sinter::autotune",
