@@ -451,17 +451,50 @@ impl CudaBackend {
                 program.kernels.len(),
                 precompiled.len()
             );
-            for k in &program.kernels {
-                let mut target = tune::KernelTuner::new(self, k, args_of(k), &stream, &cubins, &precompiled)?;
-                let mut candidates = render::candidates(k, &self.cuda_caps);
-                // Library candidates cost a heuristic query and a workspace each: asked for only
-                // when the kernel is searched (a cached winner, library or not, loads directly).
-                if cache.get(&sinter_core::tune::kernel_key(k)).is_none() {
-                    candidates.extend(library::candidates(k, &stream, self.cuda_caps.sm));
+            // The searched kernels first; then every other kernel's cached winner (and a library
+            // winner's epilogue) rendered and compiled in one parallel batch, so that loading them
+            // below finds their cubins instead of compiling one by one.
+            let is_searched = |k: &Kernel| searched.iter().any(|s| std::ptr::eq(*s, k));
+            let mut tuned: Vec<Option<LoadedKernel>> = program.kernels.iter().map(|_| None).collect();
+            for pass in [true, false] {
+                if !pass {
+                    let winners: Vec<Rendered> = program
+                        .kernels
+                        .iter()
+                        .filter(|k| !is_searched(k))
+                        .filter_map(|k| {
+                            let t = cache.get(&sinter_core::tune::kernel_key(k))?;
+                            if t.library.is_some() {
+                                let e = library::epilogue_kernel(k, self.cuda_caps.sm)?;
+                                render::render(&e, &self.cuda_caps, &Tuning::default()).ok()
+                            } else {
+                                render::render(k, &self.cuda_caps, &t).ok()
+                            }
+                        })
+                        .collect();
+                    let refs: Vec<(&str, &str)> =
+                        winners.iter().map(|r| (r.name.as_str(), r.source.as_str())).collect();
+                    // Failures surface where the kernel is loaded (and search again there).
+                    drop(self.compile_all(&refs, &cubins));
                 }
-                let tuned = autotune(k, &mut target, candidates, &mut cache)?;
-                kernels.push(tuned.loaded);
+                for (i, k) in program.kernels.iter().enumerate() {
+                    if is_searched(k) != pass {
+                        continue;
+                    }
+                    let mut target = tune::KernelTuner::new(self, k, args_of(k), &stream, &cubins, &precompiled)?;
+                    let mut candidates = render::candidates(k, &self.cuda_caps);
+                    // Library candidates cost a heuristic query and a workspace each: asked for only
+                    // when the kernel is searched (a cached winner, library or not, loads directly).
+                    if cache.get(&sinter_core::tune::kernel_key(k)).is_none() {
+                        candidates.extend(library::candidates(k, &stream, self.cuda_caps.sm));
+                    }
+                    tuned[i] = Some(autotune(k, &mut target, candidates, &mut cache)?.loaded);
+                }
             }
+            if tuned.iter().any(Option::is_none) {
+                return Err(BackendError::Device("max-autotune: a kernel was neither searched nor cached".into()));
+            }
+            kernels.extend(tuned.into_iter().flatten());
             cache.save();
             tuning_log = cache.log.clone();
         } else {

@@ -467,6 +467,36 @@ fn timing_sources_and_autotune_cache() {
     println!("autotune log: {:#?}", first.tuning_log());
 }
 
+/// Max-autotune searches one of two identical kernels (the same IR over other buffers, as a
+/// transformer's layers) and loads the other with the cached winner, in the same load.
+#[test]
+fn identical_kernels_are_searched_once() {
+    let Some(b) = backend("identical kernels") else { return };
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, [32, 777]);
+    let y = g.input("y", DType::F32, [32, 777]);
+    g.output(&x.softmax(-1));
+    g.output(&y.softmax(-1));
+    let inputs = [
+        HostTensor::random(DType::F32, vec![32, 777], 3, -1.0, 1.0),
+        HostTensor::random(DType::F32, vec![32, 777], 4, -1.0, 1.0),
+    ];
+    let want = sinter_core::cpu::run(&g, &inputs).unwrap();
+    let b = Arc::new(b);
+    let program = compile(&g, b.clone(), opts(Mode::Default)).unwrap().program().unwrap();
+    assert_eq!(program.kernels.len(), 2, "two softmax kernels");
+    let dir = cache_dir().join("autotune-identical");
+    let _ = std::fs::remove_dir_all(&dir);
+    let lo = LoadOptions { mode: Mode::MaxAutotune, cache_dir: Some(dir), ..LoadOptions::default() };
+    let mut exe = b.load_cuda(&program, &lo).unwrap();
+    let log = exe.tuning_log().to_vec();
+    assert_eq!(log.iter().filter(|l| l.contains("chose")).count(), 1, "{log:#?}");
+    assert_eq!(log.iter().filter(|l| l.contains(": cached")).count(), 1, "{log:#?}");
+    let got = exe.run(&inputs).unwrap();
+    check_close("first", &got[0], &want[0], 1e-7);
+    check_close("second", &got[1], &want[1], 1e-7);
+}
+
 /// Median host time of `f` over batches (the device drains between batches so the launch queue
 /// never blocks the host).
 fn host_us(mut f: impl FnMut(), sync: impl Fn()) -> f64 {

@@ -30,7 +30,9 @@ use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// A stable key of a kernel: a hash of its IR without names, provenance and cost estimates.
+/// A stable key of a kernel: a hash of its IR without names, provenance and cost estimates, its
+/// arguments' buffers numbered by first use (so a transformer's identical layers, which read other
+/// weights, share one key, while a kernel reading one buffer twice keeps its own).
 pub fn kernel_key(k: &Kernel) -> String {
     let mut anon = k.clone();
     anon.name = String::new();
@@ -38,6 +40,14 @@ pub fn kernel_key(k: &Kernel) -> String {
     anon.ops.clear();
     anon.flops = 0.0;
     anon.bytes = 0.0;
+    let mut seen: Vec<crate::kernel::BufferId> = Vec::new();
+    for a in &mut anon.args {
+        let i = seen.iter().position(|b| *b == a.buffer).unwrap_or_else(|| {
+            seen.push(a.buffer);
+            seen.len() - 1
+        });
+        a.buffer = crate::kernel::BufferId(i as u32);
+    }
     let json = serde_json::to_string(&anon).unwrap_or_default();
     blake3::hash(json.as_bytes()).to_hex()[..32].to_string()
 }
@@ -387,6 +397,16 @@ mod tests {
         // The same kernel under another name shares the entry; a different kernel does not.
         assert_eq!(kernel_key(&k), kernel_key(&kernel("k9_y", 10)));
         assert_ne!(kernel_key(&k), kernel_key(&kernel("k0_x", 11)));
+        // Other buffers in the same pattern share the key; reading one buffer twice does not.
+        let arg = |b: u32| crate::kernel::KernelArg {
+            buffer: crate::kernel::BufferId(b),
+            dtype: DType::F32,
+            numel: 10,
+            access: crate::kernel::Access::Read,
+        };
+        let with = |bufs: &[u32]| Kernel { args: bufs.iter().map(|&b| arg(b)).collect(), ..kernel("k1", 10) };
+        assert_eq!(kernel_key(&with(&[3, 4])), kernel_key(&with(&[7, 9])));
+        assert_ne!(kernel_key(&with(&[3, 4])), kernel_key(&with(&[3, 3])));
         // An entry the validator rejects is dropped, searched again and replaced.
         let mut c = TuneCache::<u32>::open(Some(&dir), "fake", "dev", |t| *t > 8);
         assert!(c.is_empty());
