@@ -357,6 +357,14 @@ impl CudaBackend {
         })
     }
 
+    /// The rendered epilogue kernel of library step `k`, where it has one. Best effort, for
+    /// compiling it ahead in a parallel batch: a failure surfaces where the step is built (and may
+    /// send the kernel to its own template).
+    fn epilogue_source(&self, k: &Kernel) -> Option<Rendered> {
+        let e = library::epilogue_kernel(k, self.cuda_caps.sm)?;
+        render::render(&e, &self.cuda_caps, &Tuning::default()).ok()
+    }
+
     /// As [`Backend::load_with`], returning the concrete executable.
     pub fn load_cuda(&self, program: &Program, opts: &LoadOptions) -> Result<CudaExecutable, BackendError> {
         let start = std::time::Instant::now();
@@ -367,14 +375,10 @@ impl CudaBackend {
         // A program with products loads the libraries while its memory is allocated and its
         // constants uploaded (libcublasLt took about 50 ms on an H200 host): the probes are
         // `OnceLock`s, so the plans below wait for these threads rather than load again.
-        let sm = self.cuda_caps.sm;
-        let wanted = |conv: bool| {
-            program
-                .kernels
-                .iter()
-                .any(|k| conv::is_conv(k) == conv && library::library_wanted(k, opts.mode, sm).is_ok())
-        };
-        let (gemm, dnn) = (wanted(false), wanted(true));
+        let (mut gemm, mut dnn) = (false, false);
+        for k in program.kernels.iter().filter(|k| library::library_wanted(k, opts.mode, self.cuda_caps.sm).is_ok()) {
+            *(if conv::is_conv(k) { &mut dnn } else { &mut gemm }) = true;
+        }
         if gemm || dnn {
             let spawned = std::thread::Builder::new().name("sinter-library-probe".into()).spawn(move || {
                 if gemm {
@@ -421,7 +425,8 @@ impl CudaBackend {
             // product runs measurably faster on zeros (14% for the 8192^3 bf16 product on an
             // H100), which would bias the choice. Integer inputs (indices) stay zero, always in
             // range. Only when something is timed: a load whose every kernel is cached skips it.
-            if program.kernels.iter().any(|k| cache.get(&sinter_core::tune::kernel_key(k)).is_none()) {
+            let keys: Vec<String> = program.kernels.iter().map(sinter_core::tune::kernel_key).collect();
+            if keys.iter().any(|key| cache.get(key).is_none()) {
                 for (i, io) in program.inputs.iter().enumerate() {
                     if io.dtype.is_float() {
                         let t = HostTensor::random(io.dtype, io.shape.clone(), 0x5eed + i as u64, -1.0, 1.0);
@@ -431,19 +436,14 @@ impl CudaBackend {
                     }
                 }
             }
-            // Every candidate of every kernel searched, compiled in one parallel batch up front:
-            // one kernel per tuning key (a transformer's identical layers are searched once; the
-            // others then find the winner in `cache` and compile that alone).
-            let mut keys = std::collections::HashSet::new();
-            let searched: Vec<&Kernel> = program
-                .kernels
-                .iter()
-                .filter(|k| {
-                    let key = sinter_core::tune::kernel_key(k);
-                    cache.get(&key).is_none() && keys.insert(key)
-                })
-                .collect();
-            let precompiled = tune::precompile(self, &searched, &cubins);
+            // One kernel per uncached tuning key is searched (a transformer's identical layers
+            // once), every candidate of those compiled in one parallel batch up front.
+            let mut seen = std::collections::HashSet::new();
+            let searched: Vec<usize> =
+                (0..keys.len()).filter(|&i| cache.get(&keys[i]).is_none() && seen.insert(&keys[i])).collect();
+            let rest: Vec<usize> = (0..keys.len()).filter(|i| searched.binary_search(i).is_err()).collect();
+            let searched_kernels: Vec<&Kernel> = searched.iter().map(|&i| &program.kernels[i]).collect();
+            let precompiled = tune::precompile(self, &searched_kernels, &cubins);
             tracing::debug!(
                 target: "sinter::autotune",
                 "{} of {} kernels searched; {} candidate sources compiled up front",
@@ -451,49 +451,37 @@ impl CudaBackend {
                 program.kernels.len(),
                 precompiled.len()
             );
-            // The searched kernels first; then every other kernel's cached winner (and a library
-            // winner's epilogue) rendered and compiled in one parallel batch, so that loading them
-            // below finds their cubins instead of compiling one by one.
-            let is_searched = |k: &Kernel| searched.iter().any(|s| std::ptr::eq(*s, k));
+            let tune_one = |i: usize, cache: &mut TuneCache<Tuning>| -> Result<LoadedKernel, BackendError> {
+                let k = &program.kernels[i];
+                let mut target = tune::KernelTuner::new(self, k, args_of(k), &stream, &cubins, &precompiled)?;
+                let mut candidates = render::candidates(k, &self.cuda_caps);
+                // Library candidates cost a heuristic query and a workspace each: asked for only
+                // when the kernel is searched (a cached winner, library or not, loads directly).
+                if cache.get(&keys[i]).is_none() {
+                    candidates.extend(library::candidates(k, &stream, self.cuda_caps.sm));
+                }
+                Ok(autotune(k, &mut target, candidates, cache)?.loaded)
+            };
             let mut tuned: Vec<Option<LoadedKernel>> = program.kernels.iter().map(|_| None).collect();
-            for pass in [true, false] {
-                if !pass {
-                    let winners: Vec<Rendered> = program
-                        .kernels
-                        .iter()
-                        .filter(|k| !is_searched(k))
-                        .filter_map(|k| {
-                            let t = cache.get(&sinter_core::tune::kernel_key(k))?;
-                            if t.library.is_some() {
-                                let e = library::epilogue_kernel(k, self.cuda_caps.sm)?;
-                                render::render(&e, &self.cuda_caps, &Tuning::default()).ok()
-                            } else {
-                                render::render(k, &self.cuda_caps, &t).ok()
-                            }
-                        })
-                        .collect();
-                    let refs: Vec<(&str, &str)> =
-                        winners.iter().map(|r| (r.name.as_str(), r.source.as_str())).collect();
-                    // Failures surface where the kernel is loaded (and search again there).
-                    drop(self.compile_all(&refs, &cubins));
-                }
-                for (i, k) in program.kernels.iter().enumerate() {
-                    if is_searched(k) != pass {
-                        continue;
-                    }
-                    let mut target = tune::KernelTuner::new(self, k, args_of(k), &stream, &cubins, &precompiled)?;
-                    let mut candidates = render::candidates(k, &self.cuda_caps);
-                    // Library candidates cost a heuristic query and a workspace each: asked for only
-                    // when the kernel is searched (a cached winner, library or not, loads directly).
-                    if cache.get(&sinter_core::tune::kernel_key(k)).is_none() {
-                        candidates.extend(library::candidates(k, &stream, self.cuda_caps.sm));
-                    }
-                    tuned[i] = Some(autotune(k, &mut target, candidates, &mut cache)?.loaded);
-                }
+            for &i in &searched {
+                tuned[i] = Some(tune_one(i, &mut cache)?);
             }
-            if tuned.iter().any(Option::is_none) {
-                return Err(BackendError::Device("max-autotune: a kernel was neither searched nor cached".into()));
+            // Every other kernel loads its cached winner: rendered (a library winner, its
+            // epilogue) and compiled in one parallel batch first, so that loading finds the cubins
+            // instead of compiling them one by one. Failures surface where the kernel loads.
+            let winners: Vec<Rendered> = rest
+                .iter()
+                .filter_map(|&i| {
+                    let (k, t) = (&program.kernels[i], cache.get(&keys[i])?);
+                    if t.library.is_some() { self.epilogue_source(k) } else { render::render(k, caps, &t).ok() }
+                })
+                .collect();
+            let refs: Vec<(&str, &str)> = winners.iter().map(|r| (r.name.as_str(), r.source.as_str())).collect();
+            drop(self.compile_all(&refs, &cubins));
+            for &i in &rest {
+                tuned[i] = Some(tune_one(i, &mut cache)?);
             }
+            debug_assert!(tuned.iter().all(Option::is_some), "every kernel searched or cached");
             kernels.extend(tuned.into_iter().flatten());
             cache.save();
             tuning_log = cache.log.clone();
@@ -523,13 +511,7 @@ impl CudaBackend {
             for (k, (t, _)) in program.kernels.iter().zip(&plan) {
                 if t.library.is_some() {
                     rendered.push(None);
-                    // Best effort: a failure here surfaces where the step is built (and may
-                    // send the kernel to its own template).
-                    if let Some(Ok(r)) = library::epilogue_kernel(k, self.cuda_caps.sm)
-                        .map(|e| render::render(&e, &self.cuda_caps, &Tuning::default()))
-                    {
-                        epilogues.push(r);
-                    }
+                    epilogues.extend(self.epilogue_source(k));
                 } else {
                     rendered.push(Some(render::render(k, &self.cuda_caps, t)?));
                 }

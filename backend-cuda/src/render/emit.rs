@@ -25,7 +25,6 @@ use super::analysis::{closure, relaxed_math, within_unit};
 use super::index::{IndexEnv, LaneForm, lane_form, render_address, render_signed};
 use super::ops::{acc_conv, binary, cast, condition, load_conv, store_conv, unary};
 use super::prelude::{H, Helpers};
-use super::trig::Trig;
 use super::types::{const_lit, ct, storage};
 
 /// Marks a declaration line for [`prune_unused`].
@@ -326,22 +325,12 @@ impl<'a> Emitter<'a> {
                 let (x, y) = (self.signed(a)?, self.signed(b)?);
                 cast(&format!("{x} {sym} {y}"), DType::Bool, dt, &mut self.h)
             }
-            Expr::Unary(op @ (UnaryOp::Sin | UnaryOp::Cos), x) if dt == DType::F32 && within_unit(k, *x) => {
-                // The argument is within [-1, 1]: the polynomial alone (cos(cos(x)) costs one
-                // reduction, not two).
-                let xs = self.value(*x)?;
-                let (t, name) = if *op == UnaryOp::Sin {
-                    (Trig::SinUnit, "sinter_sinf_unit")
-                } else {
-                    (Trig::CosUnit, "sinter_cosf_unit")
-                };
-                self.h.need(H::Trig(t));
-                format!("{name}({xs})")
-            }
             Expr::Unary(op, x) => {
                 let xd = k.expr(*x).dtype;
                 let xs = self.value(*x)?;
-                unary(*op, &xs, xd, dt, self.relaxed, &mut self.h).map_err(ctx)?
+                // A sin or cos of a value bounded in [-1, 1] needs no argument reduction.
+                let unit = matches!(op, UnaryOp::Sin | UnaryOp::Cos) && within_unit(k, *x);
+                unary(*op, &xs, (xd, dt), (self.relaxed, unit), &mut self.h).map_err(ctx)?
             }
             Expr::Binary(op, a, b) => {
                 let (ad, bd) = (k.expr(*a).dtype, k.expr(*b).dtype);

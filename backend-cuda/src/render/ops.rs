@@ -264,13 +264,14 @@ pub(crate) fn condition(x: &str, d: DType) -> String {
 
 /// Unary op on `x` (dtype `din`) producing dtype `dout`. `Err` for ops the reference does not
 /// define on the operand's dtype (e.g. `exp` of an integer). `relaxed`: the kernel may use the
-/// approximate `exp` ([`relaxed_math`](super::analysis::relaxed_math)).
+/// approximate `exp` ([`relaxed_math`](super::analysis::relaxed_math)); `unit`: `x` is known to
+/// lie in [-1, 1] ([`within_unit`](super::analysis::within_unit)), so an f32 `sin`/`cos` takes the
+/// polynomial alone.
 pub(crate) fn unary(
     op: UnaryOp,
     x: &str,
-    din: DType,
-    dout: DType,
-    relaxed: bool,
+    (din, dout): (DType, DType),
+    (relaxed, unit): (bool, bool),
     h: &mut Helpers,
 ) -> Result<String, String> {
     let c = ct(din);
@@ -294,6 +295,8 @@ pub(crate) fn unary(
                 UnaryOp::Log => libm("log"),
                 UnaryOp::Sqrt => libm("sqrt"),
                 UnaryOp::Rsqrt => format!("{one} / {}", libm("sqrt")),
+                UnaryOp::Sin if c == Ct::Float && unit => call(H::Trig(Trig::SinUnit), "sinter_sinf_unit"),
+                UnaryOp::Cos if c == Ct::Float && unit => call(H::Trig(Trig::CosUnit), "sinter_cosf_unit"),
                 UnaryOp::Sin if c == Ct::Float => call(H::Trig(Trig::Sin), "sinter_sinf"),
                 UnaryOp::Cos if c == Ct::Float => call(H::Trig(Trig::Cos), "sinter_cosf"),
                 UnaryOp::Sin => libm("sin"),
