@@ -139,25 +139,7 @@ if [ "$part" = attention ]; then
     grep -E "Throughput|Pipe|Issue|Occupancy|Registers|Stall|Warp Cycles|Executed Ipc|Block Limit" "$OUT/ncu.txt" | head -40
   fi
   step "torch SDPA at the same shapes"
-  PYTHONUNBUFFERED=1 timeout 120 python3 - <<'EOF3' 2>&1 | tail -5
-import torch, torch.nn.functional as F
-for (b, h, s, kv, d, causal) in [(8, 16, 1024, 1024, 64, False), (8, 16, 2048, 2048, 128, True), (32, 32, 1, 4096, 128, False)]:
-    q = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
-    k = torch.randn(b, h, kv, d, device="cuda", dtype=torch.bfloat16)
-    v = torch.randn(b, h, kv, d, device="cuda", dtype=torch.bfloat16)
-    f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    for _ in range(3): f()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(5):
-        a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(20): f()
-        e.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(e) / 20)
-    ms = sorted(ts)[2]
-    fl = 4 * b * h * s * kv * d * (0.5 if causal else 1)
-    print(f"torch sdpa b{b} h{h} s{s} kv{kv} d{d} causal={causal}: {ms:.4f} ms {fl / ms / 1e9:.1f} TFLOP/s")
-EOF3
+  PYTHONUNBUFFERED=1 timeout 120 python3 scripts/torch_sdpa.py 2>&1 | tail -5
 fi
 
 if [ "$part" = attention-bench ]; then
@@ -230,20 +212,7 @@ for k, ns, t in sorted(rows):
 EOF6
   tail -4 "$OUT/attn-autotune.txt"
   step "torch SDPA (flash) at the same shapes"
-  PYTHONUNBUFFERED=1 timeout 120 python3 - <<'EOF5' 2>&1 | tail -3
-import torch, torch.nn.functional as F
-for (b, h, s, d, causal) in [(8, 16, 1024, 64, False), (8, 16, 2048, 128, True)]:
-    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-    f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    for _ in range(3): f()
-    torch.cuda.synchronize(); ts = []
-    for _ in range(5):
-        a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(20): f()
-        e.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(e) / 20)
-    print(f"torch sdpa b{b} h{h} s{s} d{d} causal={causal}: {sorted(ts)[2]:.4f} ms")
-EOF5
+  PYTHONUNBUFFERED=1 timeout 120 python3 scripts/torch_sdpa.py 2>&1 | tail -4
 fi
 if [ "$part" = attention-check ]; then
   t=$(ls .cudatest/device_attention* 2>/dev/null | head -1)

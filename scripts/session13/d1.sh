@@ -12,25 +12,7 @@ echo "== correctness of the new tunings (every case, poisoned outputs)"
 SINTER_TEST_TUNINGS=" e2, e4, qr" timeout 200 $t --test-threads=1 --nocapture attention_matches >$OUT/check.log 2>&1; echo "rc $?"
 grep -cE " ok$" $OUT/check.log; grep -E "FAILED|panicked|^test result" $OUT/check.log | head -20
 echo "== torch SDPA"
-PYTHONUNBUFFERED=1 timeout 120 python3 - <<'EOF3' 2>&1 | tail -5
-import torch, torch.nn.functional as F
-for (b, h, s, kv, d, causal) in [(8, 16, 1024, 1024, 64, False), (8, 16, 2048, 2048, 128, True), (8, 16, 2048, 2048, 128, False)]:
-    q = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
-    k = torch.randn(b, h, kv, d, device="cuda", dtype=torch.bfloat16)
-    v = torch.randn(b, h, kv, d, device="cuda", dtype=torch.bfloat16)
-    f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    for _ in range(3): f()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(5):
-        a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(20): f()
-        e.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(e) / 20)
-    ms = sorted(ts)[2]
-    fl = 4 * b * h * s * kv * d * (0.5 if causal else 1)
-    print(f"torch sdpa b{b} h{h} s{s} kv{kv} d{d} causal={causal}: {ms:.4f} ms {fl / ms / 1e9:.1f} TFLOP/s")
-EOF3
+PYTHONUNBUFFERED=1 timeout 120 python3 scripts/torch_sdpa.py 2>&1 | tail -5
 echo "== timing: every wgmma tile (median of 5 x 20 launches)"
 SINTER_TEST_TUNINGS="wgmma" timeout 300 $t --ignored --nocapture --test-threads=1 attention_timing >$OUT/timing.log 2>&1; echo "rc $?"
 grep TFLOP $OUT/timing.log | awk '{a[NR]=$0} END {for (i = NR / 2 + 1; i <= NR; i++) print a[i]}' | grep -v "^decode\|^vit"
