@@ -336,11 +336,15 @@ fn wgmma_matmul_tiles_compile() {
 /// Every TMA-fed `wgmma` tile compiles for sm_90a with both layouts of B, without spills and
 /// with its register reallocation honoured (ptxas warns C7508 when it ignores `setmaxnreg`, and
 /// `compile` refuses warnings); it asks for the tensor maps of A and B and a persistent grid of at
-/// most one block per SM; operands the copy engine cannot take are refused by name.
+/// most one block per SM (clusters of two: pairs of tiles, each block copying half of B for
+/// both); operands the copy engine cannot take are refused by name. The snapshot shows the first
+/// tile of each engine.
 #[test]
 fn wgmma_tma_matmul_tiles_compile() {
     let mut shown = String::new();
+    let first_plain = MmaTile::TMA_CANDIDATES.iter().position(|t| t.engine == MmaEngine::WgmmaTma);
     for (i, t) in MmaTile::TMA_CANDIDATES.iter().enumerate() {
+        let cluster = t.engine == MmaEngine::WgmmaTmaCluster;
         for b_t in [false, true] {
             let d = if (i + b_t as usize).is_multiple_of(2) { DType::BF16 } else { DType::F16 };
             let p = matmul_layout(2, 300, 264, 72, d, DType::F32, Layout { b_t, ..Layout::default() });
@@ -350,8 +354,16 @@ fn wgmma_tma_matmul_tiles_compile() {
             assert!(r.strategy.starts_with("wgmma-tma "), "{}", r.strategy);
             assert_eq!(r.block[0], t.threads());
             assert_eq!(r.block[0], 128 * (t.warps_m + 1));
-            let tiles = 2 * 300u32.div_ceil(t.bm) * 264u32.div_ceil(t.bn);
-            assert_eq!(r.grid[0], tiles.min(132), "{t:?}");
+            if cluster {
+                let pairs = 2 * 300u32.div_ceil(2 * t.bm) * 264u32.div_ceil(t.bn);
+                assert_eq!(r.grid[0], 2 * pairs.min(66), "{t:?}");
+                assert!(r.source.contains("__cluster_dims__(2, 1, 1)"), "{t:?}");
+                assert!(r.source.contains("sinter_tma_load_multicast<"), "{t:?}");
+            } else {
+                let tiles = 2 * 300u32.div_ceil(t.bm) * 264u32.div_ceil(t.bn);
+                assert_eq!(r.grid[0], tiles.min(132), "{t:?}");
+                assert!(!r.source.contains("__cluster_dims__"), "{t:?}");
+            }
             assert!(r.split.is_none(), "a persistent grid cannot be cut by batch");
             assert_eq!(r.tensor_maps.len(), 2);
             let (a, b) = (&r.tensor_maps[0].desc, &r.tensor_maps[1].desc);
@@ -360,7 +372,8 @@ fn wgmma_tma_matmul_tiles_compile() {
             assert_eq!(a.boxes, [64, t.bm, 1]);
             // B is shared by the batches (stride 0): two dimensions.
             if b_t {
-                assert_eq!((b.dims.as_slice(), b.boxes.as_slice()), ([72, 264].as_slice(), [64, t.bn].as_slice()));
+                let rows = if cluster { t.bn / 2 } else { t.bn };
+                assert_eq!((b.dims.as_slice(), b.boxes.as_slice()), ([72, 264].as_slice(), [64, rows].as_slice()));
             } else {
                 assert_eq!((b.dims.as_slice(), b.boxes.as_slice()), ([264, 72].as_slice(), [64, 64].as_slice()));
             }
@@ -375,14 +388,15 @@ fn wgmma_tma_matmul_tiles_compile() {
                     c.log
                 );
             }
-            if i == 0 {
+            if i == 0 || Some(i) == first_plain {
                 shown.push_str(&format!("// ==== b_t {b_t} ({}) maps {:?}\n", r.strategy, r.tensor_maps));
                 shown.push_str(&r.source);
             }
         }
     }
     insta::assert_snapshot!(shown);
-    let tma = Tuning { mma: Some(MmaTile::TMA_CANDIDATES[0]), ..Tuning::default() };
+    let tma = Tuning { mma: Some(MmaTile::wgmma_tma(128, 256, 2, 4)), ..Tuning::default() };
+    let tma_cluster = Tuning { mma: Some(MmaTile::wgmma_tma_cluster(128, 256, 2, 4)), ..Tuning::default() };
     let refused = |layout: Layout, m: usize, k: usize| {
         let p = matmul_layout(1, m, 64, k, DType::BF16, DType::F32, layout);
         render::render(&p.kernels[0], &hopper(), &tma).unwrap_err().to_string()
@@ -406,6 +420,9 @@ fn wgmma_tma_matmul_tiles_compile() {
         assert_eq!((b.dims[2], *b.strides.last().unwrap()), (3, 264 * 80 * 2), "{b:?}");
         assert!(r.source.contains("sinter_tma_load<3>(st + 16384u"), "{}", r.source);
         compile("wgmma_tma_batched_b", &r);
+        let r = render::render(&p.kernels[0], &hopper(), &tma_cluster).unwrap();
+        assert!(r.source.contains("sinter_tma_load_multicast<3>(st + 16384u"), "{}", r.source);
+        compile("wgmma_tma_cluster_batched_b", &r);
     }
     let e = refused(Layout { pad: 1, ..Layout::default() }, 128, 64);
     assert!(e.contains("not 16-byte aligned"), "{e}");
@@ -435,7 +452,7 @@ fn wgmma_tma_matmul_tiles_compile() {
     assert_eq!(render::render(&moved.kernels[0], &hopper(), &t).unwrap().tensor_maps.len(), 2);
     // Max-autotune tries them.
     let c = candidates(&big.kernels[0], &hopper());
-    assert!(c.iter().filter(|t| t.mma.is_some_and(|m| m.engine == MmaEngine::WgmmaTma)).count() >= 6);
+    assert!(c.iter().filter(|t| t.mma.is_some_and(|m| m.engine.tma())).count() >= 6);
 }
 
 /// bf16/f16 matmuls take the tensor cores by default, the others the CUDA-core template; a

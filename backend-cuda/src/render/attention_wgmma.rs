@@ -39,14 +39,18 @@ use super::prelude::wgmma_name;
 pub(super) fn qk_issue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, sk: &str) {
     let (bm, bn, d16) = (t.bm, t.bn, a.d as u32 / 16);
     let name = wgmma_name(bn, false, false, a.in_dtype == DType::F16);
+    em.open("");
+    em.line("const unsigned long long desc_q = sinter_wgmma_desc(s_base + wg * 8192u, 16u, 1024u);");
+    em.line(format!("const unsigned long long desc_k = sinter_wgmma_desc({sk}, 16u, 1024u);"));
     em.line("#pragma unroll");
     em.open(format!("for (unsigned kk = 0; kk < {d16}u; ++kk)"));
     em.line("// k16 slice kk: 64-column block kk / 4, 32 bytes per slice inside the swizzled row");
-    em.line(format!("const unsigned qa = s_base + wg * 8192u + kk / 4u * {}u + kk % 4u * 32u;", bm * 128));
-    em.line(format!("const unsigned ka = {sk} + kk / 4u * {}u + kk % 4u * 32u;", bn * 128));
+    em.line(format!("const unsigned qo = kk / 4u * {}u + kk % 4u * 32u;", bm * 128));
+    em.line(format!("const unsigned ko = kk / 4u * {}u + kk % 4u * 32u;", bn * 128));
     em.line(format!(
-        "{name}(s[0], sinter_wgmma_desc(qa, 16u, 1024u), sinter_wgmma_desc(ka, 16u, 1024u), kk > 0u ? 1 : 0);"
+        "{name}(s[0], sinter_wgmma_desc_add(desc_q, qo), sinter_wgmma_desc_add(desc_k, ko), kk > 0u ? 1 : 0);"
     ));
+    em.close();
     em.close();
 }
 
@@ -77,13 +81,15 @@ pub(super) fn p_frags(em: &mut Emitter<'_>, t: &AttnTile, (h2, cvt): (&str, &str
 /// Issues O += P V for the V tile at shared address `sv` (`bn / 16` products of k16, P from `pf`,
 /// V N-major); no fence, commit or wait.
 pub(super) fn pv_issue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, sv: &str) {
+    em.open("");
+    em.line(format!("const unsigned long long desc_v = sinter_wgmma_desc({sv}, {}u, 1024u);", t.bn * 128));
     em.line("#pragma unroll");
     em.open(format!("for (unsigned kk = 0; kk < {}u; ++kk)", t.bn / 16));
     em.line(format!(
-        "{}(o[0], pf[kk], sinter_wgmma_desc({sv} + kk * 2048u, {}u, 1024u), 1); // 16 key rows of 128 bytes",
+        "{}(o[0], pf[kk], sinter_wgmma_desc_add(desc_v, kk * 2048u), 1); // 16 key rows of 128 bytes",
         wgmma_name(a.dv as u32, true, true, a.in_dtype == DType::F16),
-        t.bn * 128
     ));
+    em.close();
     em.close();
 }
 

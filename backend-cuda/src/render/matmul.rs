@@ -234,6 +234,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
         split: None,
         scratch: 0,
         tensor_maps: Vec::new(),
+        cluster: 1,
     };
     if blocks == 0 {
         return Ok(Body { grid: [0, 1, 1], ..body });

@@ -99,6 +99,17 @@ pub enum MmaEngine {
     /// into an `mbarrier`-guarded ring, `warps_m` consumer warpgroups multiply, persistent over
     /// the tiles (`mma_tma`).
     WgmmaTma,
+    /// [`MmaEngine::WgmmaTma`] on clusters of two blocks along m (sm_90a): the two tiles of a
+    /// cluster share their B tile, each block copying half of it into both blocks' shared memory
+    /// (TMA multicast), so each block reads a third less from L2 per k step (`mma_tma`).
+    WgmmaTmaCluster,
+}
+
+impl MmaEngine {
+    /// Whether tiles of this engine are TMA-fed and warp-specialized (`mma_tma`).
+    pub fn tma(self) -> bool {
+        matches!(self, MmaEngine::WgmmaTma | MmaEngine::WgmmaTmaCluster)
+    }
 }
 
 impl MmaTile {
@@ -147,10 +158,17 @@ impl MmaTile {
     pub const SMALL: MmaTile =
         MmaTile { bm: 64, bn: 64, bk: 32, warps_m: 2, warps_n: 2, stages: 4, engine: MmaEngine::MmaSync };
 
-    /// The TMA-fed `wgmma` tiles max-autotune tries (sm_90a, [`MmaEngine::WgmmaTma`]): `warps_m`
-    /// consumer warpgroups of `bm / warps_m` rows (64 or 128) plus a producer warpgroup. Not yet
-    /// measured; 128x256 with two consumers of 64x256 is the shape CUTLASS's Hopper kernels use.
-    pub const TMA_CANDIDATES: [MmaTile; 8] = [
+    /// The TMA-fed `wgmma` tiles max-autotune tries (sm_90a, [`MmaEngine::WgmmaTma`] and
+    /// [`MmaEngine::WgmmaTmaCluster`]): `warps_m` consumer warpgroups of `bm / warps_m` rows (64
+    /// or 128) plus a producer warpgroup. Measured on an H200 at 8192^3 bf16 (BENCHMARKS.md,
+    /// session 14): 128x256 two consumers three or four stages 705-709 TFLOP/s against cuBLAS's
+    /// 773 (whose kernel runs on clusters of two), the tensor pipe busy 87% of the time against
+    /// cuBLAS's 97%, L2 at 70% of its peak against 48%.
+    pub const TMA_CANDIDATES: [MmaTile; 12] = [
+        MmaTile::wgmma_tma_cluster(128, 256, 2, 4),
+        MmaTile::wgmma_tma_cluster(128, 256, 2, 3),
+        MmaTile::wgmma_tma_cluster(256, 128, 2, 4),
+        MmaTile::wgmma_tma_cluster(256, 128, 2, 3),
         MmaTile::wgmma_tma(128, 256, 2, 4),
         MmaTile::wgmma_tma(128, 256, 2, 3),
         MmaTile::wgmma_tma(256, 128, 2, 4),
@@ -172,9 +190,14 @@ impl MmaTile {
         MmaTile { bm, bn, bk: 64, warps_m: consumers, warps_n: 4, stages, engine: MmaEngine::WgmmaTma }
     }
 
+    /// [`MmaTile::wgmma_tma`] on clusters of two blocks sharing B ([`MmaEngine::WgmmaTmaCluster`]).
+    pub const fn wgmma_tma_cluster(bm: u32, bn: u32, consumers: u32, stages: u32) -> MmaTile {
+        MmaTile { bm, bn, bk: 64, warps_m: consumers, warps_n: 4, stages, engine: MmaEngine::WgmmaTmaCluster }
+    }
+
     /// Threads per block (with the producer warpgroup of a [`MmaEngine::WgmmaTma`] tile).
     pub fn threads(&self) -> u32 {
-        let producer = if self.engine == MmaEngine::WgmmaTma { self.warps_n } else { 0 };
+        let producer = if self.engine.tma() { self.warps_n } else { 0 };
         32 * (self.warps_m * self.warps_n + producer)
     }
 
@@ -320,7 +343,7 @@ pub fn check_mma(t: &MmaTile, caps: &CudaCaps, mm: &MatmulBody) -> Result<(), St
     mma_applies(mm, caps)?;
     match t.engine {
         MmaEngine::Wgmma => return super::mma_wgmma::check(t, caps, mm),
-        MmaEngine::WgmmaTma => return super::mma_tma::check(t, caps, mm),
+        MmaEngine::WgmmaTma | MmaEngine::WgmmaTmaCluster => return super::mma_tma::check(t, caps, mm),
         MmaEngine::MmaSync => {}
     }
     let MmaTile { bm, bn, bk, warps_m, warps_n, stages, .. } = *t;
@@ -411,7 +434,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     check_mma(&tile, caps, mm).map_err(&invalid)?;
     match tile.engine {
         MmaEngine::Wgmma => return super::mma_wgmma::render(em, mm, t, &tile),
-        MmaEngine::WgmmaTma => return super::mma_tma::render(em, mm, caps, t, &tile),
+        MmaEngine::WgmmaTma | MmaEngine::WgmmaTmaCluster => return super::mma_tma::render(em, mm, caps, t, &tile),
         MmaEngine::MmaSync => {}
     }
     let threads = tile.threads();

@@ -118,7 +118,9 @@ pub(super) fn operand_maps(mm: &MatmulBody, t: &MmaTile) -> Result<Vec<TensorMap
     }
     let a_map = map_of(a, "A", elem, mm.batch, (k, a.s_col), (m, a.s_row), (t.bk, t.bm))?;
     let b_map = if b_kmajor(mm) {
-        map_of(b, "B", elem, mm.batch, (k, b.s_row), (n, b.s_col), (t.bk, t.bn))?
+        // A cluster's blocks copy half of the shared B tile each (`bn / 2` rows of it).
+        let rows = if t.engine == MmaEngine::WgmmaTmaCluster { t.bn / 2 } else { t.bn };
+        map_of(b, "B", elem, mm.batch, (k, b.s_row), (n, b.s_col), (t.bk, rows))?
     } else {
         map_of(b, "B", elem, mm.batch, (n, b.s_col), (k, b.s_row), (64, t.bk))?
     };
@@ -187,9 +189,12 @@ fn map_of(
 
 /// Checks a [`MmaEngine::WgmmaTma`] tile for `mm` on this device; `Err` says why it does not fit.
 pub(super) fn check(t: &MmaTile, caps: &CudaCaps, mm: &MatmulBody) -> Result<(), String> {
-    debug_assert_eq!(t.engine, MmaEngine::WgmmaTma);
+    debug_assert!(t.engine.tma());
     if caps.sm != (9, 0) {
         return Err(format!("sm_{}{} has no wgmma and setmaxnreg (sm_90a only)", caps.sm.0, caps.sm.1));
+    }
+    if t.engine == MmaEngine::WgmmaTmaCluster && caps.sm_count < 2 {
+        return Err(format!("tile {t:?}: a cluster of two blocks needs two SMs ({} here)", caps.sm_count));
     }
     let MmaTile { bm, bn, bk, warps_m: consumers, warps_n, stages, .. } = *t;
     if bk != 64 {
@@ -235,12 +240,17 @@ pub(super) fn render(
     let (batch, m, n, kd) = super::mma::launch_extents(em, mm, t, tile)?;
     let MmaTile { bm, bn, bk, stages, warps_m: consumers, .. } = *tile;
     let mw = bm / consumers / 64;
-    let (tiles_m, tiles_n) = (m.div_ceil(u64::from(bm)), n.div_ceil(u64::from(bn)));
-    let tiles = tile_blocks(mm, bm, bn);
+    // Clusters of two blocks walk pairs of tiles along m (`2 bm x bn`), the block of rank r taking
+    // rows `r bm ..` of the pair; one block walks single tiles.
+    let cluster = tile.engine == MmaEngine::WgmmaTmaCluster;
+    let per = if cluster { 2 } else { 1 };
+    let (tiles_m, tiles_n) = (m.div_ceil(u64::from(per * bm)), n.div_ceil(u64::from(bn)));
+    let tiles = tile_blocks(mm, per * bm, bn);
     if tiles > i32::MAX as u64 {
         return Err(em.err(format!("{tiles} tiles exceed the grid limit")));
     }
-    let blocks = tiles.min(u64::from(caps.sm_count.max(1)));
+    let clusters = u64::from(caps.sm_count.max(per) / per);
+    let blocks = tiles.min(clusters) * u64::from(per);
     let maps = operand_maps(mm, tile).map_err(|e| em.err(e))?;
     let kmajor_b = b_kmajor(mm);
     let batched = |p: &TensorMapParam| p.desc.dims.len() == 3;
@@ -249,16 +259,19 @@ pub(super) fn render(
     let shared = total_shared(tile);
     let a_bytes = bm * bk * 2;
     let regs = consumer_regs(tile);
-    let strategy = format!("wgmma-tma {bm}x{bn}x{bk} c{consumers} s{stages}");
+    let strategy = format!("wgmma-tma {bm}x{bn}x{bk} c{consumers} s{stages}{}", if cluster { " cluster 2" } else { "" });
     let summary = format!(
         "tensor-core matmul batch {batch} x m {m} x n {n} x k {kd} ({} -> f32, wgmma m64n{bn}k16), tile {bm}x{bn}x{bk}, \
          {consumers} consumer warpgroups of {}x{bn} and a TMA producer, {stages} stages ({shared} bytes), A k-major, \
-         B {}, {tiles} tiles over {blocks} persistent blocks",
+         B {}, {tiles} {}tiles over {blocks} persistent blocks{}",
         mm.in_dtype,
         bm / consumers,
         if kmajor_b { "k-major" } else { "n-major" },
+        if cluster { "pairs of " } else { "" },
+        if cluster { " in clusters of two sharing B (multicast)" } else { "" },
     );
     let body = match Body::launch(blocks, threads, strategy, summary, Some(1), shared as u32) {
+        Ok(b) if cluster => b.with_tensor_maps(maps).with_cluster(2),
         Ok(b) => b.with_tensor_maps(maps),
         Err(empty) => return Ok(*empty),
     };
@@ -267,6 +280,9 @@ pub(super) fn render(
     em.h.need(H::WgmmaDesc);
     em.h.need(H::Tma);
     em.h.need(H::WgmmaMma { n: bn, rs: false, trans_b, f16 });
+    if cluster {
+        em.h.need(H::Cluster);
+    }
     let ktiles = kd.div_ceil(u64::from(bk));
     let nj = bn / 8;
     em.line(format!("// {}", body.summary));
@@ -284,15 +300,35 @@ pub(super) fn render(
     em.open("if (tid == 0u)");
     em.open(format!("for (unsigned s = 0; s < {stages}u; ++s)"));
     em.line("sinter_mbar_init(bars + 8u * s, 1u); // the producer's arrival, then the copies' bytes");
-    em.line(format!(
-        "sinter_mbar_init(bars + 8u * ({stages}u + s), {}u); // one arrival per consumer warp",
-        4 * consumers
-    ));
+    if cluster {
+        em.line(format!(
+            "sinter_mbar_init(bars + 8u * ({stages}u + s), {}u); // one arrival per consumer warp of both blocks",
+            8 * consumers
+        ));
+    } else {
+        em.line(format!(
+            "sinter_mbar_init(bars + 8u * ({stages}u + s), {}u); // one arrival per consumer warp",
+            4 * consumers
+        ));
+    }
     em.close();
     em.line("sinter_mbar_fence_init();");
     em.close();
-    em.line("__syncthreads();");
-    let tile_loop = format!("for (unsigned pid = blockIdx.x; pid < {tiles}u; pid += gridDim.x)");
+    let (tile_loop, mrow) = if cluster {
+        em.line("sinter_cluster_sync(); // both blocks' barriers initialized before either copies or arrives");
+        em.line("const unsigned rank = sinter_cluster_rank();");
+        (format!("for (unsigned pid = blockIdx.x / 2u; pid < {tiles}u; pid += gridDim.x / 2u)"), "mr")
+    } else {
+        em.line("__syncthreads();");
+        (format!("for (unsigned pid = blockIdx.x; pid < {tiles}u; pid += gridDim.x)"), "m0")
+    };
+    // The first row of this block's tile (`mr`: its half of the cluster's pair).
+    let origin = |em: &mut Emitter<'_>| {
+        emit_tile_origin(em, (tiles_m, tiles_n), (per * bm, bn));
+        if cluster {
+            em.line(format!("const unsigned mr = m0 + rank * {bm}u;"));
+        }
+    };
     let advance = format!("if (++slot == {stages}u) {{ slot = 0u; phase ^= 1u; }}");
 
     // ---- producer
@@ -304,7 +340,7 @@ pub(super) fn render(
     em.line("unsigned slot = 0u, phase = 0u;");
     em.line("#pragma unroll 1");
     em.open(&tile_loop);
-    emit_tile_origin(em, (tiles_m, tiles_n), (bm, bn));
+    origin(em);
     let nb = bn / 64;
     if kmajor_b {
         em.line(format!("const unsigned tx = {}u; // both boxes, whole", stage));
@@ -321,21 +357,32 @@ pub(super) fn render(
     em.line("sinter_mbar_expect_tx(full, tx);");
     em.line(format!("const unsigned st = s_base + slot * {stage}u;"));
     em.line(format!("const int k0 = (int)(kt * {bk}u);"));
-    let load = |batched: bool, map: &str, dst: &str, c0: &str, c1: &str| {
-        if batched {
-            format!("sinter_tma_load<3>({dst}, &{map}, {c0}, {c1}, (int)batch, full);")
+    let load = |batched: bool, map: &str, dst: &str, c0: &str, c1: &str, multicast: bool| {
+        let (rank, c2) = if batched { (3, "(int)batch") } else { (2, "0") };
+        if multicast {
+            format!("sinter_tma_load_multicast<{rank}>({dst}, &{map}, {c0}, {c1}, {c2}, full, (unsigned short)3u);")
         } else {
-            format!("sinter_tma_load<2>({dst}, &{map}, {c0}, {c1}, 0, full);")
+            format!("sinter_tma_load<{rank}>({dst}, &{map}, {c0}, {c1}, {c2}, full);")
         }
     };
-    em.line(load(batched_a, "tm0", "st", "k0", "(int)m0"));
-    if kmajor_b {
-        em.line(load(batched_b, "tm1", &format!("st + {a_bytes}u"), "k0", "(int)n0"));
+    em.line(load(batched_a, "tm0", "st", "k0", &format!("(int){mrow}"), false));
+    if kmajor_b && cluster {
+        em.line(format!("// this block's half of the pair's B tile ({} rows), into both blocks", bn / 2));
+        let dst = format!("st + {a_bytes}u + rank * {}u", bn / 2 * 128);
+        em.line(load(batched_b, "tm1", &dst, "k0", &format!("(int)(n0 + rank * {}u)", bn / 2), true));
+    } else if kmajor_b {
+        em.line(load(batched_b, "tm1", &format!("st + {a_bytes}u"), "k0", "(int)n0", false));
     } else {
         em.line("#pragma unroll");
         em.open(format!("for (unsigned j = 0; j < {nb}u; ++j)"));
-        em.open("if (j < nb)");
-        em.line(load(batched_b, "tm1", &format!("st + {a_bytes}u + j * 8192u"), "(int)(n0 + j * 64u)", "k0"));
+        let dst = format!("st + {a_bytes}u + j * 8192u");
+        if cluster {
+            em.line("// this block's boxes of the pair's B tile, into both blocks");
+            em.open("if (j < nb && j % 2u == rank)");
+        } else {
+            em.open("if (j < nb)");
+        }
+        em.line(load(batched_b, "tm1", &dst, "(int)(n0 + j * 64u)", "k0", cluster));
         em.close();
         em.close();
     }
@@ -352,7 +399,7 @@ pub(super) fn render(
     em.line("unsigned slot = 0u, phase = 0u;");
     em.line("#pragma unroll 1");
     em.open(&tile_loop);
-    emit_tile_origin(em, (tiles_m, tiles_n), (bm, bn));
+    origin(em);
     em.line("#pragma unroll");
     em.open(format!("for (unsigned i = 0; i < {mw}u; ++i)"));
     em.line("#pragma unroll");
@@ -370,17 +417,19 @@ pub(super) fn render(
     em.line(format!("const unsigned sb = s_base + slot * {stage}u + {a_bytes}u;"));
     em.line(&fences);
     em.line("sinter_wgmma_fence();");
+    let (bdesc, bstep) = if trans_b {
+        // N-major: 64-column blocks of 64 k-rows (8192 bytes apart), 16 k-rows per k16 slice.
+        ("sinter_wgmma_desc(sb, 8192u, 1024u)", 2048)
+    } else {
+        ("sinter_wgmma_desc(sb, 16u, 1024u)", 32)
+    };
+    em.line("const unsigned long long desc_a = sinter_wgmma_desc(sa, 16u, 1024u);");
+    em.line(format!("const unsigned long long desc_b = {bdesc};"));
     em.line("#pragma unroll");
     em.open(format!("for (unsigned kk = 0; kk < {}u; ++kk)", bk / 16));
-    let bdesc = if trans_b {
-        // N-major: 64-column blocks of 64 k-rows (8192 bytes apart), 16 k-rows per k16 slice.
-        "sinter_wgmma_desc(sb + kk * 2048u, 8192u, 1024u)"
-    } else {
-        "sinter_wgmma_desc(sb + kk * 32u, 16u, 1024u)"
-    };
     for i in 0..mw {
         em.line(format!(
-            "{}(acc[{i}], sinter_wgmma_desc(sa + {}u + kk * 32u, 16u, 1024u), {bdesc}, 1);",
+            "{}(acc[{i}], sinter_wgmma_desc_add(desc_a, {}u + kk * 32u), sinter_wgmma_desc_add(desc_b, kk * {bstep}u), 1);",
             wgmma_name(bn, false, trans_b, f16),
             i * 8192
         ));
@@ -389,19 +438,27 @@ pub(super) fn render(
     em.line("sinter_wgmma_commit();");
     em.line("sinter_wgmma_wait<1>(); // step kt - 1's products done; step kt's stay in flight");
     em.line(&fences);
-    em.line(format!(
-        "if (kt > 0u && lane == 0u) sinter_mbar_arrive(bars + 8u * ({stages}u + prev)); // its slot is free"
-    ));
+    let release = |slot: &str| {
+        if cluster {
+            format!(
+                "{{ sinter_mbar_arrive(bars + 8u * ({stages}u + {slot})); \
+                 sinter_mbar_arrive_cluster(bars + 8u * ({stages}u + {slot}), rank ^ 1u); }}"
+            )
+        } else {
+            format!("sinter_mbar_arrive(bars + 8u * ({stages}u + {slot}));")
+        }
+    };
+    em.line(format!("if (kt > 0u && lane == 0u) {} // its slot is free (in both blocks)", release("prev")));
     em.line("prev = slot;");
     em.line(&advance);
     em.close();
     em.line("sinter_wgmma_wait<0>();");
     em.line(&fences);
-    em.line(format!("if (lane == 0u) sinter_mbar_arrive(bars + 8u * ({stages}u + prev)); // the tile's last step"));
+    em.line(format!("if (lane == 0u) {} // the tile's last step", release("prev")));
     let frag = Frag {
         mi: mw,
         nj,
-        row0: format!("m0 + wg * {}u + warp % 4u * 16u", mw * 64),
+        row0: format!("{mrow} + wg * {}u + warp % 4u * 16u", mw * 64),
         row_step: 64,
         col0: "n0".into(),
         acc: "acc[i][j][h * 2u + c]".into(),
@@ -409,6 +466,9 @@ pub(super) fn render(
     epilogue(em, mm, (bm, bn), &frag)?;
     em.close();
     em.close();
+    if cluster {
+        em.line("sinter_cluster_sync(); // no block exits while its peer may still arrive on its barriers");
+    }
     Ok(body)
 }
 
@@ -527,10 +587,11 @@ mod tests {
     }
 
     /// The ring protocol of the module doc, modelled step by step under a pseudo-random
-    /// interleaving of the producer, the copy engine and every consumer warp: each consumer
-    /// wait ends, every step reads the data of that step, no slot is refilled while a warp still
-    /// reads it, and nothing is left pending (for K below, at and above the ring's depth, several
-    /// tiles per block).
+    /// interleaving of the producers, the copy engine and every consumer warp of one block or of a
+    /// cluster of two (A copied into its own block, each block's half of B into both): each
+    /// consumer wait ends, every step reads the data of that step in every piece, no slot is
+    /// refilled while a warp of any block still reads it, and nothing is left pending (for K
+    /// below, at and above the ring's depth, several tiles per block).
     #[test]
     fn barrier_protocol_never_hangs_nor_reads_stale_slots() {
         let mut seed = 0x2545f4914f6cdd1du64;
@@ -540,78 +601,108 @@ mod tests {
             seed ^= seed << 17;
             (seed % n as u64) as usize
         };
-        for stages in 2..=5u32 {
-            for ktiles in 1..=7u32 {
-                for tiles in 1..=3u32 {
-                    for consumers in 1..=2u32 {
-                        let warps = 4 * consumers;
-                        let steps = ktiles * tiles;
-                        let s = stages as usize;
-                        let mut full: Vec<Bar> = (0..s).map(|_| Bar::new(1)).collect();
-                        let mut empty: Vec<Bar> = (0..s).map(|_| Bar::new(warps)).collect();
-                        // Slot contents (the step written) and readers holding each slot.
-                        let (mut tag, mut readers) = (vec![u32::MAX; s], vec![0u32; s]);
-                        let mut copies: Vec<(usize, u32)> = Vec::new(); // (slot, step) in flight
-                        let mut producer = 0u32; // next step to issue
-                        // Per warp: next step to wait for, the step whose products are in flight.
-                        let mut warp: Vec<(u32, Option<u32>)> = vec![(0, None); warps as usize];
-                        let mut idle = 0;
-                        while idle < 10_000 {
-                            idle += 1;
-                            let who = rand(2 + warps as usize);
-                            if who == 0 && producer < steps {
-                                let (slot, phase) = ((producer % stages) as usize, producer / stages % 2);
-                                if empty[slot].passed(phase ^ 1) {
-                                    assert_eq!(readers[slot], 0, "slot {slot} refilled while read");
-                                    full[slot].arrive(2);
-                                    copies.push((slot, producer));
-                                    producer += 1;
-                                    idle = 0;
-                                }
-                            } else if who == 1 && !copies.is_empty() {
-                                // The copy engine lands one copy (two boxes), in any order.
-                                let (slot, step) = copies.swap_remove(rand(copies.len()));
-                                tag[slot] = step;
-                                full[slot].complete_tx(1);
-                                full[slot].complete_tx(1);
-                                idle = 0;
-                            } else if who >= 2 {
-                                let w = &mut warp[who - 2];
-                                let release = |w: u32, empty: &mut Vec<Bar>, readers: &mut Vec<u32>| {
-                                    let slot = (w % stages) as usize;
-                                    readers[slot] -= 1;
-                                    empty[slot].arrive(0);
-                                };
-                                if w.0 < steps {
-                                    let (slot, phase) = ((w.0 % stages) as usize, w.0 / stages % 2);
-                                    if full[slot].passed(phase) {
-                                        assert_eq!(tag[slot], w.0, "step {} read a stale slot", w.0);
-                                        readers[slot] += 1;
-                                        // wait_group 1: the previous step's products are done.
-                                        if let Some(prev) = w.1.take() {
-                                            release(prev, &mut empty, &mut readers);
-                                        }
-                                        w.1 = Some(w.0);
-                                        w.0 += 1;
-                                        // The tile's last step: wait_group 0, then release it.
-                                        if w.0.is_multiple_of(ktiles) {
-                                            release(w.0 - 1, &mut empty, &mut readers);
-                                            w.1 = None;
-                                        }
-                                        idle = 0;
-                                    }
-                                }
-                            }
+        for cluster in 1..=2usize {
+            for stages in 2..=5u32 {
+                for ktiles in 1..=7u32 {
+                    for tiles in 1..=3u32 {
+                        for consumers in 1..=2u32 {
+                            let what = format!(
+                                "cluster {cluster} stages {stages} ktiles {ktiles} tiles {tiles} consumers {consumers}"
+                            );
+                            protocol_run(&mut rand, cluster, stages, ktiles * tiles, ktiles, 4 * consumers, &what);
                         }
-                        let what = format!("stages {stages} ktiles {ktiles} tiles {tiles} consumers {consumers}");
-                        assert_eq!(producer, steps, "{what}: the producer hung");
-                        assert!(warp.iter().all(|w| w.0 == steps && w.1.is_none()), "{what}: a consumer hung");
-                        assert!(copies.is_empty() && readers.iter().all(|&r| r == 0), "{what}");
-                        assert!(full.iter().chain(&empty).all(|b| b.tx == 0 && b.pending == b.count), "{what}");
                     }
                 }
             }
         }
+    }
+
+    /// One random interleaving of [`barrier_protocol_never_hangs_nor_reads_stale_slots`]: `cluster`
+    /// blocks of `warps` consumer warps, `steps` k steps of which every `ktiles`-th ends a tile.
+    fn protocol_run(
+        rand: &mut impl FnMut(usize) -> usize,
+        cluster: usize,
+        stages: u32,
+        steps: u32,
+        ktiles: u32,
+        warps: u32,
+        what: &str,
+    ) {
+        let s = stages as usize;
+        // Pieces of a slot: A (its own block's copy), then B's part copied by each block.
+        let pieces = 1 + cluster;
+        let mut full: Vec<Vec<Bar>> = (0..cluster).map(|_| (0..s).map(|_| Bar::new(1)).collect()).collect();
+        let mut empty: Vec<Vec<Bar>> =
+            (0..cluster).map(|_| (0..s).map(|_| Bar::new(warps * cluster as u32)).collect()).collect();
+        // Per block and slot: the step each piece holds; the warps reading the slot.
+        let mut tag = vec![vec![vec![u32::MAX; pieces]; s]; cluster];
+        let mut readers = vec![vec![0u32; s]; cluster];
+        let mut copies: Vec<(usize, usize, usize, u32)> = Vec::new(); // (block, slot, piece, step) in flight
+        let mut producer = vec![0u32; cluster]; // next step each producer issues
+        // Per block and warp: next step to wait for, the step whose products are in flight.
+        let mut warp: Vec<Vec<(u32, Option<u32>)>> = vec![vec![(0, None); warps as usize]; cluster];
+        let roles = 2 + warps as usize;
+        let mut idle = 0;
+        while idle < 20_000 {
+            idle += 1;
+            let who = rand(cluster * roles);
+            let (b, role) = (who / roles, who % roles);
+            if role == 0 && producer[b] < steps {
+                let step = producer[b];
+                let (slot, phase) = ((step % stages) as usize, step / stages % 2);
+                if empty[b][slot].passed(phase ^ 1) {
+                    for (d, r) in readers.iter().enumerate() {
+                        assert_eq!(r[slot], 0, "{what}: slot {slot} of block {d} refilled while read");
+                    }
+                    full[b][slot].arrive(pieces as i64);
+                    copies.push((b, slot, 0, step));
+                    for d in 0..cluster {
+                        copies.push((d, slot, 1 + b, step));
+                    }
+                    producer[b] += 1;
+                    idle = 0;
+                }
+            } else if role == 1 && !copies.is_empty() {
+                // The copy engine lands one box, in any order, on its destination block's barrier.
+                let (d, slot, piece, step) = copies.swap_remove(rand(copies.len()));
+                tag[d][slot][piece] = step;
+                full[d][slot].complete_tx(1);
+                idle = 0;
+            } else if role >= 2 {
+                let w = &mut warp[b][role - 2];
+                // A warp's release arrives on the slot's `empty` barrier of every block.
+                let release = |step: u32, empty: &mut Vec<Vec<Bar>>, readers: &mut Vec<Vec<u32>>| {
+                    let slot = (step % stages) as usize;
+                    readers[b][slot] -= 1;
+                    for e in empty.iter_mut() {
+                        e[slot].arrive(0);
+                    }
+                };
+                if w.0 < steps {
+                    let (slot, phase) = ((w.0 % stages) as usize, w.0 / stages % 2);
+                    if full[b][slot].passed(phase) {
+                        assert!(tag[b][slot].iter().all(|&t| t == w.0), "{what}: step {} read a stale slot", w.0);
+                        readers[b][slot] += 1;
+                        // wait_group 1: the previous step's products are done.
+                        if let Some(prev) = w.1.take() {
+                            release(prev, &mut empty, &mut readers);
+                        }
+                        w.1 = Some(w.0);
+                        w.0 += 1;
+                        // The tile's last step: wait_group 0, then release it.
+                        if w.0.is_multiple_of(ktiles) {
+                            release(w.0 - 1, &mut empty, &mut readers);
+                            w.1 = None;
+                        }
+                        idle = 0;
+                    }
+                }
+            }
+        }
+        assert!(producer.iter().all(|&p| p == steps), "{what}: a producer hung");
+        assert!(warp.iter().flatten().all(|w| w.0 == steps && w.1.is_none()), "{what}: a consumer hung");
+        assert!(copies.is_empty() && readers.iter().flatten().all(|&r| r == 0), "{what}");
+        assert!(full.iter().chain(&empty).flatten().all(|b| b.tx == 0 && b.pending == b.count), "{what}");
     }
 
     #[test]

@@ -162,16 +162,18 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, t: &Tuning, tile: &M
     em.line(format!("const unsigned sb = s_base + kt % {stages}u * {stage}u + {a_bytes}u;"));
     em.line(format!("sinter_reg_fence<{nj}>(acc);"));
     em.line("sinter_wgmma_fence();");
+    let (bdesc, bstep) = if trans_b {
+        // N-major: 64-column blocks of 64 k-rows (8192 bytes apart), 16 k-rows per k16 slice.
+        ("sinter_wgmma_desc(sb, 8192u, 1024u)", 2048)
+    } else {
+        ("sinter_wgmma_desc(sb, 16u, 1024u)", 32)
+    };
+    em.line("const unsigned long long desc_a = sinter_wgmma_desc(sa, 16u, 1024u);");
+    em.line(format!("const unsigned long long desc_b = {bdesc};"));
     em.line("#pragma unroll");
     em.open(format!("for (unsigned kk = 0; kk < {}u; ++kk)", bk / 16));
-    let bdesc = if trans_b {
-        // N-major: 64-column blocks of 64 k-rows (8192 bytes apart), 16 k-rows per k16 slice.
-        "sinter_wgmma_desc(sb + kk * 2048u, 8192u, 1024u)"
-    } else {
-        "sinter_wgmma_desc(sb + kk * 32u, 16u, 1024u)"
-    };
     em.line(format!(
-        "{}(acc, sinter_wgmma_desc(sa + kk * 32u, 16u, 1024u), {bdesc}, 1);",
+        "{}(acc, sinter_wgmma_desc_add(desc_a, kk * 32u), sinter_wgmma_desc_add(desc_b, kk * {bstep}u), 1);",
         wgmma_name(bn, false, trans_b, f16)
     ));
     em.close();

@@ -273,6 +273,8 @@ pub(crate) struct Body {
     scratch: u64,
     /// Tensor-map parameters after the pointers.
     tensor_maps: Vec<TensorMapParam>,
+    /// Blocks per cluster along x (`__cluster_dims__`; 1: no cluster). The grid is a multiple.
+    cluster: u32,
 }
 
 impl Body {
@@ -297,6 +299,7 @@ impl Body {
             split: None,
             scratch: 0,
             tensor_maps: Vec::new(),
+            cluster: 1,
         };
         if blocks == 0 { Err(Box::new(Body { grid: [0, 1, 1], dynamic_shared: 0, ..body })) } else { Ok(body) }
     }
@@ -304,6 +307,13 @@ impl Body {
     /// The body with these tensor-map parameters.
     fn with_tensor_maps(self, tensor_maps: Vec<TensorMapParam>) -> Body {
         Body { tensor_maps, ..self }
+    }
+
+    /// The body launched in clusters of `blocks` along x (compile-time `__cluster_dims__`, so a
+    /// plain launch forms them; the grid must be a multiple).
+    fn with_cluster(self, blocks: u32) -> Body {
+        debug_assert!(self.grid[0].is_multiple_of(blocks));
+        Body { cluster: blocks, ..self }
     }
 
     /// The body with blocks covering its outer extent as `split` says.
@@ -398,7 +408,8 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         Some(m) => format!("{}, {m}", bx * by * bz),
         None => (bx * by * bz).to_string(),
     };
-    src.push_str(&format!("extern \"C\" __global__ void __launch_bounds__({bounds}) {name}("));
+    let cluster = if body.cluster > 1 { format!(" __cluster_dims__({}, 1, 1)", body.cluster) } else { String::new() };
+    src.push_str(&format!("extern \"C\" __global__ void __launch_bounds__({bounds}){cluster} {name}("));
     let scratch = body.scratch > 0;
     let n = k.args.len() + scratch as usize + body.tensor_maps.len();
     for (i, a) in k.args.iter().enumerate() {

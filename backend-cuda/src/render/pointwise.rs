@@ -190,5 +190,6 @@ pub(super) fn render(
         split: Some(GridSplit { unit: OuterUnit::Lanes, per: per_block * lanes_per_thread, inner: 1 }),
         scratch: 0,
         tensor_maps: Vec::new(),
+        cluster: 1,
     })
 }

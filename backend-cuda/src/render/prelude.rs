@@ -180,6 +180,9 @@ pub(crate) enum H {
     /// with expected transaction bytes, a parity wait that traps instead of hanging, 2D to 4D TMA
     /// loads; with [`H::Mbarrier`].
     Tma,
+    /// Thread-block clusters (sm_90): the block's rank, the cluster-wide barrier, an `mbarrier`
+    /// arrival on a cluster peer's barrier, TMA loads multicast to several blocks; with [`H::Tma`].
+    Cluster,
 }
 
 /// The helpers a kernel uses.
@@ -220,6 +223,7 @@ fn deps(h: H) -> Vec<H> {
         H::ModFloor(i) => vec![H::Rem(i)],
         H::MmaTf32 => vec![H::Mma],
         H::WarpSpec | H::Tma => vec![H::Mbarrier],
+        H::Cluster => vec![H::Tma],
         H::Trig(Trig::Sin | Trig::Cos) => vec![H::Trig(Trig::Fast)],
         _ => vec![],
     }
@@ -234,6 +238,7 @@ fn body(h: H) -> String {
         H::Wgmma => [WGMMA_SWIZZLE, WGMMA_DESC, WGMMA_PROXY_FENCE, WGMMA_REG_FENCE].concat(),
         H::WgmmaDesc => [WGMMA_DESC, WGMMA_REG_FENCE].concat(),
         H::Tma => TMA.into(),
+        H::Cluster => CLUSTER.into(),
         H::WgmmaMma { n, rs, trans_b, f16 } => wgmma_mma(n, rs, trans_b, f16),
         H::WarpSpec => WARP_SPEC.into(),
         H::Mbarrier => MBARRIER.into(),
@@ -642,6 +647,14 @@ static __device__ __forceinline__ unsigned long long sinter_wgmma_desc(unsigned 
     return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo & 0x3FFFFu) >> 4) << 16)
         | ((unsigned long long)((sbo & 0x3FFFFu) >> 4) << 32) | (1ull << 62);
 }
+// The descriptor `bytes` (a multiple of 16) further along shared memory: the start-address field
+// (bits 0-13, address / 16) takes the offset without a carry, since shared addresses are below
+// 2^18; a 32-bit add on the low word, where recomputing the descriptor costs a mask, a shift and
+// an or per product (measured: a fifth of the issue slots of the d64 attention loop's descriptor
+// arithmetic).
+static __device__ __forceinline__ unsigned long long sinter_wgmma_desc_add(unsigned long long d, unsigned bytes) {
+    return (d & 0xFFFFFFFF00000000ull) | (unsigned long long)((unsigned)d + (bytes >> 4));
+}
 static __device__ __forceinline__ void sinter_wgmma_fence() {
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 }
@@ -766,6 +779,38 @@ static __device__ __forceinline__ void sinter_tma_load(unsigned dst, const sinte
     static_assert(RANK == 4, "four coordinates: a 4-dimensional map");
     asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n"
                  :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar) : "memory");
+}
+"#;
+
+/// The cluster helpers of the `mma_tma` template's cluster tiles.
+const CLUSTER: &str = r#"// this block's rank in its cluster
+static __device__ __forceinline__ unsigned sinter_cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+// every thread of every block of the cluster arrives, then waits (release / acquire at cluster
+// scope: barrier initialization before, and shared memory a peer still writes into, after)
+static __device__ __forceinline__ void sinter_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// one arrival on the barrier at `bar` (this block's shared address) of the cluster's block `cta`
+// (release at cluster scope: this thread's reads of what the barrier guards are done)
+static __device__ __forceinline__ void sinter_mbar_arrive_cluster(unsigned bar, unsigned cta) {
+    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" :: "r"(bar), "r"(cta) : "memory");
+}
+// sinter_tma_load's box copied into the shared memory of every block of `mask` in the cluster at
+// the same address `dst`, its bytes completing on each one's barrier at `bar`
+template <int RANK>
+static __device__ __forceinline__ void sinter_tma_load_multicast(unsigned dst, const sinter_tmap* map, int c0, int c1, int c2, unsigned bar, unsigned short mask) {
+    if (RANK == 2) {
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n"
+                     :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask) : "memory");
+    } else {
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;\n"
+                     :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask) : "memory");
+    }
 }
 "#;
 

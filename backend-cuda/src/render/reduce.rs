@@ -380,6 +380,7 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
         }),
         scratch: 0,
         tensor_maps: Vec::new(),
+        cluster: 1,
     })
 }
 
