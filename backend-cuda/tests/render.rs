@@ -326,6 +326,17 @@ fn wgmma_matmul_tiles_compile() {
     assert!(e.contains("A is not k-major"), "{e}");
     let big = matmul_layout(1, 4096, 4096, 512, DType::BF16, DType::F32, Layout::default());
     let r = render::render(&big.kernels[0], &hopper(), &Tuning::default()).expect("renders");
+    assert!(r.strategy.starts_with("wgmma-tma 128x256"), "{}", r.strategy);
+    // 2048^2 outputs: 128 tiles of 128x256 for 132 SMs (at least 7/8 of them) still take the TMA
+    // tile; 1024^2 (32 tiles) does not.
+    for (n, tma) in [(2048, true), (1024, false)] {
+        let p = matmul_layout(1, n, n, n, DType::BF16, DType::F32, Layout::default());
+        let r = render::render(&p.kernels[0], &hopper(), &Tuning::default()).expect("renders");
+        assert_eq!(r.strategy.starts_with("wgmma-tma 128x256"), tma, "{n}: {}", r.strategy);
+    }
+    // A reduction shallower than a TMA box (48 < 64) falls back to the `cp.async` tile.
+    let shallow = matmul_layout(1, 4096, 4096, 48, DType::BF16, DType::F32, Layout::default());
+    let r = render::render(&shallow.kernels[0], &hopper(), &Tuning::default()).expect("renders");
     assert!(r.strategy.starts_with("wgmma 192x128"), "{}", r.strategy);
     let mut ampere = hopper();
     ampere.sm = (8, 0);
@@ -530,9 +541,9 @@ fn benchmark_sizes_take_the_fast_paths() {
         ("softmax_8192x8192_f32", "reduce persistent x8 block 256 vec4"),
         ("layernorm_gelu_8192x4096_f32", "reduce persistent x4 block 256 vec4"),
         ("matmul_4096_f32", "matmul 128x128x8 8x8"),
-        ("matmul_8192_bf16", "wgmma 192x128x64 g3 s4"),
-        ("mlp_8192x4096x16384_bf16", "wgmma 192x128x64 g3 s4"),
-        ("matmul_softmax_4096_bf16", "wgmma 192x128x64 g3 s4"),
+        ("matmul_8192_bf16", "wgmma-tma 128x256x64 c2 s3"),
+        ("mlp_8192x4096x16384_bf16", "wgmma-tma 128x256x64 c2 s3"),
+        ("matmul_softmax_4096_bf16", "wgmma-tma 128x256x64 c2 s3"),
     ];
     for (name, strategy) in want {
         let w = workloads::get(name).expect("workload");

@@ -144,6 +144,9 @@ impl MmaTile {
         MmaTile::wgmma(64, 256, 4),
         MmaTile::wgmma(128, 64, 6),
     ];
+    /// The default TMA tile (tried before [`MmaTile::WGMMA_DEFAULTS`]): 128x256, two consumer
+    /// warpgroups, three stages, one block (clusters of two measured within 1% of it).
+    pub const TMA_DEFAULT: MmaTile = MmaTile::wgmma_tma(128, 256, 2, 3);
     /// The default `wgmma` tiles, fastest first (the first whose grid fills the GPU and that
     /// wastes at most a fifth of its rows and columns past the edges is taken).
     pub const WGMMA_DEFAULTS: [MmaTile; 3] =
@@ -398,14 +401,21 @@ pub(super) fn default_mma(mm: &MatmulBody, caps: &CudaCaps) -> MmaTile {
     let half_k = |t: MmaTile| if tf32 { MmaTile { bk: t.bk.min(32), ..t } } else { t };
     // Tiles past the edge compute zeros: a `wgmma` tile must not waste more than a fifth.
     let snug = |ext: usize, tile: u32| 4 * (ext as u64).div_ceil(u64::from(tile)) * u64::from(tile) <= 5 * ext as u64;
-    let mut order: Vec<MmaTile> =
-        MmaTile::WGMMA_DEFAULTS.into_iter().filter(|t| snug(mm.m, t.bm) && snug(mm.n, t.bn)).collect();
+    // The TMA tile first where its checks pass (sm_90a, 16-bit operands the copy engine can
+    // take), measured against the `cp.async` 192x128 tile on an H200 (BENCHMARKS.md, session 14):
+    // 714 against 622 TFLOP/s at 8192^3, 614 against 482 at 4096^3, and 408 against 287 at 2048^3,
+    // where its 128 persistent blocks leave 4 of 132 SMs idle (hence 7/8 of the SMs suffice).
+    let mut order: Vec<MmaTile> = std::iter::once(MmaTile::TMA_DEFAULT)
+        .chain(MmaTile::WGMMA_DEFAULTS)
+        .filter(|t| snug(mm.m, t.bm) && snug(mm.n, t.bn))
+        .collect();
     if tf32 && mm.m <= 64 {
         order.push(MmaTile { bm: 64, bn: 128, bk: 32, warps_m: 2, warps_n: 2, stages: 3, engine: MmaEngine::MmaSync });
     }
     order.extend([MmaTile::LARGE, MmaTile::MEDIUM].map(half_k));
     for t in &order {
-        if tile_blocks(mm, t.bm, t.bn) >= u64::from(caps.sm_count.max(1)) && check_mma(t, caps, mm).is_ok() {
+        let fill = if t.engine.tma() { 7 } else { 8 };
+        if 8 * tile_blocks(mm, t.bm, t.bn) >= fill * u64::from(caps.sm_count.max(1)) && check_mma(t, caps, mm).is_ok() {
             return *t;
         }
     }

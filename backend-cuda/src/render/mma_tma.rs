@@ -67,8 +67,30 @@
 //! Requires 16-bit operands, A k-major, both operands contiguous along their inner dimension with
 //! 16-byte-aligned origins and outer strides (the tensor map rules), and every box inside its
 //! operand (M >= bm, K >= 64, N >= bn for a k-major B, N >= 64 for an N-major one: a box larger
-//! than its tensor is reported to fault); refuses otherwise by name (`check`). Not yet measured
-//! on a GPU.
+//! than its tensor is reported to fault); refuses otherwise by name (`check`).
+//!
+//! # Clusters of two ([`MmaEngine::WgmmaTmaCluster`])
+//!
+//! The kernel carries `__cluster_dims__(2, 1, 1)`; a cluster walks pairs of tiles along m
+//! (`2 bm x bn`, block `rank` taking rows `rank bm ..`; a block wholly past m computes zeros and
+//! stores nothing), `min(pairs, SMs / 2)` clusters. Each producer copies its own A box and half of
+//! the pair's B tile (a k-major B as a `bn / 2`-row box, an N-major one as every other 64-column
+//! box) into both blocks' shared memory at the same address, completing on both blocks' `full`
+//! barrier (each expects the whole stage's bytes; a peer's bytes landing before the local
+//! `expect_tx` leave the count negative until it comes, which PTX allows, and the phase cannot
+//! complete before that arrival). `empty[s]` counts the consumer warps of both blocks: each warp
+//! releases a slot on its own block's barrier and, through `mapa`, on its peer's, since either
+//! producer writes into both; so no producer refills a slot a warp of either block still reads,
+//! and no copy of the next phase lands before the current phase completed in both blocks. A
+//! cluster barrier follows the barrier initialization (both blocks' barriers exist before either
+//! copies or arrives) and precedes the exit (no block leaves while its peer may still arrive on
+//! its barriers). The peer's release uses `mbarrier.arrive` with its default CTA-scope release,
+//! as CUTLASS's cluster pipelines do: with `.release.cluster` the tiles ran at 530 instead of 735
+//! TFLOP/s (H200, BENCHMARKS.md session 14).
+//!
+//! Measured on an H200 at 8192^3 bf16 (session 14): 128x256 three stages 714-733 TFLOP/s on one
+//! block, 721-737 on clusters of two, cuBLAS 763-788 in the same calls; the tensor pipe is busy
+//! 85-86% of the time (cuBLAS 97%): both consumer warpgroups run each tile's epilogue together.
 
 use sinter_core::DType;
 use sinter_core::kernel::{MatOperand, MatmulBody};

@@ -795,10 +795,11 @@ static __device__ __forceinline__ void sinter_cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 // one arrival on the barrier at `bar` (this block's shared address) of the cluster's block `cta`
-// (release at cluster scope: this thread's reads of what the barrier guards are done)
+// (the default release semantics at CTA scope, as CUTLASS's cluster pipelines arrive: the
+// products that read what the barrier guards were waited for before)
 static __device__ __forceinline__ void sinter_mbar_arrive_cluster(unsigned bar, unsigned cta) {
     asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" :: "r"(bar), "r"(cta) : "memory");
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" :: "r"(bar), "r"(cta) : "memory");
 }
 // sinter_tma_load's box copied into the shared memory of every block of `mask` in the cluster at
 // the same address `dst`, its bytes completing on each one's barrier at `bar`
