@@ -83,6 +83,9 @@ pub const DTYPES: [DType; 12] = [
 /// Environment variable that, when `1`, runs bf16 matmuls on f16 cooperative matrices.
 pub const ENV_BF16_AS_F16: &str = "SINTER_WGSL_BF16_AS_F16";
 
+/// Environment variable that, when `1`, runs f32 matmuls on f16 cooperative matrices.
+pub const ENV_F32_AS_F16: &str = "SINTER_WGSL_F32_AS_F16";
+
 /// The scheduler-facing capabilities of an adapter.
 pub fn capabilities(info: &AdapterInfo) -> Capabilities {
     let l = &info.limits;
@@ -140,7 +143,8 @@ impl WgslBackend {
     }
 
     /// Wraps an existing device. `SINTER_WGSL_BF16_AS_F16=1` turns on
-    /// [`WgslBackend::set_bf16_matmul_as_f16`].
+    /// [`WgslBackend::set_bf16_matmul_as_f16`], `SINTER_WGSL_F32_AS_F16=1`
+    /// [`WgslBackend::set_f32_matmul_as_f16`].
     pub fn with_device(device: Device) -> WgslBackend {
         let info = device.info();
         let mut b = WgslBackend {
@@ -150,8 +154,12 @@ impl WgslBackend {
             device,
             cache_dir: None,
         };
-        if std::env::var(ENV_BF16_AS_F16).is_ok_and(|v| v.trim() == "1") {
+        let on = |var: &str| std::env::var(var).is_ok_and(|v| v.trim() == "1");
+        if on(ENV_BF16_AS_F16) {
             b.set_bf16_matmul_as_f16(true);
+        }
+        if on(ENV_F32_AS_F16) {
+            b.set_f32_matmul_as_f16(true);
         }
         b
     }
@@ -160,6 +168,13 @@ impl WgslBackend {
     /// operands to f16 (exact for |x| in [6.1e-5, 65504]; larger magnitudes saturate). Off by default.
     pub fn set_bf16_matmul_as_f16(&mut self, on: bool) {
         self.wcaps.bf16_matmul_as_f16 = on;
+    }
+
+    /// Runs f32 matmuls on the f16 cooperative matrices (tensor cores) when the adapter has them, rounding
+    /// operands to f16 (11 significant bits as TF32, but magnitudes above 65504 become infinite and below
+    /// 6.1e-5 lose bits); f32 accumulation. Off by default.
+    pub fn set_f32_matmul_as_f16(&mut self, on: bool) {
+        self.wcaps.f32_matmul_as_f16 = on;
     }
 
     /// The device.

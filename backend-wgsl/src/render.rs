@@ -170,6 +170,10 @@ pub struct WgslCaps {
     /// (exact for |x| in [6.1e-5, 65504]; smaller values lose precision as f16 subnormals, larger ones
     /// saturate to ±65504). Off by default: it changes numerics; WGSL has no bf16 matrix type.
     pub bf16_matmul_as_f16: bool,
+    /// Also run f32 matmuls on the f16 cooperative matrices, rounding operands to f16 in shared memory
+    /// (11 significant bits, as TF32; magnitudes above 65504 become infinite, below 6.1e-5 lose bits as
+    /// subnormals); accumulation stays f32. Off by default: it changes numerics.
+    pub f32_matmul_as_f16: bool,
 }
 
 impl WgslCaps {
@@ -189,6 +193,7 @@ impl WgslCaps {
             has_coop_matrix: false,
             fixed_subgroup_size: None,
             bf16_matmul_as_f16: false,
+            f32_matmul_as_f16: false,
         }
     }
 
@@ -216,6 +221,7 @@ impl WgslCaps {
                 && l.min_subgroup_size == l.max_subgroup_size)
                 .then_some(l.max_subgroup_size),
             bf16_matmul_as_f16: false,
+            f32_matmul_as_f16: false,
         }
     }
 

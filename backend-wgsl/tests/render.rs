@@ -80,6 +80,15 @@ fn matmul_on_cooperative_matrices() {
     let r = render(&p.kernels[0], &p, &caps).unwrap();
     assert!(r.strategy.contains("coop"), "{}", r.strategy);
     naga_validate(&r.source);
+    // f32 only when allowed to round to f16: vector loads of f32 rounded to vec4<f16>.
+    let p = matmul_bias_relu(300, 260, 72, DType::F32, false);
+    let r = render(&p.kernels[0], &p, &coop_caps()).unwrap();
+    assert!(!r.strategy.contains("coop"), "{}", r.strategy);
+    let caps = WgslCaps { f32_matmul_as_f16: true, ..coop_caps() };
+    let r = render(&p.kernels[0], &p, &caps).unwrap();
+    assert!(r.strategy.contains("coop"), "{}", r.strategy);
+    assert!(r.source.contains("vec4<f16>("), "{}", r.source);
+    naga_validate(&r.source);
 }
 
 #[test]

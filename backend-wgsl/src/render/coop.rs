@@ -10,8 +10,8 @@
 //! element by element, with the bounds checks of the edges.
 //!
 //! Used for f16 inputs with f32 accumulation when the adapter reports a 16x16x16 f16/f32 configuration and
-//! a fixed subgroup size, and for bf16 inputs only when [`WgslCaps::bf16_matmul_as_f16`] allows converting
-//! them to f16.
+//! a fixed subgroup size, for bf16 inputs only when [`WgslCaps::bf16_matmul_as_f16`] allows converting
+//! them to f16, and for f32 inputs only when [`WgslCaps::f32_matmul_as_f16`] allows rounding them to f16.
 
 use sinter_core::DType;
 use sinter_core::kernel::{ExprId, MatmulBody};
@@ -38,7 +38,12 @@ const SHARED_BYTES: u32 = (BM * BK + BK * BN) * 2 + SUBGROUPS * 256 * 4;
 /// Whether `mm` runs on cooperative matrices with these caps and tuning.
 pub(super) fn eligible(mm: &MatmulBody, caps: &WgslCaps, tuning: &Tuning) -> bool {
     let Some(sg) = caps.fixed_subgroup_size else { return false };
-    let input_ok = mm.in_dtype == DType::F16 || (mm.in_dtype == DType::BF16 && caps.bf16_matmul_as_f16);
+    let input_ok = match mm.in_dtype {
+        DType::F16 => true,
+        DType::BF16 => caps.bf16_matmul_as_f16,
+        DType::F32 => caps.f32_matmul_as_f16,
+        _ => false,
+    };
     tuning.coop_matrix
         && caps.has_coop_matrix
         && caps.has_f16
@@ -157,7 +162,8 @@ pub(super) fn render(
         stages.push(Stage { which, arg, contig_k, s_r, s_c, rows_name, rows_ext, rows_tile, width, per_thread });
     }
     let to_f16 = |em: &mut Emitter<'_>, v: &str, vec: bool| -> String {
-        if mm.in_dtype == DType::F16 {
+        if mm.in_dtype != DType::BF16 {
+            // f16 as is, f32 rounded to nearest.
             if vec { format!("vec4<f16>({v})") } else { format!("f16({v})") }
         } else {
             let f = em.h.need(H::Bf16ToF16, vec);
