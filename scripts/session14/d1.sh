@@ -14,20 +14,7 @@ grep -E "^test |test result|panicked|chose|cached" /tmp/a.log | head -20
 echo "== (b) matmul 8192^3 bf16 ($SECONDS s)"
 SINTER_TEST_TUNINGS="wgmma-tma 128x256" timeout 120 .cudatest/device_matmul --ignored --nocapture --test-threads=1 wgmma_tile_timings > /tmp/b.log 2>&1; echo "rc $?"
 grep -E "TFLOP|test result|panicked" /tmp/b.log
-cat > /tmp/mm.py <<'PY'
-import torch
-a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-for _ in range(5): a @ b
-torch.cuda.synchronize()
-ts = []
-for _ in range(20):
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record(); a @ b; e.record(); torch.cuda.synchronize(); ts.append(s.elapsed_time(e))
-ts.sort(); m = ts[10]
-print(f"torch (cuBLAS) 8192^3 bf16 {m:.3f} ms {2 * 8192**3 / m / 1e9:.0f} TFLOP/s")
-PY
-python3 /tmp/mm.py
+python3 scripts/torch_matmul.py
 m=""
 for r in barrier gmma long_scoreboard math_pipe_throttle mio_throttle short_scoreboard wait not_selected selected dispatch_stall sleeping lg_throttle membar; do
   m="$m,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
@@ -38,7 +25,7 @@ SINTER_TEST_TUNINGS="wgmma-tma 128x256x64 c2 s4" timeout 120 ncu --clock-control
   .cudatest/device_matmul --ignored --test-threads=1 wgmma_tile_timings > /tmp/ncu1.txt 2>&1 || echo "ncu rc $?"
 grep -E "^  [a-z_]+.*\(|stalled|pct|duration|per_second|grid|cluster" /tmp/ncu1.txt | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | awk '{print $1, $(NF-1), $NF}' | head -40
 echo "-- ncu: torch cuBLAS"
-timeout 120 ncu --clock-control none --launch-skip 3 --launch-count 1 --metrics "$m" python3 /tmp/mm.py > /tmp/ncu2.txt 2>&1 || echo "ncu rc $?"
+timeout 120 ncu --clock-control none --launch-skip 3 --launch-count 1 --metrics "$m" python3 scripts/torch_matmul.py > /tmp/ncu2.txt 2>&1 || echo "ncu rc $?"
 grep -E "^  [a-zA-Z_].*\(|stalled|pct|duration|per_second|grid|cluster" /tmp/ncu2.txt | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | awk '{print $1, $(NF-1), $NF}' | head -40
 echo "== (c) attention d64 source view ($SECONDS s)"
 SINTER_TEST_TUNINGS="wgmma 64x128 wg1 s2" timeout 200 ncu --clock-control none --set full --import-source yes --kernel-name regex:attention --launch-count 1 -f -o /tmp/attn \

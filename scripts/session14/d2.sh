@@ -17,23 +17,9 @@ timeout 100 .cudatest/device_matmul --test-threads=1 tma_tensor_maps_follow_move
 echo "-- timings ($SECONDS s)"
 SINTER_TEST_TUNINGS="wgmma-tma 128x256,wgmma-tma 256x128" timeout 150 .cudatest/device_matmul --ignored --nocapture --test-threads=1 wgmma_tile_timings > /tmp/b3.log 2>&1; echo "rc $?"
 grep -E "TFLOP|test result|panicked" /tmp/b3.log
-python3 /tmp/mm.py 2>/dev/null || true
-cat > /tmp/mm.py <<'PY'
-import torch
-a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-for _ in range(5): a @ b
-torch.cuda.synchronize()
-ts = []
-for _ in range(20):
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record(); a @ b; e.record(); torch.cuda.synchronize(); ts.append(s.elapsed_time(e))
-ts.sort(); m = ts[10]
-print(f"torch (cuBLAS) 8192^3 bf16 {m:.3f} ms {2 * 8192**3 / m / 1e9:.0f} TFLOP/s")
-PY
-python3 /tmp/mm.py
+python3 scripts/torch_matmul.py
 SINTER_TEST_TUNINGS="wgmma-tma 128x256x64 c2 s4 cluster" timeout 150 .cudatest/device_matmul --ignored --nocapture --test-threads=1 wgmma_tile_timings 2>&1 | grep TFLOP
-python3 /tmp/mm.py
+python3 scripts/torch_matmul.py
 m=""
 for r in barrier gmma long_scoreboard mio_throttle wait; do m="$m,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"; done
 m="${m#,},sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum,launch__grid_size,launch__cluster_dim_x,sm__cycles_elapsed.avg.per_second"

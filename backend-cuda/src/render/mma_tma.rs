@@ -281,7 +281,8 @@ pub(super) fn render(
     let shared = total_shared(tile);
     let a_bytes = bm * bk * 2;
     let regs = consumer_regs(tile);
-    let strategy = format!("wgmma-tma {bm}x{bn}x{bk} c{consumers} s{stages}{}", if cluster { " cluster 2" } else { "" });
+    let strategy =
+        format!("wgmma-tma {bm}x{bn}x{bk} c{consumers} s{stages}{}", if cluster { " cluster 2" } else { "" });
     let summary = format!(
         "tensor-core matmul batch {batch} x m {m} x n {n} x k {kd} ({} -> f32, wgmma m64n{bn}k16), tile {bm}x{bn}x{bk}, \
          {consumers} consumer warpgroups of {}x{bn} and a TMA producer, {stages} stages ({shared} bytes), A k-major, \
