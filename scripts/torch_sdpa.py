@@ -9,6 +9,7 @@ SHAPES = [  # (batch, heads, queries, keys, head dim, causal)
     (8, 16, 2048, 2048, 128, True),
     (8, 16, 2048, 2048, 128, False),
     (32, 32, 1, 4096, 128, False),
+    (1, 32, 1, 4096, 128, False),
 ]
 
 for (b, h, s, kv, d, causal) in SHAPES:

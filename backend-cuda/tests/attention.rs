@@ -101,8 +101,12 @@ fn templates_by_shape() {
     assert_eq!(on_ampere(&AttnCase::new(8, 16, 1024, 1024, 64, b)), "attention mma 128x64 w4 s3");
     assert_eq!(on_ampere(&AttnCase::new(8, 16, 2048, 2048, 128, b)), "attention mma 64x64 w4 s2");
     assert_eq!(on_ampere(&AttnCase::new(1, 2, 100, 100, 128, b)), "attention mma 64x64 w4 s2");
+    // Decode: a block per head where the heads give every SM four blocks; else the keys split
+    // over blocks (four per SM, at least 256 keys each, at most 16 splits).
     assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 128, b)), "attention decode block 128");
-    assert_eq!(strategy(&AttnCase::new(2, 2, 1, 4096, 64, DType::F32)), "attention decode block 128");
+    assert_eq!(strategy(&AttnCase::new(1, 32, 1, 4096, 128, b)), "attention decode block 128 split 16");
+    assert_eq!(strategy(&AttnCase::new(2, 2, 1, 4096, 64, DType::F32)), "attention decode block 128 split 16");
+    assert_eq!(strategy(&AttnCase::new(1, 8, 1, 300, 64, b)), "attention decode block 128");
     // Tiled CUDA cores for what tensor cores do not take: the largest tile whose grid covers half
     // the SMs.
     assert_eq!(strategy(&AttnCase::new(2, 12, 197, 197, 64, DType::F32)), "attention fma 64x64");

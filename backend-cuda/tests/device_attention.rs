@@ -74,6 +74,15 @@ fn cases() -> Vec<(String, AttnCase, bool)> {
     );
     add("f32 bool dead row", AttnCase { mask: AttnMask::Bool, ..AttnCase::new(1, 2, 9, 33, 40, DType::F32) }, true);
     add("bf16 decode bool dead row", AttnCase { mask: AttnMask::Bool, ..AttnCase::new(1, 2, 3, 50, 64, b) }, true);
+    // Decode with its keys split over blocks (the default at few heads; max-autotune's splits of
+    // 1 to 16): a dead row in every split, causal bounds that leave the last splits empty, GQA.
+    add("bf16 decode split dead row", AttnCase { mask: AttnMask::Bool, ..AttnCase::new(1, 2, 3, 1100, 64, b) }, true);
+    add(
+        "f16 decode split causal",
+        AttnCase { causal: Some(700), ..AttnCase::new(1, 3, 2, 2500, 128, DType::F16) },
+        false,
+    );
+    add("bf16 decode split gqa", AttnCase { kv_heads: 2, ..AttnCase::new(1, 8, 1, 3000, 128, b) }, false);
     add(
         "bf16 gqa bshd dv32",
         AttnCase { kv_heads: 2, dv: 32, bshd: true, ..AttnCase::new(2, 4, 50, 90, 64, b) },
@@ -186,6 +195,7 @@ fn attention_timing() {
         ("b8 h16 s1024 d64", AttnCase::new(8, 16, 1024, 1024, 64, b), 0.085),
         ("b8 h16 s2048 d128 causal", AttnCase { causal: Some(0), ..AttnCase::new(8, 16, 2048, 2048, 128, b) }, 0.280),
         ("decode b32 h32 m1 kv4096 d128", AttnCase::new(32, 32, 1, 4096, 128, b), 0.71),
+        ("decode b1 h32 m1 kv4096 d128", AttnCase::new(1, 32, 1, 4096, 128, b), f64::NAN),
         ("b8 h16 s2048 d128", AttnCase::new(8, 16, 2048, 2048, 128, b), f64::NAN),
         ("vit_b_16 f32 b2 h12 s197 d64", AttnCase::new(2, 12, 197, 197, 64, DType::F32), f64::NAN),
     ];
@@ -217,8 +227,16 @@ fn attention_timing() {
         let tunings = candidates(&p.kernels[0], &caps(&dev));
         for (t, r, cubin) in build(&dev, &p, &tunings) {
             let f = dev.load_function(&cubin, &r.name).unwrap();
+            // Private scratch (the split decode's partial states and counters), zeroed once: the
+            // kernel leaves its counters zero for the next launch.
+            let mut params = args(&p, &bufs);
+            let scratch = (r.scratch_bytes > 0).then(|| stream.alloc(r.scratch_bytes).unwrap());
+            if let Some(s) = &scratch {
+                stream.fill(s.ptr(), 0, r.scratch_bytes, "scratch").unwrap();
+                params.push(s.ptr());
+            }
             // Tensor maps (TMA tiles) are encoded from the argument pointers.
-            let l = sinter_cuda::backend::rendered_launch(&dev, f, &r, &args(&p, &bufs)).unwrap();
+            let l = sinter_cuda::backend::rendered_launch(&dev, f, &r, &params).unwrap();
             for _ in 0..3 {
                 l.launch(&stream).unwrap();
             }

@@ -10,8 +10,11 @@
 //!   (`attention_pingpong`: a producer warpgroup feeding an `mbarrier` ring, consumer warpgroups
 //!   taking turns to issue their products) ([`AttnEngine`]).
 //! * **Decode** (`attention_rows`): at most [`DECODE_M`] queries, 16-byte-aligned f32/f16/bf16
-//!   rows. One block per flat batch; keys split over the warps (and over lane groups inside a
-//!   warp), 16-byte loads, partial (max, sum, output) combined through shared memory.
+//!   rows. One block per flat batch, or where the heads are too few to fill the GPU (generation
+//!   at batch 1) up to 16 blocks per flat batch each taking a chunk of the keys, the last to
+//!   finish combining their states through the kernel's scratch ([`default_decode_split`]);
+//!   keys split over the warps (and over lane groups inside a warp), 16-byte loads, partial
+//!   (max, sum, output) combined through shared memory.
 //! * **Tiled CUDA cores** (`attention_fma`, [`AttnEngine::Fma`]): f32, f16 and bf16 operands the
 //!   tensor-core templates do not take (f32 above all), value head dims up to 256. A block of 256
 //!   threads owns up to 64 query rows; Q, one K tile and one V tile in shared memory (f32), S and
@@ -62,6 +65,27 @@ use super::{Body, CudaCaps, RenderError, Tuning};
 
 /// Queries per flat batch up to which the decode template applies.
 pub const DECODE_M: usize = 4;
+
+/// Fewest keys per block of a default split of the decode template's keys.
+const DECODE_MIN_SPLIT_KEYS: usize = 256;
+
+/// The default split of the decode template's keys over blocks ([`Tuning::split_k`], flash
+/// decoding): 1 where the heads alone give every SM four blocks; else enough splits for four
+/// blocks per SM, each of at least [`DECODE_MIN_SPLIT_KEYS`] keys, at most
+/// [`super::MAX_SPLIT_K`]. Measured on an H200 (BENCHMARKS.md, session 14), batch 1 with 32
+/// heads of 4096 keys at d128: 148 us on 32 blocks, 77 / 43 / 28 / 26 / 23 us split 2 / 4 / 8 /
+/// 9 / 16 (torch's SDPA 28.5 us); at batch 32 (1024 heads) a split of 2 to 16 was 2-4% slower
+/// than none.
+pub(super) fn default_decode_split(a: &AttentionBody, caps: &CudaCaps) -> u32 {
+    let heads = (a.batch * a.heads).max(1) as u64;
+    let target = 4 * u64::from(caps.sm_count.max(1));
+    if heads >= target {
+        return 1;
+    }
+    let by_grid = target.div_ceil(heads);
+    let by_keys = (a.kv / DECODE_MIN_SPLIT_KEYS) as u64;
+    by_grid.min(by_keys).min(u64::from(super::MAX_SPLIT_K)).max(1) as u32
+}
 
 /// A tensor-core attention tile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -426,6 +450,11 @@ pub(super) fn candidates(a: &AttentionBody, caps: &CudaCaps) -> Vec<Tuning> {
             out.push(Tuning { block: Some(b), ..Tuning::default() });
         }
     }
+    if decode_width(a).is_some() {
+        for s in [1u32, 2, 4, 8, 16].into_iter().filter(|&s| s as usize * DECODE_MIN_SPLIT_KEYS / 4 <= a.kv) {
+            out.push(Tuning { block: Some(128), split_k: Some(s), ..Tuning::default() });
+        }
+    }
     out
 }
 
@@ -439,13 +468,16 @@ pub(super) fn render(
     let kname = em.k.name.clone();
     let invalid = |msg: String| RenderError::InvalidTuning { kernel: kname.clone(), msg };
     if t.vectorize.is_some() || t.persistent.is_some() || t.tile.is_some() || t.mma.is_some() {
-        return Err(invalid("attention kernels take only `attn` and `block`".into()));
+        return Err(invalid("attention kernels take only `attn`, `block` and (decode) `split_k`".into()));
     }
     let total = [a.batch * a.heads, a.m, a.kv, a.d, a.dv];
     if total.iter().any(|&x| x > i32::MAX as usize) || (a.batch * a.heads).saturating_mul(a.m) > i32::MAX as usize {
         return Err(em.err(format!("attention {total:?} exceeds the 32-bit extents")));
     }
     if let Some(tile) = t.attn {
+        if t.split_k.is_some() {
+            return Err(invalid("split_k: only the decode template splits its keys".into()));
+        }
         if tile.engine == AttnEngine::Fma {
             check_attn(&tile, caps, a).map_err(|e| invalid(format!("no tiled attention: {e}")))?;
             return super::attention_fma::render(em, a, &tile, t);
@@ -468,7 +500,18 @@ pub(super) fn render(
         return Err(invalid(format!("block {block}: a multiple of 32 up to the device limit")));
     }
     match decode {
-        Some(w) => super::attention_rows::render_decode(em, a, w, block),
+        Some(w) => {
+            let splits = t.split_k.unwrap_or_else(|| default_decode_split(a, caps));
+            if splits == 0 || splits > super::MAX_SPLIT_K || splits as usize > a.kv.max(1) {
+                return Err(invalid(format!(
+                    "split_k {splits}: the decode template splits its {} keys over 1 to {} blocks",
+                    a.kv,
+                    super::MAX_SPLIT_K
+                )));
+            }
+            super::attention_rows::render_decode(em, a, w, block, splits)
+        }
+        None if t.split_k.is_some() => Err(invalid("split_k: only the decode template splits its keys".into())),
         None => super::attention_rows::render_rows(em, a, block),
     }
 }

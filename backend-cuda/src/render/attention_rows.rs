@@ -19,11 +19,20 @@ use super::{Body, GridSplit, OuterUnit, RenderError};
 /// vectors per lane are in flight. Each lane group keeps a running (max, sum, output) per query;
 /// groups combine through shuffles, warps through shared memory, and the block's threads write the
 /// `m * dv` outputs through the epilogue.
+///
+/// With `splits > 1` (flash decoding) each head's keys are cut into `splits` consecutive chunks,
+/// one block each: a block stores its combined (max, sum, unnormalized output) per query into the
+/// kernel's private scratch (`[head][split][query][2 + dv]` floats, then one counter per head),
+/// fences and counts itself on its head's counter; the block that brings the counter to `splits`
+/// combines the splits in split order (deterministic), writes the outputs through the epilogue
+/// and resets the counter (the scratch invariant: counters are zero between launches), as split-k
+/// does for matmuls.
 pub(super) fn render_decode(
     em: &mut Emitter<'_>,
     a: &AttentionBody,
     w: usize,
     block: u32,
+    splits: u32,
 ) -> Result<Body, RenderError> {
     let warps = block / 32;
     let (nd, nv) = (a.d / w, a.dv / w);
@@ -49,13 +58,40 @@ pub(super) fn render_decode(
             msg: format!("block {block}: {shared} bytes of shared memory for the decode combine"),
         });
     }
-    let blocks = if mq == 0 { 0 } else { bh_n };
+    let blocks = if mq == 0 { 0 } else { bh_n * u64::from(splits) };
+    // Scratch of a split decode: per head, split and query the max, the sum and dv outputs.
+    let per_q = (a.dv + 2) as u64;
+    let per_head = u64::from(splits) * mq as u64 * per_q;
+    let scratch = bh_n * per_head * 4 + bh_n * 4;
+    if splits > 1 && scratch > 256 << 20 {
+        return Err(RenderError::InvalidTuning {
+            kernel: em.k.name.clone(),
+            msg: format!("split_k {splits}: {scratch} bytes of scratch for the partial states"),
+        });
+    }
+    let chunk = a.kv.div_ceil(splits as usize);
     let summary = format!(
-        "decode attention {bh_n} heads x m {mq} x kv {} , d {} dv {} ({}): a block per head, {warps} warps, \
+        "decode attention {bh_n} heads x m {mq} x kv {} , d {} dv {} ({}): {}, {warps} warps, \
          {lanes} lanes x {w} elements per key, {groups} keys per warp, unrolled {unroll}",
-        a.kv, a.d, a.dv, a.in_dtype
+        a.kv,
+        a.d,
+        a.dv,
+        a.in_dtype,
+        if splits > 1 {
+            format!("{splits} blocks per head of {chunk} keys each, the last to finish combining them")
+        } else {
+            "a block per head".to_string()
+        }
     );
-    let body = match Body::launch(blocks, block, format!("attention decode block {block}"), summary, None, 0) {
+    let strategy = if splits > 1 {
+        format!("attention decode block {block} split {splits}")
+    } else {
+        format!("attention decode block {block}")
+    };
+    let body = match Body::launch(blocks, block, strategy, summary, None, 0) {
+        Ok(b) if splits > 1 => b
+            .with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: 1, inner: u64::from(splits) })
+            .with_scratch(scratch),
         Ok(b) => b.with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: 1, inner: 1 }),
         Err(empty) => return Ok(*empty),
     };
@@ -65,7 +101,12 @@ pub(super) fn render_decode(
     em.line(format!("// {}", body.summary));
     emit_consts(em);
     em.line(format!("__shared__ float red_m[{warps}][{mq}], red_l[{warps}][{mq}], red_o[{warps}][{mq}][{}];", a.dv));
-    em.line(format!("const {ity} bh = blockIdx.x;"));
+    if splits > 1 {
+        em.line(format!("const {ity} bh = blockIdx.x / {splits}u;"));
+        em.line(format!("const unsigned sp = blockIdx.x % {splits}u; // this block's chunk of keys"));
+    } else {
+        em.line(format!("const {ity} bh = blockIdx.x;"));
+    }
     em.line("const unsigned tid = threadIdx.x, lane = tid % 32u, warp = tid / 32u;");
     em.line(format!("const unsigned sub = lane % {lanes}u, grp = lane / {lanes}u;"));
     let qt = emit_base(em, "q", &a.q, a.heads);
@@ -106,9 +147,16 @@ pub(super) fn render_decode(
         None => format!("{}u", a.kv),
     };
     let step = warps as usize * groups;
-    em.line(format!("const unsigned kend = {kend};"));
+    let kstart = if splits > 1 {
+        em.line(format!("const unsigned kstart = sp * {chunk}u;"));
+        em.line(format!("const unsigned kend = min({kend}, kstart + {chunk}u);"));
+        "kstart + "
+    } else {
+        em.line(format!("const unsigned kend = {kend};"));
+        ""
+    };
     // The loop bound is uniform across the warp (its lane groups shuffle inside).
-    em.open(format!("for (unsigned kw = warp * {groups}u; kw < kend; kw += {}u)", step * unroll));
+    em.open(format!("for (unsigned kw = {kstart}warp * {groups}u; kw < kend; kw += {}u)", step * unroll));
     em.line("const unsigned kb = kw + grp;");
     em.line(format!("uint4 kx[{unroll}][{rq}], vx[{unroll}][{rv}];"));
     em.line("#pragma unroll");
@@ -216,24 +264,75 @@ pub(super) fn render_decode(
     em.close();
     em.close();
     em.line("__syncthreads();");
-    hoist_epilogue(em, a, false)?;
     em.names.remove(&Var::Key);
-    em.open(format!("for (unsigned idx = tid; idx < {}u; idx += {block}u)", mq * a.dv));
+    // The block's state per query and output column `col`: its warps combined.
+    let combine_warps = |em: &mut Emitter<'_>, col: &str| {
+        em.line("float mn = NINF;");
+        em.line(format!("for (unsigned x = 0; x < {warps}u; ++x) mn = fmaxf(mn, red_m[x][qi]);"));
+        em.line("const float mu = mn == NINF ? 0.0f : mn;");
+        em.line("float lt = 0.0f, ot = 0.0f;");
+        em.open(format!("for (unsigned x = 0; x < {warps}u; ++x)"));
+        em.line("const float f = expf(red_m[x][qi] - mu);");
+        em.line("lt += red_l[x][qi] * f;");
+        em.line(format!("ot += red_o[x][qi][{col}] * f;"));
+        em.close();
+    };
+    let outputs = format!("for (unsigned idx = tid; idx < {}u; idx += {block}u)", mq * a.dv);
+    if splits > 1 {
+        em.line(format!(
+            "// ---- split decode: {splits} partial states per head through the scratch; the last block combines them"
+        ));
+        em.line("__shared__ unsigned sinter_last;");
+        em.line(format!("float* const part = sinter_ws + bh * {per_head}u;"));
+        em.line(format!("unsigned* const head_count = reinterpret_cast<unsigned*>(sinter_ws + {}u);", bh_n * per_head));
+        em.open(&outputs);
+        em.line(format!("const unsigned qi = idx / {}u;", a.dv));
+        combine_warps(em, &format!("idx % {}u", a.dv));
+        em.line(format!("float* const pq = part + (sp * {mq}u + qi) * {per_q}u;"));
+        em.line(format!("if (idx % {}u == 0u) {{ __stcg(&pq[0], mn); __stcg(&pq[1], lt); }}", a.dv));
+        em.line(format!("__stcg(&pq[2u + idx % {}u], ot);", a.dv));
+        em.close();
+        em.line("__threadfence(); // the partial states are visible device-wide before the count");
+        em.line("__syncthreads();");
+        em.open("if (tid == 0u)");
+        em.line(format!("sinter_last = atomicAdd(&head_count[bh], 1u) == {}u;", splits - 1));
+        em.close();
+        em.line("__syncthreads();");
+        em.open("if (!sinter_last)");
+        em.line("return;");
+        em.close();
+        em.line("__threadfence(); // every other split's state is visible to this block");
+    }
+    hoist_epilogue(em, a, false)?;
+    em.open(&outputs);
     em.line(format!("const unsigned qi = idx / {}u;", a.dv));
     em.decl("m", format!("const {ity} m = qi;"));
     em.decl("n", format!("const {ity} n = idx % {}u;", a.dv));
     em.names.insert(Var::N, "n".into());
-    em.line("float mn = NINF;");
-    em.line(format!("for (unsigned x = 0; x < {warps}u; ++x) mn = fmaxf(mn, red_m[x][qi]);"));
-    em.line("const float mu = mn == NINF ? 0.0f : mn;");
-    em.line("float lt = 0.0f, ot = 0.0f;");
-    em.open(format!("for (unsigned x = 0; x < {warps}u; ++x)"));
-    em.line("const float f = expf(red_m[x][qi] - mu);");
-    em.line("lt += red_l[x][qi] * f;");
-    em.line("ot += red_o[x][qi][n] * f;");
-    em.close();
+    if splits > 1 {
+        // The splits in split order: the sum does not depend on which block finished last.
+        em.line("float mn = NINF;");
+        em.line(format!(
+            "for (unsigned s = 0; s < {splits}u; ++s) mn = fmaxf(mn, __ldcg(&part[(s * {mq}u + qi) * {per_q}u]));"
+        ));
+        em.line("const float mu = mn == NINF ? 0.0f : mn;");
+        em.line("float lt = 0.0f, ot = 0.0f;");
+        em.open(format!("for (unsigned s = 0; s < {splits}u; ++s)"));
+        em.line(format!("const float* const ps = part + (s * {mq}u + qi) * {per_q}u;"));
+        em.line("const float f = expf(__ldcg(&ps[0]) - mu);");
+        em.line("lt += __ldcg(&ps[1]) * f;");
+        em.line(format!("ot += __ldcg(&ps[2u + idx % {}u]) * f;", a.dv));
+        em.close();
+    } else {
+        combine_warps(em, "n");
+    }
     emit_epilogue(em, a, "ot / lt")?;
     em.close();
+    if splits > 1 {
+        em.open("if (tid == 0u)");
+        em.line("head_count[bh] = 0u; // zero again for the next launch");
+        em.close();
+    }
     Ok(body)
 }
 

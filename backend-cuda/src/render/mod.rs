@@ -164,7 +164,9 @@ pub struct Tuning {
     /// Matmuls on the `mma.sync` template: split the k walk over this many blocks per output
     /// tile (1 to [`MAX_SPLIT_K`], at most one per k step), the tile's last block adding the
     /// partial sums in split order before the epilogue (`None`: [`MmaTile`]'s default for the
-    /// shape where the tile is the default one, else 1).
+    /// shape where the tile is the default one, else 1). The attention decode template: split
+    /// the keys over this many blocks per head, the head's last block combining the partial
+    /// softmax states (flash decoding; `None`: the default for the shape).
     #[serde(default)]
     pub split_k: Option<u32>,
     /// Pointwise kernels: lane groups (16-byte vectors, or single lanes) per thread, 1 to
