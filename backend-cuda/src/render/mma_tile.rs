@@ -106,9 +106,9 @@ impl MmaTile {
     /// The TMA-fed `wgmma` tiles max-autotune tries (sm_90a, [`MmaEngine::WgmmaTma`] and
     /// [`MmaEngine::WgmmaTmaCluster`]): `warps_m` consumer warpgroups of `bm / warps_m` rows (64
     /// or 128) plus a producer warpgroup. Measured on an H200 at 8192^3 bf16 (BENCHMARKS.md,
-    /// session 14): 128x256 two consumers three or four stages 705-709 TFLOP/s against cuBLAS's
-    /// 773 (whose kernel runs on clusters of two), the tensor pipe busy 87% of the time against
-    /// cuBLAS's 97%, L2 at 70% of its peak against 48%.
+    /// session 14, calls 1-4): 128x256 two consumers, three stages, 709-733 TFLOP/s on one
+    /// block and 721-737 on clusters of two (four stages within 1-2%; 256x128 2-5% slower),
+    /// against cuBLAS's 763-788; the tensor pipe busy 86% of the time against cuBLAS's 97%.
     pub const TMA_CANDIDATES: [MmaTile; 12] = [
         MmaTile::wgmma_tma_cluster(128, 256, 2, 4),
         MmaTile::wgmma_tma_cluster(128, 256, 2, 3),
