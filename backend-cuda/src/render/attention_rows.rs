@@ -282,7 +282,6 @@ pub(super) fn render_decode(
         em.line(format!(
             "// ---- split decode: {splits} partial states per head through the scratch; the last block combines them"
         ));
-        em.line("__shared__ unsigned sinter_last;");
         em.line(format!("float* const part = sinter_ws + bh * {per_head}u;"));
         em.line(format!("unsigned* const head_count = reinterpret_cast<unsigned*>(sinter_ws + {}u);", bh_n * per_head));
         em.open(&outputs);
@@ -292,16 +291,7 @@ pub(super) fn render_decode(
         em.line(format!("if (idx % {}u == 0u) {{ __stcg(&pq[0], mn); __stcg(&pq[1], lt); }}", a.dv));
         em.line(format!("__stcg(&pq[2u + idx % {}u], ot);", a.dv));
         em.close();
-        em.line("__threadfence(); // the partial states are visible device-wide before the count");
-        em.line("__syncthreads();");
-        em.open("if (tid == 0u)");
-        em.line(format!("sinter_last = atomicAdd(&head_count[bh], 1u) == {}u;", splits - 1));
-        em.close();
-        em.line("__syncthreads();");
-        em.open("if (!sinter_last)");
-        em.line("return;");
-        em.close();
-        em.line("__threadfence(); // every other split's state is visible to this block");
+        super::scratch::last_block_gate(em, "head_count[bh]", splits);
     }
     hoist_epilogue(em, a, false)?;
     em.open(&outputs);
@@ -329,9 +319,7 @@ pub(super) fn render_decode(
     emit_epilogue(em, a, "ot / lt")?;
     em.close();
     if splits > 1 {
-        em.open("if (tid == 0u)");
-        em.line("head_count[bh] = 0u; // zero again for the next launch");
-        em.close();
+        super::scratch::reset_counter(em, "head_count[bh]");
     }
     Ok(body)
 }

@@ -55,7 +55,6 @@ pub(super) fn split_scratch(mm: &MatmulBody, t: &MmaTile, s: u32) -> Option<u64>
 pub(super) fn split_k_sum(em: &mut Emitter<'_>, (mi, nj): (u32, u32), threads: u32, split: u32, tiles: u64) {
     let per_block = mi * nj * 4 * threads;
     em.line(format!("// ---- split-k: {split} partial sums per tile through the scratch; the last block adds them"));
-    em.line("__shared__ unsigned sinter_last;");
     em.line(format!(
         "unsigned* const tile_count = reinterpret_cast<unsigned*>(sinter_ws + {}u);",
         tiles * u64::from(split) * u64::from(per_block)
@@ -64,16 +63,7 @@ pub(super) fn split_k_sum(em: &mut Emitter<'_>, (mi, nj): (u32, u32), threads: u
     open_acc_loops(em, mi, nj);
     em.line(format!("__stcg(&part[ks * {per_block}u + ((i * {nj}u + j) * 4u + c) * {threads}u + tid], acc[i][j][c]);"));
     close_acc_loops(em);
-    em.line("__threadfence(); // the partials are visible device-wide before the count");
-    em.line("__syncthreads();");
-    em.open("if (tid == 0u)");
-    em.line(format!("sinter_last = atomicAdd(&tile_count[pid], 1u) == {}u;", split - 1));
-    em.close();
-    em.line("__syncthreads();");
-    em.open("if (!sinter_last)");
-    em.line("return;");
-    em.close();
-    em.line("__threadfence(); // every other split's partials are visible to this block");
+    super::scratch::last_block_gate(em, "tile_count[pid]", split);
     open_acc_loops(em, mi, nj);
     em.line("float sum = 0.0f;");
     em.line("#pragma unroll");
@@ -82,7 +72,5 @@ pub(super) fn split_k_sum(em: &mut Emitter<'_>, (mi, nj): (u32, u32), threads: u
     em.close();
     em.line("acc[i][j][c] = sum;");
     close_acc_loops(em);
-    em.open("if (tid == 0u)");
-    em.line("tile_count[pid] = 0u; // zero again for the next launch");
-    em.close();
+    super::scratch::reset_counter(em, "tile_count[pid]");
 }

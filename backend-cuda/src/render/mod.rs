@@ -83,6 +83,7 @@ mod pointwise;
 mod prelude;
 mod prelude_tc;
 mod reduce;
+mod scratch;
 mod trig;
 mod types;
 
