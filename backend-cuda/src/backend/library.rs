@@ -246,8 +246,8 @@ pub(crate) fn library_wanted(k: &Kernel, mode: Mode, sm: (u32, u32)) -> Result<(
     large_enough(g.flops(), mode).or_else(|small| if skinny(g.m, g.n, g.k) { Ok(()) } else { Err(small) })
 }
 
-/// Whether an `m x n x k` product is skinny: at most [`SKINNY_MAX`] rows or columns and a reduction of at least
-/// [`SKINNY_MIN_K`]: a classifier head or a decode step. The own CUDA-core template gives it a few
+/// Whether an `m x n x k` product is skinny: at most `SKINNY_MAX` rows or columns and a reduction of at least
+/// `SKINNY_MIN_K`: a classifier head or a decode step. The own CUDA-core template gives it a few
 /// dozen blocks that each walk the whole `k` in 8-deep steps (measured on an H200: ResNet-50's
 /// 8 x 1000 x 2048 classifier took 172 us, 0.2 TFLOP/s), where the library splits `k`; it takes
 /// the library whatever its size.

@@ -44,7 +44,7 @@ impl Precompiled {
 }
 
 /// Every distinct rendered candidate (entry name, source) of `kernels`, in kernel and candidate
-/// order: what [`precompile`] compiles. Library candidates render nothing and are not listed.
+/// order: what `precompile` compiles. Library candidates render nothing and are not listed.
 pub fn candidate_sources(kernels: &[&Kernel], caps: &CudaCaps) -> Vec<(String, String)> {
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();

@@ -211,7 +211,7 @@ impl AttnTile {
         AttnTile { bm, bn, warps: 8, stages: 1, engine: AttnEngine::Fma }
     }
 
-    /// The tiles max-autotune tries where [`super::attention_fma::applies`] (each checked).
+    /// The tiles max-autotune tries where `attention_fma::applies` (each checked).
     pub const FMA_CANDIDATES: [AttnTile; 5] = [
         AttnTile::fma(64, 64),
         AttnTile::fma(64, 32),

@@ -55,7 +55,7 @@ impl MmaEngine {
 }
 
 impl MmaTile {
-    /// The tiles max-autotune tries (the default first; each checked with [`check_mma`]).
+    /// The tiles max-autotune tries (the default first; each checked with [`check_mma`](super::mma::check_mma)).
     /// Measured on an H100 at 8192^3 (BENCHMARKS.md): 128x128x64 with four warps and three stages
     /// 3.37 ms, 128x128x32 3.47, 128x256x32 3.73, 256x128x32 3.94, 64x64x32 6.53.
     pub const CANDIDATES: [MmaTile; 10] = [
