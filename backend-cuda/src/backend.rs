@@ -45,11 +45,13 @@
 mod conv;
 mod exec;
 mod library;
+mod load_times;
 mod tune;
 
 pub use exec::CudaExecutable;
 pub(crate) use library::large_enough;
 pub use library::{LIBRARY_MIN_FLOPS, epilogue_kernel, skinny};
+use load_times::LoadTimes;
 pub use tune::candidate_sources;
 
 use crate::device::{CudaBuffer, CudaCalibration, Device, DeviceInfo, Launch, Stream};
@@ -686,103 +688,6 @@ impl Backend for CudaBackend {
 
     fn load_with(&self, program: &Program, opts: &LoadOptions) -> Result<Box<dyn Executable>, BackendError> {
         Ok(Box::new(self.load_cuda(program, opts)?))
-    }
-}
-
-/// Where a default-mode load's time went, for `SINTER_LOG=compile`.
-#[derive(Default)]
-struct LoadTimes {
-    /// Validating the program, binding the context, creating the stream.
-    setup_s: f64,
-    /// Planning, allocating and zeroing memory, uploading constants not uploaded before.
-    memory_s: f64,
-    /// Rendering every own kernel and library epilogue.
-    render_s: f64,
-    /// The parallel NVRTC batch (wall time), its program count and cache hits.
-    nvrtc_s: f64,
-    programs: usize,
-    hits: usize,
-    /// The slowest programs of the batch: (seconds NVRTC took, name).
-    slowest: Vec<(f64, String)>,
-    /// Loading own kernels' modules (and their scratch).
-    module_s: f64,
-    /// Building library steps (plans, heuristics, workspaces, epilogue modules) and their count.
-    library_s: f64,
-    library_steps: usize,
-    /// Of `library_s`: building the plans (heuristics, operation graphs, execution plans).
-    plan_s: f64,
-    /// Building the executable from the loaded kernels.
-    executable_s: f64,
-    /// The whole load: what the parts above leave is listed as `other`.
-    total_s: f64,
-}
-
-impl LoadTimes {
-    /// Records the parallel batch of `sources` that started at `t0` with its `results`.
-    fn nvrtc(
-        &mut self,
-        t0: std::time::Instant,
-        sources: &[(&str, &str)],
-        results: &[Result<nvrtc::Cubin, BackendError>],
-    ) {
-        self.nvrtc_s = t0.elapsed().as_secs_f64();
-        self.programs = sources.len();
-        let ok: Vec<(f64, String)> = results
-            .iter()
-            .zip(sources)
-            .filter_map(|(r, (n, _))| r.as_ref().ok().map(|c| (c.seconds, n.to_string())))
-            .collect();
-        self.hits = ok.iter().filter(|(s, _)| *s == 0.0).count();
-        // Sources compiled as one translation unit share its time: one entry per unit, named by
-        // its first source and how many it held.
-        let mut units: Vec<(f64, String, usize)> = Vec::new();
-        for (s, n) in ok.into_iter().filter(|(s, _)| *s > 0.0) {
-            match units.iter_mut().find(|u| u.0 == s) {
-                Some(u) => u.2 += 1,
-                None => units.push((s, n, 1)),
-            }
-        }
-        units.sort_by(|a, b| b.0.total_cmp(&a.0));
-        self.slowest = units
-            .into_iter()
-            .take(3)
-            .map(|(s, n, k)| (s, if k > 1 { format!("{n} (+{} in its unit)", k - 1) } else { n }))
-            .collect();
-    }
-
-    fn log(&self, kernels: usize) {
-        let slow: Vec<String> = self.slowest.iter().map(|(s, n)| format!("{n} {s:.3}")).collect();
-        tracing::info!(
-            target: "sinter::compile",
-            "cuda load of {kernels} kernels in {:.3} s: setup {:.3} s; memory {:.3} s; render {:.3} s; NVRTC {:.3} s for {} programs \
-             ({} cached; slowest: {}); own modules {:.3} s; {} library steps {:.3} s (plans {:.3} s); executable {:.3} s; other {:.3} s",
-            self.total_s,
-            self.setup_s,
-            self.memory_s,
-            self.render_s,
-            self.nvrtc_s,
-            self.programs,
-            self.hits,
-            slow.join(", "),
-            self.module_s,
-            self.library_steps,
-            self.library_s,
-            self.plan_s,
-            self.executable_s,
-            self.other_s()
-        );
-    }
-
-    /// The load's time outside the listed parts (the tuning decisions, bookkeeping).
-    fn other_s(&self) -> f64 {
-        let parts = self.setup_s
-            + self.memory_s
-            + self.render_s
-            + self.nvrtc_s
-            + self.module_s
-            + self.library_s
-            + self.executable_s;
-        (self.total_s - parts).max(0.0)
     }
 }
 
