@@ -265,17 +265,22 @@ pub(super) fn render_decode(
     em.close();
     em.line("__syncthreads();");
     em.names.remove(&Var::Key);
-    // The block's state per query and output column `col`: its warps combined.
-    let combine_warps = |em: &mut Emitter<'_>, col: &str| {
+    // `mn`, `lt`, `ot`: the `count` softmax states (max, sum, output) named by `state(i)` merged
+    // in order: the block's warps, or a split decode's blocks.
+    let merge = |em: &mut Emitter<'_>, count: u32, state: &dyn Fn(&str) -> [String; 3]| {
+        let [m, l, o] = state("x");
         em.line("float mn = NINF;");
-        em.line(format!("for (unsigned x = 0; x < {warps}u; ++x) mn = fmaxf(mn, red_m[x][qi]);"));
+        em.line(format!("for (unsigned x = 0; x < {count}u; ++x) mn = fmaxf(mn, {m});"));
         em.line("const float mu = mn == NINF ? 0.0f : mn;");
         em.line("float lt = 0.0f, ot = 0.0f;");
-        em.open(format!("for (unsigned x = 0; x < {warps}u; ++x)"));
-        em.line("const float f = expf(red_m[x][qi] - mu);");
-        em.line("lt += red_l[x][qi] * f;");
-        em.line(format!("ot += red_o[x][qi][{col}] * f;"));
+        em.open(format!("for (unsigned x = 0; x < {count}u; ++x)"));
+        em.line(format!("const float f = expf({m} - mu);"));
+        em.line(format!("lt += {l} * f;"));
+        em.line(format!("ot += {o} * f;"));
         em.close();
+    };
+    let warp_state = |col: String| {
+        move |x: &str| [format!("red_m[{x}][qi]"), format!("red_l[{x}][qi]"), format!("red_o[{x}][qi][{col}]")]
     };
     let outputs = format!("for (unsigned idx = tid; idx < {}u; idx += {block}u)", mq * a.dv);
     if splits > 1 {
@@ -286,7 +291,7 @@ pub(super) fn render_decode(
         em.line(format!("unsigned* const head_count = reinterpret_cast<unsigned*>(sinter_ws + {}u);", bh_n * per_head));
         em.open(&outputs);
         em.line(format!("const unsigned qi = idx / {}u;", a.dv));
-        combine_warps(em, &format!("idx % {}u", a.dv));
+        merge(em, warps, &warp_state(format!("idx % {}u", a.dv)));
         em.line(format!("float* const pq = part + (sp * {mq}u + qi) * {per_q}u;"));
         em.line(format!("if (idx % {}u == 0u) {{ __stcg(&pq[0], mn); __stcg(&pq[1], lt); }}", a.dv));
         em.line(format!("__stcg(&pq[2u + idx % {}u], ot);", a.dv));
@@ -301,20 +306,10 @@ pub(super) fn render_decode(
     em.names.insert(Var::N, "n".into());
     if splits > 1 {
         // The splits in split order: the sum does not depend on which block finished last.
-        em.line("float mn = NINF;");
-        em.line(format!(
-            "for (unsigned s = 0; s < {splits}u; ++s) mn = fmaxf(mn, __ldcg(&part[(s * {mq}u + qi) * {per_q}u]));"
-        ));
-        em.line("const float mu = mn == NINF ? 0.0f : mn;");
-        em.line("float lt = 0.0f, ot = 0.0f;");
-        em.open(format!("for (unsigned s = 0; s < {splits}u; ++s)"));
-        em.line(format!("const float* const ps = part + (s * {mq}u + qi) * {per_q}u;"));
-        em.line("const float f = expf(__ldcg(&ps[0]) - mu);");
-        em.line("lt += __ldcg(&ps[1]) * f;");
-        em.line(format!("ot += __ldcg(&ps[2u + idx % {}u]) * f;", a.dv));
-        em.close();
+        let at = |x: &str, i: &str| format!("__ldcg(&part[({x} * {mq}u + qi) * {per_q}u + {i}])");
+        merge(em, splits, &|x| [at(x, "0u"), at(x, "1u"), at(x, "2u + n")]);
     } else {
-        combine_warps(em, "n");
+        merge(em, warps, &warp_state("n".into()));
     }
     emit_epilogue(em, a, "ot / lt")?;
     em.close();
