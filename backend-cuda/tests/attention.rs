@@ -35,7 +35,7 @@ fn compile(what: &str, r: &Rendered) -> String {
     }
     // A warp-specialized tile's register exchange (setmaxnreg) counts on the kernel starting with
     // exactly its launch bounds' cap: with fewer, the consumers' setmaxnreg.inc would wait forever.
-    let consumers = ["attention wgmma-pp ", "attention wgmma-tma "]
+    let consumers = ["attention wgmma-pp ", "attention wgmma-tma ", "attention wgmma-tma-persistent "]
         .iter()
         .find_map(|p| r.strategy.strip_prefix(p))
         .and_then(|s| s.split(" wg").nth(1)?.split('+').next());
@@ -342,4 +342,38 @@ fn snapshot_of_the_tma_ping_pong_tile() {
         "// grid {:?} block {:?} ({})\n// maps {:?}\n{}",
         r.grid, r.block, r.strategy, r.tensor_maps, r.source
     ));
+}
+
+#[test]
+fn snapshot_of_the_persistent_tile() {
+    // The TMA ping-pong tile above as a persistent kernel: the same GQA, BSHD, causal case.
+    let c = AttnCase { causal: Some(0), kv_heads: 2, bshd: true, ..AttnCase::new(2, 4, 300, 300, 128, DType::BF16) };
+    let t = Tuning { attn: Some(AttnTile::persistent(128, 64, 4)), ..Tuning::default() };
+    let caps = CudaCaps::hopper();
+    let r = render::render(&kernel(&c), &caps, &t).unwrap();
+    // 3 row tiles of 8 flat batches: 24 work tiles, fewer than the SMs, so one block each.
+    assert_eq!(r.grid, [24.min(caps.sm_count), 1, 1]);
+    assert_eq!(r.scratch_bytes, 8, "the work counter and the count of blocks done");
+    assert!(r.split.is_none(), "a persistent grid covers the compiled extent only");
+    assert_eq!(r.strategy, "attention wgmma-tma-persistent 128x64 wg2+1 s4");
+    // The schedule ring: published once per work tile, read by every consumer thread.
+    assert_eq!(r.source.matches("sinter_st_shared_u32(sched0").count(), 1);
+    assert_eq!(r.source.matches("atomicAdd(sched_ctr, 1u)").count(), 1);
+    // Q copied twice in the consumers' branch (the first work tile, then each next one).
+    assert_eq!(r.source.matches("sinter_cp_async16(s_base").count(), 2);
+    insta::assert_snapshot!(format!("// grid {:?} block {:?} ({})\n{}", r.grid, r.block, r.strategy, r.source));
+}
+
+#[test]
+fn persistent_grids_stop_at_the_resident_blocks() {
+    // b8 h16 s2048 causal: 2048 work tiles of 128 rows on 132 SMs, one block each (two
+    // consumers, d128); 4096 of 64 rows at d64, two blocks each (one consumer).
+    let caps = CudaCaps::hopper();
+    for (tile, per_sm, d) in [(AttnTile::persistent(128, 128, 3), 1, 128), (AttnTile::persistent(64, 128, 3), 2, 64)] {
+        let c = AttnCase { causal: Some(0), ..AttnCase::new(8, 16, 2048, 2048, d, DType::BF16) };
+        let t = Tuning { attn: Some(tile), ..Tuning::default() };
+        let r = render::render(&kernel(&c), &caps, &t).unwrap();
+        assert_eq!(r.grid[0], caps.sm_count * per_sm, "{tile:?}");
+        assert!(r.source.contains(&format!("const unsigned n_work = {}u;", 8 * 16 * 2048 / tile.bm)));
+    }
 }

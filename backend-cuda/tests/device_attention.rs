@@ -64,6 +64,30 @@ fn cases() -> Vec<(String, AttnCase, bool)> {
     add("f16 s1000 d64", AttnCase::new(1, 2, 1000, 1000, 64, DType::F16), false);
     add("bf16 causal s4097 d64", AttnCase { causal: Some(0), ..AttnCase::new(1, 1, 4097, 4097, 64, b) }, false);
     add("bf16 m7 kv1000 d128", AttnCase::new(1, 2, 7, 1000, 128, b), false);
+    // Causal rows and keys in whole tiles (the lagged schedule of the TMA ping-pong tiles, key
+    // tiles of both parities per block), also with keys ahead of the queries (a cache prefix).
+    add(
+        "bf16 causal s1024 d128 (whole tiles)",
+        AttnCase { causal: Some(0), ..AttnCase::new(1, 2, 1024, 1024, 128, b) },
+        false,
+    );
+    add(
+        "f16 causal +128 m512 kv640 d64 (whole tiles)",
+        AttnCase { causal: Some(128), ..AttnCase::new(1, 2, 512, 640, 64, DType::F16) },
+        false,
+    );
+    // More work tiles than a persistent grid has blocks (132 SMs, one or two blocks each): blocks
+    // take further tiles from the counter, causal tiles of every length, GQA across tiles.
+    add(
+        "bf16 causal b4 h16 s520 d64 (persistent)",
+        AttnCase { causal: Some(0), ..AttnCase::new(4, 16, 520, 520, 64, b) },
+        false,
+    );
+    add(
+        "bf16 gqa b3 h16 m300 kv500 d128 (persistent)",
+        AttnCase { kv_heads: 4, ..AttnCase::new(3, 16, 300, 500, 128, b) },
+        false,
+    );
     add("f16 causal +5", AttnCase { causal: Some(5), ..AttnCase::new(1, 2, 77, 90, 128, DType::F16) }, false);
     add("f32 causal", AttnCase { causal: Some(0), ..AttnCase::new(1, 2, 100, 100, 80, DType::F32) }, false);
     add("bf16 additive", AttnCase { mask: AttnMask::Additive, ..AttnCase::new(1, 2, 65, 200, 64, b) }, false);

@@ -132,6 +132,13 @@ pub enum AttnEngine {
     /// producer thread waits on its own copies. Needs K and V maps the copy engine takes
     /// (16-byte-aligned strides, `kv >= bn`).
     WgmmaPingPongTma,
+    /// [`AttnEngine::WgmmaPingPongTma`] as a persistent kernel (FlashAttention-3's): as many
+    /// blocks as the SMs hold, each looping over work tiles (a flat batch's `bm` query rows)
+    /// handed out by an atomic counter in the kernel's scratch, the longest causal tiles of each
+    /// head first. The producer copies the next tile's K and V while the consumers finish this
+    /// one; each consumer warpgroup copies its next Q rows once its last `Q Kᵀ` is done, so the
+    /// epilogue and the start of the next tile overlap other work (`attention_pingpong`).
+    WgmmaPingPongTmaPersistent,
     /// CUDA cores (`attention_fma`): f32 `fmaf` outer products in a 16 x 16 thread grid, for
     /// operands the tensor-core engines do not take (f32); `warps` is 8 and `stages` 1.
     Fma,
@@ -139,7 +146,7 @@ pub enum AttnEngine {
 
 impl AttnTile {
     /// The tiles max-autotune tries (each checked with [`check_attn`]).
-    pub const CANDIDATES: [AttnTile; 31] = [
+    pub const CANDIDATES: [AttnTile; 36] = [
         AttnTile::mma(128, 64, 4, 3),
         AttnTile::mma(128, 64, 8, 2),
         AttnTile::mma(128, 64, 8, 3),
@@ -171,6 +178,11 @@ impl AttnTile {
         AttnTile::pingpong_tma(192, 64, 4),
         AttnTile::pingpong_tma(64, 128, 3),
         AttnTile::pingpong_tma(192, 128, 2),
+        AttnTile::persistent(128, 128, 2),
+        AttnTile::persistent(128, 128, 3),
+        AttnTile::persistent(128, 64, 4),
+        AttnTile::persistent(192, 64, 4),
+        AttnTile::persistent(64, 128, 3),
     ];
 
     /// An `mma.sync` tile.
@@ -199,10 +211,29 @@ impl AttnTile {
         AttnTile { bm, bn, warps: bm / 16 + 4, stages, engine: AttnEngine::WgmmaPingPongTma }
     }
 
-    /// Whether a producer warpgroup feeds consumer warpgroups ([`AttnEngine::WgmmaPingPong`],
-    /// [`AttnEngine::WgmmaPingPongTma`]).
+    /// A persistent warp-specialized TMA tile ([`AttnEngine::WgmmaPingPongTmaPersistent`]).
+    pub const fn persistent(bm: u32, bn: u32, stages: u32) -> AttnTile {
+        AttnTile { bm, bn, warps: bm / 16 + 4, stages, engine: AttnEngine::WgmmaPingPongTmaPersistent }
+    }
+
+    /// Whether a producer warpgroup feeds consumer warpgroups ([`AttnEngine::WgmmaPingPong`] and
+    /// the TMA engines).
     pub fn warp_specialized(&self) -> bool {
-        matches!(self.engine, AttnEngine::WgmmaPingPong | AttnEngine::WgmmaPingPongTma)
+        matches!(
+            self.engine,
+            AttnEngine::WgmmaPingPong | AttnEngine::WgmmaPingPongTma | AttnEngine::WgmmaPingPongTmaPersistent
+        )
+    }
+
+    /// Whether the producer copies K and V by TMA ([`AttnEngine::WgmmaPingPongTma`],
+    /// [`AttnEngine::WgmmaPingPongTmaPersistent`]).
+    pub fn tma(&self) -> bool {
+        matches!(self.engine, AttnEngine::WgmmaPingPongTma | AttnEngine::WgmmaPingPongTmaPersistent)
+    }
+
+    /// Whether blocks loop over work tiles ([`AttnEngine::WgmmaPingPongTmaPersistent`]).
+    pub fn persistent_blocks(&self) -> bool {
+        self.engine == AttnEngine::WgmmaPingPongTmaPersistent
     }
 
     /// A tiled CUDA-core tile ([`AttnEngine::Fma`]): 256 threads, `bm / 16` rows and `bn / 16`
@@ -222,10 +253,7 @@ impl AttnTile {
 
     /// Whether the products run on `wgmma`.
     pub fn wgmma(&self) -> bool {
-        matches!(
-            self.engine,
-            AttnEngine::Wgmma | AttnEngine::WgmmaOverlap | AttnEngine::WgmmaPingPong | AttnEngine::WgmmaPingPongTma
-        )
+        self.engine == AttnEngine::Wgmma || self.engine == AttnEngine::WgmmaOverlap || self.warp_specialized()
     }
 
     /// Threads per block.
@@ -322,11 +350,13 @@ pub(super) fn tc_shared(t: &AttnTile, a: &AttentionBody) -> (u32, u32, u32) {
 }
 
 /// Dynamic shared bytes of the whole tile: Q and `stages` of (K, V), a warp-specialized tile's
-/// two `mbarrier`s per stage, plus 1024 bytes of slack for aligning a `wgmma` tile's base to its
-/// swizzle period.
+/// two `mbarrier`s per stage (and a persistent tile's schedule: two `mbarrier`s per slot of its
+/// two-slot ring of work-tile indices, and the indices), plus 1024 bytes of slack for aligning a
+/// `wgmma` tile's base to its swizzle period.
 pub(super) fn tc_total_shared(t: &AttnTile, a: &AttentionBody) -> u64 {
     let (q, _, st) = tc_shared(t, a);
-    let bars = if t.warp_specialized() { 16 * u64::from(t.stages) } else { 0 };
+    let sched = if t.persistent_blocks() { 48 } else { 0 };
+    let bars = if t.warp_specialized() { 16 * u64::from(t.stages) + sched } else { 0 };
     u64::from(q) + u64::from(st) * u64::from(t.stages) + bars + if t.wgmma() { 1024 } else { 0 }
 }
 
@@ -361,7 +391,7 @@ pub fn check_attn(t: &AttnTile, caps: &CudaCaps, a: &AttentionBody) -> Result<()
         if t.warp_specialized() {
             crate::render::attention_pingpong::check(t, acc_regs(t, a))?;
         }
-        if engine == AttnEngine::WgmmaPingPongTma {
+        if t.tma() {
             crate::render::attention_pingpong::kv_maps(a, t)?;
         }
         // Three warpgroups leave 168 registers a thread (65536 / 384): measured with NVRTC, the
@@ -399,6 +429,11 @@ pub(super) fn default_attn(a: &AttentionBody, caps: &CudaCaps) -> AttnTile {
         // * the same causal shape, session 7 (`scripts/session7/d2.sh`): the TMA ping-pong tile
         //   128x128 two consumers three stages 0.333 ms (412 TFLOP/s), the overlapped default
         //   0.415; at d64 the TMA tiles were slower (best 64x128 0.109 against 0.0996).
+        // * b8 h16 s1024 d64, H200 (session 15, three calls): the persistent TMA tile 64x128 one
+        //   consumer three stages 0.0982-0.0986 ms, the one-warpgroup wgmma 64x128 s2 0.1026-0.1033
+        //   (torch's SDPA 0.0839-0.0863). Not the default: a persistent grid covers only its
+        //   compiled extent, so a program compiled for a dynamic batch would run the bound's work
+        //   at every smaller batch; max-autotune times it.
         let picks: &[AttnTile] = if dmax <= 64 {
             &[AttnTile::hopper(64, 128, 2)]
         } else if dmax <= 128 {
@@ -483,13 +518,13 @@ pub(super) fn render(
             return super::attention_fma::render(em, a, &tile, t);
         }
         check_attn(&tile, caps, a).map_err(|e| invalid(format!("no tensor-core attention: {e}")))?;
-        return super::attention_tc::render(em, a, &tile, t);
+        return super::attention_tc::render(em, a, &tile, t, caps);
     }
     let decode = decode_width(a);
     if (decode.is_none() || a.m > DECODE_M) && t.block.is_none() {
         if tc_applies(a, caps).is_ok() {
             let tile = default_attn(a, caps);
-            return super::attention_tc::render(em, a, &tile, t);
+            return super::attention_tc::render(em, a, &tile, t, caps);
         }
         if let Some(tile) = super::attention_fma::default_tile(a, caps) {
             return super::attention_fma::render(em, a, &tile, t);

@@ -1,4 +1,4 @@
-//! The warp-specialized `wgmma` attention tile ([`AttnEngine::WgmmaPingPong`], sm_90a):
+//! The warp-specialized `wgmma` attention tile ([`AttnEngine::WgmmaPingPong`](super::attention::AttnEngine::WgmmaPingPong), sm_90a):
 //! FlashAttention-3's producer warpgroup and ping-pong of consumer warpgroups, on the `wgmma`
 //! parts of `attention_wgmma` and the score, softmax and epilogue code of `attention_tc`.
 //!
@@ -35,6 +35,22 @@
 //!   products. Warpgroup `nc - 1` arrives once on barrier 1 before its first step (warpgroup 0
 //!   goes first) and not after its last step, so every barrier sees as many arrivals as syncs.
 //!
+//! * **Persistent tiles** ([`AttnEngine::WgmmaPingPongTmaPersistent`](super::attention::AttnEngine::WgmmaPingPongTmaPersistent)):
+//!   `min(work tiles, SMs x blocks per SM)` blocks; block `b` starts with work tile `b` and takes
+//!   each next one from a counter in its scratch (`atomicAdd` + `gridDim.x`), in order: each
+//!   flat batch's row tiles, the last (longest when causal) first. The producer fetches the next
+//!   tile before copying this one's K and V, and publishes it once they are issued through a
+//!   two-slot schedule ring (`sched0`: `full[2]` expecting the producer, `empty[2]` expecting
+//!   every consumer thread, two words). Publication `wi` (the tile after the block's `wi`-th)
+//!   goes to slot `wi % 2`; the producer waits for the read of publication `wi - 2` (parity
+//!   `(wi / 2 + 1) & 1`), the consumers read it (parity `wi / 2 & 1`) once their last `Q Kᵀ` of
+//!   tile `wi` is done, then copy the next tile's Q rows into their own rows of the Q buffer while
+//!   the last `P V` and the epilogue run. The K/V ring's index counts key tiles over the block's
+//!   work tiles (`it`), and the last key tile's stage is released too. Ping-pong turns run on
+//!   across work tiles: warpgroup `nc - 1` arrives on barrier 1 before the block's first tile
+//!   only, and after its last step whenever another tile follows. The last block to finish
+//!   fetching zeroes both counters for the next launch.
+//!
 //! # Invariants (what keeps it from hanging)
 //! 1. Every consumer warpgroup of a block runs the same `n_tiles` (the block's, from its last
 //!    row for causal tiles): `n_tiles + 1` steps (the first tile's `Q Kᵀ`, `n_tiles - 1` steps of
@@ -53,12 +69,27 @@
 //!    reaches each `bar.sync`, `bar.arrive`, `setmaxnreg` and `wgmma` together.
 //! 5. Between a product's issue and its wait there is no branch (ptxas C7514): the last step's
 //!    conditional arrival comes after its wait.
+//! 6. (Persistent.) The producer publishes the tile after tile `wi` only after issuing all of tile
+//!    `wi`'s copies, which needs the releases of tile `wi`'s key tiles up to `n_tiles - 1 -
+//!    stages`: the consumers give those before they read the publication. The schedule ring,
+//!    like the K/V ring, never runs two phases ahead (the model test below covers work tiles of
+//!    one key tile, long ones and causal mixes).
+//!
+//! # Measured (H200, BENCHMARKS.md session 15)
+//! The consumers rescale O between the issues of `Q Kᵀ` and `P V` (causal d128 0.3218 -> 0.3131
+//! ms, torch's SDPA 0.2651). In the SASS, ptxas puts the wait for a step's `P V` before its
+//! softmax, so the softmax does not run beside the warpgroup's own `P V`, only beside the other
+//! warpgroup's products; two alternating P arrays, branch-free masks and block boundaries did not
+//! move it, and a schedule without that wait (each step waiting for the previous `P V` after its
+//! next `Q Kᵀ`) was slower (0.3455 ms: the wait then holds the ping-pong turn). Persistent tiles:
+//! causal d128 0.3097-0.3124 ms (1-3% faster), d128 without a mask 0.494-0.521 (0-3% slower), d64
+//! 64x128 one consumer 0.0982-0.0986 (4-5% faster than the d64 default).
 
 use sinter_core::DType;
 use sinter_core::kernel::{AttentionBody, AttnOperand};
 
 use super::RenderError;
-use super::attention::{AttnEngine, AttnTile, row_addr, tc_shared};
+use super::attention::{AttnTile, emit_base, row_addr, tc_shared};
 use super::attention_tc::{emit_scores, emit_softmax, load_kv_by};
 use super::attention_wgmma::{p_frags, pv_issue, qk_issue};
 use super::emit::Emitter;
@@ -66,6 +97,10 @@ use crate::tma::{TensorMapDesc, TensorMapParam, TmaElem, TmaSwizzle};
 
 /// Registers per thread the producer warpgroup keeps (`setmaxnreg.dec`).
 pub const PRODUCER_REGS: u32 = 40;
+
+/// Scratch bytes of a persistent tile: the next work tile to hand out (past the first wave of
+/// `gridDim.x`) and the count of blocks done with fetching, both zero between launches.
+pub(super) const SCHED_SCRATCH: u64 = 8;
 
 /// Blocks per SM the kernel keeps registers for (`__launch_bounds__`' second argument) with `nc`
 /// consumer warpgroups.
@@ -109,7 +144,7 @@ pub(super) fn check(t: &AttnTile, acc: u32) -> Result<(), String> {
     Ok(())
 }
 
-/// The tensor maps of K and V (in that order) of a [`AttnEngine::WgmmaPingPongTma`] tile, or why
+/// The tensor maps of K and V (in that order) of a [`AttnEngine::WgmmaPingPongTma`](super::attention::AttnEngine::WgmmaPingPongTma) tile, or why
 /// the copy engine cannot take them: each is 4-dimensional, (head dim, keys, heads of the
 /// operand, batch) innermost first, with a box of 64 columns (128 bytes, the swizzle's span) by
 /// `bn` keys; keys past `kv` read as zeros.
@@ -147,22 +182,31 @@ fn bar_offset(t: &AttnTile, a: &AttentionBody) -> u32 {
     q + stage * t.stages
 }
 
-/// Everything from the end of the common prelude (indices, bases, `n_tiles`, `s_base`, `wg`) to
-/// the start of the consumers' branch: barrier setup, the Q copies, the producer's whole loop.
-/// Leaves the consumers' branch open (the caller closes it after the epilogue). `types` are the
-/// index types of Q's, K's and V's bases.
+/// Everything from the end of the common prelude (indices, bases, `n_tiles`, `s_base`, `wg`; a
+/// persistent tile's prelude has no work tile yet) to the start of the consumers' branch: barrier
+/// setup, the Q copies, the producer's whole loop. Leaves the consumers' branch open (the caller
+/// closes it after the epilogue; a persistent tile's consumers also leave their loop over work
+/// tiles open, closed by [`next_work_tile`]). `types` are the index types of Q's, K's and V's
+/// bases.
 pub(super) fn prologue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, types: (&str, &str, &str)) {
     debug_assert!(t.warp_specialized());
-    let tma = t.engine == AttnEngine::WgmmaPingPongTma;
+    let tma = t.tma();
+    let persistent = t.persistent_blocks();
     let (qt, kt, vt) = types;
     let nc = t.bm / 64;
-    let (d, stages) = (a.d as u32, t.stages);
+    let stages = t.stages;
     let bars = bar_offset(t, a);
     em.line(format!("// {nc} consumer warpgroups (rows 64 wg ..), warpgroup {nc} the producer of K and V"));
     em.line(format!(
         "const unsigned full0 = s_base + {bars}u, empty0 = full0 + {}u; // mbarriers, 8 bytes each",
         8 * stages
     ));
+    if persistent {
+        em.line(format!(
+            "const unsigned sched0 = empty0 + {}u; // the schedule ring: 2 full and 2 empty mbarriers, 2 work-tile indices",
+            8 * stages
+        ));
+    }
     em.open("if (tid == 0u)");
     em.line("#pragma unroll");
     em.open(format!("for (unsigned s = 0; s < {stages}u; ++s)"));
@@ -176,25 +220,27 @@ pub(super) fn prologue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, ty
         4 * nc
     ));
     em.close();
+    if persistent {
+        em.line("#pragma unroll");
+        em.open("for (unsigned s = 0; s < 2u; ++s)");
+        em.line("sinter_mbar_init(sched0 + s * 8u, 1u); // the producer, once it wrote the next work tile");
+        em.line(format!(
+            "sinter_mbar_init(sched0 + 16u + s * 8u, {}u); // each consumer thread, once it read it",
+            128 * nc
+        ));
+        em.close();
+    }
     if tma {
         em.line("sinter_mbar_fence_init(); // visible to the copy engine");
     }
     em.close();
-    // Q: each consumer warpgroup copies its own 64 rows.
-    let d8 = d / 8;
-    let per = 64 * d8 / 128;
-    em.open(format!("if (wg < {nc}u)"));
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned l = 0; l < {per}u; ++l)"));
-    em.line("const unsigned e = tid % 128u + l * 128u;");
-    em.line(format!("const unsigned r = wg * 64u + e / {d8}u, c = e % {d8}u * 8u;"));
-    em.line(format!("const unsigned valid = m0 + r < {}u ? 16u : 0u;", a.m));
-    let qa = row_addr(qt, "q_base", "m0 + r", a.q.s_row, "c");
-    em.line(format!("const {qt} off = valid ? {qa} : 0u;"));
-    em.line(format!("sinter_cp_async16(s_base + sinter_swz128(r, c, {}u), &a{}[off], valid);", t.bm, a.q.arg));
-    em.close();
-    em.line("sinter_cp_async_commit();");
-    em.close();
+    // Q: each consumer warpgroup copies its own 64 rows (a persistent tile's consumers, in their
+    // branch).
+    if !persistent {
+        em.open(format!("if (wg < {nc}u)"));
+        q_copies(em, a, t, qt);
+        em.close();
+    }
     em.line("__syncthreads(); // the mbarriers are initialized (the block's only full barrier)");
     // The producer.
     em.open(format!("if (wg == {nc}u)"));
@@ -208,6 +254,20 @@ pub(super) fn prologue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, ty
     // The consumers: their Q rows.
     em.open("else");
     em.line(format!("sinter_setmaxnreg_inc<{}>();", consumer_regs(nc)));
+    if persistent {
+        em.line(format!("const unsigned n_work = {}u;", work_tiles(a, t)));
+        em.line("// the work tile, and the key tiles of the ring consumed before it");
+        em.line("unsigned w = blockIdx.x, it = 0u;");
+        em.open("");
+        super::attention_tc::tile_rows(em, a, t, "w");
+        emit_base(em, "q", &a.q, a.heads);
+        q_copies(em, a, t, qt);
+        em.close();
+        em.line("#pragma unroll 1");
+        em.open("for (unsigned wi = 0u;; ++wi)");
+        super::attention_tc::tile_rows(em, a, t, "w");
+        super::attention_tc::tile_key_tiles(em, a, t);
+    }
     em.line("sinter_cp_async_wait<0>(); // this thread's Q copies");
     em.line("sinter_fence_async_shared();");
     // (One consumer: a constant id, so that ptxas reserves only the barriers the block uses.)
@@ -215,16 +275,65 @@ pub(super) fn prologue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, ty
     em.line(format!("sinter_bar_sync<128>({qbar}); // the warpgroup's Q rows landed"));
 }
 
+/// The work tiles (flat batches times row tiles).
+fn work_tiles(a: &AttentionBody, t: &AttnTile) -> u64 {
+    (a.m as u64).div_ceil(u64::from(t.bm)) * (a.batch * a.heads) as u64
+}
+
+/// Each consumer thread's share of its warpgroup's 64 Q rows of the tile at `m0` of `q_base`
+/// (16-byte `cp.async`, zero rows past `m`), as one commit group.
+fn q_copies(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, qt: &str) {
+    let d8 = a.d as u32 / 8;
+    let per = 64 * d8 / 128;
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned l = 0; l < {per}u; ++l)"));
+    em.line("const unsigned e = tid % 128u + l * 128u;");
+    em.line(format!("const unsigned r = wg * 64u + e / {d8}u, c = e % {d8}u * 8u;"));
+    em.line(format!("const unsigned valid = m0 + r < {}u ? 16u : 0u;", a.m));
+    let qa = row_addr(qt, "q_base", "m0 + r", a.q.s_row, "c");
+    em.line(format!("const {qt} off = valid ? {qa} : 0u;"));
+    em.line(format!("sinter_cp_async16(s_base + sinter_swz128(r, c, {}u), &a{}[off], valid);", t.bm, a.q.arg));
+    em.close();
+    em.line("sinter_cp_async_commit();");
+}
+
+/// The end of a persistent consumer's work tile: count its key tiles, move to the next work tile
+/// (`wn`, read in [`consumer_loop`]) or leave; closes the loop over work tiles.
+pub(super) fn next_work_tile(em: &mut Emitter<'_>) {
+    em.line("it += n_tiles;");
+    em.open("if (wn >= n_work)");
+    em.line("break;");
+    em.close();
+    em.line("w = wn;");
+    em.close();
+}
+
 /// The TMA producer: one thread of the producer warpgroup waits for each stage's release, arms
 /// its `full` barrier with the tile's bytes and issues the copies of 64-column boxes of K and V.
+/// A persistent tile's producer loops over work tiles: it fetches the next one from the counter
+/// in scratch before copying this one's, publishes it to the consumers through the two-slot
+/// schedule ring once this one's copies are issued, and the last block to finish fetching zeroes
+/// the counters for the next launch.
 fn tma_producer(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
     let nc = t.bm / 64;
     let stages = t.stages;
+    let persistent = t.persistent_blocks();
     let (qbytes, kbytes, stage) = tc_shared(t, a);
     let box_bytes = t.bn * 128;
     em.open(format!("if (tid == {}u)", 128 * nc));
     em.line("sinter_tma_prefetch(&tm0);");
     em.line("sinter_tma_prefetch(&tm1);");
+    if persistent {
+        em.line(format!("const unsigned n_work = {}u;", work_tiles(a, t)));
+        em.line("// [0]: the next work tile to hand out past the first wave, [1]: blocks done fetching");
+        em.line("unsigned* const sched_ctr = reinterpret_cast<unsigned*>(sinter_ws);");
+        em.line("unsigned w = blockIdx.x, it = 0u; // the work tile, the key tiles copied before it");
+        em.line("#pragma unroll 1");
+        em.open("for (unsigned wi = 0u;; ++wi)");
+        super::attention_tc::tile_rows(em, a, t, "w");
+        super::attention_tc::tile_key_tiles(em, a, t);
+        em.line("const unsigned wn = atomicAdd(sched_ctr, 1u) + gridDim.x; // fetched before this tile's copies");
+    }
     let coord = |o: &AttnOperand| {
         let g = o.group.max(1);
         let h = if a.heads / g > 1 { format!("(int)(bh % {}u / {g}u)", a.heads) } else { "0".into() };
@@ -235,9 +344,10 @@ fn tma_producer(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
     em.line(format!("const int kh = {kh}, kb = {kb}, vh = {vh}, vb = {vb};"));
     em.line("#pragma unroll 1");
     em.open("for (unsigned j = 0; j < n_tiles; ++j)");
-    em.line(format!("const unsigned slot = j % {stages}u, full = full0 + slot * 8u;"));
+    let g = if persistent { "(it + j)" } else { "j" };
+    em.line(format!("const unsigned slot = {g} % {stages}u, full = full0 + slot * 8u;"));
     em.line(format!(
-        "sinter_mbar_wait_or_trap(empty0 + slot * 8u, (j / {stages}u + 1u) & 1u); // tile j - {stages} released"
+        "sinter_mbar_wait_or_trap(empty0 + slot * 8u, ({g} / {stages}u + 1u) & 1u); // tile j - {stages} released"
     ));
     em.line(format!("sinter_mbar_expect_tx(full, {}u);", stage));
     em.line(format!("const unsigned st = s_base + {qbytes}u + slot * {stage}u;"));
@@ -252,6 +362,24 @@ fn tma_producer(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
         }
     }
     em.close();
+    if persistent {
+        em.line("it += n_tiles;");
+        em.line(
+            "sinter_mbar_wait_or_trap(sched0 + 16u + wi % 2u * 8u, (wi / 2u + 1u) & 1u); // publication wi - 2 read",
+        );
+        em.line("sinter_st_shared_u32(sched0 + 32u + wi % 2u * 4u, wn);");
+        em.line("sinter_mbar_arrive(sched0 + wi % 2u * 8u); // publication wi: the work tile after tile wi");
+        em.open("if (wn >= n_work)");
+        em.line("break;");
+        em.close();
+        em.line("w = wn;");
+        em.close();
+        em.line("__threadfence(); // this block's last fetch precedes its count");
+        em.open("if (atomicAdd(sched_ctr + 1, 1u) == gridDim.x - 1u)");
+        em.line("sched_ctr[0] = 0u; // the last block to finish fetching: zero for the next launch");
+        em.line("sched_ctr[1] = 0u;");
+        em.close();
+    }
     em.close();
 }
 
@@ -286,7 +414,10 @@ fn copy_producer(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, (kt, vt)
 
 /// The consumers' loop over key tiles (see the module docs), from Q in shared memory and `o`,
 /// `mx`, `l` initialized to the end of the last `P V`. `cvt` names the bf16/f16 pair type and its
-/// conversion.
+/// conversion. A persistent tile's key tiles sit in the ring after the `it` of earlier work
+/// tiles; once its last `Q Kᵀ` is done, each consumer reads the next work tile `wn` (publication
+/// `wi` of the schedule ring) and copies its Q rows, and it releases the last key tile's stage too
+/// (a later work tile refills it).
 pub(super) fn consumer_loop(
     em: &mut Emitter<'_>,
     a: &AttentionBody,
@@ -296,8 +427,19 @@ pub(super) fn consumer_loop(
 ) -> Result<(), RenderError> {
     debug_assert!(t.warp_specialized());
     let nc = t.bm / 64;
+    let persistent = t.persistent_blocks();
     let (bn8, bn16, dv8, stages) = (t.bn / 8, t.bn / 16, a.dv as u32 / 8, t.stages);
     let (qbytes, kbytes, stage) = tc_shared(t, a);
+    // A key tile's place in the ring (counted over the block's work tiles when persistent).
+    let ring = |x: &str| {
+        if persistent {
+            format!("(it + {x})")
+        } else if x.contains(' ') {
+            format!("({x})")
+        } else {
+            x.to_string()
+        }
+    };
     let sync = |em: &mut Emitter<'_>| {
         if nc > 1 {
             em.line("sinter_bar_sync<256>(1u + wg); // this warpgroup's turn to issue");
@@ -308,14 +450,38 @@ pub(super) fn consumer_loop(
             em.line(format!("sinter_bar_arrive<256>(1u + (wg + 1u) % {nc}u); // the next warpgroup's turn"));
         }
     };
+    // O's rescaling by the last softmax's `al`: with a folded scale, between the issue of the
+    // next `Q Kᵀ` (which it overlaps) and that of `P V` (which reads O), FlashAttention-3's order,
+    // off the path from one `P V`'s wait to the next issue. A score with loads of its own (masks,
+    // biases) keeps it after the wait: with it between the issues, NVRTC spilled 28-100 bytes
+    // at bn 128 (the compile test's additive-mask case).
+    let early = fold.is_some();
+    let rescale = |em: &mut Emitter<'_>| {
+        if early {
+            em.line(format!("sinter_reg_fence<{dv8}>(o[0]); // after the issue before"));
+        }
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned j = 0; j < {dv8}u; ++j)"));
+        em.line("o[0][j][0] *= al[0][0]; o[0][j][1] *= al[0][0]; o[0][j][2] *= al[0][1]; o[0][j][3] *= al[0][1];");
+        em.close();
+        if early {
+            em.line("sinter_wgmma_fence(); // o rescaled in registers");
+        }
+    };
     em.line(format!("unsigned pf[{bn16}][4]; // P of the tile whose P V is next"));
     em.line("float al[1][2]; // the rescaling of o that the next tile's softmax found");
     if nc > 1 {
-        em.line(format!("if (wg == {}u) sinter_bar_arrive<256>(1u); // warpgroup 0 issues first", nc - 1));
+        let first = if persistent { " && wi == 0u" } else { "" };
+        em.line(format!("if (wg == {}u{first}) sinter_bar_arrive<256>(1u); // warpgroup 0 issues first", nc - 1));
     }
     em.open("");
-    em.line("sinter_mbar_wait(full0, 0u); // key tile 0");
-    em.line(format!("const unsigned sk = s_base + {qbytes}u;"));
+    if persistent {
+        em.line(format!("sinter_mbar_wait(full0 + it % {stages}u * 8u, it / {stages}u & 1u); // key tile 0"));
+        em.line(format!("const unsigned sk = s_base + {qbytes}u + it % {stages}u * {stage}u;"));
+    } else {
+        em.line("sinter_mbar_wait(full0, 0u); // key tile 0");
+        em.line(format!("const unsigned sk = s_base + {qbytes}u;"));
+    }
     em.line(format!("float s[1][{bn8}][4];"));
     sync(em);
     em.line("sinter_wgmma_fence();");
@@ -325,251 +491,87 @@ pub(super) fn consumer_loop(
     em.line("sinter_wgmma_wait<0>();");
     em.line(format!("sinter_reg_fence<{bn8}>(s[0]);"));
     emit_scores(em, a, t, fold, "0u")?;
-    emit_softmax(em, t, a.dv as u32, false);
-    p_frags(em, t, cvt);
+    emit_softmax(em, t, a.dv as u32, early);
+    p_frags(em, t, cvt, "pf");
     em.close();
+    // One step of the plain schedule: tile `k + 1`'s `Q Kᵀ` and softmax beside tile `k`'s `P V`.
+    let step = |em: &mut Emitter<'_>, k: &str| -> Result<(), RenderError> {
+        em.line(format!("const unsigned nk = {k} + 1u;"));
+        let (rk, rn) = (ring(k), ring("nk"));
+        em.line(format!("sinter_mbar_wait(full0 + {rn} % {stages}u * 8u, {rn} / {stages}u & 1u); // key tile {k} + 1"));
+        em.line(format!("const unsigned sv = s_base + {qbytes}u + {rk} % {stages}u * {stage}u + {kbytes}u;"));
+        em.line(format!("const unsigned sk = s_base + {qbytes}u + {rn} % {stages}u * {stage}u;"));
+        em.line(format!("float s[1][{bn8}][4];"));
+        em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
+        sync(em);
+        em.line("sinter_wgmma_fence(); // pf written in registers");
+        qk_issue(em, a, t, "sk");
+        em.line(format!("sinter_wgmma_commit(); // S of tile {k} + 1"));
+        if early {
+            rescale(em);
+        }
+        pv_issue(em, a, t, "sv", "pf");
+        em.line(format!("sinter_wgmma_commit(); // O += P V of tile {k}"));
+        arrive(em);
+        em.line("sinter_wgmma_wait<1>(); // S done; P V may still run");
+        em.line(format!("sinter_reg_fence<{bn8}>(s[0]);"));
+        emit_scores(em, a, t, fold, &format!("{k} + 1u"))?;
+        emit_softmax(em, t, a.dv as u32, true);
+        em.line("sinter_wgmma_wait<0>();");
+        em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
+        em.line(format!("if (lane == 0u) sinter_mbar_arrive(empty0 + {rk} % {stages}u * 8u); // tile {k} read"));
+        if !early {
+            rescale(em);
+        }
+        p_frags(em, t, cvt, "pf");
+        Ok(())
+    };
     em.open("for (unsigned kt = 0; kt + 1u < n_tiles; ++kt)");
-    em.line("const unsigned nk = kt + 1u;");
-    em.line(format!("sinter_mbar_wait(full0 + nk % {stages}u * 8u, nk / {stages}u & 1u); // key tile kt + 1"));
-    em.line(format!("const unsigned sv = s_base + {qbytes}u + kt % {stages}u * {stage}u + {kbytes}u;"));
-    em.line(format!("const unsigned sk = s_base + {qbytes}u + nk % {stages}u * {stage}u;"));
-    em.line(format!("float s[1][{bn8}][4];"));
-    em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
-    sync(em);
-    em.line("sinter_wgmma_fence(); // o rescaled and pf written in registers");
-    qk_issue(em, a, t, "sk");
-    em.line("sinter_wgmma_commit(); // S of tile kt + 1");
-    pv_issue(em, a, t, "sv");
-    em.line("sinter_wgmma_commit(); // O += P V of tile kt");
-    arrive(em);
-    em.line("sinter_wgmma_wait<1>(); // S done; P V may still run");
-    em.line(format!("sinter_reg_fence<{bn8}>(s[0]);"));
-    emit_scores(em, a, t, fold, "kt + 1u")?;
-    emit_softmax(em, t, a.dv as u32, true);
-    em.line("sinter_wgmma_wait<0>();");
-    em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
-    em.line(format!("if (lane == 0u) sinter_mbar_arrive(empty0 + kt % {stages}u * 8u); // tile kt read"));
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned j = 0; j < {dv8}u; ++j)"));
-    em.line("o[0][j][0] *= al[0][0]; o[0][j][1] *= al[0][0]; o[0][j][2] *= al[0][1]; o[0][j][3] *= al[0][1];");
+    step(em, "kt")?;
     em.close();
-    p_frags(em, t, cvt);
-    em.close();
-    // The last tile's P V (its stage is never waited for again: no release).
+    if persistent {
+        // Every Q Kᵀ of this warpgroup is done: its Q rows may be overwritten.
+        em.line("sinter_mbar_wait(sched0 + wi % 2u * 8u, wi / 2u & 1u); // publication wi: the next work tile");
+        em.line("const unsigned wn = sinter_ld_shared_u32(sched0 + 32u + wi % 2u * 4u);");
+        em.line("sinter_mbar_arrive(sched0 + 16u + wi % 2u * 8u); // read");
+        em.open("if (wn < n_work)");
+        em.line("// its Q rows, copied while this tile's last P V and epilogue run");
+        super::attention_tc::tile_rows(em, a, t, "wn");
+        let qt = emit_base(em, "q", &a.q, a.heads);
+        q_copies(em, a, t, qt);
+        em.close();
+    }
+    // The last tile's P V (a persistent tile releases its stage; else it is never waited for again).
     em.open("");
-    em.line(format!("const unsigned sv = s_base + {qbytes}u + (n_tiles - 1u) % {stages}u * {stage}u + {kbytes}u;"));
+    let rl = ring("n_tiles - 1u");
+    em.line(format!("const unsigned sv = s_base + {qbytes}u + {rl} % {stages}u * {stage}u + {kbytes}u;"));
     em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
     sync(em);
-    em.line("sinter_wgmma_fence(); // o rescaled and pf written in registers");
-    pv_issue(em, a, t, "sv");
+    em.line("sinter_wgmma_fence(); // pf written in registers");
+    if early {
+        rescale(em);
+    }
+    pv_issue(em, a, t, "sv", "pf");
     em.line("sinter_wgmma_commit();");
     em.line("sinter_wgmma_wait<0>();");
     em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
+    if persistent {
+        em.line(format!("if (lane == 0u) sinter_mbar_arrive(empty0 + {rl} % {stages}u * 8u); // the last tile read"));
+    }
     if nc > 1 {
-        em.line(format!(
-            "if (wg + 1u < {nc}u) sinter_bar_arrive<256>(2u + wg); // after the wait: no branch inside the product"
-        ));
+        if persistent {
+            em.line(format!(
+                "if (wg + 1u < {nc}u || wn < n_work) sinter_bar_arrive<256>(1u + (wg + 1u) % {nc}u); // after the wait: no branch inside the product"
+            ));
+        } else {
+            em.line(format!(
+                "if (wg + 1u < {nc}u) sinter_bar_arrive<256>(2u + wg); // after the wait: no branch inside the product"
+            ));
+        }
     }
     em.close();
     Ok(())
 }
 
 #[cfg(test)]
-mod tests {
-    //! The register exchange's arithmetic, and a model of the kernel's synchronization (the
-    //! operations `prologue` and `consumer_loop` emit, per warpgroup, in order) run under many
-    //! interleavings: it must finish, pair every named-barrier arrival with a sync, and never
-    //! let an `mbarrier` run two phases ahead of a waiter.
-
-    use super::*;
-
-    #[test]
-    fn the_register_exchange_fits_the_blocks_registers() {
-        for nc in 1..=3 {
-            let entry = 128 * (nc + 1) * entry_regs(nc);
-            let after = 128 * PRODUCER_REGS + 128 * nc * consumer_regs(nc);
-            assert!(
-                after <= entry && entry * min_blocks(nc) <= 65536,
-                "nc {nc}: {after} registers after, {entry} at entry"
-            );
-            assert_eq!(consumer_regs(nc) % 8, 0);
-            assert!((24..=256).contains(&consumer_regs(nc)) && consumer_regs(nc) > entry_regs(nc));
-        }
-        assert_eq!((entry_regs(1), consumer_regs(1)), (128, 216));
-        assert_eq!((entry_regs(2), consumer_regs(2)), (168, 232));
-        assert_eq!((entry_regs(3), consumer_regs(3)), (128, 152));
-        assert_eq!(PRODUCER_REGS % 8, 0);
-    }
-
-    #[derive(Clone, Copy, Debug)]
-    enum Op {
-        /// `bar.sync` / `bar.arrive` on named barrier `id`.
-        Sync(usize),
-        Arrive(usize),
-        /// Parity wait / arrival on `full[s]` or `empty[s]`; waits carry the phase they expect.
-        WaitFull(usize, u32),
-        ArriveFull(usize),
-        WaitEmpty(usize, u32),
-        ArriveEmpty(usize),
-    }
-
-    /// The operations of each warpgroup (consumers `0 .. nc`, then the producer), as emitted.
-    fn programs(nc: usize, stages: usize, n: usize) -> Vec<Vec<Op>> {
-        let mut out = Vec::new();
-        let next = |w: usize| 1 + (w + 1) % nc;
-        for w in 0..nc {
-            let mut p = Vec::new();
-            let turn = |p: &mut Vec<Op>| {
-                if nc > 1 {
-                    p.push(Op::Sync(1 + w));
-                    p.push(Op::Arrive(next(w)));
-                }
-            };
-            if nc > 1 && w == nc - 1 {
-                p.push(Op::Arrive(1));
-            }
-            p.push(Op::WaitFull(0, 0));
-            turn(&mut p);
-            for kt in 0..n.saturating_sub(1) {
-                let nk = kt + 1;
-                p.push(Op::WaitFull(nk % stages, (nk / stages) as u32));
-                turn(&mut p);
-                p.push(Op::ArriveEmpty(kt % stages));
-            }
-            if nc > 1 {
-                p.push(Op::Sync(1 + w));
-                if w + 1 < nc {
-                    p.push(Op::Arrive(2 + w));
-                }
-            }
-            out.push(p);
-        }
-        let mut p: Vec<Op> = (0..stages.min(n)).map(Op::ArriveFull).collect();
-        for j in stages..n {
-            p.push(Op::WaitEmpty(j % stages, (j / stages - 1) as u32));
-            p.push(Op::ArriveFull(j % stages));
-        }
-        out.push(p);
-        out
-    }
-
-    /// Runs `progs` (of `nc` consumers and a ring of `stages`) with the order in which the
-    /// warpgroups move drawn from `seed`; `Err` says what went wrong.
-    fn simulate(progs: &[Vec<Op>], nc: usize, stages: usize, seed: u64) -> Result<(), String> {
-        let mut pc = vec![0usize; progs.len()];
-        // Named barriers: (syncing warpgroups waiting, arrivals) of the current phase.
-        let mut named = vec![(0usize, 0usize); 2 + nc];
-        let mut blocked = vec![None::<usize>; progs.len()]; // waiting on named barrier id
-        // mbarriers: (arrivals in the current phase, completed phases).
-        let (mut full, mut empty) = (vec![(0usize, 0u32); stages], vec![(0usize, 0u32); stages]);
-        let mut rng = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let done = |pc: &[usize]| pc.iter().zip(progs.iter()).all(|(&i, p)| i == p.len());
-        while !done(&pc) {
-            let mut moved = false;
-            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let start = (rng >> 33) as usize % progs.len();
-            for k in 0..progs.len() {
-                let a = (start + k) % progs.len();
-                if pc[a] == progs[a].len() || blocked[a].is_some() {
-                    continue;
-                }
-                let ok = match progs[a][pc[a]] {
-                    Op::Sync(id) | Op::Arrive(id) => {
-                        let sync = matches!(progs[a][pc[a]], Op::Sync(_));
-                        let b = &mut named[id];
-                        if sync {
-                            b.0 += 1;
-                        } else {
-                            b.1 += 1;
-                        }
-                        if b.0 + b.1 == 2 {
-                            if b.0 != 1 {
-                                return Err(format!("barrier {id} completed with {} syncs", b.0));
-                            }
-                            *b = (0, 0);
-                            for w in blocked.iter_mut() {
-                                if *w == Some(id) {
-                                    *w = None;
-                                }
-                            }
-                        } else if sync {
-                            blocked[a] = Some(id);
-                        }
-                        true
-                    }
-                    Op::WaitFull(s, phase) | Op::WaitEmpty(s, phase) => {
-                        let bar = if matches!(progs[a][pc[a]], Op::WaitFull(..)) { full[s] } else { empty[s] };
-                        if bar.1 > phase + 1 {
-                            return Err(format!(
-                                "{:?}: the barrier is {} phases ahead",
-                                progs[a][pc[a]],
-                                bar.1 - phase
-                            ));
-                        }
-                        bar.1 == phase + 1
-                    }
-                    Op::ArriveFull(s) | Op::ArriveEmpty(s) => {
-                        let (bar, count) = if matches!(progs[a][pc[a]], Op::ArriveFull(_)) {
-                            (&mut full[s], 1)
-                        } else {
-                            (&mut empty[s], nc)
-                        };
-                        bar.0 += 1;
-                        if bar.0 == count {
-                            *bar = (0, bar.1 + 1);
-                        }
-                        true
-                    }
-                };
-                if ok {
-                    pc[a] += 1;
-                    moved = true;
-                    break;
-                }
-            }
-            if !moved {
-                let at: Vec<String> = pc.iter().zip(progs.iter()).map(|(&i, p)| format!("{:?}", p.get(i))).collect();
-                return Err(format!("deadlock: {at:?}"));
-            }
-        }
-        if let Some((id, b)) = named.iter().enumerate().find(|(_, b)| **b != (0, 0)) {
-            return Err(format!("barrier {id} left with {b:?} at the end"));
-        }
-        if blocked.iter().any(Option::is_some) {
-            return Err("a warpgroup ended blocked".into());
-        }
-        Ok(())
-    }
-
-    #[test]
-    fn the_synchronization_never_deadlocks_and_balances() {
-        for nc in 1..=3 {
-            for stages in 2..=4 {
-                for n in 1..=13 {
-                    for seed in 0..40 {
-                        simulate(&programs(nc, stages, n), nc, stages, seed)
-                            .unwrap_or_else(|e| panic!("{nc} consumers, {stages} stages, {n} tiles, seed {seed}: {e}"));
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn the_model_catches_broken_schedules() {
-        // Without warpgroup nc - 1's first arrival, warpgroup 0 never gets its turn.
-        let mut p = programs(2, 3, 4);
-        assert!(matches!(p[1].remove(0), Op::Arrive(1)));
-        assert!(simulate(&p, 2, 3, 0).unwrap_err().starts_with("deadlock"));
-        // With its last arrival too, barrier 1 is left with an arrival nobody synced.
-        let mut p = programs(2, 3, 4);
-        p[1].push(Op::Arrive(1));
-        assert!(simulate(&p, 2, 3, 0).unwrap_err().contains("left with"));
-        // One stage: the producer waits for the release of a tile whose P V needs the next tile.
-        assert!(simulate(&programs(2, 1, 4), 2, 1, 0).unwrap_err().starts_with("deadlock"));
-        // A warpgroup arriving twice before the next one synced completes a phase without it.
-        let mut p = programs(3, 3, 3);
-        p[0].insert(0, Op::Arrive(2));
-        assert!((0..20).any(|seed| simulate(&p, 3, 3, seed).is_err()));
-    }
-}
+mod tests;

@@ -25,7 +25,7 @@ use super::attention::{
 };
 use super::emit::Emitter;
 use super::prelude::H;
-use super::{Body, GridSplit, OuterUnit, RenderError, Tuning};
+use super::{Body, CudaCaps, GridSplit, OuterUnit, RenderError, Tuning};
 
 /// Renders `a` on tensor cores with `tile` (checked by the caller).
 pub(super) fn render(
@@ -33,6 +33,7 @@ pub(super) fn render(
     a: &AttentionBody,
     tile: &AttnTile,
     t: &Tuning,
+    caps: &CudaCaps,
 ) -> Result<Body, RenderError> {
     let threads = tile.threads();
     if let Some(b) = t.block
@@ -54,9 +55,16 @@ pub(super) fn render(
     let shared = u32::try_from(tc_total_shared(tile, a)).map_err(|_| em.err("attention tile shared memory"))?;
     let qregs = !wgmma && q_in_regs(tile, a);
     let pingpong = tile.warp_specialized();
-    let tma = tile.engine == AttnEngine::WgmmaPingPongTma;
+    let tma = tile.tma();
+    let persistent = tile.persistent_blocks();
     let strategy = if pingpong {
-        let kind = if tma { "wgmma-tma" } else { "wgmma-pp" };
+        let kind = if persistent {
+            "wgmma-tma-persistent"
+        } else if tma {
+            "wgmma-tma"
+        } else {
+            "wgmma-pp"
+        };
         format!("attention {kind} {bm}x{bn} wg{}+1 s{stages}", bm / 64)
     } else if wgmma {
         let ov = if tile.engine == AttnEngine::WgmmaOverlap { "-ov" } else { "" };
@@ -87,7 +95,12 @@ pub(super) fn render(
     );
     let min_blocks = if pingpong { super::attention_pingpong::min_blocks(bm / 64) } else { 1 };
     let maps = if tma { super::attention_pingpong::kv_maps(a, tile).map_err(|e| em.err(e))? } else { Vec::new() };
-    let body = match Body::launch(blocks, threads, strategy, summary, Some(min_blocks), shared) {
+    // A persistent tile: as many blocks as the SMs keep resident, looping over the work tiles
+    // (no grid split: every launch covers the compiled extent).
+    let launched =
+        if persistent { blocks.min(u64::from(caps.sm_count.max(1)) * u64::from(min_blocks)) } else { blocks };
+    let body = match Body::launch(launched, threads, strategy, summary, Some(min_blocks), shared) {
+        Ok(b) if persistent => b.with_scratch(super::attention_pingpong::SCHED_SCRATCH).with_tensor_maps(maps),
         Ok(b) => {
             b.with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: 1, inner: tiles_m }).with_tensor_maps(maps)
         }
@@ -104,6 +117,9 @@ pub(super) fn render(
     }
     if tma {
         em.h.need(H::Tma);
+    }
+    if persistent {
+        em.h.need(H::SharedWord);
     }
     let ity = em.ity();
     let f16 = a.in_dtype == DType::F16;
@@ -123,16 +139,9 @@ pub(super) fn render(
         "const float SL = {sl}; // log2(e){}: exp(x) = 2^(x SL)",
         if fold.is_some() { " times the score's scale, folded in" } else { "" }
     ));
-    em.line(format!(
-        "const unsigned mt = {};",
-        if a.causal.is_some() {
-            format!("{} - blockIdx.x % {tiles_m}u", tiles_m - 1)
-        } else {
-            format!("blockIdx.x % {tiles_m}u")
-        }
-    ));
-    em.line(format!("const {ity} bh = blockIdx.x / {tiles_m}u;"));
-    em.line(format!("const unsigned m0 = mt * {bm}u;"));
+    if !persistent {
+        tile_rows(em, a, tile, "blockIdx.x");
+    }
     em.line("const unsigned tid = threadIdx.x, lane = tid % 32u, warp = tid / 32u;");
     em.line(format!("const unsigned wm0 = warp * {}u; // the warp's rows in the tile", 16 * mi));
     if wgmma {
@@ -140,16 +149,7 @@ pub(super) fn render(
     } else {
         em.line("const unsigned g = lane / 4u, t4 = lane % 4u, mat = lane / 8u, r8 = lane % 8u;");
     }
-    let qt = emit_base(em, "q", &a.q, a.heads);
-    let kt = emit_base(em, "k", &a.k, a.heads);
-    let vt = emit_base(em, "v", &a.v, a.heads);
-    let ktiles = kv.div_ceil(u64::from(bn));
-    match a.causal {
-        Some(o) => em.line(format!(
-            "const unsigned n_tiles = min({ktiles}u, (min(m0 + {bm}u, {m}u) - 1u + {o}u) / {bn}u + 1u); // the last row's keys"
-        )),
-        None => em.line(format!("const unsigned n_tiles = {ktiles}u;")),
-    }
+    let (qt, kt, vt) = if persistent { base_types(em, a) } else { tile_bases(em, a, tile) };
     let qrow = d + 8;
     if wgmma {
         em.line("// the swizzle pattern repeats every 1024 bytes: tiles start on that period");
@@ -201,7 +201,9 @@ pub(super) fn render(
     } else {
         plain_loop(em, a, tile, (fold, qregs), (kt, vt), (mma, h2, cvt))?;
     }
-    em.line("sinter_cp_async_wait<0>();");
+    if !persistent {
+        em.line("sinter_cp_async_wait<0>();");
+    }
     // Epilogue.
     em.line("// ---- epilogue, per output element: rows g, g + 8 and columns 2t, 2t + 1 of each fragment");
     em.names.remove(&Var::Key);
@@ -213,6 +215,8 @@ pub(super) fn render(
     em.line("float lt = l[i][h];");
     em.line("lt += __shfl_xor_sync(0xffffffffu, lt, 1);");
     em.line("lt += __shfl_xor_sync(0xffffffffu, lt, 2);");
+    // One division per row, then products (a sum of 0, a row without keys: 0 * inf = NaN, as 0 / 0).
+    em.line("const float rl = 1.0f / lt;");
     em.decl("m", format!("const {ity} m = m0 + wm0 + i * 16u + h * 8u + g;"));
     let m_guard = !m.is_multiple_of(u64::from(bm));
     if m_guard {
@@ -225,7 +229,7 @@ pub(super) fn render(
     em.open("for (unsigned c = 0; c < 2u; ++c)");
     em.decl("n", format!("const {ity} n = j * 8u + t4 * 2u + c;"));
     em.names.insert(Var::N, "n".into());
-    emit_epilogue(em, a, "o[i][j][h * 2u + c] / lt")?;
+    emit_epilogue(em, a, "o[i][j][h * 2u + c] * rl")?;
     em.close();
     em.close();
     if m_guard {
@@ -233,10 +237,68 @@ pub(super) fn render(
     }
     em.close();
     em.close();
+    if persistent {
+        super::attention_pingpong::next_work_tile(em);
+    }
     if pingpong {
         em.close(); // the consumers' branch
     }
     Ok(body)
+}
+
+/// The work tile's coordinates from its index `w` (`blockIdx.x`, or a persistent block's
+/// current tile): `mt` (the row tile; the last first when causal: it has the most keys), `bh`
+/// (the flat batch) and `m0` (its first row).
+pub(super) fn tile_rows(em: &mut Emitter<'_>, a: &AttentionBody, tile: &AttnTile, w: &str) {
+    let tiles_m = (a.m as u64).div_ceil(u64::from(tile.bm));
+    let ity = em.ity();
+    em.decl(
+        "mt",
+        format!(
+            "const unsigned mt = {};",
+            if a.causal.is_some() {
+                format!("{} - {w} % {tiles_m}u", tiles_m - 1)
+            } else {
+                format!("{w} % {tiles_m}u")
+            }
+        ),
+    );
+    em.decl("bh", format!("const {ity} bh = {w} / {tiles_m}u;"));
+    em.decl("m0", format!("const unsigned m0 = mt * {}u;", tile.bm));
+}
+
+/// The operands' bases of flat batch `bh` and `n_tiles` ([`tile_key_tiles`]); returns the bases'
+/// index types (Q, K, V).
+pub(super) fn tile_bases(
+    em: &mut Emitter<'_>,
+    a: &AttentionBody,
+    tile: &AttnTile,
+) -> (&'static str, &'static str, &'static str) {
+    let qt = emit_base(em, "q", &a.q, a.heads);
+    let kt = emit_base(em, "k", &a.k, a.heads);
+    let vt = emit_base(em, "v", &a.v, a.heads);
+    tile_key_tiles(em, a, tile);
+    (qt, kt, vt)
+}
+
+/// `n_tiles`: the key tiles of rows `m0 ..` (up to the last row's causal bound).
+pub(super) fn tile_key_tiles(em: &mut Emitter<'_>, a: &AttentionBody, tile: &AttnTile) {
+    let (bm, bn, m) = (tile.bm, tile.bn, a.m as u64);
+    let ktiles = (a.kv as u64).div_ceil(u64::from(bn));
+    match a.causal {
+        Some(o) => em.line(format!(
+            "const unsigned n_tiles = min({ktiles}u, (min(m0 + {bm}u, {m}u) - 1u + {o}u) / {bn}u + 1u); // the last row's keys"
+        )),
+        None => em.line(format!("const unsigned n_tiles = {ktiles}u;")),
+    }
+}
+
+/// The index types [`tile_bases`] would declare, without declaring anything.
+fn base_types(em: &Emitter<'_>, a: &AttentionBody) -> (&'static str, &'static str, &'static str) {
+    let ty = |o: &sinter_core::kernel::AttnOperand| {
+        if em.k.args[o.arg].numel > i32::MAX as usize { "unsigned long long" } else { "unsigned" }
+    };
+    (ty(&a.q), ty(&a.k), ty(&a.v))
 }
 
 /// The Q tile and the first `stages - 1` key tiles copied by every thread (one `cp.async` group

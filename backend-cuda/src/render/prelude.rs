@@ -183,6 +183,8 @@ pub(crate) enum H {
     /// Thread-block clusters (sm_90): the block's rank, the cluster-wide barrier, an `mbarrier`
     /// arrival on a cluster peer's barrier, TMA loads multicast to several blocks; with [`H::Tma`].
     Cluster,
+    /// 32-bit shared-memory loads and stores by address (a persistent tile's schedule ring).
+    SharedWord,
 }
 
 /// The helpers a kernel uses.
@@ -231,8 +233,8 @@ fn deps(h: H) -> Vec<H> {
 
 pub(crate) use super::prelude_tc::wgmma_name;
 use super::prelude_tc::{
-    CLUSTER, MBARRIER, MMA, MMA_TF32, TMA, WARP_SPEC, WGMMA_DESC, WGMMA_PROXY_FENCE, WGMMA_REG_FENCE, WGMMA_SWIZZLE,
-    wgmma_mma,
+    CLUSTER, MBARRIER, MMA, MMA_TF32, SHARED_WORD, TMA, WARP_SPEC, WGMMA_DESC, WGMMA_PROXY_FENCE, WGMMA_REG_FENCE,
+    WGMMA_SWIZZLE, wgmma_mma,
 };
 
 pub(super) const PRE: &str = "static __device__ __forceinline__";
@@ -245,6 +247,7 @@ fn body(h: H) -> String {
         H::WgmmaDesc => [WGMMA_DESC, WGMMA_REG_FENCE].concat(),
         H::Tma => TMA.into(),
         H::Cluster => CLUSTER.into(),
+        H::SharedWord => SHARED_WORD.into(),
         H::WgmmaMma { n, rs, trans_b, f16 } => wgmma_mma(n, rs, trans_b, f16),
         H::WarpSpec => WARP_SPEC.into(),
         H::Mbarrier => MBARRIER.into(),

@@ -300,3 +300,15 @@ pub(super) fn wgmma_mma(n: u32, rs: bool, trans_b: bool, f16: bool) -> String {
         outs = outs.join(", "),
     )
 }
+
+/// 32-bit shared-memory loads and stores by address (a persistent attention tile's schedule ring).
+pub(super) const SHARED_WORD: &str = r#"// a 32-bit word of shared memory at `addr` (a persistent tile's schedule ring)
+static __device__ __forceinline__ unsigned sinter_ld_shared_u32(unsigned addr) {
+    unsigned v;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+    return v;
+}
+static __device__ __forceinline__ void sinter_st_shared_u32(unsigned addr, unsigned v) {
+    asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(addr), "r"(v) : "memory");
+}
+"#;
