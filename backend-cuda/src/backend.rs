@@ -498,7 +498,10 @@ impl CudaBackend {
                         if matches!(k.body, sinter_core::kernel::KernelBody::Matmul(_)) {
                             tracing::debug!(target: "sinter::cuda", "{}: own template, not cuBLASLt: {why}", k.name);
                         }
-                        (self.own_default.clone(), Some(why))
+                        // A dynamic batch needs grids that shrink with it (no persistent tile).
+                        let fixed =
+                            program.dynamic.as_ref().and_then(|_| render::fixed_grid_default(k, &self.cuda_caps));
+                        (fixed.unwrap_or_else(|| self.own_default.clone()), Some(why))
                     }
                 })
                 .collect();

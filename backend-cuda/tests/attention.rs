@@ -88,7 +88,19 @@ fn strategy(c: &AttnCase) -> String {
 fn templates_by_shape() {
     let b = DType::BF16;
     // Hopper: wgmma tiles where the head dims are multiples of 64.
-    assert_eq!(strategy(&AttnCase::new(8, 16, 1024, 1024, 64, b)), "attention wgmma 64x128 wg1 s2");
+    assert_eq!(strategy(&AttnCase::new(8, 16, 1024, 1024, 64, b)), "attention wgmma-tma-persistent 64x128 wg1+1 s3");
+    // ... except where the grid must shrink with a dynamic batch (no persistent tile).
+    let k = kernel(&AttnCase::new(8, 16, 1024, 1024, 64, b));
+    let fixed = render::fixed_grid_default(&k, &CudaCaps::hopper()).expect("the d64 default is persistent");
+    let r = render::render(&k, &CudaCaps::hopper(), &fixed).unwrap();
+    assert_eq!(r.strategy, "attention wgmma 64x128 wg1 s2");
+    assert!(r.split.is_some());
+    // Fewer keys than a TMA box at d64: the one-warpgroup tile.
+    assert_eq!(strategy(&AttnCase::new(2, 4, 300, 100, 64, b)), "attention wgmma 64x128 wg1 s2");
+    assert_eq!(
+        render::fixed_grid_default(&kernel(&AttnCase::new(8, 16, 2048, 2048, 128, b)), &CudaCaps::hopper()),
+        None
+    );
     assert_eq!(strategy(&AttnCase::new(8, 16, 2048, 2048, 128, b)), "attention wgmma-tma 128x128 wg2+1 s3");
     // Fewer keys than the TMA box: the overlapped tile.
     assert_eq!(strategy(&AttnCase::new(8, 16, 2048, 100, 128, b)), "attention wgmma-ov 128x128 wg2 s3");

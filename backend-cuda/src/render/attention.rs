@@ -58,7 +58,7 @@ use sinter_core::ir::BinaryOp;
 use sinter_core::kernel::{AttentionBody, AttnOperand, Expr, ExprId, Kernel, Var};
 
 use super::analysis::{acc_uses, depends_on, store_roots};
-use super::emit::{AccVal, Emitter};
+use super::emit::{AccVal, Emitter, Group, emit_group};
 use super::matmul::lit;
 use super::ops::cast;
 use super::{Body, CudaCaps, RenderError, Tuning};
@@ -418,6 +418,19 @@ pub fn check_attn(t: &AttnTile, caps: &CudaCaps, a: &AttentionBody) -> Result<()
 
 /// The default tile: by head dimension, smaller when the grid would not fill the device.
 pub(super) fn default_attn(a: &AttentionBody, caps: &CudaCaps) -> AttnTile {
+    default_attn_with(a, caps, true)
+}
+
+/// The tile [`default_attn`] picks where a persistent grid would not do (a program compiled for
+/// a dynamic batch: a persistent grid has no [`super::GridSplit`], so it would run the bound's
+/// work at every smaller batch), or `None` where the default is not persistent.
+pub fn fixed_grid_default(a: &AttentionBody, caps: &CudaCaps) -> Option<AttnTile> {
+    (tc_applies(a, caps).is_ok() && default_attn(a, caps).persistent_blocks())
+        .then(|| default_attn_with(a, caps, false))
+}
+
+/// [`default_attn`]; `persistent`: whether it may pick a persistent tile.
+fn default_attn_with(a: &AttentionBody, caps: &CudaCaps, persistent: bool) -> AttnTile {
     let dmax = a.d.max(a.dv);
     let blocks = |t: &AttnTile| (a.m as u64).div_ceil(u64::from(t.bm)) * (a.batch * a.heads) as u64;
     if wgmma_applies(a, caps).is_ok() {
@@ -429,12 +442,14 @@ pub(super) fn default_attn(a: &AttentionBody, caps: &CudaCaps) -> AttnTile {
         // * the same causal shape, session 7 (`scripts/session7/d2.sh`): the TMA ping-pong tile
         //   128x128 two consumers three stages 0.333 ms (412 TFLOP/s), the overlapped default
         //   0.415; at d64 the TMA tiles were slower (best 64x128 0.109 against 0.0996).
-        // * b8 h16 s1024 d64, H200 (session 15, three calls): the persistent TMA tile 64x128 one
+        // * b8 h16 s1024 d64, H200 (session 15, four calls): the persistent TMA tile 64x128 one
         //   consumer three stages 0.0982-0.0986 ms, the one-warpgroup wgmma 64x128 s2 0.1026-0.1033
-        //   (torch's SDPA 0.0839-0.0863). Not the default: a persistent grid covers only its
-        //   compiled extent, so a program compiled for a dynamic batch would run the bound's work
-        //   at every smaller batch; max-autotune times it.
-        let picks: &[AttnTile] = if dmax <= 64 {
+        //   (torch's SDPA 0.0839-0.0863); with the epilogue's paired stores 0.0840 against 0.0913
+        //   (torch 0.0856). A program compiled for a dynamic batch takes the second
+        //   ([`fixed_grid_default`]).
+        let picks: &[AttnTile] = if dmax <= 64 && persistent {
+            &[AttnTile::persistent(64, 128, 3), AttnTile::hopper(64, 128, 2)]
+        } else if dmax <= 64 {
             &[AttnTile::hopper(64, 128, 2)]
         } else if dmax <= 128 {
             // TMA needs maps the copy engine takes (kv >= 128, aligned strides): else overlapped.
@@ -642,6 +657,22 @@ pub(super) fn emit_epilogue(em: &mut Emitter<'_>, a: &AttentionBody, value: &str
     }
     em.acc.remove(&0);
     Ok(())
+}
+
+/// The epilogue of two adjacent output columns `n0`, `n0 + 1` (`n0` even, declared by the
+/// caller, with M's name) as one group of two lanes of N: `Acc(0)` = `value`, which names the lane
+/// `j`. Contiguous stores and loads become one vector access (`emit_group`).
+pub(super) fn emit_epilogue_pairs(em: &mut Emitter<'_>, a: &AttentionBody, value: &str) -> Result<(), RenderError> {
+    let roots: Vec<ExprId> = a.stores.iter().flat_map(store_roots).collect();
+    em.acc.insert(0, AccVal { name: format!("({value})"), dtype: DType::F32 });
+    em.acc_varies = true;
+    em.set_lanes(Some((Var::N, 2)));
+    let g = Group { var: Var::N, width: 2, base: "n0", lane: "n", roots: &roots, stores: &a.stores };
+    let res = emit_group(em, &g, &mut |_| Ok(()));
+    em.set_lanes(None);
+    em.acc_varies = false;
+    em.acc.remove(&0);
+    res
 }
 
 /// Emits the epilogue values that depend on neither N nor the output (with `m_known`, values of

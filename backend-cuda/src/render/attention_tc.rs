@@ -20,8 +20,8 @@ use sinter_core::DType;
 use sinter_core::kernel::{AttentionBody, Var};
 
 use super::attention::{
-    AttnEngine, AttnTile, emit_base, emit_consts, emit_epilogue, emit_score, folded_scale, hoist_epilogue, hoist_score,
-    q_in_regs, row_addr, tc_shared, tc_total_shared,
+    AttnEngine, AttnTile, emit_base, emit_consts, emit_epilogue_pairs, emit_score, folded_scale, hoist_epilogue,
+    hoist_score, q_in_regs, row_addr, tc_shared, tc_total_shared,
 };
 use super::emit::Emitter;
 use super::prelude::H;
@@ -223,14 +223,12 @@ pub(super) fn render(
         em.open(format!("if (m < {m}u)"));
     }
     hoist_epilogue(em, a, true)?;
+    // Each thread's two adjacent columns as one group of two lanes (`j` the lane): contiguous
+    // stores (and loads of a fused epilogue) become one vector access of both.
     em.line("#pragma unroll");
-    em.open(format!("for (unsigned j = 0; j < {dv8}u; ++j)"));
-    em.line("#pragma unroll");
-    em.open("for (unsigned c = 0; c < 2u; ++c)");
-    em.decl("n", format!("const {ity} n = j * 8u + t4 * 2u + c;"));
-    em.names.insert(Var::N, "n".into());
-    emit_epilogue(em, a, "o[i][j][h * 2u + c] * rl")?;
-    em.close();
+    em.open(format!("for (unsigned jf = 0; jf < {dv8}u; ++jf)"));
+    em.line(format!("const {ity} n0 = jf * 8u + t4 * 2u;"));
+    emit_epilogue_pairs(em, a, "o[i][jf][h * 2u + j] * rl")?;
     em.close();
     if m_guard {
         em.close();

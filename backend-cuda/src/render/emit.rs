@@ -132,6 +132,9 @@ pub(crate) struct Emitter<'a> {
     lanes: Option<(Var, u32)>,
     /// Per expression: differs across the lanes of the current group.
     pub(crate) varying: Vec<bool>,
+    /// Whether the accumulators differ across the lanes of a group (an attention epilogue's
+    /// output columns, one accumulator register each); else they are the group's.
+    pub(crate) acc_varies: bool,
     /// The kernel may use approximate `exp` and division ([`relaxed_math`]).
     pub(crate) relaxed: bool,
 }
@@ -151,6 +154,7 @@ impl<'a> Emitter<'a> {
             cached: HashMap::new(),
             lanes: None,
             varying: vec![false; k.exprs.len()],
+            acc_varies: false,
             relaxed: relaxed_math(k),
         }
     }
@@ -214,7 +218,8 @@ impl<'a> Emitter<'a> {
                 varying[i] = match &self.k.exprs[i].expr {
                     Expr::Load { index, .. } | Expr::IndexValue(index) => form(index) != LaneForm::Uniform,
                     Expr::IndexCmp(_, a, b) => form(a) != LaneForm::Uniform || form(b) != LaneForm::Uniform,
-                    Expr::Const(_) | Expr::Acc(_) => false,
+                    Expr::Const(_) => false,
+                    Expr::Acc(_) => self.acc_varies,
                     e => {
                         super::analysis::operands(e).iter().any(|o| varying.get(o.0 as usize).copied().unwrap_or(false))
                     }

@@ -355,6 +355,14 @@ pub fn entry_name(kernel: &str) -> String {
     s
 }
 
+/// The tuning a program compiled for a dynamic batch renders `k` with in default mode, where the
+/// default tuning's kernel would cover only its compiled extent (a persistent attention tile, whose
+/// grid has no [`GridSplit`]); `None` where [`Tuning::default`] serves every batch.
+pub fn fixed_grid_default(k: &Kernel, caps: &CudaCaps) -> Option<Tuning> {
+    let KernelBody::Attention(a) = &k.body else { return None };
+    attention::fixed_grid_default(a, caps).map(|tile| Tuning { attn: Some(tile), ..Tuning::default() })
+}
+
 /// Renders `k` with `t`. Kernel parameters are one pointer per [`Kernel::args`] entry, in order
 /// (`const T* __restrict__ a0` for reads, `T* __restrict__ a1` for writes), then the private
 /// scratch pointer where [`Rendered::scratch_bytes`] is not 0, then the tensor maps of
