@@ -43,7 +43,13 @@
 //! the products run asynchronously, but only once no branch separates a product from its wait
 //! (with one, ptxas serialized the pipeline, C7514, and the overlap measured 0.444).
 //!
-//! At d64 the default one-warpgroup tile is latency-bound, not bandwidth- or pipe-bound (ncu on an
+//! On an H200 (BENCHMARKS.md session 15, torch's SDPA timed the same way in the same call): d64
+//! 0.0840 ms on the persistent TMA tile 64x128 (1.02x torch), causal d128 0.2702 on the TMA
+//! ping-pong tile 128x128 (0.98x), d128 0.4481 (0.95x). Most of the step from session 14 came
+//! from the epilogue storing each thread's two adjacent columns as one vector (2-byte scattered
+//! stores had cost 10-14%).
+//!
+//! At d64 the one-warpgroup tile was latency-bound, not bandwidth- or pipe-bound (ncu on an
 //! H200, BENCHMARKS.md session 13: tensor pipe 39% busy, the `ex2` unit 47%, shared-memory
 //! wavefronts 29%, about three warps per scheduler issuing every 5.8 cycles; the largest stall a
 //! wait on fixed-latency dependencies, 1.5 cycles per instruction). Tried there and not kept: Q as
