@@ -574,7 +574,7 @@ pub(super) fn render(
 
 /// The declarations of `<name>_base`: operand `o`'s element offset for flat batch `bh`.
 pub(super) fn emit_base(em: &mut Emitter<'_>, name: &str, o: &AttnOperand, heads: usize) -> &'static str {
-    let ty = if em.k.args[o.arg].numel > i32::MAX as usize { "unsigned long long" } else { "unsigned" };
+    let ty = base_type(em, o);
     let b = if ty == "unsigned" { "bh".to_string() } else { format!("({ty})bh") };
     let mut s = lit(ty, o.offset as u64);
     if o.s_batch != 0 {
@@ -590,6 +590,11 @@ pub(super) fn emit_base(em: &mut Emitter<'_>, name: &str, o: &AttnOperand, heads
     }
     em.decl(&format!("{name}_base"), format!("const {ty} {name}_base = {s}; // a{}", o.arg));
     ty
+}
+
+/// The index type of operand `o`'s base (64-bit past 2^31 elements).
+pub(super) fn base_type(em: &Emitter<'_>, o: &AttnOperand) -> &'static str {
+    if em.k.args[o.arg].numel > i32::MAX as usize { "unsigned long long" } else { "unsigned" }
 }
 
 /// `base + r * s_row + c` in type `ty`.

@@ -255,18 +255,11 @@ pub(super) fn prologue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, ty
     em.open("else");
     em.line(format!("sinter_setmaxnreg_inc<{}>();", consumer_regs(nc)));
     if persistent {
-        em.line(format!("const unsigned n_work = {}u;", work_tiles(a, t)));
-        em.line("// the work tile, and the key tiles of the ring consumed before it");
-        em.line("unsigned w = blockIdx.x, it = 0u;");
+        work_state(em, a, t);
         em.open("");
-        super::attention_tc::tile_rows(em, a, t, "w");
-        emit_base(em, "q", &a.q, a.heads);
-        q_copies(em, a, t, qt);
+        q_copies_of(em, a, t, "w");
         em.close();
-        em.line("#pragma unroll 1");
-        em.open("for (unsigned wi = 0u;; ++wi)");
-        super::attention_tc::tile_rows(em, a, t, "w");
-        super::attention_tc::tile_key_tiles(em, a, t);
+        open_work_tile(em, a, t);
     }
     em.line("sinter_cp_async_wait<0>(); // this thread's Q copies");
     em.line("sinter_fence_async_shared();");
@@ -278,6 +271,29 @@ pub(super) fn prologue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, ty
 /// The work tiles (flat batches times row tiles).
 fn work_tiles(a: &AttentionBody, t: &AttnTile) -> u64 {
     (a.m as u64).div_ceil(u64::from(t.bm)) * (a.batch * a.heads) as u64
+}
+
+/// A persistent block's state: the count of work tiles, the current one (`w`, from `blockIdx.x`)
+/// and the key tiles of the ring before it (`it`).
+fn work_state(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
+    em.line(format!("const unsigned n_work = {}u;", work_tiles(a, t)));
+    em.line("unsigned w = blockIdx.x, it = 0u; // the work tile, the ring's key tiles before it");
+}
+
+/// Opens a persistent block's loop over work tiles (`wi` counting them) and declares tile `w`'s
+/// rows and key tiles; [`next_work_tile`] closes it.
+fn open_work_tile(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
+    em.line("#pragma unroll 1");
+    em.open("for (unsigned wi = 0u;; ++wi)");
+    super::attention_tc::tile_rows(em, a, t, "w");
+    super::attention_tc::tile_key_tiles(em, a, t);
+}
+
+/// [`q_copies`] of work tile `w` (its rows and Q base declared in the current block).
+fn q_copies_of(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, w: &str) {
+    super::attention_tc::tile_rows(em, a, t, w);
+    let qt = emit_base(em, "q", &a.q, a.heads);
+    q_copies(em, a, t, qt);
 }
 
 /// Each consumer thread's share of its warpgroup's 64 Q rows of the tile at `m0` of `q_base`
@@ -297,8 +313,8 @@ fn q_copies(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, qt: &str) {
     em.line("sinter_cp_async_commit();");
 }
 
-/// The end of a persistent consumer's work tile: count its key tiles, move to the next work tile
-/// (`wn`, read in [`consumer_loop`]) or leave; closes the loop over work tiles.
+/// The end of a persistent block's work tile (producer or consumer): count its key tiles, move to
+/// the next work tile `wn` or leave; closes the loop [`open_work_tile`] opened.
 pub(super) fn next_work_tile(em: &mut Emitter<'_>) {
     em.line("it += n_tiles;");
     em.open("if (wn >= n_work)");
@@ -324,14 +340,10 @@ fn tma_producer(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
     em.line("sinter_tma_prefetch(&tm0);");
     em.line("sinter_tma_prefetch(&tm1);");
     if persistent {
-        em.line(format!("const unsigned n_work = {}u;", work_tiles(a, t)));
         em.line("// [0]: the next work tile to hand out past the first wave, [1]: blocks done fetching");
         em.line("unsigned* const sched_ctr = reinterpret_cast<unsigned*>(sinter_ws);");
-        em.line("unsigned w = blockIdx.x, it = 0u; // the work tile, the key tiles copied before it");
-        em.line("#pragma unroll 1");
-        em.open("for (unsigned wi = 0u;; ++wi)");
-        super::attention_tc::tile_rows(em, a, t, "w");
-        super::attention_tc::tile_key_tiles(em, a, t);
+        work_state(em, a, t);
+        open_work_tile(em, a, t);
         em.line("const unsigned wn = atomicAdd(sched_ctr, 1u) + gridDim.x; // fetched before this tile's copies");
     }
     let coord = |o: &AttnOperand| {
@@ -363,17 +375,12 @@ fn tma_producer(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
     }
     em.close();
     if persistent {
-        em.line("it += n_tiles;");
         em.line(
             "sinter_mbar_wait_or_trap(sched0 + 16u + wi % 2u * 8u, (wi / 2u + 1u) & 1u); // publication wi - 2 read",
         );
         em.line("sinter_st_shared_u32(sched0 + 32u + wi % 2u * 4u, wn);");
         em.line("sinter_mbar_arrive(sched0 + wi % 2u * 8u); // publication wi: the work tile after tile wi");
-        em.open("if (wn >= n_work)");
-        em.line("break;");
-        em.close();
-        em.line("w = wn;");
-        em.close();
+        next_work_tile(em);
         em.line("__threadfence(); // this block's last fetch precedes its count");
         em.open("if (atomicAdd(sched_ctr + 1, 1u) == gridDim.x - 1u)");
         em.line("sched_ctr[0] = 0u; // the last block to finish fetching: zero for the next launch");
@@ -492,42 +499,38 @@ pub(super) fn consumer_loop(
     em.line(format!("sinter_reg_fence<{bn8}>(s[0]);"));
     emit_scores(em, a, t, fold, "0u")?;
     emit_softmax(em, t, a.dv as u32, early);
-    p_frags(em, t, cvt, "pf");
+    p_frags(em, t, cvt);
     em.close();
-    // One step of the plain schedule: tile `k + 1`'s `Q Kᵀ` and softmax beside tile `k`'s `P V`.
-    let step = |em: &mut Emitter<'_>, k: &str| -> Result<(), RenderError> {
-        em.line(format!("const unsigned nk = {k} + 1u;"));
-        let (rk, rn) = (ring(k), ring("nk"));
-        em.line(format!("sinter_mbar_wait(full0 + {rn} % {stages}u * 8u, {rn} / {stages}u & 1u); // key tile {k} + 1"));
-        em.line(format!("const unsigned sv = s_base + {qbytes}u + {rk} % {stages}u * {stage}u + {kbytes}u;"));
-        em.line(format!("const unsigned sk = s_base + {qbytes}u + {rn} % {stages}u * {stage}u;"));
-        em.line(format!("float s[1][{bn8}][4];"));
-        em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
-        sync(em);
-        em.line("sinter_wgmma_fence(); // pf written in registers");
-        qk_issue(em, a, t, "sk");
-        em.line(format!("sinter_wgmma_commit(); // S of tile {k} + 1"));
-        if early {
-            rescale(em);
-        }
-        pv_issue(em, a, t, "sv", "pf");
-        em.line(format!("sinter_wgmma_commit(); // O += P V of tile {k}"));
-        arrive(em);
-        em.line("sinter_wgmma_wait<1>(); // S done; P V may still run");
-        em.line(format!("sinter_reg_fence<{bn8}>(s[0]);"));
-        emit_scores(em, a, t, fold, &format!("{k} + 1u"))?;
-        emit_softmax(em, t, a.dv as u32, true);
-        em.line("sinter_wgmma_wait<0>();");
-        em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
-        em.line(format!("if (lane == 0u) sinter_mbar_arrive(empty0 + {rk} % {stages}u * 8u); // tile {k} read"));
-        if !early {
-            rescale(em);
-        }
-        p_frags(em, t, cvt, "pf");
-        Ok(())
-    };
+    // One step: tile `kt + 1`'s `Q Kᵀ` and softmax beside tile `kt`'s `P V`.
     em.open("for (unsigned kt = 0; kt + 1u < n_tiles; ++kt)");
-    step(em, "kt")?;
+    em.line("const unsigned nk = kt + 1u;");
+    let (rk, rn) = (ring("kt"), ring("nk"));
+    em.line(format!("sinter_mbar_wait(full0 + {rn} % {stages}u * 8u, {rn} / {stages}u & 1u); // key tile kt + 1"));
+    em.line(format!("const unsigned sv = s_base + {qbytes}u + {rk} % {stages}u * {stage}u + {kbytes}u;"));
+    em.line(format!("const unsigned sk = s_base + {qbytes}u + {rn} % {stages}u * {stage}u;"));
+    em.line(format!("float s[1][{bn8}][4];"));
+    em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
+    sync(em);
+    em.line("sinter_wgmma_fence(); // pf written in registers");
+    qk_issue(em, a, t, "sk");
+    em.line("sinter_wgmma_commit(); // S of tile kt + 1");
+    if early {
+        rescale(em);
+    }
+    pv_issue(em, a, t, "sv");
+    em.line("sinter_wgmma_commit(); // O += P V of tile kt");
+    arrive(em);
+    em.line("sinter_wgmma_wait<1>(); // S done; P V may still run");
+    em.line(format!("sinter_reg_fence<{bn8}>(s[0]);"));
+    emit_scores(em, a, t, fold, "kt + 1u")?;
+    emit_softmax(em, t, a.dv as u32, true);
+    em.line("sinter_wgmma_wait<0>();");
+    em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
+    em.line(format!("if (lane == 0u) sinter_mbar_arrive(empty0 + {rk} % {stages}u * 8u); // tile kt read"));
+    if !early {
+        rescale(em);
+    }
+    p_frags(em, t, cvt);
     em.close();
     if persistent {
         // Every Q Kᵀ of this warpgroup is done: its Q rows may be overwritten.
@@ -536,9 +539,7 @@ pub(super) fn consumer_loop(
         em.line("sinter_mbar_arrive(sched0 + 16u + wi % 2u * 8u); // read");
         em.open("if (wn < n_work)");
         em.line("// its Q rows, copied while this tile's last P V and epilogue run");
-        super::attention_tc::tile_rows(em, a, t, "wn");
-        let qt = emit_base(em, "q", &a.q, a.heads);
-        q_copies(em, a, t, qt);
+        q_copies_of(em, a, t, "wn");
         em.close();
     }
     // The last tile's P V (a persistent tile releases its stage; else it is never waited for again).
@@ -551,7 +552,7 @@ pub(super) fn consumer_loop(
     if early {
         rescale(em);
     }
-    pv_issue(em, a, t, "sv", "pf");
+    pv_issue(em, a, t, "sv");
     em.line("sinter_wgmma_commit();");
     em.line("sinter_wgmma_wait<0>();");
     em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));

@@ -20,8 +20,8 @@ use sinter_core::DType;
 use sinter_core::kernel::{AttentionBody, Var};
 
 use super::attention::{
-    AttnEngine, AttnTile, emit_base, emit_consts, emit_epilogue_pairs, emit_score, folded_scale, hoist_epilogue,
-    hoist_score, q_in_regs, row_addr, tc_shared, tc_total_shared,
+    AttnEngine, AttnTile, base_type, emit_base, emit_consts, emit_epilogue_pairs, emit_score, folded_scale,
+    hoist_epilogue, hoist_score, q_in_regs, row_addr, tc_shared, tc_total_shared,
 };
 use super::emit::Emitter;
 use super::prelude::H;
@@ -149,7 +149,12 @@ pub(super) fn render(
     } else {
         em.line("const unsigned g = lane / 4u, t4 = lane % 4u, mat = lane / 8u, r8 = lane % 8u;");
     }
-    let (qt, kt, vt) = if persistent { base_types(em, a) } else { tile_bases(em, a, tile) };
+    // (A persistent tile declares its bases per work tile.)
+    let (qt, kt, vt) = if persistent {
+        (base_type(em, &a.q), base_type(em, &a.k), base_type(em, &a.v))
+    } else {
+        tile_bases(em, a, tile)
+    };
     let qrow = d + 8;
     if wgmma {
         em.line("// the swizzle pattern repeats every 1024 bytes: tiles start on that period");
@@ -289,14 +294,6 @@ pub(super) fn tile_key_tiles(em: &mut Emitter<'_>, a: &AttentionBody, tile: &Att
         )),
         None => em.line(format!("const unsigned n_tiles = {ktiles}u;")),
     }
-}
-
-/// The index types [`tile_bases`] would declare, without declaring anything.
-fn base_types(em: &Emitter<'_>, a: &AttentionBody) -> (&'static str, &'static str, &'static str) {
-    let ty = |o: &sinter_core::kernel::AttnOperand| {
-        if em.k.args[o.arg].numel > i32::MAX as usize { "unsigned long long" } else { "unsigned" }
-    };
-    (ty(&a.q), ty(&a.k), ty(&a.v))
 }
 
 /// The Q tile and the first `stages - 1` key tiles copied by every thread (one `cp.async` group

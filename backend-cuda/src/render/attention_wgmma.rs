@@ -63,10 +63,9 @@ pub(super) fn qk(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
     em.line(format!("sinter_reg_fence<{}>(s[0]);", t.bn / 8));
 }
 
-/// `pf[kk][q]` (`pf` the array named `dst`) = the probabilities in `s` rounded to the operands'
-/// dtype as A fragments (the m64nNk16 accumulator layout of two adjacent n8 blocks is the k16 A
-/// layout).
-pub(super) fn p_frags(em: &mut Emitter<'_>, t: &AttnTile, (h2, cvt): (&str, &str), dst: &str) {
+/// `pf[kk][q]` = the probabilities in `s` rounded to the operands' dtype as A fragments (the
+/// m64nNk16 accumulator layout of two adjacent n8 blocks is the k16 A layout).
+pub(super) fn p_frags(em: &mut Emitter<'_>, t: &AttnTile, (h2, cvt): (&str, &str)) {
     em.line("#pragma unroll");
     em.open(format!("for (unsigned kk = 0; kk < {}u; ++kk)", t.bn / 16));
     em.line("#pragma unroll");
@@ -74,20 +73,20 @@ pub(super) fn p_frags(em: &mut Emitter<'_>, t: &AttnTile, (h2, cvt): (&str, &str
     em.line("// a0: (g, 2t..), a1: (g + 8, 2t..), a2: (g, 2t + 8..), a3: (g + 8, 2t + 8..)");
     em.line("const float* sp = &s[0][2u * kk + q / 2u][q % 2u * 2u];");
     em.line(format!("const {h2} x = {cvt}(sp[0], sp[1]);"));
-    em.line(format!("{dst}[kk][q] = *reinterpret_cast<const unsigned*>(&x);"));
+    em.line("pf[kk][q] = *reinterpret_cast<const unsigned*>(&x);");
     em.close();
     em.close();
 }
 
-/// Issues O += P V for the V tile at shared address `sv` (`bn / 16` products of k16, P from the
-/// array named `pf`, V N-major); no fence, commit or wait.
-pub(super) fn pv_issue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, sv: &str, pf: &str) {
+/// Issues O += P V for the V tile at shared address `sv` (`bn / 16` products of k16, P from `pf`,
+/// V N-major); no fence, commit or wait.
+pub(super) fn pv_issue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, sv: &str) {
     em.open("");
     em.line(format!("const unsigned long long desc_v = sinter_wgmma_desc({sv}, {}u, 1024u);", t.bn * 128));
     em.line("#pragma unroll");
     em.open(format!("for (unsigned kk = 0; kk < {}u; ++kk)", t.bn / 16));
     em.line(format!(
-        "{}(o[0], {pf}[kk], sinter_wgmma_desc_add(desc_v, kk * 2048u), 1); // 16 key rows of 128 bytes",
+        "{}(o[0], pf[kk], sinter_wgmma_desc_add(desc_v, kk * 2048u), 1); // 16 key rows of 128 bytes",
         wgmma_name(a.dv as u32, true, true, a.in_dtype == DType::F16),
     ));
     em.close();
@@ -98,7 +97,7 @@ pub(super) fn pv_issue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, sv
 /// `wgmma.fence`), waited for.
 pub(super) fn pv(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, cvt: (&str, &str)) {
     em.line(format!("unsigned pf[{}][4];", t.bn / 16));
-    p_frags(em, t, cvt, "pf");
+    p_frags(em, t, cvt);
     pv_waited(em, a, t, "sv");
 }
 
@@ -107,7 +106,7 @@ fn pv_waited(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, sv: &str) {
     let dv8 = a.dv as u32 / 8;
     em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
     em.line("sinter_wgmma_fence(); // o rescaled and pf written in registers");
-    pv_issue(em, a, t, sv, "pf");
+    pv_issue(em, a, t, sv);
     em.line("sinter_wgmma_commit();");
     em.line("sinter_wgmma_wait<0>();");
     em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
@@ -138,7 +137,7 @@ pub(super) fn overlapped_loop(
     qk(em, a, t);
     emit_scores(em, a, t, fold, "0u")?;
     emit_softmax(em, t, a.dv as u32, false);
-    p_frags(em, t, cvt, "pf");
+    p_frags(em, t, cvt);
     em.close();
     // Every tile but the last: its P V beside the next tile's S (no branch around the products:
     // with one, ptxas serializes the wgmma pipeline, C7514).
@@ -160,7 +159,7 @@ pub(super) fn overlapped_loop(
     em.line("sinter_wgmma_fence(); // o rescaled and pf written in registers");
     qk_issue(em, a, t, "sk");
     em.line("sinter_wgmma_commit(); // S of tile kt + 1");
-    pv_issue(em, a, t, "sv", "pf");
+    pv_issue(em, a, t, "sv");
     em.line("sinter_wgmma_commit(); // O += P V of tile kt");
     em.line("sinter_wgmma_wait<1>(); // S done; P V may still run");
     em.line(format!("sinter_reg_fence<{bn8}>(s[0]);"));
@@ -172,7 +171,7 @@ pub(super) fn overlapped_loop(
     em.open(format!("for (unsigned j = 0; j < {dv8}u; ++j)"));
     em.line("o[0][j][0] *= al[0][0]; o[0][j][1] *= al[0][0]; o[0][j][2] *= al[0][1]; o[0][j][3] *= al[0][1];");
     em.close();
-    p_frags(em, t, cvt, "pf");
+    p_frags(em, t, cvt);
     em.close();
     // The last tile: its P V alone (its buffer landed before the last iteration's barrier).
     em.open("");
