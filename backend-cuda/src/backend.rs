@@ -427,7 +427,17 @@ impl CudaBackend {
             // product runs measurably faster on zeros (14% for the 8192^3 bf16 product on an
             // H100), which would bias the choice. Integer inputs (indices) stay zero, always in
             // range. Only when something is timed: a load whose every kernel is cached skips it.
-            let keys: Vec<String> = program.kernels.iter().map(sinter_core::tune::kernel_key).collect();
+            // A program compiled for a dynamic batch searches only tiles whose grid shrinks with
+            // the batch, under keys of their own (a static program's winner may be persistent).
+            let dynamic = program.dynamic.is_some();
+            let keys: Vec<String> = program
+                .kernels
+                .iter()
+                .map(|k| {
+                    let key = sinter_core::tune::kernel_key(k);
+                    if dynamic { format!("{key} dynamic") } else { key }
+                })
+                .collect();
             if keys.iter().any(|key| cache.get(key).is_none()) {
                 for (i, io) in program.inputs.iter().enumerate() {
                     if io.dtype.is_float() {
@@ -445,7 +455,7 @@ impl CudaBackend {
                 (0..keys.len()).filter(|&i| cache.get(&keys[i]).is_none() && seen.insert(&keys[i])).collect();
             let rest: Vec<usize> = (0..keys.len()).filter(|i| searched.binary_search(i).is_err()).collect();
             let searched_kernels: Vec<&Kernel> = searched.iter().map(|&i| &program.kernels[i]).collect();
-            let precompiled = tune::precompile(self, &searched_kernels, &cubins);
+            let precompiled = tune::precompile(self, &searched_kernels, dynamic, &cubins);
             tracing::debug!(
                 target: "sinter::autotune",
                 "{} of {} kernels searched; {} candidate sources compiled up front",
@@ -456,7 +466,7 @@ impl CudaBackend {
             let tune_one = |i: usize, cache: &mut TuneCache<Tuning>| -> Result<LoadedKernel, BackendError> {
                 let k = &program.kernels[i];
                 let mut target = tune::KernelTuner::new(self, k, args_of(k), &stream, &cubins, &precompiled)?;
-                let mut candidates = render::candidates(k, &self.cuda_caps);
+                let mut candidates = tune::candidates(k, &self.cuda_caps, dynamic);
                 // Library candidates cost a heuristic query and a workspace each: asked for only
                 // when the kernel is searched (a cached winner, library or not, loads directly).
                 if cache.get(&keys[i]).is_none() {

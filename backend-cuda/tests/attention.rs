@@ -389,3 +389,54 @@ fn persistent_grids_stop_at_the_resident_blocks() {
         assert!(r.source.contains(&format!("const unsigned n_work = {}u;", 8 * 16 * 2048 / tile.bm)));
     }
 }
+
+#[test]
+fn causal_work_runs_every_sections_longest_row_tiles_first() {
+    // b8 h16 s2048 d128 causal: 1 MiB of keys and values per flat batch, sections of 8 (they
+    // divide the 16 heads); 16 row tiles of 128 rows.
+    let caps = CudaCaps::hopper();
+    let c = AttnCase { causal: Some(0), ..AttnCase::new(8, 16, 2048, 2048, 128, DType::BF16) };
+    let r = render::render(&kernel(&c), &caps, &Tuning::default()).unwrap();
+    assert!(r.source.contains("const unsigned mt = 15 - blockIdx.x % 128u / 8u;"), "{}", r.source);
+    assert!(r.source.contains("bh = blockIdx.x / 128u * 8u + blockIdx.x % 8u;"));
+    let split = r.split.expect("a fixed grid");
+    assert_eq!((split.per, split.inner), (8, 128));
+    // The rendered order, evaluated: a bijection onto (flat batch, row tile) at every batch a
+    // dynamic grid may launch (whole sections), each section's longest row tiles first.
+    for batch in [1u32, 3, 8] {
+        let blocks = batch * 16 * 16;
+        let mut seen = std::collections::HashSet::new();
+        for w in 0..blocks {
+            let (mt, bh) = (15 - w % 128 / 8, w / 128 * 8 + w % 8);
+            assert!(bh < batch * 16 && seen.insert((bh, mt)), "block {w}");
+            if w % 128 >= 8 {
+                let prev = w - 8;
+                assert!(15 - prev % 128 / 8 > mt, "block {w} before a longer tile");
+            }
+        }
+        assert_eq!(seen.len() as u32, blocks);
+    }
+    // Without the mask: one flat batch's row tiles after another's, no sections.
+    let plain = render::render(&kernel(&AttnCase::new(8, 16, 2048, 2048, 128, DType::BF16)), &caps, &Tuning::default());
+    let plain = plain.unwrap();
+    assert!(plain.source.contains("const unsigned mt = blockIdx.x % 16u;"));
+    assert_eq!(plain.split.map(|s| (s.per, s.inner)), Some((1, 16)));
+}
+
+#[test]
+fn dynamic_programs_search_no_persistent_tile() {
+    // The d64 default is persistent; max-autotune in a program compiled for a dynamic batch
+    // compiles and times only tiles whose grid shrinks with the batch.
+    let caps = CudaCaps::hopper();
+    let k = kernel(&AttnCase::new(8, 16, 1024, 1024, 64, DType::BF16));
+    let persistent = |dynamic| {
+        sinter_cuda::backend::candidate_sources(&[&k], &caps, dynamic)
+            .iter()
+            .filter(|(_, s)| s.contains("sched_ctr"))
+            .count()
+    };
+    assert!(persistent(false) >= 4, "{}", persistent(false));
+    assert_eq!(persistent(true), 0);
+    assert!(sinter_cuda::backend::candidate_sources(&[&k], &caps, true).len() >= 20);
+    assert!(candidates(&k, &caps).into_iter().filter(|t| !render::shrinks_with_batch(t)).count() >= 4);
+}

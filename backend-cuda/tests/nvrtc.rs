@@ -240,7 +240,7 @@ fn autotune_candidates_of_every_kernel_compile_in_one_parallel_batch() {
     let p = schedule(&g, &cuda_caps(), &ScheduleOptions::default()).unwrap();
     let kernels: Vec<&Kernel> = p.kernels.iter().collect();
     let cuda = CudaCaps::hopper();
-    let sources = sinter_cuda::backend::candidate_sources(&kernels, &cuda);
+    let sources = sinter_cuda::backend::candidate_sources(&kernels, &cuda, false);
     // Every rendered candidate of every kernel, each source once.
     let all: usize = kernels.iter().map(|k| render::candidates(k, &cuda).len()).sum();
     assert!(kernels.len() >= 2 && sources.len() >= kernels.len() && sources.len() <= all, "{} of {all}", sources.len());

@@ -43,13 +43,32 @@ impl Precompiled {
     }
 }
 
-/// Every distinct rendered candidate (entry name, source) of `kernels`, in kernel and candidate
-/// order: what `precompile` compiles. Library candidates render nothing and are not listed.
-pub fn candidate_sources(kernels: &[&Kernel], caps: &CudaCaps) -> Vec<(String, String)> {
+/// The rendered tunings max-autotune times for `k`. In a program compiled for a dynamic batch
+/// (`dynamic`) only those whose grid shrinks with the batch ([`render::shrinks_with_batch`]; the
+/// default tuning as [`render::fixed_grid_default`] renders it): a persistent attention tile
+/// would run the bound's work at every smaller batch.
+pub(crate) fn candidates(k: &Kernel, caps: &CudaCaps, dynamic: bool) -> Vec<Tuning> {
+    let mut out = render::candidates(k, caps);
+    if dynamic {
+        let fixed = render::fixed_grid_default(k, caps);
+        for t in &mut out {
+            if let (Some(f), true) = (&fixed, t.attn.is_none()) {
+                t.attn = f.attn;
+            }
+        }
+        out.retain(render::shrinks_with_batch);
+    }
+    out
+}
+
+/// Every distinct rendered candidate (entry name, source) of `kernels` ([`candidates`]), in kernel
+/// and candidate order: what `precompile` compiles. Library candidates render nothing and are not
+/// listed.
+pub fn candidate_sources(kernels: &[&Kernel], caps: &CudaCaps, dynamic: bool) -> Vec<(String, String)> {
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
     for k in kernels {
-        for t in render::candidates(k, caps) {
+        for t in candidates(k, caps, dynamic) {
             if let Ok(r) = render::render(k, caps, &t)
                 && seen.insert(blake3::hash(r.source.as_bytes()))
             {
@@ -62,8 +81,13 @@ pub fn candidate_sources(kernels: &[&Kernel], caps: &CudaCaps) -> Vec<(String, S
 
 /// Compiles the rendered candidates of every kernel in `kernels` in one parallel batch (see the
 /// module docs). Compile failures are kept (the search logs them per candidate), not returned.
-pub(crate) fn precompile(backend: &CudaBackend, kernels: &[&Kernel], cubins: &CubinCache) -> Precompiled {
-    let sources = candidate_sources(kernels, &backend.cuda_caps);
+pub(crate) fn precompile(
+    backend: &CudaBackend,
+    kernels: &[&Kernel],
+    dynamic: bool,
+    cubins: &CubinCache,
+) -> Precompiled {
+    let sources = candidate_sources(kernels, &backend.cuda_caps, dynamic);
     let refs: Vec<(&str, &str)> = sources.iter().map(|(n, s)| (n.as_str(), s.as_str())).collect();
     let t = std::time::Instant::now();
     let compiled = backend.compile_all(&refs, cubins);

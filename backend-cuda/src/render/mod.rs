@@ -363,6 +363,14 @@ pub fn fixed_grid_default(k: &Kernel, caps: &CudaCaps) -> Option<Tuning> {
     attention::fixed_grid_default(a, caps).map(|tile| Tuning { attn: Some(tile), ..Tuning::default() })
 }
 
+/// Whether a kernel rendered with `t` launches fewer blocks at a smaller dynamic batch, i.e. is not
+/// a persistent attention tile (whose grid, sized by the SMs, loops over the compiled extent's work
+/// tiles and has no [`GridSplit`]). Other templates that lack a split run their full grid, as
+/// their default tunings do.
+pub fn shrinks_with_batch(t: &Tuning) -> bool {
+    t.attn.is_none_or(|a| !a.persistent_blocks())
+}
+
 /// Renders `k` with `t`. Kernel parameters are one pointer per [`Kernel::args`] entry, in order
 /// (`const T* __restrict__ a0` for reads, `T* __restrict__ a1` for writes), then the private
 /// scratch pointer where [`Rendered::scratch_bytes`] is not 0, then the tensor maps of
