@@ -54,7 +54,7 @@ use sinter_core::DType;
 use sinter_core::kernel::{ExprId, MatOperand, MatmulBody, Var};
 
 use super::analysis::{acc_uses, depends_on, store_roots};
-use super::emit::{AccVal, Emitter};
+use super::emit::{AccVal, Emitter, Group, emit_group};
 use super::matmul::{address, emit_operand_bases, lit, op_ity, tile_blocks};
 pub use super::mma_tile::{MmaEngine, MmaTile};
 use super::prelude::H;
@@ -274,9 +274,12 @@ pub(super) fn default_mma(mm: &MatmulBody, caps: &CudaCaps) -> MmaTile {
     }
     // No tile fills the GPU with one block per output tile: the largest `mma.sync` tile that
     // fits the product snugly, with its k walk split over blocks ([`default_split`]).
-    // TF32's 128 x 128 tile is at the register limit already: with the split's sum it spilled.
-    let split_tiles: &[MmaTile] = if tf32 { &[MmaTile::MEDIUM] } else { &[MmaTile::LARGE, MmaTile::MEDIUM] };
-    for t in split_tiles.iter().map(|&t| half_k(t)) {
+    // The 128 x 128 tile is at the register limit already: with the split's sum it spilled (TF32
+    // 8 bytes in session 5; bf16/f16 80 bytes, unseen until session 16 as the compile test's
+    // check matched "80 bytes spill" for "0 bytes spill"). On ResNet-18's last stage the 128 x 64
+    // tile split twice ran 142-145 us a convolution against 138-141 for 128 x 128 split three
+    // times (TF32, session 5).
+    for t in [MmaTile::MEDIUM].map(half_k) {
         if snug(mm.m, t.bm)
             && snug(mm.n, t.bn)
             && super::mma_split::default_split(mm, caps, &t) > 1
@@ -425,7 +428,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
         row0: "m0 + wm0".into(),
         row_step: 16,
         col0: "n0 + wn0".into(),
-        acc: "acc[i][j][h * 2u + c]".into(),
+        acc: "acc[i][{j}][h * 2u + {c}]".into(),
     };
     epilogue(em, mm, (bm, bn), &mfrag)?;
     Ok(body)
@@ -644,13 +647,18 @@ pub(super) struct Frag {
     pub(super) row_step: u32,
     /// C++ expression of the first column.
     pub(super) col0: String,
-    /// C++ expression of the accumulator of fragment `i`, `j`, half `h`, column `c`.
+    /// C++ expression of the accumulator of fragment `i`, `{j}`, half `h`, column `{c}` (the two
+    /// placeholders named by the epilogue's loops).
     pub(super) acc: String,
 }
 
 /// The epilogue of a tensor-core tile of `bm x bn`: per accumulator element, as the CUDA-core
 /// template does (`Acc(0)` is the f32 accumulator; values of the batch only, or of the batch and
-/// row only, computed outside the inner loops), guarded where the tile passes the edge.
+/// row only, computed outside the inner loops), guarded where the tile passes the edge. Where `n`
+/// is even, each thread's two adjacent columns `2t, 2t + 1` run as one group of two lanes of N
+/// (`emit_group`, the lane `j`): contiguous stores and loads (a residual, a bias row) become one
+/// vector access of both, and one guard covers the pair. (Scattered 2-byte stores cost the
+/// attention epilogue 10-14% of the whole kernel before it was paired, session 15.)
 pub(super) fn epilogue(
     em: &mut Emitter<'_>,
     mm: &MatmulBody,
@@ -661,6 +669,7 @@ pub(super) fn epilogue(
     let ity = em.ity();
     let (m, n) = (mm.m as u64, mm.n as u64);
     let (mi, nj) = (f.mi, f.nj);
+    let pairs = n.is_multiple_of(2);
     em.line("// ---- epilogue, per output element: rows g, g + 8 and columns 2t, 2t + 1 of each fragment");
     em.set_lanes(None);
     em.names.insert(Var::Batch, "batch".into());
@@ -679,25 +688,45 @@ pub(super) fn epilogue(
     }
     em.names.insert(Var::M, "m".into());
     em.emit_closure(&roots, &|e| !dep_n[e as usize] && accs[e as usize].is_none())?;
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned j = 0; j < {nj}u; ++j)"));
-    em.line("#pragma unroll");
-    em.open("for (unsigned c = 0; c < 2u; ++c)");
-    em.line(format!("const {ity} n = {} + j * 8u + t4 * 2u + c;", f.col0));
     let n_guard = !n.is_multiple_of(u64::from(bn));
-    if n_guard {
-        em.open(format!("if (n < {n}u)"));
-    }
-    em.names.insert(Var::N, "n".into());
-    em.acc.insert(0, AccVal { name: f.acc.clone(), dtype: DType::F32 });
-    em.emit_closure(&roots, &|_| true)?;
-    for s in &mm.stores {
-        em.emit_store(s)?;
+    em.line("#pragma unroll");
+    if pairs {
+        em.open(format!("for (unsigned jf = 0; jf < {nj}u; ++jf)"));
+        em.line(format!("const {ity} np = {} + jf * 8u + t4 * 2u; // the pair's first column", f.col0));
+        if n_guard {
+            em.line("// n is even: both columns of the pair or neither");
+            em.open(format!("if (np < {n}u)"));
+        }
+        em.acc.insert(
+            0,
+            AccVal { name: format!("({})", f.acc.replace("{j}", "jf").replace("{c}", "j")), dtype: DType::F32 },
+        );
+        em.acc_varies = true;
+        em.set_lanes(Some((Var::N, 2)));
+        let group = Group { var: Var::N, width: 2, base: "np", lane: "n", roots: &roots, stores: &mm.stores };
+        let res = emit_group(em, &group, &mut |_| Ok(()));
+        em.set_lanes(None);
+        em.acc_varies = false;
+        res?;
+    } else {
+        em.open(format!("for (unsigned j = 0; j < {nj}u; ++j)"));
+        em.line("#pragma unroll");
+        em.open("for (unsigned c = 0; c < 2u; ++c)");
+        em.line(format!("const {ity} n = {} + j * 8u + t4 * 2u + c;", f.col0));
+        if n_guard {
+            em.open(format!("if (n < {n}u)"));
+        }
+        em.names.insert(Var::N, "n".into());
+        em.acc.insert(0, AccVal { name: f.acc.replace("{j}", "j").replace("{c}", "c"), dtype: DType::F32 });
+        em.emit_closure(&roots, &|_| true)?;
+        for s in &mm.stores {
+            em.emit_store(s)?;
+        }
+        em.close();
     }
     if n_guard {
         em.close();
     }
-    em.close();
     em.close();
     if m_guard {
         em.close();

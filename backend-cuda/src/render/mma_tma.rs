@@ -484,7 +484,7 @@ pub(super) fn render(
         row0: format!("{mrow} + wg * {}u + warp % 4u * 16u", mw * 64),
         row_step: 64,
         col0: "n0".into(),
-        acc: "acc[i][j][h * 2u + c]".into(),
+        acc: "acc[i][{j}][h * 2u + {c}]".into(),
     };
     epilogue(em, mm, (bm, bn), &frag)?;
     em.close();

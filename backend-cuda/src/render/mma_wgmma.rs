@@ -190,7 +190,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, t: &Tuning, tile: &M
         row0: "m0 + wg * 64u + warp % 4u * 16u".into(),
         row_step: 16,
         col0: "n0".into(),
-        acc: "acc[j][h * 2u + c]".into(),
+        acc: "acc[{j}][h * 2u + {c}]".into(),
     };
     epilogue(em, mm, (bm, bn), &frag)?;
     Ok(body)
