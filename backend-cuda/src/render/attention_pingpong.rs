@@ -354,18 +354,6 @@ fn tma_producer(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
     };
     let ((kh, kb), (vh, vb)) = (coord(&a.k), coord(&a.v));
     em.line(format!("const int kh = {kh}, kb = {kb}, vh = {vh}, vb = {vb};"));
-    // The key tiles past the ring's first fill, prefetched into L2 at once: with a cold L2 each
-    // would otherwise wait a DRAM latency in turn as its stage frees (the d64 tile ran 94-95 us
-    // after a flush against 84 back to back; cuDNN's 84.5 either way, session 16).
-    em.line(format!("// key tiles {stages} .. n_tiles - 1 of this work tile prefetched into L2"));
-    em.line("#pragma unroll 1");
-    em.open(format!("for (unsigned j = {stages}u; j < n_tiles; ++j)"));
-    for (map, dim, h, b) in [("tm0", a.d as u32, "kh", "kb"), ("tm1", a.dv as u32, "vh", "vb")] {
-        for blk in 0..dim / 64 {
-            em.line(format!("sinter_tma_prefetch_l2<4>(&{map}, {}, (int)(j * {}u), {h}, {b});", blk * 64, t.bn));
-        }
-    }
-    em.close();
     em.line("#pragma unroll 1");
     em.open("for (unsigned j = 0; j < n_tiles; ++j)");
     let g = if persistent { "(it + j)" } else { "j" };

@@ -218,14 +218,6 @@ static __device__ __forceinline__ void sinter_tma_load(unsigned dst, const sinte
     asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n"
                  :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar) : "memory");
 }
-// the box of the 4-dimensional `map` at (c0, c1, c2, c3) fetched into L2 only (no shared memory,
-// no barrier: a hint that later copies of it find it there)
-template <int RANK>
-static __device__ __forceinline__ void sinter_tma_prefetch_l2(const sinter_tmap* map, int c0, int c1, int c2, int c3) {
-    static_assert(RANK == 4, "four coordinates: a 4-dimensional map");
-    asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n"
-                 :: "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
-}
 "#;
 
 /// The cluster helpers of the `mma_tma` template's cluster tiles.
