@@ -440,3 +440,20 @@ fn dynamic_programs_search_no_persistent_tile() {
     assert!(sinter_cuda::backend::candidate_sources(&[&k], &caps, true).len() >= 20);
     assert!(candidates(&k, &caps).into_iter().filter(|t| !render::shrinks_with_batch(t)).count() >= 4);
 }
+
+#[test]
+fn exported_bf16_scores_fold_their_scale() {
+    // The workloads are written as exported: the bf16 scores scaled by a bf16 constant, then cast
+    // to f32 for the softmax. The kernel IR carries 16-bit values in f32, so the scale folds into
+    // the exponent as it does for an f32 score (one multiply per score less, O rescaled early).
+    use sinter_core::schedule::{ScheduleOptions, schedule};
+    use sinter_core::workloads::{self, Scale};
+    for name in ["attention_b8h16s1024d64_bf16", "attention_causal_b8h16s2048d128_bf16"] {
+        let w = workloads::get(name).expect("workload");
+        let g = sinter_core::passes::optimize(&w.build(Scale::Full).unwrap()).unwrap();
+        let p = schedule(&g, &common::cuda_caps(), &ScheduleOptions::default()).unwrap();
+        let k = p.kernels.iter().find(|k| matches!(k.body, KernelBody::Attention(_))).expect("fused attention");
+        let r = render::render(k, &CudaCaps::hopper(), &Tuning::default()).unwrap();
+        assert!(r.source.contains("times the score's scale, folded in"), "{name}:\n{}", r.source);
+    }
+}
