@@ -64,7 +64,7 @@ use sinter_core::ir::BinaryOp;
 use sinter_core::kernel::{AttentionBody, AttnOperand, Expr, ExprId, Kernel, Var};
 
 use super::analysis::{acc_uses, depends_on, store_roots};
-use super::emit::{AccVal, Emitter, Group, emit_group};
+use super::emit::{AccVal, Emitter};
 use super::matmul::lit;
 use super::ops::cast;
 use super::{Body, CudaCaps, RenderError, Tuning};
@@ -682,22 +682,6 @@ pub(super) fn emit_epilogue(em: &mut Emitter<'_>, a: &AttentionBody, value: &str
     }
     em.acc.remove(&0);
     Ok(())
-}
-
-/// The epilogue of two adjacent output columns `n0`, `n0 + 1` (`n0` even, declared by the
-/// caller, with M's name) as one group of two lanes of N: `Acc(0)` = `value`, which names the lane
-/// `j`. Contiguous stores and loads become one vector access (`emit_group`).
-pub(super) fn emit_epilogue_pairs(em: &mut Emitter<'_>, a: &AttentionBody, value: &str) -> Result<(), RenderError> {
-    let roots: Vec<ExprId> = a.stores.iter().flat_map(store_roots).collect();
-    em.acc.insert(0, AccVal { name: format!("({value})"), dtype: DType::F32 });
-    em.acc_varies = true;
-    em.set_lanes(Some((Var::N, 2)));
-    let g = Group { var: Var::N, width: 2, base: "n0", lane: "n", roots: &roots, stores: &a.stores };
-    let res = emit_group(em, &g, &mut |_| Ok(()));
-    em.set_lanes(None);
-    em.acc_varies = false;
-    em.acc.remove(&0);
-    res
 }
 
 /// Emits the epilogue values that depend on neither N nor the output (with `m_known`, values of

@@ -17,13 +17,14 @@
 //! Causal blocks stop at the last key tile their last row sees.
 
 use sinter_core::DType;
-use sinter_core::kernel::{AttentionBody, Var};
+use sinter_core::kernel::{AttentionBody, ExprId, Var};
 
+use super::analysis::store_roots;
 use super::attention::{
-    AttnEngine, AttnTile, base_type, emit_base, emit_consts, emit_epilogue_pairs, emit_score, folded_scale,
-    hoist_epilogue, hoist_score, q_in_regs, row_addr, tc_shared, tc_total_shared,
+    AttnEngine, AttnTile, base_type, emit_base, emit_consts, emit_score, folded_scale, hoist_epilogue, hoist_score,
+    q_in_regs, row_addr, tc_shared, tc_total_shared,
 };
-use super::emit::Emitter;
+use super::emit::{Emitter, emit_pair};
 use super::prelude::H;
 use super::{Body, CudaCaps, GridSplit, OuterUnit, RenderError, Tuning};
 
@@ -235,7 +236,8 @@ pub(super) fn render(
     em.line("#pragma unroll");
     em.open(format!("for (unsigned jf = 0; jf < {dv8}u; ++jf)"));
     em.line(format!("const {ity} n0 = jf * 8u + t4 * 2u;"));
-    emit_epilogue_pairs(em, a, "o[i][jf][h * 2u + j] * rl")?;
+    let roots: Vec<ExprId> = a.stores.iter().flat_map(store_roots).collect();
+    emit_pair(em, &roots, &a.stores, "n0", "(o[i][jf][h * 2u + j] * rl)".into())?;
     em.close();
     if m_guard {
         em.close();

@@ -384,6 +384,28 @@ impl<'a> Emitter<'a> {
     }
 }
 
+/// A tensor-core epilogue's two adjacent output columns `base`, `base + 1` (`base` even, declared
+/// by the caller with M's name) as one group of two lanes of N, the lane `j`: `Acc(0)` = `acc`
+/// (f32, naming the lane), the stores done in each lane, contiguous stores and loads gathered into
+/// one vector access of both (`emit_group`).
+pub(crate) fn emit_pair(
+    em: &mut Emitter<'_>,
+    roots: &[ExprId],
+    stores: &[Store],
+    base: &str,
+    acc: String,
+) -> Result<(), RenderError> {
+    em.acc.insert(0, AccVal { name: acc, dtype: DType::F32 });
+    em.acc_varies = true;
+    em.set_lanes(Some((Var::N, 2)));
+    let g = Group { var: Var::N, width: 2, base, lane: "n", roots, stores };
+    let res = emit_group(em, &g, &mut |_| Ok(()));
+    em.set_lanes(None);
+    em.acc_varies = false;
+    em.acc.remove(&0);
+    res
+}
+
 /// A group of `width` consecutive values of a loop variable handled by one thread.
 pub(crate) struct Group<'s> {
     /// The variable.

@@ -54,7 +54,7 @@ use sinter_core::DType;
 use sinter_core::kernel::{ExprId, MatOperand, MatmulBody, Var};
 
 use super::analysis::{acc_uses, depends_on, store_roots};
-use super::emit::{AccVal, Emitter, Group, emit_group};
+use super::emit::{AccVal, Emitter, emit_pair};
 use super::matmul::{address, emit_operand_bases, lit, op_ity, tile_blocks};
 pub use super::mma_tile::{MmaEngine, MmaTile};
 use super::prelude::H;
@@ -697,17 +697,8 @@ pub(super) fn epilogue(
             em.line("// n is even: both columns of the pair or neither");
             em.open(format!("if (np < {n}u)"));
         }
-        em.acc.insert(
-            0,
-            AccVal { name: format!("({})", f.acc.replace("{j}", "jf").replace("{c}", "j")), dtype: DType::F32 },
-        );
-        em.acc_varies = true;
-        em.set_lanes(Some((Var::N, 2)));
-        let group = Group { var: Var::N, width: 2, base: "np", lane: "n", roots: &roots, stores: &mm.stores };
-        let res = emit_group(em, &group, &mut |_| Ok(()));
-        em.set_lanes(None);
-        em.acc_varies = false;
-        res?;
+        let acc = format!("({})", f.acc.replace("{j}", "jf").replace("{c}", "j"));
+        emit_pair(em, &roots, &mm.stores, "np", acc)?;
     } else {
         em.open(format!("for (unsigned j = 0; j < {nj}u; ++j)"));
         em.line("#pragma unroll");
