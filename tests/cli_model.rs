@@ -216,3 +216,40 @@ fn bad_model_inputs_give_clear_errors() {
     fails(&b(&["--model", m, "--dim", "batch=3", "--precision", "f8"]), &d, &["f32, bf16, f16"]);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn one_npz_gives_every_input_by_name() {
+    let d = tmp("npz");
+    let m = mlp();
+    let m = m.to_str().unwrap();
+    let pb = root().join("onnx/models/mlp/test_data_set_0/input_0.pb");
+    let x = sinter::onnx::read_tensor_pb(&pb).unwrap();
+    let npz = |name: &str, items: &[(&str, &sinter::HostTensor)]| {
+        let p = d.join(name);
+        let items: Vec<(String, sinter::HostTensor)> =
+            items.iter().map(|(n, t)| (n.to_string(), (*t).clone())).collect();
+        std::fs::write(&p, sinter::onnx::npy::to_npz(&items)).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    // The same outputs as from the .pb file (an extra array in the archive is ignored); --out .npz
+    // reads back through the same module.
+    let extra = sinter::HostTensor::f32([1], vec![0.0]).unwrap();
+    let inp = npz("in.npz", &[("unused", &extra), ("x", &x)]);
+    let (a, b) = (d.join("a.npz"), d.join("b.npz"));
+    ok(&["run", m, "-i", pb.to_str().unwrap(), "--backend", "interp", "--out", a.to_str().unwrap()], &d);
+    ok(&["run", m, "-i", &inp, "--backend", "interp", "--out", b.to_str().unwrap()], &d);
+    let read = |p: &Path| sinter::onnx::npy::from_npz(&std::fs::read(p).unwrap()).unwrap();
+    assert_eq!(read(&a), read(&b));
+    assert_eq!(read(&a)[0].0, "y");
+    bench(&["-i", &inp], &d.join("r.json"), &d);
+    // An archive without the model's input names what it holds; an .npz among other files is refused.
+    let wrong = npz("wrong.npz", &[("z", &x)]);
+    fails(&["run", m, "-i", &wrong], &d, &["no array named \"x\"", "the archive holds: z"]);
+    fails(&["run", m, "-i", &inp, "-i", pb.to_str().unwrap()], &d, &["pass it as the only --input"]);
+    fails(
+        &["run", m, "-i", d.join("a.npz").parent().unwrap().join("missing.npz").to_str().unwrap()],
+        &d,
+        &["missing.npz"],
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -1,161 +1,229 @@
-//! NumPy `.npy` / `.npz` files: enough to write run results and read inputs.
+//! NumPy `.npy` / `.npz` files, through the `npyz` crate: written run results, read inputs.
 //!
-//! `.npy` is version 1.0: the magic, a Python-dict header (`descr`, `fortran_order`, `shape`)
-//! padded to a multiple of 64 bytes, then the raw little-endian elements. `.npz` is a zip
-//! archive of `.npy` files, written uncompressed ("stored"). NumPy has no bfloat16 and no fp8,
-//! so bf16 and fp8 tensors are written as f32 (exactly: every value widens), and `.npy` inputs
-//! are never read as them (ml_dtypes' fp8 arrays carry no standard descr).
+//! Any byte order and every NumPy numeric dtype sinter has (bool, integers of 1 to 8 bytes,
+//! f16/f32/f64) read; C order only (a Fortran-ordered array is refused with that reason, not
+//! transposed). NumPy has no bfloat16 and no fp8, so bf16 and fp8 tensors are written as f32
+//! (exactly: every value widens), and inputs are never read as them (ml_dtypes' fp8 arrays
+//! carry no standard descr). `.npz` archives are written uncompressed, as `numpy.savez` does.
 
+use std::io::{Cursor, Read, Write};
+
+use npyz::WriterBuilder;
+use npyz::zip::{CompressionMethod, write::FileOptions};
 use sinter_core::{DType, HostTensor};
 
-/// Errors reading `.npy` data.
+/// Errors reading or writing `.npy` / `.npz` data.
 #[derive(Debug, thiserror::Error)]
 pub enum NpyError {
     /// Not an `.npy` file, or one this reader does not handle.
     #[error("npy: {0}")]
     Format(String),
+    /// Not a zip archive of `.npy` files, or a damaged one.
+    #[error("npz: {0}")]
+    Archive(String),
 }
 
-fn descr(d: DType) -> &'static str {
-    match d {
-        DType::F32 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2 => "<f4",
-        DType::F16 => "<f2",
-        DType::F64 => "<f8",
-        DType::I8 => "|i1",
-        DType::I16 => "<i2",
-        DType::I32 => "<i4",
-        DType::I64 => "<i8",
-        DType::U8 => "|u1",
-        DType::U16 => "<u2",
-        DType::U32 => "<u4",
-        DType::U64 => "<u8",
-        DType::Bool => "|b1",
+fn format(e: impl std::fmt::Display) -> NpyError {
+    NpyError::Format(e.to_string())
+}
+
+/// The sinter dtype of a NumPy type string (`<f4`, `|b1`, `>i8`, ...), where sinter has one.
+fn dtype_of(ts: &npyz::TypeStr) -> Option<DType> {
+    use npyz::TypeChar::{Bool, Float, Int, Uint};
+    Some(match (ts.type_char(), ts.size_field()) {
+        (Bool, 1) => DType::Bool,
+        (Int, 1) => DType::I8,
+        (Int, 2) => DType::I16,
+        (Int, 4) => DType::I32,
+        (Int, 8) => DType::I64,
+        (Uint, 1) => DType::U8,
+        (Uint, 2) => DType::U16,
+        (Uint, 4) => DType::U32,
+        (Uint, 8) => DType::U64,
+        (Float, 2) => DType::F16,
+        (Float, 4) => DType::F32,
+        (Float, 8) => DType::F64,
+        _ => return None,
+    })
+}
+
+/// The elements of `npy` as `T`, little-endian bytes.
+fn le_bytes<T: npyz::Deserialize, R: Read, const N: usize>(
+    npy: npyz::NpyFile<R>,
+    to_le: fn(T) -> [u8; N],
+) -> Result<Vec<u8>, NpyError> {
+    let n = npy.len();
+    let v = npy.into_vec::<T>().map_err(|e| NpyError::Format(format!("reading {n} elements: {e}")))?;
+    Ok(v.into_iter().flat_map(to_le).collect())
+}
+
+/// Reads one array (after its header).
+fn read_array<R: Read>(npy: npyz::NpyFile<R>) -> Result<HostTensor, NpyError> {
+    let npyz::DType::Plain(ts) = npy.dtype() else {
+        return Err(format("structured arrays (record dtypes) are not supported"));
+    };
+    let dtype = dtype_of(&ts).ok_or_else(|| NpyError::Format(format!("unsupported descr {:?}", ts.to_string())))?;
+    if npy.order() == npyz::Order::Fortran {
+        return Err(format("Fortran order is not supported"));
     }
+    let shape: Vec<usize> = npy
+        .shape()
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| NpyError::Format(format!("extent {d} overflows"))))
+        .collect::<Result<_, _>>()?;
+    let bytes = match dtype {
+        DType::Bool => le_bytes::<bool, R, 1>(npy, |x| [u8::from(x)])?,
+        DType::I8 => le_bytes::<i8, R, 1>(npy, i8::to_le_bytes)?,
+        DType::I16 => le_bytes::<i16, R, 2>(npy, i16::to_le_bytes)?,
+        DType::I32 => le_bytes::<i32, R, 4>(npy, i32::to_le_bytes)?,
+        DType::I64 => le_bytes::<i64, R, 8>(npy, i64::to_le_bytes)?,
+        DType::U8 => le_bytes::<u8, R, 1>(npy, u8::to_le_bytes)?,
+        DType::U16 => le_bytes::<u16, R, 2>(npy, u16::to_le_bytes)?,
+        DType::U32 => le_bytes::<u32, R, 4>(npy, u32::to_le_bytes)?,
+        DType::U64 => le_bytes::<u64, R, 8>(npy, u64::to_le_bytes)?,
+        DType::F16 => le_bytes::<half::f16, R, 2>(npy, half::f16::to_le_bytes)?,
+        DType::F32 => le_bytes::<f32, R, 4>(npy, f32::to_le_bytes)?,
+        DType::F64 => le_bytes::<f64, R, 8>(npy, f64::to_le_bytes)?,
+        DType::BF16 | DType::F8E4M3 | DType::F8E5M2 => unreachable!("no NumPy descr maps to {dtype}"),
+    };
+    HostTensor::from_le_bytes(dtype, shape, &bytes).map_err(format)
+}
+
+/// Parses `.npy` bytes.
+pub fn from_npy(b: &[u8]) -> Result<HostTensor, NpyError> {
+    if b.is_empty() {
+        return Err(format("the data is empty (0 bytes)"));
+    }
+    if !b.starts_with(b"\x93NUMPY") {
+        return Err(format("no NumPy magic (\\x93NUMPY): not .npy data (a TensorProto must be named .pb)"));
+    }
+    read_array(npyz::NpyFile::new(b).map_err(|e| NpyError::Format(format!("header: {e}")))?)
+}
+
+/// Parses `.npz` bytes: every array, in the archive's order, by name (`x` for `x.npy`).
+pub fn from_npz(b: &[u8]) -> Result<Vec<(String, HostTensor)>, NpyError> {
+    let archive = |e: std::io::Error| NpyError::Archive(e.to_string());
+    let mut npz = npyz::npz::NpzArchive::new(Cursor::new(b)).map_err(archive)?;
+    // In the archive's order (`array_names` follows a hash map's).
+    let zip = npz.zip_archive();
+    let mut names = Vec::with_capacity(zip.len());
+    for i in 0..zip.len() {
+        let file = zip.by_index(i).map_err(|e| NpyError::Archive(e.to_string()))?;
+        if let Some(name) = npyz::npz::array_name_from_file_name(file.name()) {
+            names.push(name.to_string());
+        }
+    }
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        let npy = npz.by_name(&name).map_err(archive)?.ok_or_else(|| NpyError::Archive(format!("{name} vanished")))?;
+        let t = read_array(npy).map_err(|e| NpyError::Archive(format!("{name}: {e}")))?;
+        out.push((name, t));
+    }
+    Ok(out)
+}
+
+/// The tensor as NumPy can hold it: bf16 and fp8 widened to f32.
+fn widened(t: &HostTensor) -> std::borrow::Cow<'_, HostTensor> {
+    if matches!(t.dtype(), DType::BF16 | DType::F8E4M3 | DType::F8E5M2) {
+        std::borrow::Cow::Owned(HostTensor::from_f64(DType::F32, t.shape.clone(), &t.to_f64_vec()))
+    } else {
+        std::borrow::Cow::Borrowed(t)
+    }
+}
+
+/// Writes `t`'s elements (little-endian bytes decoded as `T`) through `builder`.
+fn put<T, B, const N: usize>(builder: B, t: &HostTensor, from_le: fn([u8; N]) -> T) -> std::io::Result<()>
+where
+    T: npyz::AutoSerialize,
+    B: WriterBuilder<T> + npyz::write_options::HasWriter,
+    B::Writer: Write,
+{
+    let shape: Vec<u64> = t.shape.iter().map(|&d| d as u64).collect();
+    let mut w = builder.default_dtype().shape(&shape).begin_nd()?;
+    let bytes = t.to_le_bytes();
+    w.extend(bytes.chunks_exact(N).map(|c| from_le(c.try_into().expect("chunks of N bytes"))))?;
+    w.finish()
+}
+
+/// Writes `t` (widened) through a builder of the element type its dtype needs: `$b` is an
+/// expression of a generic builder (`WriteOptions::new().writer(..)`, an npz entry).
+macro_rules! write_typed {
+    ($t:expr, |$ty:ident| $b:expr) => {{
+        let t: &HostTensor = $t;
+        match t.dtype() {
+            DType::Bool => {
+                type $ty = bool;
+                put($b, t, |[x]: [u8; 1]| x != 0)
+            }
+            DType::I8 => {
+                type $ty = i8;
+                put($b, t, i8::from_le_bytes)
+            }
+            DType::I16 => {
+                type $ty = i16;
+                put($b, t, i16::from_le_bytes)
+            }
+            DType::I32 => {
+                type $ty = i32;
+                put($b, t, i32::from_le_bytes)
+            }
+            DType::I64 => {
+                type $ty = i64;
+                put($b, t, i64::from_le_bytes)
+            }
+            DType::U8 => {
+                type $ty = u8;
+                put($b, t, u8::from_le_bytes)
+            }
+            DType::U16 => {
+                type $ty = u16;
+                put($b, t, u16::from_le_bytes)
+            }
+            DType::U32 => {
+                type $ty = u32;
+                put($b, t, u32::from_le_bytes)
+            }
+            DType::U64 => {
+                type $ty = u64;
+                put($b, t, u64::from_le_bytes)
+            }
+            DType::F16 => {
+                type $ty = half::f16;
+                put($b, t, half::f16::from_le_bytes)
+            }
+            DType::F32 => {
+                type $ty = f32;
+                put($b, t, f32::from_le_bytes)
+            }
+            DType::F64 => {
+                type $ty = f64;
+                put($b, t, f64::from_le_bytes)
+            }
+            DType::BF16 | DType::F8E4M3 | DType::F8E5M2 => unreachable!("widened to f32 first"),
+        }
+    }};
 }
 
 /// Serializes a tensor as `.npy` bytes.
 pub fn to_npy(t: &HostTensor) -> Vec<u8> {
-    let t = if matches!(t.dtype(), DType::BF16 | DType::F8E4M3 | DType::F8E5M2) {
-        HostTensor::from_f64(DType::F32, t.shape.clone(), &t.to_f64_vec())
-    } else {
-        t.clone()
-    };
-    let shape = match t.shape.len() {
-        0 => "()".to_string(),
-        1 => format!("({},)", t.shape[0]),
-        _ => format!("({})", t.shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
-    };
-    let mut header = format!("{{'descr': '{}', 'fortran_order': False, 'shape': {shape}, }}", descr(t.dtype()));
-    let unpadded = 10 + header.len() + 1;
-    header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
-    header.push('\n');
-    let mut out = Vec::with_capacity(10 + header.len() + t.size_bytes());
-    out.extend_from_slice(b"\x93NUMPY\x01\x00");
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(&t.to_le_bytes());
+    let t = widened(t);
+    let mut out = Vec::with_capacity(128 + t.size_bytes());
+    write_typed!(&t, |T| npyz::WriteOptions::<T>::new().writer(&mut out)).expect("writing to memory cannot fail");
     out
-}
-
-/// Parses `.npy` bytes (C order, little-endian or byte-sized types).
-pub fn from_npy(b: &[u8]) -> Result<HostTensor, NpyError> {
-    let bad = |m: &str| NpyError::Format(m.to_string());
-    if b.len() < 10 || &b[..6] != b"\x93NUMPY" {
-        return Err(bad(if b.is_empty() {
-            "the data is empty (0 bytes)"
-        } else {
-            "no NumPy magic (\\x93NUMPY): not .npy data (a TensorProto must be named .pb)"
-        }));
-    }
-    let (hlen, start) = match b[6] {
-        1 => (u16::from_le_bytes([b[8], b[9]]) as usize, 10usize),
-        2 | 3 if b.len() >= 12 => (u32::from_le_bytes([b[8], b[9], b[10], b[11]]) as usize, 12),
-        v => return Err(NpyError::Format(format!("unsupported version {v}"))),
-    };
-    let end = start.checked_add(hlen).filter(|&e| e <= b.len()).ok_or_else(|| bad("truncated header"))?;
-    let h = std::str::from_utf8(&b[start..end]).map_err(|_| bad("header is not UTF-8"))?;
-    let field = |k: &str| -> Option<&str> {
-        let i = h.find(&format!("'{k}'"))? + k.len() + 2;
-        let rest = h[i..].trim_start().strip_prefix(':')?.trim_start();
-        Some(rest)
-    };
-    let d = field("descr").ok_or_else(|| bad("no descr"))?;
-    let d = d.strip_prefix('\'').and_then(|s| s.split('\'').next()).ok_or_else(|| bad("bad descr"))?;
-    let dtype = DType::ALL
-        .into_iter()
-        .filter(|&x| !matches!(x, DType::BF16 | DType::F8E4M3 | DType::F8E5M2))
-        .find(|&x| descr(x) == d || descr(x).replace('|', "<") == d.replace('|', "<"))
-        .ok_or_else(|| NpyError::Format(format!("unsupported descr {d:?}")))?;
-    if field("fortran_order").is_some_and(|v| v.starts_with("True")) {
-        return Err(bad("Fortran order is not supported"));
-    }
-    let s = field("shape").ok_or_else(|| bad("no shape"))?;
-    let s = s.strip_prefix('(').and_then(|s| s.split(')').next()).ok_or_else(|| bad("bad shape"))?;
-    let shape: Vec<usize> = s
-        .split(',')
-        .map(str::trim)
-        .filter(|x| !x.is_empty())
-        .map(|x| x.parse::<usize>().map_err(|_| NpyError::Format(format!("bad extent {x:?}"))))
-        .collect::<Result<_, _>>()?;
-    let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(|| bad("shape overflows"))?;
-    let need = n.checked_mul(dtype.size_bytes()).ok_or_else(|| bad("shape overflows"))?;
-    if b.len() - end != need {
-        return Err(NpyError::Format(format!("{need} data bytes expected, {} present", b.len() - end)));
-    }
-    HostTensor::from_le_bytes(dtype, shape, &b[end..]).map_err(|e| NpyError::Format(e.to_string()))
-}
-
-fn crc32(data: &[u8]) -> u32 {
-    let mut c = 0xFFFF_FFFFu32;
-    for &b in data {
-        c ^= b as u32;
-        for _ in 0..8 {
-            c = if c & 1 != 0 { (c >> 1) ^ 0xEDB8_8320 } else { c >> 1 };
-        }
-    }
-    !c
 }
 
 /// Serializes named tensors as an uncompressed `.npz` archive (`name.npy` entries).
 pub fn to_npz(items: &[(String, HostTensor)]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut central = Vec::new();
+    let mut npz = npyz::npz::NpzWriter::new(Cursor::new(Vec::new()));
+    let options = FileOptions::default().compression_method(CompressionMethod::Stored);
     for (name, t) in items {
-        let data = to_npy(t);
-        let fname = format!("{name}.npy");
-        let crc = crc32(&data);
-        let offset = out.len() as u32;
-        let size = data.len() as u32;
-        out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
-        out.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0x21, 0]); // version, flags, stored, time
-        out.extend_from_slice(&crc.to_le_bytes());
-        out.extend_from_slice(&size.to_le_bytes());
-        out.extend_from_slice(&size.to_le_bytes());
-        out.extend_from_slice(&(fname.len() as u16).to_le_bytes());
-        out.extend_from_slice(&0u16.to_le_bytes());
-        out.extend_from_slice(fname.as_bytes());
-        out.extend_from_slice(&data);
-        central.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
-        central.extend_from_slice(&[20, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0x21, 0]);
-        central.extend_from_slice(&crc.to_le_bytes());
-        central.extend_from_slice(&size.to_le_bytes());
-        central.extend_from_slice(&size.to_le_bytes());
-        central.extend_from_slice(&(fname.len() as u16).to_le_bytes());
-        central.extend_from_slice(&[0; 12]); // extra, comment, disk, attrs
-        central.extend_from_slice(&offset.to_le_bytes());
-        central.extend_from_slice(fname.as_bytes());
+        let t = widened(t);
+        let entry = |npz: &mut npyz::npz::NpzWriter<Cursor<Vec<u8>>>| -> std::io::Result<()> {
+            write_typed!(&t, |T| npz.array::<T>(name, options)?)
+        };
+        entry(&mut npz).expect("writing to memory cannot fail");
     }
-    let cd_offset = out.len() as u32;
-    let cd_size = central.len() as u32;
-    out.extend_from_slice(&central);
-    out.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
-    out.extend_from_slice(&[0, 0, 0, 0]);
-    out.extend_from_slice(&(items.len() as u16).to_le_bytes());
-    out.extend_from_slice(&(items.len() as u16).to_le_bytes());
-    out.extend_from_slice(&cd_size.to_le_bytes());
-    out.extend_from_slice(&cd_offset.to_le_bytes());
-    out.extend_from_slice(&0u16.to_le_bytes());
-    out
+    npz.zip_writer().finish().expect("writing to memory cannot fail").into_inner()
 }
 
 #[cfg(test)]
@@ -166,25 +234,70 @@ mod tests {
     fn npy_round_trip() {
         let t = HostTensor::f32([2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
         let b = to_npy(&t);
-        assert_eq!((10 + u16::from_le_bytes([b[8], b[9]]) as usize) % 64, 0);
+        assert!(b.starts_with(b"\x93NUMPY"));
         assert_eq!(from_npy(&b).unwrap(), t);
         let s = HostTensor::from_i64(DType::I64, vec![], &[7]);
         assert_eq!(from_npy(&to_npy(&s)).unwrap(), s);
         let v = HostTensor::from_i64(DType::Bool, vec![3], &[1, 0, 1]);
         assert_eq!(from_npy(&to_npy(&v)).unwrap(), v);
+        for d in DType::ALL {
+            let t = HostTensor::random(d, vec![3, 5], 7, -3.0, 3.0);
+            let back = from_npy(&to_npy(&t)).unwrap();
+            let want = if matches!(d, DType::BF16 | DType::F8E4M3 | DType::F8E5M2) {
+                HostTensor::from_f64(DType::F32, t.shape.clone(), &t.to_f64_vec())
+            } else {
+                t
+            };
+            assert_eq!(back, want, "{d}");
+        }
     }
 
     #[test]
     fn npy_rejects_garbage() {
-        assert!(from_npy(b"hello").is_err());
+        assert!(from_npy(b"").unwrap_err().to_string().contains("empty"));
+        assert!(from_npy(b"hello").unwrap_err().to_string().contains("magic"));
         let t = HostTensor::f32([2], vec![1.0, 2.0]).unwrap();
         let mut b = to_npy(&t);
         b.pop();
         assert!(from_npy(&b).is_err());
+        assert!(from_npy(&b[..12]).is_err());
     }
 
     #[test]
-    fn crc_matches_reference() {
-        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    fn npy_reads_big_endian_and_refuses_fortran_order() {
+        // As `np.save` writes `np.array([1, -2], dtype='>i8')` and a Fortran-ordered 2x2.
+        let npy = |descr: &str, fortran: &str, shape: &str, data: &[u8]| {
+            let mut h = format!("{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape}, }}");
+            h.push_str(&" ".repeat(63 - (10 + h.len()) % 64));
+            h.push('\n');
+            let mut b = b"\x93NUMPY\x01\x00".to_vec();
+            b.extend_from_slice(&(h.len() as u16).to_le_bytes());
+            b.extend_from_slice(h.as_bytes());
+            b.extend_from_slice(data);
+            b
+        };
+        let mut data = 1i64.to_be_bytes().to_vec();
+        data.extend_from_slice(&(-2i64).to_be_bytes());
+        let t = from_npy(&npy(">i8", "False", "(2,)", &data)).unwrap();
+        assert_eq!(t, HostTensor::from_i64(DType::I64, vec![2], &[1, -2]));
+        let e = from_npy(&npy("<f4", "True", "(2, 2)", &[0; 16])).unwrap_err();
+        assert!(e.to_string().contains("Fortran"), "{e}");
+        let e = from_npy(&npy("<c8", "False", "(1,)", &[0; 8])).unwrap_err();
+        assert!(e.to_string().contains("unsupported descr"), "{e}");
+    }
+
+    #[test]
+    fn npz_round_trip() {
+        let items = vec![
+            ("logits".to_string(), HostTensor::f32([2, 2], vec![1.0, -2.0, 3.5, 0.25]).unwrap()),
+            ("ids".to_string(), HostTensor::from_i64(DType::I64, vec![3], &[1, 2, 3])),
+            ("half".to_string(), HostTensor::random(DType::BF16, vec![4], 3, -1.0, 1.0)),
+        ];
+        let back = from_npz(&to_npz(&items)).unwrap();
+        assert_eq!(back.len(), 3);
+        assert_eq!(back[0], items[0]);
+        assert_eq!(back[1], items[1]);
+        assert_eq!(back[2].1.dtype(), DType::F32);
+        assert!(from_npz(b"not a zip").is_err());
     }
 }

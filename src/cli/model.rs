@@ -31,7 +31,8 @@ pub struct ModelArgs {
     #[arg(long, conflicts_with = "workload")]
     pub model: Option<PathBuf>,
     /// Input tensors of `--model`, in the model's input order: NumPy `.npy` or serialized
-    /// TensorProto `.pb`. Without them, random inputs are made from the model's signature.
+    /// TensorProto `.pb`; or one NumPy `.npz` holding every input by name. Without them, random
+    /// inputs are made from the model's signature.
     #[arg(long = "input", short = 'i', requires = "model")]
     pub inputs: Vec<PathBuf>,
     /// A value for a symbolic dim of the model's inputs, `NAME=VALUE` (repeatable), e.g.
@@ -194,22 +195,22 @@ fn dtype_of(i: &sinter::onnx::IoInfo) -> Result<DType> {
 /// static dims, symbolic dims consistent with each other and with `--dim`).
 fn file_inputs(model: &sinter::onnx::Model, files: &[PathBuf], dims: &[(String, usize)]) -> Result<Vec<HostTensor>> {
     let want = model.inputs();
-    if files.len() != want.len() {
-        let names: Vec<&str> = want.iter().map(|i| i.name.as_str()).collect();
-        bail!("the model takes {} input(s) ({}), {} given with --input", want.len(), names.join(", "), files.len());
+    let names: Vec<&str> = want.iter().map(|i| i.name.as_str()).collect();
+    let read = super::run::read_inputs(files, &names)?;
+    if read.len() != want.len() {
+        bail!("the model takes {} input(s) ({}), {} given with --input", want.len(), names.join(", "), read.len());
     }
     let mut bound = bindings(model, dims)?;
     let mut from_dim: BTreeMap<String, String> = bound.keys().map(|k| (k.clone(), "--dim".to_string())).collect();
-    let mut out = Vec::with_capacity(files.len());
-    for (info, p) in want.iter().zip(files) {
-        let t = super::run::read_tensor(p)?;
+    let mut out = Vec::with_capacity(read.len());
+    for (info, (p, t)) in want.iter().zip(read) {
         let d = dtype_of(info)?;
         let mismatch = || {
             format!(
                 "input {:?}: the model expects {d} {}, {} holds {} {:?}",
                 info.name,
                 show_shape(&info.shape),
-                p.display(),
+                p,
                 t.dtype(),
                 t.shape
             )

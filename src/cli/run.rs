@@ -28,7 +28,8 @@ pub const MIN_TIMED_RUNS: usize = 3;
 pub struct Args {
     /// The ONNX model.
     pub model: PathBuf,
-    /// Input tensors in the model's input order: serialized TensorProto (`.pb`) or NumPy `.npy`.
+    /// Input tensors in the model's input order: serialized TensorProto (`.pb`) or NumPy `.npy`;
+    /// or one NumPy `.npz` holding every input by name.
     #[arg(long = "input", short = 'i')]
     pub inputs: Vec<PathBuf>,
     /// The backend that runs the graph.
@@ -59,6 +60,34 @@ pub fn read_tensor(p: &Path) -> Result<HostTensor> {
         return sinter_onnx::npy::from_npy(&bytes).with_context(|| format!("parsing {}", p.display()));
     }
     Ok(sinter_onnx::read_tensor_pb(p)?)
+}
+
+/// The model's inputs (named `names`, in order) from `--input` files: one tensor file per input
+/// (`.pb` or `.npy`, in the model's order), or one `.npz` holding every input by name (as
+/// `numpy.savez(path, **inputs)` writes it). Each tensor comes with a label naming its source.
+pub fn read_inputs(files: &[PathBuf], names: &[&str]) -> Result<Vec<(String, HostTensor)>> {
+    if let [p] = files
+        && super::has_extension(p, "npz")
+    {
+        let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
+        let arrays = sinter_onnx::npy::from_npz(&bytes).with_context(|| format!("parsing {}", p.display()))?;
+        return names
+            .iter()
+            .map(|n| match arrays.iter().find(|(a, _)| a == n) {
+                Some((_, t)) => Ok((format!("{}[{n}]", p.display()), t.clone())),
+                None => bail!(
+                    "{}: no array named {n:?} (the model's inputs: {}; the archive holds: {})",
+                    p.display(),
+                    names.join(", "),
+                    arrays.iter().map(|(a, _)| a.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            })
+            .collect();
+    }
+    if let Some(p) = files.iter().find(|p| super::has_extension(p, "npz")) {
+        bail!("{}: an .npz gives every input by name; pass it as the only --input", p.display());
+    }
+    files.iter().map(|p| Ok((p.display().to_string(), read_tensor(p)?))).collect()
 }
 
 /// Median and count of timed runs: `run` is called [`WARMUP_RUNS`] times untimed, then up to
@@ -194,7 +223,8 @@ pub fn run(args: Args) -> Result<()> {
     let out_kind = args.out.as_deref().map(out_kind).transpose()?;
     let progress = Progress::default();
     let model = super::model::open(&args.model, &progress)?;
-    let inputs: Vec<HostTensor> = args.inputs.iter().map(|p| read_tensor(p)).collect::<Result<_>>()?;
+    let names: Vec<&str> = model.inputs().iter().map(|i| i.name.as_str()).collect();
+    let inputs: Vec<HostTensor> = read_inputs(&args.inputs, &names)?.into_iter().map(|(_, t)| t).collect();
     let want = model.inputs().len();
     if inputs.len() != want {
         let names: Vec<&str> = model.inputs().iter().map(|i| i.name.as_str()).collect();
