@@ -50,10 +50,9 @@ impl Precompiled {
 pub(crate) fn candidates(k: &Kernel, caps: &CudaCaps, dynamic: bool) -> Vec<Tuning> {
     let mut out = render::candidates(k, caps);
     if dynamic {
-        let fixed = render::fixed_grid_default(k, caps);
-        for t in &mut out {
-            if let (Some(f), true) = (&fixed, t.attn.is_none()) {
-                t.attn = f.attn;
+        if let Some(fixed) = render::fixed_grid_default(k, caps) {
+            for t in out.iter_mut().filter(|t| t.attn.is_none()) {
+                t.attn = fixed.attn;
             }
         }
         out.retain(render::shrinks_with_batch);

@@ -657,8 +657,10 @@ pub(super) struct Frag {
 /// row only, computed outside the inner loops), guarded where the tile passes the edge. Where `n`
 /// is even, each thread's two adjacent columns `2t, 2t + 1` run as one group of two lanes of N
 /// (`emit_group`, the lane `j`): contiguous stores and loads (a residual, a bias row) become one
-/// vector access of both, and one guard covers the pair. (Scattered 2-byte stores cost the
-/// attention epilogue 10-14% of the whole kernel before it was paired, session 15.)
+/// vector access of both, and one guard covers the pair. Measured on an H200 (session 16), the
+/// TMA template's 128x256 tile in bf16: 408 -> 547 TFLOP/s at 2048^3, 614 -> 717 at 4096^3, 714
+/// -> 758 at 8192^3 (each warp's 2-byte stores had touched twice the sectors, and the epilogue
+/// overlaps no product).
 pub(super) fn epilogue(
     em: &mut Emitter<'_>,
     mm: &MatmulBody,
