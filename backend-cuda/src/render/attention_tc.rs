@@ -633,3 +633,32 @@ pub(super) fn emit_softmax(em: &mut Emitter<'_>, tile: &AttnTile, dv: u32, defer
     em.close();
     em.close();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::causal_section;
+    use sinter_core::DType;
+    use sinter_core::kernel::KernelBody;
+    use sinter_core::testsuite::programs::{AttnCase, attention};
+
+    fn section(c: AttnCase) -> u64 {
+        let p = attention(&c);
+        let KernelBody::Attention(a) = &p.kernels[0].body else { panic!("not attention") };
+        causal_section(a)
+    }
+
+    #[test]
+    fn causal_sections_divide_the_heads_within_the_l2_budget() {
+        let causal = |b, h, s, d| AttnCase { causal: Some(0), ..AttnCase::new(b, h, s, s, d, DType::BF16) };
+        // 1 MiB of keys and values per flat batch: 8 of 16 heads.
+        assert_eq!(section(causal(8, 16, 2048, 128)), 8);
+        // 256 KiB: every head of the batch (16 divides 16, 4 MiB).
+        assert_eq!(section(causal(8, 16, 1024, 64)), 16);
+        // 12 heads of 1 MiB: the largest divisor of 12 within 8 MiB.
+        assert_eq!(section(causal(2, 12, 2048, 128)), 6);
+        // A flat batch past the budget, one head, or no mask: sections of one.
+        assert_eq!(section(causal(1, 4, 32768, 128)), 1);
+        assert_eq!(section(causal(4, 1, 2048, 128)), 1);
+        assert_eq!(section(AttnCase::new(8, 16, 2048, 2048, 128, DType::BF16)), 1);
+    }
+}
