@@ -91,7 +91,7 @@ use sinter_core::kernel::{AttentionBody, AttnOperand};
 use super::RenderError;
 use super::attention::{AttnTile, emit_base, row_addr, tc_shared};
 use super::attention_tc::{emit_scores, emit_softmax, load_kv_by};
-use super::attention_wgmma::{p_frags, pv_issue, qk_issue};
+use super::attention_wgmma::{p_frags, pv_issue, qk_issue, rescale_o};
 use super::emit::Emitter;
 use crate::tma::{TensorMapDesc, TensorMapParam, TmaElem, TmaSwizzle};
 
@@ -467,10 +467,7 @@ pub(super) fn consumer_loop(
         if early {
             em.line(format!("sinter_reg_fence<{dv8}>(o[0]); // after the issue before"));
         }
-        em.line("#pragma unroll");
-        em.open(format!("for (unsigned j = 0; j < {dv8}u; ++j)"));
-        em.line("o[0][j][0] *= al[0][0]; o[0][j][1] *= al[0][0]; o[0][j][2] *= al[0][1]; o[0][j][3] *= al[0][1];");
-        em.close();
+        rescale_o(em, dv8);
         if early {
             em.line("sinter_wgmma_fence(); // o rescaled in registers");
         }

@@ -79,6 +79,15 @@ pub(super) fn p_frags(em: &mut Emitter<'_>, t: &AttnTile, (h2, cvt): (&str, &str
 }
 
 /// Issues O += P V for the V tile at shared address `sv` (`bn / 16` products of k16, P from `pf`,
+/// O (a warpgroup's `dv8` m64n8 fragments) scaled by `al`, the factor the last softmax found
+/// for each of a thread's two rows.
+pub(super) fn rescale_o(em: &mut Emitter<'_>, dv8: u32) {
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {dv8}u; ++j)"));
+    em.line("o[0][j][0] *= al[0][0]; o[0][j][1] *= al[0][0]; o[0][j][2] *= al[0][1]; o[0][j][3] *= al[0][1];");
+    em.close();
+}
+
 /// V N-major); no fence, commit or wait.
 pub(super) fn pv_issue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, sv: &str) {
     em.open("");
@@ -167,10 +176,7 @@ pub(super) fn overlapped_loop(
     emit_softmax(em, t, a.dv as u32, true);
     em.line("sinter_wgmma_wait<0>();");
     em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned j = 0; j < {dv8}u; ++j)"));
-    em.line("o[0][j][0] *= al[0][0]; o[0][j][1] *= al[0][0]; o[0][j][2] *= al[0][1]; o[0][j][3] *= al[0][1];");
-    em.close();
+    rescale_o(em, dv8);
     p_frags(em, t, cvt);
     em.close();
     // The last tile: its P V alone (its buffer landed before the last iteration's barrier).
