@@ -47,14 +47,103 @@ fn dtype_of(ts: &npyz::TypeStr) -> Option<DType> {
     })
 }
 
+/// An element type NumPy and sinter share, with its little-endian bytes.
+trait Elem: npyz::AutoSerialize + npyz::Deserialize {
+    /// Bytes per element.
+    const SIZE: usize;
+    fn from_le(b: &[u8]) -> Self;
+    fn extend_le(self, out: &mut Vec<u8>);
+}
+
+macro_rules! elem {
+    ($($t:ty),*) => {$(
+        impl Elem for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn from_le(b: &[u8]) -> Self {
+                <$t>::from_le_bytes(b.try_into().expect("SIZE bytes"))
+            }
+            fn extend_le(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+        }
+    )*};
+}
+elem!(i8, i16, i32, i64, u8, u16, u32, u64, half::f16, f32, f64);
+
+impl Elem for bool {
+    const SIZE: usize = 1;
+    fn from_le(b: &[u8]) -> Self {
+        b[0] != 0
+    }
+    fn extend_le(self, out: &mut Vec<u8>) {
+        out.push(u8::from(self));
+    }
+}
+
+/// `$body` with `$t` the [`Elem`] of `$dtype` (bf16 and fp8, which NumPy lacks, widened first).
+macro_rules! with_elem {
+    ($dtype:expr, |$t:ident| $body:expr) => {
+        match $dtype {
+            DType::Bool => {
+                type $t = bool;
+                $body
+            }
+            DType::I8 => {
+                type $t = i8;
+                $body
+            }
+            DType::I16 => {
+                type $t = i16;
+                $body
+            }
+            DType::I32 => {
+                type $t = i32;
+                $body
+            }
+            DType::I64 => {
+                type $t = i64;
+                $body
+            }
+            DType::U8 => {
+                type $t = u8;
+                $body
+            }
+            DType::U16 => {
+                type $t = u16;
+                $body
+            }
+            DType::U32 => {
+                type $t = u32;
+                $body
+            }
+            DType::U64 => {
+                type $t = u64;
+                $body
+            }
+            DType::F16 => {
+                type $t = half::f16;
+                $body
+            }
+            DType::F32 => {
+                type $t = f32;
+                $body
+            }
+            DType::F64 => {
+                type $t = f64;
+                $body
+            }
+            d @ (DType::BF16 | DType::F8E4M3 | DType::F8E5M2) => unreachable!("NumPy has no {d}"),
+        }
+    };
+}
+
 /// The elements of `npy` as `T`, little-endian bytes.
-fn le_bytes<T: npyz::Deserialize, R: Read, const N: usize>(
-    npy: npyz::NpyFile<R>,
-    to_le: fn(T) -> [u8; N],
-) -> Result<Vec<u8>, NpyError> {
+fn le_bytes<T: Elem, R: Read>(npy: npyz::NpyFile<R>) -> Result<Vec<u8>, NpyError> {
     let n = npy.len();
     let v = npy.into_vec::<T>().map_err(|e| NpyError::Format(format!("reading {n} elements: {e}")))?;
-    Ok(v.into_iter().flat_map(to_le).collect())
+    let mut out = Vec::with_capacity(v.len() * T::SIZE);
+    v.into_iter().for_each(|x| x.extend_le(&mut out));
+    Ok(out)
 }
 
 /// Reads one array (after its header).
@@ -71,21 +160,7 @@ fn read_array<R: Read>(npy: npyz::NpyFile<R>) -> Result<HostTensor, NpyError> {
         .iter()
         .map(|&d| usize::try_from(d).map_err(|_| NpyError::Format(format!("extent {d} overflows"))))
         .collect::<Result<_, _>>()?;
-    let bytes = match dtype {
-        DType::Bool => le_bytes::<bool, R, 1>(npy, |x| [u8::from(x)])?,
-        DType::I8 => le_bytes::<i8, R, 1>(npy, i8::to_le_bytes)?,
-        DType::I16 => le_bytes::<i16, R, 2>(npy, i16::to_le_bytes)?,
-        DType::I32 => le_bytes::<i32, R, 4>(npy, i32::to_le_bytes)?,
-        DType::I64 => le_bytes::<i64, R, 8>(npy, i64::to_le_bytes)?,
-        DType::U8 => le_bytes::<u8, R, 1>(npy, u8::to_le_bytes)?,
-        DType::U16 => le_bytes::<u16, R, 2>(npy, u16::to_le_bytes)?,
-        DType::U32 => le_bytes::<u32, R, 4>(npy, u32::to_le_bytes)?,
-        DType::U64 => le_bytes::<u64, R, 8>(npy, u64::to_le_bytes)?,
-        DType::F16 => le_bytes::<half::f16, R, 2>(npy, half::f16::to_le_bytes)?,
-        DType::F32 => le_bytes::<f32, R, 4>(npy, f32::to_le_bytes)?,
-        DType::F64 => le_bytes::<f64, R, 8>(npy, f64::to_le_bytes)?,
-        DType::BF16 | DType::F8E4M3 | DType::F8E5M2 => unreachable!("no NumPy descr maps to {dtype}"),
-    };
+    let bytes = with_elem!(dtype, |T| le_bytes::<T, R>(npy))?;
     HostTensor::from_le_bytes(dtype, shape, &bytes).map_err(format)
 }
 
@@ -131,84 +206,25 @@ fn widened(t: &HostTensor) -> std::borrow::Cow<'_, HostTensor> {
     }
 }
 
-/// Writes `t`'s elements (little-endian bytes decoded as `T`) through `builder`.
-fn put<T, B, const N: usize>(builder: B, t: &HostTensor, from_le: fn([u8; N]) -> T) -> std::io::Result<()>
+/// Writes `t`'s elements (its little-endian bytes read as `T`) through `builder`.
+fn put<T, B>(builder: B, t: &HostTensor) -> std::io::Result<()>
 where
-    T: npyz::AutoSerialize,
+    T: Elem,
     B: WriterBuilder<T> + npyz::write_options::HasWriter,
     B::Writer: Write,
 {
     let shape: Vec<u64> = t.shape.iter().map(|&d| d as u64).collect();
     let mut w = builder.default_dtype().shape(&shape).begin_nd()?;
-    let bytes = t.to_le_bytes();
-    w.extend(bytes.chunks_exact(N).map(|c| from_le(c.try_into().expect("chunks of N bytes"))))?;
+    w.extend(t.to_le_bytes().chunks_exact(T::SIZE).map(T::from_le))?;
     w.finish()
-}
-
-/// Writes `t` (widened) through a builder of the element type its dtype needs: `$b` is an
-/// expression of a generic builder (`WriteOptions::new().writer(..)`, an npz entry).
-macro_rules! write_typed {
-    ($t:expr, |$ty:ident| $b:expr) => {{
-        let t: &HostTensor = $t;
-        match t.dtype() {
-            DType::Bool => {
-                type $ty = bool;
-                put($b, t, |[x]: [u8; 1]| x != 0)
-            }
-            DType::I8 => {
-                type $ty = i8;
-                put($b, t, i8::from_le_bytes)
-            }
-            DType::I16 => {
-                type $ty = i16;
-                put($b, t, i16::from_le_bytes)
-            }
-            DType::I32 => {
-                type $ty = i32;
-                put($b, t, i32::from_le_bytes)
-            }
-            DType::I64 => {
-                type $ty = i64;
-                put($b, t, i64::from_le_bytes)
-            }
-            DType::U8 => {
-                type $ty = u8;
-                put($b, t, u8::from_le_bytes)
-            }
-            DType::U16 => {
-                type $ty = u16;
-                put($b, t, u16::from_le_bytes)
-            }
-            DType::U32 => {
-                type $ty = u32;
-                put($b, t, u32::from_le_bytes)
-            }
-            DType::U64 => {
-                type $ty = u64;
-                put($b, t, u64::from_le_bytes)
-            }
-            DType::F16 => {
-                type $ty = half::f16;
-                put($b, t, half::f16::from_le_bytes)
-            }
-            DType::F32 => {
-                type $ty = f32;
-                put($b, t, f32::from_le_bytes)
-            }
-            DType::F64 => {
-                type $ty = f64;
-                put($b, t, f64::from_le_bytes)
-            }
-            DType::BF16 | DType::F8E4M3 | DType::F8E5M2 => unreachable!("widened to f32 first"),
-        }
-    }};
 }
 
 /// Serializes a tensor as `.npy` bytes.
 pub fn to_npy(t: &HostTensor) -> Vec<u8> {
     let t = widened(t);
     let mut out = Vec::with_capacity(128 + t.size_bytes());
-    write_typed!(&t, |T| npyz::WriteOptions::<T>::new().writer(&mut out)).expect("writing to memory cannot fail");
+    with_elem!(t.dtype(), |T| put::<T, _>(npyz::WriteOptions::<T>::new().writer(&mut out), &t))
+        .expect("writing to memory cannot fail");
     out
 }
 
@@ -219,7 +235,7 @@ pub fn to_npz(items: &[(String, HostTensor)]) -> Vec<u8> {
     for (name, t) in items {
         let t = widened(t);
         let entry = |npz: &mut npyz::npz::NpzWriter<Cursor<Vec<u8>>>| -> std::io::Result<()> {
-            write_typed!(&t, |T| npz.array::<T>(name, options)?)
+            with_elem!(t.dtype(), |T| put::<T, _>(npz.array::<T>(name, options)?, &t))
         };
         entry(&mut npz).expect("writing to memory cannot fail");
     }
