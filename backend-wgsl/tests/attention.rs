@@ -350,3 +350,97 @@ fn every_tile_candidate_runs() {
         compare(&got, want, tol(c)).unwrap_or_else(|e| panic!("{c:?} {t:?}: {e}"));
     }
 }
+
+/// An adapter with f16 cooperative matrices (an NVIDIA GPU through Vulkan), bf16 and f32 allowed to
+/// run as f16.
+fn coop_caps() -> WgslCaps {
+    WgslCaps {
+        has_coop_matrix: true,
+        bf16_matmul_as_f16: true,
+        f32_matmul_as_f16: true,
+        ..big_caps()
+    }
+}
+
+/// Cases for the cooperative-matrix kernel: sequence lengths 17 to 4097, head dims 32 to 128 (and
+/// unaligned ones padded to 16), causal with an offset, both mask kinds, GQA and MQA, BSHD.
+fn coop_cases() -> Vec<AttnCase> {
+    vec![
+        AttnCase { causal: Some(0), mask: AttnMask::Bool, ..AttnCase::new(1, 2, 128, 128, 64, DType::F16) },
+        AttnCase { causal: Some(0), ..AttnCase::new(2, 4, 1000, 1000, 128, DType::F16) },
+        AttnCase { kv_heads: 2, bshd: true, mask: AttnMask::Additive, ..AttnCase::new(2, 4, 33, 70, 80, DType::F16) },
+        AttnCase { kv_heads: 1, ..AttnCase::new(1, 4, 17, 4097, 32, DType::F16) },
+        AttnCase { dv: 40, causal: Some(3), ..AttnCase::new(1, 3, 65, 90, 24, DType::F16) },
+        AttnCase { causal: Some(0), ..AttnCase::new(1, 2, 300, 300, 64, DType::BF16) },
+        AttnCase { mask: AttnMask::Additive, ..AttnCase::new(1, 2, 70, 129, 64, DType::F32) },
+    ]
+}
+
+#[test]
+fn cooperative_matrix_kernel_renders_and_validates() {
+    let caps = coop_caps();
+    for c in coop_cases().into_iter().chain(bodies()) {
+        let p = attention(&c);
+        let r = render(&p.kernels[0], &p, &caps).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+        naga_validate(&r.source);
+        // Decode and short query blocks stay on the FMA tiles, as does a value head wider than a
+        // subgroup's registers hold.
+        let coop = c.m > 16 && c.dv <= 128;
+        assert_eq!(r.strategy.contains("coop"), coop, "{c:?}: {}", r.strategy);
+        if coop {
+            assert!(r.source.contains("coopMultiplyAdd") && r.source.contains("subgroupShuffleXor"));
+        }
+    }
+    // Head dim 128: 64-key tiles need 61 KiB, so 32-key ones (41 KiB); at 16 KiB none fits.
+    let c = AttnCase::new(1, 2, 128, 128, 128, DType::F16);
+    let p = attention(&c);
+    assert!(rendered(&p, &caps, &Tuning::default()).contains("attention coop16 64x32"));
+    let small = WgslCaps { max_workgroup_storage_bytes: 16384, ..coop_caps() };
+    assert!(!render(&p.kernels[0], &p, &small).unwrap().strategy.contains("coop"));
+    let d64 = attention(&AttnCase::new(1, 2, 128, 128, 64, DType::F16));
+    assert!(rendered(&d64, &caps, &Tuning::default()).contains("attention coop16 64x64"));
+    // Without the opt-ins bf16 and f32 stay on FMAs; an explicit FMA tile (max-autotune's candidates)
+    // or `coop_matrix: false` too.
+    let strict = WgslCaps { bf16_matmul_as_f16: false, f32_matmul_as_f16: false, ..coop_caps() };
+    for dt in [DType::BF16, DType::F32] {
+        let p = attention(&AttnCase::new(1, 2, 128, 128, 64, dt));
+        assert!(!render(&p.kernels[0], &p, &strict).unwrap().strategy.contains("coop"), "{dt}");
+    }
+    let fma = Tuning { coop_matrix: false, ..Tuning::default() };
+    assert!(!render_with(&d64.kernels[0], &d64, &caps, &fma).unwrap().strategy.contains("coop"));
+    let cands = candidates(&d64.kernels[0], &caps);
+    assert!(cands.iter().filter(|t| t.attn_tile.is_none() && t.coop_matrix).count() >= 1);
+    let causal_mask =
+        AttnCase { causal: Some(0), mask: AttnMask::Bool, ..AttnCase::new(1, 2, 128, 128, 64, DType::F16) };
+    insta::assert_snapshot!(
+        "attention_coop_causal_bool_mask_f16",
+        rendered(&attention(&causal_mask), &caps, &Tuning::default())
+    );
+}
+
+#[test]
+fn cooperative_matrices_match_the_interpreter() {
+    // Only where the adapter has f16 matrix units (not lavapipe): on the device machine's GPU through
+    // Vulkan. bf16 and f32 run as f16 there (their opt-ins): f32 against a bound for operands and
+    // probabilities rounded to 11 significant bits, as TF32's.
+    let Some(Ok(mut b)) = backend().map(|_| open_backend("coop", None)) else { return };
+    if !b.wgsl_caps().has_coop_matrix {
+        eprintln!("SKIPPED: the adapter has no f16 cooperative matrices");
+        return;
+    }
+    b.set_bf16_matmul_as_f16(true);
+    b.set_f32_matmul_as_f16(true);
+    for (i, c) in coop_cases().iter().enumerate() {
+        let p = attention(c);
+        let ins = inputs(c, 90 + i as u64, if c.dtype == DType::F32 { 1.0 } else { 4.0 });
+        let want = interp::run_program(&p, &ins).expect("interp");
+        let mut exe = b.load_wgsl(&p, Mode::Default).unwrap_or_else(|e| panic!("{c:?}: load failed: {e}"));
+        exe.poison(0xff).expect("poison");
+        let got = exe.run(&ins).unwrap_or_else(|e| panic!("{c:?}: run failed: {e}"));
+        let t = if c.dtype == DType::F32 { tol(c).tf32().tf32() } else { tol(c) };
+        compare(&got, &want, t).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+        let strategy = &exe.rendered()[0].strategy;
+        assert!(strategy.contains("coop"), "{c:?}: {strategy}");
+        eprintln!("{c:?}: {strategy} ok");
+    }
+}

@@ -132,7 +132,7 @@ fn default_tile(a: &AttentionBody, caps: &WgslCaps) -> AttnTile {
 }
 
 /// The start of an operand's head for the current flat batch `batch`.
-fn operand_base(o: &AttnOperand, heads: usize) -> String {
+pub(super) fn operand_base(o: &AttnOperand, heads: usize) -> String {
     let mut terms = Vec::new();
     if o.offset != 0 {
         terms.push(format!("{}u", o.offset));
@@ -172,6 +172,9 @@ pub(super) fn render(
     let kname = k.name.clone();
     let invalid = |msg: String| RenderError::Invalid { kernel: kname.clone(), msg };
     let unsupported = |what: String| RenderError::Unsupported { kernel: kname.clone(), what };
+    if let Ok(g) = super::attention_coop::plan(a, caps, tuning) {
+        return super::attention_coop::render(em, a, caps, tuning, g);
+    }
     let t = tuning.attn_tile.unwrap_or_else(|| default_tile(a, caps));
     check_attn_tile(&t, caps).map_err(&unsupported)?;
     for (name, op) in [("q", &a.q), ("k", &a.k), ("v", &a.v)] {

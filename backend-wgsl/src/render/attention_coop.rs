@@ -1,0 +1,456 @@
+//! Flash attention on cooperative matrices (`coop_mat16x16`: tensor cores on NVIDIA through
+//! `VK_KHR_cooperative_matrix`), the WGSL counterpart of CUDA's `mma.sync` attention.
+//!
+//! A workgroup of 4 subgroups owns 64 query rows of one flat batch and every output column; each
+//! subgroup owns 16 of the rows, and everything row-wise (scores, probabilities, the running maximum
+//! and sum, O) stays within its subgroup. The query tile is staged once and held as `d / 16` A
+//! fragments. Per tile of `bn` keys (64 where the workgroup memory holds it, else 32 or 16):
+//!
+//! 1. the K and V tiles are staged into workgroup memory as f16 (zero past the keys and the head);
+//! 2. `S = Q K^T` on the matrix units, `bn / 16` f32 fragments per subgroup, stored to `ss`;
+//! 3. the subgroup's lanes evaluate the score expression on their rows (subgroup size / 16 lanes per
+//!    row, `Acc(1)` = the dot product; keys past `kv` and past the causal bound are `-inf`), keep
+//!    the online softmax (row maximum across the row's lanes by `subgroupShuffleXor`, the rescale
+//!    factor `alpha` to `sa`), and store `p = exp(s - max)`, rounded to `p_dtype` and then to f16, to
+//!    `sp`;
+//! 4. `P V` on the matrix units into zeroed fragments, stored through the subgroup's rows of `ss`
+//!    (free again once `sp` is written), and added by the lanes into O held in registers:
+//!    `O = O * alpha + P V`. Cooperative matrices give no access to their elements, so O cannot be
+//!    rescaled in a fragment; this round trip through workgroup memory is what that costs.
+//!
+//! At the end the row sums are combined across the row's lanes, O divided once, and the kernel's
+//! epilogue evaluated per output element as the FMA kernel does (`Acc(0)`). A row whose logits are
+//! all `-inf` divides 0 by 0: NaN, as the definition says.
+//!
+//! Numerics: f16 operands as they are; bf16 (with [`WgslCaps::bf16_matmul_as_f16`]) and f32 (with
+//! [`WgslCaps::f32_matmul_as_f16`]) converted to f16 as staged, as the cooperative-matrix matmul
+//! does. The probabilities are rounded to `p_dtype` first (what the graph computes) and then to f16
+//! (exact for bf16 and f16 values in [6.1e-5, 1]). Accumulation is f32.
+//!
+//! Invariants: every barrier is a `workgroupBarrier` in uniform control flow (the key loop's bound is
+//! uniform); `subgroupBarrier` would not do, as naga gives it no workgroup-memory semantics. Rows of
+//! `ss`, `sp` and `sa` are written and read only by the subgroup owning them; `sk` and `sv` by all.
+//! Every row of workgroup memory is 16-byte aligned, as the matrix loads and stores want.
+
+use sinter_core::DType;
+use sinter_core::kernel::{AttentionBody, AttnOperand, ExprId, Var};
+
+use super::attention::operand_base;
+use super::emit::{AccVal, Emitter, acc_uses, depends_on, store_roots};
+use super::helpers::H;
+use super::ops;
+use super::pointwise::{PARAMS, emit_wid, grid_excess};
+use super::storage::{load_scalar, load_vec};
+use super::types::{Ct, ct, f32_lit};
+use super::{Body, GridSplit, OuterUnit, RenderError, Tuning, WgslCaps};
+
+/// Query rows per workgroup.
+const BM: u32 = 64;
+/// Subgroups per workgroup, 16 rows each.
+const SUBGROUPS: u32 = 4;
+/// Padding of f16 rows in workgroup memory, in elements (16 bytes: rows stay aligned and consecutive
+/// rows start 4 banks apart).
+const PAD16: u32 = 8;
+/// Padding of f32 rows, in elements (16 bytes).
+const PAD32: u32 = 4;
+/// Most O values a lane keeps in registers.
+const MAX_O_REGS: u32 = 64;
+/// Largest padded head dimension (Q is held as `d / 16` fragments).
+const MAX_D: u32 = 256;
+
+/// The layout of one kernel's workgroup memory.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Geometry {
+    /// Keys per tile.
+    bn: u32,
+    /// Head dimension of Q and K, rounded up to 16.
+    d_pad: u32,
+    /// Head dimension of V, rounded up to 16.
+    dv_pad: u32,
+    /// Row strides (elements) of the K tile (also the staged Q), of V, of the f32 scores and of the
+    /// f16 probabilities.
+    kst: u32,
+    vst: u32,
+    sst: u32,
+    pst: u32,
+}
+
+impl Geometry {
+    fn new(a: &AttentionBody, bn: u32) -> Geometry {
+        let d_pad = (a.d as u32).next_multiple_of(16);
+        let dv_pad = (a.dv as u32).next_multiple_of(16);
+        Geometry { bn, d_pad, dv_pad, kst: d_pad + PAD16, vst: dv_pad + PAD16, sst: bn + PAD32, pst: bn + PAD16 }
+    }
+
+    /// Rows of the K buffer: the key tile, or the query tile staged through it at the start.
+    fn k_rows(&self) -> u32 {
+        self.bn.max(BM)
+    }
+
+    /// Workgroup memory in bytes.
+    fn shared_bytes(&self) -> u64 {
+        let f16s = u64::from(self.k_rows() * self.kst + self.bn * self.vst + BM * self.pst);
+        let f32s = u64::from(BM * self.sst + BM);
+        f16s * 2 + f32s * 4
+    }
+}
+
+/// The geometry `a` runs with on cooperative matrices, or why it does not: no matrix units or fixed
+/// subgroup size, an input dtype without its opt-in, a query block too short to fill 16-row
+/// fragments (decode stays on the FMA kernel), a head too wide, or no key tile that fits the
+/// workgroup memory. An explicit FMA tile in `tuning` (max-autotune's candidates) also refuses.
+pub(super) fn plan(a: &AttentionBody, caps: &WgslCaps, tuning: &Tuning) -> Result<Geometry, String> {
+    if !tuning.coop_matrix || tuning.attn_tile.is_some() {
+        return Err("tuning asks for the FMA kernel".into());
+    }
+    if !(caps.has_coop_matrix && caps.has_f16 && caps.has_subgroups) {
+        return Err("the adapter has no f16 cooperative matrices".into());
+    }
+    let sg = caps.fixed_subgroup_size.unwrap_or(0);
+    if !matches!(sg, 16 | 32 | 64) || SUBGROUPS * sg > caps.max_wg() {
+        return Err(format!("subgroup size {sg} is not a fixed 16, 32 or 64"));
+    }
+    let dtype_ok = match a.in_dtype {
+        DType::F16 => true,
+        DType::BF16 => caps.bf16_matmul_as_f16,
+        DType::F32 => caps.f32_matmul_as_f16,
+        _ => false,
+    };
+    if !dtype_ok {
+        return Err(format!("{} operands without the opt-in to convert them to f16", a.in_dtype));
+    }
+    if a.m <= 16 {
+        return Err(format!("{} query rows fill less than one 16-row fragment", a.m));
+    }
+    let g = Geometry::new(a, 64);
+    if g.d_pad > MAX_D || 16 * g.dv_pad / sg > MAX_O_REGS {
+        return Err(format!("head dimensions {} and {} exceed what a subgroup holds", a.d, a.dv));
+    }
+    [64, 32, 16]
+        .into_iter()
+        .map(|bn| Geometry::new(a, bn))
+        .find(|g| g.shared_bytes() <= u64::from(caps.max_workgroup_storage_bytes))
+        .ok_or_else(|| format!("no key tile fits {} bytes of workgroup memory", caps.max_workgroup_storage_bytes))
+}
+
+/// Renders `a` on cooperative matrices with the geometry from [`plan`].
+pub(super) fn render(
+    em: &mut Emitter<'_>,
+    a: &AttentionBody,
+    caps: &WgslCaps,
+    tuning: &Tuning,
+    g: Geometry,
+) -> Result<Body, RenderError> {
+    let k = em.k;
+    let kname = k.name.clone();
+    let invalid = |msg: String| RenderError::Invalid { kernel: kname.clone(), msg };
+    let unsupported = |what: String| RenderError::Unsupported { kernel: kname.clone(), what };
+    let sg = caps.fixed_subgroup_size.unwrap_or(32);
+    let threads = SUBGROUPS * sg;
+    // Lanes per softmax row, and rows of a 16x16 fragment per lane.
+    let parts = sg / 16;
+    let slots = 256 / sg;
+    let Geometry { bn, d_pad, dv_pad, kst, vst, sst, pst } = g;
+    let (nq, nk, nf) = (d_pad / 16, bn / 16, dv_pad / 16);
+    // O fragments per round through the scratch (16 columns each within a subgroup's rows of `ss`).
+    let per_round = nk.min(nf);
+    for (name, op) in [("q", &a.q), ("k", &a.k), ("v", &a.v)] {
+        let arg = em.args.get(op.arg).ok_or_else(|| invalid(format!("operand {name} argument {}", op.arg)))?;
+        if arg.dtype != a.in_dtype {
+            return Err(invalid(format!(
+                "operand {name} is {}, the attention's input dtype is {}",
+                arg.dtype, a.in_dtype
+            )));
+        }
+    }
+    if k.expr(a.score).dtype != DType::F32 {
+        return Err(invalid(format!("the score is {}, not f32", k.expr(a.score).dtype)));
+    }
+    let bh = (a.batch as u64) * (a.heads as u64);
+    let lim = u64::from(u32::MAX) / 4;
+    if [bh, a.m as u64, a.kv as u64, a.d as u64, a.dv as u64].iter().any(|&x| x > lim) {
+        return Err(unsupported(format!(
+            "attention {bh}x{}x{}x{}x{} exceeds the 32-bit index space",
+            a.m, a.kv, a.d, a.dv
+        )));
+    }
+    let (m, kv, d, dv) = (a.m as u64, a.kv as u64, a.d as u64, a.dv as u64);
+    let tiles_m = m.div_ceil(u64::from(BM));
+    let workgroups = bh * tiles_m;
+    em.enables.push("f16");
+    em.enables.push("wgpu_cooperative_matrix");
+    let globals = vec![
+        format!("var<workgroup> sk: array<f16, {}>; // K tile (Q at the start), [row][column]", g.k_rows() * kst),
+        format!("var<workgroup> sv: array<f16, {}>; // V tile, [key][column]", bn * vst),
+        format!("var<workgroup> ss: array<f32, {}>; // scores, then P V, [row][key]", BM * sst),
+        format!("var<workgroup> sp: array<f16, {}>; // probabilities, [row][key]", BM * pst),
+        format!("var<workgroup> sa: array<f32, {BM}>; // per row: alpha, then the row sum"),
+    ];
+    let params = format!(
+        "{PARAMS}, @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32"
+    );
+    let causal_o = a.causal.map(|o| o.min(a.kv));
+    let causal = causal_o.map_or(String::new(), |o| format!(", causal (keys > query + {o} skipped)"));
+    let strategy = format!("attention coop16 {BM}x{bn}");
+    let summary = format!(
+        "attention {bh} heads x m {m} x kv {kv} x d {d} x dv {dv} ({} -> p {}){causal} on cooperative matrices: \
+         tile {BM} rows x {bn} keys, {SUBGROUPS} subgroups of {sg} with 16 rows each, {} bytes of workgroup \
+         memory, {workgroups} workgroups",
+        a.in_dtype,
+        a.p_dtype,
+        g.shared_bytes()
+    );
+    let body = |workgroups| Body {
+        globals: globals.clone(),
+        params: params.clone(),
+        workgroup_size: [threads, 1, 1],
+        workgroups,
+        vectorized: false,
+        strategy: strategy.clone(),
+        summary: summary.clone(),
+        split: Some(GridSplit { unit: OuterUnit::AttentionBatch, per: 1, inner: tiles_m }),
+    };
+    if workgroups == 0 {
+        return Ok(body(0));
+    }
+
+    emit_wid(em, workgroups, caps);
+    if grid_excess(workgroups, caps) {
+        em.line(format!("if (wid >= {workgroups}u) {{ return; }}"));
+    }
+    em.line(format!("let m0 = (wid % {tiles_m}u) * {BM}u;"));
+    em.line(format!("let batch = wid / {tiles_m}u;"));
+    // The lane's softmax row (within the subgroup's 16) and part of it, and its first row of a fragment.
+    em.line("let rs = sg_lane % 16u;");
+    em.line("let part = sg_lane / 16u;");
+    em.line("let r0 = sg_id * 16u;");
+    for (name, op) in [("q", &a.q), ("k", &a.k), ("v", &a.v)] {
+        em.line(format!("let {name}_base = {};", operand_base(op, a.heads)));
+    }
+    em.names.insert(Var::Batch, "batch".into());
+    em.names.insert(Var::M, "m".into());
+    em.names.insert(Var::Key, "key".into());
+    em.names.insert(Var::N, "n".into());
+    em.ranges.insert(Var::Batch, (0, bh as i64 - 1));
+    em.ranges.insert(Var::M, (0, m as i64 - 1));
+    em.ranges.insert(Var::Key, (0, (kv as i64 - 1).max(0)));
+    em.ranges.insert(Var::N, (0, dv as i64 - 1));
+    em.set_vec(None, false);
+    // Score and epilogue values that depend on neither the row, the key, the column nor an
+    // accumulator are computed once.
+    let (dm, dk, dn, accs) = (depends_on(k, Var::M), depends_on(k, Var::Key), depends_on(k, Var::N), acc_uses(k));
+    let inner = move |e: u32| {
+        let e = e as usize;
+        dm[e] || dk[e] || dn[e] || accs[e].is_some()
+    };
+    let store_roots_all: Vec<ExprId> = a.stores.iter().flat_map(store_roots).collect();
+    let mut hoist = vec![a.score];
+    hoist.extend(&store_roots_all);
+    em.emit_closure(&hoist, &|e| !inner(e))?;
+
+    // Stages `rows x cols_pad` of an operand (rows from `row0`) as f16 at `dst[rr * stride + cc]`,
+    // zero past `rows_ext` and `cols_ext`; 4 columns per load where everything is 4-aligned.
+    let in_ct = ct(a.in_dtype).unwrap_or(Ct::F32);
+    let stage = |em: &mut Emitter<'_>,
+                 which: &str,
+                 op: &AttnOperand,
+                 (rows, row0, rows_ext): (u32, &str, u64),
+                 (cols_pad, cols_ext): (u32, u64),
+                 (dst, stride): (&str, u32)|
+     -> Result<(), RenderError> {
+        let aligned = [op.offset, op.s_row, op.s_head, op.s_batch].iter().all(|x| x.is_multiple_of(4));
+        let vec = tuning.vectorize && aligned && cols_ext.is_multiple_of(4);
+        let w = if vec { 4 } else { 1 };
+        if let Some(u) = em.uses.get_mut(op.arg) {
+            if vec {
+                u.contig_loads += 1;
+            } else {
+                u.other_loads += 1;
+            }
+        }
+        let arg = em.args[op.arg].clone();
+        let total = rows * cols_pad / w;
+        em.open(format!("for (var e = lid; e < {total}u; e = e + {threads}u)"));
+        em.line(format!("let rr = e / {}u;", cols_pad / w));
+        em.line(format!("let cc = (e % {}u){};", cols_pad / w, if vec { " * 4u" } else { "" }));
+        em.line(format!("let gr = {row0} + rr;"));
+        em.line(if vec { "var x = vec4<f16>(0.0h);" } else { "var x = 0.0h;" });
+        em.open(format!("if (gr < {rows_ext}u && cc < {cols_ext}u)"));
+        em.line(format!("let gi = {which}_base + gr * {}u + cc;", op.s_row));
+        let tmp = em.fresh("l");
+        let (pre, v) = if vec { load_vec(&arg, "gi", &tmp, in_ct) } else { load_scalar(&arg, "gi", &tmp) };
+        for p in pre {
+            em.line(p);
+        }
+        let v = ops::cast(&v, a.in_dtype, DType::F32, vec, &mut em.h).map_err(|m| em.err(m))?;
+        let v = if a.in_dtype == DType::BF16 {
+            let f = em.h.need(H::Bf16ToF16, vec);
+            format!("{f}({v})")
+        } else if vec {
+            format!("vec4<f16>({v})")
+        } else {
+            format!("f16({v})")
+        };
+        em.line(format!("x = {v};"));
+        em.close();
+        em.line(format!("let wi = rr * {stride}u + cc;"));
+        if vec {
+            for (c, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+                em.line(format!("{dst}[wi + {c}u] = x.{comp};"));
+            }
+        } else {
+            em.line(format!("{dst}[wi] = x;"));
+        }
+        em.close();
+        Ok(())
+    };
+
+    em.line("// the query tile, staged through sk, held as A fragments");
+    stage(em, "q", &a.q, (BM, "m0", m), (d_pad, d), ("sk", kst))?;
+    em.line("workgroupBarrier();");
+    for c in 0..nq {
+        em.line(format!(
+            "let qf{c} = coopLoadT<coop_mat16x16<f16, A>>(&sk[r0 * {kst}u + {}u], {kst}u);",
+            c * 16
+        ));
+    }
+    let ninf = f32_lit(f32::NEG_INFINITY);
+    let fmax = em.h.need(H::FMax, false);
+    em.line(format!("var o: array<f32, {}>;", nf * slots));
+    em.line(format!("var mrun = {ninf};"));
+    em.line("var lrun = 0.0f;");
+    match causal_o {
+        Some(o) => em.line(format!("let kend = min({kv}u, m0 + {}u);", u64::from(BM) + o as u64)),
+        None => em.line(format!("let kend = {kv}u;")),
+    }
+    em.line("workgroupBarrier();");
+    em.open(format!("for (var j0 = 0u; j0 < kend; j0 = j0 + {bn}u)"));
+    stage(em, "k", &a.k, (bn, "j0", kv), (d_pad, d), ("sk", kst))?;
+    stage(em, "v", &a.v, (bn, "j0", kv), (dv_pad, dv), ("sv", vst))?;
+    em.line("workgroupBarrier();");
+    em.line("// S = Q K^T on the matrix units");
+    for kb in 0..nk {
+        em.open("");
+        em.line("var s = coop_mat16x16<f32, C>();");
+        for c in 0..nq {
+            em.line(format!(
+                "s = coopMultiplyAdd(qf{c}, coopLoad<coop_mat16x16<f16, B>>(&sk[{}u], {kst}u), s);",
+                kb * 16 * kst + c * 16
+            ));
+        }
+        em.line(format!("coopStoreT(s, &ss[r0 * {sst}u + {}u], {sst}u);", kb * 16));
+        em.close();
+    }
+    em.line("workgroupBarrier();");
+    em.line("// logits, masked, and their row maximum");
+    em.line("let m = m0 + r0 + rs;");
+    em.line(format!("let srow = (r0 + rs) * {sst}u;"));
+    em.line(format!("var mx = {ninf};"));
+    em.open(format!("for (var i = part; i < {bn}u; i = i + {parts}u)"));
+    em.line("let key = j0 + i;");
+    em.line(format!("var x = {ninf};"));
+    let bound = causal_o.map_or(String::new(), |o| format!(" && key <= m + {o}u"));
+    em.open(format!("if (m < {m}u && key < {kv}u{bound})"));
+    em.line("let sdot = ss[srow + i];");
+    em.acc.insert(1, AccVal { name: "sdot".into(), dtype: DType::F32, vec: false });
+    em.emit_closure(&[a.score], &|_| true)?;
+    let (v, _) = em.value(a.score)?;
+    em.line(format!("x = {v};"));
+    em.close();
+    em.acc.remove(&1);
+    em.line("ss[srow + i] = x;");
+    em.line(format!("mx = {fmax}(mx, x);"));
+    em.close();
+    let mut o = 16;
+    while o < sg {
+        em.line(format!("mx = {fmax}(mx, subgroupShuffleXor(mx, {o}u));"));
+        o *= 2;
+    }
+    em.line(format!("let mnew = {fmax}(mrun, mx);"));
+    em.line("// a row masked so far keeps max -inf: exponents against 0 give 0 instead of NaN");
+    em.line(format!("let ms = select(mnew, 0.0f, mnew == {ninf});"));
+    em.line("let alpha = exp(mrun - ms);");
+    em.line("mrun = mnew;");
+    em.line("var ls = 0.0f;");
+    em.open(format!("for (var i = part; i < {bn}u; i = i + {parts}u)"));
+    em.line("let p = exp(ss[srow + i] - ms);");
+    em.line("ls = ls + p;");
+    let pr = ops::cast("p", DType::F32, a.p_dtype, false, &mut em.h).map_err(|m| em.err(m))?;
+    let pr = ops::cast(&pr, a.p_dtype, DType::F32, false, &mut em.h).map_err(|m| em.err(m))?;
+    em.line(format!("sp[(r0 + rs) * {pst}u + i] = f16({pr});"));
+    em.close();
+    em.line("lrun = lrun * alpha + ls;");
+    em.line("if (part == 0u) { sa[r0 + rs] = alpha; }");
+    em.line("workgroupBarrier();");
+    em.line("// O = O * alpha + P V: P V on the matrix units, added through the subgroup's rows of ss");
+    for kq in 0..nk {
+        em.line(format!(
+            "let pf{kq} = coopLoadT<coop_mat16x16<f16, A>>(&sp[r0 * {pst}u + {}u], {pst}u);",
+            kq * 16
+        ));
+    }
+    for r in 0..slots {
+        em.line(format!("let al{r} = sa[r0 + part + {}u];", r * parts));
+    }
+    for f0 in (0..nf).step_by(per_round as usize) {
+        let round: Vec<u32> = (f0..(f0 + per_round).min(nf)).collect();
+        for (slot, &f) in round.iter().enumerate() {
+            em.open("");
+            em.line("var pv = coop_mat16x16<f32, C>();");
+            for kq in 0..nk {
+                em.line(format!(
+                    "pv = coopMultiplyAdd(pf{kq}, coopLoadT<coop_mat16x16<f16, B>>(&sv[{}u], {vst}u), pv);",
+                    kq * 16 * vst + f * 16
+                ));
+            }
+            em.line(format!("coopStoreT(pv, &ss[r0 * {sst}u + {}u], {sst}u);", slot * 16));
+            em.close();
+        }
+        em.line("workgroupBarrier();");
+        for (slot, &f) in round.iter().enumerate() {
+            for r in 0..slots {
+                let i = f * slots + r;
+                em.line(format!(
+                    "o[{i}] = o[{i}] * al{r} + ss[(r0 + part + {}u) * {sst}u + {}u + rs];",
+                    r * parts,
+                    slot * 16
+                ));
+            }
+        }
+        em.line("workgroupBarrier();");
+    }
+    em.close();
+
+    em.line("// row sums across the row's lanes, then the epilogue");
+    let mut o = 16;
+    while o < sg {
+        em.line(format!("lrun = lrun + subgroupShuffleXor(lrun, {o}u);"));
+        o *= 2;
+    }
+    em.line("if (part == 0u) { sa[r0 + rs] = lrun; }");
+    em.line("workgroupBarrier();");
+    for r in 0..slots {
+        em.open("");
+        em.line(format!("let m = m0 + r0 + part + {}u;", r * parts));
+        em.line(format!("let lsum = sa[r0 + part + {}u];", r * parts));
+        for f in 0..nf {
+            if u64::from(f * 16) >= dv {
+                break;
+            }
+            em.open("");
+            em.line(format!("let n = {}u + rs;", f * 16));
+            em.open(format!("if (m < {m}u && n < {dv}u)"));
+            em.line(format!("let ov = o[{}] / lsum;", f * slots + r));
+            em.acc.insert(0, AccVal { name: "ov".into(), dtype: DType::F32, vec: false });
+            em.emit_closure(&store_roots_all, &|_| true)?;
+            for s in &a.stores {
+                em.emit_store(s)?;
+            }
+            em.close();
+            em.close();
+        }
+        em.close();
+    }
+    em.acc.remove(&0);
+    Ok(body(workgroups))
+}
