@@ -10,7 +10,7 @@ export SINTER_REQUIRE_GPU=1 SINTER_REQUIRE_CUDA=1 SINTER_REQUIRE_NVRTC=1 XDG_RUN
 B=.bench/sinter
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 echo "== checks ($SECONDS s)"
-timeout 120 .cudatest/wgsl_attention --test-threads=1 --nocapture cooperative sequence_lengths > /tmp/wa.log 2>&1; echo "wgsl_attention rc $? ($SECONDS s)"
+timeout 120 .wtest/wgsl_attention --test-threads=1 --nocapture cooperative sequence_lengths > /tmp/wa.log 2>&1; echo "wgsl_attention rc $? ($SECONDS s)"
 grep -E "ok$|FAILED|panicked|test result|strateg|SKIPPED" /tmp/wa.log | cut -c1-400 | head -30
 W1=attention_b8h16s1024d64_bf16; W2=attention_causal_b8h16s2048d128_bf16
 for w in $W1 $W2; do
