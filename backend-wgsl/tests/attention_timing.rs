@@ -1,0 +1,124 @@
+//! Device timing of the cooperative-matrix attention kernel and of variants with one part taken out
+//! (`--ignored`, on a GPU with f16 cooperative matrices: the device machine through Vulkan). Each
+//! variant is the rendered WGSL with lines removed or replaced, so the numbers say where the time
+//! goes; the variants compute wrong results and are never checked. Not a unit test: run it with
+//! `cargo test -p sinter-wgsl --release --test attention_timing -- --ignored --nocapture`.
+
+mod common;
+
+use common::*;
+use sinter_core::prelude::*;
+use sinter_core::testsuite::programs::{AttnCase, attention};
+use sinter_wgsl::render::{WgslCaps, render};
+
+/// `src` with every line containing `pat` replaced by `with` (or removed when `with` is empty).
+fn edit(src: &str, pat: &str, with: &str) -> String {
+    src.lines()
+        .filter_map(|l| if l.contains(pat) { (!with.is_empty()).then(|| with.to_string()) } else { Some(l.to_string()) })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The kernel and its variants, each with one part taken out.
+fn variants(full: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("full", full.to_string()),
+        ("no S products", edit(full, "s = coopMultiplyAdd(", "")),
+        ("no P V products", edit(full, "pv = coopMultiplyAdd(", "")),
+        ("no products", edit(&edit(full, "s = coopMultiplyAdd(", ""), "pv = coopMultiplyAdd(", "")),
+        ("no K/V global loads", edit(full, "x = vec4<f16>(vec4<f32>(a1[", "").replace("x = vec4<f16>(vec4<f32>(a2[", "//")),
+        ("plain max, no p rounding", full.replace("= sinter_fmax(", "= max(").replace("f16(sinter_round_f16(p))", "f16(p)")),
+        ("no O accumulation", edit(&full.replace("let ov = o[", "let ov = 0.0f; //"), "o[", "")),
+        ("no S store", edit(full, "coopStoreT(s,", "")),
+    ]
+}
+
+#[test]
+fn the_variants_validate() {
+    let caps = WgslCaps {
+        has_subgroups: true,
+        subgroup_size: Some(32),
+        fixed_subgroup_size: Some(32),
+        has_coop_matrix: true,
+        max_invocations: 1024,
+        max_workgroup_size_x: 1024,
+        max_workgroup_storage_bytes: 49152,
+        ..WgslCaps::baseline()
+    };
+    let p = attention(&AttnCase::new(2, 2, 128, 128, 64, DType::F16));
+    let r = render(&p.kernels[0], &p, &caps).expect("render");
+    assert!(r.strategy.contains("coop"), "{}", r.strategy);
+    for (name, src) in variants(&r.source) {
+        assert!(name == "full" || src != r.source, "{name}: nothing taken out");
+        naga_validate(&src);
+    }
+}
+
+#[test]
+#[ignore]
+fn coop_attention_parts() {
+    let Some(Ok(b)) = gpu_backend().map(|_| open_backend("timing", None)) else { return };
+    if !b.wgsl_caps().has_coop_matrix {
+        eprintln!("SKIPPED: no f16 cooperative matrices");
+        return;
+    }
+    let dev = b.device();
+    let shapes: Vec<(usize, usize)> = std::env::var("SINTER_ATTN_DIMS")
+        .ok()
+        .map(|s| s.split(',').filter_map(|x| x.parse().ok()).map(|d| (1024, d)).collect())
+        .unwrap_or_else(|| vec![(1024, 64)]);
+    for (s, d) in shapes {
+        let c = AttnCase::new(8, 16, s, s, d, DType::F16);
+        let p = attention(&c);
+        let k = &p.kernels[0];
+        let r = render(k, &p, b.wgsl_caps()).expect("render");
+        let flops = 4.0 * (8 * 16 * s * s * d) as f64;
+        let variants = variants(&r.source);
+        let bufs: Vec<_> = p
+            .buffers
+            .iter()
+            .map(|bd| {
+                let bytes = (bd.numel * bd.dtype.size_bytes()).next_multiple_of(4).max(4) as u64;
+                let buf = dev.alloc(bytes, "t").expect("alloc");
+                dev.fill(&buf, &[0x00, 0x3c]).expect("fill");
+                buf
+            })
+            .collect();
+        let args: Vec<sinter_wgsl::device::Arg<'_>> = r
+            .bindings
+            .iter()
+            .map(|bp| bufs[bp.buffer.0 as usize].range(bp.offset_bytes, bp.size_bytes).into())
+            .collect();
+        let progs: Vec<_> = variants
+            .iter()
+            .filter_map(|(name, src)| match dev.compile(src, &r.entry, name) {
+                Ok(prog) => Some((name, prog)),
+                Err(e) => {
+                    println!("  {name}: does not compile: {e}");
+                    None
+                }
+            })
+            .collect();
+        let mut best = vec![f64::INFINITY; progs.len()];
+        for _round in 0..5 {
+            for (i, (_, prog)) in progs.iter().enumerate() {
+                let mut batch = dev.batch().timed(true);
+                for _ in 0..5 {
+                    batch.dispatch(prog, &args, r.grid).expect("dispatch");
+                }
+                let t = batch.run().expect("run");
+                let ns = t.dispatch_ns.expect("timestamps");
+                let med = {
+                    let mut v = ns.clone();
+                    v.sort();
+                    v[v.len() / 2] as f64 / 1e6
+                };
+                best[i] = best[i].min(med);
+            }
+        }
+        println!("s {s} d {d} ({}):", r.strategy);
+        for ((name, _), ms) in progs.iter().zip(&best) {
+            println!("  {name:<28} {ms:.4} ms  {:.1} TFLOP/s", flops / ms / 1e9);
+        }
+    }
+}
