@@ -24,9 +24,9 @@ fn variants(full: &str) -> Vec<(&'static str, String)> {
     vec![
         ("full", full.to_string()),
         ("no S products", edit(full, "s = coopMultiplyAdd(", "")),
-        ("no P V products", edit(full, "pv = coopMultiplyAdd(", "")),
-        ("no products", edit(&edit(full, "s = coopMultiplyAdd(", ""), "pv = coopMultiplyAdd(", "")),
-        ("no K/V global loads", edit(full, "x = vec4<f16>(vec4<f32>(a1[", "").replace("x = vec4<f16>(vec4<f32>(a2[", "//")),
+        ("no P V products", edit(full, "po = coopMultiplyAdd(", "")),
+        ("no products", edit(&edit(full, "s = coopMultiplyAdd(", ""), "po = coopMultiplyAdd(", "")),
+        ("no K/V global loads", edit(&edit(full, "] = vec4<f16>(vec4<f32>(a1[", ""), "] = vec4<f16>(vec4<f32>(a2[", "")),
         ("plain max, no p rounding", full.replace("= sinter_fmax(", "= max(").replace("f16(sinter_round_f16(p))", "f16(p)")),
         ("no O accumulation", edit(&full.replace("let ov = o[", "let ov = 0.0f; //"), "o[", "")),
         ("no S store", edit(full, "coopStoreT(s,", "")),

@@ -133,6 +133,14 @@ pub(super) fn plan(a: &AttentionBody, caps: &WgslCaps, tuning: &Tuning) -> Resul
         .ok_or_else(|| format!("no key tile fits {} bytes of workgroup memory", caps.max_workgroup_storage_bytes))
 }
 
+/// What [`render`]'s staging emits: loads of rows from `row0` into registers, or stores of the
+/// registers into workgroup memory (`dst`, row stride).
+#[derive(Clone, Copy)]
+enum Step<'s> {
+    Fetch(&'s str, &'s str),
+    Put(&'s str, &'s str, u32),
+}
+
 /// Renders `a` on cooperative matrices with the geometry from [`plan`].
 pub(super) fn render(
     em: &mut Emitter<'_>,
@@ -248,20 +256,31 @@ pub(super) fn render(
     hoist.extend(&store_roots_all);
     em.emit_closure(&hoist, &|e| !inner(e))?;
 
-    // Stages `rows x cols_pad` of an operand (rows from `row0`) as f16 at `dst[rr * stride + cc]`,
-    // zero past `rows_ext` and `cols_ext`; 4 columns per load where everything is 4-aligned.
+    // Staging of `rows x cols_pad` of an operand as f16, in two steps so the next tile's loads are in
+    // flight while the current one is used: `Fetch(reg, row0)` loads rows from `row0` into the
+    // registers `reg` (zero past `rows_ext` and `cols_ext`; 4 columns per load where everything is
+    // 4-aligned), `Put(reg, dst, stride)` stores them at `dst[rr * stride + cc]`. Unrolled: each
+    // thread's loads are issued back to back.
     let in_ct = ct(a.in_dtype).unwrap_or(Ct::F32);
+    let vec_of = |op: &AttnOperand, cols_ext: u64| {
+        let aligned = [op.offset, op.s_row, op.s_head, op.s_batch].iter().all(|x| x.is_multiple_of(4));
+        tuning.vectorize && aligned && cols_ext.is_multiple_of(4)
+    };
+    let regs_of = |op: &AttnOperand, rows: u32, cols_pad: u32, cols_ext: u64| {
+        let w = if vec_of(op, cols_ext) { 4 } else { 1 };
+        (rows * cols_pad / w).div_ceil(threads)
+    };
     let stage = |em: &mut Emitter<'_>,
                  which: &str,
                  op: &AttnOperand,
-                 (rows, row0, rows_ext): (u32, &str, u64),
+                 (rows, rows_ext): (u32, u64),
                  (cols_pad, cols_ext): (u32, u64),
-                 (dst, stride): (&str, u32)|
+                 step: Step<'_>|
      -> Result<(), RenderError> {
-        let aligned = [op.offset, op.s_row, op.s_head, op.s_batch].iter().all(|x| x.is_multiple_of(4));
-        let vec = tuning.vectorize && aligned && cols_ext.is_multiple_of(4);
+        let vec = vec_of(op, cols_ext);
         let w = if vec { 4 } else { 1 };
-        if let Some(u) = em.uses.get_mut(op.arg) {
+        let total = rows * cols_pad / w;
+        if let (Step::Fetch(..), Some(u)) = (step, em.uses.get_mut(op.arg)) {
             if vec {
                 u.contig_loads += 1;
             } else {
@@ -269,44 +288,69 @@ pub(super) fn render(
             }
         }
         let arg = em.args[op.arg].clone();
-        let total = rows * cols_pad / w;
-        em.open(format!("for (var e = lid; e < {total}u; e = e + {threads}u)"));
-        em.line(format!("let rr = e / {}u;", cols_pad / w));
-        em.line(format!("let cc = (e % {}u){};", cols_pad / w, if vec { " * 4u" } else { "" }));
-        em.line(format!("let gr = {row0} + rr;"));
-        em.line(if vec { "var x = vec4<f16>(0.0h);" } else { "var x = 0.0h;" });
-        em.open(format!("if (gr < {rows_ext}u && cc < {cols_ext}u)"));
-        em.line(format!("let gi = {which}_base + gr * {}u + cc;", op.s_row));
-        let tmp = em.fresh("l");
-        let (pre, v) = if vec { load_vec(&arg, "gi", &tmp, in_ct) } else { load_scalar(&arg, "gi", &tmp) };
-        for p in pre {
-            em.line(p);
-        }
-        let v = ops::cast(&v, a.in_dtype, DType::F32, vec, &mut em.h).map_err(|m| em.err(m))?;
-        let v = if a.in_dtype == DType::BF16 {
-            let f = em.h.need(H::Bf16ToF16, vec);
-            format!("{f}({v})")
-        } else if vec {
-            format!("vec4<f16>({v})")
-        } else {
-            format!("f16({v})")
-        };
-        em.line(format!("x = {v};"));
-        em.close();
-        em.line(format!("let wi = rr * {stride}u + cc;"));
-        if vec {
-            for (c, comp) in ["x", "y", "z", "w"].iter().enumerate() {
-                em.line(format!("{dst}[wi + {c}u] = x.{comp};"));
+        for u in 0..total.div_ceil(threads) {
+            em.open("");
+            em.line(format!("let e = lid + {}u;", u * threads));
+            let guarded = !total.is_multiple_of(threads);
+            if guarded {
+                em.open(format!("if (e < {total}u)"));
             }
-        } else {
-            em.line(format!("{dst}[wi] = x;"));
+            em.line(format!("let rr = e / {}u;", cols_pad / w));
+            em.line(format!("let cc = (e % {}u){};", cols_pad / w, if vec { " * 4u" } else { "" }));
+            match step {
+                Step::Fetch(reg, row0) => {
+                    em.line(format!("let gr = {row0} + rr;"));
+                    em.line(format!("{reg}[{u}] = {};", if vec { "vec4<f16>(0.0h)" } else { "0.0h" }));
+                    em.open(format!("if (gr < {rows_ext}u && cc < {cols_ext}u)"));
+                    em.line(format!("let gi = {which}_base + gr * {}u + cc;", op.s_row));
+                    let tmp = em.fresh("l");
+                    let (pre, v) = if vec { load_vec(&arg, "gi", &tmp, in_ct) } else { load_scalar(&arg, "gi", &tmp) };
+                    for p in pre {
+                        em.line(p);
+                    }
+                    let v = ops::cast(&v, a.in_dtype, DType::F32, vec, &mut em.h).map_err(|m| em.err(m))?;
+                    let v = if a.in_dtype == DType::BF16 {
+                        let f = em.h.need(H::Bf16ToF16, vec);
+                        format!("{f}({v})")
+                    } else if vec {
+                        format!("vec4<f16>({v})")
+                    } else {
+                        format!("f16({v})")
+                    };
+                    em.line(format!("{reg}[{u}] = {v};"));
+                    em.close();
+                }
+                Step::Put(reg, dst, stride) => {
+                    em.line(format!("let wi = rr * {stride}u + cc;"));
+                    if vec {
+                        for (c, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+                            em.line(format!("{dst}[wi + {c}u] = {reg}[{u}].{comp};"));
+                        }
+                    } else {
+                        em.line(format!("{dst}[wi] = {reg}[{u}];"));
+                    }
+                }
+            }
+            if guarded {
+                em.close();
+            }
+            em.close();
         }
-        em.close();
         Ok(())
     };
+    let reg_decl = |op: &AttnOperand, rows: u32, cols_pad: u32, cols_ext: u64| {
+        let ty = if vec_of(op, cols_ext) { "vec4<f16>" } else { "f16" };
+        format!("array<{ty}, {}>", regs_of(op, rows, cols_pad, cols_ext))
+    };
 
-    em.line("// the query tile, staged through sk, held as A fragments");
-    stage(em, "q", &a.q, (BM, "m0", m), (d_pad, d), ("sk", kst))?;
+    em.line(format!("var pq: {};", reg_decl(&a.q, BM, d_pad, d)));
+    em.line(format!("var pk: {};", reg_decl(&a.k, bn, d_pad, d)));
+    em.line(format!("var pv: {};", reg_decl(&a.v, bn, dv_pad, dv)));
+    em.line("// the query tile, staged through sk, held as A fragments; the first key tile's loads");
+    stage(em, "q", &a.q, (BM, m), (d_pad, d), Step::Fetch("pq", "m0"))?;
+    stage(em, "k", &a.k, (bn, kv), (d_pad, d), Step::Fetch("pk", "0u"))?;
+    stage(em, "v", &a.v, (bn, kv), (dv_pad, dv), Step::Fetch("pv", "0u"))?;
+    stage(em, "q", &a.q, (BM, m), (d_pad, d), Step::Put("pq", "sk", kst))?;
     em.line("workgroupBarrier();");
     for c in 0..nq {
         em.line(format!(
@@ -325,9 +369,14 @@ pub(super) fn render(
     }
     em.line("workgroupBarrier();");
     em.open(format!("for (var j0 = 0u; j0 < kend; j0 = j0 + {bn}u)"));
-    stage(em, "k", &a.k, (bn, "j0", kv), (d_pad, d), ("sk", kst))?;
-    stage(em, "v", &a.v, (bn, "j0", kv), (dv_pad, dv), ("sv", vst))?;
+    stage(em, "k", &a.k, (bn, kv), (d_pad, d), Step::Put("pk", "sk", kst))?;
+    stage(em, "v", &a.v, (bn, kv), (dv_pad, dv), Step::Put("pv", "sv", vst))?;
     em.line("workgroupBarrier();");
+    em.line("// the next key tile's loads, in flight while this one is used");
+    em.open(format!("if (j0 + {bn}u < kend)"));
+    stage(em, "k", &a.k, (bn, kv), (d_pad, d), Step::Fetch("pk", &format!("j0 + {bn}u")))?;
+    stage(em, "v", &a.v, (bn, kv), (dv_pad, dv), Step::Fetch("pv", &format!("j0 + {bn}u")))?;
+    em.close();
     em.line("// S = Q K^T on the matrix units");
     for kb in 0..nk {
         em.open("");
@@ -396,14 +445,14 @@ pub(super) fn render(
         let round: Vec<u32> = (f0..(f0 + per_round).min(nf)).collect();
         for (slot, &f) in round.iter().enumerate() {
             em.open("");
-            em.line("var pv = coop_mat16x16<f32, C>();");
+            em.line("var po = coop_mat16x16<f32, C>();");
             for kq in 0..nk {
                 em.line(format!(
-                    "pv = coopMultiplyAdd(pf{kq}, coopLoadT<coop_mat16x16<f16, B>>(&sv[{}u], {vst}u), pv);",
+                    "po = coopMultiplyAdd(pf{kq}, coopLoadT<coop_mat16x16<f16, B>>(&sv[{}u], {vst}u), po);",
                     kq * 16 * vst + f * 16
                 ));
             }
-            em.line(format!("coopStoreT(pv, &ss[r0 * {sst}u + {}u], {sst}u);", slot * 16));
+            em.line(format!("coopStoreT(po, &ss[r0 * {sst}u + {}u], {sst}u);", slot * 16));
             em.close();
         }
         em.line("workgroupBarrier();");
