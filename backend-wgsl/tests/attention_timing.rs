@@ -14,7 +14,21 @@ use sinter_wgsl::render::{WgslCaps, render};
 /// `src` with every line containing `pat` replaced by `with` (or removed when `with` is empty).
 fn edit(src: &str, pat: &str, with: &str) -> String {
     src.lines()
-        .filter_map(|l| if l.contains(pat) { (!with.is_empty()).then(|| with.to_string()) } else { Some(l.to_string()) })
+        .filter_map(
+            |l| if l.contains(pat) { (!with.is_empty()).then(|| with.to_string()) } else { Some(l.to_string()) },
+        )
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `src` without the loads of the K and V tiles into their registers (the registers keep zeros).
+fn no_kv_loads(src: &str) -> String {
+    src.lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            let reg = t.starts_with("pk[") || t.starts_with("pv[");
+            !(reg && !t.contains("(0.0h)"))
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -26,8 +40,12 @@ fn variants(full: &str) -> Vec<(&'static str, String)> {
         ("no S products", edit(full, "s = coopMultiplyAdd(", "")),
         ("no P V products", edit(full, "po = coopMultiplyAdd(", "")),
         ("no products", edit(&edit(full, "s = coopMultiplyAdd(", ""), "po = coopMultiplyAdd(", "")),
-        ("no K/V global loads", edit(&edit(full, "] = vec4<f16>(vec4<f32>(a1[", ""), "] = vec4<f16>(vec4<f32>(a2[", "")),
-        ("plain max, no p rounding", full.replace("= sinter_fmax(", "= max(").replace("f16(sinter_round_f16(p))", "f16(p)")),
+        ("no K/V global loads", no_kv_loads(full)),
+        ("bf16 to f16 as a plain cast", full.replace("sinter_bf16_to_f16_v4(bitcast", "vec4<f16>(bitcast")),
+        (
+            "plain max, no p rounding",
+            full.replace("= sinter_fmax(", "= max(").replace("f16(sinter_round_f16(p))", "f16(p)"),
+        ),
         ("no O accumulation", edit(&full.replace("let ov = o[", "let ov = 0.0f; //"), "o[", "")),
         ("no S store", edit(full, "coopStoreT(s,", "")),
     ]
@@ -49,7 +67,7 @@ fn the_variants_validate() {
     let r = render(&p.kernels[0], &p, &caps).expect("render");
     assert!(r.strategy.contains("coop"), "{}", r.strategy);
     for (name, src) in variants(&r.source) {
-        assert!(name == "full" || src != r.source, "{name}: nothing taken out");
+        assert!(name == "full" || name.starts_with("bf16") || src != r.source, "{name}: nothing taken out");
         naga_validate(&src);
     }
 }
@@ -57,18 +75,22 @@ fn the_variants_validate() {
 #[test]
 #[ignore]
 fn coop_attention_parts() {
-    let Some(Ok(b)) = gpu_backend().map(|_| open_backend("timing", None)) else { return };
+    let Some(Ok(mut b)) = gpu_backend().map(|_| open_backend("timing", None)) else { return };
+    b.set_bf16_matmul_as_f16(true);
     if !b.wgsl_caps().has_coop_matrix {
         eprintln!("SKIPPED: no f16 cooperative matrices");
         return;
     }
     let dev = b.device();
-    let shapes: Vec<(usize, usize)> = std::env::var("SINTER_ATTN_DIMS")
-        .ok()
-        .map(|s| s.split(',').filter_map(|x| x.parse().ok()).map(|d| (1024, d)).collect())
-        .unwrap_or_else(|| vec![(1024, 64)]);
-    for (s, d) in shapes {
-        let c = AttnCase::new(8, 16, s, s, d, DType::F16);
+    // SINTER_ATTN_DIMS: head dims (default 64); SINTER_ATTN_DTYPES: f16, bf16 (bf16 runs as f16).
+    let list = |var: &str, default: &str| std::env::var(var).unwrap_or_else(|_| default.to_string());
+    let dims: Vec<usize> = list("SINTER_ATTN_DIMS", "64").split(',').filter_map(|x| x.parse().ok()).collect();
+    let dtypes: Vec<DType> = list("SINTER_ATTN_DTYPES", "f16")
+        .split(',')
+        .map(|x| if x == "bf16" { DType::BF16 } else { DType::F16 })
+        .collect();
+    for (s, d, dt) in dims.iter().flat_map(|&d| dtypes.iter().map(move |&dt| (1024, d, dt))) {
+        let c = AttnCase::new(8, 16, s, s, d, dt);
         let p = attention(&c);
         let k = &p.kernels[0];
         let r = render(k, &p, b.wgsl_caps()).expect("render");
@@ -116,7 +138,7 @@ fn coop_attention_parts() {
                 best[i] = best[i].min(med);
             }
         }
-        println!("s {s} d {d} ({}):", r.strategy);
+        println!("s {s} d {d} {dt} ({}):", r.strategy);
         for ((name, _), ms) in progs.iter().zip(&best) {
             println!("  {name:<28} {ms:.4} ms  {:.1} TFLOP/s", flops / ms / 1e9);
         }

@@ -261,6 +261,33 @@ pub(crate) fn load_scalar(a: &ArgInfo, i: &str, tmp: &str) -> (Vec<String>, Stri
     }
 }
 
+/// The two words holding the 4 consecutive packed 16-bit floats (bf16, or f16 without shader-f16)
+/// starting at `b` (a multiple of 4), as a `vec2<u32>` expression; `None` for other layouts. With
+/// [`unpack_words`] later, a load's result can wait in a register unconverted: a conversion right
+/// after the load would stall the thread until the load completes, where a prefetch into registers
+/// is meant to overlap it with other work.
+pub(crate) fn load_words(a: &ArgInfo, b: &str) -> Option<String> {
+    match a.layout {
+        Layout::Packed { bits: 16, kind: Pack::BF16 | Pack::F16 } => {
+            Some(format!("vec2<u32>({}, {})", a.read(&format!("{b} >> 1u")), a.read(&format!("({b} >> 1u) + 1u"))))
+        }
+        _ => None,
+    }
+}
+
+/// The 4 floats in `w`, a `vec2<u32>` from [`load_words`], as a `vec4<f32>`.
+pub(crate) fn unpack_words(a: &ArgInfo, w: &str) -> Option<String> {
+    match a.layout {
+        Layout::Packed { bits: 16, kind: Pack::BF16 } => Some(format!(
+            "bitcast<vec4<f32>>((vec4<u32>({w}.x, {w}.x, {w}.y, {w}.y) >> vec4<u32>(0u, 16u, 0u, 16u)) << vec4<u32>(16u))"
+        )),
+        Layout::Packed { bits: 16, kind: Pack::F16 } => {
+            Some(format!("vec4<f32>(unpack2x16float({w}.x), unpack2x16float({w}.y))"))
+        }
+        _ => None,
+    }
+}
+
 /// Code to load 4 consecutive elements starting at `b` (a `u32` identifier or literal, a multiple of 4) as
 /// a 4-vector of the compute type.
 pub(crate) fn load_vec(a: &ArgInfo, b: &str, tmp: &str, ct: Ct) -> (Vec<String>, String) {
