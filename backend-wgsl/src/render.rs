@@ -131,6 +131,7 @@ use sinter_core::kernel::dynamic::{GridSplit, OuterUnit};
 use sinter_core::kernel::{Access, BufferId, Kernel, KernelBody, Program};
 
 pub use attention::{attn_tile_candidates, check_attn_tile};
+pub use attention_coop::KEY_TILES as ATTN_KEY_TILES;
 pub use matmul::check_tile;
 
 use emit::Emitter;
@@ -314,6 +315,10 @@ pub struct Tuning {
     /// Attention tile (`None`: chosen from the shape and the adapter's limits).
     #[serde(default)]
     pub attn_tile: Option<AttnTile>,
+    /// Keys per tile of the cooperative-matrix attention: 16, 32 or 64 (`None`: the largest that fits
+    /// the workgroup memory).
+    #[serde(default)]
+    pub attn_keys: Option<u32>,
 }
 
 impl Default for Tuning {
@@ -327,6 +332,7 @@ impl Default for Tuning {
             subgroups: true,
             coop_matrix: true,
             attn_tile: None,
+            attn_keys: None,
         }
     }
 }

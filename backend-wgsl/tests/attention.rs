@@ -404,7 +404,14 @@ fn cooperative_matrix_kernel_renders_and_validates() {
     let fma = Tuning { coop_matrix: false, ..Tuning::default() };
     assert!(!render_with(&d64.kernels[0], &d64, &caps, &fma).unwrap().strategy.contains("coop"));
     let cands = candidates(&d64.kernels[0], &caps);
-    assert!(cands.iter().filter(|t| t.attn_tile.is_none() && t.coop_matrix).count() >= 1);
+    assert!(cands.iter().filter(|t| t.attn_tile.is_none() && t.coop_matrix).count() >= 3);
+    // Smaller key tiles on request (max-autotune's candidates); other sizes are refused.
+    for (keys, want) in [(32, "attention coop16 64x32"), (16, "attention coop16 64x16")] {
+        let t = Tuning { attn_keys: Some(keys), ..Tuning::default() };
+        check_tuning(&t, &caps).unwrap();
+        assert!(rendered(&d64, &caps, &t).contains(want), "{keys}");
+    }
+    assert!(check_tuning(&Tuning { attn_keys: Some(48), ..Tuning::default() }, &caps).is_err());
     let causal_mask =
         AttnCase { causal: Some(0), mask: AttnMask::Bool, ..AttnCase::new(1, 2, 128, 128, 64, DType::F16) };
     insta::assert_snapshot!(

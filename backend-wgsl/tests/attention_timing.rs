@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use sinter_core::prelude::*;
 use sinter_core::testsuite::programs::{AttnCase, attention};
-use sinter_wgsl::render::{WgslCaps, render};
+use sinter_wgsl::render::{Tuning, WgslCaps, render, render_with};
 
 /// `src` with every line containing `pat` replaced by `with` (or removed when `with` is empty).
 fn edit(src: &str, pat: &str, with: &str) -> String {
@@ -95,7 +95,14 @@ fn coop_attention_parts() {
         let k = &p.kernels[0];
         let r = render(k, &p, b.wgsl_caps()).expect("render");
         let flops = 4.0 * (8 * 16 * s * s * d) as f64;
-        let variants = variants(&r.source);
+        let mut variants = variants(&r.source);
+        for keys in [32, 16] {
+            let t = Tuning { attn_keys: Some(keys), ..Tuning::default() };
+            if let Ok(rk) = render_with(k, &p, b.wgsl_caps(), &t) {
+                assert_eq!(rk.grid, r.grid);
+                variants.push((if keys == 32 { "32-key tiles" } else { "16-key tiles" }, rk.source));
+            }
+        }
         let bufs: Vec<_> = p
             .buffers
             .iter()

@@ -24,6 +24,14 @@ pub fn check_tuning(t: &Tuning, caps: &WgslCaps) -> Result<(), String> {
     if let Some(tile) = &t.attn_tile {
         crate::render::check_attn_tile(tile, caps)?;
     }
+    if let Some(k) = t.attn_keys
+        && !crate::render::ATTN_KEY_TILES.contains(&k)
+    {
+        return Err(format!(
+            "{k} keys per cooperative-matrix attention tile, not one of {:?}",
+            crate::render::ATTN_KEY_TILES
+        ));
+    }
     Ok(())
 }
 
@@ -79,6 +87,11 @@ pub fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
         KernelBody::Attention(_) => {
             for t in crate::render::attn_tile_candidates(caps) {
                 out.push(Tuning { attn_tile: Some(t), ..base.clone() });
+            }
+            if caps.has_coop_matrix {
+                for k in &crate::render::ATTN_KEY_TILES[1..] {
+                    out.push(Tuning { attn_keys: Some(*k), ..base.clone() });
+                }
             }
             out.push(Tuning { vectorize: false, ..base.clone() });
         }

@@ -53,6 +53,8 @@ const SUBGROUPS: u32 = 4;
 const PAD16: u32 = 8;
 /// Padding of f32 rows, in elements (16 bytes).
 const PAD32: u32 = 4;
+/// Keys per tile, largest first (what [`Tuning::attn_keys`] may ask for).
+pub const KEY_TILES: [u32; 3] = [64, 32, 16];
 /// Most O values a lane keeps in registers.
 const MAX_O_REGS: u32 = 64;
 /// Largest padded head dimension (Q is held as `d / 16` fragments).
@@ -98,7 +100,8 @@ impl Geometry {
 /// The geometry `a` runs with on cooperative matrices, or why it does not: no matrix units or fixed
 /// subgroup size, an input dtype without its opt-in, a query block too short to fill 16-row
 /// fragments (decode stays on the FMA kernel), a head too wide, or no key tile that fits the
-/// workgroup memory. An explicit FMA tile in `tuning` (max-autotune's candidates) also refuses.
+/// workgroup memory (at most [`Tuning::attn_keys`] keys where given). An explicit FMA tile in
+/// `tuning` (max-autotune's candidates) also refuses.
 pub(super) fn plan(a: &AttentionBody, caps: &WgslCaps, tuning: &Tuning) -> Result<Geometry, String> {
     if !tuning.coop_matrix || tuning.attn_tile.is_some() {
         return Err("tuning asks for the FMA kernel".into());
@@ -126,8 +129,12 @@ pub(super) fn plan(a: &AttentionBody, caps: &WgslCaps, tuning: &Tuning) -> Resul
     if g.d_pad > MAX_D || 16 * g.dv_pad / sg > MAX_O_REGS {
         return Err(format!("head dimensions {} and {} exceed what a subgroup holds", a.d, a.dv));
     }
-    [64, 32, 16]
-        .into_iter()
+    let keys = match tuning.attn_keys {
+        Some(k) if KEY_TILES.contains(&k) => vec![k],
+        Some(k) => return Err(format!("{k} keys per tile: not one of {KEY_TILES:?}")),
+        None => KEY_TILES.to_vec(),
+    };
+    keys.into_iter()
         .map(|bn| Geometry::new(a, bn))
         .find(|g| g.shared_bytes() <= u64::from(caps.max_workgroup_storage_bytes))
         .ok_or_else(|| format!("no key tile fits {} bytes of workgroup memory", caps.max_workgroup_storage_bytes))
@@ -452,25 +459,29 @@ pub(super) fn render(
         em.close();
     }
     em.line("workgroupBarrier();");
-    em.line("// logits, masked, and their row maximum");
+    em.line("// logits, masked, in registers, and their row maximum");
     em.line("let m = m0 + r0 + rs;");
-    em.line(format!("let srow = (r0 + rs) * {sst}u;"));
+    em.line(format!("let srow = (r0 + rs) * {sst}u + part;"));
+    let per_lane = bn / parts;
+    em.line(format!("var sc: array<f32, {per_lane}>;"));
     em.line(format!("var mx = {ninf};"));
-    em.open(format!("for (var i = part; i < {bn}u; i = i + {parts}u)"));
-    em.line("let key = j0 + i;");
-    em.line(format!("var x = {ninf};"));
     let bound = causal_o.map_or(String::new(), |o| format!(" && key <= m + {o}u"));
-    em.open(format!("if (m < {m}u && key < {kv}u{bound})"));
-    em.line("let sdot = ss[srow + i];");
-    em.acc.insert(1, AccVal { name: "sdot".into(), dtype: DType::F32, vec: false });
-    em.emit_closure(&[a.score], &|_| true)?;
-    let (v, _) = em.value(a.score)?;
-    em.line(format!("x = {v};"));
-    em.close();
-    em.acc.remove(&1);
-    em.line("ss[srow + i] = x;");
-    em.line(format!("mx = {fmax}(mx, x);"));
-    em.close();
+    for i in 0..per_lane {
+        em.open("");
+        em.line(format!("let key = j0 + part + {}u;", i * parts));
+        em.line(format!("var x = {ninf};"));
+        em.open(format!("if (m < {m}u && key < {kv}u{bound})"));
+        em.line(format!("let sdot = ss[srow + {}u];", i * parts));
+        em.acc.insert(1, AccVal { name: "sdot".into(), dtype: DType::F32, vec: false });
+        em.emit_closure(&[a.score], &|_| true)?;
+        let (v, _) = em.value(a.score)?;
+        em.line(format!("x = {v};"));
+        em.close();
+        em.acc.remove(&1);
+        em.line(format!("sc[{i}] = x;"));
+        em.line(format!("mx = {fmax}(mx, x);"));
+        em.close();
+    }
     let mut o = 16;
     while o < sg {
         em.line(format!("mx = {fmax}(mx, subgroupShuffleXor(mx, {o}u));"));
@@ -482,13 +493,16 @@ pub(super) fn render(
     em.line("let alpha = exp(mrun - ms);");
     em.line("mrun = mnew;");
     em.line("var ls = 0.0f;");
-    em.open(format!("for (var i = part; i < {bn}u; i = i + {parts}u)"));
-    em.line("let p = exp(ss[srow + i] - ms);");
-    em.line("ls = ls + p;");
-    let pr = ops::cast("p", DType::F32, a.p_dtype, false, &mut em.h).map_err(|m| em.err(m))?;
-    let pr = ops::cast(&pr, a.p_dtype, DType::F32, false, &mut em.h).map_err(|m| em.err(m))?;
-    em.line(format!("sp[(r0 + rs) * {pst}u + i] = f16({pr});"));
-    em.close();
+    em.line(format!("let prow = (r0 + rs) * {pst}u + part;"));
+    for i in 0..per_lane {
+        em.open("");
+        em.line(format!("let p = exp(sc[{i}] - ms);"));
+        em.line("ls = ls + p;");
+        let pr = ops::cast("p", DType::F32, a.p_dtype, false, &mut em.h).map_err(|m| em.err(m))?;
+        let pr = ops::cast(&pr, a.p_dtype, DType::F32, false, &mut em.h).map_err(|m| em.err(m))?;
+        em.line(format!("sp[prow + {}u] = f16({pr});", i * parts));
+        em.close();
+    }
     em.line("lrun = lrun * alpha + ls;");
     em.line("if (part == 0u) { sa[r0 + rs] = alpha; }");
     em.line("workgroupBarrier();");
