@@ -465,21 +465,53 @@ pub(super) fn render(
     let per_lane = bn / parts;
     em.line(format!("var sc: array<f32, {per_lane}>;"));
     em.line(format!("var mx = {ninf};"));
-    let bound = causal_o.map_or(String::new(), |o| format!(" && key <= m + {o}u"));
-    for i in 0..per_lane {
-        em.open("");
-        em.line(format!("let key = j0 + part + {}u;", i * parts));
-        em.line(format!("var x = {ninf};"));
-        em.open(format!("if (m < {m}u && key < {kv}u{bound})"));
-        em.line(format!("let sdot = ss[srow + {}u];", i * parts));
-        em.acc.insert(1, AccVal { name: "sdot".into(), dtype: DType::F32, vec: false });
-        em.emit_closure(&[a.score], &|_| true)?;
-        let (v, _) = em.value(a.score)?;
-        em.line(format!("x = {v};"));
+    // Keys past `kv` are masked without comparing keys at run time: tiles before the last partial
+    // one have none, and in that one (its `j0` known here) which register holds which key is known
+    // but for the lane's part. Measured reason (H200, NVIDIA 580 Vulkan driver): the unrolled
+    // comparison `j0 + part + c < kv` was miscompiled, letting keys past `kv` through with logit 0
+    // whenever the last tile was partial (session 17, call 9), where the same comparison on a value
+    // the compiler could not fold was right.
+    let rem = (kv % u64::from(bn)) as u32;
+    let last = kv - u64::from(rem);
+    let causal_bound = causal_o.map_or(String::new(), |o| format!(" && key <= m + {o}u"));
+    let logits = |em: &mut Emitter<'_>, partial: bool| -> Result<(), RenderError> {
+        for i in 0..per_lane {
+            let c = i * parts;
+            em.open("");
+            let j0 = if partial { format!("{last}u") } else { "j0".to_string() };
+            em.line(format!("let key = {j0} + part + {c}u;"));
+            em.line(format!("var x = {ninf};"));
+            // Within the partial tile: every part of this register valid, none, or those below `rem - c`.
+            let kv_bound = match partial {
+                false => Some(String::new()),
+                true if c + parts <= rem => Some(String::new()),
+                true if c >= rem => None,
+                true => Some(format!(" && part < {}u", rem - c)),
+            };
+            if let Some(kv_bound) = kv_bound {
+                em.open(format!("if (m < {m}u{kv_bound}{causal_bound})"));
+                em.line(format!("let sdot = ss[srow + {c}u];"));
+                em.acc.insert(1, AccVal { name: "sdot".into(), dtype: DType::F32, vec: false });
+                em.emit_closure(&[a.score], &|_| true)?;
+                let (v, _) = em.value(a.score)?;
+                em.line(format!("x = {v};"));
+                em.close();
+                em.acc.remove(&1);
+            }
+            em.line(format!("sc[{i}] = x;"));
+            em.line(format!("mx = {fmax}(mx, x);"));
+            em.close();
+        }
+        Ok(())
+    };
+    if rem == 0 {
+        logits(em, false)?;
+    } else {
+        em.open(format!("if (j0 < {last}u)"));
+        logits(em, false)?;
         em.close();
-        em.acc.remove(&1);
-        em.line(format!("sc[{i}] = x;"));
-        em.line(format!("mx = {fmax}(mx, x);"));
+        em.open("else");
+        logits(em, true)?;
         em.close();
     }
     let mut o = 16;
