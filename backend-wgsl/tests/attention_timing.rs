@@ -27,7 +27,7 @@ fn no_kv_loads(src: &str) -> String {
         .filter(|l| {
             let t = l.trim_start();
             let reg = t.starts_with("pk[") || t.starts_with("pv[");
-            !(reg && !t.contains("(0.0h)"))
+            !reg || t.contains("(0.0h)")
         })
         .collect::<Vec<_>>()
         .join("\n")
