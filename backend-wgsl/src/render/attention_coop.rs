@@ -8,19 +8,20 @@
 //!
 //! 1. the K and V tiles are staged into workgroup memory as f16 (zero past the keys and the head);
 //! 2. `S = Q K^T` on the matrix units, `bn / 16` f32 fragments per subgroup, stored to `ss`;
-//! 3. the subgroup's lanes evaluate the score expression on their rows (subgroup size / 16 lanes per
-//!    row, `Acc(1)` = the dot product; keys past `kv` and past the causal bound are `-inf`), keep
-//!    the online softmax (row maximum across the row's lanes by `subgroupShuffleXor`, the rescale
-//!    factor `alpha` to `sa`), and store `p = exp(s - max)`, rounded to `p_dtype` and then to f16, to
-//!    `sp`;
+//! 3. the subgroup's lanes read their rows' scores into registers (subgroup size / 16 lanes per
+//!    row, unrolled) and evaluate the score expression (`Acc(1)` = the dot product); rows past `m`,
+//!    keys past `kv` (known per register at render time) and past the causal bound are masked by a
+//!    bit per register, never by `-inf` (see [`LOW`]); they keep the online softmax (row maximum
+//!    across the row's lanes by `subgroupShuffleXor`, the rescale factor `alpha` to `sa`) and store
+//!    `p = exp(s - max)` (0 where masked), rounded to `p_dtype` and then to f16, to `sp`;
 //! 4. `P V` on the matrix units into zeroed fragments, stored through the subgroup's rows of `ss`
 //!    (free again once `sp` is written), and added by the lanes into O held in registers:
 //!    `O = O * alpha + P V`. Cooperative matrices give no access to their elements, so O cannot be
 //!    rescaled in a fragment; this round trip through workgroup memory is what that costs.
 //!
 //! At the end the row sums are combined across the row's lanes, O divided once, and the kernel's
-//! epilogue evaluated per output element as the FMA kernel does (`Acc(0)`). A row whose logits are
-//! all `-inf` divides 0 by 0: NaN, as the definition says.
+//! epilogue evaluated per output element as the FMA kernel does (`Acc(0)`). A row whose keys are all
+//! masked (or whose logits are all `-inf`) divides 0 by 0: NaN, as the definition says.
 //!
 //! Numerics: f16 operands as they are; bf16 (with [`WgslCaps::bf16_matmul_as_f16`]) and f32 (with
 //! [`WgslCaps::f32_matmul_as_f16`]) converted to f16 as staged, as the cooperative-matrix matmul
@@ -55,6 +56,15 @@ const PAD16: u32 = 8;
 const PAD32: u32 = 4;
 /// Keys per tile, largest first (what [`Tuning::attn_keys`] may ask for).
 pub const KEY_TILES: [u32; 3] = [64, 32, 16];
+/// The running maximum before any key is seen, finite on purpose. Masked scores are never
+/// represented by `-inf`: a mask bit per score register keeps them out of the maximum and gives them
+/// probability 0. Measured reason (H200, NVIDIA 580 Vulkan driver, session 17 calls 5-10): where
+/// the compiler could prove a register held the `-inf` literal (keys past `kv` in the last tile of
+/// an unrolled softmax), those keys came out with probability 1 instead of 0 (the rows' sums too
+/// large, every output scaled down), as SPIR-V without `SignedZeroInfNanPreserve` lets a compiler
+/// assume no infinities; the same masks on values it could not fold were right. Scores below this
+/// (none a finite score reaches in practice) would be treated as masked.
+const LOW: f32 = -3.0e38;
 /// Most O values a lane keeps in registers.
 const MAX_O_REGS: u32 = 64;
 /// Largest padded head dimension (Q is held as `d / 16` fragments).
@@ -426,10 +436,10 @@ pub(super) fn render(
     for c in 0..nq {
         em.line(format!("let qf{c} = coopLoadT<coop_mat16x16<f16, A>>(&sk[r0 * {kst}u + {}u], {kst}u);", c * 16));
     }
-    let ninf = f32_lit(f32::NEG_INFINITY);
+    let low = f32_lit(LOW);
     let fmax = em.h.need(H::FMax, false);
     em.line(format!("var o: array<f32, {}>;", nf * slots));
-    em.line(format!("var mrun = {ninf};"));
+    em.line(format!("var mrun = {low};"));
     em.line("var lrun = 0.0f;");
     match causal_o {
         Some(o) => em.line(format!("let kend = min({kv}u, m0 + {}u);", u64::from(BM) + o as u64)),
@@ -464,42 +474,37 @@ pub(super) fn render(
     em.line(format!("let srow = (r0 + rs) * {sst}u + part;"));
     let per_lane = bn / parts;
     em.line(format!("var sc: array<f32, {per_lane}>;"));
-    em.line(format!("var mx = {ninf};"));
+    em.line(format!("var valid: array<bool, {per_lane}>;"));
+    em.line(format!("var mx = {low};"));
     // Keys past `kv` are masked without comparing keys at run time: tiles before the last partial
     // one have none, and in that one (its `j0` known here) which register holds which key is known
-    // but for the lane's part. Measured reason (H200, NVIDIA 580 Vulkan driver): the unrolled
-    // comparison `j0 + part + c < kv` was miscompiled, letting keys past `kv` through with logit 0
-    // whenever the last tile was partial (session 17, call 9), where the same comparison on a value
-    // the compiler could not fold was right.
+    // but for the lane's part.
     let rem = (kv % u64::from(bn)) as u32;
     let last = kv - u64::from(rem);
     let causal_bound = causal_o.map_or(String::new(), |o| format!(" && key <= m + {o}u"));
     let logits = |em: &mut Emitter<'_>, partial: bool| -> Result<(), RenderError> {
         for i in 0..per_lane {
             let c = i * parts;
+            // Within the partial tile: every part of this register valid, none, or those below `rem - c`.
+            let kv_bound = match partial {
+                false => String::new(),
+                true if c + parts <= rem => String::new(),
+                true if c >= rem => continue,
+                true => format!(" && part < {}u", rem - c),
+            };
             em.open("");
             let j0 = if partial { format!("{last}u") } else { "j0".to_string() };
             em.line(format!("let key = {j0} + part + {c}u;"));
-            em.line(format!("var x = {ninf};"));
-            // Within the partial tile: every part of this register valid, none, or those below `rem - c`.
-            let kv_bound = match partial {
-                false => Some(String::new()),
-                true if c + parts <= rem => Some(String::new()),
-                true if c >= rem => None,
-                true => Some(format!(" && part < {}u", rem - c)),
-            };
-            if let Some(kv_bound) = kv_bound {
-                em.open(format!("if (m < {m}u{kv_bound}{causal_bound})"));
-                em.line(format!("let sdot = ss[srow + {c}u];"));
-                em.acc.insert(1, AccVal { name: "sdot".into(), dtype: DType::F32, vec: false });
-                em.emit_closure(&[a.score], &|_| true)?;
-                let (v, _) = em.value(a.score)?;
-                em.line(format!("x = {v};"));
-                em.close();
-                em.acc.remove(&1);
-            }
-            em.line(format!("sc[{i}] = x;"));
-            em.line(format!("mx = {fmax}(mx, x);"));
+            em.open(format!("if (m < {m}u{kv_bound}{causal_bound})"));
+            em.line(format!("let sdot = ss[srow + {c}u];"));
+            em.acc.insert(1, AccVal { name: "sdot".into(), dtype: DType::F32, vec: false });
+            em.emit_closure(&[a.score], &|_| true)?;
+            let (v, _) = em.value(a.score)?;
+            em.line(format!("sc[{i}] = {v};"));
+            em.line(format!("valid[{i}] = true;"));
+            em.line(format!("mx = {fmax}(mx, {v});"));
+            em.close();
+            em.acc.remove(&1);
             em.close();
         }
         Ok(())
@@ -519,16 +524,14 @@ pub(super) fn render(
         em.line(format!("mx = {fmax}(mx, subgroupShuffleXor(mx, {o}u));"));
         o *= 2;
     }
-    em.line(format!("let mnew = {fmax}(mrun, mx);"));
-    em.line("// a row masked so far keeps max -inf: exponents against 0 give 0 instead of NaN");
-    em.line(format!("let ms = select(mnew, 0.0f, mnew == {ninf});"));
+    em.line(format!("let ms = {fmax}(mrun, mx);"));
     em.line("let alpha = exp(mrun - ms);");
-    em.line("mrun = mnew;");
+    em.line("mrun = ms;");
     em.line("var ls = 0.0f;");
     em.line(format!("let prow = (r0 + rs) * {pst}u + part;"));
     for i in 0..per_lane {
         em.open("");
-        em.line(format!("let p = exp(sc[{i}] - ms);"));
+        em.line(format!("let p = select(0.0f, exp(sc[{i}] - ms), valid[{i}]);"));
         em.line("ls = ls + p;");
         let pr = ops::cast("p", DType::F32, a.p_dtype, false, &mut em.h).map_err(|m| em.err(m))?;
         let pr = ops::cast(&pr, a.p_dtype, DType::F32, false, &mut em.h).map_err(|m| em.err(m))?;
