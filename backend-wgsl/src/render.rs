@@ -132,6 +132,7 @@ use sinter_core::kernel::{Access, BufferId, Kernel, KernelBody, Program};
 
 pub use attention::{attn_tile_candidates, check_attn_tile};
 pub use attention_coop::KEY_TILES as ATTN_KEY_TILES;
+pub use coop::DEPTHS as COOP_DEPTHS;
 pub use matmul::check_tile;
 
 use emit::Emitter;
@@ -319,6 +320,9 @@ pub struct Tuning {
     /// the workgroup memory).
     #[serde(default)]
     pub attn_keys: Option<u32>,
+    /// Depth of a shared-memory stage of the cooperative-matrix matmul: 32 or 64 (`None`: 32).
+    #[serde(default)]
+    pub coop_depth: Option<u32>,
 }
 
 impl Default for Tuning {
@@ -333,6 +337,7 @@ impl Default for Tuning {
             coop_matrix: true,
             attn_tile: None,
             attn_keys: None,
+            coop_depth: None,
         }
     }
 }

@@ -5,7 +5,8 @@ mod common;
 use common::*;
 use sinter_core::DType;
 use sinter_core::kernel::ReduceStrategy;
-use sinter_wgsl::render::{WgslCaps, render};
+use sinter_wgsl::backend::{candidates, check_tuning};
+use sinter_wgsl::render::{Tuning, WgslCaps, render, render_with};
 
 fn render_all(p: &sinter_core::kernel::Program) -> String {
     let caps = WgslCaps::baseline();
@@ -89,6 +90,14 @@ fn matmul_on_cooperative_matrices() {
     assert!(r.strategy.contains("coop"), "{}", r.strategy);
     assert!(r.source.contains("vec4<f16>("), "{}", r.source);
     naga_validate(&r.source);
+    // Stages 64 deep on request (a max-autotune candidate); other depths are refused.
+    let p = matmul_bias_relu(300, 260, 72, DType::F16, false);
+    let deep = Tuning { coop_depth: Some(64), ..Tuning::default() };
+    let r = render_with(&p.kernels[0], &p, &coop_caps(), &deep).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.strategy, "matmul coop16 128x128x64");
+    naga_validate(&r.source);
+    assert!(check_tuning(&Tuning { coop_depth: Some(48), ..Tuning::default() }, &coop_caps()).is_err());
+    assert!(candidates(&p.kernels[0], &coop_caps()).contains(&deep));
 }
 
 #[test]

@@ -73,6 +73,32 @@ fn matmul_epilogue_sizes_and_layouts() {
 }
 
 /// Inputs for a unary op: a range where it is defined, plus special values.
+#[test]
+fn cooperative_matrix_matmuls_match_the_reference() {
+    // Only where the adapter has f16 matrix units (the device machine's GPU through Vulkan): every
+    // stage depth, f16 and bf16 (its opt-in), B transposed or not, sizes off the 128x128 tile.
+    let Some(Ok(mut b)) = backend().map(|_| open_backend("coop-matmul", None)) else { return };
+    if !b.wgsl_caps().has_coop_matrix {
+        eprintln!("SKIPPED: the adapter has no f16 cooperative matrices");
+        return;
+    }
+    b.set_bf16_matmul_as_f16(true);
+    for depth in sinter_wgsl::render::COOP_DEPTHS {
+        let t = sinter_wgsl::render::Tuning { coop_depth: Some(depth), ..Default::default() };
+        for (m, n, k) in [(300, 260, 72), (1, 7, 33), (129, 257, 1000), (128, 128, 64)] {
+            for d in [DType::F16, DType::BF16] {
+                for b_t in [false, true] {
+                    let p = matmul_bias_relu(m, n, k, d, b_t);
+                    let inputs = matmul_inputs(m, n, k, d, b_t);
+                    let want = interp::run_program(&p, &inputs).expect("interp");
+                    let got = run_tuned(&b, &p, &inputs, &t);
+                    assert_close(&got, &want, &format!("coop depth {depth} matmul {d} {m}x{n}x{k} b_t={b_t}"));
+                }
+            }
+        }
+    }
+}
+
 fn unary_input(op: UnaryOp, d: DType, n: usize, seed: u64) -> HostTensor {
     let (lo, hi) = match op {
         UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt => (0.01, 20.0),

@@ -24,6 +24,11 @@ pub fn check_tuning(t: &Tuning, caps: &WgslCaps) -> Result<(), String> {
     if let Some(tile) = &t.attn_tile {
         crate::render::check_attn_tile(tile, caps)?;
     }
+    if let Some(d) = t.coop_depth
+        && !crate::render::COOP_DEPTHS.contains(&d)
+    {
+        return Err(format!("cooperative-matrix stage depth {d}, not one of {:?}", crate::render::COOP_DEPTHS));
+    }
     if let Some(k) = t.attn_keys
         && !crate::render::ATTN_KEY_TILES.contains(&k)
     {
@@ -76,6 +81,11 @@ pub fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
                 MatmulTile { bm: 64, bn: 128, bk: 16, tm: 4, tn: 8 },
                 MatmulTile { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4 },
             ];
+            if caps.has_coop_matrix {
+                for d in &crate::render::COOP_DEPTHS[1..] {
+                    out.push(Tuning { coop_depth: Some(*d), ..base.clone() });
+                }
+            }
             for t in tiles {
                 if crate::render::check_tile(&t, caps).is_ok() {
                     for vectorize in [true, false] {

@@ -2,10 +2,12 @@
 //! `VK_KHR_cooperative_matrix`).
 //!
 //! A workgroup of 8 subgroups computes a 128x128 output tile: the subgroups form a 2x4 grid, each owning a
-//! 64x32 block held as 4x2 `coop_mat16x16<f32, C>` accumulators. Per step of 32 along k the workgroup
-//! stages the A (128x32) and B (32x128) tiles into shared memory as f16 (zero-filled at the edges,
-//! 4-wide loads where the operand is contiguous and aligned), then each subgroup loads its fragments with
-//! `coopLoadT` and multiplies with `coopMultiplyAdd`. The epilogue stores each accumulator to a per-subgroup
+//! 64x32 block held as 4x2 `coop_mat16x16<f32, C>` accumulators. Per step of 32 along k (64 where the
+//! tuner asks, [`Tuning::coop_depth`]) the workgroup stages the A (128x32) and B (32x128) tiles into shared
+//! memory as f16, rows padded by 16 bytes (zero-filled at the edges, 4-wide loads where the operand is
+//! contiguous and aligned; the next step's loads held in registers, unconverted, while this step
+//! multiplies), then each subgroup loads its fragments with `coopLoadT` and multiplies with
+//! `coopMultiplyAdd`. The epilogue stores each accumulator to a per-subgroup
 //! 16x16 scratch in shared memory and the subgroup's lanes evaluate the kernel's epilogue expressions
 //! element by element, with the bounds checks of the edges.
 //!
@@ -29,11 +31,25 @@ const BM: u32 = 128;
 const BN: u32 = 128;
 /// Depth of one shared-memory stage.
 const BK: u32 = 32;
+/// Depths of a shared-memory stage the tuner may ask for ([`Tuning::coop_depth`]).
+pub const DEPTHS: [u32; 2] = [32, 64];
+/// Padding of the staged rows, in f16 elements: 16 bytes keep the rows aligned for the matrix loads
+/// and start consecutive rows 4 banks apart. Unpadded, the A rows (64 bytes) put rows 0, 2, 4, 6 of a
+/// fragment on the same banks and the B rows (256 bytes) all eight.
+const PAD: u32 = 8;
 /// Subgroups per workgroup (a 2 x 4 grid).
 const SUBGROUPS: u32 = 8;
 
 /// Shared memory the kernel needs, in bytes.
-const SHARED_BYTES: u32 = (BM * BK + BK * BN) * 2 + SUBGROUPS * 256 * 4;
+fn shared_bytes(bk: u32) -> u32 {
+    (BM * (bk + PAD) + bk * (BN + PAD)) * 2 + SUBGROUPS * 256 * 4
+}
+
+/// The stage depth `tuning` asks for (default [`BK`]), if it is one of [`DEPTHS`].
+fn depth(tuning: &Tuning) -> Option<u32> {
+    let bk = tuning.coop_depth.unwrap_or(BK);
+    DEPTHS.contains(&bk).then_some(bk)
+}
 
 /// Whether `mm` runs on cooperative matrices with these caps and tuning.
 pub(super) fn eligible(mm: &MatmulBody, caps: &WgslCaps, tuning: &Tuning) -> bool {
@@ -52,7 +68,7 @@ pub(super) fn eligible(mm: &MatmulBody, caps: &WgslCaps, tuning: &Tuning) -> boo
         && mm.acc_dtype == DType::F32
         && sg > 0
         && SUBGROUPS * sg <= caps.max_wg()
-        && SHARED_BYTES <= caps.max_workgroup_storage_bytes
+        && depth(tuning).is_some_and(|bk| shared_bytes(bk) <= caps.max_workgroup_storage_bytes)
         && mm.m > 0
         && mm.n > 0
 }
@@ -68,6 +84,10 @@ pub(super) fn render(
     let invalid = |msg: String| RenderError::Invalid { kernel: kname.clone(), msg };
     let sg = caps.fixed_subgroup_size.unwrap_or(32);
     let threads = SUBGROUPS * sg;
+    let bk = depth(tuning)
+        .ok_or_else(|| invalid(format!("stage depth {:?} is not one of {DEPTHS:?}", tuning.coop_depth)))?;
+    // Row strides of the staged A and B tiles.
+    let (ast, bst) = (bk + PAD, BN + PAD);
     let (batch, m, n, kdim) = (mm.batch as u64, mm.m as u64, mm.n as u64, mm.k as u64);
     if [batch, m, n, kdim].iter().any(|&x| x > u64::from(u32::MAX) / 2) {
         return Err(RenderError::Unsupported {
@@ -81,17 +101,17 @@ pub(super) fn render(
     em.enables.push("f16");
     em.enables.push("wgpu_cooperative_matrix");
     let globals = vec![
-        format!("var<workgroup> sa: array<f16, {}>; // A tile, [m][k]", BM * BK),
-        format!("var<workgroup> sb: array<f16, {}>; // B tile, [k][n]", BK * BN),
+        format!("var<workgroup> sa: array<f16, {}>; // A tile, [m][k] (rows padded)", BM * (bk + PAD)),
+        format!("var<workgroup> sb: array<f16, {}>; // B tile, [k][n] (rows padded)", bk * (BN + PAD)),
         format!("var<workgroup> sc: array<f32, {}>; // one 16x16 accumulator per subgroup", SUBGROUPS * 256),
     ];
     let params = format!(
         "{PARAMS}, @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, \
          @builtin(subgroup_size) sg_size: u32"
     );
-    let strategy = "matmul coop16 128x128x32".to_string();
+    let strategy = format!("matmul coop16 128x128x{bk}");
     let summary = format!(
-        "matmul batch {batch} x m {m} x n {n} x k {kdim} ({} -> {}) on cooperative matrices: tile {BM}x{BN}x{BK}, \
+        "matmul batch {batch} x m {m} x n {n} x k {kdim} ({} -> {}) on cooperative matrices: tile {BM}x{BN}x{bk}, \
          {SUBGROUPS} subgroups of {sg} each 64x32, {workgroups} workgroups",
         mm.in_dtype, mm.acc_dtype
     );
@@ -158,7 +178,7 @@ pub(super) fn render(
             }
         }
         let width = if vec_stage { 4 } else { 1 };
-        let per_thread = rows_tile * BK / width / threads;
+        let per_thread = rows_tile * bk / width / threads;
         stages.push(Stage { which, arg, contig_k, s_r, s_c, rows_name, rows_ext, rows_tile, width, per_thread });
     }
     let to_f16 = |em: &mut Emitter<'_>, v: &str, vec: bool| -> String {
@@ -201,8 +221,8 @@ pub(super) fn render(
         let rr = format!("{}{}", st.rows_name, st.rows_name);
         em.line(format!("let e = lid + {}u;", l * threads));
         if st.contig_k {
-            em.line(format!("let kk = (e % {}u) * {}u;", BK / st.width, st.width));
-            em.line(format!("let {rr} = e / {}u;", BK / st.width));
+            em.line(format!("let kk = (e % {}u) * {}u;", bk / st.width, st.width));
+            em.line(format!("let {rr} = e / {}u;", bk / st.width));
         } else {
             em.line(format!("let {rr} = (e % {}u) * {}u;", st.rows_tile / st.width, st.width));
             em.line(format!("let kk = e / {}u;", st.rows_tile / st.width));
@@ -252,12 +272,12 @@ pub(super) fn render(
     }
     em.line("// prefetch the first stage");
     load_stage(em, "0u")?;
-    em.open(format!("for (var k0 = 0u; k0 < {kdim}u; k0 = k0 + {BK}u)"));
+    em.open(format!("for (var k0 = 0u; k0 < {kdim}u; k0 = k0 + {bk}u)"));
     for st in &stages {
-        em.line(format!("// stage {} ({} x {BK}) as f16", st.which.to_uppercase(), st.rows_tile));
+        em.line(format!("// stage {} ({} x {bk}) as f16", st.which.to_uppercase(), st.rows_tile));
         let rr = format!("{}{}", st.rows_name, st.rows_name);
         let at = |r: &str, k: &str| {
-            if st.which == "a" { format!("sa[({r}) * {BK}u + {k}]") } else { format!("sb[({k}) * {BN}u + {r}]") }
+            if st.which == "a" { format!("sa[({r}) * {ast}u + {k}]") } else { format!("sb[({k}) * {bst}u + {r}]") }
         };
         for l in 0..st.per_thread {
             em.open("");
@@ -286,20 +306,20 @@ pub(super) fn render(
     }
     em.line("workgroupBarrier();");
     em.line("// the next stage's loads overlap this stage's multiplies");
-    load_stage(em, &format!("k0 + {BK}u"))?;
-    for kq in 0..BK / 16 {
+    load_stage(em, &format!("k0 + {bk}u"))?;
+    for kq in 0..bk / 16 {
         em.open("");
         for i in 0..4 {
             em.line(format!(
-                "let fa{i} = coopLoadT<coop_mat16x16<f16, A>>(&sa[(wm * 64u + {}u) * {BK}u + {}u], {BK}u);",
+                "let fa{i} = coopLoadT<coop_mat16x16<f16, A>>(&sa[(wm * 64u + {}u) * {ast}u + {}u], {ast}u);",
                 i * 16,
                 kq * 16
             ));
         }
         for j in 0..2 {
             em.line(format!(
-                "let fb{j} = coopLoadT<coop_mat16x16<f16, B>>(&sb[{}u + wn * 32u + {}u], {BN}u);",
-                kq * 16 * BN,
+                "let fb{j} = coopLoadT<coop_mat16x16<f16, B>>(&sb[{}u + wn * 32u + {}u], {bst}u);",
+                kq * 16 * bst,
                 j * 16
             ));
         }

@@ -214,3 +214,43 @@ pub fn owned_backend(tag: &str) -> Option<std::sync::Arc<dyn sinter_core::backen
     or_skip(b.as_ref().map_err(String::as_str).map(|_| ()))?;
     Some(std::sync::Arc::new(b.ok()?))
 }
+
+/// Runs the one kernel of `p` rendered with `tuning` on the adapter directly (one buffer per program
+/// buffer, outputs poisoned), returning the outputs.
+pub fn run_tuned(
+    b: &sinter_wgsl::WgslBackend,
+    p: &sinter_core::kernel::Program,
+    ins: &[HostTensor],
+    tuning: &sinter_wgsl::render::Tuning,
+) -> Vec<HostTensor> {
+    let dev = b.device();
+    let k = &p.kernels[0];
+    let r = sinter_wgsl::render::render_with(k, p, b.wgsl_caps(), tuning).unwrap_or_else(|e| panic!("{tuning:?}: {e}"));
+    let bufs: Vec<_> = p
+        .buffers
+        .iter()
+        .map(|d| {
+            let bytes = (d.numel * d.dtype.size_bytes()).next_multiple_of(4).max(4) as u64;
+            let buf = dev.alloc(bytes, "t").expect("alloc");
+            dev.fill(&buf, &[0xff; 4]).expect("poison");
+            buf
+        })
+        .collect();
+    for (io, t) in p.inputs.iter().zip(ins) {
+        let mut bytes = t.to_le_bytes();
+        bytes.resize(bytes.len().next_multiple_of(4), 0);
+        dev.upload(&bufs[io.buffer.0 as usize], &bytes).expect("upload");
+    }
+    let prog = dev.compile(&r.source, &r.entry, &k.name).unwrap_or_else(|e| panic!("{tuning:?}: {e}"));
+    let args: Vec<sinter_wgsl::device::Arg<'_>> =
+        r.bindings.iter().map(|bp| bufs[bp.buffer.0 as usize].range(bp.offset_bytes, bp.size_bytes).into()).collect();
+    dev.run_once(&prog, &args, r.grid).expect("run");
+    p.outputs
+        .iter()
+        .map(|io| {
+            let bytes = dev.download(&bufs[io.buffer.0 as usize]).expect("download");
+            let n: usize = io.shape.iter().product::<usize>() * io.dtype.size_bytes();
+            HostTensor::from_le_bytes(io.dtype, io.shape.clone(), &bytes[..n]).expect("output")
+        })
+        .collect()
+}
