@@ -320,7 +320,8 @@ pub struct Tuning {
     /// the workgroup memory).
     #[serde(default)]
     pub attn_keys: Option<u32>,
-    /// Depth of a shared-memory stage of the cooperative-matrix matmul: 32 or 64 (`None`: 32).
+    /// Depth of a shared-memory stage of the cooperative-matrix matmul: 32 or 64 (`None`: 64 where `k`
+    /// is deeper than 32 and the workgroup memory holds it, else 32).
     #[serde(default)]
     pub coop_depth: Option<u32>,
 }

@@ -90,11 +90,17 @@ fn matmul_on_cooperative_matrices() {
     assert!(r.strategy.contains("coop"), "{}", r.strategy);
     assert!(r.source.contains("vec4<f16>("), "{}", r.source);
     naga_validate(&r.source);
-    // Stages 64 deep on request (a max-autotune candidate); other depths are refused.
+    // Stages 64 deep by default where k is deeper than 32 and the memory holds them, 32 on request
+    // (both max-autotune candidates); other depths are refused.
     let p = matmul_bias_relu(300, 260, 72, DType::F16, false);
-    let deep = Tuning { coop_depth: Some(64), ..Tuning::default() };
+    assert_eq!(render(&p.kernels[0], &p, &coop_caps()).unwrap().strategy, "matmul coop16 128x128x64");
+    let shallow = matmul_bias_relu(300, 260, 32, DType::F16, false);
+    assert_eq!(render(&shallow.kernels[0], &shallow, &coop_caps()).unwrap().strategy, "matmul coop16 128x128x32");
+    let small = WgslCaps { max_workgroup_storage_bytes: 32768, ..coop_caps() };
+    assert_eq!(render(&p.kernels[0], &p, &small).unwrap().strategy, "matmul coop16 128x128x32");
+    let deep = Tuning { coop_depth: Some(32), ..Tuning::default() };
     let r = render_with(&p.kernels[0], &p, &coop_caps(), &deep).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(r.strategy, "matmul coop16 128x128x64");
+    assert_eq!(r.strategy, "matmul coop16 128x128x32");
     naga_validate(&r.source);
     assert!(check_tuning(&Tuning { coop_depth: Some(48), ..Tuning::default() }, &coop_caps()).is_err());
     assert!(candidates(&p.kernels[0], &coop_caps()).contains(&deep));

@@ -82,8 +82,8 @@ pub fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
                 MatmulTile { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4 },
             ];
             if caps.has_coop_matrix {
-                for d in &crate::render::COOP_DEPTHS[1..] {
-                    out.push(Tuning { coop_depth: Some(*d), ..base.clone() });
+                for d in crate::render::COOP_DEPTHS {
+                    out.push(Tuning { coop_depth: Some(d), ..base.clone() });
                 }
             }
             for t in tiles {
