@@ -428,5 +428,33 @@ fn cooperative_matrices_match_the_interpreter() {
             }
         }
     }
+    // Rows that see no key (every key false in a boolean mask, -inf in an additive one): NaN, as the
+    // definition says; the other rows unaffected. Masked scores are mask bits here, never -inf.
+    for mask in [AttnMask::Bool, AttnMask::Additive] {
+        let c = AttnCase { mask, ..AttnCase::new(1, 2, 40, 70, 64, DType::F16) };
+        let mut ins = inputs(&c, 17, 1.0);
+        let row1 = |p: usize| p / c.kv == 1;
+        ins[3] = match mask {
+            AttnMask::Bool => {
+                let keep: Vec<i64> = (0..c.m * c.kv).map(|p| (!row1(p) && p % 3 != 1) as i64).collect();
+                HostTensor::from_i64(DType::Bool, vec![c.m, c.kv], &keep)
+            }
+            _ => {
+                let v = ins[3].to_f64_vec();
+                let v: Vec<f64> =
+                    v.iter().enumerate().map(|(p, x)| if row1(p) { f64::NEG_INFINITY } else { *x }).collect();
+                HostTensor::from_f64(DType::F32, vec![c.m, c.kv], &v)
+            }
+        };
+        let p = attention(&c);
+        let want = interp::run_program(&p, &ins).expect("interp");
+        let mut exe = b.load_wgsl(&p, Mode::Default).expect("load");
+        exe.poison(0).expect("poison");
+        let got = exe.run(&ins).expect("run");
+        assert!(exe.rendered()[0].strategy.contains("coop"), "{}", exe.rendered()[0].strategy);
+        compare(&got, &want, tol(&c)).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+        let y = got[0].to_f64_vec();
+        assert!(y[c.dv..2 * c.dv].iter().all(|v| v.is_nan()) && y[..c.dv].iter().all(|v| v.is_finite()), "{mask:?}");
+    }
     assert!(failed.is_empty(), "{} cases failed: {failed:?}", failed.len());
 }
