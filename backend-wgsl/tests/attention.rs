@@ -319,7 +319,7 @@ fn every_tile_candidate_runs() {
 /// An adapter with f16 cooperative matrices (an NVIDIA GPU through Vulkan), bf16 and f32 allowed to
 /// run as f16.
 fn coop_caps() -> WgslCaps {
-    WgslCaps { has_coop_matrix: true, bf16_matmul_as_f16: true, f32_matmul_as_f16: true, ..big_caps() }
+    WgslCaps { bf16_matmul_as_f16: true, f32_matmul_as_f16: true, ..common::coop_caps() }
 }
 
 /// Cases for the cooperative-matrix kernel: sequence lengths 17 to 4097, head dims 32 to 128 (and

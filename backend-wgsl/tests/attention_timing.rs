@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use sinter_core::prelude::*;
 use sinter_core::testsuite::programs::{AttnCase, attention};
-use sinter_wgsl::render::{Tuning, WgslCaps, render, render_with};
+use sinter_wgsl::render::{Tuning, render, render_with};
 
 /// `src` with every line containing `pat` replaced by `with` (or removed when `with` is empty).
 fn edit(src: &str, pat: &str, with: &str) -> String {
@@ -53,16 +53,7 @@ fn variants(full: &str) -> Vec<(&'static str, String)> {
 
 #[test]
 fn the_variants_validate() {
-    let caps = WgslCaps {
-        has_subgroups: true,
-        subgroup_size: Some(32),
-        fixed_subgroup_size: Some(32),
-        has_coop_matrix: true,
-        max_invocations: 1024,
-        max_workgroup_size_x: 1024,
-        max_workgroup_storage_bytes: 49152,
-        ..WgslCaps::baseline()
-    };
+    let caps = coop_caps();
     let p = attention(&AttnCase::new(2, 2, 128, 128, 64, DType::F16));
     let r = render(&p.kernels[0], &p, &caps).expect("render");
     assert!(r.strategy.contains("coop"), "{}", r.strategy);

@@ -52,19 +52,6 @@ fn softmax_with_subgroups_validates() {
     }
 }
 
-fn coop_caps() -> WgslCaps {
-    WgslCaps {
-        has_subgroups: true,
-        subgroup_size: Some(32),
-        fixed_subgroup_size: Some(32),
-        has_coop_matrix: true,
-        max_invocations: 1024,
-        max_workgroup_size_x: 1024,
-        max_workgroup_storage_bytes: 49152,
-        ..WgslCaps::baseline()
-    }
-}
-
 #[test]
 fn matmul_on_cooperative_matrices() {
     let caps = coop_caps();

@@ -152,31 +152,12 @@ pub(super) fn operand_base(o: &AttnOperand, heads: usize) -> String {
     if terms.is_empty() { "0u".into() } else { terms.join(" + ") }
 }
 
-/// What [`render`]'s staging emits: loads and stores in one loop, loads into registers, or stores
-/// of the registers.
-#[derive(Clone, Copy)]
-enum Step<'s> {
-    Both,
-    Fetch(&'s str, &'s str, &'s str),
-    Put(&'s str),
-}
-
-/// Renders an attention body.
-pub(super) fn render(
-    em: &mut Emitter<'_>,
-    a: &AttentionBody,
-    caps: &WgslCaps,
-    tuning: &Tuning,
-) -> Result<Body, RenderError> {
+/// What both attention renderers check first: q, k and v of the input dtype, an f32 score, every
+/// extent within the 32-bit index space. Returns the flat batch count (`batch * heads`).
+pub(super) fn check_body(em: &Emitter<'_>, a: &AttentionBody) -> Result<u64, RenderError> {
     let k = em.k;
-    let kname = k.name.clone();
-    let invalid = |msg: String| RenderError::Invalid { kernel: kname.clone(), msg };
-    let unsupported = |what: String| RenderError::Unsupported { kernel: kname.clone(), what };
-    if let Ok(g) = super::attention_coop::plan(a, caps, tuning) {
-        return super::attention_coop::render(em, a, caps, tuning, g);
-    }
-    let t = tuning.attn_tile.unwrap_or_else(|| default_tile(a, caps));
-    check_attn_tile(&t, caps).map_err(&unsupported)?;
+    let invalid = |msg: String| RenderError::Invalid { kernel: k.name.clone(), msg };
+    let unsupported = |what: String| RenderError::Unsupported { kernel: k.name.clone(), what };
     for (name, op) in [("q", &a.q), ("k", &a.k), ("v", &a.v)] {
         let arg = em.args.get(op.arg).ok_or_else(|| invalid(format!("operand {name} argument {}", op.arg)))?;
         if arg.dtype != a.in_dtype {
@@ -197,6 +178,63 @@ pub(super) fn render(
             a.m, a.kv, a.d, a.dv
         )));
     }
+    Ok(bh)
+}
+
+/// Names and bounds the loop variables of the score and epilogue expressions (`batch`, `m`, `key`,
+/// `n`) and emits once those of their values that depend on neither the row, the key, the column
+/// nor an accumulator. Returns the roots of the stores.
+pub(super) fn bind_and_hoist(em: &mut Emitter<'_>, a: &AttentionBody, bh: u64) -> Result<Vec<ExprId>, RenderError> {
+    let k = em.k;
+    let (m, kv, dv) = (a.m as u64, a.kv as u64, a.dv as u64);
+    em.names.insert(Var::Batch, "batch".into());
+    em.names.insert(Var::M, "m".into());
+    em.names.insert(Var::Key, "key".into());
+    em.names.insert(Var::N, "n".into());
+    em.ranges.insert(Var::Batch, (0, bh as i64 - 1));
+    em.ranges.insert(Var::M, (0, m as i64 - 1));
+    em.ranges.insert(Var::Key, (0, (kv as i64 - 1).max(0)));
+    em.ranges.insert(Var::N, (0, dv as i64 - 1));
+    em.set_vec(None, false);
+    // Score and epilogue values that depend on neither the row, the key, the column nor an
+    // accumulator are computed once.
+    let (dm, dk, dn, accs) = (depends_on(k, Var::M), depends_on(k, Var::Key), depends_on(k, Var::N), acc_uses(k));
+    let inner = move |e: u32| {
+        let e = e as usize;
+        dm[e] || dk[e] || dn[e] || accs[e].is_some()
+    };
+    let store_roots_all: Vec<ExprId> = a.stores.iter().flat_map(store_roots).collect();
+    let mut hoist = vec![a.score];
+    hoist.extend(&store_roots_all);
+    em.emit_closure(&hoist, &|e| !inner(e))?;
+    Ok(store_roots_all)
+}
+
+/// What [`render`]'s staging emits: loads and stores in one loop, loads into registers, or stores
+/// of the registers.
+#[derive(Clone, Copy)]
+enum Step<'s> {
+    Both,
+    Fetch(&'s str, &'s str, &'s str),
+    Put(&'s str),
+}
+
+/// Renders an attention body.
+pub(super) fn render(
+    em: &mut Emitter<'_>,
+    a: &AttentionBody,
+    caps: &WgslCaps,
+    tuning: &Tuning,
+) -> Result<Body, RenderError> {
+    let k = em.k;
+    let kname = k.name.clone();
+    let unsupported = |what: String| RenderError::Unsupported { kernel: kname.clone(), what };
+    if let Ok(g) = super::attention_coop::plan(a, caps, tuning) {
+        return super::attention_coop::render(em, a, caps, tuning, g);
+    }
+    let t = tuning.attn_tile.unwrap_or_else(|| default_tile(a, caps));
+    check_attn_tile(&t, caps).map_err(&unsupported)?;
+    let bh = check_body(em, a)?;
     let AttnTile { bm, bn, bk, tm, tx, dvt } = t;
     let (txn, tn) = (tx, bn / tx);
     let threads = t.threads();
@@ -282,26 +320,7 @@ pub(super) fn render(
         em.line(format!("let {name}_base = {};", operand_base(op, a.heads)));
     }
     let (m, kv, d, dv) = (a.m as u64, a.kv as u64, a.d as u64, a.dv as u64);
-    em.names.insert(Var::Batch, "batch".into());
-    em.names.insert(Var::M, "m".into());
-    em.names.insert(Var::Key, "key".into());
-    em.names.insert(Var::N, "n".into());
-    em.ranges.insert(Var::Batch, (0, bh as i64 - 1));
-    em.ranges.insert(Var::M, (0, m as i64 - 1));
-    em.ranges.insert(Var::Key, (0, (kv as i64 - 1).max(0)));
-    em.ranges.insert(Var::N, (0, dv as i64 - 1));
-    em.set_vec(None, false);
-    // Score and epilogue values that depend on neither the row, the key, the column nor an
-    // accumulator are computed once.
-    let (dm, dk, dn, accs) = (depends_on(k, Var::M), depends_on(k, Var::Key), depends_on(k, Var::N), acc_uses(k));
-    let inner = move |e: u32| {
-        let e = e as usize;
-        dm[e] || dk[e] || dn[e] || accs[e].is_some()
-    };
-    let store_roots_all: Vec<ExprId> = a.stores.iter().flat_map(store_roots).collect();
-    let mut hoist = vec![a.score];
-    hoist.extend(&store_roots_all);
-    em.emit_closure(&hoist, &|e| !inner(e))?;
+    let store_roots_all = bind_and_hoist(em, a, bh)?;
 
     let ninf = f32_lit(f32::NEG_INFINITY);
     let fmax = em.h.need(H::FMax, false);

@@ -34,10 +34,10 @@
 //! Every row of workgroup memory is 16-byte aligned, as the matrix loads and stores want.
 
 use sinter_core::DType;
-use sinter_core::kernel::{AttentionBody, AttnOperand, ExprId, Var};
+use sinter_core::kernel::{AttentionBody, AttnOperand};
 
-use super::attention::operand_base;
-use super::emit::{AccVal, Emitter, acc_uses, depends_on, store_roots};
+use super::attention::{bind_and_hoist, check_body, operand_base};
+use super::emit::{AccVal, Emitter};
 use super::helpers::H;
 use super::ops;
 use super::pointwise::{PARAMS, emit_wid, grid_excess};
@@ -199,10 +199,6 @@ pub(super) fn render(
     tuning: &Tuning,
     g: Geometry,
 ) -> Result<Body, RenderError> {
-    let k = em.k;
-    let kname = k.name.clone();
-    let invalid = |msg: String| RenderError::Invalid { kernel: kname.clone(), msg };
-    let unsupported = |what: String| RenderError::Unsupported { kernel: kname.clone(), what };
     let sg = caps.fixed_subgroup_size.unwrap_or(32);
     let threads = SUBGROUPS * sg;
     // Lanes per softmax row, and rows of a 16x16 fragment per lane.
@@ -212,26 +208,7 @@ pub(super) fn render(
     let (nq, nk, nf) = (d_pad / 16, bn / 16, dv_pad / 16);
     // O fragments per round through the scratch (16 columns each within a subgroup's rows of `ss`).
     let per_round = nk.min(nf);
-    for (name, op) in [("q", &a.q), ("k", &a.k), ("v", &a.v)] {
-        let arg = em.args.get(op.arg).ok_or_else(|| invalid(format!("operand {name} argument {}", op.arg)))?;
-        if arg.dtype != a.in_dtype {
-            return Err(invalid(format!(
-                "operand {name} is {}, the attention's input dtype is {}",
-                arg.dtype, a.in_dtype
-            )));
-        }
-    }
-    if k.expr(a.score).dtype != DType::F32 {
-        return Err(invalid(format!("the score is {}, not f32", k.expr(a.score).dtype)));
-    }
-    let bh = (a.batch as u64) * (a.heads as u64);
-    let lim = u64::from(u32::MAX) / 4;
-    if [bh, a.m as u64, a.kv as u64, a.d as u64, a.dv as u64].iter().any(|&x| x > lim) {
-        return Err(unsupported(format!(
-            "attention {bh}x{}x{}x{}x{} exceeds the 32-bit index space",
-            a.m, a.kv, a.d, a.dv
-        )));
-    }
+    let bh = check_body(em, a)?;
     let (m, kv, d, dv) = (a.m as u64, a.kv as u64, a.d as u64, a.dv as u64);
     let tiles_m = m.div_ceil(u64::from(BM));
     let workgroups = bh * tiles_m;
@@ -283,26 +260,7 @@ pub(super) fn render(
     for (name, op) in [("q", &a.q), ("k", &a.k), ("v", &a.v)] {
         em.line(format!("let {name}_base = {};", operand_base(op, a.heads)));
     }
-    em.names.insert(Var::Batch, "batch".into());
-    em.names.insert(Var::M, "m".into());
-    em.names.insert(Var::Key, "key".into());
-    em.names.insert(Var::N, "n".into());
-    em.ranges.insert(Var::Batch, (0, bh as i64 - 1));
-    em.ranges.insert(Var::M, (0, m as i64 - 1));
-    em.ranges.insert(Var::Key, (0, (kv as i64 - 1).max(0)));
-    em.ranges.insert(Var::N, (0, dv as i64 - 1));
-    em.set_vec(None, false);
-    // Score and epilogue values that depend on neither the row, the key, the column nor an
-    // accumulator are computed once.
-    let (dm, dk, dn, accs) = (depends_on(k, Var::M), depends_on(k, Var::Key), depends_on(k, Var::N), acc_uses(k));
-    let inner = move |e: u32| {
-        let e = e as usize;
-        dm[e] || dk[e] || dn[e] || accs[e].is_some()
-    };
-    let store_roots_all: Vec<ExprId> = a.stores.iter().flat_map(store_roots).collect();
-    let mut hoist = vec![a.score];
-    hoist.extend(&store_roots_all);
-    em.emit_closure(&hoist, &|e| !inner(e))?;
+    let store_roots_all = bind_and_hoist(em, a, bh)?;
 
     // Staging of `rows x cols_pad` of an operand as f16, in two steps so the next tile's loads are in
     // flight while the current one is used: `Fetch(reg, row0)` loads rows from `row0` into the

@@ -254,3 +254,18 @@ pub fn run_tuned(
         })
         .collect()
 }
+
+/// An adapter like an H100's or H200's through Vulkan: 32-wide subgroups, 1024 invocations, 48 KiB
+/// of workgroup memory and f16 cooperative matrices (no bf16/f32 opt-ins).
+pub fn coop_caps() -> sinter_wgsl::render::WgslCaps {
+    sinter_wgsl::render::WgslCaps {
+        has_subgroups: true,
+        subgroup_size: Some(32),
+        fixed_subgroup_size: Some(32),
+        has_coop_matrix: true,
+        max_invocations: 1024,
+        max_workgroup_size_x: 1024,
+        max_workgroup_storage_bytes: 49152,
+        ..sinter_wgsl::render::WgslCaps::baseline()
+    }
+}
