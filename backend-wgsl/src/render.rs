@@ -121,6 +121,7 @@ mod matmul;
 mod ops;
 mod pointwise;
 mod reduce;
+mod staging;
 mod storage;
 mod types;
 

@@ -41,8 +41,8 @@ use super::emit::{AccVal, Emitter};
 use super::helpers::H;
 use super::ops;
 use super::pointwise::{PARAMS, emit_wid, grid_excess};
-use super::storage::{load_scalar, load_vec, load_words, unpack_words};
-use super::types::{Ct, ct, f32_lit};
+use super::staging::Held;
+use super::types::f32_lit;
 use super::{Body, GridSplit, OuterUnit, RenderError, Tuning, WgslCaps};
 
 /// Query rows per workgroup.
@@ -150,39 +150,6 @@ pub(super) fn plan(a: &AttentionBody, caps: &WgslCaps, tuning: &Tuning) -> Resul
         .ok_or_else(|| format!("no key tile fits {} bytes of workgroup memory", caps.max_workgroup_storage_bytes))
 }
 
-/// What the staging registers of an operand hold between the load and the store to workgroup memory.
-#[derive(Clone, Copy, PartialEq)]
-enum Held {
-    /// f16 values (converted at the load).
-    F16,
-    /// f32 values (rounded to f16 at the store).
-    F32,
-    /// Two words of packed 16-bit floats (unpacked and converted at the store).
-    Words,
-}
-
-impl Held {
-    fn ty(self, vec: bool) -> &'static str {
-        match (self, vec) {
-            (Held::Words, _) => "vec2<u32>",
-            (Held::F32, true) => "vec4<f32>",
-            (Held::F32, false) => "f32",
-            (Held::F16, true) => "vec4<f16>",
-            (Held::F16, false) => "f16",
-        }
-    }
-
-    fn zero(self, vec: bool) -> &'static str {
-        match (self, vec) {
-            (Held::Words, _) => "vec2<u32>(0u)",
-            (Held::F32, true) => "vec4<f32>(0.0f)",
-            (Held::F32, false) => "0.0f",
-            (Held::F16, true) => "vec4<f16>(0.0h)",
-            (Held::F16, false) => "0.0h",
-        }
-    }
-}
-
 /// What [`render`]'s staging emits: loads of rows from `row0` into registers, or stores of the
 /// registers into workgroup memory (`dst`, row stride).
 #[derive(Clone, Copy)]
@@ -267,34 +234,13 @@ pub(super) fn render(
     // registers `reg` (zero past `rows_ext` and `cols_ext`; 4 columns per load where everything is
     // 4-aligned), `Put(reg, dst, stride)` stores them at `dst[rr * stride + cc]`. Unrolled: each
     // thread's loads are issued back to back.
-    let in_ct = ct(a.in_dtype).unwrap_or(Ct::F32);
     let em_args = em.args.clone();
     let vec_of = |op: &AttnOperand, cols_ext: u64| {
         let aligned = [op.offset, op.s_row, op.s_head, op.s_batch].iter().all(|x| x.is_multiple_of(4));
         tuning.vectorize && aligned && cols_ext.is_multiple_of(4)
     };
-    // What the registers hold: f16 inputs as loaded; f32 and packed bf16 unconverted until stored
-    // to workgroup memory (see `storage::load_words`), other bf16 loads converted at once.
-    let held = |op: &AttnOperand, cols_ext: u64| {
-        let arg = &em_args[op.arg];
-        if vec_of(op, cols_ext) && load_words(arg, "0u").is_some() {
-            Held::Words
-        } else if a.in_dtype == DType::F32 {
-            Held::F32
-        } else {
-            Held::F16
-        }
-    };
-    let to_f16 = |em: &mut Emitter<'_>, v: &str, vec: bool| {
-        if a.in_dtype == DType::BF16 {
-            let f = em.h.need(H::Bf16ToF16, vec);
-            format!("{f}({v})")
-        } else if vec {
-            format!("vec4<f16>({v})")
-        } else {
-            format!("f16({v})")
-        }
-    };
+    // What the registers hold (see `staging`).
+    let held = |op: &AttnOperand, cols_ext: u64| Held::of(&em_args[op.arg], vec_of(op, cols_ext), a.in_dtype);
     let regs_of = |op: &AttnOperand, rows: u32, cols_pad: u32, cols_ext: u64| {
         let w = if vec_of(op, cols_ext) { 4 } else { 1 };
         (rows * cols_pad / w).div_ceil(threads)
@@ -333,33 +279,13 @@ pub(super) fn render(
                     em.line(format!("{reg}[{u}] = {};", kind.zero(vec)));
                     em.open(format!("if (gr < {rows_ext}u && cc < {cols_ext}u)"));
                     em.line(format!("let gi = {which}_base + gr * {}u + cc;", op.s_row));
-                    let v = match kind {
-                        Held::Words => load_words(&arg, "gi").ok_or_else(|| em.err("packed words expected"))?,
-                        Held::F32 | Held::F16 => {
-                            let tmp = em.fresh("l");
-                            let (pre, v) =
-                                if vec { load_vec(&arg, "gi", &tmp, in_ct) } else { load_scalar(&arg, "gi", &tmp) };
-                            for p in pre {
-                                em.line(p);
-                            }
-                            let v = ops::cast(&v, a.in_dtype, DType::F32, vec, &mut em.h).map_err(|m| em.err(m))?;
-                            if kind == Held::F16 { to_f16(em, &v, vec) } else { v }
-                        }
-                    };
+                    let v = kind.load(em, &arg, "gi", vec, a.in_dtype)?;
                     em.line(format!("{reg}[{u}] = {v};"));
                     em.close();
                 }
                 Step::Put(reg, dst, stride) => {
                     em.line(format!("let wi = rr * {stride}u + cc;"));
-                    let r = format!("{reg}[{u}]");
-                    let v = match kind {
-                        Held::Words => {
-                            let f = unpack_words(&arg, &r).ok_or_else(|| em.err("packed words expected"))?;
-                            to_f16(em, &f, true)
-                        }
-                        Held::F32 => to_f16(em, &r, vec),
-                        Held::F16 => r,
-                    };
+                    let v = kind.stored(em, &arg, &format!("{reg}[{u}]"), vec, a.in_dtype)?;
                     if vec {
                         em.line(format!("let x = {v};"));
                         for (c, comp) in ["x", "y", "z", "w"].iter().enumerate() {

@@ -19,10 +19,8 @@ use sinter_core::DType;
 use sinter_core::kernel::{ExprId, MatmulBody};
 
 use super::emit::{AccVal, Emitter, store_roots};
-use super::helpers::H;
 use super::pointwise::PARAMS;
-use super::storage::{load_scalar, load_vec, load_words, unpack_words};
-use super::types::Ct;
+use super::staging::Held;
 use super::{Body, RenderError, Tuning, WgslCaps};
 
 /// Output tile rows.
@@ -187,41 +185,8 @@ pub(super) fn render(
         let per_thread = rows_tile * bk / width / threads;
         stages.push(Stage { which, arg, contig_k, s_r, s_c, rows_name, rows_ext, rows_tile, width, per_thread });
     }
-    let to_f16 = |em: &mut Emitter<'_>, v: &str, vec: bool| -> String {
-        if mm.in_dtype != DType::BF16 {
-            // f16 as is, f32 rounded to nearest.
-            if vec { format!("vec4<f16>({v})") } else { format!("f16({v})") }
-        } else {
-            let f = em.h.need(H::Bf16ToF16, vec);
-            format!("{f}({v})")
-        }
-    };
-    // What a stage's registers hold until stored: f16 inputs as loaded; packed bf16 words and f32
-    // values unconverted (a conversion right after the load would stall the thread until the load
-    // completes, which the register stage is there to overlap with the multiplies); bf16 loaded one
-    // element at a time converted at once.
-    #[derive(Clone, Copy, PartialEq)]
-    enum Held {
-        F16,
-        F32,
-        Words,
-    }
-    let held = |st: &Stage| {
-        if st.width == 4 && load_words(&st.arg, "0u").is_some() {
-            Held::Words
-        } else if mm.in_dtype == DType::F32 {
-            Held::F32
-        } else {
-            Held::F16
-        }
-    };
-    let reg_ty = |st: &Stage| match (held(st), st.width == 4) {
-        (Held::Words, _) => ("vec2<u32>", "vec2<u32>(0u)"),
-        (Held::F32, true) => ("vec4<f32>", "vec4<f32>(0.0f)"),
-        (Held::F32, false) => ("f32", "0.0f"),
-        (Held::F16, true) => ("vec4<f16>", "vec4<f16>(0.0h)"),
-        (Held::F16, false) => ("f16", "0.0h"),
-    };
+    // What a stage's registers hold until stored (see `staging`).
+    let held = |st: &Stage| Held::of(&st.arg, st.width == 4, mm.in_dtype);
     // Position (tile row, depth) of register `l` of a stage.
     let position = |em: &mut Emitter<'_>, st: &Stage, l: u32| {
         let rr = format!("{}{}", st.rows_name, st.rows_name);
@@ -246,23 +211,10 @@ pub(super) fn render(
                 position(em, st, l);
                 em.line(format!("let g{} = {origin} + {rr};", st.rows_name));
                 em.line(format!("let gk = {k0} + kk;"));
-                em.line(format!("{reg} = {};", reg_ty(st).1));
+                em.line(format!("{reg} = {};", kind.zero(st.width == 4)));
                 em.open(format!("if (g{} < {}u && gk < {kdim}u)", st.rows_name, st.rows_ext));
                 em.line(format!("let i = {}_base + g{} * {}u + gk * {}u;", st.which, st.rows_name, st.s_r, st.s_c));
-                let v = match kind {
-                    Held::Words => load_words(&st.arg, "i").ok_or_else(|| invalid("packed words expected".into()))?,
-                    Held::F32 | Held::F16 => {
-                        let (pre, v) = if st.width == 4 {
-                            load_vec(&st.arg, "i", "ld", Ct::F32)
-                        } else {
-                            load_scalar(&st.arg, "i", "ld")
-                        };
-                        for p in pre {
-                            em.line(p);
-                        }
-                        if kind == Held::F16 { to_f16(em, &v, st.width == 4) } else { v }
-                    }
-                };
+                let v = kind.load(em, &st.arg, "i", st.width == 4, mm.in_dtype)?;
                 em.line(format!("{reg} = {v};"));
                 em.close();
                 em.close();
@@ -271,7 +223,7 @@ pub(super) fn render(
         Ok(())
     };
     for st in &stages {
-        let ty = reg_ty(st).0;
+        let ty = held(st).ty(st.width == 4);
         for l in 0..st.per_thread {
             em.line(format!("var p{}{l}: {ty};", st.which));
         }
@@ -289,14 +241,7 @@ pub(super) fn render(
             em.open("");
             position(em, st, l);
             let reg = format!("p{}{l}", st.which);
-            let v = match held(st) {
-                Held::Words => {
-                    let f = unpack_words(&st.arg, &reg).ok_or_else(|| invalid("packed words expected".into()))?;
-                    to_f16(em, &f, true)
-                }
-                Held::F32 => to_f16(em, &reg, st.width == 4),
-                Held::F16 => reg,
-            };
+            let v = held(st).stored(em, &st.arg, &reg, st.width == 4, mm.in_dtype)?;
             if st.width == 4 {
                 em.line(format!("let x = {v};"));
                 for (c, comp) in ["x", "y", "z", "w"].iter().enumerate() {
