@@ -2,13 +2,13 @@
 //! `VK_KHR_cooperative_matrix`).
 //!
 //! A workgroup of 8 subgroups computes a 128x128 output tile: the subgroups form a 2x4 grid, each owning a
-//! 64x32 block held as 4x2 `coop_mat16x16<f32, C>` accumulators. Per step of 64 along k (32 for shallow
-//! products, small adapters or where the tuner asks, [`Tuning::coop_depth`]) the workgroup stages the A (128x32) and B (32x128) tiles into shared
-//! memory as f16, rows padded by 16 bytes (zero-filled at the edges, 4-wide loads where the operand is
-//! contiguous and aligned; the next step's loads held in registers, unconverted, while this step
-//! multiplies), then each subgroup loads its fragments with `coopLoadT` and multiplies with
-//! `coopMultiplyAdd`. The epilogue stores each accumulator to a per-subgroup
-//! 16x16 scratch in shared memory and the subgroup's lanes evaluate the kernel's epilogue expressions
+//! 64x32 block held as 4x2 `coop_mat16x16<f32, C>` accumulators. Per step of `bk` = 64 along k (32 for
+//! shallow products, small adapters or where the tuner asks, [`Tuning::coop_depth`]) the workgroup
+//! stages the A (128 x bk) and B (bk x 128) tiles into shared memory as f16, rows padded by 16 bytes
+//! (zero-filled at the edges, 4-wide loads where the operand is contiguous and aligned; the next step's
+//! loads held in registers, unconverted, while this step multiplies), then each subgroup loads its
+//! fragments with `coopLoadT` and multiplies with `coopMultiplyAdd`. The epilogue stores each
+//! accumulator to a per-subgroup 16x16 scratch in shared memory and the subgroup's lanes evaluate the kernel's epilogue expressions
 //! element by element, with the bounds checks of the edges.
 //!
 //! Used for f16 inputs with f32 accumulation when the adapter reports a 16x16x16 f16/f32 configuration and
@@ -27,7 +27,7 @@ use super::{Body, RenderError, Tuning, WgslCaps};
 const BM: u32 = 128;
 /// Output tile columns.
 const BN: u32 = 128;
-/// Depth of one shared-memory stage.
+/// Depth of one shared-memory stage for products no deeper than it (and where 64 does not fit).
 const BK: u32 = 32;
 /// Depths of a shared-memory stage the tuner may ask for ([`Tuning::coop_depth`]), each a candidate.
 pub const DEPTHS: [u32; 2] = [32, 64];
