@@ -373,11 +373,18 @@ fn cooperative_matrix_kernel_renders_and_validates() {
     assert!(rendered(&d64, &caps, &Tuning::default()).contains("attention coop16 64x64"));
     // Without the opt-ins bf16 and f32 stay on FMAs; an explicit FMA tile (max-autotune's candidates)
     // or `coop_matrix: false` too.
+    // The FMA kernel's summary says why.
     let strict = WgslCaps { bf16_matmul_as_f16: false, f32_matmul_as_f16: false, ..coop_caps() };
     for dt in [DType::BF16, DType::F32] {
         let p = attention(&AttnCase::new(1, 2, 128, 128, 64, dt));
-        assert!(!render(&p.kernels[0], &p, &strict).unwrap().strategy.contains("coop"), "{dt}");
+        let r = render(&p.kernels[0], &p, &strict).unwrap();
+        assert!(!r.strategy.contains("coop"), "{dt}");
+        let why = format!("not on cooperative matrices: {dt} operands without the opt-in");
+        assert!(r.source.contains(&why), "{dt}: {}", r.source.lines().find(|l| l.contains("attention")).unwrap_or(""));
     }
+    let decode = attention(&AttnCase::new(1, 2, 1, 128, 64, DType::F16));
+    let r = render(&decode.kernels[0], &decode, &caps).unwrap();
+    assert!(r.source.contains("not on cooperative matrices: 1 query rows fill less than one 16-row fragment"));
     let fma = Tuning { coop_matrix: false, ..Tuning::default() };
     assert!(!render_with(&d64.kernels[0], &d64, &caps, &fma).unwrap().strategy.contains("coop"));
     let cands = candidates(&d64.kernels[0], &caps);

@@ -229,9 +229,12 @@ pub(super) fn render(
     let k = em.k;
     let kname = k.name.clone();
     let unsupported = |what: String| RenderError::Unsupported { kernel: kname.clone(), what };
-    if let Ok(g) = super::attention_coop::plan(a, caps, tuning) {
-        return super::attention_coop::render(em, a, caps, tuning, g);
-    }
+    // Why an adapter with cooperative matrices does not run this body on them, for the summary.
+    let refused = match super::attention_coop::plan(a, caps, tuning) {
+        Ok(g) => return super::attention_coop::render(em, a, caps, tuning, g),
+        Err(why) if caps.has_coop_matrix => format!("; not on cooperative matrices: {why}"),
+        Err(_) => String::new(),
+    };
     let t = tuning.attn_tile.unwrap_or_else(|| default_tile(a, caps));
     check_attn_tile(&t, caps).map_err(&unsupported)?;
     let bh = check_body(em, a)?;
@@ -282,7 +285,7 @@ pub(super) fn render(
     let summary = format!(
         "attention {bh} heads x m {} x kv {} x d {} x dv {} ({} -> p {}){causal}, tile {bm} rows x {bn} keys, chunks \
          of {bk}, {tm} rows x {tn} keys x {tdv} columns per thread{}, {threads} threads, {dchunks} column blocks of \
-         {bdv}, Q {}, {workgroups} workgroups",
+         {bdv}, Q {}, {workgroups} workgroups{refused}",
         a.m,
         a.kv,
         a.d,
