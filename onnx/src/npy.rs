@@ -83,55 +83,15 @@ impl Elem for bool {
 /// `$body` with `$t` the [`Elem`] of `$dtype` (bf16 and fp8, which NumPy lacks, widened first).
 macro_rules! with_elem {
     ($dtype:expr, |$t:ident| $body:expr) => {
+        with_elem!(@table $dtype, $t, $body; Bool bool, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16,
+            U32 u32, U64 u64, F16 half::f16, F32 f32, F64 f64)
+    };
+    (@table $dtype:expr, $t:ident, $body:expr; $($d:ident $ty:ty),*) => {
         match $dtype {
-            DType::Bool => {
-                type $t = bool;
+            $(DType::$d => {
+                type $t = $ty;
                 $body
-            }
-            DType::I8 => {
-                type $t = i8;
-                $body
-            }
-            DType::I16 => {
-                type $t = i16;
-                $body
-            }
-            DType::I32 => {
-                type $t = i32;
-                $body
-            }
-            DType::I64 => {
-                type $t = i64;
-                $body
-            }
-            DType::U8 => {
-                type $t = u8;
-                $body
-            }
-            DType::U16 => {
-                type $t = u16;
-                $body
-            }
-            DType::U32 => {
-                type $t = u32;
-                $body
-            }
-            DType::U64 => {
-                type $t = u64;
-                $body
-            }
-            DType::F16 => {
-                type $t = half::f16;
-                $body
-            }
-            DType::F32 => {
-                type $t = f32;
-                $body
-            }
-            DType::F64 => {
-                type $t = f64;
-                $body
-            }
+            })*
             d @ (DType::BF16 | DType::F8E4M3 | DType::F8E5M2) => unreachable!("NumPy has no {d}"),
         }
     };
