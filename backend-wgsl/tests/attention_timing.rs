@@ -21,13 +21,13 @@ fn edit(src: &str, pat: &str, with: &str) -> String {
         .join("\n")
 }
 
-/// `src` without the loads of the K and V tiles into their registers (the registers keep zeros).
+/// `src` without the loads of the K and V tiles into their registers (the registers keep their zeros).
 fn no_kv_loads(src: &str) -> String {
     src.lines()
         .filter(|l| {
             let t = l.trim_start();
             let reg = t.starts_with("pk[") || t.starts_with("pv[");
-            !reg || t.contains("(0.0h)")
+            !reg || t.ends_with(">();")
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -94,21 +94,8 @@ fn coop_attention_parts() {
                 variants.push((if keys == 32 { "32-key tiles" } else { "16-key tiles" }, rk.source));
             }
         }
-        let bufs: Vec<_> = p
-            .buffers
-            .iter()
-            .map(|bd| {
-                let bytes = (bd.numel * bd.dtype.size_bytes()).next_multiple_of(4).max(4) as u64;
-                let buf = dev.alloc(bytes, "t").expect("alloc");
-                dev.fill(&buf, &[0x00, 0x3c]).expect("fill");
-                buf
-            })
-            .collect();
-        let args: Vec<sinter_wgsl::device::Arg<'_>> = r
-            .bindings
-            .iter()
-            .map(|bp| bufs[bp.buffer.0 as usize].range(bp.offset_bytes, bp.size_bytes).into())
-            .collect();
+        let bufs = program_buffers(dev, &p, &[0x00, 0x3c]);
+        let args = bind(&r, &bufs);
         let progs: Vec<_> = variants
             .iter()
             .filter_map(|(name, src)| match dev.compile(src, &r.entry, name) {
@@ -128,12 +115,7 @@ fn coop_attention_parts() {
                 }
                 let t = batch.run().expect("run");
                 let ns = t.dispatch_ns.expect("timestamps");
-                let med = {
-                    let mut v = ns.clone();
-                    v.sort();
-                    v[v.len() / 2] as f64 / 1e6
-                };
-                best[i] = best[i].min(med);
+                best[i] = best[i].min(median(ns.iter().map(|&x| x as f64 / 1e6).collect()));
             }
         }
         println!("s {s} d {d} {dt} ({}):", r.strategy);

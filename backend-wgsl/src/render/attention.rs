@@ -29,7 +29,7 @@ use sinter_core::kernel::{AttentionBody, AttnOperand, ExprId, Var};
 use super::emit::{AccVal, Emitter, acc_uses, depends_on, store_roots};
 use super::helpers::H;
 use super::ops;
-use super::pointwise::{PARAMS, emit_wid, grid_excess};
+use super::pointwise::PARAMS;
 use super::storage::{load_scalar, load_vec};
 use super::types::{Ct, ct, f32_lit};
 use super::{AttnTile, Body, GridSplit, OuterUnit, RenderError, Tuning, WgslCaps};
@@ -310,13 +310,8 @@ pub(super) fn render(
         return Ok(body(0));
     }
 
-    emit_wid(em, workgroups, caps);
-    if grid_excess(workgroups, caps) {
-        em.line(format!("if (wid >= {workgroups}u) {{ return; }}"));
-    }
-    em.line(format!("let n0 = (wid % {dchunks}u) * {bdv}u;"));
-    em.line(format!("let m0 = ((wid / {dchunks}u) % {tiles_m}u) * {bm}u;"));
-    em.line(format!("let batch = wid / {}u;", dchunks * tiles_m));
+    // Column blocks innermost, then row tiles, then flat batches: a matmul's tile order.
+    super::matmul::tile_origin(em, caps, workgroups, (tiles_m, dchunks), (bm, bdv));
     em.line(format!("let tx = lid % {txn}u;"));
     em.line(format!("let ty = lid / {txn}u;"));
     for (name, op) in [("q", &a.q), ("k", &a.k), ("v", &a.v)] {

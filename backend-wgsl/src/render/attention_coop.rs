@@ -40,7 +40,7 @@ use super::attention::{bind_and_hoist, check_body, operand_base};
 use super::emit::{AccVal, Emitter};
 use super::helpers::H;
 use super::ops;
-use super::pointwise::{PARAMS, emit_wid, grid_excess};
+use super::pointwise::{PARAMS, emit_wid_within};
 use super::staging::Held;
 use super::types::f32_lit;
 use super::{Body, GridSplit, OuterUnit, RenderError, Tuning, WgslCaps};
@@ -158,6 +158,18 @@ enum Step<'s> {
     Put(&'s str, &'s str, u32),
 }
 
+/// One 16x16 f32 fragment `acc`, the sum of the products of `terms` (an A fragment, a B load),
+/// stored row-major at `ss[dst]` (row stride `sst`), in a block of its own.
+fn product_to_ss(em: &mut Emitter<'_>, acc: &str, terms: impl Iterator<Item = (String, String)>, dst: &str, sst: u32) {
+    em.open("");
+    em.line(format!("var {acc} = coop_mat16x16<f32, C>();"));
+    for (fa, fb) in terms {
+        em.line(format!("{acc} = coopMultiplyAdd({fa}, {fb}, {acc});"));
+    }
+    em.line(format!("coopStoreT({acc}, &ss[{dst}], {sst}u);"));
+    em.close();
+}
+
 /// Renders `a` on cooperative matrices with the geometry from [`plan`].
 pub(super) fn render(
     em: &mut Emitter<'_>,
@@ -175,6 +187,14 @@ pub(super) fn render(
     let (nq, nk, nf) = (d_pad / 16, bn / 16, dv_pad / 16);
     // O fragments per round through the scratch (16 columns each within a subgroup's rows of `ss`).
     let per_round = nk.min(nf);
+    // A value combined across the lanes sharing a softmax row (XOR shuffles by 16, 32, ...).
+    let across_row = |em: &mut Emitter<'_>, step: &dyn Fn(u32) -> String| {
+        let mut o = 16;
+        while o < sg {
+            em.line(step(o));
+            o *= 2;
+        }
+    };
     let bh = check_body(em, a)?;
     let (m, kv, d, dv) = (a.m as u64, a.kv as u64, a.d as u64, a.dv as u64);
     let tiles_m = m.div_ceil(u64::from(BM));
@@ -214,10 +234,7 @@ pub(super) fn render(
         return Ok(body(0));
     }
 
-    emit_wid(em, workgroups, caps);
-    if grid_excess(workgroups, caps) {
-        em.line(format!("if (wid >= {workgroups}u) {{ return; }}"));
-    }
+    emit_wid_within(em, workgroups, caps);
     em.line(format!("let m0 = (wid % {tiles_m}u) * {BM}u;"));
     em.line(format!("let batch = wid / {tiles_m}u;"));
     // The lane's softmax row (within the subgroup's 16) and part of it, and its first row of a fragment.
@@ -234,13 +251,14 @@ pub(super) fn render(
     // registers `reg` (zero past `rows_ext` and `cols_ext`; 4 columns per load where everything is
     // 4-aligned), `Put(reg, dst, stride)` stores them at `dst[rr * stride + cc]`. Unrolled: each
     // thread's loads are issued back to back.
-    let em_args = em.args.clone();
     let vec_of = |op: &AttnOperand, cols_ext: u64| {
         let aligned = [op.offset, op.s_row, op.s_head, op.s_batch].iter().all(|x| x.is_multiple_of(4));
         tuning.vectorize && aligned && cols_ext.is_multiple_of(4)
     };
     // What the registers hold (see `staging`).
-    let held = |op: &AttnOperand, cols_ext: u64| Held::of(&em_args[op.arg], vec_of(op, cols_ext), a.in_dtype);
+    let held = |em: &Emitter<'_>, op: &AttnOperand, cols_ext: u64| {
+        Held::of(&em.args[op.arg], vec_of(op, cols_ext), a.in_dtype)
+    };
     let regs_of = |op: &AttnOperand, rows: u32, cols_pad: u32, cols_ext: u64| {
         let w = if vec_of(op, cols_ext) { 4 } else { 1 };
         (rows * cols_pad / w).div_ceil(threads)
@@ -253,7 +271,7 @@ pub(super) fn render(
                  step: Step<'_>|
      -> Result<(), RenderError> {
         let vec = vec_of(op, cols_ext);
-        let kind = held(op, cols_ext);
+        let kind = held(em, op, cols_ext);
         let w = if vec { 4 } else { 1 };
         let total = rows * cols_pad / w;
         if let (Step::Fetch(..), Some(u)) = (step, em.uses.get_mut(op.arg)) {
@@ -303,14 +321,17 @@ pub(super) fn render(
         }
         Ok(())
     };
-    let reg_decl = |op: &AttnOperand, rows: u32, cols_pad: u32, cols_ext: u64| {
-        let ty = held(op, cols_ext).ty(vec_of(op, cols_ext));
+    let reg_decl = |em: &Emitter<'_>, op: &AttnOperand, rows: u32, cols_pad: u32, cols_ext: u64| {
+        let ty = held(em, op, cols_ext).ty(vec_of(op, cols_ext));
         format!("array<{ty}, {}>", regs_of(op, rows, cols_pad, cols_ext))
     };
 
-    em.line(format!("var pq: {};", reg_decl(&a.q, BM, d_pad, d)));
-    em.line(format!("var pk: {};", reg_decl(&a.k, bn, d_pad, d)));
-    em.line(format!("var pv: {};", reg_decl(&a.v, bn, dv_pad, dv)));
+    for (reg, op, rows, (cols_pad, cols_ext)) in
+        [("pq", &a.q, BM, (d_pad, d)), ("pk", &a.k, bn, (d_pad, d)), ("pv", &a.v, bn, (dv_pad, dv))]
+    {
+        let decl = format!("var {reg}: {};", reg_decl(em, op, rows, cols_pad, cols_ext));
+        em.line(decl);
+    }
     em.line("// the query tile, staged through sk, held as A fragments; the first key tile's loads");
     stage(em, "q", &a.q, (BM, m), (d_pad, d), Step::Fetch("pq", "m0"))?;
     stage(em, "k", &a.k, (bn, kv), (d_pad, d), Step::Fetch("pk", "0u"))?;
@@ -341,16 +362,10 @@ pub(super) fn render(
     em.close();
     em.line("// S = Q K^T on the matrix units");
     for kb in 0..nk {
-        em.open("");
-        em.line("var s = coop_mat16x16<f32, C>();");
-        for c in 0..nq {
-            em.line(format!(
-                "s = coopMultiplyAdd(qf{c}, coopLoad<coop_mat16x16<f16, B>>(&sk[{}u], {kst}u), s);",
-                kb * 16 * kst + c * 16
-            ));
-        }
-        em.line(format!("coopStoreT(s, &ss[r0 * {sst}u + {}u], {sst}u);", kb * 16));
-        em.close();
+        let terms = (0..nq).map(|c| {
+            (format!("qf{c}"), format!("coopLoad<coop_mat16x16<f16, B>>(&sk[{}u], {kst}u)", kb * 16 * kst + c * 16))
+        });
+        product_to_ss(em, "s", terms, &format!("r0 * {sst}u + {}u", kb * 16), sst);
     }
     em.line("workgroupBarrier();");
     em.line("// logits, masked, in registers, and their row maximum");
@@ -403,11 +418,7 @@ pub(super) fn render(
         logits(em, true)?;
         em.close();
     }
-    let mut o = 16;
-    while o < sg {
-        em.line(format!("mx = {fmax}(mx, subgroupShuffleXor(mx, {o}u));"));
-        o *= 2;
-    }
+    across_row(em, &|o| format!("mx = {fmax}(mx, subgroupShuffleXor(mx, {o}u));"));
     em.line(format!("let ms = {fmax}(mrun, mx);"));
     em.line("let alpha = exp(mrun - ms);");
     em.line("mrun = ms;");
@@ -435,16 +446,13 @@ pub(super) fn render(
     for f0 in (0..nf).step_by(per_round as usize) {
         let round: Vec<u32> = (f0..(f0 + per_round).min(nf)).collect();
         for (slot, &f) in round.iter().enumerate() {
-            em.open("");
-            em.line("var po = coop_mat16x16<f32, C>();");
-            for kq in 0..nk {
-                em.line(format!(
-                    "po = coopMultiplyAdd(pf{kq}, coopLoadT<coop_mat16x16<f16, B>>(&sv[{}u], {vst}u), po);",
-                    kq * 16 * vst + f * 16
-                ));
-            }
-            em.line(format!("coopStoreT(po, &ss[r0 * {sst}u + {}u], {sst}u);", slot * 16));
-            em.close();
+            let terms = (0..nk).map(|kq| {
+                (
+                    format!("pf{kq}"),
+                    format!("coopLoadT<coop_mat16x16<f16, B>>(&sv[{}u], {vst}u)", kq * 16 * vst + f * 16),
+                )
+            });
+            product_to_ss(em, "po", terms, &format!("r0 * {sst}u + {}u", slot * 16), sst);
         }
         em.line("workgroupBarrier();");
         for (slot, &f) in round.iter().enumerate() {
@@ -462,11 +470,7 @@ pub(super) fn render(
     em.close();
 
     em.line("// row sums across the row's lanes, then the epilogue");
-    let mut o = 16;
-    while o < sg {
-        em.line(format!("lrun = lrun + subgroupShuffleXor(lrun, {o}u);"));
-        o *= 2;
-    }
+    across_row(em, &|o| format!("lrun = lrun + subgroupShuffleXor(lrun, {o}u);"));
     em.line("if (part == 0u) { sa[r0 + rs] = lrun; }");
     em.line("workgroupBarrier();");
     for r in 0..slots {

@@ -4,7 +4,7 @@ use sinter_core::kernel::{ExprId, MatOperand, MatmulBody, Var};
 
 use super::emit::{AccVal, Emitter, store_roots};
 use super::ops;
-use super::pointwise::{PARAMS, emit_wid, grid_excess};
+use super::pointwise::{PARAMS, emit_wid_within};
 use super::storage::load_scalar;
 use super::types::{Ct, ct};
 use super::{Body, GridSplit, MatmulTile, OuterUnit, RenderError, Tuning, WgslCaps};
@@ -62,10 +62,7 @@ pub(super) fn tile_origin(
     (tiles_m, tiles_n): (u64, u64),
     (bm, bn): (u32, u32),
 ) {
-    emit_wid(em, workgroups, caps);
-    if grid_excess(workgroups, caps) {
-        em.line(format!("if (wid >= {workgroups}u) {{ return; }}"));
-    }
+    emit_wid_within(em, workgroups, caps);
     em.line(format!("let n0 = (wid % {tiles_n}u) * {bn}u;"));
     em.line(format!("let m0 = ((wid / {tiles_n}u) % {tiles_m}u) * {bm}u;"));
     em.line(format!("let batch = wid / {}u;", tiles_n * tiles_m));

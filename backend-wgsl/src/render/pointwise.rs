@@ -19,6 +19,14 @@ pub(super) fn emit_wid(em: &mut Emitter<'_>, workgroups: u64, caps: &WgslCaps) {
     }
 }
 
+/// [`emit_wid`], then an early return of the workgroups a spread grid launches past `workgroups`.
+pub(super) fn emit_wid_within(em: &mut Emitter<'_>, workgroups: u64, caps: &WgslCaps) {
+    emit_wid(em, workgroups, caps);
+    if grid_excess(workgroups, caps) {
+        em.line(format!("if (wid >= {workgroups}u) {{ return; }}"));
+    }
+}
+
 /// Whether a spread grid launches more workgroups than `workgroups`.
 pub(super) fn grid_excess(workgroups: u64, caps: &WgslCaps) -> bool {
     match crate::device::spread_workgroups(workgroups, caps.max_workgroups_per_dim) {

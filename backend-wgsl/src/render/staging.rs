@@ -15,7 +15,7 @@ use super::RenderError;
 use super::emit::Emitter;
 use super::helpers::H;
 use super::ops;
-use super::storage::{ArgInfo, load_scalar, load_vec, load_words, unpack_words};
+use super::storage::{ArgInfo, holds_words, load_scalar, load_vec, load_words, unpack_words};
 use super::types::{Ct, ct};
 
 /// What a staging register holds.
@@ -32,7 +32,7 @@ pub(super) enum Held {
 impl Held {
     /// What registers loading `arg` (elements of `dtype`, 4 at a time when `vec`) hold.
     pub(super) fn of(arg: &ArgInfo, vec: bool, dtype: DType) -> Held {
-        if vec && load_words(arg, "0u").is_some() {
+        if vec && holds_words(arg) {
             Held::Words
         } else if dtype == DType::F32 {
             Held::F32
@@ -53,14 +53,8 @@ impl Held {
     }
 
     /// Zero of the register's type (what it holds past the operand's edges).
-    pub(super) fn zero(self, vec: bool) -> &'static str {
-        match (self, vec) {
-            (Held::Words, _) => "vec2<u32>(0u)",
-            (Held::F32, true) => "vec4<f32>(0.0f)",
-            (Held::F32, false) => "0.0f",
-            (Held::F16, true) => "vec4<f16>(0.0h)",
-            (Held::F16, false) => "0.0h",
-        }
+    pub(super) fn zero(self, vec: bool) -> String {
+        format!("{}()", self.ty(vec))
     }
 
     /// The value a register takes from element `i` of `arg` (the 4 from `i` when `vec`); statements

@@ -267,12 +267,13 @@ pub(crate) fn load_scalar(a: &ArgInfo, i: &str, tmp: &str) -> (Vec<String>, Stri
 /// after the load would stall the thread until the load completes, where a prefetch into registers
 /// is meant to overlap it with other work.
 pub(crate) fn load_words(a: &ArgInfo, b: &str) -> Option<String> {
-    match a.layout {
-        Layout::Packed { bits: 16, kind: Pack::BF16 | Pack::F16 } => {
-            Some(format!("vec2<u32>({}, {})", a.read(&format!("{b} >> 1u")), a.read(&format!("({b} >> 1u) + 1u"))))
-        }
-        _ => None,
-    }
+    holds_words(a)
+        .then(|| format!("vec2<u32>({}, {})", a.read(&format!("{b} >> 1u")), a.read(&format!("({b} >> 1u) + 1u"))))
+}
+
+/// Whether `a` packs 16-bit floats two to a word (what [`load_words`] reads).
+pub(crate) fn holds_words(a: &ArgInfo) -> bool {
+    matches!(a.layout, Layout::Packed { bits: 16, kind: Pack::BF16 | Pack::F16 })
 }
 
 /// The 4 floats in `w`, a `vec2<u32>` from [`load_words`], as a `vec4<f32>`.
