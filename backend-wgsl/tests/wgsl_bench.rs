@@ -12,18 +12,13 @@
 
 use std::io::Write;
 
+mod common;
+use common::median;
+
 use sinter_core::backend::{Backend, Executable, Mode};
 use sinter_core::schedule::{ScheduleOptions, schedule};
 use sinter_core::workloads::{self, Scale};
 use sinter_wgsl::WgslBackend;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
 
 #[test]
 #[ignore = "benchmark: run on a GPU with --ignored"]

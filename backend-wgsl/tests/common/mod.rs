@@ -226,25 +226,14 @@ pub fn run_tuned(
     let dev = b.device();
     let k = &p.kernels[0];
     let r = sinter_wgsl::render::render_with(k, p, b.wgsl_caps(), tuning).unwrap_or_else(|e| panic!("{tuning:?}: {e}"));
-    let bufs: Vec<_> = p
-        .buffers
-        .iter()
-        .map(|d| {
-            let bytes = (d.numel * d.dtype.size_bytes()).next_multiple_of(4).max(4) as u64;
-            let buf = dev.alloc(bytes, "t").expect("alloc");
-            dev.fill(&buf, &[0xff; 4]).expect("poison");
-            buf
-        })
-        .collect();
+    let bufs = program_buffers(dev, p, &[0xff; 4]);
     for (io, t) in p.inputs.iter().zip(ins) {
         let mut bytes = t.to_le_bytes();
         bytes.resize(bytes.len().next_multiple_of(4), 0);
         dev.upload(&bufs[io.buffer.0 as usize], &bytes).expect("upload");
     }
     let prog = dev.compile(&r.source, &r.entry, &k.name).unwrap_or_else(|e| panic!("{tuning:?}: {e}"));
-    let args: Vec<sinter_wgsl::device::Arg<'_>> =
-        r.bindings.iter().map(|bp| bufs[bp.buffer.0 as usize].range(bp.offset_bytes, bp.size_bytes).into()).collect();
-    dev.run_once(&prog, &args, r.grid).expect("run");
+    dev.run_once(&prog, &bind(&r, &bufs), r.grid).expect("run");
     p.outputs
         .iter()
         .map(|io| {
@@ -268,4 +257,38 @@ pub fn coop_caps() -> sinter_wgsl::render::WgslCaps {
         max_workgroup_storage_bytes: 49152,
         ..sinter_wgsl::render::WgslCaps::baseline()
     }
+}
+
+/// One device buffer per buffer of `p`, each filled with `pattern` (repeated).
+pub fn program_buffers(
+    dev: &sinter_wgsl::device::Device,
+    p: &sinter_core::kernel::Program,
+    pattern: &[u8],
+) -> Vec<sinter_wgsl::device::GpuBuffer> {
+    p.buffers
+        .iter()
+        .map(|d| {
+            let bytes = (d.numel * d.dtype.size_bytes()).next_multiple_of(4).max(4) as u64;
+            let buf = dev.alloc(bytes, "t").expect("alloc");
+            dev.fill(&buf, pattern).expect("fill");
+            buf
+        })
+        .collect()
+}
+
+/// The arguments of rendered kernel `r` over `bufs` (from [`program_buffers`]), in binding order.
+pub fn bind<'b>(
+    r: &sinter_wgsl::render::Rendered,
+    bufs: &'b [sinter_wgsl::device::GpuBuffer],
+) -> Vec<sinter_wgsl::device::Arg<'b>> {
+    r.bindings.iter().map(|bp| bufs[bp.buffer.0 as usize].range(bp.offset_bytes, bp.size_bytes).into()).collect()
+}
+
+/// The median of `v` (NaN when empty).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
 }
