@@ -10,7 +10,7 @@
 //! 2. `S = Q K^T` on the matrix units, `bn / 16` f32 fragments per subgroup, stored to `ss`;
 //! 3. the subgroup's lanes read their rows' scores into registers (subgroup size / 16 lanes per
 //!    row, unrolled) and evaluate the score expression (`Acc(1)` = the dot product); rows past `m`,
-//!    keys past `kv` (known per register at render time) and past the causal bound are masked by a
+//!    keys past `kv` and past the causal bound are masked by a
 //!    bit per register, never by `-inf` (see [`LOW`]); they keep the online softmax (row maximum
 //!    across the row's lanes by `subgroupShuffleXor`, the rescale factor `alpha` to `sa`) and store
 //!    `p = exp(s - max)` (0 where masked), rounded to `p_dtype` and then to f16, to `sp`;
@@ -375,47 +375,23 @@ pub(super) fn render(
     em.line(format!("var sc: array<f32, {per_lane}>;"));
     em.line(format!("var valid: array<bool, {per_lane}>;"));
     em.line(format!("var mx = {low};"));
-    // Keys past `kv` are masked without comparing keys at run time: tiles before the last partial
-    // one have none, and in that one (its `j0` known here) which register holds which key is known
-    // but for the lane's part.
-    let rem = (kv % u64::from(bn)) as u32;
-    let last = kv - u64::from(rem);
+    // Rows past `m`, keys past `kv` (only when a tile can hold some) and past the causal bound.
+    let kv_bound = if kv.is_multiple_of(u64::from(bn)) { String::new() } else { format!(" && key < {kv}u") };
     let causal_bound = causal_o.map_or(String::new(), |o| format!(" && key <= m + {o}u"));
-    let logits = |em: &mut Emitter<'_>, partial: bool| -> Result<(), RenderError> {
-        for i in 0..per_lane {
-            let c = i * parts;
-            // Within the partial tile: every part of this register valid, none, or those below `rem - c`.
-            let kv_bound = match partial {
-                false => String::new(),
-                true if c + parts <= rem => String::new(),
-                true if c >= rem => continue,
-                true => format!(" && part < {}u", rem - c),
-            };
-            em.open("");
-            let j0 = if partial { format!("{last}u") } else { "j0".to_string() };
-            em.line(format!("let key = {j0} + part + {c}u;"));
-            em.open(format!("if (m < {m}u{kv_bound}{causal_bound})"));
-            em.line(format!("let sdot = ss[srow + {c}u];"));
-            em.acc.insert(1, AccVal { name: "sdot".into(), dtype: DType::F32, vec: false });
-            em.emit_closure(&[a.score], &|_| true)?;
-            let (v, _) = em.value(a.score)?;
-            em.line(format!("sc[{i}] = {v};"));
-            em.line(format!("valid[{i}] = true;"));
-            em.line(format!("mx = {fmax}(mx, {v});"));
-            em.close();
-            em.acc.remove(&1);
-            em.close();
-        }
-        Ok(())
-    };
-    if rem == 0 {
-        logits(em, false)?;
-    } else {
-        em.open(format!("if (j0 < {last}u)"));
-        logits(em, false)?;
+    for i in 0..per_lane {
+        let c = i * parts;
+        em.open("");
+        em.line(format!("let key = j0 + part + {c}u;"));
+        em.open(format!("if (m < {m}u{kv_bound}{causal_bound})"));
+        em.line(format!("let sdot = ss[srow + {c}u];"));
+        em.acc.insert(1, AccVal { name: "sdot".into(), dtype: DType::F32, vec: false });
+        em.emit_closure(&[a.score], &|_| true)?;
+        let (v, _) = em.value(a.score)?;
+        em.line(format!("sc[{i}] = {v};"));
+        em.line(format!("valid[{i}] = true;"));
+        em.line(format!("mx = {fmax}(mx, {v});"));
         em.close();
-        em.open("else");
-        logits(em, true)?;
+        em.acc.remove(&1);
         em.close();
     }
     across_row(em, &|o| format!("mx = {fmax}(mx, subgroupShuffleXor(mx, {o}u));"));
