@@ -229,6 +229,18 @@ impl WgslCaps {
         }
     }
 
+    /// Whether products of `dtype` operands may run on the f16 cooperative matrices: f16 always, bf16
+    /// and f32 behind their opt-ins ([`WgslCaps::bf16_matmul_as_f16`], [`WgslCaps::f32_matmul_as_f16`]).
+    /// Whether the adapter has the matrices at all is not asked here.
+    pub fn runs_as_f16(&self, dtype: DType) -> bool {
+        match dtype {
+            DType::F16 => true,
+            DType::BF16 => self.bf16_matmul_as_f16,
+            DType::F32 => self.f32_matmul_as_f16,
+            _ => false,
+        }
+    }
+
     /// Largest usable 1-D workgroup size.
     fn max_wg(&self) -> u32 {
         self.max_invocations.min(self.max_workgroup_size_x).max(1)

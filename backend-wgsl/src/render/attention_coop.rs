@@ -123,13 +123,7 @@ pub(super) fn plan(a: &AttentionBody, caps: &WgslCaps, tuning: &Tuning) -> Resul
     if !matches!(sg, 16 | 32 | 64) || SUBGROUPS * sg > caps.max_wg() {
         return Err(format!("subgroup size {sg} is not a fixed 16, 32 or 64"));
     }
-    let dtype_ok = match a.in_dtype {
-        DType::F16 => true,
-        DType::BF16 => caps.bf16_matmul_as_f16,
-        DType::F32 => caps.f32_matmul_as_f16,
-        _ => false,
-    };
-    if !dtype_ok {
+    if !caps.runs_as_f16(a.in_dtype) {
         return Err(format!("{} operands without the opt-in to convert them to f16", a.in_dtype));
     }
     if a.m <= 16 {

@@ -58,17 +58,11 @@ fn depth(tuning: &Tuning, k: usize, caps: &WgslCaps) -> Option<u32> {
 /// Whether `mm` runs on cooperative matrices with these caps and tuning.
 pub(super) fn eligible(mm: &MatmulBody, caps: &WgslCaps, tuning: &Tuning) -> bool {
     let Some(sg) = caps.fixed_subgroup_size else { return false };
-    let input_ok = match mm.in_dtype {
-        DType::F16 => true,
-        DType::BF16 => caps.bf16_matmul_as_f16,
-        DType::F32 => caps.f32_matmul_as_f16,
-        _ => false,
-    };
     tuning.coop_matrix
         && caps.has_coop_matrix
         && caps.has_f16
         && caps.has_subgroups
-        && input_ok
+        && caps.runs_as_f16(mm.in_dtype)
         && mm.acc_dtype == DType::F32
         && sg > 0
         && SUBGROUPS * sg <= caps.max_wg()
