@@ -210,6 +210,27 @@ pub(super) fn bind_and_hoist(em: &mut Emitter<'_>, a: &AttentionBody, bh: u64) -
     Ok(store_roots_all)
 }
 
+/// The epilogue of the output element (4 columns when `vec`) at the `m` and `n` the caller declared,
+/// within the output's rows and columns: `Acc(0)` = `value`, the closure of `roots`, the stores.
+pub(super) fn emit_output(
+    em: &mut Emitter<'_>,
+    a: &AttentionBody,
+    roots: &[ExprId],
+    value: &str,
+    vec: bool,
+) -> Result<(), RenderError> {
+    em.open(format!("if (m < {}u && n < {}u)", a.m, a.dv));
+    em.line(format!("let ov = {value};"));
+    em.acc.insert(0, AccVal { name: "ov".into(), dtype: DType::F32, vec });
+    em.emit_closure(roots, &|_| true)?;
+    for s in &a.stores {
+        em.emit_store(s)?;
+    }
+    em.close();
+    em.acc.remove(&0);
+    Ok(())
+}
+
 /// What [`render`]'s staging emits: loads and stores in one loop, loads into registers, or stores
 /// of the registers.
 #[derive(Clone, Copy)]
@@ -597,17 +618,9 @@ pub(super) fn render(
             em.line(format!("let m = m0 + ty * {tm}u + {i}u;"));
             let col = if vec_o { format!("(tx + {}u) * 4u", c * txn) } else { format!("tx + {}u", c * txn) };
             em.line(format!("let n = n0 + {col};"));
-            em.open(format!("if (m < {m}u && n < {dv}u)"));
-            em.line(format!("let ov = oacc[{}] / lsum{i};", i * slots + c));
-            em.acc.insert(0, AccVal { name: "ov".into(), dtype: DType::F32, vec: vec_o });
-            em.emit_closure(&store_roots_all, &|_| true)?;
-            for s in &a.stores {
-                em.emit_store(s)?;
-            }
-            em.close();
+            emit_output(em, a, &store_roots_all, &format!("oacc[{}] / lsum{i}", i * slots + c), vec_o)?;
             em.close();
         }
     }
-    em.acc.remove(&0);
     Ok(body(workgroups))
 }

@@ -36,7 +36,7 @@
 use sinter_core::DType;
 use sinter_core::kernel::{AttentionBody, AttnOperand};
 
-use super::attention::{bind_and_hoist, check_body, operand_base};
+use super::attention::{bind_and_hoist, check_body, emit_output, operand_base};
 use super::emit::{AccVal, Emitter};
 use super::helpers::H;
 use super::ops;
@@ -453,18 +453,10 @@ pub(super) fn render(
             }
             em.open("");
             em.line(format!("let n = {}u + rs;", f * 16));
-            em.open(format!("if (m < {m}u && n < {dv}u)"));
-            em.line(format!("let ov = o[{}] / lsum;", f * slots + r));
-            em.acc.insert(0, AccVal { name: "ov".into(), dtype: DType::F32, vec: false });
-            em.emit_closure(&store_roots_all, &|_| true)?;
-            for s in &a.stores {
-                em.emit_store(s)?;
-            }
-            em.close();
+            emit_output(em, a, &store_roots_all, &format!("o[{}] / lsum", f * slots + r), false)?;
             em.close();
         }
         em.close();
     }
-    em.acc.remove(&0);
     Ok(body(workgroups))
 }
