@@ -240,6 +240,29 @@ fn matmul_with_bias_relu_epilogue() {
     insta::assert_snapshot!(s);
 }
 
+/// Products too small to give every SM a block take their whole reduction in one step (every load
+/// in flight at once) where it is at most `WHOLE_K_MAX` deep and fits; deeper ones, and products
+/// that fill the SMs, keep 8-deep steps. Each choice compiles.
+#[test]
+fn latency_bound_products_take_the_reduction_in_one_step() {
+    let cases = [
+        ((1, 100, 100, 100, DType::F32, DType::F32), "matmul 32x32x100 4x4"),
+        ((1, 37, 41, 29, DType::F64, DType::F64), "matmul 32x32x30 4x4"),
+        ((1, 100, 100, 127, DType::F32, DType::F32), "matmul 32x32x128 4x4"),
+        ((1, 100, 100, 129, DType::F32, DType::F32), "matmul 32x32x8 4x4"),
+        // i64 accumulators: 100 deep needs 57.6 KB of shared memory, so 8-deep steps.
+        ((1, 100, 100, 100, DType::I32, DType::I64), "matmul 32x32x8 4x4"),
+        ((1, 1024, 1024, 100, DType::F32, DType::F32), "matmul 64x64x8 4x4"),
+        ((1, 100, 100, 7, DType::F32, DType::F32), "matmul 32x32x8 4x4"),
+    ];
+    for ((batch, m, n, k, d, acc), want) in cases {
+        let p = matmul_bias_relu(batch, m, n, k, d, acc, false);
+        let r = render::render(&p.kernels[0], &hopper(), &Tuning::default()).unwrap();
+        assert_eq!(r.strategy, want, "{m}x{n}x{k} {d}");
+        compile("whole_k", &r);
+    }
+}
+
 /// Every tensor-core tile, for both operand layouts of A and B, aligned (16-byte `cp.async`) and
 /// misaligned (scalar loads), bf16 and f16: compiles without warnings, spills or a stack frame.
 #[test]

@@ -583,7 +583,11 @@ fn autotune_cache_entries_the_renderer_rejects_are_searched_again() {
     for bad in [0u32, 1, 2, 4, 7] {
         let mut t = serde_json::to_value(sinter_wgsl::render::Tuning::default()).unwrap();
         t["workgroup_size"] = bad.into();
-        std::fs::write(&file, serde_json::json!({"version": 1, "entries": {key.clone(): t}}).to_string()).unwrap();
+        std::fs::write(
+            &file,
+            serde_json::json!({"version": sinter_core::tune::VERSION, "entries": {key.clone(): t}}).to_string(),
+        )
+        .unwrap();
         let opts = sinter_core::backend::LoadOptions {
             mode: Mode::MaxAutotune,
             cache_dir: Some(dir.clone()),

@@ -60,7 +60,9 @@ struct TuneFile<T> {
     entries: HashMap<String, T>,
 }
 
-const VERSION: u32 = 1;
+/// The cache file format's version; a file of another version is rebuilt. 2: CUDA candidates
+/// timed after an L2 clear (version 1's winners were timed with a warm L2).
+pub const VERSION: u32 = 2;
 
 /// The winners of one device, loaded from and saved to disk.
 pub struct TuneCache<T> {

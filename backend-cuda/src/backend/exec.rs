@@ -6,7 +6,7 @@
 
 use super::cuda_buffer;
 use super::library::Step;
-use crate::device::{CudaBuffer, Device, Graph, Stream, TimingEvents, check};
+use crate::device::{CudaBuffer, Device, Graph, L2Clear, Stream, TimingEvents, check};
 use crate::render::{Rendered, Tuning};
 use cudarc::driver::{CudaEvent, sys};
 use sinter_core::DType;
@@ -364,22 +364,6 @@ impl CudaExecutable {
         Ok(())
     }
 
-    /// A scratch buffer of twice the GPU's L2 size that [`Executable::run_timed`] clears before
-    /// every timed run, as `triton.testing.do_bench` (the anchor's timer) does: each run starts
-    /// with a cold L2 and queued behind device work, so neither the previous run's cached inputs
-    /// nor the host's launch latency land in the measured span. `None` (timing without the
-    /// flush, logged) when the pool cannot spare it.
-    fn l2_flush_buffer(&self) -> Option<CudaBuffer> {
-        let bytes = 2 * u64::from(self.dev.info().l2_bytes).max(1 << 20);
-        match self.stream.alloc(bytes) {
-            Ok(b) => Some(b),
-            Err(e) => {
-                tracing::debug!(target: "sinter::cuda", "timing without an L2 flush: {e}");
-                None
-            }
-        }
-    }
-
     /// Queues one run over the own buffers (graph replay or every kernel).
     fn launch_own(&mut self) -> Result<(), BackendError> {
         self.bind_own()?;
@@ -517,8 +501,8 @@ impl Executable for CudaExecutable {
         if self.timing.as_ref().is_none_or(|t| t.len() < n * batch) {
             self.timing = Some(TimingEvents::new(&self.dev, n * batch)?);
         }
-        // The L2 flush buffer lives for this call only (its block returns to the pool).
-        let flush = self.l2_flush_buffer();
+        // The L2 clear's buffer lives for this call only (its block returns to the pool).
+        let flush = L2Clear::new(&self.stream, self.dev.info().l2_bytes);
         let mut runs = Vec::with_capacity(iters);
         while runs.len() < iters {
             let b = batch.min(iters - runs.len());
@@ -528,7 +512,7 @@ impl Executable for CudaExecutable {
                     self.poison_own_outputs()?;
                 }
                 if let Some(f) = &flush {
-                    cu.fill(f.ptr(), 0, f.capacity(), "L2 flush")?;
+                    f.queue(cu)?;
                 }
                 for (i, k) in self.kernels.iter().enumerate() {
                     ev.record(it * n + i, false, cu)?;

@@ -296,6 +296,34 @@ impl Stream {
     }
 }
 
+/// A scratch buffer of twice the GPU's L2 that timed work clears (writes) before each timed run,
+/// as `triton.testing.do_bench` (the anchor's timer, and Inductor's autotuner) zeroes 256 MB: each
+/// run starts with a cold L2, full of the clear's dirty lines, and queued behind device work, so
+/// neither the previous run's cached inputs nor the host's launch latency land in the measured
+/// span. Used by `run_timed` and by max-autotune's timing, so that the tuner ranks candidates under
+/// the condition the benchmark reports.
+pub struct L2Clear(CudaBuffer);
+
+impl L2Clear {
+    /// Allocates the buffer on `stream` (twice `l2_bytes`, at least 2 MiB); `None` (timing without
+    /// the clear, logged) when the pool cannot spare it.
+    pub fn new(stream: &Arc<Stream>, l2_bytes: u32) -> Option<L2Clear> {
+        let bytes = 2 * u64::from(l2_bytes).max(1 << 20);
+        match stream.alloc(bytes) {
+            Ok(b) => Some(L2Clear(b)),
+            Err(e) => {
+                tracing::debug!(target: "sinter::cuda", "timing without an L2 clear: {e}");
+                None
+            }
+        }
+    }
+
+    /// Queues the clear on `stream`.
+    pub fn queue(&self, stream: &Stream) -> Result<(), BackendError> {
+        stream.fill(self.0.ptr(), 0, self.0.capacity(), "L2 clear")
+    }
+}
+
 impl Drop for Stream {
     fn drop(&mut self) {
         // Blocks cached for this stream become idle once its work is done.

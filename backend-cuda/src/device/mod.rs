@@ -31,7 +31,7 @@ pub mod pool;
 pub mod shared;
 pub mod tma;
 
-pub use buffer::{CudaBuffer, Pool, Stream};
+pub use buffer::{CudaBuffer, L2Clear, Pool, Stream};
 pub use calibrate::CudaCalibration;
 pub use graph::Graph;
 pub use launch::{FuncAttributes, Launch, TimingEvents};

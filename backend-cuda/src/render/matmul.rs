@@ -127,15 +127,33 @@ pub(super) fn tile_blocks(mm: &MatmulBody, bm: u32, bn: u32) -> u64 {
     (mm.m as u64).div_ceil(u64::from(bm)) * (mm.n as u64).div_ceil(u64::from(bn)) * mm.batch as u64
 }
 
+/// The deepest reduction [`default_tile`] takes in one step: the 32x32 tile's 64 threads then
+/// stage `bk` elements of each operand in registers and `bk * 288` bytes in shared memory (f32).
+pub const WHOLE_K_MAX: usize = 128;
+
 /// The default tile: the largest whose grid still gives every SM a block, else the small one.
+///
+/// A product whose small tiles leave SMs idle is latency-bound: its time is the k loop's chain of
+/// global round trips, one per step. `matmul_softmax_100_f32`'s 100x100x100 product took 11.3 us
+/// on an H200 at 13 steps of 8 with its inputs in DRAM (session 18, `sinter bench`), against 2e6
+/// FLOP. Where the reduction is at most [`WHOLE_K_MAX`] deep, the small tile takes it in one step
+/// (`bk` = k rounded up to even, so the 64 threads divide the tiles), so every load of the block is
+/// in flight at once.
 pub(super) fn default_tile(mm: &MatmulBody, caps: &CudaCaps) -> MatmulTile {
+    let sms = u64::from(caps.sm_count.max(1));
     for t in [MatmulTile::LARGE, MatmulTile::MEDIUM] {
-        if tile_blocks(mm, t.bm, t.bn) >= u64::from(caps.sm_count.max(1)) && check_tile(&t, caps, mm.acc_dtype).is_ok()
-        {
+        if tile_blocks(mm, t.bm, t.bn) >= sms && check_tile(&t, caps, mm.acc_dtype).is_ok() {
             return t;
         }
     }
-    MatmulTile::SMALL
+    let small = MatmulTile::SMALL;
+    if tile_blocks(mm, small.bm, small.bn) < sms && mm.k > small.bk as usize && mm.k <= WHOLE_K_MAX {
+        let whole = MatmulTile { bk: (mm.k as u32).next_multiple_of(2), ..small };
+        if check_tile(&whole, caps, mm.acc_dtype).is_ok() {
+            return whole;
+        }
+    }
+    small
 }
 
 /// Declares `a_base` and `b_base`: each operand's element offset for the block's batch.
@@ -268,7 +286,11 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     em.close();
     em.close();
     let (pa, pb) = (bm * bk / threads, bn * bk / threads);
-    em.line("// the next step's operand elements, loaded while the current tiles are multiplied");
+    em.line(if u64::from(bk) < kd {
+        "// the next step's operand elements, loaded while the current tiles are multiplied"
+    } else {
+        "// the whole reduction in one step: every operand element of the block loaded at once"
+    });
     em.line(format!("{tt} pa[{pa}];"));
     em.line(format!("{tt} pb[{pb}];"));
     stage_loads(em, mm, tile, "0u")?;
@@ -282,9 +304,11 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
         em.close();
     }
     em.line("__syncthreads();");
-    em.open(format!("if (k0 + {bk}u < {kd}u)"));
-    stage_loads(em, mm, tile, &format!("k0 + {bk}u"))?;
-    em.close();
+    if u64::from(bk) < kd {
+        em.open(format!("if (k0 + {bk}u < {kd}u)"));
+        stage_loads(em, mm, tile, &format!("k0 + {bk}u"))?;
+        em.close();
+    }
     em.h.need(H::Vec);
     em.line("#pragma unroll");
     em.open(format!("for (unsigned kk = 0; kk < {bk}u; ++kk)"));
