@@ -443,6 +443,14 @@ fn timing_sources_and_autotune_cache() {
         assert_eq!(r[0].start_ns, 0.0);
         assert!(r.iter().all(|t| t.dur_ns > 0.0 && t.start_ns >= 0.0), "{r:?}");
     }
+    // Whole runs timed between two events, in default mode and replaying the CUDA graph.
+    for mode in [Mode::Default, Mode::ReduceOverhead] {
+        let c = compile(&g, b.clone(), opts(mode)).unwrap();
+        let (out, ns) = c.run_timed_whole(&inputs, 20).unwrap().expect("CUDA times whole runs");
+        check_close("timed whole", &out[0], &want[0], 1e-7);
+        assert_eq!(ns.len(), 20, "{mode:?}");
+        assert!(ns.iter().all(|t| *t > 0.0 && *t < 1e8), "{mode:?}: {ns:?}");
+    }
     let srcs = c.sources();
     assert!(!srcs.is_empty());
     for s in &srcs {

@@ -371,6 +371,23 @@ pub trait Executable: Send {
         iters: usize,
     ) -> Result<(Vec<HostTensor>, Vec<Vec<KernelTiming>>), BackendError>;
 
+    /// Runs `iters` times after uploading inputs once, timing each whole run between two device
+    /// events, none between its kernels (the captured graph replayed where the mode has one),
+    /// after the same cache clear as [`Executable::run_timed`]: how `triton.testing.do_bench`
+    /// times a call, and so the figure `sinter bench` compares with the anchor's. Returns the
+    /// last run's outputs and each run's device time in ns; `None` where the backend does not
+    /// time whole runs (callers then take the span of `run_timed`'s kernels, which per-kernel
+    /// events lengthen by the gaps they add between kernels).
+    #[allow(clippy::type_complexity)]
+    fn run_timed_whole(
+        &mut self,
+        inputs: &[HostTensor],
+        iters: usize,
+    ) -> Result<Option<(Vec<HostTensor>, Vec<f64>)>, BackendError> {
+        let _ = (inputs, iters);
+        Ok(None)
+    }
+
     /// The generated sources, one per kernel, in launch order.
     fn sources(&self) -> Vec<KernelSource>;
 

@@ -370,6 +370,11 @@ impl CudaExecutable {
         if self.poison {
             self.poison_own_outputs()?;
         }
+        self.queue_run()
+    }
+
+    /// Queues the run's kernels, the captured graph where there is one (own buffers bound).
+    fn queue_run(&self) -> Result<(), BackendError> {
         match &self.graph {
             Some(g) => g.launch(&self.stream, "executable"),
             None => {
@@ -533,6 +538,40 @@ impl Executable for CudaExecutable {
             }
         }
         Ok((self.download_outputs()?, runs))
+    }
+
+    fn run_timed_whole(
+        &mut self,
+        inputs: &[HostTensor],
+        iters: usize,
+    ) -> Result<Option<(Vec<HostTensor>, Vec<f64>)>, BackendError> {
+        self.dev.bind()?;
+        self.check_host(inputs)?;
+        self.upload_inputs(inputs)?;
+        self.bind_own()?;
+        let iters = iters.max(1);
+        let batch = TIMED_BATCH.min(iters);
+        let ev = TimingEvents::new(&self.dev, batch)?;
+        let clear = L2Clear::new(&self.stream, self.dev.info().l2_bytes);
+        let mut ns = Vec::with_capacity(iters);
+        while ns.len() < iters {
+            let b = batch.min(iters - ns.len());
+            for i in 0..b {
+                if self.poison {
+                    self.poison_own_outputs()?;
+                }
+                if let Some(c) = &clear {
+                    c.queue(&self.stream)?;
+                }
+                ev.record(i, false, &self.stream)?;
+                self.queue_run()?;
+                ev.record(i, true, &self.stream)?;
+            }
+            for i in 0..b {
+                ns.push(ev.elapsed_ms(i, i, true)? * 1e6);
+            }
+        }
+        Ok(Some((self.download_outputs()?, ns)))
     }
 
     /// Kernels keep the source compiled at the bound (every index in range of the bound's

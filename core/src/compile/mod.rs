@@ -335,6 +335,24 @@ impl CompiledGraph {
         }
     }
 
+    /// Runs `iters` times, timing each whole run on the device
+    /// ([`Executable::run_timed_whole`]): the last outputs and one time per run in ns. `None`
+    /// where the backend does not time whole runs, and for a graph split at graph breaks (its
+    /// runs cross the host).
+    #[allow(clippy::type_complexity)]
+    pub fn run_timed_whole(
+        &self,
+        inputs: &[HostTensor],
+        iters: usize,
+    ) -> Result<Option<(Vec<HostTensor>, Vec<f64>)>, CompileError> {
+        let mut st = self.lock();
+        let i = self.guard(&mut st, inputs.iter().map(|t| (t.dtype(), t.shape.as_slice())))?;
+        match &mut st.specs[i].exec {
+            Exec::Whole { exe, .. } => Ok(exe.run_timed_whole(inputs, iters)?),
+            Exec::Split(_) => Ok(None),
+        }
+    }
+
     /// The specialization for these inputs' dtypes and shapes, compiling one on a miss. A hit (every
     /// call after the first, on the hot path of `run_device`) compares in place, allocating nothing.
     fn guard<'a>(
