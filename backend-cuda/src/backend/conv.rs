@@ -105,13 +105,29 @@ fn allowed_desc(k: &Kernel, mode: Mode) -> Result<ConvDesc, String> {
     Ok(desc)
 }
 
+/// Input channels per group below which `default` mode keeps a convolution on the own
+/// implicit-GEMM template (max-autotune still times cuDNN's algorithms for it).
+pub const CUDNN_MIN_CHANNELS: usize = 8;
+
 /// [`allowed_desc`] short of loading libcudnn: the convolution's form and size only.
+///
+/// In `default` mode a convolution with fewer than [`CUDNN_MIN_CHANNELS`] input channels per
+/// group (an image model's stem) stays on the own template. cuDNN's first heuristic algorithm
+/// ran ResNet-18's stem (3 channels, 7x7, stride 2, batch 32) at 368 us on an H200 (session 18,
+/// call 4), a quarter of the whole network's time. max-autotune kept the own template for it.
 pub(crate) fn conv_wanted(k: &Kernel, mode: Mode) -> Result<ConvDesc, String> {
     if mode == Mode::ReduceOverhead {
         return Err("reduce-overhead keeps every step in the patched CUDA graph".into());
     }
     let (split, desc) = conv_desc(k)?;
     large_enough(split.conv.flops(), mode)?;
+    let per_group = split.conv.in_channels / split.conv.groups.max(1);
+    let forced = std::env::var("SINTER_CUDA_LIBRARY").is_ok_and(|v| v == "force");
+    if mode == Mode::Default && per_group < CUDNN_MIN_CHANNELS && !forced {
+        return Err(format!(
+            "{per_group} input channels per group (fewer than {CUDNN_MIN_CHANNELS}): cuDNN's heuristic algorithm is slow there"
+        ));
+    }
     Ok(desc)
 }
 
