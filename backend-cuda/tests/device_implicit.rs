@@ -262,6 +262,7 @@ fn cudnn_host_overhead() {
                 dilation: [1, 1],
                 out_hw: [o, o],
                 y_nhwc: false,
+                w_krsc: false,
                 dtype,
                 tf32: true,
             };
@@ -290,6 +291,84 @@ fn cudnn_host_overhead() {
                 flops / total / 1e12,
                 plan.describe()
             );
+        }
+    }
+}
+
+/// cuDNN on ResNet-18's convolutions at batch 32 (TF32, channels-last input and output, as sinter
+/// lays them out) with the weight in `KCRS` (sinter's layout) and in `KRSC` (PyTorch's
+/// channels-last weights): device time per call of every heuristic algorithm (up to 4), 50 calls
+/// back to back. Measurement only (`--ignored`): it decides whether sinter should hand cuDNN
+/// `KRSC` weights.
+#[test]
+#[ignore]
+fn cudnn_filter_layouts() {
+    use sinter_cuda::device::TimingEvents;
+    use sinter_cuda::device::blas::BlasType;
+    use sinter_cuda::device::dnn::{ConvDesc, ConvPlan};
+    let Some(dev) = launch::device("cudnn_filter_layouts") else { return };
+    if let Err(why) = sinter_cuda::probe::cudnn() {
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let stream = dev.new_stream().expect("stream");
+    let ev = TimingEvents::new(&dev, 1).expect("events");
+    for (c, k, hw, ks, st) in [
+        (3u64, 64u64, 224u64, 7u64, 2u64),
+        (64, 64, 56, 3, 1),
+        (128, 128, 28, 3, 1),
+        (256, 256, 14, 3, 1),
+        (512, 512, 7, 3, 1),
+    ] {
+        let n = 32u64;
+        let pad = ks / 2;
+        let o = (hw + 2 * pad - ks) / st + 1;
+        let x = stream.alloc(n * c * hw * hw * 4).expect("x");
+        let w = stream.alloc(k * c * ks * ks * 4).expect("w");
+        let y = stream.alloc(n * k * o * o * 4).expect("y");
+        stream.fill(x.ptr(), 0x3c, n * c * hw * hw * 4, "x").expect("fill");
+        stream.fill(w.ptr(), 0x3c, k * c * ks * ks * 4, "w").expect("fill");
+        let flops = 2.0 * (n * k * o * o * c * ks * ks) as f64;
+        for w_krsc in [false, true] {
+            let d = ConvDesc {
+                images: n,
+                in_channels: c,
+                in_hw: [hw, hw],
+                x_strides: [c * hw * hw, 1, hw * c, c],
+                offsets: [0, 0],
+                out_channels: k,
+                groups: 1,
+                kernel: [ks, ks],
+                pad: [pad, pad],
+                stride: [st, st],
+                dilation: [1, 1],
+                out_hw: [o, o],
+                y_nhwc: true,
+                w_krsc,
+                dtype: BlasType::F32,
+                tf32: true,
+            };
+            let algos = ConvPlan::new(&stream, &d, 0).map(|p| p.algos()).unwrap_or(0);
+            for algo in 0..algos.min(4) {
+                let Ok(plan) = ConvPlan::new(&stream, &d, algo) else { continue };
+                for _ in 0..3 {
+                    plan.launch(&stream, x.ptr(), w.ptr(), y.ptr()).expect("launch");
+                }
+                let iters = 50;
+                ev.record(0, false, &stream).expect("event");
+                for _ in 0..iters {
+                    plan.launch(&stream, x.ptr(), w.ptr(), y.ptr()).expect("launch");
+                }
+                ev.record(0, true, &stream).expect("event");
+                let us = ev.elapsed_ms(0, 0, true).expect("elapsed") * 1e3 / iters as f64;
+                println!(
+                    "n{n} {c}->{k} {hw}x{hw} k{ks} s{st} w {}: algo {}/{algos} {us:.1} us ({:.0} TFLOP/s) {}",
+                    if w_krsc { "KRSC" } else { "KCRS" },
+                    algo + 1,
+                    flops / us / 1e6,
+                    plan.describe()
+                );
+            }
         }
     }
 }

@@ -91,6 +91,7 @@ pub(crate) fn conv_desc(k: &Kernel) -> Result<(SplitConv, ConvDesc), String> {
         dilation: c.dilation.map(u),
         out_hw: c.out_hw.map(u),
         y_nhwc: c.out_nhwc,
+        w_krsc: false,
         dtype: blas_type(c.dtype)?,
         tf32: c.tf32,
     };

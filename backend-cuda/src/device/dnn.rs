@@ -63,6 +63,10 @@ pub struct ConvDesc {
     pub out_hw: [u64; 2],
     /// The output is dense `NHWC` (else dense `NCHW`).
     pub y_nhwc: bool,
+    /// The weight is dense `[K, kh, kw, C / groups]` (`KRSC`, channels-last, as cuDNN's fast
+    /// NHWC engines and PyTorch's channels-last weights have it) instead of `[K, C / groups, kh,
+    /// kw]`.
+    pub w_krsc: bool,
     /// Type of x, w and y: f32, f16 or bf16.
     pub dtype: BlasType,
     /// f32 operands may be multiplied in TF32.
@@ -266,7 +270,8 @@ impl ConvPlan {
         let (kh, kw) = (c.kernel[0], c.kernel[1]);
         let [xa, wa] = c.offsets.map(|o| alignment(o * c.dtype.bytes()));
         let x = tensor(UIDS[0], &[c.images, c.in_channels, c.in_hw[0], c.in_hw[1]], &c.x_strides, xa)?;
-        let w = tensor(UIDS[1], &[c.out_channels, cg, kh, kw], &[cg * kh * kw, kh * kw, kw, 1], wa)?;
+        let w_strides = if c.w_krsc { [kh * kw * cg, 1, kw * cg, cg] } else { [cg * kh * kw, kh * kw, kw, 1] };
+        let w = tensor(UIDS[1], &[c.out_channels, cg, kh, kw], &w_strides, wa)?;
         let k = c.out_channels;
         let y_strides = if c.y_nhwc { [oh * ow * k, 1, ow * k, k] } else { [k * oh * ow, oh * ow, ow, 1] };
         let y = tensor(UIDS[2], &[c.images, k, oh, ow], &y_strides, 16)?;
@@ -500,6 +505,7 @@ mod tests {
             dilation: [1, 1],
             out_hw: [8, 8],
             y_nhwc: false,
+            w_krsc: false,
             dtype: BlasType::F32,
             tf32: false,
         }
