@@ -604,6 +604,21 @@ impl CudaBackend {
             }
             times.plan_s = library::plan_seconds() - plans_before;
         }
+        // Channels-last cuDNN convolutions read their constant weights in KRSC order, permuted
+        // once here (`ConvStep::use_krsc_weight`).
+        for (k, loaded) in program.kernels.iter().zip(kernels.iter_mut()) {
+            if let library::Step::Conv(c) = &mut loaded.launch
+                && let AllocRole::Constant(w) = &plan.allocations[alloc_of(k.args[c.weight_arg()].buffer)].role
+                && c.use_krsc_weight(w, &self.dev, &stream, |t| {
+                    opts.constants.get_or_upload("cuda", &Arc::new(t.clone()), |t| self.upload(t))
+                })?
+            {
+                loaded
+                    .rendered
+                    .source
+                    .push_str("// cuDNN reads the constant weight permuted once to KRSC (channels-last input)\n");
+            }
+        }
         let uses = |a: usize| -> Vec<(usize, usize)> {
             let mut v = Vec::new();
             for (ki, k) in program.kernels.iter().enumerate() {

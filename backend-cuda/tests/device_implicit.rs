@@ -295,6 +295,47 @@ fn cudnn_host_overhead() {
     }
 }
 
+/// The channels-last chain of `cudnn_channels_last_chain_matches_the_reference` with constant
+/// weights (as an exported model has them): the second convolution, whose input is stored
+/// channels-last, gives cuDNN its weight permuted to `KRSC` once at load; against the CPU reference
+/// in TF32, bf16 and f16, then again after running twice (the permuted copy is read, not rebuilt).
+#[test]
+fn cudnn_constant_weights_in_krsc_match_the_reference() {
+    let Some(b) = backend("cudnn_constant_weights_in_krsc_match_the_reference") else { return };
+    if let Err(why) = sinter_cuda::probe::cudnn() {
+        assert!(std::env::var("SINTER_REQUIRE_CUDNN").is_err(), "SINTER_REQUIRE_CUDNN=1 but {why}");
+        eprintln!("skipping cudnn_constant_weights_in_krsc_match_the_reference: {why}");
+        return;
+    }
+    for dt in [DType::F32, DType::BF16, DType::F16] {
+        let g = Graph::new();
+        let x = g.input("x", dt, [4, 48, 29, 27]);
+        let w1 = g.constant(HostTensor::random(dt, vec![72, 48, 3, 3], 22, -1.0, 1.0));
+        let b1 = g.constant(HostTensor::random(dt, vec![72], 23, -1.0, 1.0));
+        let w2 = g.constant(HostTensor::random(dt, vec![40, 72, 3, 3], 24, -1.0, 1.0));
+        let h = x.conv2d(&w1, Some(&b1), [1, 1], [1; 4], [1, 1], 1).relu();
+        g.output(&h.conv2d(&w2, None, [1, 1], [1; 4], [1, 1], 1));
+        let ins = [HostTensor::random(dt, vec![4, 48, 29, 27], 21, -1.0, 1.0)];
+        let want = sinter_core::cpu::run(&g, &ins).expect("reference");
+        let c = compile(&g, b.clone(), opts(Mode::Default, AllowTf32::CONV)).unwrap_or_else(|e| panic!("{dt}: {e}"));
+        let sources: Vec<String> = c.sources().iter().map(|s| s.source.clone()).collect();
+        assert_eq!(sources.iter().filter(|s| s.contains("cuDNN forward convolution")).count(), 2, "{dt}");
+        assert_eq!(sources.iter().filter(|s| s.contains("permuted once to KRSC")).count(), 1, "{dt}: {sources:#?}");
+        for run in 0..2 {
+            let got = c.run(&ins).unwrap_or_else(|e| panic!("{dt}: run: {e}"));
+            if dt == DType::F32 {
+                compare(&got, &want, tol_for(&c, Tol::sum(72 * 9, 433.0)))
+                    .unwrap_or_else(|e| panic!("{dt} run {run}: {e}"));
+            } else {
+                let l2 = rel_l2(&got, &want);
+                let bound = if dt == DType::BF16 { 1e-2 } else { 2e-3 };
+                assert!(l2 <= bound, "{dt} run {run}: rel L2 {l2:.2e} > {bound:.0e}");
+            }
+        }
+        eprintln!("{dt}: constant KRSC weights ok");
+    }
+}
+
 /// cuDNN on ResNet-18's convolutions at batch 32 (TF32, channels-last input and output, as sinter
 /// lays them out) with the weight in `KCRS` (sinter's layout) and in `KRSC` (PyTorch's
 /// channels-last weights): device time per call of every heuristic algorithm (up to 4), 50 calls

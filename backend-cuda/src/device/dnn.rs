@@ -436,6 +436,11 @@ impl ConvPlan {
         &self.desc
     }
 
+    /// The index of the engine configuration this plan runs.
+    pub fn algo(&self) -> usize {
+        self.chosen
+    }
+
     /// How many engine configurations the heuristic offered that keep the numerics (an upper
     /// bound on the plans: one may still fail to finalize or need too much workspace).
     pub fn algos(&self) -> usize {
