@@ -605,8 +605,9 @@ impl CudaBackend {
             times.plan_s = library::plan_seconds() - plans_before;
         }
         // Channels-last cuDNN convolutions read their constant weights in KRSC order, permuted
-        // once here (`ConvStep::use_krsc_weight`).
-        for (k, loaded) in program.kernels.iter().zip(kernels.iter_mut()) {
+        // once here (`ConvStep::use_krsc_weight`; `SINTER_CUDNN_KRSC=0` keeps KCRS, to measure).
+        let krsc = !std::env::var("SINTER_CUDNN_KRSC").is_ok_and(|v| v == "0");
+        for (k, loaded) in program.kernels.iter().zip(kernels.iter_mut()).filter(|_| krsc) {
             if let library::Step::Conv(c) = &mut loaded.launch
                 && let AllocRole::Constant(w) = &plan.allocations[alloc_of(k.args[c.weight_arg()].buffer)].role
                 && c.use_krsc_weight(w, &self.dev, &stream, |t| {
