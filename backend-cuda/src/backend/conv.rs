@@ -118,21 +118,24 @@ impl ConvStep {
     }
 }
 
-/// The elements of a dense `[K, C, kh, kw]` weight (`e` bytes each) in `[K, kh, kw, C]` order.
+/// The elements of a dense `[K, C, kh, kw]` weight (`e` bytes each) in `[K, kh, kw, C]` order,
+/// one output channel per task on up to 16 threads (ResNet-18's 11.7M weights took ~0.1 s on
+/// one).
 fn krsc_bytes(src: &[u8], [k, c, kh, kw]: [usize; 4], e: usize) -> Vec<u8> {
-    let mut out = vec![0u8; k * c * kh * kw * e];
-    for ko in 0..k {
+    let (taps, per) = (kh * kw, c * kh * kw * e);
+    let filters: Vec<usize> = (0..k).collect();
+    sinter_core::par::map(&filters, 16, |&ko| {
+        let s = &src[ko * per..(ko + 1) * per];
+        let mut o = vec![0u8; per];
         for ci in 0..c {
-            for r in 0..kh {
-                for q in 0..kw {
-                    let from = ((ko * c + ci) * kh + r) * kw + q;
-                    let to = ((ko * kh + r) * kw + q) * c + ci;
-                    out[to * e..(to + 1) * e].copy_from_slice(&src[from * e..(from + 1) * e]);
-                }
+            for t in 0..taps {
+                let (from, to) = ((ci * taps + t) * e, (t * c + ci) * e);
+                o[to..to + e].copy_from_slice(&s[from..from + e]);
             }
         }
-    }
-    out
+        o
+    })
+    .concat()
 }
 
 /// Whether `k` is a convolution kernel (a matmul with an im2col operand): such kernels take
