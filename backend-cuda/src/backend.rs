@@ -281,23 +281,8 @@ impl CudaBackend {
         cubins: &CubinCache,
         stream: &Arc<Stream>,
     ) -> Result<LoadedKernel, BackendError> {
-        self.build_kernel_with(k, t, args, cubins, stream, false)
-    }
-
-    /// [`CudaBackend::build_kernel`]; `krsc`: the kernel's weight argument is a constant, so a
-    /// channels-last cuDNN convolution is planned for `KRSC` weights at once (the load then
-    /// attaches the permuted copy: `ConvStep::use_krsc_weight`), not planned twice.
-    pub(crate) fn build_kernel_with(
-        &self,
-        k: &Kernel,
-        t: &Tuning,
-        args: &[u64],
-        cubins: &CubinCache,
-        stream: &Arc<Stream>,
-        krsc: bool,
-    ) -> Result<LoadedKernel, BackendError> {
         if t.library.is_some() {
-            return library::build(self, k, t, args, cubins, stream, krsc);
+            return library::build(self, k, t, args, cubins, stream);
         }
         let r: Rendered = render::render(k, &self.cuda_caps, t)?;
         let cubin = self.compile(&r.name, &r.source, cubins)?;
@@ -433,17 +418,6 @@ impl CudaBackend {
         let cubins = CubinCache::open(cache_dir.as_deref());
         let mut kernels = Vec::with_capacity(program.kernels.len());
         let mut tuning_log = Vec::new();
-        // Channels-last cuDNN convolutions read their constant weights in KRSC order, permuted
-        // once at load (`ConvStep::use_krsc_weight`; `SINTER_CUDNN_KRSC=0` keeps KCRS, to measure).
-        let krsc = !std::env::var("SINTER_CUDNN_KRSC").is_ok_and(|v| v == "0");
-        let constant_weight = |k: &Kernel| -> Option<&Arc<HostTensor>> {
-            let w = conv::weight_arg(k)?;
-            match &plan.allocations[alloc_of(k.args[w].buffer)].role {
-                AllocRole::Constant(t) => Some(t),
-                _ => None,
-            }
-        };
-        let krsc_weight = |k: &Kernel| krsc && constant_weight(k).is_some();
         if opts.mode == Mode::MaxAutotune {
             let caps = &self.cuda_caps;
             let mut cache = TuneCache::open(cache_dir.as_deref(), "cuda", &self.dev.info().key(), |t: &Tuning| {
@@ -602,7 +576,7 @@ impl CudaBackend {
                         }
                         self.load_shared(k, &t, r, cubin, &entries[b], &mut funcs[b], &args_of(k), &stream)?
                     }
-                    _ => match self.build_kernel_with(k, &t, &args_of(k), &cubins, &stream, krsc_weight(k)) {
+                    _ => match self.build_kernel(k, &t, &args_of(k), &cubins, &stream) {
                         // A plan the library refuses at load (no algorithm: e.g. an fp8 product its
                         // heuristic has nothing for) runs on the own template instead.
                         Err(BackendError::Unsupported { what, .. }) => {
@@ -630,10 +604,12 @@ impl CudaBackend {
             }
             times.plan_s = library::plan_seconds() - plans_before;
         }
-        // The permuted weights, attached (max-autotune's winners are planned here).
+        // Channels-last cuDNN convolutions read their constant weights in KRSC order, permuted
+        // once here (`ConvStep::use_krsc_weight`; `SINTER_CUDNN_KRSC=0` keeps KCRS, to measure).
+        let krsc = !std::env::var("SINTER_CUDNN_KRSC").is_ok_and(|v| v == "0");
         for (k, loaded) in program.kernels.iter().zip(kernels.iter_mut()).filter(|_| krsc) {
             if let library::Step::Conv(c) = &mut loaded.launch
-                && let Some(w) = constant_weight(k)
+                && let AllocRole::Constant(w) = &plan.allocations[alloc_of(k.args[c.weight_arg()].buffer)].role
                 && c.use_krsc_weight(w, &self.dev, &stream, |t| {
                     opts.constants.get_or_upload("cuda", &Arc::new(t.clone()), |t| self.upload(t))
                 })?

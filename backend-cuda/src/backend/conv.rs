@@ -51,18 +51,20 @@ pub(crate) struct ConvStep {
 impl ConvStep {
     /// Queues the convolution and its epilogue on `stream`.
     pub(crate) fn launch(&self, stream: &Stream) -> Result<(), BackendError> {
-        let w = match &self.krsc {
-            Some((p, _)) => *p,
-            None if self.plan.desc().w_krsc => {
-                return Err(BackendError::Device(format!(
-                    "convolution {}: planned for a KRSC weight that was never attached",
-                    self.plan.describe()
-                )));
-            }
-            None => self.args[self.conv.w],
-        };
+        let w = self.krsc.as_ref().map_or(self.args[self.conv.w], |(p, _)| *p);
         self.plan.launch(stream, self.args[self.conv.x], w, self.scratch.ptr())?;
         if self.epilogue.is_empty() { Ok(()) } else { self.epilogue.launch(stream) }
+    }
+
+    /// The kernel argument holding the weight.
+    pub(crate) fn weight_arg(&self) -> usize {
+        self.conv.w
+    }
+
+    /// Whether the convolution reads a channels-last input (channel stride 1, more than one
+    /// channel): where cuDNN's engines want channels-last weights too.
+    fn channels_last(&self) -> bool {
+        self.conv.x_strides[1] == 1 && self.conv.in_channels > 1
     }
 
     /// Gives cuDNN the constant weight `w` (the whole constant the weight argument points into)
@@ -82,7 +84,7 @@ impl ConvStep {
         stream: &Arc<Stream>,
         upload: impl FnOnce(&HostTensor) -> Result<DeviceTensor, BackendError>,
     ) -> Result<bool, BackendError> {
-        if self.krsc.is_some() || !channels_last(&self.conv) {
+        if self.krsc.is_some() || !self.channels_last() {
             return Ok(false);
         }
         let c = &self.conv;
@@ -92,29 +94,14 @@ impl ConvStep {
         let e = w.dtype().size_bytes();
         let bytes = w.le_bytes();
         let Some(src) = bytes.get(c.w_offset * e..(c.w_offset + numel) * e) else {
-            // Not the weight the kernel describes: planned for KRSC at build, planned back.
-            if self.plan.desc().w_krsc {
-                let desc = ConvDesc {
-                    w_krsc: false,
-                    offsets: [self.plan.desc().offsets[0], c.w_offset as u64],
-                    ..*self.plan.desc()
-                };
-                self.plan = ConvPlan::shared(stream, &desc, self.plan.algo())?;
-            }
             return Ok(false);
         };
         let out = krsc_bytes(src, [c.out_channels, cg, kh, kw], e);
         let t = HostTensor::from_le_bytes(w.dtype(), vec![c.out_channels, kh, kw, cg], &out)
             .map_err(|e| BackendError::Device(format!("KRSC weight: {e}")))?;
-        // Planned for KRSC at build where the load knew the weight was a constant; else now.
-        let plan = if self.plan.desc().w_krsc && self.plan.desc().offsets[1] == 0 {
-            self.plan.clone()
-        } else {
-            let desc = ConvDesc { w_krsc: true, offsets: [self.plan.desc().offsets[0], 0], ..*self.plan.desc() };
-            let Ok(plan) = ConvPlan::shared(stream, &desc, self.plan.algo()) else {
-                return Ok(false);
-            };
-            plan
+        let desc = ConvDesc { w_krsc: true, offsets: [self.plan.desc().offsets[0], 0], ..*self.plan.desc() };
+        let Ok(plan) = ConvPlan::shared(stream, &desc, self.plan.algo()) else {
+            return Ok(false);
         };
         let t = upload(&t)?;
         let b = cuda_buffer(&t, dev, "KRSC weight")?;
@@ -129,12 +116,6 @@ impl ConvStep {
         self.args[i] = value;
         self.epilogue.set_arg(i, value)
     }
-}
-
-/// Whether convolution `c` reads a channels-last input (channel stride 1, more than one channel):
-/// where cuDNN's engines want channels-last weights too.
-fn channels_last(c: &LibraryConv) -> bool {
-    c.x_strides[1] == 1 && c.in_channels > 1
 }
 
 /// The elements of a dense `[K, C, kh, kw]` weight (`e` bytes each) in `[K, kh, kw, C]` order,
@@ -232,19 +213,8 @@ pub(crate) fn conv_wanted(k: &Kernel, mode: Mode) -> Result<ConvDesc, String> {
     Ok(desc)
 }
 
-/// The kernel argument holding the weight of convolution kernel `k` (`None` for other kernels
-/// and convolutions cuDNN cannot take).
-pub(crate) fn weight_arg(k: &Kernel) -> Option<usize> {
-    if !is_conv(k) {
-        return None;
-    }
-    split_conv(k).ok().map(|s| s.conv.w)
-}
-
 /// Builds the cuDNN step of convolution `k` with heuristic algorithm `tuning.library`, bound to
-/// `args` (its epilogue kernel compiled through `backend`). `krsc`: the weight is a constant, so
-/// a channels-last convolution is planned for `KRSC` weights, and the step runs only once the
-/// load has attached the permuted copy ([`ConvStep::use_krsc_weight`]).
+/// `args` (its epilogue kernel compiled through `backend`).
 pub(crate) fn build(
     backend: &super::CudaBackend,
     k: &Kernel,
@@ -252,23 +222,13 @@ pub(crate) fn build(
     args: &[u64],
     cubins: &CubinCache,
     stream: &Arc<Stream>,
-    krsc: bool,
 ) -> Result<LoadedKernel, BackendError> {
     let unsupported =
         |what: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("kernel {}: {what}", k.name) };
     let algo = tuning.library.unwrap_or(0) as usize;
-    let (split, mut desc) = conv_desc(k).map_err(unsupported)?;
-    let kcrs = desc;
-    if krsc && channels_last(&split.conv) {
-        desc.w_krsc = true;
-        desc.offsets[1] = 0; // the permuted copy starts at its own first element
-    }
+    let (split, desc) = conv_desc(k).map_err(unsupported)?;
     let t = std::time::Instant::now();
-    // A layout cuDNN has no plan for at this index keeps KCRS (the load then attaches nothing).
-    let plan = match ConvPlan::shared(stream, &desc, algo) {
-        Err(_) if desc.w_krsc => ConvPlan::shared(stream, &kcrs, algo)?,
-        r => r?,
-    };
+    let plan = ConvPlan::shared(stream, &desc, algo)?;
     super::library::count_plan_time(t);
     let conv = split.conv.clone();
     let bytes = (conv.out_numel() * conv.dtype.size_bytes()) as u64;

@@ -278,7 +278,7 @@ pub(crate) fn library_tunings(n: usize) -> Vec<Tuning> {
 }
 
 /// Builds the library step of `k` with heuristic algorithm `algo`, bound to `args` (split form:
-/// its epilogue kernel compiled through `backend`); `krsc` as `CudaBackend::build_kernel_with`.
+/// its epilogue kernel compiled through `backend`).
 pub(crate) fn build(
     backend: &super::CudaBackend,
     k: &Kernel,
@@ -286,10 +286,9 @@ pub(crate) fn build(
     args: &[u64],
     cubins: &CubinCache,
     stream: &Arc<Stream>,
-    krsc: bool,
 ) -> Result<LoadedKernel, BackendError> {
     if super::conv::is_conv(k) {
-        return super::conv::build(backend, k, tuning, args, cubins, stream, krsc);
+        return super::conv::build(backend, k, tuning, args, cubins, stream);
     }
     let unsupported =
         |what: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("kernel {}: {what}", k.name) };
