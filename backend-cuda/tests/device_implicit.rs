@@ -223,6 +223,49 @@ fn cudnn_convolutions_match_the_reference() {
     }
 }
 
+/// The device for a cuDNN measurement test, `None` (skipped, said why) without a GPU or libcudnn.
+fn cudnn_device(test: &str) -> Option<sinter_cuda::device::Device> {
+    let dev = launch::device(test)?;
+    if let Err(why) = sinter_cuda::probe::cudnn() {
+        eprintln!("skipping {test}: {why}");
+        return None;
+    }
+    Some(dev)
+}
+
+/// A square convolution of `n` images of `c` channels, `hw` x `hw`, to `k` channels with a `ks`
+/// x `ks` window at stride `st` and "same" padding, TF32 allowed for f32; the input and output
+/// channels-last with `nhwc`. Returns it and its output extent.
+fn square_conv(
+    (n, c, k, hw, ks, st): (u64, u64, u64, u64, u64, u64),
+    nhwc: bool,
+    w_krsc: bool,
+    dtype: sinter_cuda::device::blas::BlasType,
+) -> (sinter_cuda::device::dnn::ConvDesc, u64) {
+    let pad = ks / 2;
+    let o = (hw + 2 * pad - ks) / st + 1;
+    let x_strides = if nhwc { [c * hw * hw, 1, hw * c, c] } else { [c * hw * hw, hw * hw, hw, 1] };
+    let d = sinter_cuda::device::dnn::ConvDesc {
+        images: n,
+        in_channels: c,
+        in_hw: [hw, hw],
+        x_strides,
+        offsets: [0, 0],
+        out_channels: k,
+        groups: 1,
+        kernel: [ks, ks],
+        pad: [pad, pad],
+        stride: [st, st],
+        dilation: [1, 1],
+        out_hw: [o, o],
+        y_nhwc: nhwc,
+        w_krsc,
+        dtype,
+        tf32: true,
+    };
+    (d, o)
+}
+
 /// Host and device time of one cuDNN forward convolution call (`ConvPlan::launch`), at
 /// ResNet-50's batch-8 and ResNet-18's batch-32 layer sizes (TF32 and bf16): prints what the
 /// launch costs the host against what the convolution costs the device. Measurement only
@@ -232,12 +275,8 @@ fn cudnn_convolutions_match_the_reference() {
 #[ignore]
 fn cudnn_host_overhead() {
     use sinter_cuda::device::blas::BlasType;
-    use sinter_cuda::device::dnn::{ConvDesc, ConvPlan};
-    let Some(dev) = launch::device("cudnn_host_overhead") else { return };
-    if let Err(why) = sinter_cuda::probe::cudnn() {
-        eprintln!("skipping: {why}");
-        return;
-    }
+    use sinter_cuda::device::dnn::ConvPlan;
+    let Some(dev) = cudnn_device("cudnn_host_overhead") else { return };
     let stream = dev.new_stream().expect("stream");
     for (n, c, k, hw, ks, st) in [
         (8u64, 64u64, 64u64, 56u64, 3u64, 1u64),
@@ -246,26 +285,7 @@ fn cudnn_host_overhead() {
         (32, 512, 512, 7, 3, 1),
     ] {
         for dtype in [BlasType::F32, BlasType::BF16] {
-            let pad = ks / 2;
-            let o = (hw + 2 * pad - ks) / st + 1;
-            let d = ConvDesc {
-                images: n,
-                in_channels: c,
-                in_hw: [hw, hw],
-                x_strides: [c * hw * hw, hw * hw, hw, 1],
-                offsets: [0, 0],
-                out_channels: k,
-                groups: 1,
-                kernel: [ks, ks],
-                pad: [pad, pad],
-                stride: [st, st],
-                dilation: [1, 1],
-                out_hw: [o, o],
-                y_nhwc: false,
-                w_krsc: false,
-                dtype,
-                tf32: true,
-            };
+            let (d, o) = square_conv((n, c, k, hw, ks, st), false, false, dtype);
             let e = dtype.bytes();
             let x = stream.alloc(n * c * hw * hw * e).expect("x");
             let w = stream.alloc(k * c * ks * ks * e).expect("w");
@@ -295,47 +315,6 @@ fn cudnn_host_overhead() {
     }
 }
 
-/// The channels-last chain of `cudnn_channels_last_chain_matches_the_reference` with constant
-/// weights (as an exported model has them): the second convolution, whose input is stored
-/// channels-last, gives cuDNN its weight permuted to `KRSC` once at load; against the CPU reference
-/// in TF32, bf16 and f16, then again after running twice (the permuted copy is read, not rebuilt).
-#[test]
-fn cudnn_constant_weights_in_krsc_match_the_reference() {
-    let Some(b) = backend("cudnn_constant_weights_in_krsc_match_the_reference") else { return };
-    if let Err(why) = sinter_cuda::probe::cudnn() {
-        assert!(std::env::var("SINTER_REQUIRE_CUDNN").is_err(), "SINTER_REQUIRE_CUDNN=1 but {why}");
-        eprintln!("skipping cudnn_constant_weights_in_krsc_match_the_reference: {why}");
-        return;
-    }
-    for dt in [DType::F32, DType::BF16, DType::F16] {
-        let g = Graph::new();
-        let x = g.input("x", dt, [4, 48, 29, 27]);
-        let w1 = g.constant(HostTensor::random(dt, vec![72, 48, 3, 3], 22, -1.0, 1.0));
-        let b1 = g.constant(HostTensor::random(dt, vec![72], 23, -1.0, 1.0));
-        let w2 = g.constant(HostTensor::random(dt, vec![40, 72, 3, 3], 24, -1.0, 1.0));
-        let h = x.conv2d(&w1, Some(&b1), [1, 1], [1; 4], [1, 1], 1).relu();
-        g.output(&h.conv2d(&w2, None, [1, 1], [1; 4], [1, 1], 1));
-        let ins = [HostTensor::random(dt, vec![4, 48, 29, 27], 21, -1.0, 1.0)];
-        let want = sinter_core::cpu::run(&g, &ins).expect("reference");
-        let c = compile(&g, b.clone(), opts(Mode::Default, AllowTf32::CONV)).unwrap_or_else(|e| panic!("{dt}: {e}"));
-        let sources: Vec<String> = c.sources().iter().map(|s| s.source.clone()).collect();
-        assert_eq!(sources.iter().filter(|s| s.contains("cuDNN forward convolution")).count(), 2, "{dt}");
-        assert_eq!(sources.iter().filter(|s| s.contains("permuted once to KRSC")).count(), 1, "{dt}: {sources:#?}");
-        for run in 0..2 {
-            let got = c.run(&ins).unwrap_or_else(|e| panic!("{dt}: run: {e}"));
-            if dt == DType::F32 {
-                compare(&got, &want, tol_for(&c, Tol::sum(72 * 9, 433.0)))
-                    .unwrap_or_else(|e| panic!("{dt} run {run}: {e}"));
-            } else {
-                let l2 = rel_l2(&got, &want);
-                let bound = if dt == DType::BF16 { 1e-2 } else { 2e-3 };
-                assert!(l2 <= bound, "{dt} run {run}: rel L2 {l2:.2e} > {bound:.0e}");
-            }
-        }
-        eprintln!("{dt}: constant KRSC weights ok");
-    }
-}
-
 /// cuDNN on ResNet-18's convolutions at batch 32 (TF32, channels-last input and output, as sinter
 /// lays them out) with the weight in `KCRS` (sinter's layout) and in `KRSC` (PyTorch's
 /// channels-last weights): device time per call of every heuristic algorithm (up to 4), 50 calls
@@ -346,12 +325,8 @@ fn cudnn_constant_weights_in_krsc_match_the_reference() {
 fn cudnn_filter_layouts() {
     use sinter_cuda::device::TimingEvents;
     use sinter_cuda::device::blas::BlasType;
-    use sinter_cuda::device::dnn::{ConvDesc, ConvPlan};
-    let Some(dev) = launch::device("cudnn_filter_layouts") else { return };
-    if let Err(why) = sinter_cuda::probe::cudnn() {
-        eprintln!("skipping: {why}");
-        return;
-    }
+    use sinter_cuda::device::dnn::ConvPlan;
+    let Some(dev) = cudnn_device("cudnn_filter_layouts") else { return };
     let stream = dev.new_stream().expect("stream");
     let ev = TimingEvents::new(&dev, 1).expect("events");
     for (c, k, hw, ks, st) in [
@@ -362,8 +337,7 @@ fn cudnn_filter_layouts() {
         (512, 512, 7, 3, 1),
     ] {
         let n = 32u64;
-        let pad = ks / 2;
-        let o = (hw + 2 * pad - ks) / st + 1;
+        let o = square_conv((n, c, k, hw, ks, st), true, false, BlasType::F32).1;
         let x = stream.alloc(n * c * hw * hw * 4).expect("x");
         let w = stream.alloc(k * c * ks * ks * 4).expect("w");
         let y = stream.alloc(n * k * o * o * 4).expect("y");
@@ -371,24 +345,7 @@ fn cudnn_filter_layouts() {
         stream.fill(w.ptr(), 0x3c, k * c * ks * ks * 4, "w").expect("fill");
         let flops = 2.0 * (n * k * o * o * c * ks * ks) as f64;
         for w_krsc in [false, true] {
-            let d = ConvDesc {
-                images: n,
-                in_channels: c,
-                in_hw: [hw, hw],
-                x_strides: [c * hw * hw, 1, hw * c, c],
-                offsets: [0, 0],
-                out_channels: k,
-                groups: 1,
-                kernel: [ks, ks],
-                pad: [pad, pad],
-                stride: [st, st],
-                dilation: [1, 1],
-                out_hw: [o, o],
-                y_nhwc: true,
-                w_krsc,
-                dtype: BlasType::F32,
-                tf32: true,
-            };
+            let d = square_conv((n, c, k, hw, ks, st), true, w_krsc, BlasType::F32).0;
             let algos = ConvPlan::new(&stream, &d, 0).map(|p| p.algos()).unwrap_or(0);
             for algo in 0..algos.min(4) {
                 let Ok(plan) = ConvPlan::new(&stream, &d, algo) else { continue };
@@ -414,52 +371,75 @@ fn cudnn_filter_layouts() {
     }
 }
 
-/// Two convolutions in a row, each large enough for cuDNN (1.9e8 and 1.6e8 FLOP): the first one's output (after its
-/// bias and ReLU) is stored channels-last for the second (the CUDA cost model's
+/// Two convolutions in a row, each large enough for cuDNN (1.9e8 and 1.6e8 FLOP): the first one's
+/// output (after its bias and ReLU) is stored channels-last for the second (the CUDA cost model's
 /// `conv_channels_last`), so cuDNN writes an NHWC scratch and reads an NHWC input; against the CPU
-/// reference in TF32, bf16 and f16, the sources saying so. Skips without libcudnn unless
-/// `SINTER_REQUIRE_CUDNN=1`.
-#[test]
-fn cudnn_channels_last_chain_matches_the_reference() {
-    let Some(b) = backend("cudnn_channels_last_chain_matches_the_reference") else { return };
+/// reference in TF32, bf16 and f16, twice, the sources saying so. With `constant_weights` (as an
+/// exported model has them) the second convolution reads its weight permuted to `KRSC` once at
+/// load (`ConvStep::use_krsc_weight`); the second run reads the same copy. Skips without libcudnn
+/// unless `SINTER_REQUIRE_CUDNN=1`.
+fn channels_last_chain(test: &str, constant_weights: bool) {
+    let Some(b) = backend(test) else { return };
     if let Err(why) = sinter_cuda::probe::cudnn() {
         assert!(std::env::var("SINTER_REQUIRE_CUDNN").is_err(), "SINTER_REQUIRE_CUDNN=1 but {why}");
-        eprintln!("skipping cudnn_channels_last_chain_matches_the_reference: {why}");
+        eprintln!("skipping {test}: {why}");
         return;
     }
     for dt in [DType::F32, DType::BF16, DType::F16] {
         let g = Graph::new();
         let x = g.input("x", dt, [4, 48, 29, 27]);
-        let w1 = g.input("w1", dt, [72, 48, 3, 3]);
-        let b1 = g.input("b1", dt, [72]);
-        let w2 = g.input("w2", dt, [40, 72, 3, 3]);
-        let h = x.conv2d(&w1, Some(&b1), [1, 1], [1; 4], [1, 1], 1).relu();
-        g.output(&h.conv2d(&w2, None, [1, 1], [1; 4], [1, 1], 1));
-        let ins = [
-            HostTensor::random(dt, vec![4, 48, 29, 27], 21, -1.0, 1.0),
-            HostTensor::random(dt, vec![72, 48, 3, 3], 22, -1.0, 1.0),
-            HostTensor::random(dt, vec![72], 23, -1.0, 1.0),
-            HostTensor::random(dt, vec![40, 72, 3, 3], 24, -1.0, 1.0),
-        ];
+        let params = [("w1", vec![72, 48, 3, 3]), ("b1", vec![72]), ("w2", vec![40, 72, 3, 3])];
+        let mut ins = vec![HostTensor::random(dt, vec![4, 48, 29, 27], 21, -1.0, 1.0)];
+        let p: Vec<_> = params
+            .into_iter()
+            .zip(22..)
+            .map(|((name, shape), seed)| {
+                let t = HostTensor::random(dt, shape.clone(), seed, -1.0, 1.0);
+                if constant_weights {
+                    g.constant(t)
+                } else {
+                    ins.push(t);
+                    g.input(name, dt, shape)
+                }
+            })
+            .collect();
+        let h = x.conv2d(&p[0], Some(&p[1]), [1, 1], [1; 4], [1, 1], 1).relu();
+        g.output(&h.conv2d(&p[2], None, [1, 1], [1; 4], [1, 1], 1));
         let want = sinter_core::cpu::run(&g, &ins).expect("reference");
         let c = compile(&g, b.clone(), opts(Mode::Default, AllowTf32::CONV)).unwrap_or_else(|e| panic!("{dt}: {e}"));
-        let got = c.run(&ins).unwrap_or_else(|e| panic!("{dt}: run: {e}"));
         let sources: Vec<String> = c.sources().iter().map(|s| s.source.clone()).collect();
         assert!(sources.iter().any(|s| s.contains("into an NHWC scratch")), "{dt}: {sources:#?}");
         assert_eq!(sources.iter().filter(|s| s.contains("cuDNN forward convolution")).count(), 2, "{dt}");
-        if dt == DType::F32 {
-            // The second convolution's terms |h w2| <= 433 (|h| <= 48 * 9 + 1, |w2| <= 1), which
-            // also bounds the first one's error carried through it.
-            compare(&got, &want, tol_for(&c, Tol::sum(72 * 9, 433.0))).unwrap_or_else(|e| panic!("{dt}: {e}"));
-        } else {
-            // 16-bit: h is rounded to bf16/f16 in both, but from sums taken in different orders,
-            // so an element of h may differ by an ulp, which the second convolution carries into
-            // up to 648 terms (seen on an H200: 2 of 125280 bf16 outputs beyond a per-element
-            // bound). The whole output within a relative L2 error of a few of the type's ulps.
-            let l2 = rel_l2(&got, &want);
-            let bound = if dt == DType::BF16 { 1e-2 } else { 2e-3 };
-            assert!(l2 <= bound, "{dt}: rel L2 {l2:.2e} > {bound:.0e}");
+        let krsc = sources.iter().filter(|s| s.contains("permuted once to KRSC")).count();
+        assert_eq!(krsc, usize::from(constant_weights), "{dt}: {sources:#?}");
+        for run in 0..2 {
+            let got = c.run(&ins).unwrap_or_else(|e| panic!("{dt}: run: {e}"));
+            if dt == DType::F32 {
+                // The second convolution's terms |h w2| <= 433 (|h| <= 48 * 9 + 1, |w2| <= 1),
+                // which also bounds the first one's error carried through it.
+                compare(&got, &want, tol_for(&c, Tol::sum(72 * 9, 433.0)))
+                    .unwrap_or_else(|e| panic!("{dt} run {run}: {e}"));
+            } else {
+                // 16-bit: h is rounded to bf16/f16 in both, but from sums taken in different
+                // orders, so an element of h may differ by an ulp, which the second convolution
+                // carries into up to 648 terms (seen on an H200: 2 of 125280 bf16 outputs beyond
+                // a per-element bound). The whole output within a relative L2 error of a few of
+                // the type's ulps.
+                let l2 = rel_l2(&got, &want);
+                let bound = if dt == DType::BF16 { 1e-2 } else { 2e-3 };
+                assert!(l2 <= bound, "{dt} run {run}: rel L2 {l2:.2e} > {bound:.0e}");
+            }
         }
-        eprintln!("{dt}: channels-last chain ok");
+        eprintln!("{dt}: channels-last chain ok (constant weights: {constant_weights})");
     }
+}
+
+#[test]
+fn cudnn_channels_last_chain_matches_the_reference() {
+    channels_last_chain("cudnn_channels_last_chain_matches_the_reference", false);
+}
+
+#[test]
+fn cudnn_constant_weights_in_krsc_match_the_reference() {
+    channels_last_chain("cudnn_constant_weights_in_krsc_match_the_reference", true);
 }

@@ -364,6 +364,15 @@ impl CudaExecutable {
         Ok(())
     }
 
+    /// Queues what precedes a timed run, outside its events: the poisoning of the outputs
+    /// (`SINTER_CUDA_POISON`) and the L2 clear.
+    fn before_timed_run(&self, clear: Option<&L2Clear>) -> Result<(), BackendError> {
+        if self.poison {
+            self.poison_own_outputs()?;
+        }
+        clear.map_or(Ok(()), |c| c.queue(&self.stream))
+    }
+
     /// Queues one run over the own buffers (graph replay or every kernel).
     fn launch_own(&mut self) -> Result<(), BackendError> {
         self.bind_own()?;
@@ -513,12 +522,7 @@ impl Executable for CudaExecutable {
             let b = batch.min(iters - runs.len());
             let (Some(ev), cu) = (&self.timing, &self.stream) else { break };
             for it in 0..b {
-                if self.poison {
-                    self.poison_own_outputs()?;
-                }
-                if let Some(f) = &flush {
-                    f.queue(cu)?;
-                }
+                self.before_timed_run(flush.as_ref())?;
                 for (i, k) in self.kernels.iter().enumerate() {
                     ev.record(it * n + i, false, cu)?;
                     k.launch.launch(cu)?;
@@ -557,12 +561,7 @@ impl Executable for CudaExecutable {
         while ns.len() < iters {
             let b = batch.min(iters - ns.len());
             for i in 0..b {
-                if self.poison {
-                    self.poison_own_outputs()?;
-                }
-                if let Some(c) = &clear {
-                    c.queue(&self.stream)?;
-                }
+                self.before_timed_run(clear.as_ref())?;
                 ev.record(i, false, &self.stream)?;
                 self.queue_run()?;
                 ev.record(i, true, &self.stream)?;
