@@ -610,9 +610,7 @@ impl CudaBackend {
         for (k, loaded) in program.kernels.iter().zip(kernels.iter_mut()).filter(|_| krsc) {
             if let library::Step::Conv(c) = &mut loaded.launch
                 && let AllocRole::Constant(w) = &plan.allocations[alloc_of(k.args[c.weight_arg()].buffer)].role
-                && c.use_krsc_weight(w, &self.dev, &stream, |t| {
-                    opts.constants.get_or_upload("cuda", &Arc::new(t.clone()), |t| self.upload(t))
-                })?
+                && c.use_krsc_weight(w, &opts.constants, &self.dev, &stream, |t| self.upload(t))?
             {
                 loaded
                     .rendered

@@ -311,12 +311,33 @@ impl ConstantPool {
         t: &Arc<HostTensor>,
         upload: impl FnOnce(&HostTensor) -> Result<DeviceTensor, BackendError>,
     ) -> Result<DeviceTensor, BackendError> {
-        let key = format!("{backend}:{}", Self::key(t));
-        if let Some(d) = self.0.lock().map_err(|_| BackendError::Device("constant pool poisoned".into()))?.get(&key) {
+        self.get_or_make(format!("{backend}:{}", Self::key(t)), || upload(t))
+    }
+
+    /// A device tensor `backend` derives from constant `t` (`derivation` names how, e.g. a
+    /// weight's layout change), made by `make` on first use: later specializations of the graph
+    /// find it by the constant's key without deriving it again.
+    pub fn get_or_derive(
+        &self,
+        backend: &str,
+        t: &Arc<HostTensor>,
+        derivation: &str,
+        make: impl FnOnce() -> Result<DeviceTensor, BackendError>,
+    ) -> Result<DeviceTensor, BackendError> {
+        self.get_or_make(format!("{backend}:{}:{derivation}", Self::key(t)), make)
+    }
+
+    fn get_or_make(
+        &self,
+        key: String,
+        make: impl FnOnce() -> Result<DeviceTensor, BackendError>,
+    ) -> Result<DeviceTensor, BackendError> {
+        let poisoned = || BackendError::Device("constant pool poisoned".into());
+        if let Some(d) = self.0.lock().map_err(|_| poisoned())?.get(&key) {
             return Ok(d.clone());
         }
-        let d = upload(t)?;
-        self.0.lock().map_err(|_| BackendError::Device("constant pool poisoned".into()))?.insert(key, d.clone());
+        let d = make()?;
+        self.0.lock().map_err(|_| poisoned())?.insert(key, d.clone());
         Ok(d)
     }
 
@@ -454,5 +475,33 @@ pub trait Backend: Send + Sync {
     /// ignores what it cannot use.
     fn load_with(&self, program: &Program, opts: &LoadOptions) -> Result<Box<dyn Executable>, BackendError> {
         self.load(program, opts.mode)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DType;
+
+    #[test]
+    fn constant_pool_uploads_and_derives_once_per_key() {
+        let pool = ConstantPool::default();
+        let t = Arc::new(HostTensor::random(DType::F32, vec![4, 3], 1, -1.0, 1.0));
+        let same = Arc::new((*t).clone());
+        let calls = std::cell::Cell::new(0);
+        let upload = |h: &HostTensor| {
+            calls.set(calls.get() + 1);
+            Ok(DeviceTensor::host(h))
+        };
+        pool.get_or_upload("b", &t, upload).unwrap();
+        pool.get_or_upload("b", &same, upload).unwrap();
+        assert_eq!(calls.get(), 1, "equal contents share one upload");
+        for _ in 0..2 {
+            pool.get_or_derive("b", &same, "krsc", || upload(&t)).unwrap();
+        }
+        assert_eq!(calls.get(), 2, "a derivation is made once, apart from the constant itself");
+        pool.get_or_derive("b", &t, "other", || upload(&t)).unwrap();
+        pool.get_or_upload("c", &t, upload).unwrap();
+        assert_eq!((calls.get(), pool.len()), (4, 4), "derivations and backends are keyed apart");
     }
 }
