@@ -209,8 +209,7 @@ pub(crate) fn conv_wanted(k: &Kernel, mode: Mode) -> Result<ConvDesc, String> {
     let (split, desc) = conv_desc(k)?;
     large_enough(split.conv.flops(), mode)?;
     let per_group = split.conv.in_channels / split.conv.groups.max(1);
-    let forced = std::env::var("SINTER_CUDA_LIBRARY").is_ok_and(|v| v == "force");
-    if mode == Mode::Default && per_group < CUDNN_MIN_CHANNELS && !forced {
+    if mode == Mode::Default && per_group < CUDNN_MIN_CHANNELS && !super::library::forced() {
         return Err(format!(
             "{per_group} input channels per group (fewer than {CUDNN_MIN_CHANNELS}): cuDNN's heuristic algorithm is slow there"
         ));

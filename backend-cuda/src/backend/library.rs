@@ -260,13 +260,18 @@ const SKINNY_MAX: usize = 64;
 /// See [`skinny`].
 const SKINNY_MIN_K: usize = 512;
 
+/// `SINTER_CUDA_LIBRARY=force`: every product and convolution the libraries can run goes to them,
+/// past the profitability rules (tests).
+pub(crate) fn forced() -> bool {
+    std::env::var("SINTER_CUDA_LIBRARY").is_ok_and(|v| v == "force")
+}
+
 /// Whether a library call of `flops` is worth it in `mode` (`Err` says why not): at least
 /// [`LIBRARY_MIN_FLOPS`] in `default`, [`LIBRARY_MIN_TUNE_FLOPS`] otherwise; any size under
 /// `SINTER_CUDA_LIBRARY=force`.
 pub(crate) fn large_enough(flops: f64, mode: Mode) -> Result<(), String> {
     let min = if mode == Mode::Default { LIBRARY_MIN_FLOPS } else { LIBRARY_MIN_TUNE_FLOPS };
-    let forced = std::env::var("SINTER_CUDA_LIBRARY").is_ok_and(|v| v == "force");
-    if flops < min && !forced {
+    if flops < min && !forced() {
         return Err(format!("{flops:.2e} FLOP is below the library threshold of {min:.0e}"));
     }
     Ok(())
