@@ -4,25 +4,10 @@
 and back to back (events around 20 calls, no clear). Prints GB/s and the share of the 1 GiB copy
 ceiling that torch_anchor.py and `sinter bench` use as "% of copy"."""
 import torch
+from torch_timing import back_to_back_ms
 from triton.testing import do_bench
 
 dev = "cuda"
-
-
-def b2b(fn, reps=20):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(5):
-        a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(reps):
-            fn()
-        e.record()
-        torch.cuda.synchronize()
-        ts.append(a.elapsed_time(e) / reps)
-    return sorted(ts)[len(ts) // 2]
 
 
 x = torch.empty(1 << 28, device=dev)
@@ -46,6 +31,6 @@ s3, d3 = torch.empty(S, device=dev), torch.empty(S, device=dev)
 cases.append(("copy 8192x8192 f32 (softmax's bytes)", lambda: d3.copy_(s3), 2 * S * 4))
 for name, fn, nbytes in cases:
     fl = do_bench(fn, return_mode="median")
-    bb = b2b(fn)
+    bb = back_to_back_ms(fn)
     g1, g2 = nbytes / (fl / 1e3) / 1e9, nbytes / (bb / 1e3) / 1e9
     print(f"{name}: do_bench {fl * 1e3:.1f} us {g1:.0f} GB/s {100 * g1 / ceil:.0f}% | back to back {bb * 1e3:.1f} us {g2:.0f} GB/s {100 * g2 / ceil:.0f}%")

@@ -3,6 +3,7 @@
 device tests time sinter's kernels: median of 5 batches of 20 calls between two CUDA events."""
 import torch
 import torch.nn.functional as F
+from torch_timing import back_to_back_ms
 
 SHAPES = [  # (batch, heads, queries, keys, head dim, causal)
     (8, 16, 1024, 1024, 64, False),
@@ -17,18 +18,6 @@ for (b, h, s, kv, d, causal) in SHAPES:
     k = torch.randn(b, h, kv, d, device="cuda", dtype=torch.bfloat16)
     v = torch.randn(b, h, kv, d, device="cuda", dtype=torch.bfloat16)
     f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # noqa: E731
-    for _ in range(3):
-        f()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(5):
-        a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(20):
-            f()
-        e.record()
-        torch.cuda.synchronize()
-        ts.append(a.elapsed_time(e) / 20)
-    ms = sorted(ts)[2]
+    ms = back_to_back_ms(f)
     fl = 4 * b * h * s * kv * d * (0.5 if causal else 1)
     print(f"torch sdpa b{b} h{h} s{s} kv{kv} d{d} causal={causal}: {ms:.4f} ms {fl / ms / 1e9:.1f} TFLOP/s")
