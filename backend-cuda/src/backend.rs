@@ -604,18 +604,16 @@ impl CudaBackend {
             }
             times.plan_s = library::plan_seconds() - plans_before;
         }
-        // Channels-last cuDNN convolutions read their constant weights in KRSC order, permuted
-        // once here (`ConvStep::use_krsc_weight`; `SINTER_CUDNN_KRSC=0` keeps KCRS, to measure).
-        let krsc = !std::env::var("SINTER_CUDNN_KRSC").is_ok_and(|v| v == "0");
-        for (k, loaded) in program.kernels.iter().zip(kernels.iter_mut()).filter(|_| krsc) {
+        // Channels-last cuDNN convolutions read KRSC filters (`conv::krsc_filters`): a constant
+        // weight is permuted once here instead of before each run (`ConvStep::use_krsc_weight`).
+        for (k, loaded) in program.kernels.iter().zip(kernels.iter_mut()) {
             if let library::Step::Conv(c) = &mut loaded.launch
                 && let AllocRole::Constant(w) = &plan.allocations[alloc_of(k.args[c.weight_arg()].buffer)].role
                 && c.use_krsc_weight(w, &opts.constants, &self.dev, &stream, |t| self.upload(t))?
             {
-                loaded
-                    .rendered
-                    .source
-                    .push_str("// cuDNN reads the constant weight permuted once to KRSC (channels-last input)\n");
+                loaded.rendered.source.push_str(
+                    "// the constant weight is permuted to KRSC once at load instead (no per-run permutation)\n",
+                );
             }
         }
         let uses = |a: usize| -> Vec<(usize, usize)> {

@@ -374,10 +374,11 @@ fn cudnn_filter_layouts() {
 /// Two convolutions in a row, each large enough for cuDNN (1.9e8 and 1.6e8 FLOP): the first one's
 /// output (after its bias and ReLU) is stored channels-last for the second (the CUDA cost model's
 /// `conv_channels_last`), so cuDNN writes an NHWC scratch and reads an NHWC input; against the CPU
-/// reference in TF32, bf16 and f16, twice, the sources saying so. With `constant_weights` (as an
-/// exported model has them) the second convolution reads its weight permuted to `KRSC` once at
-/// load (`ConvStep::use_krsc_weight`); the second run reads the same copy. Skips without libcudnn
-/// unless `SINTER_REQUIRE_CUDNN=1`.
+/// reference in TF32, bf16 and f16, twice, the sources saying so. The second convolution reads
+/// its weight in `KRSC` order: with `constant_weights` (as an exported model has them) permuted
+/// once at load (`ConvStep::use_krsc_weight`), the second run reading the same copy; else
+/// permuted before each run, the second run with a new weight. Skips without libcudnn unless
+/// `SINTER_REQUIRE_CUDNN=1`.
 fn channels_last_chain(test: &str, constant_weights: bool) {
     let Some(b) = backend(test) else { return };
     if let Err(why) = sinter_cuda::probe::cudnn() {
@@ -405,14 +406,19 @@ fn channels_last_chain(test: &str, constant_weights: bool) {
             .collect();
         let h = x.conv2d(&p[0], Some(&p[1]), [1, 1], [1; 4], [1, 1], 1).relu();
         g.output(&h.conv2d(&p[2], None, [1, 1], [1; 4], [1, 1], 1));
-        let want = sinter_core::cpu::run(&g, &ins).expect("reference");
+        let mut want = sinter_core::cpu::run(&g, &ins).expect("reference");
         let c = compile(&g, b.clone(), opts(Mode::Default, AllowTf32::CONV)).unwrap_or_else(|e| panic!("{dt}: {e}"));
         let sources: Vec<String> = c.sources().iter().map(|s| s.source.clone()).collect();
         assert!(sources.iter().any(|s| s.contains("into an NHWC scratch")), "{dt}: {sources:#?}");
         assert_eq!(sources.iter().filter(|s| s.contains("cuDNN forward convolution")).count(), 2, "{dt}");
-        let krsc = sources.iter().filter(|s| s.contains("permuted once to KRSC")).count();
-        assert_eq!(krsc, usize::from(constant_weights), "{dt}: {sources:#?}");
+        let per_run = sources.iter().filter(|s| s.contains("permuted to KRSC before each convolution")).count();
+        let once = sources.iter().filter(|s| s.contains("permuted to KRSC once at load")).count();
+        assert_eq!((per_run, once), (1, usize::from(constant_weights)), "{dt}: {sources:#?}");
         for run in 0..2 {
+            if run == 1 && !constant_weights {
+                ins[3] = HostTensor::random(dt, vec![40, 72, 3, 3], 99, -1.0, 1.0);
+                want = sinter_core::cpu::run(&g, &ins).expect("reference");
+            }
             let got = c.run(&ins).unwrap_or_else(|e| panic!("{dt}: run: {e}"));
             if dt == DType::F32 {
                 // The second convolution's terms |h w2| <= 433 (|h| <= 48 * 9 + 1, |w2| <= 1),

@@ -30,9 +30,22 @@ use crate::render::Tuning;
 use sinter_core::DType;
 use sinter_core::HostTensor;
 use sinter_core::backend::{BackendError, ConstantPool, DeviceTensor, Mode};
-use sinter_core::kernel::library_conv::{LibraryConv, SplitConv, split_conv};
+use sinter_core::kernel::library_conv::{LibraryConv, SplitConv, krsc_weight_kernel, split_conv};
 use sinter_core::kernel::{Kernel, KernelBody};
 use std::sync::Arc;
+
+/// Where a cuDNN convolution with `KRSC` filters ([`ConvDesc::w_krsc`]) finds them.
+enum KrscWeight {
+    /// The plan reads the weight argument as it is (`KCRS`).
+    None,
+    /// A kernel permutes the weight argument into `buf` before each convolution (a weight that
+    /// is a graph input, as a model's parameters are when not frozen); its launch is patched with
+    /// the kernel's arguments.
+    PerRun { launch: Launch, buf: CudaBuffer },
+    /// A constant weight permuted once at load: its device pointer, and the pool's tensor kept
+    /// alive ([`ConvStep::use_krsc_weight`]).
+    Constant { ptr: u64, _tensor: DeviceTensor },
+}
 
 /// A library convolution bound to the kernel's arguments.
 pub(crate) struct ConvStep {
@@ -43,15 +56,22 @@ pub(crate) struct ConvStep {
     /// The epilogue kernel (the kernel's arguments, then the scratch) and the scratch.
     epilogue: Launch,
     scratch: CudaBuffer,
-    /// A `KRSC` copy of a constant weight (its device pointer and the pool's tensor) the plan
-    /// reads instead of the weight argument ([`ConvStep::use_krsc_weight`]).
-    krsc: Option<(u64, DeviceTensor)>,
+    /// Where the plan's `KRSC` weight comes from.
+    krsc: KrscWeight,
 }
 
 impl ConvStep {
-    /// Queues the convolution and its epilogue on `stream`.
+    /// Queues the weight's permutation (if it runs per run), the convolution and its epilogue on
+    /// `stream`.
     pub(crate) fn launch(&self, stream: &Stream) -> Result<(), BackendError> {
-        let w = self.krsc.as_ref().map_or(self.args[self.conv.w], |(p, _)| *p);
+        let w = match &self.krsc {
+            KrscWeight::None => self.args[self.conv.w],
+            KrscWeight::PerRun { launch, buf } => {
+                launch.launch(stream)?;
+                buf.ptr()
+            }
+            KrscWeight::Constant { ptr, .. } => *ptr,
+        };
         self.plan.launch(stream, self.args[self.conv.x], w, self.scratch.ptr())?;
         if self.epilogue.is_empty() { Ok(()) } else { self.epilogue.launch(stream) }
     }
@@ -61,22 +81,10 @@ impl ConvStep {
         self.conv.w
     }
 
-    /// Whether the convolution reads a channels-last input (channel stride 1, more than one
-    /// channel): where cuDNN's engines want channels-last weights too.
-    fn channels_last(&self) -> bool {
-        self.conv.x_strides[1] == 1 && self.conv.in_channels > 1
-    }
-
-    /// Gives cuDNN the constant weight `w` (the whole constant the weight argument points into)
-    /// in `KRSC` order, with a plan for that layout at the same algorithm index. The permuted copy
-    /// is made once per compiled graph: derived from `w` in its constant `pool` and uploaded with
-    /// `upload`. Only for a channels-last input; `Ok(false)` (nothing changed) otherwise or where
-    /// cuDNN has no plan for it.
-    ///
-    /// Why: with channels-last activations, cuDNN's engines for `KCRS` weights ran ResNet-18's
-    /// 3x3 convolutions at batch 32 10-28% slower than for `KRSC` ones (TF32, H200, session 18,
-    /// `cudnn_filter_layouts`); PyTorch's channels-last weights are `KRSC` (its kernels are named
-    /// `nhwckrsc_nhwc`).
+    /// Replaces the per-run permutation of the weight by a copy of the constant `w` (the whole
+    /// constant the weight argument points into) permuted to `KRSC` once per compiled graph:
+    /// derived from `w` in its constant `pool` and uploaded with `upload`. `Ok(false)` (nothing
+    /// changed) where the plan reads `KCRS` filters.
     pub(crate) fn use_krsc_weight(
         &mut self,
         w: &Arc<HostTensor>,
@@ -85,7 +93,7 @@ impl ConvStep {
         stream: &Arc<Stream>,
         upload: impl FnOnce(&HostTensor) -> Result<DeviceTensor, BackendError>,
     ) -> Result<bool, BackendError> {
-        if self.krsc.is_some() || !self.channels_last() {
+        if !matches!(self.krsc, KrscWeight::PerRun { .. }) {
             return Ok(false);
         }
         let c = &self.conv;
@@ -95,10 +103,6 @@ impl ConvStep {
         if c.w_offset + numel > w.numel() {
             return Ok(false);
         }
-        let desc = ConvDesc { w_krsc: true, offsets: [self.plan.desc().offsets[0], 0], ..*self.plan.desc() };
-        let Ok(plan) = ConvPlan::shared(stream, &desc, self.plan.algo()) else {
-            return Ok(false);
-        };
         let derivation = format!("krsc of {dims:?} at element {}", c.w_offset);
         let t = pool.get_or_derive("cuda", w, &derivation, || {
             let e = w.dtype().size_bytes();
@@ -111,14 +115,16 @@ impl ConvStep {
         })?;
         let b = cuda_buffer(&t, dev, "KRSC weight")?;
         super::exec::wait_for(b, stream, None)?;
-        self.krsc = Some((b.ptr(), t));
-        self.plan = plan;
+        self.krsc = KrscWeight::Constant { ptr: b.ptr(), _tensor: t };
         Ok(true)
     }
 
     /// Sets the device pointer of kernel argument `i`.
     pub(crate) fn set_arg(&mut self, i: usize, value: u64) -> Result<(), BackendError> {
         self.args[i] = value;
+        if let KrscWeight::PerRun { launch, .. } = &mut self.krsc {
+            launch.set_arg(i, value)?;
+        }
         self.epilogue.set_arg(i, value)
     }
 }
@@ -158,17 +164,30 @@ fn blas_type(d: DType) -> Result<BlasType, String> {
     })
 }
 
+/// Whether cuDNN reads convolution `c`'s filters in `KRSC` order (permuted per run, or once at load
+/// for a constant weight: [`ConvStep::use_krsc_weight`]): where its input is channels-last
+/// (channel stride 1, more than one channel). `SINTER_CUDNN_KRSC=0` keeps `KCRS` (to measure).
+///
+/// Why: with channels-last activations, cuDNN's engines for `KCRS` weights ran ResNet-18's 3x3
+/// convolutions at batch 32 10-28% slower than for `KRSC` ones (TF32, H200, session 18,
+/// `cudnn_filter_layouts`); PyTorch's channels-last weights are `KRSC` (its kernels are named
+/// `nhwckrsc_nhwc`), and torch.compile permutes parameters that are graph inputs on each run.
+fn krsc_filters(c: &LibraryConv) -> bool {
+    c.x_strides[1] == 1 && c.in_channels > 1 && !std::env::var("SINTER_CUDNN_KRSC").is_ok_and(|v| v == "0")
+}
+
 /// The library form of convolution kernel `k` and its cuDNN description, or why not.
 pub(crate) fn conv_desc(k: &Kernel) -> Result<(SplitConv, ConvDesc), String> {
     let split = split_conv(k)?;
     let c = &split.conv;
     let u = |x: usize| x as u64;
+    let w_krsc = krsc_filters(c);
     let desc = ConvDesc {
         images: u(c.images),
         in_channels: u(c.in_channels),
         in_hw: c.in_hw.map(u),
         x_strides: c.x_strides.map(u),
-        offsets: [u(c.x_offset), u(c.w_offset)],
+        offsets: [u(c.x_offset), if w_krsc { 0 } else { u(c.w_offset) }],
         out_channels: u(c.out_channels),
         groups: u(c.groups),
         kernel: c.kernel.map(u),
@@ -177,7 +196,7 @@ pub(crate) fn conv_desc(k: &Kernel) -> Result<(SplitConv, ConvDesc), String> {
         dilation: c.dilation.map(u),
         out_hw: c.out_hw.map(u),
         y_nhwc: c.out_nhwc,
-        w_krsc: false,
+        w_krsc,
         dtype: blas_type(c.dtype)?,
         tf32: c.tf32,
     };
@@ -236,7 +255,17 @@ pub(crate) fn build(
     super::library::count_plan_time(t);
     let conv = split.conv.clone();
     let bytes = (conv.out_numel() * conv.dtype.size_bytes()) as u64;
-    let (epilogue, scratch, esource) = epilogue_step(backend, k, &split.epilogue, bytes, args, cubins, stream)?;
+    let (epilogue, scratch, mut esource) = epilogue_step(backend, k, &split.epilogue, bytes, args, cubins, stream)?;
+    let krsc = if desc.w_krsc {
+        let permute = krsc_weight_kernel(k, &conv).map_err(unsupported)?;
+        let wbytes = (permute.args.last().map_or(0, |a| a.numel) * conv.dtype.size_bytes()) as u64;
+        let (launch, buf, psource) = epilogue_step(backend, k, &permute, wbytes, args, cubins, stream)?;
+        esource.push_str("// the weight, permuted to KRSC before each convolution (not a constant):\n");
+        esource.push_str(&psource);
+        KrscWeight::PerRun { launch, buf }
+    } else {
+        KrscWeight::None
+    };
     let tf32 = desc.dtype == BlasType::F32 && desc.tf32;
     let source = format!(
         "// sinter kernel {}: {}\n// cuDNN forward convolution (library call, no source): {}x{}x{}x{} input (strides {:?}), {} \
@@ -266,7 +295,7 @@ pub(crate) fn build(
         esource
     );
     let strategy = format!("cudnn algo {}/{}", algo + 1, plan.algos());
-    let step = Step::Conv(Box::new(ConvStep { plan, args: args.to_vec(), conv, epilogue, scratch, krsc: None }));
+    let step = Step::Conv(Box::new(ConvStep { plan, args: args.to_vec(), conv, epilogue, scratch, krsc }));
     Ok(library_loaded(k, tuning, source, strategy, tf32, step))
 }
 

@@ -347,8 +347,9 @@ pub(crate) fn build(
     Ok(library_loaded(k, tuning, source, strategy, tf32, step))
 }
 
-/// The epilogue kernel of a split library step (`epilogue`: `k`'s arguments, then the scratch the
-/// library writes), compiled through `backend` and bound to `args` plus a fresh scratch of
+/// A kernel around a library step of `k` (`epilogue`: `k`'s arguments, then a scratch: the
+/// split form's epilogue reading what the library writes, or a convolution's weight permutation
+/// writing what it reads), compiled through `backend` and bound to `args` plus a fresh scratch of
 /// `bytes`: its launch, the scratch, and its source.
 pub(crate) fn epilogue_step(
     backend: &super::CudaBackend,

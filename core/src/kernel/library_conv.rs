@@ -18,7 +18,7 @@
 //! top/left one in a way that changes the output extent is refused with the reason.
 
 use super::library::{SCRATCH, epilogue_kernel, library_dtypes, product_dtype};
-use super::{Im2col, Index, Kernel, Var};
+use super::{Access, Expr, Im2col, Index, Kernel, KernelArg, KernelBody, Store, TypedExpr, Var};
 use crate::dtype::DType;
 
 /// A convolution as a library call: `y[img, oc, oy, ox] = sum x[img, g*cg + c, iy, ix] *
@@ -183,6 +183,44 @@ pub fn split_conv(k: &Kernel) -> Result<SplitConv, String> {
     let epilogue = epilogue_kernel(k, mm, numel, at)?;
     debug_assert_eq!(epilogue.args.last().map(|a| a.buffer), Some(SCRATCH));
     Ok(SplitConv { conv: LibraryConv { out_nhwc, ..conv }, epilogue })
+}
+
+/// The weight of library convolution `c` (argument `c.w` of kernel `k`, dense `[K, C/groups, kh,
+/// kw]` from element `c.w_offset`) permuted to `[K, kh, kw, C/groups]` (`KRSC`) as a pointwise
+/// kernel: `k`'s arguments plus a scratch (appended, [`SCRATCH`], written, `c.dtype`), lane `l`
+/// writing scratch element `l`. A backend runs it before each library convolution whose weight is
+/// not a constant it could permute once at load, where the library is faster with `KRSC` filters
+/// (cuDNN with channels-last activations; see `backend-cuda`'s `conv.rs` for the figures).
+pub fn krsc_weight_kernel(k: &Kernel, c: &LibraryConv) -> Result<Kernel, String> {
+    let w = k.args.get(c.w).ok_or("the weight argument is missing")?;
+    let cg = c.in_channels / c.groups.max(1);
+    let [kh, kw] = c.kernel;
+    let numel = c.out_channels * cg * kh * kw;
+    if c.w_offset + numel > w.numel {
+        return Err(format!("the weight ({} elements) is shorter than {numel} from element {}", w.numel, c.w_offset));
+    }
+    let lane = Index::var(Var::Lane);
+    let (cg_i, taps) = (cg as i64, (kh * kw) as i64);
+    // Lane l = (ko * taps + tap) * cg + ci reads KCRS element (ko * cg + ci) * taps + tap.
+    let (ci, tap, ko) = (lane.clone().rem(cg_i), lane.clone().div(cg_i).rem(taps), lane.clone().div(cg_i * taps));
+    let from = Index::Const(c.w_offset as i64).add(ko.mul(cg_i * taps)).add(ci.mul(taps)).add(tap);
+    let exprs = vec![TypedExpr { expr: Expr::Load { arg: c.w, index: from }, dtype: w.dtype }];
+    let mut args = k.args.clone();
+    args.push(KernelArg { buffer: SCRATCH, dtype: c.dtype, numel, access: Access::Write });
+    let stores = vec![Store { arg: args.len() - 1, index: lane, value: super::ExprId(0) }];
+    let bytes = (numel * (w.dtype.size_bytes() + c.dtype.size_bytes())) as f64;
+    let kernel = Kernel {
+        name: format!("{}_krsc_weight", k.name),
+        args,
+        exprs,
+        body: KernelBody::Pointwise { numel, stores },
+        origins: k.origins.clone(),
+        ops: vec!["permute".into()],
+        flops: 0.0,
+        bytes,
+    };
+    super::analysis::check_kernel(&kernel).map_err(|e| format!("KRSC weight kernel: {e}"))?;
+    Ok(kernel)
 }
 
 /// Whether store index `index` (over Batch, M, N), with those replaced by the lane mappings
@@ -373,6 +411,50 @@ mod tests {
         assert!(split.conv.out_nhwc, "the first conv's output is stored NHWC");
         let r = run_split(&p, convs[0], &split, &inputs, &g);
         assert!(r <= 1.0, "tolerance ratio {r}");
+    }
+
+    /// The `KRSC` weight kernel, run through the interpreter in place of the convolution, writes
+    /// every filter tap's channels contiguously (checked element by element against the weight
+    /// input, groups and a non-square window included), poisoned scratch memory all overwritten.
+    #[test]
+    fn krsc_weight_kernel_permutes_the_filter() {
+        for (xs, ws, groups) in
+            [([1, 4, 6, 6], [6, 2, 3, 2], 2), ([2, 3, 7, 9], [5, 3, 3, 3], 1), ([1, 1, 5, 5], [7, 1, 1, 1], 1)]
+        {
+            let (_, inputs, p) = conv_case(xs, ws, [1, 1], [1, 1, 1, 1], [1, 1], groups);
+            let ki = p.kernels.iter().position(|k| matches!(&k.body, KernelBody::Matmul(m) if m.b.im2col.is_some()));
+            let ki = ki.expect("an implicit conv");
+            let split = split_conv(&p.kernels[ki]).unwrap();
+            let mut perm = krsc_weight_kernel(&p.kernels[ki], &split.conv).unwrap();
+            let numel = ws.iter().product::<usize>();
+            let mut prog = p.clone();
+            let sid = BufferId(prog.buffers.len() as u32);
+            prog.buffers.push(BufferDecl {
+                id: sid,
+                dtype: DType::F32,
+                numel,
+                kind: BufferKind::Output(0),
+                node: None,
+            });
+            prog.memory.slot_of.push(None);
+            perm.args.last_mut().unwrap().buffer = sid;
+            prog.kernels = vec![perm];
+            prog.outputs =
+                vec![crate::kernel::IoDecl { name: "w".into(), buffer: sid, shape: vec![numel], dtype: DType::F32 }];
+            let got = interp::run_program(&prog, &inputs).unwrap()[0].to_f64_vec();
+            let w = inputs[1].to_f64_vec();
+            let [k, cg, kh, kw] = ws;
+            for ko in 0..k {
+                for r in 0..kh {
+                    for s in 0..kw {
+                        for ci in 0..cg {
+                            let at = ((ko * kh + r) * kw + s) * cg + ci;
+                            assert_eq!(got[at], w[((ko * cg + ci) * kh + r) * kw + s], "{ws:?} at {at}");
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -170,9 +170,28 @@ fn channels_last_convolution_inputs_compute_the_reference() {
         .iter()
         .filter(|k| matches!(&k.body, KernelBody::Matmul(m) if m.b.im2col.as_ref().is_some_and(|v| v.s_chan == 1)))
         .count();
-    // All but the stem (it reads the graph's input) and the first block's first conv (it reads
-    // the max pool's output: only a node an implicit conv produces is stored channels-last).
-    assert_eq!(nhwc_reads, 18, "{}", print_program(&p));
+    // All but the stem (it reads the graph's input). The first block's first conv reads the max
+    // pool's output, stored channels-last with the pool's input (the stem's output).
+    assert_eq!(nhwc_reads, 19, "{}", print_program(&p));
+    assert!(p.decisions.iter().any(|d| d.reason.starts_with("layout: pool ")), "{:?}", p.decisions);
+    // The pool walks its output in storage order: consecutive rows are consecutive channels, and
+    // its loads of the stem's NHWC output step by one from row to row.
+    let pool = p.kernels.iter().find(|k| k.ops == ["max_pool2d"]).expect("the max pool");
+    let KernelBody::Reduce(r) = &pool.body else { panic!("{}", pool.name) };
+    assert!(r.row_stores.iter().all(|st| st.index == crate::kernel::Index::var(crate::kernel::Var::Row)));
+    let step = |i: &crate::kernel::Index| {
+        let at = |row: i64| i.eval(&|v| if v == crate::kernel::Var::Row { row } else { 4 }, &|_| 0);
+        at(8) - at(7)
+    };
+    let loads: Vec<i64> = pool
+        .exprs
+        .iter()
+        .filter_map(|e| match &e.expr {
+            crate::kernel::Expr::Load { index, .. } => Some(step(index)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(loads, [1], "{}", print_program(&p));
 }
 
 #[test]
