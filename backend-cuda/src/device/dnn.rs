@@ -172,6 +172,18 @@ impl Bd {
     }
 }
 
+/// The heuristic mode engine configurations come from: `CUDNN_HEUR_MODE_INSTANT` (PyTorch's
+/// without `cudnn.benchmark`), or `SINTER_CUDNN_HEUR=a|b` (mode A, or mode B: slower to query,
+/// said to rank better), to measure.
+fn heur_mode() -> sys::cudnnBackendHeurMode_t {
+    use sys::cudnnBackendHeurMode_t as H;
+    match std::env::var("SINTER_CUDNN_HEUR").as_deref() {
+        Ok("a") => H::CUDNN_HEUR_MODE_A,
+        Ok("b") => H::CUDNN_HEUR_MODE_B,
+        _ => H::CUDNN_HEUR_MODE_INSTANT,
+    }
+}
+
 /// The largest power of two up to 16 dividing `bytes` (the alignment of an operand at that byte
 /// offset from a pool allocation, which is at least 256-byte aligned).
 fn alignment(bytes: u64) -> i64 {
@@ -307,11 +319,7 @@ impl ConvPlan {
         graph.finalize("operation graph")?;
         let heur = Bd::new(D::CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR)?;
         heur.set(A::CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, bd, &[graph.0])?;
-        heur.set(
-            A::CUDNN_ATTR_ENGINEHEUR_MODE,
-            T::CUDNN_TYPE_HEUR_MODE,
-            &[sys::cudnnBackendHeurMode_t::CUDNN_HEUR_MODE_INSTANT],
-        )?;
+        heur.set(A::CUDNN_ATTR_ENGINEHEUR_MODE, T::CUDNN_TYPE_HEUR_MODE, &[heur_mode()])?;
         heur.finalize("engine heuristic")?;
         let cfgs: Vec<Bd> =
             (0..REQUESTED).map(|_| Bd::new(D::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)).collect::<Result<_, _>>()?;
@@ -450,9 +458,10 @@ impl ConvPlan {
     /// The chosen configuration and its workspace, for the executable's source text.
     pub fn describe(&self) -> String {
         format!(
-            "backend API, engine configuration {} of {} (heuristic mode instant), workspace {} bytes",
+            "backend API, engine configuration {} of {} (heuristic mode {:?}), workspace {} bytes",
             self.chosen + 1,
             self.algos,
+            heur_mode(),
             self.workspace_bytes
         )
     }

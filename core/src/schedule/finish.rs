@@ -80,7 +80,8 @@ impl StorageOrder {
 
 /// Whether kernel `kb` walks its elements in storage order: a pointwise kernel (or a window or
 /// reduce kernel with one thread per row) whose every store is of a node kept in the same other
-/// order ([`Sched::layout`], never a graph output) at element `Lane` (`Row`). Consecutive threads
+/// order ([`Sched::layout`], never a graph output) at element `Lane` (`Row`), and which reads a
+/// node kept in that order. Consecutive threads
 /// then write consecutive elements, and read consecutive elements of operands laid out alike:
 /// a max pool between two channels-last convolutions reads and writes across channels
 /// otherwise (measured on an H200: ResNet-18's pool writing `NHWC` in logical order took 104 us
@@ -110,6 +111,13 @@ fn storage_order(s: &Sched, kb: &KernelBuilder, out_bufs: &HashMap<NodeId, Vec<B
         }
     }
     let (p, shape, n) = order?;
+    // Only where the kernel reads a node laid out alike: otherwise walking the stores' order would
+    // trade coalesced reads for coalesced writes (a pointwise kernel writing a node for a window's
+    // transposed read, `Sched::window_input_layout`, keeps its logical order).
+    let alike = |a: &super::build::ReadArg| matches!(a.buf, BufRef::Node(r) if s.layout[r.index()].as_ref() == Some(p));
+    if !kb.reads.iter().any(alike) {
+        return None;
+    }
     // Storage axis j holds logical axis p[j].
     let stored: Vec<usize> = p.iter().map(|&i| shape[i]).collect();
     let sc = delinearize(&Index::var(var), &stored);

@@ -174,6 +174,22 @@ fn channels_last_convolution_inputs_compute_the_reference() {
     // pool's output, stored channels-last with the pool's input (the stem's output).
     assert_eq!(nhwc_reads, 19, "{}", print_program(&p));
     assert!(p.decisions.iter().any(|d| d.reason.starts_with("layout: pool ")), "{:?}", p.decisions);
+    // The second convolutions of the three downsampling blocks, stored raw for the shortcut's
+    // epilogue, are stored channels-last too; the last block's (read by the average pool) is not.
+    let raw: Vec<bool> = p
+        .kernels
+        .iter()
+        .filter(|k| k.ops == ["conv2d"])
+        .map(|k| crate::kernel::library_conv::split_conv(k).expect("a library convolution").conv.out_nhwc)
+        .collect();
+    assert_eq!(raw[..3], [true, true, true], "{}", print_program(&p));
+    // (At this scale the last one's output is 1x1 per channel, where both orders coincide.)
+    let last = p.kernels.iter().rfind(|k| k.ops == ["conv2d"]).expect("a raw conv").name.clone();
+    assert!(
+        !p.decisions.iter().any(|d| d.reason.starts_with("layout: conv ") && d.kernels.contains(&last)),
+        "{last} is read by the average pool: {:?}",
+        p.decisions
+    );
     // The pool walks its output in storage order: consecutive rows are consecutive channels, and
     // its loads of the stem's NHWC output step by one from row to row.
     let pool = p.kernels.iter().find(|k| k.ops == ["max_pool2d"]).expect("the max pool");
