@@ -742,3 +742,21 @@ fn empty_kernels_launch_nothing() {
     let p = matmul_bias_relu(1, 0, 4, 4, DType::F32, DType::F32, false);
     assert_eq!(render::render(&p.kernels[0], &hopper(), &Tuning::default()).unwrap().grid, [0, 1, 1]);
 }
+
+/// The per-run `KRSC` weight permutation of a library convolution (`krsc_weight_kernel`): its
+/// CUDA source, compiled by NVRTC.
+#[test]
+fn krsc_weight_permutation() {
+    let (g, _) = conv_case(([4, 64, 14, 14], [128, 64, 3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 1), DType::F32, 1);
+    let g = sinter_core::passes::optimize(&g.build().expect("build")).expect("passes");
+    let p = sinter_core::schedule::schedule(&g, &cuda_caps(), &cuda_options()).expect("schedule");
+    let (k, split) = p
+        .kernels
+        .iter()
+        .find_map(|k| sinter_core::kernel::library_conv::split_conv(k).ok().map(|s| (k, s)))
+        .expect("a library convolution");
+    let permute = sinter_core::kernel::library_conv::krsc_weight_kernel(k, &split.conv).expect("permutation");
+    let r = render::render(&permute, &CudaCaps::hopper(), &Tuning::default()).expect("render");
+    compile("krsc_weight_permutation", &r);
+    insta::assert_snapshot!(r.source);
+}
