@@ -609,7 +609,7 @@ impl CudaBackend {
         for (k, loaded) in program.kernels.iter().zip(kernels.iter_mut()) {
             if let library::Step::Conv(c) = &mut loaded.launch
                 && let AllocRole::Constant(w) = &plan.allocations[alloc_of(k.args[c.weight_arg()].buffer)].role
-                && c.use_krsc_weight(w, &opts.constants, &self.dev, &stream, |t| self.upload(t))?
+                && c.use_krsc_weight(w, &opts.constants, &self.dev, &stream)?
             {
                 loaded.rendered.source.push_str(
                     "// the constant weight is permuted to KRSC once at load instead (no per-run permutation)\n",
