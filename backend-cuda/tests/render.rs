@@ -760,3 +760,20 @@ fn krsc_weight_permutation() {
     compile("krsc_weight_permutation", &r);
     insta::assert_snapshot!(r.source);
 }
+
+/// An image model's stem (3 input channels, 7x7, stride 2) in TF32 takes the 64-row tile with two
+/// stages by default (its im2col loader is instruction-bound; `default_mma`).
+#[test]
+fn tf32_stems_take_two_stages() {
+    let (g, _) = conv_case(([8, 3, 112, 112], [64, 3, 7, 7], [2, 2], [3, 3, 3, 3], [1, 1], 1), DType::F32, 1);
+    let g = sinter_core::passes::optimize(&g.build().expect("build")).expect("passes");
+    let p = sinter_core::schedule::schedule(&g, &cuda_caps(), &cuda_options()).expect("schedule");
+    let k = p
+        .kernels
+        .iter()
+        .find(|k| matches!(&k.body, KernelBody::Matmul(m) if m.b.im2col.is_some()))
+        .expect("an implicit convolution");
+    let r = render::render(k, &hopper(), &Tuning::default()).expect("render");
+    assert!(r.strategy.contains("64x128x32") && r.strategy.ends_with("s2"), "{}", r.strategy);
+    compile("tf32_stems_take_two_stages", &r);
+}

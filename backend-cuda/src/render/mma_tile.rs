@@ -70,6 +70,16 @@ impl MmaTile {
         MmaTile { bm: 64, bn: 64, bk: 64, warps_m: 2, warps_n: 2, stages: 3, engine: MmaEngine::MmaSync },
         MmaTile::SMALL,
     ];
+    /// Tiles max-autotune also tries for implicit-GEMM convolutions: two stages, so that twice the
+    /// blocks fit an SM. The im2col loader issues an instruction stream per element (tap
+    /// decomposition, bounds, one 4-byte copy), and ResNet-18's stem on the three-stage 64x128
+    /// tile (80 KB of shared memory, two blocks and eight warps an SM) issued on 58% of cycles
+    /// with 3.3 cycles between a warp's instructions (ncu, H200, session 19).
+    pub const IM2COL_CANDIDATES: [MmaTile; 3] = [
+        MmaTile { bm: 64, bn: 128, bk: 32, warps_m: 2, warps_n: 2, stages: 2, engine: MmaEngine::MmaSync },
+        MmaTile { bm: 64, bn: 64, bk: 32, warps_m: 2, warps_n: 2, stages: 2, engine: MmaEngine::MmaSync },
+        MmaTile { bm: 128, bn: 128, bk: 32, warps_m: 2, warps_n: 2, stages: 2, engine: MmaEngine::MmaSync },
+    ];
     /// The `wgmma` tiles max-autotune tries (sm_90a): `warps_m` warpgroups of 64 rows each,
     /// `warps_n` = 4 warps per group, k steps of 64. Measured on an H100 at 8192^3 bf16
     /// (BENCHMARKS.md, 2026-11-25): 192x128 four stages 1.80 ms (604 TFLOP/s), 128x256 three or

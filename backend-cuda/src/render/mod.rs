@@ -535,7 +535,8 @@ pub fn candidates(k: &Kernel, caps: &CudaCaps) -> Vec<Tuning> {
         }
         KernelBody::Matmul(mm) if mma_applies(mm, caps).is_ok() => {
             let tiles = MmaTile::WGMMA_CANDIDATES.into_iter().chain(MmaTile::TMA_CANDIDATES);
-            for t in tiles.chain(MmaTile::CANDIDATES) {
+            let convs = mm.b.im2col.as_ref().map(|_| MmaTile::IM2COL_CANDIDATES).into_iter().flatten();
+            for t in tiles.chain(MmaTile::CANDIDATES).chain(convs) {
                 all.push(Tuning { mma: Some(t), ..Tuning::default() });
             }
             // The k walk split over blocks (products whose tiles leave SMs idle; refused where k
