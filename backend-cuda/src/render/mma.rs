@@ -264,9 +264,10 @@ pub(super) fn default_mma(mm: &MatmulBody, caps: &CudaCaps) -> MmaTile {
         .collect();
     if tf32 && mm.m <= 64 {
         // Two stages where B is an implicit im2col operand: its loader is instruction-bound, and
-        // the third stage's shared memory halved the blocks an SM holds. ResNet-18's stem at batch
-        // 32: 180.7 us with three stages, 154.5 with two (max-autotune's timings after an L2
-        // clear, H200, session 19).
+        // the third stage's shared memory halved the blocks an SM holds. ResNet-18 at batch 32
+        // (max-autotune's timings after an L2 clear, H200, session 19): the stem 180.7 us with
+        // three stages, 154.5 with two; the first block's 3x3 convolution on this template 357
+        // and 341.
         let stages = if mm.b.im2col.is_some() { 2 } else { 3 };
         order.push(MmaTile { bm: 64, bn: 128, bk: 32, warps_m: 2, warps_n: 2, stages, engine: MmaEngine::MmaSync });
     }

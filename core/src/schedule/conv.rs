@@ -171,7 +171,7 @@ impl Sched<'_> {
     /// Stores pool `x` (the input of implicit convolution `id`) and the pool's own input
     /// channels-last where an implicit convolution produces that input (ResNet's stem, its max pool
     /// and the first block's convolution): the pool then walks its output in storage order
-    /// (`finish::storage_order`) and reads and writes channel-contiguous, and the convolution
+    /// (`storage_order::storage_order`) and reads and writes channel-contiguous, and the convolution
     /// reads channels-last. Measured on an H200 (session 18): ResNet-18's first block convolution
     /// took 113 us on cuDNN reading the pool's `NCHW` output, against 61-68 us for the same
     /// convolution reading `NHWC` later in the block.

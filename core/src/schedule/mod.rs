@@ -81,6 +81,7 @@ mod plan;
 mod prologue;
 mod reduce_plan;
 mod split;
+mod storage_order;
 mod window_plan;
 
 #[cfg(test)]
