@@ -758,7 +758,14 @@ fn krsc_weight_permutation() {
     let permute = sinter_core::kernel::library_conv::krsc_weight_kernel(k, &split.conv).expect("permutation");
     let r = render::render(&permute, &CudaCaps::hopper(), &Tuning::default()).expect("render");
     compile("krsc_weight_permutation", &r);
-    insta::assert_snapshot!(r.source);
+    // The hand-written transpose the backend runs instead where its tile fits (`render::krsc`).
+    let c = &split.conv;
+    let args = permute.args.len();
+    let cg = c.in_channels / c.groups;
+    let t = render::krsc::render(&r.name, args, (c.w, c.w_offset as u64), args - 1, [c.out_channels, cg, 9], 4);
+    assert_eq!(t.grid, [(c.out_channels * cg.div_ceil(render::krsc::CHANNELS)) as u32, 1, 1]);
+    compile("krsc_weight_transpose", &t);
+    insta::assert_snapshot!(format!("{}\n// ==== the transpose\n{}", r.source, t.source));
 }
 
 /// An image model's stem (3 input channels, 7x7, stride 2) in TF32 takes the 64-row tile with two

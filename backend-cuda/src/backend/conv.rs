@@ -156,6 +156,56 @@ fn krsc_filters(c: &LibraryConv) -> bool {
     c.x_strides[1] == 1 && c.in_channels > 1 && !std::env::var("SINTER_CUDNN_KRSC").is_ok_and(|v| v == "0")
 }
 
+/// Window taps of convolution `c` (`kh * kw`): with one, `KRSC` and `KCRS` are the same bytes
+/// and the weight is read as it is.
+fn taps(c: &LibraryConv) -> usize {
+    c.kernel[0] * c.kernel[1]
+}
+
+/// The per-run permutation of convolution `conv`'s weight to `KRSC` (kernel `k`'s arguments
+/// `args` plus a fresh buffer it writes): its launch, the buffer and its source. The hand-written
+/// transpose (`render::krsc`) where its shared tile fits, else the kernel IR's pointwise form
+/// (`library_conv::krsc_weight_kernel`), which defines the permutation either way.
+fn krsc_step(
+    backend: &super::CudaBackend,
+    k: &Kernel,
+    conv: &LibraryConv,
+    args: &[u64],
+    cubins: &CubinCache,
+    stream: &Arc<Stream>,
+) -> Result<(Launch, CudaBuffer, String), BackendError> {
+    let unsupported =
+        |what: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("kernel {}: {what}", k.name) };
+    let permute = krsc_weight_kernel(k, conv).map_err(unsupported)?;
+    let e = conv.dtype.size_bytes();
+    let cg = conv.in_channels / conv.groups.max(1);
+    let numel = conv.out_channels * cg * taps(conv);
+    if crate::render::krsc::CHANNELS * taps(conv) * e > 48 * 1024 || !matches!(e, 2 | 4) {
+        return epilogue_step(backend, k, &permute, (numel * e) as u64, args, cubins, stream);
+    }
+    let buf = stream.alloc((numel * e).max(4) as u64)?;
+    let mut pargs = args.to_vec();
+    pargs.push(buf.ptr());
+    let name = crate::render::entry_name(&permute.name);
+    let r = crate::render::krsc::render(
+        &name,
+        pargs.len(),
+        (conv.w, conv.w_offset as u64),
+        pargs.len() - 1,
+        [conv.out_channels, cg, taps(conv)],
+        e,
+    );
+    let cubin = backend.compile(&r.name, &r.source, cubins)?;
+    let loaded = backend.load_kernel(&permute, &Tuning::default(), r, &cubin, &pargs, stream)?;
+    let Step::Kernel(launch) = loaded.launch else {
+        return Err(BackendError::Render {
+            kernel: k.name.clone(),
+            msg: "the KRSC permutation is not a kernel".into(),
+        });
+    };
+    Ok((launch, buf, loaded.rendered.source))
+}
+
 /// The library form of convolution kernel `k` and its cuDNN description, or why not.
 pub(crate) fn conv_desc(k: &Kernel) -> Result<(SplitConv, ConvDesc), String> {
     let split = split_conv(k)?;
@@ -167,7 +217,7 @@ pub(crate) fn conv_desc(k: &Kernel) -> Result<(SplitConv, ConvDesc), String> {
         in_channels: u(c.in_channels),
         in_hw: c.in_hw.map(u),
         x_strides: c.x_strides.map(u),
-        offsets: [u(c.x_offset), if w_krsc { 0 } else { u(c.w_offset) }],
+        offsets: [u(c.x_offset), if w_krsc && taps(c) > 1 { 0 } else { u(c.w_offset) }],
         out_channels: u(c.out_channels),
         groups: u(c.groups),
         kernel: c.kernel.map(u),
@@ -236,10 +286,11 @@ pub(crate) fn build(
     let conv = split.conv.clone();
     let bytes = (conv.out_numel() * conv.dtype.size_bytes()) as u64;
     let (epilogue, scratch, mut esource) = epilogue_step(backend, k, &split.epilogue, bytes, args, cubins, stream)?;
-    let krsc = if desc.w_krsc {
-        let permute = krsc_weight_kernel(k, &conv).map_err(unsupported)?;
-        let wbytes = (permute.args.last().map_or(0, |a| a.numel) * conv.dtype.size_bytes()) as u64;
-        let (launch, buf, psource) = epilogue_step(backend, k, &permute, wbytes, args, cubins, stream)?;
+    let krsc = if desc.w_krsc && taps(&conv) > 1 {
+        let (launch, buf, psource) = krsc_step(backend, k, &conv, args, cubins, stream).map_err(|e| match e {
+            BackendError::Unsupported { .. } => e,
+            e => BackendError::Device(format!("kernel {}: the KRSC weight permutation: {e}", k.name)),
+        })?;
         esource.push_str("// the weight, permuted to KRSC before each convolution (not a constant):\n");
         esource.push_str(&psource);
         KrscWeight::PerRun { launch, buf }

@@ -72,6 +72,7 @@ mod attention_wgmma;
 mod emit;
 mod im2col;
 mod index;
+pub mod krsc;
 mod matmul;
 mod mma;
 mod mma_split;
