@@ -21,7 +21,7 @@
 
 use super::cuda_buffer;
 use super::exec::LoadedKernel;
-use super::library::{Step, epilogue_step, large_enough, library_loaded, library_tunings};
+use super::library::{Step, epilogue_step, large_enough, library_loaded, library_tunings, unsupported};
 use crate::device::blas::BlasType;
 use crate::device::dnn::{ConvDesc, ConvPlan};
 use crate::device::{CudaBuffer, Device, Launch, Stream};
@@ -174,8 +174,7 @@ fn krsc_step(
     cubins: &CubinCache,
     stream: &Arc<Stream>,
 ) -> Result<(Launch, CudaBuffer, String), BackendError> {
-    let unsupported =
-        |what: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("kernel {}: {what}", k.name) };
+    let unsupported = |what: String| unsupported(k, what);
     let permute = krsc_weight_kernel(k, conv).map_err(unsupported)?;
     let e = conv.dtype.size_bytes();
     let cg = conv.in_channels / conv.groups.max(1);
@@ -276,8 +275,7 @@ pub(crate) fn build(
     cubins: &CubinCache,
     stream: &Arc<Stream>,
 ) -> Result<LoadedKernel, BackendError> {
-    let unsupported =
-        |what: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("kernel {}: {what}", k.name) };
+    let unsupported = |what: String| unsupported(k, what);
     let algo = tuning.library.unwrap_or(0) as usize;
     let (split, desc) = conv_desc(k).map_err(unsupported)?;
     let t = std::time::Instant::now();

@@ -295,8 +295,7 @@ pub(crate) fn build(
     if super::conv::is_conv(k) {
         return super::conv::build(backend, k, tuning, args, cubins, stream);
     }
-    let unsupported =
-        |what: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("kernel {}: {what}", k.name) };
+    let unsupported = |what: String| unsupported(k, what);
     let algo = tuning.library.unwrap_or(0) as usize;
     let (form, desc) = gemm_desc(k, backend.cuda_caps.sm).map_err(unsupported)?;
     let t = std::time::Instant::now();
@@ -345,6 +344,12 @@ pub(crate) fn build(
     let tf32 = desc.dtype == BlasType::F32 && desc.tf32;
     let step = Step::Gemm(Box::new(GemmStep { plan, algo, args: args.to_vec(), gemm, epilogue }));
     Ok(library_loaded(k, tuning, source, strategy, tf32, step))
+}
+
+/// The refusal of a library step for kernel `k`: `what` the library cannot take, the kernel named
+/// (the loader then builds the own template instead).
+pub(crate) fn unsupported(k: &Kernel, what: String) -> BackendError {
+    BackendError::Unsupported { backend: "cuda".into(), what: format!("kernel {}: {what}", k.name) }
 }
 
 /// A kernel around a library step of `k` (`epilogue`: `k`'s arguments, then a scratch: the
