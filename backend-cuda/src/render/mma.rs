@@ -263,11 +263,13 @@ pub(super) fn default_mma(mm: &MatmulBody, caps: &CudaCaps) -> MmaTile {
         .filter(|t| snug(mm.m, t.bm) && snug(mm.n, t.bn))
         .collect();
     if tf32 && mm.m <= 64 {
-        // Two stages where B is an implicit im2col operand: its loader is instruction-bound, and
-        // the third stage's shared memory halved the blocks an SM holds. ResNet-18 at batch 32
-        // (max-autotune's timings after an L2 clear, H200, session 19): the stem 180.7 us with
-        // three stages, 154.5 with two; the first block's 3x3 convolution on this template 357
-        // and 341.
+        // Two stages where B is an implicit im2col operand (its loader is instruction-bound),
+        // chosen by measurement: ResNet-18 at batch 32 (max-autotune's timings after an L2 clear,
+        // H200, session 19), the stem 180.7 us with three stages, 154.5 with two; the first
+        // block's 3x3 convolution on this template 357 and 341. Why is not settled: the second
+        // stage's shared memory would let more blocks share an SM, but ptxas may give the
+        // two-stage template more registers (180 at the implicit snapshot's shape), which would
+        // not; its occupancy was not measured.
         let stages = if mm.b.im2col.is_some() { 2 } else { 3 };
         order.push(MmaTile { bm: 64, bn: 128, bk: 32, warps_m: 2, warps_n: 2, stages, engine: MmaEngine::MmaSync });
     }

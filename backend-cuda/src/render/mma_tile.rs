@@ -70,8 +70,8 @@ impl MmaTile {
         MmaTile { bm: 64, bn: 64, bk: 64, warps_m: 2, warps_n: 2, stages: 3, engine: MmaEngine::MmaSync },
         MmaTile::SMALL,
     ];
-    /// Tiles max-autotune also tries for implicit-GEMM convolutions: two stages, so that twice the
-    /// blocks fit an SM. The im2col loader issues an instruction stream per element (tap
+    /// Tiles max-autotune also tries for implicit-GEMM convolutions: two stages, less shared memory
+    /// per block. The im2col loader issues an instruction stream per element (tap
     /// decomposition, bounds, one 4-byte copy), and ResNet-18's stem on the three-stage 64x128
     /// tile (80 KB of shared memory, two blocks and eight warps an SM) issued on 58% of cycles
     /// with 3.3 cycles between a warp's instructions (ncu, H200, session 19).
