@@ -20,7 +20,7 @@ use std::collections::{BTreeSet, HashMap};
 /// reads rows apart across a warp ([`CostModel::workgroup_per_whole_row`](super::CostModel)
 /// decides). Probed at sample rows and taps with `Index::eval` (a window's taps step back at each
 /// kernel row, so a 3x3 or 7x7 window never qualifies).
-fn reads_rows_contiguously(kb: &KernelBuilder, rows: usize, len: usize) -> bool {
+fn reads_rows_contiguously(exprs: &[crate::kernel::TypedExpr], rows: usize, len: usize) -> bool {
     use crate::kernel::{Index, Var};
     if rows < 2 || len < 2 {
         return false;
@@ -37,7 +37,7 @@ fn reads_rows_contiguously(kb: &KernelBuilder, rows: usize, len: usize) -> bool 
     };
     let samples = [0, 1, rows / 2, rows - 2];
     let taps = len.min(9) - 1;
-    kb.exprs.iter().any(|e| match &e.expr {
+    exprs.iter().any(|e| match &e.expr {
         Expr::Load { index, .. } => {
             let mut values = false;
             index.values(&mut |_| values = true);
@@ -136,8 +136,17 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
             };
             args.push(KernelArg { buffer: b, dtype: a.dtype, numel: a.numel, access: Access::Read });
         }
-        // Stores.
+        // The expressions, in storage order where the kernel walks its node that way (every
+        // decision below probes these, the kernel's own).
         let order = storage_order(&s, kb, &out_bufs);
+        let exprs = match &order {
+            Some(o) => {
+                decisions.push((fd(kb.member_nodes().map(|n| n.0).collect(), false, &o.reason), vec![ki]));
+                o.apply(kb)
+            }
+            None => kb.exprs.clone(),
+        };
+        // Stores.
         let (mut lane, mut elem, mut row, mut epi) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for m in &kb.members {
             // A node stored in another order than its logical one (never a graph output).
@@ -217,7 +226,7 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
                 let whole = (window || chosen == ReduceStrategy::ThreadPerRow)
                     .then(|| model.workgroup_per_whole_row(*len))
                     .flatten()
-                    .filter(|_| reads_rows_contiguously(kb, *rows, *len));
+                    .filter(|_| reads_rows_contiguously(&exprs, *rows, *len));
                 // A window kernel takes one thread per output unless its rows are stored whole.
                 let strategy = match (window, &whole, chosen) {
                     (true, None, _) => ReduceStrategy::ThreadPerRow,
@@ -308,13 +317,6 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
         new_index[ki] = Some(idx);
         let (ops, origins) = ops_and_origins(&s, kb);
         let name = kernel_name(idx, &ops, kb);
-        let exprs = match &order {
-            Some(o) => {
-                decisions.push((fd(kb.member_nodes().map(|n| n.0).collect(), false, &o.reason), vec![ki]));
-                o.apply(kb)
-            }
-            None => kb.exprs.clone(),
-        };
         let mut k = Kernel { name, args, exprs, body, origins, ops, flops: 0.0, bytes: 0.0 };
         k.flops = flops(&k);
         k.bytes = k.args.iter().map(|a| (a.numel * a.dtype.size_bytes()) as f64).sum();

@@ -1,5 +1,5 @@
-//! Storage-order walks (`finish` asks [`storage_order`] for every kernel): a pointwise or
-//! thread-per-row kernel whose stores all go to one node kept in another order than its logical
+//! Storage-order walks (`finish` asks [`storage_order`] for every kernel): a pointwise, window or
+//! reduce kernel whose stores all go to one node kept in another order than its logical
 //! one ([`Sched::layout`]) can let its lane (row) variable be the storage position instead of the
 //! logical element, computing the logical element from it. Every index of its expressions is
 //! substituted; the stores become `var` itself.
@@ -11,7 +11,7 @@
 use super::build::{BufRef, KernelBuilder, ReadArg, Space, Target, delinearize, linearize};
 use super::plan::Sched;
 use crate::ir::NodeId;
-use crate::kernel::{BufferId, Expr, Index, ReduceStrategy, TypedExpr, Var};
+use crate::kernel::{BufferId, Expr, Index, TypedExpr, Var};
 use std::collections::HashMap;
 
 /// A kernel that walks its elements in the order they are stored ([`storage_order`]): lane (or
@@ -43,13 +43,13 @@ impl StorageOrder {
     }
 }
 
-/// Whether kernel `kb` walks its elements in storage order: a pointwise kernel (or a window or
-/// reduce kernel with one thread per row) whose every store is of a node kept in the same other
-/// order ([`Sched::layout`], never a graph output) at element `Lane` (`Row`), and which reads a
-/// node kept in that order. Consecutive threads then write consecutive elements, and read
-/// consecutive elements of operands laid out alike: a max pool between two channels-last
-/// convolutions reads and writes across channels otherwise (measured on an H200: ResNet-18's pool writing `NHWC` in logical order took 104 us
-/// instead of 43).
+/// Whether kernel `kb` walks its elements in storage order: a pointwise, window or reduce kernel
+/// whose every store is of a node kept in the same other order ([`Sched::layout`], never a graph
+/// output) at element `Lane` (`Row`), and which reads a node kept in that order. Any reduction
+/// strategy: the walk is a bijection of the rows. Consecutive threads (or workgroups) then write
+/// consecutive elements, and read consecutive elements of operands laid out alike: a max pool
+/// between two channels-last convolutions reads and writes across channels otherwise (measured
+/// on an H200: ResNet-18's pool writing `NHWC` in logical order took 104 us instead of 43).
 pub(super) fn storage_order(
     s: &Sched,
     kb: &KernelBuilder,
@@ -57,11 +57,7 @@ pub(super) fn storage_order(
 ) -> Option<StorageOrder> {
     let (var, count) = match kb.space {
         Space::Pointwise { numel } => (Var::Lane, numel),
-        Space::Window { rows, .. } => (Var::Row, rows),
-        Space::Reduce { rows, len, .. } => {
-            (s.opts.cost_model.reduce_strategy(rows, len, s.caps) == ReduceStrategy::ThreadPerRow).then_some(())?;
-            (Var::Row, rows)
-        }
+        Space::Window { rows, .. } | Space::Reduce { rows, .. } => (Var::Row, rows),
         _ => return None,
     };
     let mut order: Option<(&Vec<usize>, &Vec<usize>, NodeId)> = None;
