@@ -285,10 +285,7 @@ pub(crate) fn build(
     let bytes = (conv.out_numel() * conv.dtype.size_bytes()) as u64;
     let (epilogue, scratch, mut esource) = epilogue_step(backend, k, &split.epilogue, bytes, args, cubins, stream)?;
     let krsc = if desc.w_krsc && taps(&conv) > 1 {
-        let (launch, buf, psource) = krsc_step(backend, k, &conv, args, cubins, stream).map_err(|e| match e {
-            BackendError::Unsupported { .. } => e,
-            e => BackendError::Device(format!("kernel {}: the KRSC weight permutation: {e}", k.name)),
-        })?;
+        let (launch, buf, psource) = krsc_step(backend, k, &conv, args, cubins, stream)?;
         esource.push_str("// the weight, permuted to KRSC before each convolution (not a constant):\n");
         esource.push_str(&psource);
         KrscWeight::PerRun { launch, buf }

@@ -198,6 +198,8 @@ pub struct ConvPlan {
     /// Usable engine configurations, in the heuristic's order.
     algos: usize,
     chosen: usize,
+    /// The heuristic mode the configurations came from ([`heur_mode`]).
+    heur: sys::cudnnBackendHeurMode_t,
     plan: Bd,
     workspace_bytes: u64,
     workspace: Option<Arc<CudaBuffer>>,
@@ -319,7 +321,8 @@ impl ConvPlan {
         graph.finalize("operation graph")?;
         let heur = Bd::new(D::CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR)?;
         heur.set(A::CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, bd, &[graph.0])?;
-        heur.set(A::CUDNN_ATTR_ENGINEHEUR_MODE, T::CUDNN_TYPE_HEUR_MODE, &[heur_mode()])?;
+        let mode = heur_mode();
+        heur.set(A::CUDNN_ATTR_ENGINEHEUR_MODE, T::CUDNN_TYPE_HEUR_MODE, &[mode])?;
         heur.finalize("engine heuristic")?;
         let cfgs: Vec<Bd> =
             (0..REQUESTED).map(|_| Bd::new(D::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)).collect::<Result<_, _>>()?;
@@ -431,6 +434,7 @@ impl ConvPlan {
             desc: *c,
             algos,
             chosen: algo,
+            heur: mode,
             plan,
             workspace_bytes,
             workspace,
@@ -442,11 +446,6 @@ impl ConvPlan {
     /// The description this plan runs.
     pub fn desc(&self) -> &ConvDesc {
         &self.desc
-    }
-
-    /// The index of the engine configuration this plan runs.
-    pub fn algo(&self) -> usize {
-        self.chosen
     }
 
     /// How many engine configurations the heuristic offered that keep the numerics (an upper
@@ -461,7 +460,7 @@ impl ConvPlan {
             "backend API, engine configuration {} of {} (heuristic mode {:?}), workspace {} bytes",
             self.chosen + 1,
             self.algos,
-            heur_mode(),
+            self.heur,
             self.workspace_bytes
         )
     }
