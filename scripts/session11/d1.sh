@@ -13,7 +13,7 @@ for m in convnext_tiny efficientnet_b0; do
     timeout 60 $BIN profile --backend cuda --model /tmp/zoo/$m/legacy/model.onnx --dim batch=8 --precision $p --out /tmp/p_${m}_$p > /dev/null 2>&1
     python3 scripts/session9/top.py /tmp/p_${m}_$p 12 2>&1 | tail -13
     flag=""; [ $p = bf16 ] && flag=--bf16
-    timeout 120 python3 scripts/session11/torch_top.py $m $flag 12 2>&1 | grep -v Warning | tail -13
+    timeout 120 python3 scripts/torch_top.py $m $flag 12 2>&1 | grep -v Warning | tail -13
   done
 done
 mkdir -p $OUT && cp /tmp/p_*/profile.json $OUT/ 2>/dev/null; for d in /tmp/p_*; do cp $d/profile.json $OUT/$(basename $d).json; done

@@ -3,12 +3,7 @@
 # one-step reduction for latency-bound CUDA-core products; (b) matmul_softmax_100 and chain64 in
 # `sinter bench` beside torch (do_bench and per-call wall time); (c) max-autotune timing each
 # candidate after an L2 clear, against the default, on the memory-bound workloads and d64 attention.
-set -uo pipefail
-mkdir -p $OUT; exec > >(tee $OUT/log) 2>&1
-tar xJf .pack/bins.tar.xz
-export XDG_RUNTIME_DIR=/tmp SINTER_CACHE_DIR=/tmp/sc SINTER_CUDA_INCLUDE=/usr/local/cuda/include PYTHONUNBUFFERED=1 SINTER_REQUIRE_CUDA=1 SINTER_REQUIRE_NVRTC=1
-B=.bench/sinter
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+source scripts/device_env.sh
 echo "== (a) checks ($SECONDS s)"
 timeout 240 .cudatest/suite --test-threads=4 > /tmp/suite.log 2>&1; echo "suite rc $?"; grep -E "^test result|FAILED|panicked" /tmp/suite.log | head -8
 timeout 150 .cudatest/device --test-threads=2 > /tmp/device.log 2>&1; echo "device rc $?"; grep -E "^test result|FAILED|panicked" /tmp/device.log | head -8

@@ -2,12 +2,7 @@
 # Session 18, device call 3 (issues 10-12): whole-run timing (two events per run, the CUDA graph
 # replayed in reduce-overhead): (a) the device tests; (b) matmul_softmax_100's two kernels under
 # ncu; (c) every workload in `sinter bench` beside torch_anchor.py, same call.
-set -uo pipefail
-mkdir -p $OUT; exec > >(tee $OUT/log) 2>&1
-tar xJf .pack/bins.tar.xz
-export XDG_RUNTIME_DIR=/tmp SINTER_CACHE_DIR=/tmp/sc SINTER_CUDA_INCLUDE=/usr/local/cuda/include PYTHONUNBUFFERED=1 SINTER_REQUIRE_CUDA=1 SINTER_REQUIRE_NVRTC=1
-B=.bench/sinter
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+source scripts/device_env.sh
 echo "== (a) device tests ($SECONDS s)"
 timeout 150 .cudatest/device --test-threads=2 > /tmp/device.log 2>&1; echo "device rc $?"; grep -E "^test result|FAILED|panicked" /tmp/device.log | head -8
 echo "== (b) matmul_softmax_100 under ncu ($SECONDS s)"

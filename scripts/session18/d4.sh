@@ -2,13 +2,8 @@
 # Session 18, device call 4 (issue 11): where resnet18_b32_f32 loses to torch.compile (0.80x in
 # call 3): sinter's kernels (`sinter profile`) beside torch.compile's (torch.profiler), and the
 # workload under the layout and library switches and max-autotune.
-set -uo pipefail
-mkdir -p $OUT; exec > >(tee $OUT/log) 2>&1
-tar xJf .pack/bins.tar.xz
-export XDG_RUNTIME_DIR=/tmp SINTER_CACHE_DIR=/tmp/sc SINTER_CUDA_INCLUDE=/usr/local/cuda/include PYTHONUNBUFFERED=1 SINTER_REQUIRE_CUDA=1 SINTER_REQUIRE_NVRTC=1
-B=.bench/sinter
+source scripts/device_env.sh
 R=resnet18_b32_f32
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 echo "== (a) sinter's kernels ($SECONDS s)"
 timeout 120 $B profile --backend cuda --workload $R --out /tmp/prof > /tmp/prof.log 2>&1; echo "profile rc $?"; tail -3 /tmp/prof.log
 python3 - <<'PY'
@@ -22,7 +17,7 @@ for k in sorted(ks, key=lambda k: -(k.get('stats') or {}).get('median_ns', 0)):
     print(f"{st.get('median_ns',0)/1e3:8.1f} us {k.get('name')[:40]:40s} {str(k.get('strategy'))[:70]} grid {k.get('grid')} block {k.get('block')}")
 PY
 echo "== (b) torch.compile's kernels ($SECONDS s)"
-timeout 150 python3 scripts/session18/torch_top.py resnet18 32 24 2>&1 | grep -v Warn
+timeout 150 python3 scripts/torch_top.py resnet18 --batch 32 24 2>&1 | grep -v Warn
 echo "== (c) switches ($SECONDS s)"
 timeout 60 $B bench --backend cuda --workload $R --no-calibrate 2>&1 | grep -E "^$R"
 SINTER_CHANNELS_LAST=0 timeout 60 $B bench --backend cuda --workload $R --no-calibrate 2>&1 | grep -E "^$R" | sed 's/^/NCHW /'

@@ -4,30 +4,15 @@
 # and the max pool between ResNet's stem and first block stored channels-last, walked in storage
 # order. The convolution tests, resnet18_b32_f32 checked, profiled and timed beside torch.compile
 # (KRSC on and off), then the exported ResNet-18 at batch 8 (warm start: one cuDNN plan).
-set -uo pipefail
-mkdir -p $OUT; exec > >(tee $OUT/log) 2>&1
-tar xJf .pack/bins.tar.xz
-export XDG_RUNTIME_DIR=/tmp SINTER_CACHE_DIR=/tmp/sc SINTER_CUDA_INCLUDE=/usr/local/cuda/include PYTHONUNBUFFERED=1 SINTER_REQUIRE_CUDA=1 SINTER_REQUIRE_NVRTC=1 SINTER_REQUIRE_CUDNN=1
-B=.bench/sinter
+source scripts/device_env.sh
+export SINTER_REQUIRE_CUDNN=1
 R=resnet18_b32_f32
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 echo "== (a) convolution tests ($SECONDS s)"
 timeout 240 .cudatest/device_implicit --test-threads=2 > /tmp/impl.log 2>&1; echo "device_implicit rc $?"; grep -E "^test |^test result|FAILED|panicked" /tmp/impl.log | head -12
 timeout 150 .cudatest/device --test-threads=2 > /tmp/dev.log 2>&1; echo "device rc $?"; grep -E "^test result|FAILED|panicked" /tmp/dev.log | head -4
 echo "== (b) resnet18 ($SECONDS s)"
-top() { python3 - "$1" <<'PY'
-import json, sys
-p = json.load(open(sys.argv[1]))
-ks = p.get('kernels', [])
-tot = sum((k.get('stats') or {}).get('median_ns', 0) for k in ks)
-print(f"{len(ks)} kernels, {tot/1e3:.1f} us of kernels per run")
-for k in sorted(ks, key=lambda k: -(k.get('stats') or {}).get('median_ns', 0)):
-    st = k.get('stats') or {}
-    print(f"{st.get('median_ns',0)/1e3:8.1f} us {k.get('name')[:40]:40s} {str(k.get('strategy'))[:60]}")
-PY
-}
 timeout 60 $B bench --backend cuda --workload $R --scale reduced --check --no-calibrate 2>&1 | grep -E "^$R|check" | head -3
-timeout 120 $B profile --backend cuda --workload $R --out /tmp/pd > /dev/null 2>&1; echo "profile default rc $?"; top /tmp/pd/profile.json
+timeout 120 $B profile --backend cuda --workload $R --out /tmp/pd > /dev/null 2>&1; echo "profile default rc $?"; python3 scripts/profile_top.py /tmp/pd/profile.json
 for krsc in 1 0 1 0; do
   SINTER_CUDNN_KRSC=$krsc timeout 60 $B bench --backend cuda --workload $R --no-calibrate --json $OUT/r18-k$krsc.json 2>&1 | grep -E "^$R" | sed "s/^/krsc=$krsc /"
 done

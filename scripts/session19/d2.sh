@@ -2,13 +2,9 @@
 # Session 19, device call 2 (issue 11): which cuDNN kernels resnet18_b32_f32's convolutions run and
 # for how long, inside sinter's run (nsys; ncu where nsys is absent), beside torch.compile's
 # (torch.profiler, same call); cuDNN's heuristic modes instant / A / B timed.
-set -uo pipefail
-mkdir -p $OUT; exec > >(tee $OUT/log) 2>&1
-tar xJf .pack/bins.tar.xz
-export XDG_RUNTIME_DIR=/tmp SINTER_CACHE_DIR=/tmp/sc SINTER_CUDA_INCLUDE=/usr/local/cuda/include PYTHONUNBUFFERED=1 SINTER_REQUIRE_CUDA=1 SINTER_REQUIRE_NVRTC=1 SINTER_REQUIRE_CUDNN=1
-B=$PWD/.bench/sinter
+source scripts/device_env.sh
+export SINTER_REQUIRE_CUDNN=1
 R=resnet18_b32_f32
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
 echo "nsys: ${NSYS:-none}"
 echo "== (a) sinter's kernels in its run ($SECONDS s)"
@@ -39,6 +35,6 @@ for m in instant a b instant a b; do
   SINTER_CUDNN_HEUR=$m timeout 90 $B bench --backend cuda --workload $R --no-calibrate 2>&1 | grep -E "^$R" | sed "s/^/heur=$m /"
 done
 echo "== (d) torch.compile's kernels ($SECONDS s)"
-timeout 150 python3 scripts/session18/torch_top.py resnet18 32 30 2>&1 | grep -v Warn
+timeout 150 python3 scripts/torch_top.py resnet18 --batch 32 30 2>&1 | grep -v Warn
 cp /tmp/kern.csv /tmp/nsys.log $OUT/ 2>/dev/null
 echo "== done ($SECONDS s)"

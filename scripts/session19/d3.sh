@@ -2,13 +2,9 @@
 # Session 19, device call 3 (issue 11): shortcut convolutions stored channels-last, the KRSC
 # permutation in whole-sector stores. Tests; resnet18_b32_f32's kernels under ncu (as call 2);
 # resnet18 timed beside torch.compile (default, max-autotune); the exported ResNet-18 and -50.
-set -uo pipefail
-mkdir -p $OUT; exec > >(tee $OUT/log) 2>&1
-tar xJf .pack/bins.tar.xz
-export XDG_RUNTIME_DIR=/tmp SINTER_CACHE_DIR=/tmp/sc SINTER_CUDA_INCLUDE=/usr/local/cuda/include PYTHONUNBUFFERED=1 SINTER_REQUIRE_CUDA=1 SINTER_REQUIRE_NVRTC=1 SINTER_REQUIRE_CUDNN=1
-B=$PWD/.bench/sinter
+source scripts/device_env.sh
+export SINTER_REQUIRE_CUDNN=1
 R=resnet18_b32_f32
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 echo "== (a) tests ($SECONDS s)"
 timeout 240 .cudatest/device_implicit --test-threads=2 > /tmp/impl.log 2>&1; echo "device_implicit rc $?"; grep -E "^test result|FAILED|panicked" /tmp/impl.log | head -6
 timeout 200 .cudatest/suite --test-threads=4 > /tmp/suite.log 2>&1; echo "suite rc $?"; grep -E "^test result|FAILED|panicked" /tmp/suite.log | head -6

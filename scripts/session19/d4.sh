@@ -2,12 +2,8 @@
 # Session 19, device call 4 (issues 10-13): constant KRSC weights permuted on the device at load.
 # The convolution tests; the exported ResNet-18 and -50 at batch 8 (warm start, run time); then the
 # whole benchmark table beside torch_anchor.py (same call), to see that nothing else moved.
-set -uo pipefail
-mkdir -p $OUT; exec > >(tee $OUT/log) 2>&1
-tar xJf .pack/bins.tar.xz
-export XDG_RUNTIME_DIR=/tmp SINTER_CACHE_DIR=/tmp/sc SINTER_CUDA_INCLUDE=/usr/local/cuda/include PYTHONUNBUFFERED=1 SINTER_REQUIRE_CUDA=1 SINTER_REQUIRE_NVRTC=1 SINTER_REQUIRE_CUDNN=1
-B=$PWD/.bench/sinter
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+source scripts/device_env.sh
+export SINTER_REQUIRE_CUDNN=1
 echo "== (a) tests ($SECONDS s)"
 timeout 240 .cudatest/device_implicit --test-threads=2 > /tmp/impl.log 2>&1; echo "device_implicit rc $?"; grep -E "^test |^test result|FAILED|panicked" /tmp/impl.log | head -12
 echo "== (b) exported ResNet-18 and -50, batch 8 ($SECONDS s)"

@@ -2,11 +2,7 @@
 # Session 19, device call 5 (issue 11): what bounds ResNet-18's stem on the own implicit-GEMM
 # template (174 us for 7.55 GFLOP and 123 MB): ncu's throughput, instruction and stall sections
 # for that one kernel.
-set -uo pipefail
-mkdir -p $OUT; exec > >(tee $OUT/log) 2>&1
-tar xJf .pack/bins.tar.xz
-export XDG_RUNTIME_DIR=/tmp SINTER_CACHE_DIR=/tmp/sc SINTER_CUDA_INCLUDE=/usr/local/cuda/include PYTHONUNBUFFERED=1 SINTER_REQUIRE_CUDA=1 SINTER_REQUIRE_NVRTC=1
-B=$PWD/.bench/sinter
+source scripts/device_env.sh
 timeout 300 ncu --kernel-name regex:"k0_conv2d" --launch-skip 3 --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats --section InstructionStats --section Occupancy --section LaunchStats $B bench --backend cuda --workload resnet18_b32_f32 --no-calibrate > /tmp/stem.log 2>&1; echo "ncu rc $?"
 cp /tmp/stem.log $OUT/
 grep -vE "^==PROF==|^\s*$|^resnet|^#" /tmp/stem.log | grep -e "----" -e "[0-9]" | cut -c1-150 | head -150

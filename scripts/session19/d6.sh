@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
 # Session 19, device call 6 (issue 11): two-stage tiles for implicit-GEMM convolutions among
 # max-autotune's candidates; every candidate of ResNet-18's stem timed (SINTER_LOG=autotune).
-set -uo pipefail
-mkdir -p $OUT; exec > >(tee $OUT/log) 2>&1
-tar xJf .pack/bins.tar.xz
-export XDG_RUNTIME_DIR=/tmp SINTER_CACHE_DIR=/tmp/sc SINTER_CUDA_INCLUDE=/usr/local/cuda/include PYTHONUNBUFFERED=1 SINTER_REQUIRE_CUDA=1 SINTER_REQUIRE_NVRTC=1
-B=$PWD/.bench/sinter
+source scripts/device_env.sh
 R=resnet18_b32_f32
 SINTER_LOG=autotune timeout 300 $B bench --backend cuda --mode max-autotune --workload $R --no-calibrate > /tmp/mat.log 2>&1; grep -E "^$R" /tmp/mat.log
 sed 's/\x1b\[[0-9;]*m//g' /tmp/mat.log | grep -E "k0_conv2d" | grep -E "mma: Some|library|chose" | sed -E 's/[a-z_]+: None,? ?//g' | cut -c1-200 | head -30

@@ -2,13 +2,9 @@
 # Session 19, device call 7 (issues 11, 13): the two-stage stem tile as the default. The
 # convolution tests; resnet18_b32_f32 checked and timed beside torch.compile (default and
 # max-autotune); the exported ResNet-18 and -50 at batch 8.
-set -uo pipefail
-mkdir -p $OUT; exec > >(tee $OUT/log) 2>&1
-tar xJf .pack/bins.tar.xz
-export XDG_RUNTIME_DIR=/tmp SINTER_CACHE_DIR=/tmp/sc SINTER_CUDA_INCLUDE=/usr/local/cuda/include PYTHONUNBUFFERED=1 SINTER_REQUIRE_CUDA=1 SINTER_REQUIRE_NVRTC=1 SINTER_REQUIRE_CUDNN=1
-B=$PWD/.bench/sinter
+source scripts/device_env.sh
+export SINTER_REQUIRE_CUDNN=1
 R=resnet18_b32_f32
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 echo "== (a) tests ($SECONDS s)"
 timeout 240 .cudatest/device_implicit --test-threads=2 > /tmp/impl.log 2>&1; echo "device_implicit rc $?"; grep -E "^test result|FAILED|panicked" /tmp/impl.log | head -6
 timeout 60 $B bench --backend cuda --workload $R --scale reduced --check --no-calibrate 2>&1 | grep -E "^$R|check" | head -3

@@ -2,11 +2,8 @@
 # Session 19, device call 8 (issue 11): the KRSC permutation as a shared-memory transpose
 # (render/krsc.rs), none for 1x1 filters. The convolution tests; resnet18_b32_f32 checked,
 # profiled and timed beside torch.compile; the exported ResNet-18 at batch 8.
-set -uo pipefail
-mkdir -p $OUT; exec > >(tee $OUT/log) 2>&1
-tar xJf .pack/bins.tar.xz
-export XDG_RUNTIME_DIR=/tmp SINTER_CACHE_DIR=/tmp/sc SINTER_CUDA_INCLUDE=/usr/local/cuda/include PYTHONUNBUFFERED=1 SINTER_REQUIRE_CUDA=1 SINTER_REQUIRE_NVRTC=1 SINTER_REQUIRE_CUDNN=1
-B=$PWD/.bench/sinter
+source scripts/device_env.sh
+export SINTER_REQUIRE_CUDNN=1
 R=resnet18_b32_f32
 echo "== (a) tests ($SECONDS s)"
 timeout 240 .cudatest/device_implicit --test-threads=2 > /tmp/impl.log 2>&1; echo "device_implicit rc $?"; grep -E "^test result|FAILED|panicked" /tmp/impl.log | head -6
