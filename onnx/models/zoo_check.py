@@ -390,8 +390,10 @@ def time_torch(model, example, iters: int, warmup: int, bf16: bool = False) -> d
             torch._dynamo.reset()
             cb = torch.compile(m)
             with torch.inference_mode(), torch.autocast("cuda", dtype=torch.bfloat16):
+                t = time.perf_counter()
                 cb(*xs)
                 sync(dev)
+                r["bf16_compile_s"] = time.perf_counter() - t
                 r["bf16_compile_ms"] = time_calls(lambda: cb(*xs), dev, iters, warmup)
     except Exception as e:  # noqa: BLE001
         r["error"] = "torch.compile: " + short(e)
@@ -488,7 +490,8 @@ def check_model(name: str, args, work: Path) -> list[dict]:
     tt = time_torch(model, example, args.iters, args.warmup, args.bf16)
     for row in rows:
         row.update(torch_device=tt["device"], eager_ms=tt["eager_ms"], compile_ms=tt["compile_ms"],
-                   torch_compile_s=tt["compile_s"], torch_error=tt["error"], bf16_compile_ms=tt.get("bf16_compile_ms"))
+                   torch_compile_s=tt["compile_s"], torch_error=tt["error"], bf16_compile_ms=tt.get("bf16_compile_ms"),
+                   torch_bf16_compile_s=tt.get("bf16_compile_s"))
     return rows
 
 
@@ -515,11 +518,13 @@ def print_table(rows: list[dict], backend: str):
             f"{fmt(r.get('compile_ms'), '.3f'):>10s} {fmt(r.get('torch_compile_s'), '.1f'):>6s}"
         )
     if any(r.get("bf16_ms") is not None or r.get("bf16_compile_ms") is not None for r in rows):
-        print(f"\n{'model':20s} {'exporter':8s} {'bf16 err':>9s} {'sinter bf16 ms':>14s} {'torch.compile bf16 ms':>21s}")
+        print(f"\n{'model':20s} {'exporter':8s} {'bf16 err':>9s} {'sinter bf16 ms':>14s} {'torch.compile bf16 ms':>21s}"
+              f" {'sinter bf16 compile s':>21s} {'torch.compile bf16 s':>20s}")
         for r in rows:
             if r["status"] != "skipped":
                 print(f"{r['model']:20s} {r['exporter']:8s} {fmt(r.get('bf16_err'), '.1e'):>9s} "
-                      f"{fmt(r.get('bf16_ms'), '.3f'):>14s} {fmt(r.get('bf16_compile_ms'), '.3f'):>21s}")
+                      f"{fmt(r.get('bf16_ms'), '.3f'):>14s} {fmt(r.get('bf16_compile_ms'), '.3f'):>21s}"
+                      f" {fmt(r.get('bf16_compile_s'), '.2f'):>21s} {fmt(r.get('torch_bf16_compile_s'), '.1f'):>20s}")
     notes = [r for r in rows if r["status"] != "skipped" and (r.get("error") or r.get("torch_error")
              or (r.get("dims") or "dynamic") != "dynamic")]
     for r in notes:
