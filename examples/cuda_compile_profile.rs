@@ -175,25 +175,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model = sinter::onnx::load(&path)?;
     println!("import {:.3} s", t.elapsed().as_secs_f64());
     let t = Instant::now();
-    let g = model.graph()?;
-    println!("graph {:.3} s ({} nodes)", t.elapsed().as_secs_f64(), g.nodes.len());
-    let inputs: Vec<sinter::HostTensor> = g
-        .inputs
+    // Each input at the given dims (1 for a symbolic dim not given), zeros for integers (token
+    // ids, masks' positions); a model whose import needs static shapes (a `Range` over a
+    // sequence length) is imported for these inputs.
+    let inputs: Vec<sinter::HostTensor> = model
+        .inputs()
         .iter()
-        .map(|&id| {
-            let ty = &g.node(id).ty;
-            let shape: Vec<usize> = ty
-                .shape
-                .dims()
-                .iter()
-                .map(|d| match d {
-                    sinter::Dim::Static(x) => *x,
-                    sinter::Dim::Sym(s) => dims.iter().find(|(n, _)| **n == **s).map_or(1, |(_, v)| *v),
-                })
-                .collect();
-            sinter::HostTensor::random(ty.dtype, shape, 7, -1.0, 1.0)
+        .map(|i| {
+            let dtype = i.dtype.clone().map_err(|t| format!("input {:?}: {t}", i.name))?;
+            let shape: Vec<usize> = i.shape.as_ref().map_or(vec![], |s| {
+                s.dims()
+                    .iter()
+                    .map(|d| match d {
+                        sinter::Dim::Static(x) => *x,
+                        sinter::Dim::Sym(s) => dims.iter().find(|(n, _)| **n == **s).map_or(1, |(_, v)| *v),
+                    })
+                    .collect()
+            });
+            let (lo, hi) = if dtype.is_float() { (-1.0, 1.0) } else { (0.0, 0.0) };
+            Ok::<_, String>(sinter::HostTensor::random(dtype, shape, 7, lo, hi))
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
+    let g = match model.graph() {
+        Ok(g) => g,
+        Err(e) => {
+            println!("symbolic import failed ({e}); importing for the given inputs");
+            model.graph_for_inputs(&inputs)?
+        }
+    };
+    println!("graph {:.3} s ({} nodes)", t.elapsed().as_secs_f64(), g.nodes.len());
     let t = Instant::now();
     let opts = sinter::core::compile::CompileOptions { precision, ..Default::default() };
     let c = sinter::core::compile::compile(&g, backend.clone(), opts)?;

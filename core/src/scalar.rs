@@ -93,6 +93,37 @@ pub fn cast_int(dtype: DType, x: i64) -> i64 {
     }
 }
 
+/// `x` rounded to f32 toward zero, its last bit set when that was inexact ("round to odd").
+/// Rounding this once more, to nearest, into a format with at least two fewer significant bits
+/// (bf16's 8, f16's 11) gives `x` rounded to nearest in that format, exactly as rounding `x`
+/// directly would: the odd bit keeps the information that `x` was not a tie.
+fn f32_round_to_odd(x: f64) -> f32 {
+    let t = x as f32;
+    if x.is_nan() || t as f64 == x {
+        return t;
+    }
+    let mut bits = t.to_bits();
+    if (t as f64).abs() > x.abs() {
+        // `t` rounded away from zero (to infinity on overflow): one step back toward zero.
+        bits -= 1;
+    }
+    f32::from_bits(bits | 1)
+}
+
+/// `x` rounded to the nearest bf16, ties to even, as a GPU's conversion does. `half`'s
+/// `bf16::from_f64` drops the low 32 bits of the f64 before rounding, so a value just past a tie
+/// whose only set bits are there (an f32 whose lowest three bits are set) rounded as a tie to
+/// even: found when folded casts were compared with the reference (session 20).
+pub fn bf16_from_f64(x: f64) -> bf16 {
+    bf16::from_f32(f32_round_to_odd(x))
+}
+
+/// `x` rounded to the nearest f16, ties to even (through [`f32_round_to_odd`], as
+/// [`bf16_from_f64`]).
+pub fn f16_from_f64(x: f64) -> f16 {
+    f16::from_f32(f32_round_to_odd(x))
+}
+
 /// Rounds an `f64` to the nearest value representable in `dtype` (saturating/wrapping for ints as
 /// a cast would), returned as `f64`: for float dtypes the storage precision (how the CPU reference
 /// rounds every node and how a store or a cast to the dtype rounds).
@@ -100,8 +131,8 @@ pub fn round_to(dtype: DType, x: f64) -> f64 {
     match dtype {
         DType::F64 => x,
         DType::F32 => x as f32 as f64,
-        DType::F16 => f16::from_f64(x).to_f64(),
-        DType::BF16 => bf16::from_f64(x).to_f64(),
+        DType::F16 => f16_from_f64(x).to_f64(),
+        DType::BF16 => bf16_from_f64(x).to_f64(),
         DType::F8E4M3 => crate::fp8::E4M3.round(x),
         DType::F8E5M2 => crate::fp8::E5M2.round(x),
         DType::Bool => (x != 0.0) as i64 as f64,
@@ -404,6 +435,49 @@ pub fn arg_better_i64(max: bool, v: i64, best: i64, u64_bits: bool, select_last:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `bf16_from_f64` / `f16_from_f64` round to nearest, ties to even, checked against neighbours
+    /// without any rounding routine: the result is no farther from `x` than the next value up or
+    /// down (differences exact in f64 here), and even on a tie. Inputs include f32 values just
+    /// past a tie whose only extra bits are the f32's lowest three, which `half::bf16::from_f64`
+    /// rounds as ties.
+    #[test]
+    fn narrow_float_conversions_round_to_nearest_even() {
+        fn check(x: f64, got: f64, up: f64, down: f64, even: bool, what: &str) {
+            let d = (x - got).abs();
+            assert!(d <= (x - up).abs() && d <= (x - down).abs(), "{what}({x:e}) = {got:e}, not nearest");
+            if d == (x - up).abs() || d == (x - down).abs() {
+                assert!(even || d == 0.0, "{what}({x:e}) = {got:e}: a tie not to even");
+            }
+        }
+        let mut rng = crate::tensor::SplitMix64::new(11);
+        let mut xs: Vec<f64> = vec![1.0 + 1.0 / 256.0, 1.0 + 3.0 / 256.0, 1.0 + 1.0 / 2048.0, 6.1e-5, -3.3e-39];
+        for _ in 0..20000 {
+            let m = 1.0 + rng.next_f64();
+            let e = (rng.next_u64() % 40) as i32 - 20;
+            let x = m * 2f64.powi(e) * if rng.next_u64().is_multiple_of(2) { 1.0 } else { -1.0 };
+            xs.push(x);
+            // The f32 next to a bf16 tie, past it by one to seven f32 ulps.
+            let t = f32::from_bits((x as f32).to_bits() & !0xffff | 0x8000 | (rng.next_u64() % 8) as u32);
+            xs.push(t as f64);
+        }
+        for &x in &xs {
+            let b = bf16_from_f64(x);
+            let (up, down) = (bf16::from_bits(b.to_bits() + 1), bf16::from_bits(b.to_bits().wrapping_sub(1)));
+            check(x, b.to_f64(), up.to_f64(), down.to_f64(), b.to_bits().is_multiple_of(2), "bf16");
+            if x.abs() < 65000.0 && x.abs() > 1e-4 {
+                let h = f16_from_f64(x);
+                let (up, down) = (f16::from_bits(h.to_bits() + 1), f16::from_bits(h.to_bits().wrapping_sub(1)));
+                check(x, h.to_f64(), up.to_f64(), down.to_f64(), h.to_bits().is_multiple_of(2), "f16");
+            }
+        }
+        // Overflow, infinities, NaN and zeros.
+        assert!(bf16_from_f64(1e300).to_f64().is_infinite() && f16_from_f64(65520.0).to_f64().is_infinite());
+        assert_eq!(f16_from_f64(65504.0).to_f64(), 65504.0);
+        assert!(bf16_from_f64(f64::NAN).is_nan() && f16_from_f64(f64::NAN).is_nan());
+        assert_eq!(bf16_from_f64(-0.0).to_bits(), 0x8000);
+        assert_eq!(bf16_from_f64(1e-300).to_bits(), 0);
+    }
 
     fn f(op: UnaryOp, x: f64) -> f64 {
         match unary_f64(op, x).unwrap() {

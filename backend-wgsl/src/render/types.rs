@@ -155,8 +155,8 @@ pub(crate) fn u32_lit(x: u32) -> String {
 pub(crate) fn const_lit(x: f64, d: DType) -> Result<String, String> {
     Ok(match d {
         DType::F32 => f32_lit(x as f32),
-        DType::F16 => f32_lit(half::f16::from_f64(x).to_f32()),
-        DType::BF16 => f32_lit(half::bf16::from_f64(x).to_f32()),
+        DType::F16 => f32_lit(sinter_core::scalar::f16_from_f64(x).to_f32()),
+        DType::BF16 => f32_lit(sinter_core::scalar::bf16_from_f64(x).to_f32()),
         DType::Bool => if x != 0.0 { "true" } else { "false" }.to_string(),
         DType::I64 => {
             let v = sinter_core::tensor::float_to_i64(x);

@@ -32,7 +32,7 @@
 //! inner dimensions (a sequence length: attention and reductions over it change their loop
 //! bounds, not only the grid).
 
-use super::{CompileError, CompileStats, CompiledGraph, Exec, Signature, Specialization, cache_load};
+use super::{CompileError, CompileStats, CompiledGraph, Exec, Signature, Specialization, cache, cache_load};
 use crate::backend::BackendError;
 use crate::dtype::DType;
 use crate::ir::Graph as IrGraph;
@@ -106,6 +106,8 @@ pub(super) enum Dyn {
     Compiled(Box<Specialization>),
     /// Why this graph cannot serve several values (kept: later compiles do not try again).
     Refused(String),
+    /// As [`Dyn::Refused`], read from the cache's record of an earlier process's refusal.
+    RefusedBefore(String),
     /// Not this time (a zero value), maybe another.
     Skipped,
 }
@@ -200,6 +202,12 @@ impl CompiledGraph {
                 loaded = Some((program, exe));
             }
         }
+        if loaded.is_none()
+            && let Some(why) = self.opts.cache_dir.as_deref().and_then(|d| cache::refusal_load(d, &key))
+        {
+            tracing::info!(target: "sinter::cache", "dynamic refusal cached {key}: {why}");
+            return Ok(Dyn::RefusedBefore(why));
+        }
         let (program, exe) = match loaded {
             Some(x) => x,
             None => {
@@ -215,7 +223,7 @@ impl CompiledGraph {
                         if let Entry::Vacant(e) = at.entry(n) {
                             match self.schedule_dynamic(&with_value(sig, &inputs, n), &sym, n)? {
                                 Ok(s) => e.insert(s),
-                                Err(why) => return Ok(Dyn::Refused(first_why.unwrap_or(why))),
+                                Err(why) => return Ok(self.refused(&key, first_why.unwrap_or(why))),
                             };
                         }
                     }
@@ -240,7 +248,7 @@ impl CompiledGraph {
                     }
                 }
                 let Some((bound, ext)) = chosen else {
-                    return Ok(Dyn::Refused(first_why.unwrap_or_default()));
+                    return Ok(self.refused(&key, first_why.unwrap_or_default()));
                 };
                 let Some(mut s) = at.remove(&bound) else {
                     return Ok(Dyn::Refused(format!("no program at {sym}={bound}")));
@@ -256,7 +264,8 @@ impl CompiledGraph {
                 let exe = match self.load_program(&big, stats) {
                     Ok(exe) => exe,
                     Err(BackendError::Unsupported { what, .. }) => {
-                        return Ok(Dyn::Refused(format!("the backend refuses the program at {sym}={bound}: {what}")));
+                        let why = format!("the backend refuses the program at {sym}={bound}: {what}");
+                        return Ok(self.refused(&key, why));
                     }
                     Err(e) => return Err(e.into()),
                 };
@@ -278,6 +287,17 @@ impl CompiledGraph {
             Ok(()) => Ok(Dyn::Compiled(Box::new(spec))),
             Err(why) => Ok(Dyn::Refused(why)),
         }
+    }
+
+    /// A refusal found by lowering and scheduling, recorded under `key` for later processes
+    /// ([`cache::refusal_load`]; a failed write only costs them the attempt).
+    fn refused(&self, key: &str, why: String) -> Dyn {
+        if let Some(dir) = self.opts.cache_dir.as_deref()
+            && let Err(e) = cache::refusal_store(dir, key, &why)
+        {
+            tracing::warn!(target: "sinter::cache", "could not record the dynamic refusal {key}: {e}");
+        }
+        Dyn::Refused(why)
     }
 
     /// Lowers and schedules `sig` (the outer symbol at `n`) as a dynamic compile does

@@ -178,3 +178,40 @@ fn the_table_is_cached_with_the_program() {
     assert_eq!(first.extents(), second.extents());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A refused dynamic compile is recorded in the cache: a later process goes straight to the
+/// static program, without the attempt's lowerings, and reports the same reason.
+#[test]
+fn a_refusal_is_cached_with_its_reason() {
+    let dir = std::env::temp_dir().join(format!("sinter-dynamic-refusal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, vec![Dim::sym("batch"), Dim::Static(6)]);
+    g.output(&x.sum(&[0], false));
+    let run = |c: &CompiledGraph| {
+        let x = HostTensor::random(DType::F32, vec![5, 6], 1, -1.0, 1.0);
+        let want = crate::cpu::run(&g, std::slice::from_ref(&x)).unwrap();
+        assert!(c.run(&[x]).unwrap()[0].tolerance_ratio(&want[0], 1e-5, 1e-6) <= 1.0);
+    };
+    let first = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+    run(&first);
+    let why = first.dynamic_refusal().expect("a reduction over the batch refuses");
+    let recorded: Vec<_> = std::fs::read_dir(dir.join("programs"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "refused"))
+        .collect();
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(std::fs::read_to_string(&recorded[0]).unwrap(), why);
+    let second = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+    run(&second);
+    assert_eq!(second.dynamic_refusal(), Some(why));
+    let ev = second.events();
+    assert_eq!(ev.len(), 1);
+    assert!(ev[0].stats.cache_hit, "the static program comes from the cache");
+    // The first process lowered and refused; the second read the refusal.
+    let phase = |c: &CompiledGraph, name: &str| c.events()[0].stats.phases.iter().any(|(p, _)| p == name);
+    assert!(phase(&first, "dynamic attempt (refused)") && !phase(&first, "dynamic attempt (refusal cached)"));
+    assert!(phase(&second, "dynamic attempt (refusal cached)") && !phase(&second, "dynamic attempt (refused)"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

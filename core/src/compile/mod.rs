@@ -424,7 +424,7 @@ impl CompiledGraph {
         let mut artifacts: Vec<(String, String)> = Vec::new();
         if st.dyn_refused.is_none() {
             let t = Instant::now();
-            match self.compile_dynamic(&sig, &mut stats, &mut artifacts)? {
+            let refused = match self.compile_dynamic(&sig, &mut stats, &mut artifacts)? {
                 dynamic::Dyn::Compiled(spec) => {
                     let serves = spec.dynamic.as_ref().map(|d| d.extents.summary()).unwrap_or_default();
                     tracing::info!(
@@ -434,15 +434,18 @@ impl CompiledGraph {
                     );
                     return self.finish_specialization(st, *spec, reason, stats, artifacts, t0);
                 }
-                dynamic::Dyn::Refused(why) => {
-                    tracing::info!(target: "sinter::recompiles", "not serving other batch sizes: {why}");
-                    st.dyn_refused = Some(why);
-                    // The attempt's lowerings and schedules, in one phase of their own.
-                    stats = CompileStats::default();
-                    stats.phases.push(("dynamic attempt (refused)".into(), t.elapsed().as_secs_f64()));
-                    artifacts.clear();
-                }
-                dynamic::Dyn::Skipped => {}
+                dynamic::Dyn::Refused(why) => Some((why, "dynamic attempt (refused)")),
+                dynamic::Dyn::RefusedBefore(why) => Some((why, "dynamic attempt (refusal cached)")),
+                dynamic::Dyn::Skipped => None,
+            };
+            if let Some((why, phase)) = refused {
+                tracing::info!(target: "sinter::recompiles", "not serving other batch sizes: {why}");
+                st.dyn_refused = Some(why);
+                // The attempt's lowerings and schedules (or reading an earlier process's refusal),
+                // in one phase of their own.
+                stats = CompileStats::default();
+                stats.phases.push((phase.into(), t.elapsed().as_secs_f64()));
+                artifacts.clear();
             }
         }
         tracing::info!(target: "sinter::recompiles", "compiling for {:?}: {reason}", sig.0);

@@ -164,8 +164,8 @@ fn write(dt: DType, bytes: &mut [u8], i: usize, v: Val) {
     let out = &mut bytes[i * s..(i + 1) * s];
     match dt {
         DType::F32 => out.copy_from_slice(&(v.f() as f32).to_le_bytes()),
-        DType::F16 => out.copy_from_slice(&f16::from_f64(v.f()).to_le_bytes()),
-        DType::BF16 => out.copy_from_slice(&bf16::from_f64(v.f()).to_le_bytes()),
+        DType::F16 => out.copy_from_slice(&crate::scalar::f16_from_f64(v.f()).to_le_bytes()),
+        DType::BF16 => out.copy_from_slice(&crate::scalar::bf16_from_f64(v.f()).to_le_bytes()),
         DType::F64 => out.copy_from_slice(&v.f().to_le_bytes()),
         DType::F8E4M3 => out[0] = crate::fp8::E4M3.encode(v.f()),
         DType::F8E5M2 => out[0] = crate::fp8::E5M2.encode(v.f()),

@@ -57,6 +57,11 @@ fn fold(g: &Graph, keep_outer: bool) -> Result<Graph, Error> {
         let small = node.ty.shape.numel().is_some_and(|n| n <= FOLD_LIMIT)
             && !(keep_outer && broadcasts_outer(&node.op, &g.ty(node.inputs[0]).shape, &node.ty.shape));
         let all_const = ins.iter().all(|&i| as_constant(ng, i).is_some_and(|t| t.numel() <= OPERAND_LIMIT));
+        if let Some(t) = narrowed_constant(ng, &node.op, &ins) {
+            let c = rw.emit_constant(t, &node.origin)?;
+            rw.replace(id, c);
+            continue;
+        }
         if ((small && all_const) || narrowing_cast_of_constant(ng, &node.op, &ins))
             && let Some(t) = evaluate(ng, &node.op, &ins, &node.ty)
         {
@@ -73,6 +78,15 @@ fn fold(g: &Graph, keep_outer: bool) -> Result<Graph, Error> {
 fn narrowing_cast_of_constant(g: &Graph, op: &Op, ins: &[NodeId]) -> bool {
     let Op::Cast(to) = op else { return false };
     matches!(ins, [x] if as_constant(g, *x).is_some_and(|t| to.size_bytes() <= t.dtype().size_bytes()))
+}
+
+/// A float-to-float narrowing cast of a constant, converted directly
+/// ([`HostTensor::narrow_float`]: the reference's values, without its per-element path); `None`
+/// for any other node, which then goes through [`evaluate`].
+fn narrowed_constant(g: &Graph, op: &Op, ins: &[NodeId]) -> Option<HostTensor> {
+    let Op::Cast(to) = op else { return None };
+    let [x] = ins else { return None };
+    as_constant(g, *x)?.narrow_float(*to)
 }
 
 /// Runs `op` on the constants `ins` of `g` with the CPU reference; `None` if that fails or gives a

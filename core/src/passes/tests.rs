@@ -448,6 +448,72 @@ fn constant_fold_folds_narrowing_casts_of_large_constants() {
     check_same_values(&ir, &f, 1);
 }
 
+/// The folded narrowing casts (`HostTensor::narrow_float`, several threads above a million
+/// elements) give the CPU reference's `Cast` bit for bit: ties to even, subnormals, overflow to
+/// infinity, signed zeros, NaN.
+#[test]
+fn constant_fold_narrowing_casts_match_the_reference_bit_for_bit() {
+    let specials: [f64; 16] = [
+        0.0,
+        -0.0,
+        1.0 + 1.0 / 256.0,  // bf16 tie, rounds down to even
+        1.0 + 3.0 / 256.0,  // bf16 tie, rounds up to even
+        1.0 + 1.0 / 2048.0, // f16 tie
+        65504.0,            // f16 max
+        65520.0,            // f16 overflow (rounds to infinity)
+        1e-8,               // f16 subnormal
+        1e-40,              // f32 subnormal
+        3.4e38,             // near f32 max: bf16 keeps its range
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        -2.5e-3,
+        1e300, // f64 past every narrower range
+        -7.000000000000001,
+    ];
+    let mut rng = crate::tensor::SplitMix64::new(5);
+    let n = (1 << 20) + 7;
+    let vals: Vec<f64> = (0..n)
+        .map(|i| match specials.get(i % 4099) {
+            Some(&v) => v,
+            None => (rng.next_f64() - 0.5) * 2f64.powi((rng.next_u64() % 60) as i32 - 30),
+        })
+        .collect();
+    for (from, to) in [
+        (DType::F32, DType::BF16),
+        (DType::F32, DType::F16),
+        (DType::F64, DType::F32),
+        (DType::F64, DType::BF16),
+        (DType::F64, DType::F16),
+    ] {
+        let c = HostTensor::from_f64(from, vec![n], &vals);
+        let g = Graph::new();
+        g.output(&g.constant(c.clone()).cast(to));
+        let ir = g.build().unwrap();
+        let want = crate::cpu::run(&ir, &[]).unwrap().remove(0);
+        let folded = constant_fold(&ir).unwrap();
+        let got = folded.nodes.iter().find_map(|n| match &n.op {
+            Op::Constant(t) if t.dtype() == to => Some(t.clone()),
+            _ => None,
+        });
+        let got = got.unwrap_or_else(|| panic!("{from} -> {to} was not folded:\n{}", print(&folded)));
+        let (gb, wb) = (got.to_le_bytes(), want.to_le_bytes());
+        if let Some(k) = gb.iter().zip(&wb).position(|(a, b)| a != b) {
+            let e = k / to.size_bytes();
+            panic!(
+                "{from} -> {to}: element {e} ({:e}): {:?} against the reference's {:?}",
+                vals[e],
+                got.to_f64_vec()[e],
+                want.to_f64_vec()[e]
+            );
+        }
+        assert_eq!(c.narrow_float(to).unwrap().to_le_bytes(), want.to_le_bytes(), "{from} -> {to}");
+    }
+    // Widening and integer casts are not this path's.
+    assert!(HostTensor::f32([2], vec![1.0, 2.0]).unwrap().narrow_float(DType::F64).is_none());
+    assert!(HostTensor::f32([2], vec![1.0, 2.0]).unwrap().narrow_float(DType::I32).is_none());
+}
+
 #[test]
 fn constant_fold_evaluates_small_constants() {
     let g = Graph::new();
