@@ -26,5 +26,9 @@ for m in ${MODELS//,/ }; do
     grep -E "compiled in" /tmp/logs/$m-$run.log | grep INFO | sed 's/\x1b\[[0-9;]*m//g' | sed 's/^.*compiled in/   compiled in/' | cut -c1-230
   done
 done
+echo "== (d) the zoo harness's first run of a model, broken down ($SECONDS s)"
+OMP_WAIT_POLICY=PASSIVE SINTER_LOG=compile SINTER_CACHE_DIR=/tmp/sc_zoo2 timeout 150 python3 onnx/models/zoo_check.py \
+  --bin "$B" --models gpt2,resnet50 --work /tmp/zoo2 --exporters legacy --batch 8 --base \
+  --no-torch-timing 2>&1 | grep -E "legacy +dynamic|compiled in|cuda load" | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-400
 cp /tmp/suite.log /tmp/logs/; tar czf $OUT/logs.tar.gz -C /tmp logs
 echo "== done ($SECONDS s)"
