@@ -192,6 +192,20 @@ fn short_rows_take_a_warp_each() {
             assert_eq!(r.source.contains("return;"), rows % 8 != 0, "{}", r.source);
         }
     }
+    // Rows of up to 32 elements a lane, a row for every SM: a warp each, fewer rows per block
+    // where 8 would leave fewer than two blocks an SM (132 SMs): (rows, length, rows per block).
+    for (rows, len, d, per) in
+        [(1568, 384, DType::F32, 4), (392, 768, DType::BF16, 1), (400, 1023, DType::F32, 1), (4224, 96, DType::F32, 8)]
+    {
+        for p in
+            [softmax(rows, len, d, ReduceStrategy::Persistent), layer_norm(rows, len, d, ReduceStrategy::Persistent)]
+        {
+            let r = render::render(&p.kernels[0], &hopper(), &Tuning::default()).expect("render");
+            compile("medium_rows", &r);
+            assert_eq!((r.grid[0] as usize, r.block[0]), (rows.div_ceil(per), 32 * per as u32), "{rows}x{len}");
+            assert!(!r.source.contains("__syncthreads"), "{rows}x{len}: a warp per row needs no barrier");
+        }
+    }
     // Few rows keep a block per row.
     let r = render::render(
         &softmax(64, 49, DType::F32, ReduceStrategy::Persistent).kernels[0],

@@ -121,16 +121,16 @@ impl Red {
 struct Plan {
     mode: Mode,
     width: u32,
-    /// Threads per row (one block per row, or one warp per row when `rows_per_block > 1`).
+    /// Threads per row (one block per row; one warp per row when it is 32).
     block: u32,
     /// Rows a block reduces, one warp each (short rows: the block combine is a warp butterfly
     /// and the block count drops by this factor); 1 for a block per row and for thread-per-row.
     rows_per_block: u32,
 }
 
-/// Warps per block when short rows take one warp each ([`Plan::rows_per_block`]). Measured
-/// (H200, session 11): EfficientNet-B0's squeeze pools, 9216 rows of 49, took 10.0 us as 9216
-/// blocks of 64 threads.
+/// Most warps per block when rows take one warp each ([`Plan::rows_per_block`]; fewer where the
+/// blocks would not number two per SM). Measured (H200, session 11): EfficientNet-B0's squeeze
+/// pools, 9216 rows of 49, took 10.0 us as 9216 blocks of 64 threads.
 const WARP_ROWS_PER_BLOCK: u32 = 8;
 
 fn prev_pow2(x: u32) -> u32 {
@@ -447,19 +447,19 @@ fn plan(em: &mut Emitter<'_>, r: &ReduceBody, roots: &[ExprId], caps: &CudaCaps,
         _ if fits(block) => Mode::Persistent(per_thread(block) as u32),
         _ => Mode::Looped,
     };
-    // Short rows (two steps of a warp at most) on one warp each, several rows per block, when the
-    // rows still fill every SM several times over.
-    let warp_rows = t.block.is_none()
-        && matches!(mode, Mode::Persistent(_))
-        && groups <= 64
-        && r.rows as u64 >= 4 * u64::from(WARP_ROWS_PER_BLOCK) * u64::from(caps.sm_count.max(1));
+    // Rows a warp's registers hold (at most 32 elements a lane) on one warp each, while there is
+    // a row for every SM: the combine is a warp butterfly, with no shared memory or barrier.
+    // Several rows share a block while the blocks still number two per SM. Measured (H200,
+    // session 20): ConvNeXt-Tiny's LayerNorms over 384 and 768 channels (1568 and 392 rows) took
+    // 9.0 and 7.0 us on a block of 128 / 256 threads per row, torch.compile's 2.9 and 3.6.
+    let sms = u64::from(caps.sm_count.max(1));
+    let warp_rows = t.block.is_none() && matches!(mode, Mode::Persistent(_)) && fits(32) && r.rows as u64 >= sms;
     if warp_rows {
-        return Ok(Plan {
-            mode: Mode::Persistent(per_thread(32) as u32),
-            width,
-            block: 32,
-            rows_per_block: WARP_ROWS_PER_BLOCK,
-        });
+        let rows_per_block = [WARP_ROWS_PER_BLOCK, 4, 2]
+            .into_iter()
+            .find(|&k| (r.rows as u64).div_ceil(u64::from(k)) >= 2 * sms)
+            .unwrap_or(1);
+        return Ok(Plan { mode: Mode::Persistent(per_thread(32) as u32), width, block: 32, rows_per_block });
     }
     Ok(Plan { mode, width, block, rows_per_block: 1 })
 }

@@ -15,8 +15,10 @@ const F: DType = DType::F32;
 /// Row shapes of the normalization patterns: rows of 1 to 4097 elements and 4097 short rows.
 /// Rows x length of the norm and softmax cases. `(4500, 49)`: short rows stored whole, many of
 /// them (a workgroup per row, or on CUDA one warp per row with 8 rows per block and a last block
-/// partly past the end).
-const NORM_ROWS: [(usize, usize); 6] = [(1, 1), (7, 7), (3, 1023), (2, 4097), (4097, 5), (4500, 49)];
+/// partly past the end). `(400, 1023)` and `(1568, 384)`: rows a warp's registers hold, a row for
+/// every SM (on CUDA one warp per row, 1 and 4 rows per block: ConvNeXt's LayerNorms).
+const NORM_ROWS: [(usize, usize); 8] =
+    [(1, 1), (7, 7), (3, 1023), (2, 4097), (4097, 5), (4500, 49), (400, 1023), (1568, 384)];
 
 /// M, N, K values of the matmul cases.
 const MNK: [usize; 3] = [1, 7, 127];
