@@ -264,8 +264,9 @@ impl CompiledGraph {
                 let exe = match self.load_program(&big, stats) {
                     Ok(exe) => exe,
                     Err(BackendError::Unsupported { what, .. }) => {
-                        let why = format!("the backend refuses the program at {sym}={bound}: {what}");
-                        return Ok(self.refused(&key, why));
+                        // Not recorded: the backend's own code decides this, and the key
+                        // covers core's sources only.
+                        return Ok(Dyn::Refused(format!("the backend refuses the program at {sym}={bound}: {what}")));
                     }
                     Err(e) => return Err(e.into()),
                 };
@@ -289,8 +290,9 @@ impl CompiledGraph {
         }
     }
 
-    /// A refusal found by lowering and scheduling, recorded under `key` for later processes
-    /// ([`cache::refusal_load`]; a failed write only costs them the attempt).
+    /// A refusal found by lowering and scheduling (decided by core, whose sources the key covers),
+    /// recorded under `key` for later processes ([`cache::refusal_load`]; a failed write only costs
+    /// them the attempt).
     fn refused(&self, key: &str, why: String) -> Dyn {
         if let Some(dir) = self.opts.cache_dir.as_deref()
             && let Err(e) = cache::refusal_store(dir, key, &why)
