@@ -484,7 +484,9 @@ impl CompiledGraph {
             Some(e) => e,
             None => {
                 let g = self.lower(sig, stats, artifacts, false)?;
-                artifacts.push(("ir_pre_fusion.txt".into(), crate::text::print(&g)));
+                if self.opts.debug_dir.is_some() {
+                    artifacts.push(("ir_pre_fusion.txt".into(), crate::text::print(&g)));
+                }
                 let breaks = if self.opts.graph_breaks { partition::detect(&g, self.backend.caps()) } else { vec![] };
                 if breaks.is_empty() {
                     let program = self.schedule_program(&g, stats, false)?;
@@ -561,7 +563,10 @@ impl CompiledGraph {
     }
 
     /// Re-types the captured graph for `sig` and runs the pass pipeline on it (`dynamic`: the
-    /// pipeline of a dynamic compile, [`crate::passes::pipeline_for_dynamic`]).
+    /// pipeline of a dynamic compile, [`crate::passes::pipeline_for_dynamic`]). The text of the
+    /// graph after each pass is made only for debug artifacts: printing digests every new
+    /// constant, and autocast's folded weights are new constants at every lowering (ViT-B/16 at
+    /// bf16: 172 MB, twice more in a dynamic attempt).
     fn lower(
         &self,
         sig: &Signature,
@@ -584,7 +589,9 @@ impl CompiledGraph {
                 other => other,
             })?;
             stats.phases.push((pass.name.to_string(), t.elapsed().as_secs_f64()));
-            artifacts.push((format!("passes/{:02}_{}.txt", k + 1, pass.name), crate::text::print(&next)));
+            if self.opts.debug_dir.is_some() {
+                artifacts.push((format!("passes/{:02}_{}.txt", k + 1, pass.name), crate::text::print(&next)));
+            }
             prev = next;
         }
         Ok(prev)
