@@ -1,4 +1,4 @@
-use super::cache::{CacheEntry, GraphConstants, cache_path};
+use super::cache::{CacheEntry, GraphConstants, cache_path, cache_store};
 use super::*;
 use crate::kernel::interp::InterpBackend;
 use crate::prelude::*;
