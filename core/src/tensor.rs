@@ -150,11 +150,15 @@ impl HostTensor {
     /// `None` for any other pair of dtypes.
     pub fn narrow_float(&self, to: DType) -> Option<HostTensor> {
         let data = match (&self.data, to) {
-            (TensorData::F32(v), DType::BF16) => TensorData::BF16(par_convert(v, bf16::from_f32)),
-            (TensorData::F32(v), DType::F16) => TensorData::F16(par_convert(v, f16::from_f32)),
-            (TensorData::F64(v), DType::F32) => TensorData::F32(par_convert(v, |x| x as f32)),
-            (TensorData::F64(v), DType::BF16) => TensorData::BF16(par_convert(v, crate::scalar::bf16_from_f64)),
-            (TensorData::F64(v), DType::F16) => TensorData::F16(par_convert(v, crate::scalar::f16_from_f64)),
+            (TensorData::F32(v), DType::BF16) => TensorData::BF16(crate::par::map_elements(v, 8, bf16::from_f32)),
+            (TensorData::F32(v), DType::F16) => TensorData::F16(crate::par::map_elements(v, 8, f16::from_f32)),
+            (TensorData::F64(v), DType::F32) => TensorData::F32(crate::par::map_elements(v, 8, |x| x as f32)),
+            (TensorData::F64(v), DType::BF16) => {
+                TensorData::BF16(crate::par::map_elements(v, 8, crate::scalar::bf16_from_f64))
+            }
+            (TensorData::F64(v), DType::F16) => {
+                TensorData::F16(crate::par::map_elements(v, 8, crate::scalar::f16_from_f64))
+            }
             _ => return None,
         };
         Some(HostTensor { shape: self.shape.clone(), data })
@@ -374,29 +378,6 @@ impl HostTensor {
             })
             .fold(0.0, f64::max)
     }
-}
-
-/// `f` over `src` into a new vector; above a million elements on up to eight scoped threads, each
-/// converting one contiguous share.
-fn par_convert<S: Copy + Sync, T: Copy + Default + Send>(src: &[S], f: impl Fn(S) -> T + Sync) -> Vec<T> {
-    const SERIAL: usize = 1 << 20;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-    if src.len() <= SERIAL || threads <= 1 {
-        return src.iter().map(|&x| f(x)).collect();
-    }
-    let mut out = vec![T::default(); src.len()];
-    let share = src.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        for (o, i) in out.chunks_mut(share).zip(src.chunks(share)) {
-            let f = &f;
-            s.spawn(move || {
-                for (o, &x) in o.iter_mut().zip(i) {
-                    *o = f(x);
-                }
-            });
-        }
-    });
-    out
 }
 
 /// A small deterministic generator (SplitMix64) so tests and benchmarks need no RNG crate.
