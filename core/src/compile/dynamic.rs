@@ -317,9 +317,7 @@ impl CompiledGraph {
             Ok(g) => g,
             Err(e) => return Ok(Err(format!("compiling at {sym}={n}: {e}"))),
         };
-        if self.opts.debug_dir.is_some() {
-            artifacts.push(("ir_pre_fusion.txt".into(), crate::text::print(&g)));
-        }
+        self.keep_text(&mut artifacts, "ir_pre_fusion.txt", &g);
         if self.opts.graph_breaks {
             let breaks = partition::detect(&g, self.backend.caps());
             if !breaks.is_empty() {

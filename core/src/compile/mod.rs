@@ -482,9 +482,7 @@ impl CompiledGraph {
             Some(e) => e,
             None => {
                 let g = self.lower(sig, stats, artifacts, false)?;
-                if self.opts.debug_dir.is_some() {
-                    artifacts.push(("ir_pre_fusion.txt".into(), crate::text::print(&g)));
-                }
+                self.keep_text(artifacts, "ir_pre_fusion.txt", &g);
                 let breaks = if self.opts.graph_breaks { partition::detect(&g, self.backend.caps()) } else { vec![] };
                 if breaks.is_empty() {
                     let program = self.schedule_program(&g, stats, false)?;

@@ -14,11 +14,19 @@ use std::sync::Arc;
 use std::time::Instant;
 
 impl CompiledGraph {
+    /// Adds the text of `g` to the debug artifacts as `name`, only when they are written
+    /// ([`super::CompileOptions::debug_dir`]): printing digests every new constant, and autocast's
+    /// folded weights are new constants at every lowering (ViT-B/16 at bf16: 172 MB, twice more in
+    /// a dynamic attempt).
+    pub(super) fn keep_text(&self, artifacts: &mut Vec<(String, String)>, name: impl Into<String>, g: &IrGraph) {
+        if self.opts.debug_dir.is_some() {
+            artifacts.push((name.into(), crate::text::print(g)));
+        }
+    }
+
     /// Re-types the captured graph for `sig` and runs the pass pipeline on it (`dynamic`: the
-    /// pipeline of a dynamic compile, [`crate::passes::pipeline_for_dynamic`]). The text of the
-    /// graph after each pass is made only for debug artifacts: printing digests every new
-    /// constant, and autocast's folded weights are new constants at every lowering (ViT-B/16 at
-    /// bf16: 172 MB, twice more in a dynamic attempt).
+    /// pipeline of a dynamic compile, [`crate::passes::pipeline_for_dynamic`]), the text after
+    /// each pass kept for the debug artifacts ([`CompiledGraph::keep_text`]).
     pub(super) fn lower(
         &self,
         sig: &Signature,
@@ -41,9 +49,7 @@ impl CompiledGraph {
                 other => other,
             })?;
             stats.phases.push((pass.name.to_string(), t.elapsed().as_secs_f64()));
-            if self.opts.debug_dir.is_some() {
-                artifacts.push((format!("passes/{:02}_{}.txt", k + 1, pass.name), crate::text::print(&next)));
-            }
+            self.keep_text(artifacts, format!("passes/{:02}_{}.txt", k + 1, pass.name), &next);
             prev = next;
         }
         Ok(prev)
