@@ -49,6 +49,13 @@ impl CostModel for CudaCostModel {
         Some(&self.base)
     }
 
+    /// Never: the CUDA renderer splits a row with too few rows to fill the device over blocks of
+    /// one kernel, the row's last block folding the partials (`render::reduce`'s split rows),
+    /// which saves the second kernel and its launch of the scheduler's split.
+    fn reduce_split(&self, _rows: usize, _len: usize, _caps: &Capabilities) -> usize {
+        1
+    }
+
     /// Implicit GEMM where the tensor-core template takes the product (see the module docs).
     fn conv_implicit(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
         let _ = caps;

@@ -196,6 +196,24 @@ fn softmax_every_size_and_mode() {
     }
 }
 
+/// Rows too few to fill the GPU, split over blocks of one kernel (the row's last block folding the
+/// partials through the kernel's scratch), in every mode: CUDA graph replays and max-autotune's
+/// split candidates leave the row counters zero for the next run, so three runs agree.
+#[test]
+fn split_rows_every_mode() {
+    let Some(b) = backend("split rows") else { return };
+    let b: Arc<dyn Backend> = Arc::new(b);
+    for (k, (rows, n)) in [(1usize, 300_001usize), (4, 65_536)].into_iter().enumerate() {
+        let g = Graph::new();
+        let x = g.input("x", DType::F32, [rows, n]);
+        g.output(&x.sum(&[1], false));
+        let inputs = [HostTensor::random(DType::F32, vec![rows, n], 40 + k as u64, -1.0, 1.0)];
+        for &m in &MODES {
+            check_graph(&b, &format!("sum {rows}x{n}"), &g, &inputs, m, 1e-2);
+        }
+    }
+}
+
 #[test]
 fn matmul_every_mode() {
     let Some(b) = backend("matmul") else { return };

@@ -220,6 +220,14 @@ fn attention_timing() {
         ("b8 h16 s2048 d128 causal", AttnCase { causal: Some(0), ..AttnCase::new(8, 16, 2048, 2048, 128, b) }, 0.280),
         ("decode b32 h32 m1 kv4096 d128", AttnCase::new(32, 32, 1, 4096, 128, b), 0.71),
         ("decode b1 h32 m1 kv4096 d128", AttnCase::new(1, 32, 1, 4096, 128, b), f64::NAN),
+        ("decode b32 h32 m1 kv4096 d64", AttnCase::new(32, 32, 1, 4096, 64, b), f64::NAN),
+        ("decode b16 h32 m4 kv2048 d128", AttnCase::new(16, 32, 4, 2048, 128, b), f64::NAN),
+        (
+            "decode gqa b32 h32/8 m1 kv4096 d128",
+            AttnCase { kv_heads: 8, ..AttnCase::new(32, 32, 1, 4096, 128, b) },
+            f64::NAN,
+        ),
+        ("decode b8 h16 m1 kv4096 d128", AttnCase::new(8, 16, 1, 4096, 128, b), f64::NAN),
         ("b8 h16 s2048 d128", AttnCase::new(8, 16, 2048, 2048, 128, b), f64::NAN),
         ("vit_b_16 f32 b2 h12 s197 d64", AttnCase::new(2, 12, 197, 197, 64, DType::F32), f64::NAN),
     ];

@@ -93,6 +93,31 @@ pub(super) fn default_decode_split(a: &AttentionBody, caps: &CudaCaps) -> u32 {
     by_grid.min(by_keys).min(u64::from(super::MAX_SPLIT_K)).max(1) as u32
 }
 
+/// The tensor-core tile a decode shape (at most [`DECODE_M`] queries) takes by default instead of
+/// the decode template: where the flat batches give at least three quarters of the SMs a block
+/// (the tile holds one block an SM), each query head has its own K and V (no GQA), and a `wgmma`
+/// tile of 64 padded query rows and 128 keys a stage applies. The padded products are free there
+/// (64 FLOP a byte of K and V, below the ridge); the tile streams K and V in 32 KB stages through
+/// `cp.async` with few warps, as cuDNN's decode kernel does. Measured on an H200 (BENCHMARKS.md,
+/// session 21, every candidate timed, bf16, kv 4096 unless said):
+/// * b32 h32 d128: 0.4681 ms against the decode template's best 0.4691 (block 256; its default
+///   0.4733, 94-95% of DRAM peak under ncu); torch's SDPA (cuDNN, 96%) 0.4765 in `bench`'s timing;
+/// * b32 h32 d64 0.2370 against 0.2376; b8 h16 d128 (128 heads) 0.0648 against the split
+///   decode's 0.0676; b16 h32 with 4 queries, kv 2048: 0.1242 against 0.2049 (the decode template
+///   holds four queries' state in 153 registers);
+/// * not taken: b1 h32 d128 (32 blocks) 0.0525 against the split decode's 0.0227; GQA b32 h32 over
+///   8 KV heads 0.3684 against the decode template's 0.2408-0.2848 (each query head's block reads
+///   its group's K and V again).
+pub(super) fn decode_tile(a: &AttentionBody, caps: &CudaCaps) -> Option<AttnTile> {
+    let heads = (a.batch * a.heads) as u64;
+    let gqa = a.k.group > 1 || a.v.group > 1;
+    if a.m > DECODE_M || gqa || heads * 4 < 3 * u64::from(caps.sm_count.max(1)) || wgmma_applies(a, caps).is_err() {
+        return None;
+    }
+    let tile = AttnTile::overlapped(64, 128, 3);
+    check_attn(&tile, caps, a).is_ok().then_some(tile)
+}
+
 /// A tensor-core attention tile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct AttnTile {
@@ -550,6 +575,13 @@ pub(super) fn render(
         if let Some(tile) = super::attention_fma::default_tile(a, caps) {
             return super::attention_fma::render(em, a, &tile, t);
         }
+    }
+    if decode.is_some()
+        && t.block.is_none()
+        && t.split_k.is_none()
+        && let Some(tile) = decode_tile(a, caps)
+    {
+        return super::attention_tc::render(em, a, &tile, t, caps);
     }
     let block = t.block.unwrap_or(128);
     if block == 0 || !block.is_multiple_of(32) || block > caps.max_threads_per_block.min(1024) {

@@ -168,7 +168,9 @@ pub struct Tuning {
     /// partial sums in split order before the epilogue (`None`: [`MmaTile`]'s default for the
     /// shape where the tile is the default one, else 1). The attention decode template: split
     /// the keys over this many blocks per head, the head's last block combining the partial
-    /// softmax states (flash decoding; `None`: the default for the shape).
+    /// softmax states (flash decoding; `None`: the default for the shape). Reductions: split each
+    /// row over this many blocks (1 to `MAX_ROW_SPLIT`, 4096), the row's last block folding
+    /// the partials (`None`: the default for the shape, see the `reduce` module).
     #[serde(default)]
     pub split_k: Option<u32>,
     /// Pointwise kernels: lane groups (16-byte vectors, or single lanes) per thread, 1 to
@@ -523,7 +525,19 @@ pub fn candidates(k: &Kernel, caps: &CudaCaps) -> Vec<Tuning> {
                 all.push(Tuning { block: Some(b), ..Tuning::default() });
             }
         }
-        KernelBody::Reduce(_) => {
+        KernelBody::Reduce(r) => {
+            // Rows split over 2 to 16 blocks an SM (kernels the split applies to, rows too few to
+            // fill the device; the block sizes below take their own default split).
+            if sinter_core::schedule::splittable(k) {
+                let sms = u64::from(caps.sm_count.max(1));
+                let rows = (r.rows as u64).max(1);
+                for per_sm in [2u64, 4, 8, 16] {
+                    let s = per_sm * sms / rows;
+                    if s >= 2 && s <= u64::from(reduce::MAX_ROW_SPLIT) && s <= r.len as u64 / 1024 {
+                        all.push(Tuning { split_k: Some(s as u32), ..Tuning::default() });
+                    }
+                }
+            }
             all.push(Tuning { persistent: Some(false), ..Tuning::default() });
             all.push(Tuning { vectorize: Some(false), ..Tuning::default() });
             for b in std::iter::once(32).chain(blocks.iter().copied()) {

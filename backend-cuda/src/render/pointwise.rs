@@ -49,7 +49,7 @@ pub(super) fn choose_width(em: &mut Emitter<'_>, var: Var, extent: usize, roots:
 
 /// Threads an SM holds at once on sm_80 and sm_90 (1536 on sm_86/89: the rules below only need
 /// the order of magnitude).
-const THREADS_PER_SM: u64 = 2048;
+pub(super) const THREADS_PER_SM: u64 = 2048;
 
 /// Arithmetic per lane above which a kernel too small to fill the device runs one lane per
 /// thread ([`one_lane_per_thread`]), in the inliner's weights (a transcendental counts 4).

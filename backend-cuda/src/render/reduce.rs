@@ -9,6 +9,12 @@
 //!   is read once; it is chosen whenever the row fits `p * W <= 32` (also for rows the scheduler
 //!   marked `Looped`), unless the tuning says otherwise.
 //! * **Thread per row**: one thread loops serially over its row.
+//! * **Split rows** ([`row_split`]): where the rows are too few to fill the device (`x.sum()`), a
+//!   row's consecutive chunks go to blocks of their own in the same kernel; each block stores its
+//!   partial result in the kernel's private scratch and counts itself on its row's counter, and
+//!   the row's last block folds the partials in chunk order (deterministic) and runs the row's
+//!   stores (`scratch`'s gate, as split-k matmuls and split decode attention). The scheduler's
+//!   two-kernel split ([`sinter_core::schedule`]'s `split`) is left to the backends without it.
 //!
 //! Reductions accumulate in [`Reduction::dtype`](sinter_core::kernel::Reduction) (f32 for
 //! f16/bf16/f32 sums); `ArgMax`/`ArgMin` carry (value, index) pairs, a NaN winning and ties going
@@ -16,18 +22,25 @@
 
 use sinter_core::DType;
 use sinter_core::ir::BinaryOp;
-use sinter_core::kernel::{Expr, ExprId, RedOp, ReduceBody, ReduceStrategy, Var};
+use sinter_core::kernel::{Expr, ExprId, Kernel, RedOp, ReduceBody, ReduceStrategy, Var};
 
 use super::analysis::{acc_uses, closure, depends_on, store_roots};
 use super::emit::{AccVal, Emitter, Group, emit_group};
 use super::ops::{binary, cast};
-use super::pointwise::{DEFAULT_BLOCK, check_block, choose_width};
+use super::pointwise::{DEFAULT_BLOCK, THREADS_PER_SM, check_block, choose_width};
 use super::prelude::H;
 use super::types::{Ct, ct, double_lit, float_lit, int_lit};
 use super::{Body, CudaCaps, GridSplit, OuterUnit, RenderError, Tuning};
 
 /// Most elements one thread keeps in registers per cached load in a persistent reduction.
 pub(super) const PERSISTENT_PER_THREAD: u64 = 32;
+
+/// Fewest elements of a row each block of a default [`row_split`] reduces (the scheduler's
+/// `split_min_chunk`).
+const MIN_SPLIT_CHUNK: u64 = 4096;
+
+/// The most blocks one row is split over ([`Tuning::split_k`] of a reduction).
+pub(super) const MAX_ROW_SPLIT: u32 = 4096;
 
 /// How a row's elements are visited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +49,9 @@ enum Mode {
     Persistent(u32),
     /// Block per row, strided loop.
     Looped,
+    /// Block per chunk of `chunk` consecutive elements of a row (a multiple of the block's step),
+    /// strided loop over the chunk.
+    Split { chunk: u64 },
     /// One thread per row, serial loop.
     Serial,
 }
@@ -61,6 +77,14 @@ impl Red {
 
     fn fold_ct(&self) -> Ct {
         ct(self.fold_dt)
+    }
+
+    /// Bytes of one partial result in the scratch of a split row (the fold's C type).
+    fn fold_dt_bytes(&self) -> u64 {
+        match self.fold_ct() {
+            Ct::Double | Ct::Long | Ct::ULong => 8,
+            _ => 4,
+        }
     }
 
     /// The identity of the fold (for arg reductions: the value paired with index `i64::MAX`).
@@ -181,7 +205,22 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
     }
     let all_roots: Vec<ExprId> = phases.iter().flatten().copied().collect();
     let plan = plan(em, r, &all_roots, caps, t).map_err(invalid)?;
-    let Plan { mode, width, block, rows_per_block } = plan;
+    let splits = row_split(k, r, &plan, caps, t).map_err(invalid)?;
+    let Plan { mut mode, width, block, rows_per_block } = plan;
+    // The chunk: a whole number of the block's steps, so only a row's last block has a ragged end.
+    let step = u64::from(block) * u64::from(width);
+    let chunk = (r.len as u64).div_ceil(u64::from(splits)).div_ceil(step) * step;
+    let splits = if splits > 1 { (r.len as u64).div_ceil(chunk) as u32 } else { 1 };
+    if splits > 1 {
+        mode = Mode::Split { chunk };
+    }
+    // A split row's scratch: the partials (fold dtype) of every block, then a counter per row.
+    let fold_bytes = reds.first().map_or(4, |rd| rd.fold_dt_bytes());
+    let part_bytes = (r.rows as u64 * u64::from(splits) * fold_bytes).div_ceil(8) * 8;
+    let scratch = if splits > 1 { part_bytes + r.rows as u64 * 4 } else { 0 };
+    if scratch > 256 << 20 {
+        return Err(invalid(format!("split_k {splits}: {scratch} bytes of scratch for the partial results")));
+    }
 
     // Loads kept in registers: per-element loads of two or more phases (not gathered through an
     // accumulator, which the first phase cannot know yet).
@@ -204,8 +243,12 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
     let nw = block / 32;
     let blocks = match mode {
         Mode::Serial => (r.rows as u64).div_ceil(u64::from(block)),
+        Mode::Split { .. } => r.rows as u64 * u64::from(splits),
         _ => (r.rows as u64).div_ceil(u64::from(rows_per_block)),
     };
+    if blocks > i32::MAX as u64 {
+        return Err(em.err(format!("{blocks} blocks exceed the grid limit")));
+    }
     let launch = block * rows_per_block;
     let (red0, red) = if width > 1 { ("red0", "red") } else { ("red", "red") };
     if r.rows > 0 {
@@ -236,6 +279,25 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
                 em.line(format!("if (row >= {}) {{", em.ilit(r.rows as u64)));
                 em.line("    return;");
                 em.line("}");
+            }
+        } else if let Mode::Split { chunk } = mode {
+            em.line(format!(
+                "// {splits} blocks per row: {} rows of {} elements in chunks of {chunk}, {width} consecutive \
+                 elements per thread and step",
+                r.rows, r.len
+            ));
+            em.decl("row", format!("const {ity} row = blockIdx.x / {splits}u;"));
+            em.line(format!("const unsigned sp = blockIdx.x % {splits}u; // this block's chunk of the row"));
+            em.decl("tid", format!("const {ity} tid = threadIdx.x;"));
+            em.line(format!("const {ity} chunk_begin = ({ity})sp * {};", em.ilit(chunk)));
+            em.line(format!(
+                "const {ity} chunk_end = min(({ity}){}, chunk_begin + {});",
+                em.ilit(r.len as u64),
+                em.ilit(chunk)
+            ));
+            if nw > 1 {
+                em.decl("warp", "const unsigned warp = threadIdx.x / 32u;");
+                em.decl("wlane", "const unsigned wlane = threadIdx.x % 32u;");
             }
         } else {
             em.line(format!(
@@ -309,6 +371,13 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
             if mode != Mode::Serial {
                 block_combine(em, rd, i, nw)?;
             }
+            if splits > 1 {
+                // A scope of its own: the second combine declares its own shared slots.
+                em.open("");
+                split_combine(em, rd, i, (splits, block, part_bytes))?;
+                block_combine(em, rd, i, nw)?;
+                em.close();
+            }
             let result = if rd.is_arg() {
                 if r.len == 0 { "0LL".to_string() } else { format!("idx{i}") }
             } else if rd.acc_dt == DType::Bool {
@@ -355,6 +424,7 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
         }
     }
     let strategy = match mode {
+        Mode::Split { .. } => format!("reduce split {splits} block {block}"),
         Mode::Persistent(p) if rows_per_block > 1 => format!("reduce persistent x{p} warp per row x{rows_per_block}"),
         Mode::Persistent(p) => format!("reduce persistent x{p} block {block}"),
         Mode::Looped => format!("reduce looped block {block}"),
@@ -376,9 +446,9 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
         split: Some(GridSplit {
             unit: OuterUnit::Rows,
             per: if mode == Mode::Serial { u64::from(block) } else { u64::from(rows_per_block) },
-            inner: 1,
+            inner: u64::from(splits),
         }),
-        scratch: 0,
+        scratch,
         tensor_maps: Vec::new(),
         cluster: 1,
     })
@@ -464,6 +534,69 @@ fn plan(em: &mut Emitter<'_>, r: &ReduceBody, roots: &[ExprId], caps: &CudaCaps,
     Ok(Plan { mode, width, block, rows_per_block: 1 })
 }
 
+/// Blocks per row (1: none): [`Tuning::split_k`], else by default, where the rows are too few
+/// for half the blocks the device holds at once, as many as it holds ([`THREADS_PER_SM`]), each of
+/// at least [`MIN_SPLIT_CHUNK`] elements. Only a kernel the scheduler could split
+/// ([`sinter_core::schedule::splittable`]: one sum, product, maximum or minimum, row stores
+/// alone) and a block per row split. Measured on an H200 (BENCHMARKS.md, session 21): `x.sum()`
+/// over 64M f32 as the scheduler's two kernels (512 partial rows of 256 threads, then their
+/// combine) took 75.6 us, the combine and its launch ~4 us of it, at 31 warps an SM.
+fn row_split(k: &Kernel, r: &ReduceBody, plan: &Plan, caps: &CudaCaps, t: &Tuning) -> Result<u32, String> {
+    let legal = plan.mode != Mode::Serial && plan.rows_per_block == 1 && sinter_core::schedule::splittable(k);
+    let len = r.len as u64;
+    match t.split_k {
+        Some(s) if s == 0 || s > MAX_ROW_SPLIT => {
+            Err(format!("split_k {s}: a row splits over 1 to {MAX_ROW_SPLIT} blocks"))
+        }
+        Some(s) if s > 1 && !legal => Err(format!(
+            "split_k {s}: only a block per row of a lone sum, product, maximum or minimum with row stores alone \
+             splits over blocks"
+        )),
+        Some(s) if u64::from(s) > len.max(1) => Err(format!("split_k {s}: more blocks than the row's {len} elements")),
+        Some(s) if s > 1 && t.persistent == Some(true) => {
+            Err(format!("split_k {s}: a split row is looped, not persistent"))
+        }
+        Some(s) => Ok(s),
+        None if !legal || t.persistent == Some(true) => Ok(1),
+        None => {
+            let resident = u64::from(caps.sm_count.max(1)) * (THREADS_PER_SM / u64::from(plan.block.max(1))).max(1);
+            let rows = (r.rows as u64).max(1);
+            if rows * 2 >= resident {
+                return Ok(1);
+            }
+            Ok((resident / rows).min(len / MIN_SPLIT_CHUNK).clamp(1, u64::from(MAX_ROW_SPLIT)) as u32)
+        }
+    }
+}
+
+/// A split row's second step for reduction `i`, after the block's combine: the block stores its
+/// partial (`acc{i}`) in the scratch, passes the row's last-block gate, and folds the row's
+/// `splits` partials into `acc{i}` (threads in chunk order, then the block's combine).
+fn split_combine(
+    em: &mut Emitter<'_>,
+    rd: &Red,
+    i: usize,
+    (splits, block, part_bytes): (u32, u32, u64),
+) -> Result<(), RenderError> {
+    let t = rd.fold_ct().name();
+    em.line(format!("// ---- split row: {splits} partials through the scratch; the row's last block folds them"));
+    em.line(format!("{t}* const part = reinterpret_cast<{t}*>(sinter_ws) + row * {splits}u;"));
+    em.line(format!(
+        "unsigned* const row_count = reinterpret_cast<unsigned*>(reinterpret_cast<char*>(sinter_ws) + {part_bytes}ull);"
+    ));
+    em.line(format!("if (tid == 0u) __stcg(&part[sp], acc{i});"));
+    super::scratch::last_block_gate(em, "row_count[row]", splits);
+    em.line(format!("acc{i} = {};", rd.identity()));
+    em.open(format!("for (unsigned x = threadIdx.x; x < {splits}u; x += {block}u)"));
+    em.line(format!("const {t} pv = __ldcg(&part[x]);"));
+    let c = rd.combine(&format!("acc{i}"), "pv", em)?;
+    em.line(format!("acc{i} = {c};"));
+    em.close();
+    // Every block of the row has counted itself: the counter is zeroed for the next launch.
+    super::scratch::reset_counter(em, "row_count[row]");
+    Ok(())
+}
+
 /// The longest row a one-thread-per-row reduction unrolls whole.
 const SERIAL_UNROLL: u64 = 64;
 
@@ -503,6 +636,16 @@ fn visit(
                 }
                 em.close();
             }
+        }
+        Mode::Split { .. } => {
+            let t = if w == 1 { "tid".to_string() } else { format!("tid * {}", em.ilit(w)) };
+            em.line("#pragma unroll 4");
+            em.open(format!(
+                "for ({ity} {red0} = chunk_begin + {t}; {red0} < chunk_end; {red0} += {})",
+                em.ilit(b * w)
+            ));
+            body(em, 0)?;
+            em.close();
         }
         Mode::Looped => {
             // Several iterations' loads in flight.

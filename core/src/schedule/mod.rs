@@ -88,6 +88,7 @@ mod window_plan;
 pub(crate) mod tests;
 
 pub use memory::plan_memory;
+pub use split::splittable;
 
 use crate::dtype::DType;
 use crate::error::Error;

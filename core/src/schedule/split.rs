@@ -19,8 +19,9 @@ use crate::kernel::{
     TypedExpr, Var,
 };
 
-/// Whether `k` may be split (see the module docs), ignoring the factor.
-pub(super) fn splittable(k: &Kernel) -> bool {
+/// Whether `k` may be split (see the module docs), ignoring the factor. Backends that split a row
+/// over blocks inside one kernel take the same rule.
+pub fn splittable(k: &Kernel) -> bool {
     let KernelBody::Reduce(r) = &k.body else { return false };
     r.strategy != ReduceStrategy::ThreadPerRow
         && r.reductions.len() == 1

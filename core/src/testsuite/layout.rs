@@ -51,6 +51,7 @@ pub(crate) fn cases() -> Vec<Case> {
             v.push(case("reduce_sum_all", reduce_sum_all));
         }
     }
+    v.push(case("reduce_split_rows", reduce_split_rows));
     v.push(case("reduce_max_special", reduce_max_special));
     v.push(case("argmax_last", || arg_last(true)));
     v.push(case("argmax_middle", argmax_middle));
@@ -265,6 +266,23 @@ fn reduce_sum_all() -> Result<Vec<Instance>, String> {
         let all = x.sum(&[0, 1, 2], false);
         let outer = x.sum(&[0, 1], false);
         b.finish(format!("{s:?}"), Tol::sum(s.iter().product(), 1.0), &[&all, &outer])
+    })
+}
+
+/// Rows few and long enough that a backend splits each over blocks or kernels: an odd length (one
+/// element a step, a ragged last chunk) and a length of 16-byte groups; an f32 sum, an f32 max
+/// and an i64 sum (8-byte partials), each of its own input so that each is a kernel of one
+/// reduction.
+fn reduce_split_rows() -> Result<Vec<Instance>, String> {
+    each(&[(1usize, 100_003usize), (3, 40_960)], |(r, c)| {
+        let mut b = Builder::new();
+        let x = b.input(F, &[r, c], Dist::Uniform(-1.0, 1.0));
+        let y = b.input(F, &[r, c], Dist::Uniform(-100.0, 100.0));
+        let z = b.input(DType::I64, &[r, c], Dist::Uniform(-1000.0, 1000.0));
+        let s = x.reduce(ReduceOp::Sum, &[-1], false);
+        let m = y.reduce(ReduceOp::Max, &[-1], false);
+        let t = z.reduce(ReduceOp::Sum, &[-1], false);
+        b.finish(format!("{r}x{c}"), Tol::sum(c, 1.0), &[&s, &m, &t])
     })
 }
 

@@ -458,7 +458,7 @@ macro_rules! __sinter_suite {
                 gather_axis1, gather_elements, gather_out_of_range,
                 reduce_sum_last, reduce_sum_middle, reduce_sum_all, reduce_max_last, reduce_max_middle,
                 reduce_min_last, reduce_min_middle, reduce_mean_last, reduce_mean_middle, reduce_prod_last,
-                reduce_prod_middle, reduce_max_special, argmax_last, argmax_middle, argmin_last,
+                reduce_prod_middle, reduce_split_rows, reduce_max_special, argmax_last, argmax_middle, argmin_last,
                 argmax_special,
                 matmul_sizes, matmul_batched, matmul_broadcast, matmul_transposed, matmul_vector,
                 conv2d_small, conv2d_strided_grouped, conv2d_depthwise, conv2d_pointwise, pool2d,
