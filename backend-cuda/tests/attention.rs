@@ -123,8 +123,14 @@ fn templates_by_shape() {
     assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 80, b)), "attention decode block 128");
     assert_eq!(on_ampere(&AttnCase::new(32, 32, 1, 4096, 128, b)), "attention decode block 128");
     assert_eq!(strategy(&AttnCase::new(8, 16, 1, 4096, 128, b)), "attention wgmma-ov 64x128 wg1 s3");
+    // GQA: the decode template with a K/V head's query heads in one block (K and V read once
+    // per group), up to 8 query slots.
     let gqa = AttnCase { kv_heads: 8, ..AttnCase::new(32, 32, 1, 4096, 128, b) };
-    assert_eq!(strategy(&gqa), "attention decode block 128");
+    assert_eq!(strategy(&gqa), "attention decode block 128 split 3 pack 4");
+    let mqa = AttnCase { kv_heads: 1, ..AttnCase::new(2, 32, 1, 4096, 128, b) };
+    assert_eq!(strategy(&mqa), "attention decode block 128 split 16 pack 8");
+    let gqa4 = AttnCase { kv_heads: 8, ..AttnCase::new(32, 32, 4, 4096, 128, b) };
+    assert_eq!(strategy(&gqa4), "attention decode block 128 split 2 pack 2");
     assert_eq!(strategy(&AttnCase::new(1, 32, 1, 4096, 128, b)), "attention decode block 128 split 16");
     assert_eq!(strategy(&AttnCase::new(2, 2, 1, 4096, 64, DType::F32)), "attention decode block 128 split 16");
     assert_eq!(strategy(&AttnCase::new(1, 8, 1, 300, 64, b)), "attention decode block 128");

@@ -82,8 +82,8 @@ const DECODE_MIN_SPLIT_KEYS: usize = 256;
 /// heads of 4096 keys at d128: 148 us on 32 blocks, 77 / 43 / 28 / 26 / 23 us split 2 / 4 / 8 /
 /// 9 / 16 (torch's SDPA 28.5 us); at batch 32 (1024 heads) a split of 2 to 16 was 2-4% slower
 /// than none.
-pub(super) fn default_decode_split(a: &AttentionBody, caps: &CudaCaps) -> u32 {
-    let heads = (a.batch * a.heads).max(1) as u64;
+pub(super) fn default_decode_split(a: &AttentionBody, caps: &CudaCaps, pack: usize) -> u32 {
+    let heads = ((a.batch * a.heads) / pack.max(1)).max(1) as u64;
     let target = 4 * u64::from(caps.sm_count.max(1));
     if heads >= target {
         return 1;
@@ -116,6 +116,21 @@ pub(super) fn decode_tile(a: &AttentionBody, caps: &CudaCaps) -> Option<AttnTile
     }
     let tile = AttnTile::overlapped(64, 128, 3);
     check_attn(&tile, caps, a).is_ok().then_some(tile)
+}
+
+/// Most query slots (queries times packed query heads) of the decode template's default packing.
+const DECODE_PACK_SLOTS: usize = 8;
+
+/// Query heads per block of the decode template ([`super::attention_rows::render_decode`]'s
+/// `pack`): under GQA the most of a K/V head's query heads (a divisor of the group) whose queries
+/// fit [`DECODE_PACK_SLOTS`] slots, so K and V are read once per block instead of once per query
+/// head; 1 without GQA.
+pub(super) fn decode_pack(a: &AttentionBody) -> usize {
+    let g = a.k.group.max(1);
+    if g == 1 || a.v.group != g || a.m == 0 {
+        return 1;
+    }
+    (1..=g).rev().find(|&p| g.is_multiple_of(p) && p * a.m <= DECODE_PACK_SLOTS).unwrap_or(1)
 }
 
 /// A tensor-core attention tile.
@@ -589,7 +604,8 @@ pub(super) fn render(
     }
     match decode {
         Some(w) => {
-            let splits = t.split_k.unwrap_or_else(|| default_decode_split(a, caps));
+            let pack = decode_pack(a);
+            let splits = t.split_k.unwrap_or_else(|| default_decode_split(a, caps, pack));
             if splits == 0 || splits > super::MAX_SPLIT_K || splits as usize > a.kv.max(1) {
                 return Err(invalid(format!(
                     "split_k {splits}: the decode template splits its {} keys over 1 to {} blocks",
@@ -597,7 +613,7 @@ pub(super) fn render(
                     super::MAX_SPLIT_K
                 )));
             }
-            super::attention_rows::render_decode(em, a, w, block, splits)
+            super::attention_rows::render_decode(em, a, w, block, splits, pack)
         }
         None if t.split_k.is_some() => Err(invalid("split_k: only the decode template splits its keys".into())),
         None => super::attention_rows::render_rows(em, a, block),

@@ -27,19 +27,28 @@ use super::{Body, GridSplit, OuterUnit, RenderError};
 /// combines the splits in split order (deterministic), writes the outputs through the epilogue
 /// and resets the counter (the scratch invariant: counters are zero between launches), as split-k
 /// does for matmuls.
+///
+/// With `pack > 1` (GQA: `pack` query heads share one K and V head) a block takes the `pack`
+/// consecutive flat batches of one K/V head, their `pack * m` queries held as the template's query
+/// slots (slot `s`: flat batch `bh + s / m`, query `s % m`), so the group's K and V are read once
+/// instead of once per query head; nothing that depends on the flat batch is hoisted out of the
+/// slots then.
 pub(super) fn render_decode(
     em: &mut Emitter<'_>,
     a: &AttentionBody,
     w: usize,
     block: u32,
     splits: u32,
+    pack: usize,
 ) -> Result<Body, RenderError> {
     let warps = block / 32;
     let (nd, nv) = (a.d / w, a.dv / w);
     let lanes = nd.max(nv).next_power_of_two().min(32);
     let (rq, rv) = (nd.div_ceil(lanes), nv.div_ceil(lanes));
     let groups = 32 / lanes;
-    let mq = a.m;
+    let m_n = a.m;
+    // Query slots: the queries of the block's `pack` flat batches.
+    let mq = m_n * pack;
     // Registers: the queries and outputs (f32), then `U` K and V vectors per lane in flight.
     let budget = (65536 / block as usize).min(255) * 3 / 4;
     let (fixed, per) = (mq * (rq + rv) * w + 40, (rq + rv) * 4);
@@ -49,8 +58,13 @@ pub(super) fn render_decode(
             msg: format!("block {block}: {mq} queries of {}/{} columns need more registers", a.d, a.dv),
         });
     }
+    if pack == 0 || !a.heads.is_multiple_of(pack) || a.k.group != a.v.group || !a.k.group.is_multiple_of(pack) {
+        return Err(em.err(format!("{pack} query heads per block: not a divisor of the K/V groups of {}", a.k.group)));
+    }
     let unroll = ((budget - fixed) / per).clamp(1, 4);
     let bh_n = (a.batch * a.heads) as u64;
+    // Blocks per split: one per `pack` flat batches.
+    let groups_n = bh_n / pack as u64;
     let shared = (warps as usize * mq * (a.dv + 2) * 4) as u32;
     if shared > 48 * 1024 {
         return Err(RenderError::InvalidTuning {
@@ -58,11 +72,11 @@ pub(super) fn render_decode(
             msg: format!("block {block}: {shared} bytes of shared memory for the decode combine"),
         });
     }
-    let blocks = if mq == 0 { 0 } else { bh_n * u64::from(splits) };
+    let blocks = if mq == 0 { 0 } else { groups_n * u64::from(splits) };
     // Scratch of a split decode: per head, split and query the max, the sum and dv outputs.
     let per_q = (a.dv + 2) as u64;
     let per_head = u64::from(splits) * mq as u64 * per_q;
-    let scratch = bh_n * per_head * 4 + bh_n * 4;
+    let scratch = groups_n * per_head * 4 + groups_n * 4;
     if splits > 1 && scratch > 256 << 20 {
         return Err(RenderError::InvalidTuning {
             kernel: em.k.name.clone(),
@@ -71,28 +85,29 @@ pub(super) fn render_decode(
     }
     let chunk = a.kv.div_ceil(splits as usize);
     let summary = format!(
-        "decode attention {bh_n} heads x m {mq} x kv {} , d {} dv {} ({}): {}, {warps} warps, \
+        "decode attention {bh_n} heads x m {m_n} x kv {} , d {} dv {} ({}){}: {}, {warps} warps, \
          {lanes} lanes x {w} elements per key, {groups} keys per warp, unrolled {unroll}",
         a.kv,
         a.d,
         a.dv,
         a.in_dtype,
+        if pack > 1 { format!(", {pack} query heads per block sharing their K and V") } else { String::new() },
         if splits > 1 {
             format!("{splits} blocks per head of {chunk} keys each, the last to finish combining them")
         } else {
             "a block per head".to_string()
         }
     );
-    let strategy = if splits > 1 {
-        format!("attention decode block {block} split {splits}")
-    } else {
-        format!("attention decode block {block}")
-    };
+    let strategy = format!(
+        "attention decode block {block}{}{}",
+        if splits > 1 { format!(" split {splits}") } else { String::new() },
+        if pack > 1 { format!(" pack {pack}") } else { String::new() }
+    );
     let body = match Body::launch(blocks, block, strategy, summary, None, 0) {
         Ok(b) if splits > 1 => b
-            .with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: 1, inner: u64::from(splits) })
+            .with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: pack as u64, inner: u64::from(splits) })
             .with_scratch(scratch),
-        Ok(b) => b.with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: 1, inner: 1 }),
+        Ok(b) => b.with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: pack as u64, inner: 1 }),
         Err(empty) => return Ok(*empty),
     };
     let ity = em.ity();
@@ -101,11 +116,17 @@ pub(super) fn render_decode(
     em.line(format!("// {}", body.summary));
     emit_consts(em);
     em.line(format!("__shared__ float red_m[{warps}][{mq}], red_l[{warps}][{mq}], red_o[{warps}][{mq}][{}];", a.dv));
+    // `gi`: the block's group of `pack` flat batches; `bh`: the first of them.
     if splits > 1 {
-        em.line(format!("const {ity} bh = blockIdx.x / {splits}u;"));
+        em.line(format!("const {ity} gi = blockIdx.x / {splits}u;"));
         em.line(format!("const unsigned sp = blockIdx.x % {splits}u; // this block's chunk of keys"));
     } else {
-        em.line(format!("const {ity} bh = blockIdx.x;"));
+        em.line(format!("const {ity} gi = blockIdx.x;"));
+    }
+    if pack > 1 {
+        em.line(format!("const {ity} bh = gi * {pack}u;"));
+    } else {
+        em.line(format!("const {ity} bh = gi;"));
     }
     em.line("const unsigned tid = threadIdx.x, lane = tid % 32u, warp = tid / 32u;");
     em.line(format!("const unsigned sub = lane % {lanes}u, grp = lane / {lanes}u;"));
@@ -121,7 +142,13 @@ pub(super) fn render_decode(
     em.open(format!("for (unsigned r = 0; r < {rq}u; ++r)"));
     em.line(format!("const unsigned ch = sub + r * {lanes}u;"));
     em.line("uint4 x = make_uint4(0u, 0u, 0u, 0u);");
-    let qa = row_addr(qt, "q_base", "qi", a.q.s_row, &format!("ch * {w}u"));
+    let qa = if pack > 1 {
+        em.line(format!("const unsigned qm = qi % {m_n}u, qg = qi / {m_n}u; // the slot's query and flat batch"));
+        let head = super::matmul::lit(qt, a.q.s_head as u64);
+        format!("{} + qg * {head}", row_addr(qt, "q_base", "qm", a.q.s_row, &format!("ch * {w}u")))
+    } else {
+        row_addr(qt, "q_base", "qi", a.q.s_row, &format!("ch * {w}u"))
+    };
     em.line(format!("if (ch < {nd}u) x = __ldg(reinterpret_cast<const uint4*>(a{} + ({qa})));", a.q.arg));
     em.line("#pragma unroll");
     em.line(format!(
@@ -141,9 +168,11 @@ pub(super) fn render_decode(
     em.close();
     em.close();
     em.names.insert(Var::Batch, "bh".into());
-    hoist_score(em, a, false)?;
+    if pack == 1 {
+        hoist_score(em, a, false)?;
+    }
     let kend = match a.causal {
-        Some(o) => format!("min({}u, {}u)", a.kv, (mq - 1 + o + 1).min(a.kv)),
+        Some(o) => format!("min({}u, {}u)", a.kv, (m_n - 1 + o + 1).min(a.kv)),
         None => format!("{}u", a.kv),
     };
     let step = warps as usize * groups;
@@ -194,8 +223,7 @@ pub(super) fn render_decode(
     em.line("#pragma unroll");
     em.line(format!("for (unsigned x = 1u; x < {lanes}u; x *= 2u) dot += __shfl_xor_sync(0xffffffffu, dot, x);"));
     em.decl("key", format!("const {ity} key = kb + u * {step}u;"));
-    em.decl("m", format!("const {ity} m = qi;"));
-    em.names.insert(Var::M, "m".into());
+    slot_names(em, m_n, pack);
     let mut guard = "key < kend".to_string();
     if let Some(o) = a.causal {
         guard.push_str(&format!(" && key <= m + {o}u"));
@@ -287,8 +315,11 @@ pub(super) fn render_decode(
         em.line(format!(
             "// ---- split decode: {splits} partial states per head through the scratch; the last block combines them"
         ));
-        em.line(format!("float* const part = sinter_ws + bh * {per_head}u;"));
-        em.line(format!("unsigned* const head_count = reinterpret_cast<unsigned*>(sinter_ws + {}u);", bh_n * per_head));
+        em.line(format!("float* const part = sinter_ws + gi * {per_head}u;"));
+        em.line(format!(
+            "unsigned* const head_count = reinterpret_cast<unsigned*>(sinter_ws + {}u);",
+            groups_n * per_head
+        ));
         em.open(&outputs);
         em.line(format!("const unsigned qi = idx / {}u;", a.dv));
         merge(em, warps, &warp_state(format!("idx % {}u", a.dv)));
@@ -296,12 +327,14 @@ pub(super) fn render_decode(
         em.line(format!("if (idx % {}u == 0u) {{ __stcg(&pq[0], mn); __stcg(&pq[1], lt); }}", a.dv));
         em.line(format!("__stcg(&pq[2u + idx % {}u], ot);", a.dv));
         em.close();
-        super::scratch::last_block_gate(em, "head_count[bh]", splits);
+        super::scratch::last_block_gate(em, "head_count[gi]", splits);
     }
-    hoist_epilogue(em, a, false)?;
+    if pack == 1 {
+        hoist_epilogue(em, a, false)?;
+    }
     em.open(&outputs);
     em.line(format!("const unsigned qi = idx / {}u;", a.dv));
-    em.decl("m", format!("const {ity} m = qi;"));
+    slot_names(em, m_n, pack);
     em.decl("n", format!("const {ity} n = idx % {}u;", a.dv));
     em.names.insert(Var::N, "n".into());
     if splits > 1 {
@@ -314,9 +347,23 @@ pub(super) fn render_decode(
     emit_epilogue(em, a, "ot / lt")?;
     em.close();
     if splits > 1 {
-        super::scratch::reset_counter(em, "head_count[bh]");
+        super::scratch::reset_counter(em, "head_count[gi]");
     }
     Ok(body)
+}
+
+/// Names the query (`m`) and, with `pack > 1`, the flat batch (`bhq`) of query slot `qi` inside a
+/// loop over the slots.
+fn slot_names(em: &mut Emitter<'_>, m_n: usize, pack: usize) {
+    let ity = em.ity();
+    if pack > 1 {
+        em.decl("m", format!("const {ity} m = qi % {m_n}u;"));
+        em.decl("bhq", format!("const {ity} bhq = bh + qi / {m_n}u;"));
+        em.names.insert(Var::Batch, "bhq".into());
+    } else {
+        em.decl("m", format!("const {ity} m = qi;"));
+    }
+    em.names.insert(Var::M, "m".into());
 }
 
 /// The generic row template: a warp per query row (`block / 32` rows of one flat batch per
