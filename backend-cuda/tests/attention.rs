@@ -63,6 +63,8 @@ pub fn cases() -> Vec<(String, AttnCase)> {
     v.push(("bool bshd".into(), AttnCase { mask: AttnMask::Bool, bshd: true, ..AttnCase::new(2, 2, 33, 70, 32, b) }));
     v.push(("gqa bshd dv".into(), AttnCase { kv_heads: 2, dv: 32, bshd: true, ..AttnCase::new(2, 4, 50, 90, 64, b) }));
     v.push(("decode gqa".into(), AttnCase { kv_heads: 1, ..AttnCase::new(2, 4, 4, 1000, 128, b) }));
+    // One query under GQA with groups for every SM: the query heads packed into tile rows.
+    v.push(("decode gqa packed".into(), AttnCase { kv_heads: 8, ..AttnCase::new(32, 32, 1, 300, 128, b) }));
     v.push((
         "decode causal mask".into(),
         AttnCase { causal: Some(2), mask: AttnMask::Bool, ..AttnCase::new(1, 2, 3, 9, 64, b) },
@@ -123,10 +125,13 @@ fn templates_by_shape() {
     assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 80, b)), "attention decode block 128");
     assert_eq!(on_ampere(&AttnCase::new(32, 32, 1, 4096, 128, b)), "attention decode block 128");
     assert_eq!(strategy(&AttnCase::new(8, 16, 1, 4096, 128, b)), "attention wgmma-ov 64x128 wg1 s3");
-    // GQA: the decode template with a K/V head's query heads in one block (K and V read once
-    // per group), up to 8 query slots.
+    // GQA: one query with groups for three quarters of the SMs: the group's query heads as the
+    // rows of the tensor-core tile (`pack-gqa`); else the decode template with a K/V head's query
+    // heads in one block (K and V read once per group), up to 8 query slots.
     let gqa = AttnCase { kv_heads: 8, ..AttnCase::new(32, 32, 1, 4096, 128, b) };
-    assert_eq!(strategy(&gqa), "attention decode block 128 split 3 pack 4");
+    assert_eq!(strategy(&gqa), "attention wgmma-ov 64x128 wg1 s3 pack-gqa 4");
+    let gqa_few = AttnCase { kv_heads: 8, ..AttnCase::new(8, 32, 1, 4096, 128, b) };
+    assert_eq!(strategy(&gqa_few), "attention decode block 128 split 9 pack 4");
     let mqa = AttnCase { kv_heads: 1, ..AttnCase::new(2, 32, 1, 4096, 128, b) };
     assert_eq!(strategy(&mqa), "attention decode block 128 split 16 pack 8");
     let gqa4 = AttnCase { kv_heads: 8, ..AttnCase::new(32, 32, 4, 4096, 128, b) };

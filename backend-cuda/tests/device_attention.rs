@@ -44,6 +44,15 @@ fn inputs(c: &AttnCase, seed: u64, dead_row: bool) -> Vec<HostTensor> {
     v
 }
 
+/// Whether case `what` runs: every case, or under `SINTER_TEST_CASES` (comma-separated) those whose
+/// name contains one of its substrings.
+fn case_selected(what: &str) -> bool {
+    std::env::var("SINTER_TEST_CASES")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .is_none_or(|v| v.split(',').any(|p| what.contains(p)))
+}
+
 fn cases() -> Vec<(String, AttnCase, bool)> {
     let mut v = Vec::new();
     for d in [DType::BF16, DType::F16, DType::F32] {
@@ -64,6 +73,11 @@ fn cases() -> Vec<(String, AttnCase, bool)> {
     add("f16 s1000 d64", AttnCase::new(1, 2, 1000, 1000, 64, DType::F16), false);
     add("bf16 causal s4097 d64", AttnCase { causal: Some(0), ..AttnCase::new(1, 1, 4097, 4097, 64, b) }, false);
     add("bf16 m7 kv1000 d128", AttnCase::new(1, 2, 7, 1000, 128, b), false);
+    // One query under GQA with a group for every SM: the query heads as tile rows (`pack-gqa`),
+    // with an additive mask whose index reads the query; the same with fewer groups.
+    let packed = AttnCase { kv_heads: 8, mask: AttnMask::Additive, ..AttnCase::new(32, 32, 1, 300, 128, b) };
+    add("bf16 decode gqa packed", packed, false);
+    add("bf16 decode gqa few", AttnCase { kv_heads: 4, ..AttnCase::new(2, 16, 1, 1000, 128, b) }, false);
     // Causal rows and keys in whole tiles (the lagged schedule of the TMA ping-pong tiles, key
     // tiles of both parities per block), also with keys ahead of the queries (a cache prefix).
     add(
@@ -143,6 +157,9 @@ fn attention_matches_the_interpreter_with_every_tuning() {
     let mut failures = Vec::new();
     let mut engines = std::collections::BTreeMap::<String, usize>::new();
     for (ci, (what, c, dead)) in cases().into_iter().enumerate() {
+        if !case_selected(&what) {
+            continue;
+        }
         let p = attention(&c);
         assert!(matches!(p.kernels[0].body, KernelBody::Attention(_)));
         let ins = inputs(&c, 100 + 10 * ci as u64, dead);
@@ -205,7 +222,8 @@ extern "C" __global__ void fill_f32(float* p, unsigned long long n, unsigned lon
 }"#;
 
 /// Times the rendered kernels (every candidate tuning) at the benchmark shapes and torchvision
-/// ViT-B/16's f32 attention (batch 2), inputs drawn on the device: median of 5 batches of 20 launches between two events, after a warm-up.
+/// ViT-B/16's f32 attention (batch 2), inputs drawn on the device: median of 5 batches of 20
+/// launches between two events, after a warm-up. `SINTER_TEST_CASES` selects shapes by name.
 #[test]
 #[ignore]
 fn attention_timing() {
@@ -234,6 +252,9 @@ fn attention_timing() {
     let ev = TimingEvents::new(&dev, 1).unwrap();
     let mut table = Vec::new();
     for (what, c, torch_ms) in shapes {
+        if !case_selected(what) {
+            continue;
+        }
         let p = attention(&c);
         let mut ins = Vec::new();
         for (i, s) in c.input_shapes().iter().enumerate() {

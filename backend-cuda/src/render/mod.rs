@@ -65,6 +65,7 @@
 mod analysis;
 mod attention;
 mod attention_fma;
+mod attention_pack;
 mod attention_pingpong;
 mod attention_rows;
 mod attention_tc;
@@ -391,6 +392,17 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
             kernel: k.name.clone(),
             msg: "groups apply to pointwise kernels".into(),
         });
+    }
+    // GQA decode, default tuning: the group's query heads as the rows of one tensor-core tile.
+    if *t == Tuning::default()
+        && let Some((packed, g, tile)) = attention_pack::pack_gqa(k, caps)
+    {
+        let mut r = render(&packed, caps, &Tuning { attn: Some(tile), ..Tuning::default() })?;
+        if let Some(s) = &mut r.split {
+            s.per *= g as u64;
+        }
+        r.strategy.push_str(&format!(" pack-gqa {g}"));
+        return Ok(r);
     }
     let wide = index::needs_wide(k);
     let mut em = Emitter::new(k, wide);
