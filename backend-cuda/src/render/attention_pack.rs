@@ -8,7 +8,7 @@
 //! the decode template with the group's query heads as its query slots 0.1837 ms, the tensor-core
 //! tile a block per query head 0.3669, torch's SDPA with `enable_gqa` 0.1269.
 
-use sinter_core::kernel::{AttentionBody, Expr, Index, Kernel, KernelBody, Var};
+use sinter_core::kernel::{AttentionBody, Index, Kernel, KernelBody, Var};
 
 use super::CudaCaps;
 use super::attention::{AttnTile, check_attn, wgmma_applies};
@@ -44,16 +44,7 @@ pub(super) fn pack_gqa(k: &Kernel, caps: &CudaCaps) -> Option<(Kernel, usize, At
     let old_batch = Index::var(Var::Batch).mul(g as i64).add(Index::var(Var::M));
     let remap = |i: &Index| i.substitute(Var::M, &Index::Const(0)).substitute(Var::Batch, &old_batch);
     let mut out = k.clone();
-    for e in &mut out.exprs {
-        match &mut e.expr {
-            Expr::Load { index, .. } | Expr::IndexValue(index) => *index = remap(index),
-            Expr::IndexCmp(_, x, y) => {
-                *x = remap(x);
-                *y = remap(y);
-            }
-            _ => {}
-        }
-    }
+    out.map_expr_indices(&remap);
     for s in &mut b.stores {
         s.index = remap(&s.index);
     }

@@ -480,6 +480,21 @@ impl Kernel {
         &self.exprs[id.0 as usize]
     }
 
+    /// Rewrites every index the expressions hold (loads, index values, both sides of index
+    /// comparisons) with `f`; the body's store indices are left to the caller.
+    pub fn map_expr_indices(&mut self, f: &dyn Fn(&Index) -> Index) {
+        for e in &mut self.exprs {
+            match &mut e.expr {
+                Expr::Load { index, .. } | Expr::IndexValue(index) => *index = f(index),
+                Expr::IndexCmp(_, x, y) => {
+                    *x = f(x);
+                    *y = f(y);
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// Appends an expression, returning its id.
     pub fn push_expr(&mut self, expr: Expr, dtype: DType) -> ExprId {
         self.exprs.push(TypedExpr { expr, dtype });

@@ -54,16 +54,7 @@ pub(super) fn split(
     let red_of = Index::var(Var::Red).add(Index::var(Var::Row).rem(factor as i64).mul(chunk as i64));
     let remap = |i: &Index| i.substitute(Var::Row, &row_of).substitute(Var::Red, &red_of);
     let mut a = k.clone();
-    for e in &mut a.exprs {
-        match &mut e.expr {
-            Expr::Load { index, .. } | Expr::IndexValue(index) => *index = remap(index),
-            Expr::IndexCmp(_, x, y) => {
-                *x = remap(x);
-                *y = remap(y);
-            }
-            _ => {}
-        }
-    }
+    a.map_expr_indices(&remap);
     let acc = ExprId(a.exprs.len() as u32);
     a.exprs.push(TypedExpr { expr: Expr::Acc(0), dtype: acc_dt });
     a.args.push(partial_arg.clone());
