@@ -97,6 +97,9 @@ fn templates_by_shape() {
     let r = render::render(&k, &CudaCaps::hopper(), &fixed).unwrap();
     assert_eq!(r.strategy, "attention wgmma 64x128 wg1 s2");
     assert!(r.split.is_some());
+    // Decode shapes keep their defaults in a program for a dynamic batch (they shrink with it).
+    let dec = kernel(&AttnCase::new(32, 32, 1, 4096, 64, b));
+    assert_eq!(render::fixed_grid_default(&dec, &CudaCaps::hopper()), None);
     // Fewer keys than a TMA box at d64: the one-warpgroup tile.
     assert_eq!(strategy(&AttnCase::new(2, 4, 300, 100, 64, b)), "attention wgmma 64x128 wg1 s2");
     assert_eq!(

@@ -469,9 +469,11 @@ pub(super) fn default_attn(a: &AttentionBody, caps: &CudaCaps) -> AttnTile {
 
 /// The tile [`default_attn`] picks where a persistent grid would not do (a program compiled for
 /// a dynamic batch: a persistent grid has no [`super::GridSplit`], so it would run the bound's
-/// work at every smaller batch), or `None` where the default is not persistent.
+/// work at every smaller batch), or `None` where the default is not persistent (decode shapes
+/// among them: their defaults, the decode template, [`decode_tile`] and the GQA rewrite, all shrink
+/// with the batch).
 pub fn fixed_grid_default(a: &AttentionBody, caps: &CudaCaps) -> Option<AttnTile> {
-    (tc_applies(a, caps).is_ok() && default_attn(a, caps).persistent_blocks())
+    (decode_width(a).is_none() && tc_applies(a, caps).is_ok() && default_attn(a, caps).persistent_blocks())
         .then(|| default_attn_with(a, caps, false))
 }
 
