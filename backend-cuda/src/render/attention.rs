@@ -10,11 +10,14 @@
 //!   (`attention_pingpong`: a producer warpgroup feeding an `mbarrier` ring, consumer warpgroups
 //!   taking turns to issue their products) ([`AttnEngine`]).
 //! * **Decode** (`attention_rows`): at most [`DECODE_M`] queries, 16-byte-aligned f32/f16/bf16
-//!   rows. One block per flat batch, or where the heads are too few to fill the GPU (generation
-//!   at batch 1) up to 16 blocks per flat batch each taking a chunk of the keys, the last to
-//!   finish combining their states through the kernel's scratch ([`default_decode_split`]);
-//!   keys split over the warps (and over lane groups inside a warp), 16-byte loads, partial
-//!   (max, sum, output) combined through shared memory.
+//!   rows. One block per flat batch (under GQA per group of query heads sharing K and V,
+//!   [`decode_pack`]), or where the heads are too few to fill the GPU (generation at batch 1) up
+//!   to 16 blocks per flat batch each taking a chunk of the keys, the last to finish combining
+//!   their states through the kernel's scratch ([`default_decode_split`]); keys split over the
+//!   warps (and over lane groups inside a warp), 16-byte loads, partial (max, sum, output)
+//!   combined through shared memory. Where the heads fill the SMs, the tensor-core tile takes
+//!   decode shapes instead ([`decode_tile`]; one query under GQA through the rewrite of
+//!   `attention_pack`, the group's query heads as the tile's rows).
 //! * **Tiled CUDA cores** (`attention_fma`, [`AttnEngine::Fma`]): f32, f16 and bf16 operands the
 //!   tensor-core templates do not take (f32 above all), value head dims up to 256. A block of 256
 //!   threads owns up to 64 query rows; Q, one K tile and one V tile in shared memory (f32), S and
