@@ -112,9 +112,20 @@ pub(super) fn default_decode_split(a: &AttentionBody, caps: &CudaCaps, pack: usi
 ///   8 KV heads 0.3684 against the decode template's 0.2408-0.2848 (each query head's block reads
 ///   its group's K and V again).
 pub(super) fn decode_tile(a: &AttentionBody, caps: &CudaCaps) -> Option<AttnTile> {
-    let heads = (a.batch * a.heads) as u64;
     let gqa = a.k.group > 1 || a.v.group > 1;
-    if a.m > DECODE_M || gqa || heads * 4 < 3 * u64::from(caps.sm_count.max(1)) || wgmma_applies(a, caps).is_err() {
+    if a.m > DECODE_M || gqa {
+        return None;
+    }
+    few_query_tile(a, caps)
+}
+
+/// The tile of few query rows a block each ([`decode_tile`], and the GQA rewrite of
+/// `attention_pack`, whose rows are a group's query heads): `wgmma`, 64 rows, 128 keys a stage,
+/// three stages, one block an SM (214 KB of shared memory at d128), where the flat batches give at
+/// least three quarters of the SMs a block and the tile takes `a`.
+pub(super) fn few_query_tile(a: &AttentionBody, caps: &CudaCaps) -> Option<AttnTile> {
+    let blocks = (a.batch * a.heads) as u64;
+    if blocks * 4 < 3 * u64::from(caps.sm_count.max(1)) || wgmma_applies(a, caps).is_err() {
         return None;
     }
     let tile = AttnTile::overlapped(64, 128, 3);

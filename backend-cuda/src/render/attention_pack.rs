@@ -11,13 +11,12 @@
 use sinter_core::kernel::{AttentionBody, Index, Kernel, KernelBody, Var};
 
 use super::CudaCaps;
-use super::attention::{AttnTile, check_attn, wgmma_applies};
+use super::attention::{AttnTile, few_query_tile};
 
 /// The rewritten kernel and the query heads per K/V head `g`, where `k` is a one-query attention
 /// under GQA (K and V grouped alike, `g` dividing the heads, no causal bound that masks a key)
-/// whose `batch * heads / g` groups give at least three quarters of the SMs a block, and the
-/// decode tile ([`AttnTile::overlapped`] 64x128, three stages) takes the rewritten body; else
-/// `None`. The rewrite: heads `heads / g`, queries `g`, Q's rows the query heads (row stride the
+/// where the tile of few query rows takes the rewritten body (`attention::few_query_tile`: its
+/// `batch * heads / g` groups give at least three quarters of the SMs a block); else `None`. The rewrite: heads `heads / g`, queries `g`, Q's rows the query heads (row stride the
 /// head stride, head stride `g` times it), K and V ungrouped; in every index the old flat batch is
 /// `Batch * g + M` and the old query 0. A launch of the rewritten kernel covers `g` of the
 /// original's flat batches per block row (its grid split's `per` times `g`).
@@ -28,10 +27,6 @@ pub(super) fn pack_gqa(k: &Kernel, caps: &CudaCaps) -> Option<(Kernel, usize, At
     if a.m != 1 || g < 2 || a.v.group != g || a.q.group > 1 || !a.heads.is_multiple_of(g) || !no_mask {
         return None;
     }
-    let groups = (a.batch * a.heads / g) as u64;
-    if groups * 4 < 3 * u64::from(caps.sm_count.max(1)) || wgmma_applies(a, caps).is_err() {
-        return None;
-    }
     let mut b: AttentionBody = a.clone();
     b.heads = a.heads / g;
     b.m = g;
@@ -40,6 +35,7 @@ pub(super) fn pack_gqa(k: &Kernel, caps: &CudaCaps) -> Option<(Kernel, usize, At
     b.q.s_head = a.q.s_head * g;
     b.k.group = 1;
     b.v.group = 1;
+    let tile = few_query_tile(&b, caps)?;
     // Query 0 first, then the flat batch (whose replacement names the new query index).
     let old_batch = Index::var(Var::Batch).mul(g as i64).add(Index::var(Var::M));
     let remap = |i: &Index| i.substitute(Var::M, &Index::Const(0)).substitute(Var::Batch, &old_batch);
@@ -48,8 +44,6 @@ pub(super) fn pack_gqa(k: &Kernel, caps: &CudaCaps) -> Option<(Kernel, usize, At
     for s in &mut b.stores {
         s.index = remap(&s.index);
     }
-    let tile = AttnTile::overlapped(64, 128, 3);
-    check_attn(&tile, caps, &b).ok()?;
     out.body = KernelBody::Attention(b);
     Some((out, g, tile))
 }
