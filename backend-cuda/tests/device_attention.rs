@@ -47,10 +47,7 @@ fn inputs(c: &AttnCase, seed: u64, dead_row: bool) -> Vec<HostTensor> {
 /// Whether case `what` runs: every case, or under `SINTER_TEST_CASES` (comma-separated) those whose
 /// name contains one of its substrings.
 fn case_selected(what: &str) -> bool {
-    std::env::var("SINTER_TEST_CASES")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .is_none_or(|v| v.split(',').any(|p| what.contains(p)))
+    launch::env_list("SINTER_TEST_CASES").is_none_or(|v| v.iter().any(|p| what.contains(p.as_str())))
 }
 
 fn cases() -> Vec<(String, AttnCase, bool)> {

@@ -35,7 +35,12 @@ pub fn caps(dev: &Device) -> CudaCaps {
 /// The strategy substrings of `SINTER_TEST_TUNINGS` (comma-separated), when set: a device call
 /// that checks or times only some templates (`SINTER_TEST_TUNINGS="e4,qr"`).
 pub fn tuning_filter() -> Option<Vec<String>> {
-    let v = std::env::var("SINTER_TEST_TUNINGS").ok().filter(|v| !v.is_empty())?;
+    env_list("SINTER_TEST_TUNINGS")
+}
+
+/// The comma-separated substrings of environment variable `name`, when set and not empty.
+pub fn env_list(name: &str) -> Option<Vec<String>> {
+    let v = std::env::var(name).ok().filter(|v| !v.is_empty())?;
     Some(v.split(',').map(str::to_string).collect())
 }
 
