@@ -221,7 +221,8 @@ impl CompiledGraph {
                 // The first pair's two lowerings side by side: together they are most of an
                 // attempt's cost, and of a refused one (ViT-B/16 in bf16: 0.43 s of a 1.5 s cold
                 // compile on an H200's host, BENCHMARKS.md session 20).
-                let (b0, p0) = (first, first / 2);
+                let pairs = [(first, first / 2), (first, first * 3 / 4), (2 * first, 3 * first / 2)];
+                let (b0, p0) = pairs[0];
                 let (rb, rp) = std::thread::scope(|s| {
                     let probe = s.spawn(|| self.schedule_dynamic(&with_value(sig, &inputs, p0), &sym, p0));
                     let rb = self.schedule_dynamic(&with_value(sig, &inputs, b0), &sym, b0);
@@ -233,7 +234,7 @@ impl CompiledGraph {
                         Err(why) => return Ok(self.refused(&key, why)),
                     };
                 }
-                for (b, p) in [(first, first / 2), (first, first * 3 / 4), (2 * first, 3 * first / 2)] {
+                for (b, p) in pairs {
                     for n in [b, p] {
                         if let Entry::Vacant(e) = at.entry(n) {
                             match self.schedule_dynamic(&with_value(sig, &inputs, n), &sym, n)? {
