@@ -50,6 +50,7 @@ impl Sched<'_> {
                 self.channels_last_input(id, &shape);
             }
         }
+        self.plan_channels_last();
         for i in 0..self.g.nodes.len() {
             let id = NodeId(i as u32);
             if matches!(self.g.node(id).op, Op::Conv2d { .. }) && self.conv[i] == ConvPlan::Implicit && self.live[i] {
@@ -81,6 +82,10 @@ impl Sched<'_> {
         let x = self.g.node(id).inputs[0];
         let Op::Permute(p) = &self.g.node(x).op else { return };
         let y = self.g.node(x).inputs[0];
+        // A window of a channels-last region reads the permute's source in its own order.
+        if self.layout[id.index()].is_some() {
+            return;
+        }
         let yi = y.index();
         if p.len() != 4 || p[3] == 3 || !self.may_relayout(y) {
             return;
@@ -199,7 +204,7 @@ impl Sched<'_> {
     /// Whether node `n` may be stored in another order than its logical one ([`Sched::layout`]):
     /// a rank-4 node the scheduler computes (not a graph input, constant, movement or output)
     /// that no earlier decision laid out.
-    fn may_relayout(&self, n: NodeId) -> bool {
+    pub(super) fn may_relayout(&self, n: NodeId) -> bool {
         let i = n.index();
         let computed = !matches!(self.kind[i], Kind::Input(_) | Kind::Constant | Kind::Movement);
         computed && self.shapes[i].len() == 4 && self.outputs_of[i].is_empty() && self.layout[i].is_none()
@@ -229,7 +234,7 @@ impl Sched<'_> {
     }
 
     /// The legal lowerings of convolution `id`, and the cost model's pick among them.
-    fn conv_choice(&self, id: NodeId, window: &Window2d, groups: usize) -> (ConvPlan, String, Option<ConvShape>) {
+    pub(super) fn conv_choice(&self, id: NodeId, window: &Window2d, groups: usize) -> (ConvPlan, String, Option<ConvShape>) {
         let node = self.g.node(id);
         let (xs, ws, out) =
             (&self.shapes[node.inputs[0].index()], &self.shapes[node.inputs[1].index()], &self.shapes[id.index()]);

@@ -19,7 +19,9 @@ use std::collections::{BTreeSet, HashMap};
 /// norm over the last axis, a 1x1 convolution's weight on 1x1 images). One thread per row then
 /// reads rows apart across a warp ([`CostModel::workgroup_per_whole_row`](super::CostModel)
 /// decides). Probed at sample rows and taps with `Index::eval` (a window's taps step back at each
-/// kernel row, so a 3x3 or 7x7 window never qualifies).
+/// kernel row, so a 3x3 or 7x7 window never qualifies). The rows must spread over at least half as
+/// many elements as there are rows: a depthwise convolution walking channels-last reads its small
+/// weight row by row (`row % C * 49 + tap`), which its threads share, not stream.
 fn reads_rows_contiguously(exprs: &[crate::kernel::TypedExpr], rows: usize, len: usize) -> bool {
     use crate::kernel::{Index, Var};
     if rows < 2 || len < 2 {
@@ -46,6 +48,7 @@ fn reads_rows_contiguously(exprs: &[crate::kernel::TypedExpr], rows: usize, len:
                     (0..taps).all(|t| at(index, r, t + 1) - at(index, r, t) == 1)
                         && (at(index, r + 1, 0) - at(index, r, 0)).abs() >= 4
                 })
+                && (at(index, rows - 2, 0) - at(index, 0, 0)).abs() >= (rows / 2) as i64
         }
         _ => false,
     })

@@ -70,6 +70,7 @@
 mod attention;
 mod bindings;
 mod build;
+mod channels_last;
 mod conv;
 mod emit;
 mod finish;

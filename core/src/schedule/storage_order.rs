@@ -74,13 +74,6 @@ pub(super) fn storage_order(
         }
     }
     let (p, shape, n) = order?;
-    // Only where the kernel reads a node laid out alike: otherwise walking the stores' order would
-    // trade coalesced reads for coalesced writes (a pointwise kernel writing a node for a window's
-    // transposed read, `Sched::window_input_layout`, keeps its logical order).
-    let alike = |a: &ReadArg| matches!(a.buf, BufRef::Node(r) if s.layout[r.index()].as_ref() == Some(p));
-    if !kb.reads.iter().any(alike) {
-        return None;
-    }
     // Storage axis j holds logical axis p[j].
     let stored: Vec<usize> = p.iter().map(|&i| shape[i]).collect();
     let sc = delinearize(&Index::var(var), &stored);
@@ -89,9 +82,45 @@ pub(super) fn storage_order(
         c[i] = sc[j].clone();
     }
     let logical = kb.simp(&linearize(&c, shape));
+    // Only where the kernel reads a node laid out alike, or reads at least as many operands
+    // contiguously walking the stores' order as walking its logical one: otherwise walking the
+    // stores' order would trade coalesced reads for coalesced writes (a pointwise kernel writing a
+    // node for a window's transposed read, `Sched::window_input_layout`, keeps its logical order).
+    let alike = |a: &ReadArg| matches!(a.buf, BufRef::Node(r) if s.layout[r.index()].as_ref() == Some(p));
+    if !kb.reads.iter().any(alike) {
+        let stored_walk = contiguous_loads(kb, var, count, |i| kb.simp(&i.substitute(var, &logical)));
+        let logical_walk = contiguous_loads(kb, var, count, |i| i.clone());
+        if stored_walk == 0 || stored_walk < logical_walk {
+            return None;
+        }
+    }
     let reason = format!(
         "layout: the kernel walks {n} in its storage order (permutation {p:?}): consecutive threads store \
          consecutive elements"
     );
     Some(StorageOrder { var, logical, reason })
+}
+
+/// How many of `kb`'s loads read consecutive elements at consecutive values of `var` (of `count`)
+/// once their indices go through `walk`: sampled at eight points along `var` (the kernel's other
+/// variables and loaded values 0), a load counts where at least six samples step by one. Loads
+/// that do not move with `var` (broadcasts) count for neither walk.
+fn contiguous_loads(kb: &KernelBuilder, var: Var, count: usize, walk: impl Fn(&Index) -> Index) -> usize {
+    if count < 2 {
+        return 0;
+    }
+    let last = count as i64 - 2;
+    let samples: Vec<i64> = (0..8i64).map(|k| (k * last / 7 + 13 * k).min(last)).collect();
+    kb.exprs
+        .iter()
+        .filter(|te| {
+            let Expr::Load { index, .. } = &te.expr else { return false };
+            if !index.uses(var) {
+                return false;
+            }
+            let i = walk(index);
+            let at = |v: i64| i.eval(&|x| if x == var { v } else { 0 }, &|_| 0);
+            samples.iter().filter(|&&v| at(v + 1) - at(v) == 1).count() >= 6
+        })
+        .count()
 }

@@ -688,6 +688,9 @@ pub(crate) enum Convs {
     Implicit,
     /// As `Implicit`, every implicit convolution's computed input stored channels-last.
     ChannelsLast,
+    /// As `ChannelsLast`, but convolutions of fewer than 16 output channels per group (depthwise)
+    /// stay window kernels, as the CUDA model keeps them.
+    ThinWindows,
 }
 
 impl TestModel {
@@ -710,7 +713,7 @@ impl CostModel for TestModel {
         match self.convs {
             // The two convolution models kept the trait's default split rule.
             Convs::Default => self.base.reduce_split(rows, len, caps),
-            Convs::Windows | Convs::Matmuls | Convs::Implicit | Convs::ChannelsLast => {
+            Convs::Windows | Convs::Matmuls | Convs::Implicit | Convs::ChannelsLast | Convs::ThinWindows => {
                 TraitDefaults.reduce_split(rows, len, caps)
             }
         }
@@ -720,17 +723,19 @@ impl CostModel for TestModel {
             Convs::Default => self.base.conv_as_matmul(conv, caps),
             Convs::Windows => TraitDefaults.conv_as_matmul(conv, caps),
             Convs::Matmuls | Convs::Implicit | Convs::ChannelsLast => Ok("matmul: forced".into()),
+            Convs::ThinWindows if conv.out_channels / conv.groups.max(1) < 16 => Err("window: thin".into()),
+            Convs::ThinWindows => Ok("matmul: forced".into()),
         }
     }
     fn conv_implicit(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
         match self.convs {
-            Convs::Implicit | Convs::ChannelsLast => Ok("implicit GEMM: forced".into()),
+            Convs::Implicit | Convs::ChannelsLast | Convs::ThinWindows => Ok("implicit GEMM: forced".into()),
             _ => TraitDefaults.conv_implicit(conv, caps),
         }
     }
     fn conv_channels_last(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
         match self.convs {
-            Convs::ChannelsLast => Ok("forced".into()),
+            Convs::ChannelsLast | Convs::ThinWindows => Ok("forced".into()),
             _ => TraitDefaults.conv_channels_last(conv, caps),
         }
     }

@@ -304,6 +304,64 @@ fn window_inputs_read_through_a_transpose_are_stored_in_that_order() {
     }
 }
 
+/// ConvNeXt (torchvision's stem, `LayerNorm2d` and `CNBlock`s, then the head's average pool):
+/// the activations between the permutes to and from channels-last are stored channels-last
+/// (`schedule::channels_last`), so no kernel of a block reads or writes across the channels: the
+/// depthwise window reads and writes channel-contiguous, the LayerNorm reads whole rows and the
+/// residual kernel reads the second linear layer's output where it stores. Computes the reference.
+#[test]
+fn convnext_blocks_keep_their_activations_channels_last() {
+    let (n, c, hw) = (2, 16, 5);
+    let g = Graph::new();
+    let f = |name: &str, shape: &[usize]| g.input(name, DType::F32, shape.to_vec());
+    let img = f("img", &[n, 3, 4 * hw, 4 * hw]);
+    let (sw, sb) = (f("sw", &[c, 3, 4, 4]), f("sb", &[c]));
+    let (g0, b0) = (f("g0", &[c]), f("b0", &[c]));
+    let (dw, dwb, lg, lb) = (f("dw", &[c, 1, 7, 7]), f("dwb", &[c]), f("lg", &[c]), f("lb", &[c]));
+    let (w1, b1, w2, b2) = (f("w1", &[c, 4 * c]), f("b1", &[4 * c]), f("w2", &[4 * c, c]), f("b2", &[c]));
+    let ls = f("ls", &[c, 1, 1]);
+    let stem = img.conv2d(&sw, Some(&sb), [4, 4], [0; 4], [1, 1], 1);
+    let mut x = stem.permute(&[0, 2, 3, 1]).layer_norm(&g0, &b0, 1e-6).permute(&[0, 3, 1, 2]);
+    for _ in 0..2 {
+        let y = x.conv2d(&dw, Some(&dwb), [1, 1], [3, 3, 3, 3], [1, 1], c);
+        let h = (y.permute(&[0, 2, 3, 1]).layer_norm(&lg, &lb, 1e-6).matmul(&w1) + &b1).gelu();
+        let h = h.matmul(&w2) + &b2;
+        x = &(&ls * &h.permute(&[0, 3, 1, 2])) + &x;
+    }
+    g.output(&x.mean(&[2, 3], true));
+    let ir = g.build().expect("build");
+    let shapes: [&[usize]; 14] = [
+        &[n, 3, 4 * hw, 4 * hw],
+        &[c, 3, 4, 4],
+        &[c],
+        &[c],
+        &[c],
+        &[c, 1, 7, 7],
+        &[c],
+        &[c],
+        &[c],
+        &[c, 4 * c],
+        &[4 * c],
+        &[4 * c, c],
+        &[c],
+        &[c, 1, 1],
+    ];
+    let inputs: Vec<HostTensor> = shapes.iter().enumerate().map(|(i, s)| rnd(DType::F32, s, 40 + i as u64)).collect();
+    let p = check_with(&ir, &inputs, &Capabilities::host(), &TestModel::convs(Convs::ThinWindows));
+    let region = p.decisions.iter().find(|d| d.reason.contains("stored channels-last (NHWC) between permutes"));
+    assert!(region.is_some(), "no channels-last region\n{}", print_program(&p));
+    // Every kernel of the blocks reads its full-size operands at unit stride along its walk: no
+    // load steps over the channels' plane (`* 25`, H * W) or over the channels (`* 16`) except the
+    // products' own operands and the head's pool (which sums a plane per row).
+    for k in &p.kernels {
+        let text = crate::kernel::print::print_kernel(k);
+        if matches!(k.body, KernelBody::Matmul(_)) || text.contains("len=25 ") {
+            continue;
+        }
+        assert!(!text.contains("* 25 +") && !text.contains("red * 25"), "{} reads across channels\n{text}", k.name);
+    }
+}
+
 /// A thin convolution kept as a window kernel whose taps are rows stored whole (squeeze-and-
 /// excitation's reduce: 1x1 on 1x1 images, fewer output channels than a matmul tile wants) takes
 /// a workgroup per output instead of a thread per output, and computes the reference; rows of
