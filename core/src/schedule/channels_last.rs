@@ -28,6 +28,8 @@ use crate::ir::{NodeId, Op};
 const NHWC: [usize; 4] = [0, 2, 3, 1];
 /// The permute that reads an `[N, C, H, W]` node as `[N, H, W, C]`.
 const TO_CHANNELS_LAST: [usize; 4] = [0, 2, 3, 1];
+/// The storage order of a depthwise window's constant `[C, 1, kh, kw]` weights: `[1, kh, kw, C]`.
+const TAP_MAJOR: [usize; 4] = [1, 2, 3, 0];
 /// The permute that reads an `[N, H, W, C]` node as `[N, C, H, W]`.
 const FROM_CHANNELS_LAST: [usize; 4] = [0, 3, 1, 2];
 
@@ -82,6 +84,7 @@ impl Sched<'_> {
         for &i in &nodes {
             self.layout[i as usize] = Some(NHWC.to_vec());
         }
+        let weights = self.tap_major_weights(&member);
         let count = nodes.len();
         self.decide(
             nodes,
@@ -92,6 +95,45 @@ impl Sched<'_> {
             ),
             vec![],
         );
+        if !weights.is_empty() {
+            self.decide(
+                weights,
+                false,
+                "layout: depthwise weights stored tap-major ([kh, kw, C]): a warp of a channels-last window reads \
+                 consecutive channels of one tap",
+                vec![],
+            );
+        }
+    }
+
+    /// Stores the constant weights of the region's depthwise windows tap-major
+    /// (`Sched::layout` `[1, 2, 3, 0]`, the buffer permuted when the program is built), where
+    /// every user of the weight is such a window: consecutive threads of a window walking
+    /// channels-last then read consecutive weights of a tap instead of weights `kh * kw` apart.
+    /// Measured on an H200 (session 22, call 1): ConvNeXt-Tiny's 18 depthwise windows walking
+    /// channels-last with `[C, 1, 7, 7]` weights took 1.29 ms against 0.43 in NCHW.
+    fn tap_major_weights(&mut self, member: &[bool]) -> Vec<u32> {
+        let mut out = Vec::new();
+        for i in 0..self.g.nodes.len() {
+            let id = NodeId(i as u32);
+            if !member[i] || self.kind[i] != Kind::Conv {
+                continue;
+            }
+            let w = self.g.node(id).inputs[1];
+            let wi = w.index();
+            let windows_only = self.users[wi].iter().all(|&u| {
+                member[u.index()]
+                    && self.kind[u.index()] == Kind::Conv
+                    && self.conv[u.index()] == ConvPlan::Window
+                    && self.g.node(u).inputs[1] == w
+                    && self.g.node(u).inputs[0] != w
+            });
+            if self.kind[wi] == Kind::Constant && self.numel_of(w) > 1 && self.layout[wi].is_none() && windows_only {
+                self.layout[wi] = Some(TAP_MAJOR.to_vec());
+                out.push(w.0);
+            }
+        }
+        out
     }
 
     /// Whether node `id` may join a channels-last region: a live rank-4 node the scheduler may

@@ -97,7 +97,7 @@ impl Sched<'_> {
                     let v = if dt.is_float() { t.to_f64_vec()[0] } else { t.to_i64_vec()[0] as f64 };
                     return Ok(kb.konst(v, dt));
                 }
-                return Ok(kb.load(BufRef::Constant(n), dt, numel, &linearize(c, shape)));
+                return Ok(kb.load(BufRef::Constant(n), dt, numel, &self.storage_index(n, c)));
             }
             _ => {}
         }
@@ -426,7 +426,7 @@ impl Sched<'_> {
         let c: Vec<Index> = c.iter().map(|i| kb.simp(i)).collect();
         match self.kind[n.index()] {
             Kind::Input(k) => return Some((BufRef::Input(k), kb.simp(&linearize(&c, shape)))),
-            Kind::Constant => return Some((BufRef::Constant(n), kb.simp(&linearize(&c, shape)))),
+            Kind::Constant => return Some((BufRef::Constant(n), kb.simp(&self.storage_index(n, &c)))),
             _ => {}
         }
         if let Some(k) = self.place[n.index()] {

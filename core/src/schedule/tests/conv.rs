@@ -317,7 +317,9 @@ fn convnext_blocks_keep_their_activations_channels_last() {
     let img = f("img", &[n, 3, 4 * hw, 4 * hw]);
     let (sw, sb) = (f("sw", &[c, 3, 4, 4]), f("sb", &[c]));
     let (g0, b0) = (f("g0", &[c]), f("b0", &[c]));
-    let (dw, dwb, lg, lb) = (f("dw", &[c, 1, 7, 7]), f("dwb", &[c]), f("lg", &[c]), f("lb", &[c]));
+    // The depthwise weights are constants (stored tap-major), the others inputs.
+    let dw = g.constant(rnd(DType::F32, &[c, 1, 7, 7], 60));
+    let (dwb, lg, lb) = (f("dwb", &[c]), f("lg", &[c]), f("lb", &[c]));
     let (w1, b1, w2, b2) = (f("w1", &[c, 4 * c]), f("b1", &[4 * c]), f("w2", &[4 * c, c]), f("b2", &[c]));
     let ls = f("ls", &[c, 1, 1]);
     let stem = img.conv2d(&sw, Some(&sb), [4, 4], [0; 4], [1, 1], 1);
@@ -330,13 +332,12 @@ fn convnext_blocks_keep_their_activations_channels_last() {
     }
     g.output(&x.mean(&[2, 3], true));
     let ir = g.build().expect("build");
-    let shapes: [&[usize]; 14] = [
+    let shapes: [&[usize]; 13] = [
         &[n, 3, 4 * hw, 4 * hw],
         &[c, 3, 4, 4],
         &[c],
         &[c],
         &[c],
-        &[c, 1, 7, 7],
         &[c],
         &[c],
         &[c],
@@ -350,6 +351,8 @@ fn convnext_blocks_keep_their_activations_channels_last() {
     let p = check_with(&ir, &inputs, &Capabilities::host(), &TestModel::convs(Convs::ThinWindows));
     let region = p.decisions.iter().find(|d| d.reason.contains("stored channels-last (NHWC) between permutes"));
     assert!(region.is_some(), "no channels-last region\n{}", print_program(&p));
+    let tap_major = p.decisions.iter().any(|d| d.reason.contains("depthwise weights stored tap-major"));
+    assert!(tap_major, "the depthwise weights keep [C, 1, 7, 7]\n{}", print_program(&p));
     // Every kernel of the blocks reads its full-size operands at unit stride along its walk: no
     // load steps over the channels' plane (`* 25`, H * W) or over the channels (`* 16`) except the
     // products' own operands and the head's pool (which sums a plane per row).
@@ -359,6 +362,7 @@ fn convnext_blocks_keep_their_activations_channels_last() {
             continue;
         }
         assert!(!text.contains("* 25 +") && !text.contains("red * 25"), "{} reads across channels\n{text}", k.name);
+        assert!(!text.contains("% 16 * 49"), "{} reads its weights 49 apart across threads\n{text}", k.name);
     }
 }
 
