@@ -234,7 +234,12 @@ impl Sched<'_> {
     }
 
     /// The legal lowerings of convolution `id`, and the cost model's pick among them.
-    pub(super) fn conv_choice(&self, id: NodeId, window: &Window2d, groups: usize) -> (ConvPlan, String, Option<ConvShape>) {
+    pub(super) fn conv_choice(
+        &self,
+        id: NodeId,
+        window: &Window2d,
+        groups: usize,
+    ) -> (ConvPlan, String, Option<ConvShape>) {
         let node = self.g.node(id);
         let (xs, ws, out) =
             (&self.shapes[node.inputs[0].index()], &self.shapes[node.inputs[1].index()], &self.shapes[id.index()]);

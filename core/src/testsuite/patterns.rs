@@ -60,6 +60,7 @@ pub(crate) fn cases() -> Vec<Case> {
         fused("normalize_rows", normalize_rows),
         fused("matmul_bias_relu", matmul_bias_relu),
         fused("conv2d_bias_relu", conv2d_bias_relu),
+        fused("convnext_blocks", convnext_blocks),
         fused("attention", attention),
         fused("attention_layouts_masks", || attention_cases(F)),
         fused("attention_bf16", || attention_cases(DType::BF16)),
@@ -183,6 +184,35 @@ impl Conv {
             format!("x{:?} w{:?} s{:?} p{:?} d{:?} g{}", self.x, self.w, self.stride, self.pad, self.dil, self.groups);
         b.finish(label, Tol::sum(taps, 1.0), &[&then(y)])
     }
+}
+
+/// A small ConvNeXt as torchvision writes it: a 4x4 stride-4 stem, `LayerNorm2d` (permute to
+/// channels-last, LayerNorm, permute back), two blocks (depthwise 7x7 convolution with constant
+/// weights, permute, LayerNorm, Linear, GELU, Linear, permute back, layer scale, residual) and
+/// the global average pool. The scheduler stores the activations between the permutes
+/// channels-last and the depthwise weights tap-major (`schedule::channels_last`).
+fn convnext_blocks() -> Result<Vec<Instance>, String> {
+    each(&[(1usize, 8usize, 7usize), (2, 16, 9)], |(n, c, hw)| {
+        let mut b = Builder::new();
+        let img = b.input(F, &[n, 3, 4 * hw, 4 * hw], unit());
+        let (sw, sb) = (b.input(F, &[c, 3, 4, 4], unit()), b.input(F, &[c], unit()));
+        let mut norm = || (b.input(F, &[c], Dist::Uniform(0.5, 1.5)), b.input(F, &[c], unit()));
+        let (g0, b0) = norm();
+        let (lg, lb) = norm();
+        let (w1, b1) = (b.input(F, &[c, 4 * c], unit()), b.input(F, &[4 * c], unit()));
+        let (w2, b2) = (b.input(F, &[4 * c, c], unit()), b.input(F, &[c], unit()));
+        let (dwb, ls) = (b.input(F, &[c], unit()), b.input(F, &[c, 1, 1], unit()));
+        let dw = b.graph().constant(crate::HostTensor::random(F, vec![c, 1, 7, 7], 0xd3, -0.3, 0.3));
+        let stem = img.conv2d(&sw, Some(&sb), [4, 4], [0; 4], [1, 1], 1);
+        let mut x = stem.permute(&[0, 2, 3, 1]).layer_norm(&g0, &b0, 1e-6).permute(&[0, 3, 1, 2]);
+        for _ in 0..2 {
+            let y = x.conv2d(&dw, Some(&dwb), [1, 1], [3, 3, 3, 3], [1, 1], c);
+            let h = (y.permute(&[0, 2, 3, 1]).layer_norm(&lg, &lb, 1e-6).matmul(&w1) + &b1).gelu();
+            x = &(&ls * &(h.matmul(&w2) + &b2).permute(&[0, 3, 1, 2])) + &x;
+        }
+        let pooled = x.mean(&[2, 3], true);
+        b.finish(format!("n{n} c{c} {hw}x{hw}"), Tol::sum(16 * c, 4.0), &[&pooled])
+    })
 }
 
 /// Small convolutions with and without padding, one of a single pixel.
