@@ -804,3 +804,37 @@ fn tf32_stems_take_two_stages() {
     assert!(r.strategy.contains("64x128x32") && r.strategy.ends_with("s2"), "{}", r.strategy);
     compile("tf32_stems_take_two_stages", &r);
 }
+
+/// A depthwise window walking channels-last (ConvNeXt's block, `schedule::channels_last`) takes
+/// four consecutive rows (channels) a thread, its input, weights and output as 4-wide vectors
+/// (`render::reduce_rows`); the same window in NCHW (clamped columns along the rows) keeps one
+/// row a thread.
+#[test]
+fn channels_last_windows_take_consecutive_rows_a_thread() {
+    use sinter_core::trace::Graph;
+    for channels_last in [true, false] {
+        let g = Graph::new();
+        let (n, c, hw) = (2, 16, 9);
+        let w = g.constant(sinter_core::HostTensor::random(DType::F32, vec![c, 1, 7, 7], 3, -1.0, 1.0));
+        let (lg, lb) = (g.input("g", DType::F32, [c]), g.input("b", DType::F32, [c]));
+        let x = if channels_last {
+            (g.input("x", DType::F32, [n, hw, hw, c]) * 1.5).permute(&[0, 3, 1, 2])
+        } else {
+            g.input("x", DType::F32, [n, c, hw, hw]) * 1.5
+        };
+        let y = x.conv2d(&w, None, [1, 1], [3, 3, 3, 3], [1, 1], c);
+        g.output(&y.permute(&[0, 2, 3, 1]).layer_norm(&lg, &lb, 1e-6));
+        let ir = sinter_core::passes::optimize(&g.build().expect("build")).expect("passes");
+        let p = sinter_core::schedule::schedule(&ir, &cuda_caps(), &cuda_options()).expect("schedule");
+        let k = p.kernels.iter().find(|k| k.ops.iter().any(|o| o == "conv2d")).expect("the window kernel");
+        let r = render::render(k, &hopper(), &Tuning::default()).expect("render");
+        compile("channels_last_windows", &r);
+        assert_eq!(r.strategy.contains("rows x4"), channels_last, "{}\n{}", r.strategy, r.source);
+        if channels_last {
+            let threads = n * c * hw * hw / 4;
+            assert_eq!(r.grid[0] as usize, threads.div_ceil(r.block[0] as usize), "{}", r.strategy);
+            assert!(r.source.contains("return;"), "a last block partly past the rows\n{}", r.source);
+            assert!(r.source.contains("sinter_vec<float, 4>"), "{}", r.source);
+        }
+    }
+}

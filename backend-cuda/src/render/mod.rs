@@ -85,6 +85,7 @@ mod pointwise;
 mod prelude;
 mod prelude_tc;
 mod reduce;
+mod reduce_rows;
 mod scratch;
 mod trig;
 mod types;

@@ -58,24 +58,26 @@ enum Mode {
 
 /// One reduction as rendered.
 #[derive(Clone, Debug)]
-struct Red {
+pub(super) struct Red {
     op: RedOp,
-    value: ExprId,
+    pub(super) value: ExprId,
     /// The folded value's dtype.
-    value_dt: DType,
+    pub(super) value_dt: DType,
     /// The accumulator dtype (i64 for arg reductions).
-    acc_dt: DType,
+    pub(super) acc_dt: DType,
     /// The dtype folded in (the accumulator's, u32 for a bool accumulator; for arg reductions the
     /// value's, i32 for bool).
-    fold_dt: DType,
+    pub(super) fold_dt: DType,
 }
 
 impl Red {
-    fn is_arg(&self) -> bool {
+    /// Whether this is an arg reduction (a (value, index) pair).
+    pub(super) fn is_arg(&self) -> bool {
         matches!(self.op, RedOp::ArgMax | RedOp::ArgMin)
     }
 
-    fn fold_ct(&self) -> Ct {
+    /// The C type folded in.
+    pub(super) fn fold_ct(&self) -> Ct {
         ct(self.fold_dt)
     }
 
@@ -88,7 +90,7 @@ impl Red {
     }
 
     /// The identity of the fold (for arg reductions: the value paired with index `i64::MAX`).
-    fn identity(&self) -> String {
+    pub(super) fn identity(&self) -> String {
         let c = self.fold_ct();
         let max_like = matches!(self.op, RedOp::Max | RedOp::ArgMax);
         let arg = self.is_arg();
@@ -120,7 +122,7 @@ impl Red {
     }
 
     /// Combines accumulators `a` and `b` (fold reductions).
-    fn combine(&self, a: &str, b: &str, em: &mut Emitter<'_>) -> Result<String, RenderError> {
+    pub(super) fn combine(&self, a: &str, b: &str, em: &mut Emitter<'_>) -> Result<String, RenderError> {
         let op = match self.op {
             RedOp::Sum => BinaryOp::Add,
             RedOp::Prod => BinaryOp::Mul,
@@ -207,6 +209,20 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
     let plan = plan(em, r, &all_roots, caps, t).map_err(invalid)?;
     let splits = row_split(k, r, &plan, caps, t).map_err(invalid)?;
     let Plan { mut mode, width, block, rows_per_block } = plan;
+    if mode == Mode::Serial && t.vectorize != Some(false) {
+        match super::reduce_rows::rows_per_thread(em, r, &reds) {
+            w if w > 1 => {
+                let block = t.block.unwrap_or_else(|| serial_block(r.rows as u64 / u64::from(w), caps));
+                return super::reduce_rows::render(em, r, &reds[0], (block, w, r.len as u64 <= SERIAL_UNROLL));
+            }
+            _ if t.vectorize == Some(true) => {
+                return Err(invalid(
+                    "vectorize: no load of a thread-per-row reduction is contiguous along the rows".into(),
+                ));
+            }
+            _ => {}
+        }
+    }
     // The chunk: a whole number of the block's steps, so only a row's last block has a ragged end.
     let step = u64::from(block) * u64::from(width);
     let chunk = (r.len as u64).div_ceil(u64::from(splits)).div_ceil(step) * step;
@@ -454,24 +470,21 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
     })
 }
 
+/// The default block of `threads` threads each reducing rows serially: small blocks when the
+/// threads are few, so they spread over the SMs.
+fn serial_block(threads: u64, caps: &CudaCaps) -> u32 {
+    let mut b = DEFAULT_BLOCK.min(prev_pow2(caps.max_threads_per_block));
+    while b > 32 && threads.div_ceil(u64::from(b)) < 2 * u64::from(caps.sm_count) {
+        b /= 2;
+    }
+    b
+}
+
 /// Chooses the mode, vector width and block size under `t`; `Err` when `t` cannot be honoured.
 fn plan(em: &mut Emitter<'_>, r: &ReduceBody, roots: &[ExprId], caps: &CudaCaps, t: &Tuning) -> Result<Plan, String> {
     if r.strategy == ReduceStrategy::ThreadPerRow {
-        let block = match t.block {
-            Some(b) => b,
-            None => {
-                // Small blocks when rows are few, so the rows spread over the SMs.
-                let mut b = DEFAULT_BLOCK.min(prev_pow2(caps.max_threads_per_block));
-                while b > 32 && (r.rows as u64).div_ceil(u64::from(b)) < 2 * u64::from(caps.sm_count) {
-                    b /= 2;
-                }
-                b
-            }
-        };
+        let block = t.block.unwrap_or_else(|| serial_block(r.rows as u64, caps));
         check_block(block, caps)?;
-        if t.vectorize == Some(true) {
-            return Err("vectorize: a thread-per-row reduction loops serially".into());
-        }
         if t.persistent == Some(true) {
             return Err("persistent: a thread-per-row reduction has no block per row".into());
         }
