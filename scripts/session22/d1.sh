@@ -15,19 +15,7 @@ OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 300 python3 onnx/mo
 echo "== (c) profile ($SECONDS s)"
 f=/tmp/zoo/convnext_tiny/legacy/model.onnx
 timeout 90 $B profile --backend cuda --model $f --dim batch=8 --out /tmp/pc > /dev/null 2>&1; echo "profile rc $?"
-python3 - <<'PY'
-import json, re, collections
-ks = json.load(open('/tmp/pc/profile.json'))['kernels']
-g = collections.defaultdict(lambda: [0, 0.0])
-for k in ks:
-    n = re.sub(r'^k\d+_', '', k['name']); t = k['stats']['median_ns'] / 1e3
-    kind = 'matmul' if 'matmul' in n else n
-    g[kind][0] += 1; g[kind][1] += t
-print(f"{len(ks)} kernels, {sum(v[1] for v in g.values()):.1f} us")
-for kk, (c, t) in sorted(g.items(), key=lambda x: -x[1][1]): print(f"{t:8.1f} us x{c:3d} {kk[:60]}")
-for k in ks[:40]:
-    print(f"   {k['name'][:40]:40s} {k['stats']['median_ns']/1e3:7.1f} us {k['strategy'][:60]}")
-PY
+python3 scripts/profile_kinds.py /tmp/pc/profile.json 40
 for i in 1 2; do timeout 60 $B bench --backend cuda --model $f --dim batch=8 --no-calibrate 2>&1 | grep -vE "^#|^\s*$|^workload" | head -1; done
 echo "== (d) resnet18 ($SECONDS s)"
 timeout 120 $B bench --backend cuda --workload resnet18_b32_f32 --no-calibrate 2>&1 | grep -E "^resnet"

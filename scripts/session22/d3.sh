@@ -1,34 +1,6 @@
 #!/usr/bin/env bash
 # Session 22, device call 3 (issue 13): channels-last depthwise windows with four channels a thread
-# (`render/reduce_rows.rs`). (a) the CUDA shared suite; (b) ConvNeXt-Tiny and EfficientNet-B0
-# (depthwise convolutions, the storage-order walk's other users) beside torch.compile in f32 and
-# bf16; (c) ConvNeXt-Tiny's kernels by kind (`sinter profile`); (d) resnet18_b32_f32 (the
-# storage-order rule's earlier users).
-source scripts/device_env.sh
-export SINTER_REQUIRE_CUDNN=1
-echo "== (a) suite ($SECONDS s)"
-timeout 150 .cudatest/suite --test-threads 2 > /tmp/suite.log 2>&1; echo "suite rc $?"; grep -E "^test result|FAILED|panicked" /tmp/suite.log | head -6
-echo "== (b) models ($SECONDS s)"
-OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 300 python3 onnx/models/zoo_check.py \
-  --bin "$B" --models convnext_tiny,efficientnet_b0 --work /tmp/zoo --keep --exporters legacy --batch 8 --bf16 \
-  --iters 10 2>&1 | grep -vE "this process|done in|warn" | cut -c1-300
-echo "== (c) profile ($SECONDS s)"
-f=/tmp/zoo/convnext_tiny/legacy/model.onnx
-timeout 90 $B profile --backend cuda --model $f --dim batch=8 --out /tmp/pc > /dev/null 2>&1; echo "profile rc $?"
-python3 - <<'PY'
-import json, re, collections
-ks = json.load(open('/tmp/pc/profile.json'))['kernels']
-g = collections.defaultdict(lambda: [0, 0.0])
-for k in ks:
-    n = re.sub(r'^k\d+_', '', k['name']); t = k['stats']['median_ns'] / 1e3
-    kind = 'matmul' if 'matmul' in n else n
-    g[kind][0] += 1; g[kind][1] += t
-print(f"{len(ks)} kernels, {sum(v[1] for v in g.values()):.1f} us")
-for kk, (c, t) in sorted(g.items(), key=lambda x: -x[1][1]): print(f"{t:8.1f} us x{c:3d} {kk[:60]}")
-for k in ks[:40]:
-    print(f"   {k['name'][:40]:40s} {k['stats']['median_ns']/1e3:7.1f} us {k['strategy'][:60]}")
-PY
-for i in 1 2; do timeout 60 $B bench --backend cuda --model $f --dim batch=8 --no-calibrate 2>&1 | grep -vE "^#|^\s*$|^workload" | head -1; done
-echo "== (d) resnet18 ($SECONDS s)"
-timeout 120 $B bench --backend cuda --workload resnet18_b32_f32 --no-calibrate 2>&1 | grep -E "^resnet"
-echo "== done ($SECONDS s)"
+# (`render/reduce_rows.rs`): call 1's measurement again (`d1.sh`: the CUDA suite, ConvNeXt-Tiny
+# and EfficientNet-B0 beside torch.compile in f32 and bf16, ConvNeXt-Tiny's kernels by kind,
+# resnet18_b32_f32).
+exec bash scripts/session22/d1.sh
