@@ -37,6 +37,10 @@ impl Sched<'_> {
     /// Lays out the channels-last region (see the module's contract) and records why.
     pub(super) fn plan_channels_last(&mut self) {
         let n = self.g.nodes.len();
+        // No permute to channels-last, no region (and no cost-model query for any convolution).
+        if !(0..n).any(|i| self.live[i] && self.is_permute(NodeId(i as u32), &TO_CHANNELS_LAST)) {
+            return;
+        }
         let mut member: Vec<bool> = (0..n).map(|i| self.channels_last_candidate(NodeId(i as u32))).collect();
         if !member.iter().any(|&m| m) {
             return;
