@@ -238,6 +238,39 @@ impl HostTensor {
         }
     }
 
+    /// This tensor stored in order `p`: the row-major `[shape[p[0]], shape[p[1]], ...]` whose
+    /// element at storage position `c` is this tensor's element at `c[j]` on axis `p[j]` (a
+    /// permutation, as `Sched::layout` stores a buffer). `Err` when `p` is not a permutation of
+    /// the axes.
+    pub fn permuted(&self, p: &[usize]) -> Result<HostTensor, crate::Error> {
+        let rank = self.shape.len();
+        let mut seen = vec![false; rank];
+        if p.len() != rank || p.iter().any(|&i| i >= rank || std::mem::replace(&mut seen[i], true)) {
+            return Err(crate::Error::Unsupported(format!("permuted: {p:?} is not a permutation of {rank} axes")));
+        }
+        let size = self.dtype().size_bytes();
+        let bytes = self.le_bytes();
+        let stored: Vec<usize> = p.iter().map(|&i| self.shape[i]).collect();
+        let mut strides = vec![1usize; rank];
+        for i in (0..rank.saturating_sub(1)).rev() {
+            strides[i] = strides[i + 1] * self.shape[i + 1];
+        }
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut at = vec![0usize; rank];
+        for _ in 0..self.numel() {
+            let src: usize = at.iter().zip(p).map(|(&a, &i)| a * strides[i]).sum();
+            out.extend_from_slice(&bytes[src * size..(src + 1) * size]);
+            for j in (0..rank).rev() {
+                at[j] += 1;
+                if at[j] < stored[j] {
+                    break;
+                }
+                at[j] = 0;
+            }
+        }
+        HostTensor::from_le_bytes(self.dtype(), stored, &out)
+    }
+
     /// The raw little-endian bytes of the elements (bool as one byte 0/1).
     pub fn to_le_bytes(&self) -> Vec<u8> {
         self.le_bytes().into_owned()
@@ -553,6 +586,23 @@ mod json_floats {
             // The old form (plain numbers, integers included) still reads.
             let old: TensorData = serde_json::from_str(r#"{"F64": [1, 2.5, -3]}"#).unwrap();
             assert_eq!(old, TensorData::F64(vec![1.0, 2.5, -3.0]));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn permuted_stores_the_axes_in_the_given_order() {
+        use super::HostTensor;
+        // [2, 1, 3] weights stored tap-major ([1, 3, 2]), as a depthwise window's are.
+        let t = HostTensor::f32(vec![2, 1, 3], vec![0.0, 1.0, 2.0, 10.0, 11.0, 12.0]).expect("tensor");
+        let p = t.permuted(&[1, 2, 0]).expect("permuted");
+        assert_eq!(p.shape, vec![1, 3, 2]);
+        assert_eq!(p.to_f64_vec(), vec![0.0, 10.0, 1.0, 11.0, 2.0, 12.0]);
+        assert_eq!(t.permuted(&[0, 1, 2]).expect("identity").to_f64_vec(), t.to_f64_vec());
+        for bad in [&[0, 1][..], &[0, 0, 1], &[0, 1, 3]] {
+            assert!(t.permuted(bad).is_err(), "{bad:?}");
         }
     }
 }

@@ -54,33 +54,6 @@ fn reads_rows_contiguously(exprs: &[crate::kernel::TypedExpr], rows: usize, len:
     })
 }
 
-/// Constant `t` stored in order `p` (`Sched::layout`: the result is the row-major
-/// `[shape[p[0]], shape[p[1]], ...]`).
-fn permuted(t: &crate::tensor::HostTensor, p: &[usize]) -> Result<crate::tensor::HostTensor, Error> {
-    let shape = &t.shape;
-    let size = t.dtype().size_bytes();
-    let bytes = t.le_bytes();
-    let stored: Vec<usize> = p.iter().map(|&i| shape[i]).collect();
-    let mut strides = vec![1usize; shape.len()];
-    for i in (0..shape.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1] * shape[i + 1];
-    }
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut at = vec![0usize; stored.len()];
-    for _ in 0..t.numel() {
-        let src: usize = at.iter().zip(p).map(|(&a, &i)| a * strides[i]).sum();
-        out.extend_from_slice(&bytes[src * size..(src + 1) * size]);
-        for j in (0..at.len()).rev() {
-            at[j] += 1;
-            if at[j] < stored[j] {
-                break;
-            }
-            at[j] = 0;
-        }
-    }
-    crate::tensor::HostTensor::from_le_bytes(t.dtype(), stored, &out)
-}
-
 struct Buffers {
     decls: Vec<BufferDecl>,
     /// Buffer of every read reference.
@@ -151,7 +124,7 @@ pub(super) fn finish(s: Sched) -> Result<Program, Error> {
                     let (kind, node) = match &a.buf {
                         BufRef::Constant(n) => match &g.node(*n).op {
                             Op::Constant(t) => match &s.layout[n.index()] {
-                                Some(p) => (BufferKind::Constant(std::sync::Arc::new(permuted(t, p)?)), Some(n.0)),
+                                Some(p) => (BufferKind::Constant(std::sync::Arc::new(t.permuted(p)?)), Some(n.0)),
                                 None => (BufferKind::Constant(t.clone()), Some(n.0)),
                             },
                             _ => return Err(Error::Unsupported("schedule: internal: constant buffer".into())),
