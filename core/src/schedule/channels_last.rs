@@ -16,7 +16,8 @@
 //! * every full-size input of a pointwise member or depthwise convolution is a member, or a
 //!   permute from channels-last of a node kept row-major (whose buffer already is that order).
 //!
-//! Found by removing offenders from every candidate until none is left (a greatest fixed point).
+//! Found by removing offenders from the candidates until none is left (a greatest fixed point,
+//! by worklist: a removal re-checks only its neighbours).
 //! Contract: only storage orders change (the program computes the same values; the scheduler's
 //! tests check it in the interpreter), and the decision names every node it lays out.
 
@@ -45,15 +46,16 @@ impl Sched<'_> {
         if !member.iter().any(|&m| m) {
             return;
         }
-        loop {
-            let offenders: Vec<usize> =
-                (0..n).filter(|&i| member[i] && !self.channels_last_holds(NodeId(i as u32), &member)).collect();
-            if offenders.is_empty() {
-                break;
+        // A worklist: removing a node can only break its users' conditions (on their inputs) and
+        // its inputs' (on their users), so only those are checked again.
+        let mut work: Vec<usize> = (0..n).filter(|&i| member[i]).collect();
+        while let Some(i) = work.pop() {
+            if !member[i] || self.channels_last_holds(NodeId(i as u32), &member) {
+                continue;
             }
-            for i in offenders {
-                member[i] = false;
-            }
+            member[i] = false;
+            let near = self.users[i].iter().chain(&self.g.nodes[i].inputs);
+            work.extend(near.map(|m| m.index()).filter(|&m| member[m]));
         }
         // Each connected part of the region needs a permute to channels-last reading it: else
         // nothing of it reads across the channels, and its logical order serves as well.
