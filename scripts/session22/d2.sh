@@ -1,18 +1,5 @@
 #!/usr/bin/env bash
 # Session 22, device call 2 (issue 13): the channels-last depthwise windows with tap-major weights.
-# (a) the CUDA shared suite; (b) ConvNeXt-Tiny beside torch.compile in f32 and bf16;
-# (c) ConvNeXt-Tiny's kernels by kind (`sinter profile`).
-source scripts/device_env.sh
-export SINTER_REQUIRE_CUDNN=1
-echo "== (a) suite ($SECONDS s)"
-timeout 150 .cudatest/suite --test-threads 2 > /tmp/suite.log 2>&1; echo "suite rc $?"; grep -E "^test result|FAILED|panicked" /tmp/suite.log | head -6
-echo "== (b) models ($SECONDS s)"
-OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 300 python3 onnx/models/zoo_check.py \
-  --bin "$B" --models convnext_tiny --work /tmp/zoo --keep --exporters legacy --batch 8 --bf16 \
-  --iters 10 2>&1 | grep -vE "this process|done in|warn" | cut -c1-300
-echo "== (c) profile ($SECONDS s)"
-f=/tmp/zoo/convnext_tiny/legacy/model.onnx
-timeout 90 $B profile --backend cuda --model $f --dim batch=8 --out /tmp/pc > /dev/null 2>&1; echo "profile rc $?"
-python3 scripts/profile_kinds.py /tmp/pc/profile.json 40
-for i in 1 2; do timeout 60 $B bench --backend cuda --model $f --dim batch=8 --no-calibrate 2>&1 | grep -vE "^#|^\s*$|^workload" | head -1; done
-echo "== done ($SECONDS s)"
+# Call 1's measurement (`d1.sh`) for ConvNeXt-Tiny alone: the CUDA shared suite, ConvNeXt-Tiny
+# beside torch.compile in f32 and bf16, its kernels by kind.
+MODELS=convnext_tiny RESNET=0 exec bash scripts/session22/d1.sh
