@@ -252,6 +252,8 @@ pub struct GemmPlan {
     desc: GemmDesc,
     descs: Descs,
     algos: Vec<sys::cublasLtMatmulAlgo_t>,
+    /// The heuristic's wave count for each of `algos` (CTAs over what the SMs hold at once).
+    waves: Vec<f32>,
     workspace: Arc<CudaBuffer>,
     handle: sys::cublasLtHandle_t,
     /// Held while a launch sets the descriptor's pointers and enqueues the product.
@@ -278,6 +280,13 @@ impl GemmPlan {
     /// Builds the descriptors of `g` and asks the heuristic for up to [`MAX_ALGOS`] algorithms
     /// (an error when there is none); the workspace is `stream`'s shared one ([`Stream::shared_workspace`]).
     pub fn new(stream: &Arc<Stream>, g: &GemmDesc) -> Result<GemmPlan, BackendError> {
+        GemmPlan::with_algos(stream, g, MAX_ALGOS)
+    }
+
+    /// As [`GemmPlan::new`], asking the heuristic for up to `max_algos` algorithms (the
+    /// `gemm_algos` example times them all).
+    pub fn with_algos(stream: &Arc<Stream>, g: &GemmDesc, max_algos: usize) -> Result<GemmPlan, BackendError> {
+        let max_algos = max_algos.max(1);
         supported(g)
             .map_err(|w| BackendError::Unsupported { backend: "cuda".into(), what: format!("cuBLASLt: {w}") })?;
         crate::probe::cublaslt().map_err(BackendError::NoDevice)?;
@@ -373,10 +382,10 @@ impl GemmPlan {
             )
         }
         .map_err(|e| blas_err("cublasLtMatmulPreferenceSetAttribute(reduction scheme)", e))?;
-        let mut results: Vec<sys::cublasLtMatmulHeuristicResult_t> = Vec::with_capacity(MAX_ALGOS);
+        let mut results: Vec<sys::cublasLtMatmulHeuristicResult_t> = Vec::with_capacity(max_algos);
         let mut count = 0i32;
         let [a_l, b_l, d_l] = descs.layouts;
-        // SAFETY: `results` has room for MAX_ALGOS entries; the library writes `count` of them.
+        // SAFETY: `results` has room for `max_algos` entries; the library writes `count` of them.
         unsafe {
             sys::cublasLtMatmulAlgoGetHeuristic(
                 handle,
@@ -386,19 +395,19 @@ impl GemmPlan {
                 d_l,
                 d_l,
                 descs.pref,
-                MAX_ALGOS as i32,
+                max_algos as i32,
                 results.as_mut_ptr(),
                 &mut count,
             )
             .result()
             .map_err(|e| blas_err("cublasLtMatmulAlgoGetHeuristic", e))?;
-            results.set_len(count.clamp(0, MAX_ALGOS as i32) as usize);
+            results.set_len(count.clamp(0, max_algos as i32) as usize);
         }
-        let algos: Vec<_> = results
+        let (algos, waves): (Vec<_>, Vec<_>) = results
             .iter()
             .filter(|r| r.state == sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS && r.workspaceSize as u64 <= ws)
-            .map(|r| r.algo)
-            .collect();
+            .map(|r| (r.algo, r.wavesCount))
+            .unzip();
         if algos.is_empty() {
             return Err(BackendError::Unsupported {
                 backend: "cuda".into(),
@@ -406,7 +415,7 @@ impl GemmPlan {
             });
         }
         let workspace = stream.shared_workspace(ws)?;
-        Ok(GemmPlan { desc: *g, descs, algos, workspace, handle, launching: Mutex::new(()) })
+        Ok(GemmPlan { desc: *g, descs, algos, waves, workspace, handle, launching: Mutex::new(()) })
     }
 
     /// As [`GemmPlan::new`], sharing the plan already built on `stream` for the same description
@@ -426,6 +435,34 @@ impl GemmPlan {
     /// Algorithms the heuristic offered (at least one), best guess first.
     pub fn algos(&self) -> usize {
         self.algos.len()
+    }
+
+    /// Algorithm `algo` in words, from its configuration: the CTA tile, split-k, the stage
+    /// configuration, the cluster shape and the heuristic's wave count, e.g.
+    /// `tile 128x64, split-k 2, stages #12, cluster #0, 1.18 waves` (autotune logs, the
+    /// `gemm_algos` example).
+    pub fn describe(&self, algo: usize) -> String {
+        let Some(a) = self.algos.get(algo) else { return format!("no algorithm {algo}") };
+        use sys::cublasLtMatmulAlgoConfigAttributes_t as C;
+        let get = |attr: C| -> Option<u32> {
+            let mut v = 0u32;
+            let mut written = 0usize;
+            // SAFETY: a u32 buffer of 4 bytes, the size of every attribute asked here.
+            let r = unsafe {
+                sys::cublasLtMatmulAlgoConfigGetAttribute(a, attr, &mut v as *mut u32 as *mut c_void, 4, &mut written)
+            };
+            (r == sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS).then_some(v)
+        };
+        let show = |v: Option<u32>| v.map_or("?".to_string(), |v| v.to_string());
+        format!(
+            "id {}, tile {}, split-k {}, stages #{}, cluster #{}, {:.2} waves",
+            show(get(C::CUBLASLT_ALGO_CONFIG_ID)),
+            get(C::CUBLASLT_ALGO_CONFIG_TILE_ID).map_or("?".to_string(), tile_name),
+            show(get(C::CUBLASLT_ALGO_CONFIG_SPLITK_NUM)),
+            show(get(C::CUBLASLT_ALGO_CONFIG_STAGES_ID)),
+            show(get(C::CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID)),
+            self.waves.get(algo).copied().unwrap_or(0.0),
+        )
     }
 
     /// Queues the product with algorithm `algo` on `stream`: A at `a`, B at `b`, the bias at
@@ -504,9 +541,30 @@ impl GemmPlan {
     }
 }
 
+/// A cuBLASLt tile id as `MxN` (`CUBLASLT_MATMUL_TILE_128x64` -> `128x64`), or `#id` outside
+/// the bindings' range.
+fn tile_name(id: u32) -> String {
+    use sys::cublasLtMatmulTile_t as T;
+    if id >= T::CUBLASLT_MATMUL_TILE_END as u32 {
+        return format!("#{id}");
+    }
+    // SAFETY: the bindings' tile enum is `repr(u32)` with every value from 0 to
+    // `CUBLASLT_MATMUL_TILE_END` (cudarc 0.19, CUDA 13.0 headers), and `id` is below the end.
+    let t: T = unsafe { std::mem::transmute::<u32, T>(id) };
+    format!("{t:?}").trim_start_matches("CUBLASLT_MATMUL_TILE_").to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tile_ids_read_as_their_shapes() {
+        assert_eq!(tile_name(18), "128x64");
+        assert_eq!(tile_name(20), "128x128");
+        assert_eq!(tile_name(0), "UNDEFINED");
+        assert_eq!(tile_name(100_000), "#100000");
+    }
 
     fn op(s_row: u64, s_col: u64) -> BlasOperand {
         BlasOperand { offset: 0, s_batch: 0, s_row, s_col }

@@ -1,0 +1,142 @@
+//! Times every algorithm cuBLASLt's heuristic offers for a product shape, beside the heuristic's
+//! own order: the question "would timing the library's candidates beat its first guess?" asked
+//! per shape, without a model around it.
+//!
+//! ```text
+//! cargo run --release -p sinter-cuda --example gemm_algos -- f32 1576x768x3072 1576x2304x768:bt [--algos 16] [--reps 30]
+//! ```
+//!
+//! A shape is `MxNxK` (D is `M x N`, the reduction `K`); `:bt` stores B as `N x K` (k-contiguous,
+//! torch's `Linear` weight), otherwise B is `K x N` row-major. The dtype is `f32`, `tf32`, `bf16`
+//! or `f16`. Each algorithm runs `reps` times back to back after three warm-ups; the median of
+//! its per-launch event times is printed with its configuration ([`GemmPlan::describe`]).
+
+use sinter_cuda::device::blas::{BlasOperand, BlasType, GemmDesc, GemmPlan};
+use sinter_cuda::device::TimingEvents;
+use sinter_cuda::{Device, probe};
+use std::process::ExitCode;
+
+fn parse_shape(s: &str) -> Option<(u64, u64, u64, bool)> {
+    let (dims, bt) = match s.strip_suffix(":bt") {
+        Some(d) => (d, true),
+        None => (s, false),
+    };
+    let v: Vec<u64> = dims.split('x').map(|d| d.parse().ok()).collect::<Option<_>>()?;
+    match v[..] {
+        [m, n, k] if m > 0 && n > 0 && k > 0 => Some((m, n, k, bt)),
+        _ => None,
+    }
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gemm_algos: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str, default: usize| -> Result<usize, String> {
+        match args.iter().position(|a| a == name) {
+            Some(i) => args.get(i + 1).and_then(|v| v.parse().ok()).ok_or(format!("{name} takes a count")),
+            None => Ok(default),
+        }
+    };
+    let (max_algos, reps) = (flag("--algos", 16)?, flag("--reps", 30)?.max(1));
+    let mut free = args.iter().enumerate().filter(|(i, a)| {
+        !a.starts_with("--") && !(*i > 0 && args[i - 1].starts_with("--"))
+    });
+    let usage = "usage: gemm_algos f32|tf32|bf16|f16 MxNxK[:bt]... [--algos N] [--reps N]";
+    let (dtype, tf32) = match free.next().map(|(_, a)| a.as_str()) {
+        Some("f32") => (BlasType::F32, false),
+        Some("tf32") => (BlasType::F32, true),
+        Some("bf16") => (BlasType::BF16, false),
+        Some("f16") => (BlasType::F16, false),
+        _ => return Err(usage.into()),
+    };
+    let shapes: Vec<_> =
+        free.map(|(_, s)| parse_shape(s).ok_or(format!("bad shape {s:?}; {usage}"))).collect::<Result<_, _>>()?;
+    if shapes.is_empty() {
+        return Err(usage.into());
+    }
+    probe::driver().map_err(|e| e.to_string())?;
+    let dev = Device::open(0).map_err(|e| e.to_string())?;
+    let stream = dev.new_stream().map_err(|e| e.to_string())?;
+    println!("# {}", dev.info().description());
+    let e = dtype.bytes();
+    for (m, n, k, bt) in shapes {
+        let b = if bt {
+            BlasOperand { offset: 0, s_batch: 0, s_row: 1, s_col: k }
+        } else {
+            BlasOperand { offset: 0, s_batch: 0, s_row: n, s_col: 1 }
+        };
+        let g = GemmDesc {
+            batch: 1,
+            m,
+            n,
+            k,
+            a: BlasOperand { offset: 0, s_batch: 0, s_row: k, s_col: 1 },
+            b,
+            dtype,
+            out: dtype,
+            scale_a: false,
+            scale_b: false,
+            bias: false,
+            relu: false,
+            tf32,
+        };
+        let plan = GemmPlan::with_algos(&stream, &g, max_algos).map_err(|e| e.to_string())?;
+        // Operands of small values (0x3c00 halves, 0.0078 in f32 bit patterns): no NaN, no
+        // denormals, so no algorithm is timed on a special path.
+        let fill = |elems: u64| -> Result<_, String> {
+            let buf = stream.alloc(elems * e).map_err(|e| e.to_string())?;
+            stream.fill(buf.ptr(), 0x3c, elems * e, "operand").map_err(|e| e.to_string())?;
+            Ok(buf)
+        };
+        let (da, db, dd) = (fill(m * k)?, fill(k * n)?, fill(m * n)?);
+        let ev = TimingEvents::new(&dev, reps).map_err(|e| e.to_string())?;
+        let flops = 2.0 * (m * n * k) as f64;
+        println!("{m}x{n}x{k}{} {dtype:?}{}: {} algorithms", if bt { ":bt" } else { "" }, if tf32 { " tf32" } else { "" }, plan.algos());
+        let mut best = (f64::INFINITY, 0);
+        let mut first = 0.0;
+        for algo in 0..plan.algos() {
+            let launch = || plan.launch(&stream, algo, da.ptr(), db.ptr(), 0, (0, 0), dd.ptr());
+            let timed = (|| -> Result<f64, sinter_core::backend::BackendError> {
+                for _ in 0..3 {
+                    launch()?;
+                }
+                for i in 0..reps {
+                    ev.record(i, false, &stream)?;
+                    launch()?;
+                    ev.record(i, true, &stream)?;
+                }
+                let mut t: Vec<f64> = (0..reps).map(|i| ev.elapsed_ms(i, i, true)).collect::<Result<_, _>>()?;
+                t.sort_by(f64::total_cmp);
+                Ok(t[reps / 2])
+            })();
+            match timed {
+                Ok(ms) => {
+                    if algo == 0 {
+                        first = ms;
+                    }
+                    if ms < best.0 {
+                        best = (ms, algo);
+                    }
+                    println!(
+                        "  algo {algo:2}: {:8.1} us {:6.1} TFLOP/s  {}",
+                        ms * 1e3,
+                        flops / ms / 1e9,
+                        plan.describe(algo)
+                    );
+                }
+                Err(err) => println!("  algo {algo:2}: failed: {err}"),
+            }
+        }
+        println!("  best: algo {} at {:.1} us, {:.2}x the heuristic's first", best.1, best.0 * 1e3, first / best.0);
+    }
+    Ok(())
+}
