@@ -11,8 +11,8 @@
 //! or `f16`. Each algorithm runs `reps` times back to back after three warm-ups; the median of
 //! its per-launch event times is printed with its configuration ([`GemmPlan::describe`]).
 
-use sinter_cuda::device::blas::{BlasOperand, BlasType, GemmDesc, GemmPlan};
 use sinter_cuda::device::TimingEvents;
+use sinter_cuda::device::blas::{BlasOperand, BlasType, GemmDesc, GemmPlan};
 use sinter_cuda::{Device, probe};
 use std::process::ExitCode;
 
@@ -47,9 +47,8 @@ fn run() -> Result<(), String> {
         }
     };
     let (max_algos, reps) = (flag("--algos", 16)?, flag("--reps", 30)?.max(1));
-    let mut free = args.iter().enumerate().filter(|(i, a)| {
-        !a.starts_with("--") && !(*i > 0 && args[i - 1].starts_with("--"))
-    });
+    let is_flag_value = |i: usize| i > 0 && args[i - 1].starts_with("--");
+    let mut free = args.iter().enumerate().filter(|&(i, a)| !a.starts_with("--") && !is_flag_value(i));
     let usage = "usage: gemm_algos f32|tf32|bf16|f16 MxNxK[:bt]... [--algos N] [--reps N]";
     let (dtype, tf32) = match free.next().map(|(_, a)| a.as_str()) {
         Some("f32") => (BlasType::F32, false),
@@ -100,7 +99,12 @@ fn run() -> Result<(), String> {
         let (da, db, dd) = (fill(m * k)?, fill(k * n)?, fill(m * n)?);
         let ev = TimingEvents::new(&dev, reps).map_err(|e| e.to_string())?;
         let flops = 2.0 * (m * n * k) as f64;
-        println!("{m}x{n}x{k}{} {dtype:?}{}: {} algorithms", if bt { ":bt" } else { "" }, if tf32 { " tf32" } else { "" }, plan.algos());
+        println!(
+            "{m}x{n}x{k}{} {dtype:?}{}: {} algorithms",
+            if bt { ":bt" } else { "" },
+            if tf32 { " tf32" } else { "" },
+            plan.algos()
+        );
         let mut best = (f64::INFINITY, 0);
         let mut first = 0.0;
         for algo in 0..plan.algos() {

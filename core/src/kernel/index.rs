@@ -263,6 +263,24 @@ impl Index {
                         return Index::Mod(Box::new(rest), c).simplify(vr);
                     }
                 }
+                // `(g * a + r) % (g * q) = (a % q) * g + r` when `0 <= r < g` and `a >= 0`: a
+                // head's columns of a `[.., heads * d]` row, `(12 * bh + j) % 48` with `j < 12`
+                // (the `q`, `k`, `v` views of an exported multi-head attention).
+                let terms = as_terms(&x);
+                for &(_, coef) in &terms {
+                    let g = gcd(coef.abs(), c);
+                    if g <= 1 || g == c {
+                        continue;
+                    }
+                    let (big, rest): (Vec<_>, Vec<_>) = terms.iter().cloned().partition(|(_, k)| k % g == 0);
+                    let rest_sum = make_sum(rest.iter().map(|(t, k)| scaled(t.clone(), *k)).collect());
+                    let fits = rest.is_empty() || rest_sum.range(vr).is_some_and(|(lo, hi)| lo >= 0 && hi < g);
+                    let big_sum = make_sum(big.iter().map(|(t, k)| scaled(t.clone(), k / g)).collect());
+                    if fits && big_sum.range(vr).is_some_and(|(lo, _)| lo >= 0) {
+                        let a = Index::Mod(Box::new(big_sum), c / g);
+                        return Index::Sum(vec![Index::Mul(Box::new(a), g), rest_sum]).simplify(vr);
+                    }
+                }
                 Index::Mod(Box::new(x), c)
             }
             Index::Clamp(x, lo, hi) => {
@@ -531,6 +549,25 @@ mod tests {
     }
 
     #[test]
+    fn rem_of_a_head_block_splits() {
+        // (12 * batch + red) % 48 with red < 12: the head's 12 columns of a 48-wide row.
+        let r = |v| match v {
+            Var::Batch => Some((0, 31)),
+            Var::Red => Some((0, 11)),
+            _ => None,
+        };
+        let i = Index::var(Var::Batch).mul(12).add(Index::var(Var::Red)).rem(48);
+        assert_eq!(i.simplify(&r).to_string(), "batch % 4 * 12 + red");
+        // A remainder term as wide as the block keeps the remainder.
+        let r13 = |v| match v {
+            Var::Batch => Some((0, 31)),
+            Var::Red => Some((0, 12)),
+            _ => None,
+        };
+        assert_eq!(i.simplify(&r13), i);
+    }
+
+    #[test]
     fn simplify_preserves_value_exhaustively() {
         let l = Index::var(Var::Lane);
         let exprs = vec![
@@ -543,6 +580,8 @@ mod tests {
             l.clone().div(12).rem(5).mul(15).add(l.clone().div(4).rem(3).mul(5)),
             l.clone().rem(36).div(6).mul(6).add(l.clone().rem(6)),
             l.clone().rem(36).div(6).rem(3).mul(12).add(l.clone().rem(6).mul(2)),
+            l.clone().div(12).mul(12).add(l.clone().rem(12)).rem(48),
+            l.clone().div(5).mul(10).add(l.clone().rem(5)).rem(40),
         ];
         for e in exprs {
             let s = e.simplify(&lane(240));

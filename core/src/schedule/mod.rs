@@ -71,6 +71,7 @@ mod attention;
 mod bindings;
 mod build;
 mod channels_last;
+mod consumer_order;
 mod conv;
 mod emit;
 mod finish;
@@ -558,6 +559,7 @@ impl fmt::Debug for ScheduleOptions {
 pub fn schedule(g: &IrGraph, caps: &Capabilities, opts: &ScheduleOptions) -> Result<Program, Error> {
     let mut s = plan::Sched::new(g, caps, opts)?;
     s.stage_a();
+    s.plan_consumer_order();
     s.stage_b()?;
     finish::finish(s)
 }

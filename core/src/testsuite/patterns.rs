@@ -62,6 +62,7 @@ pub(crate) fn cases() -> Vec<Case> {
         fused("conv2d_bias_relu", conv2d_bias_relu),
         fused("convnext_blocks", convnext_blocks),
         fused("attention", attention),
+        fused("multihead_attention_block", multihead_attention_block),
         fused("attention_layouts_masks", || attention_cases(F)),
         fused("attention_bf16", || attention_cases(DType::BF16)),
         fused("attention_f16", || attention_cases(DType::F16)),
@@ -366,6 +367,26 @@ fn attention() -> Result<Vec<Instance>, String> {
         let v = b.input(F, &[bt, s, d], unit());
         let y = q.attention(&k, &v, None, None, causal);
         b.finish(format!("{bt}x{s}x{d} causal={causal}"), Tol::sum(s.max(d), 1.0).times(2.0), &[&y])
+    })
+}
+
+/// A pre-norm `nn.MultiheadAttention` block as torchvision's ViT exports it
+/// ([`super::programs::multihead_attention_block`]). The gathers of `q`, `k`, `v` become slices
+/// (`passes::algebraic`), so the attention reads them from the projection through strides; the
+/// LayerNorm and the attention store in their permutes' order (`schedule::consumer_order`).
+fn multihead_attention_block() -> Result<Vec<Instance>, String> {
+    use super::programs::{MhaWeights, multihead_attention_block as block};
+    each(&[(2usize, 7usize, 2usize, 8usize), (3, 17, 4, 12)], |(bt, s, h, d)| {
+        let e = h * d;
+        let small = || Dist::Uniform(-0.25, 0.25);
+        let mut b = Builder::new();
+        let x = b.input(F, &[bt, s, e], unit());
+        let (g, be) = (b.input(F, &[e], Dist::Uniform(0.5, 1.5)), b.input(F, &[e], unit()));
+        let (w_in, b_in) = (b.input(F, &[e, 3 * e], small()), b.input(F, &[3 * e], unit()));
+        let (w_out, b_out) = (b.input(F, &[e, e], small()), b.input(F, &[e], unit()));
+        let w = MhaWeights { norm: (&g, &be), w_in: (&w_in, &b_in), w_out: (&w_out, &b_out) };
+        let out = block(&x, &w, h);
+        b.finish(format!("b{bt} s{s} h{h} d{d}"), Tol::sum(2 * e + s, 4.0).times(4.0), &[&out])
     })
 }
 

@@ -286,3 +286,38 @@ pub fn attention_written_out(
     }
     pr.matmul(&v)
 }
+
+/// The weights of [`multihead_attention_block`]: the LayerNorm's, the packed `q, k, v`
+/// projection's (`[e, 3e]`, `[3e]`) and the output projection's (`[e, e]`, `[e]`).
+pub struct MhaWeights<'a> {
+    /// LayerNorm scale and shift (`[e]` each).
+    pub norm: (&'a crate::trace::Tensor, &'a crate::trace::Tensor),
+    /// Packed input projection and its bias.
+    pub w_in: (&'a crate::trace::Tensor, &'a crate::trace::Tensor),
+    /// Output projection and its bias.
+    pub w_out: (&'a crate::trace::Tensor, &'a crate::trace::Tensor),
+}
+
+/// A pre-norm `nn.MultiheadAttention` block on `x: [b, s, e]` with `heads` heads, as torchvision's
+/// ViT exports it (the legacy exporter): LayerNorm, permute to sequence-first, the packed
+/// projection, `q`, `k`, `v` each taken by a gather with a constant scalar index and split into
+/// heads, `q` and `k^T` scaled apart, the heads permuted back and projected, the residual.
+pub fn multihead_attention_block(x: &crate::trace::Tensor, w: &MhaWeights<'_>, heads: usize) -> crate::trace::Tensor {
+    use crate::trace::Tensor;
+    let sh = x.shape().as_static().expect("a static input");
+    let (bt, s, e) = (sh[0], sh[1], sh[2]);
+    let d = e / heads;
+    let gr = x.graph();
+    let pick = |i: i64| gr.constant(crate::HostTensor::from_i64(DType::I64, vec![], &[i]));
+    let scale = gr.scalar(DType::F32, (d as f64).powf(-0.25));
+    let y = x.layer_norm(w.norm.0, w.norm.1, 1e-6).permute(&[1, 0, 2]);
+    let proj =
+        (y.matmul(w.w_in.0) + w.w_in.1).reshape([1, s, bt, 3, e]).permute(&[3, 1, 2, 0, 4]).reshape([3, s, bt, e]);
+    let split = |t: &Tensor| t.reshape([s, bt * heads, d]).permute(&[1, 0, 2]).reshape([bt, heads, s, d]);
+    let q = &split(&proj.gather(0, &pick(0))) * &scale;
+    let kt = &split(&proj.gather(0, &pick(1))).permute(&[0, 1, 3, 2]) * &scale;
+    let v = split(&proj.gather(0, &pick(2)));
+    let o = q.matmul(&kt).softmax(-1).matmul(&v);
+    let o = (o.permute(&[2, 0, 1, 3]).reshape([s * bt, e]).matmul(w.w_out.0) + w.w_out.1).reshape([s, bt, e]);
+    &o.permute(&[1, 0, 2]) + x
+}

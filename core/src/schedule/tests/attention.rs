@@ -200,3 +200,32 @@ fn the_anchor_scripts_causal_mask_is_a_causal_bound() {
     assert_eq!(at[0].causal, Some(0));
     assert_eq!(p.kernels[0].args.len(), 4, "{}", print_program(&p));
 }
+
+#[test]
+fn multihead_attention_reads_its_projection_through_strides() {
+    use crate::testsuite::programs::{MhaWeights, multihead_attention_block};
+    let (bt, s, h, d) = (3, 17, 4, 12);
+    let e = h * d;
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, [bt, s, e]);
+    let (ln_w, ln_b) = (g.input("ln_w", DType::F32, [e]), g.input("ln_b", DType::F32, [e]));
+    let (w_in, b_in) = (g.input("w_in", DType::F32, [e, 3 * e]), g.input("b_in", DType::F32, [3 * e]));
+    let (w_out, b_out) = (g.input("w_out", DType::F32, [e, e]), g.input("b_out", DType::F32, [e]));
+    let w = MhaWeights { norm: (&ln_w, &ln_b), w_in: (&w_in, &b_in), w_out: (&w_out, &b_out) };
+    g.output(&multihead_attention_block(&x, &w, h));
+    let g = g.build().expect("build");
+    let shapes: [&[usize]; 7] = [&[bt, s, e], &[e], &[e], &[e, 3 * e], &[3 * e], &[e, e], &[e]];
+    let inputs: Vec<HostTensor> = shapes.iter().enumerate().map(|(i, sh)| rnd(DType::F32, sh, 40 + i as u64)).collect();
+    let p = check_with(&g, &inputs, &Capabilities::host(), &ScheduleOptions::default());
+    let text = print_program(&p);
+    // No operand is copied: the gathers are slices, the LayerNorm and the attention store in the
+    // order of their permutes, so both projections and the attention read through strides.
+    assert!(!p.decisions.iter().any(|d| d.reason.contains("copied")), "{text}");
+    let layouts = p.decisions.iter().filter(|d| d.reason.contains("stored in its permute's order")).count();
+    assert_eq!(layouts, 2, "{text}");
+    assert_eq!(attention_kernels(&p).len(), 1, "{text}");
+    // LayerNorm, the packed projection, the attention, the output projection, and its bias and
+    // the residual (the product's rows are sequence-first, the residual's batch-first: no
+    // epilogue of the product). Before this session: eleven, six of them copies.
+    assert_eq!(p.kernels.len(), 5, "{text}");
+}
