@@ -7,7 +7,9 @@
 //! - `reshape(reshape(x))` becomes one reshape; `permute(permute(x))` one permute;
 //!   `expand(expand(x))` one expand;
 //! - a reshape, permute or expand that changes nothing, a cast to the same dtype, and a round trip
-//!   through a wider type (`cast(cast(x: bf16, f32), bf16)`), disappear.
+//!   through a wider type (`cast(cast(x: bf16, f32), bf16)`), disappear; a round trip around
+//!   movement ops (`cast(reshape(permute(cast(x: bf16, f32))), bf16)`, autocast's casts around an
+//!   attention's heads) becomes the movement ops on `x`.
 //! - a `gather` whose indices are a constant scalar or an evenly spaced constant vector, all in
 //!   range, becomes a `slice` (and a `reshape` dropping the axis for a scalar index): `qkv[0]` of
 //!   an exported `nn.MultiheadAttention`. A slice is a view the scheduler reads through strides
@@ -106,12 +108,24 @@ pub fn algebraic(g: &Graph) -> Result<Graph, Error> {
             }
             Op::Cast(d) if ng.ty(ins[0]).dtype == *d => alias = Some(ins[0]),
             // cast(cast(x, wider), x's dtype) is x when the inner cast is exact.
+            // Also through movement ops: cast(reshape(permute(cast(y: bf16, f32))), bf16) is
+            // reshape(permute(y)), the movement chain rebuilt on y.
             Op::Cast(d) => {
-                let inner = ng.node(ins[0]);
+                let mut chain: Vec<Op> = Vec::new();
+                let mut cur = ins[0];
+                while let op @ (Op::Reshape(_) | Op::Permute(_) | Op::Slice(_) | Op::Expand(_)) = &ng.node(cur).op {
+                    chain.push(op.clone());
+                    cur = ng.node(cur).inputs[0];
+                }
+                let inner = ng.node(cur);
                 if let Op::Cast(mid) = inner.op {
                     let src = inner.inputs[0];
                     if ng.ty(src).dtype == *d && widens_exactly(*d, mid) {
-                        alias = Some(src);
+                        let mut v = src;
+                        for op in chain.into_iter().rev() {
+                            v = rw.emit(op, vec![v], &node.origin)?;
+                        }
+                        alias = Some(v);
                     }
                 }
             }

@@ -212,8 +212,8 @@ impl Sched<'_> {
         let mut operands = [q, kt];
         let mut operand_scale = 1.0;
         for o in &mut operands {
-            if let Some((x, c)) = self.scaled_operand(*o, qk) {
-                inner.insert(*o);
+            if let Some((x, c, computed)) = self.scaled_operand(*o, qk) {
+                inner.extend(computed);
                 *o = x;
                 operand_scale *= c;
             }
@@ -250,13 +250,45 @@ impl Sched<'_> {
         Ok(Some(AttnMatch { qk, score, causal, p_dtype, inner, bdims, shape, nan_guard, operands, operand_scale }))
     }
 
-    /// `(x, c)` when `o` is `x * c` (or `c * x`, or `x / c`) for a constant `c` holding one finite
-    /// value, of `x`'s shape and dtype, read by `qk` alone and no graph output: the first product
-    /// can read `x` and scale its result instead. The math form of torch's
-    /// `scaled_dot_product_attention` scales both `q` and `k^T` by `scale ** 0.5` (GPT-2's legacy
-    /// export): unfolded, each scaled operand was a kernel of its own and `k^T` was then copied
-    /// again for the attention kernel (14 us per layer of GPT-2 small at 8 x 128 on an H200).
-    fn scaled_operand(&self, o: NodeId, qk: NodeId) -> Option<(NodeId, f64)> {
+    /// `(x, c, computed)` when `o` is `x * c` (or `c * x`, or `x / c`) for a constant `c` holding
+    /// one finite value, of `x`'s shape and dtype, read by `qk` alone and no graph output: the
+    /// first product can read `x` and scale its result instead (`computed`: `o`, now inside the
+    /// kernel). The math form of torch's `scaled_dot_product_attention` scales both `q` and `k^T`
+    /// by `scale ** 0.5` (GPT-2's legacy export): unfolded, each scaled operand was a kernel of its
+    /// own and `k^T` was then copied again for the attention kernel (14 us per layer of GPT-2 small
+    /// at 8 x 128 on an H200).
+    ///
+    /// Under autocast the product reads `cast(x * c, bf16)` where `x` is, through movement ops, a
+    /// bf16 value widened to f32 (`x = permute(cast(y: bf16, f32))`): then `x` is returned too
+    /// (`computed`: the cast and the scaling), and the kernel reads `y` through the widening cast
+    /// ([`Sched::view_index_widened`]). The graph rounds `x * c` to bf16 before the product; the
+    /// kernel multiplies the f32 scores instead, as a fused SDPA kernel does (measured on ViT-B/16
+    /// in bf16, session 23: unmatched, `q` and `k^T` were stored by the projection's epilogue and
+    /// `k^T` copied again, every layer).
+    fn scaled_operand(&self, o: NodeId, qk: NodeId) -> Option<(NodeId, f64, Vec<NodeId>)> {
+        let g = self.g;
+        let only_qk = |n: NodeId, by: NodeId| {
+            self.users[n.index()].iter().all(|&u| u == by)
+                && self.outputs_of[n.index()].is_empty()
+                && self.live[n.index()]
+        };
+        if let Op::Cast(dt) = g.node(o).op
+            && let [m] = g.node(o).inputs[..]
+            && g.node(m).ty.dtype == DType::F32
+            && dt != DType::F32
+            && only_qk(o, qk)
+            && let Some((x, c)) = self.scaled_value(m, o)
+            && self.widened_from_dtype(x) == Some(dt)
+        {
+            return Some((x, c, vec![o, m]));
+        }
+        let (x, c) = self.scaled_value(o, qk)?;
+        (g.node(x).ty.dtype == g.node(o).ty.dtype).then_some((x, c, vec![o]))
+    }
+
+    /// `(x, c)` when `o` is `x * c`, `c * x` or `x / c` for a constant `c` of one finite value, `x` of
+    /// `o`'s shape, `o` read by `by` alone and no graph output.
+    fn scaled_value(&self, o: NodeId, by: NodeId) -> Option<(NodeId, f64)> {
         let g = self.g;
         let splat = |n: NodeId| match &g.node(n).op {
             Op::Constant(t) if t.numel() >= 1 => {
@@ -275,9 +307,20 @@ impl Sched<'_> {
             Op::Binary(BinaryOp::Div) => (a, 1.0 / splat(b).filter(|&c| c != 0.0)?),
             _ => return None,
         };
-        let alone = self.users[o.index()].iter().all(|&u| u == qk) && self.outputs_of[o.index()].is_empty();
-        let same = self.shapes[x.index()] == self.shapes[o.index()] && g.node(x).ty.dtype == g.node(o).ty.dtype;
-        (alone && same && self.live[o.index()]).then_some((x, c))
+        let alone = self.users[o.index()].iter().all(|&u| u == by) && self.outputs_of[o.index()].is_empty();
+        (alone && self.shapes[x.index()] == self.shapes[o.index()] && self.live[o.index()]).then_some((x, c))
+    }
+
+    /// The dtype `x` was widened from when `x` is, through movement ops, `cast(y, f32)` of a
+    /// 16-bit float `y` (every value exact in f32).
+    fn widened_from_dtype(&self, x: NodeId) -> Option<DType> {
+        let c = self.g.node(self.through_movement(x));
+        match c.op {
+            Op::Cast(DType::F32) => {
+                Some(self.g.ty(c.inputs[0]).dtype).filter(|d| matches!(d, DType::BF16 | DType::F16))
+            }
+            _ => None,
+        }
     }
 
     /// `x` when `p` is `where(isnan(x), 0, x)` (the zero a constant of zeros).
@@ -401,11 +444,20 @@ impl Sched<'_> {
         let g = self.g;
         let ([q, kt], v) = (am.operands, g.node(pv).inputs[1]);
         let bh = s.batch * s.heads;
-        let qr = self.attn_operand(pv, q, &coords(Var::M, Var::Red), &space, [Var::M, Var::Red], [bh, s.m, s.d])?;
+        let qr =
+            self.attn_operand(pv, q, &coords(Var::M, Var::Red), &space, [Var::M, Var::Red], [bh, s.m, s.d], s.dtype)?;
         // k^T is read as rows of keys: element (key, c) of k is element (c, key) of the operand.
-        let kr =
-            self.attn_operand(pv, kt, &coords(Var::Red, Var::Key), &space, [Var::Key, Var::Red], [bh, s.kv, s.d])?;
-        let vr = self.attn_operand(pv, v, &coords(Var::Key, Var::N), &space, [Var::Key, Var::N], [bh, s.kv, s.dv])?;
+        let kr = self.attn_operand(
+            pv,
+            kt,
+            &coords(Var::Red, Var::Key),
+            &space,
+            [Var::Key, Var::Red],
+            [bh, s.kv, s.d],
+            s.dtype,
+        )?;
+        let vr =
+            self.attn_operand(pv, v, &coords(Var::Key, Var::N), &space, [Var::Key, Var::N], [bh, s.kv, s.dv], s.dtype)?;
         let pos = self.kernels.len();
         let mut kb = KernelBuilder::new(space);
         kb.label = Some("attention");
@@ -452,6 +504,7 @@ impl Sched<'_> {
     /// An attention operand: `opnd` read at coordinates `c` (rows over `vars[0]`, the head dimension
     /// over `vars[1]`) as strides of one buffer, else a contiguous `[batch * heads, rows, cols]`
     /// copy.
+    #[allow(clippy::too_many_arguments)]
     fn attn_operand(
         &mut self,
         pv: NodeId,
@@ -460,18 +513,25 @@ impl Sched<'_> {
         space: &Space,
         vars: [Var; 2],
         copy_shape: [usize; 3],
+        dt: DType,
     ) -> Result<AttnRef, Error> {
         let Space::Attention { batch, heads, .. } = *space else {
             return Err(Error::Unsupported("schedule: internal: attention operand outside an attention space".into()));
         };
         let pos = self.kernels.len();
         let probe = KernelBuilder::new(space.clone());
-        if let Some((buf, ix)) = self.view_index(&probe, pos, opnd, c)
+        // An f32 operand of a 16-bit kernel is a widened 16-bit value (`scaled_operand`).
+        let widened = (self.g.ty(opnd).dtype != dt).then_some(dt);
+        let view = match widened {
+            Some(from) => self.view_index_widened(&probe, pos, opnd, c, from),
+            None => self.view_index(&probe, pos, opnd, c),
+        };
+        if let Some((buf, ix)) = view
             && let Some(r) = attn_strides(&ix, batch, heads, vars, copy_shape[2])
         {
             return Ok(AttnRef { buf, ..r });
         }
-        let copy = self.operand_copy(pv, opnd, c, [Var::Batch, vars[0], vars[1]], copy_shape, false)?;
+        let copy = self.operand_copy(pv, opnd, c, [Var::Batch, vars[0], vars[1]], copy_shape, false, widened)?;
         Ok(AttnRef {
             buf: copy.buf,
             offset: 0,

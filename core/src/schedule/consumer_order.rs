@@ -10,6 +10,11 @@
 //! Either permute's rows mix two axes, which no row stride expresses, so each was a copy kernel
 //! (measured on ViT-B/16 at batch 8, H200, session 23: 6.1 us a copy, two a layer).
 //!
+//! The same holds for a stored `k^T` (`[.., d, keys]`) that only a fused attention reads: the
+//! kernel reads keys as rows with the head dimension contiguous, so `k^T` is stored with its last
+//! two axes swapped (measured on ViT-B/16's structure under bf16 autocast, where the projection's
+//! epilogue stores `q`, `k^T` and `v` after adding the bias in f32: `k^T` was copied again).
+//!
 //! **Legality:** the node is computed by a kernel whose stores take any index (a pointwise or
 //! reduction member, or a fused attention's output: `finish` stores every member through
 //! [`Sched::storage_index`]); it is no graph output and has no layout yet; every user is the same
@@ -29,6 +34,7 @@ impl Sched<'_> {
         if !self.opts.fusion {
             return;
         }
+        self.plan_key_rows();
         for i in 0..self.g.nodes.len() {
             let id = NodeId(i as u32);
             let stored = self.attn[i].is_some()
@@ -55,6 +61,35 @@ impl Sched<'_> {
                     "layout: {what} {id} stored in its permute's order {p:?} (a matmul reads it through strides, \
                      not through a copy)"
                 ),
+                vec![],
+            );
+        }
+    }
+
+    /// Stores each `k^T` that only its fused attention reads with the last two axes swapped (the
+    /// module docs), with the decision.
+    fn plan_key_rows(&mut self) {
+        for i in 0..self.g.nodes.len() {
+            let Some(am) = &self.attn[i] else { continue };
+            let (kt, qk) = (am.operands[1], am.qk);
+            let k = kt.index();
+            let stored = self.materialized[k] && matches!(self.kind[k], Kind::Pointwise | Kind::Reduce | Kind::Gather);
+            let rank = self.shapes[k].len();
+            if !stored
+                || rank < 2
+                || self.layout[k].is_some()
+                || !self.outputs_of[k].is_empty()
+                || !self.users[k].iter().all(|&u| u == qk)
+            {
+                continue;
+            }
+            let mut p: Vec<usize> = (0..rank).collect();
+            p.swap(rank - 2, rank - 1);
+            self.layout[k] = Some(p);
+            self.decide(
+                vec![kt.0, qk.0],
+                false,
+                format!("layout: {kt}, the keys of attention {}, stored as rows of keys (the kernel reads them through strides, not through a copy)", NodeId(i as u32)),
                 vec![],
             );
         }

@@ -503,7 +503,8 @@ impl Sched<'_> {
                 let (h, wd) = (xs[2], xs[3]);
                 let red = Index::var(Var::Red);
                 let c = [Index::var(Var::Batch), Index::var(Var::M), red.clone().div(wd as i64), red.rem(wd as i64)];
-                let r = self.operand_copy(w, x, &c, [Var::Batch, Var::M, Var::Red], [xs[0], xs[1], h * wd], false)?;
+                let r =
+                    self.operand_copy(w, x, &c, [Var::Batch, Var::M, Var::Red], [xs[0], xs[1], h * wd], false, None)?;
                 (r.buf, 0, [xs[1] * h * wd, h * wd, wd, 1])
             }
         };

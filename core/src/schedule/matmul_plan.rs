@@ -24,7 +24,7 @@ impl Sched<'_> {
     ) -> Result<MatRef, Error> {
         match self.mat_view(opnd, c, space, vars, None) {
             Some(r) => Ok(r),
-            None => self.operand_copy(mm, opnd, c, vars, copy_shape, broadcast_batch),
+            None => self.operand_copy(mm, opnd, c, vars, copy_shape, broadcast_batch, None),
         }
     }
 
@@ -60,7 +60,9 @@ impl Sched<'_> {
     }
 
     /// A contiguous `[batch, rows, cols]` copy of a contraction operand read at coordinates `c`
-    /// (in `vars`), made by a pointwise kernel (batch 1 when `broadcast_batch`).
+    /// (in `vars`), made by a pointwise kernel (batch 1 when `broadcast_batch`); with `cast_to`,
+    /// converted to that dtype (an f32 operand a 16-bit kernel reads: `attention::scaled_operand`).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn operand_copy(
         &mut self,
         mm: NodeId,
@@ -69,11 +71,12 @@ impl Sched<'_> {
         vars: [Var; 3],
         copy_shape: [usize; 3],
         broadcast_batch: bool,
+        cast_to: Option<DType>,
     ) -> Result<MatRef, Error> {
         // Materialize a contiguous [batch, rows, cols] copy with a pointwise kernel.
         let [b, r, cc] = copy_shape;
         let b = if broadcast_batch { 1 } else { b };
-        let dt = self.g.ty(opnd).dtype;
+        let dt = cast_to.unwrap_or(self.g.ty(opnd).dtype);
         let id = self.copies.len();
         self.copies.push((dt, b * r * cc));
         let pos = self.kernels.len();
@@ -82,7 +85,10 @@ impl Sched<'_> {
         let sub = delinearize(&l, &[b, r, cc]);
         let map = |i: &Index| i.substitute(vars[0], &sub[0]).substitute(vars[1], &sub[1]).substitute(vars[2], &sub[2]);
         let lc: Vec<Index> = c.iter().map(map).collect();
-        let value = self.emit(&mut kb, pos, opnd, &lc, Phase::Lane).map_err(|e| Self::internal(e, self))?;
+        let mut value = self.emit(&mut kb, pos, opnd, &lc, Phase::Lane).map_err(|e| Self::internal(e, self))?;
+        if dt != self.g.ty(opnd).dtype {
+            value = kb.push(Expr::Cast(value), dt);
+        }
         kb.members.push(Member {
             target: Target::Operand(id),
             value,
@@ -224,7 +230,7 @@ impl Sched<'_> {
                 let how = if view.is_some() { "read through strides" } else { "copied first" };
                 let r = match view {
                     Some(r) => r,
-                    None => self.operand_copy(mm, a, &ca, [Var::Batch, Var::M, Var::Red], [1, m, k], true)?,
+                    None => self.operand_copy(mm, a, &ca, [Var::Batch, Var::M, Var::Red], [1, m, k], true, None)?,
                 };
                 fold_note = Some(format!(
                     "layout: matmul {mm} batch {} x {} rows as one product of {m} rows (the second operand has no \

@@ -384,7 +384,7 @@ fn multihead_attention_block() -> Result<Vec<Instance>, String> {
         let (g, be) = (b.input(F, &[e], Dist::Uniform(0.5, 1.5)), b.input(F, &[e], unit()));
         let (w_in, b_in) = (b.input(F, &[e, 3 * e], small()), b.input(F, &[3 * e], unit()));
         let (w_out, b_out) = (b.input(F, &[e, e], small()), b.input(F, &[e], unit()));
-        let w = MhaWeights { norm: (&g, &be), w_in: (&w_in, &b_in), w_out: (&w_out, &b_out) };
+        let w = MhaWeights { norm: (&g, &be), w_in: (&w_in, Some(&b_in)), w_out: (&w_out, &b_out) };
         let out = block(&x, &w, h);
         b.finish(format!("b{bt} s{s} h{h} d{d}"), Tol::sum(2 * e + s, 4.0).times(4.0), &[&out])
     })

@@ -292,8 +292,8 @@ pub fn attention_written_out(
 pub struct MhaWeights<'a> {
     /// LayerNorm scale and shift (`[e]` each).
     pub norm: (&'a crate::trace::Tensor, &'a crate::trace::Tensor),
-    /// Packed input projection and its bias.
-    pub w_in: (&'a crate::trace::Tensor, &'a crate::trace::Tensor),
+    /// Packed input projection and its bias (none: a bias-free projection).
+    pub w_in: (&'a crate::trace::Tensor, Option<&'a crate::trace::Tensor>),
     /// Output projection and its bias.
     pub w_out: (&'a crate::trace::Tensor, &'a crate::trace::Tensor),
 }
@@ -311,8 +311,12 @@ pub fn multihead_attention_block(x: &crate::trace::Tensor, w: &MhaWeights<'_>, h
     let pick = |i: i64| gr.constant(crate::HostTensor::from_i64(DType::I64, vec![], &[i]));
     let scale = gr.scalar(DType::F32, (d as f64).powf(-0.25));
     let y = x.layer_norm(w.norm.0, w.norm.1, 1e-6).permute(&[1, 0, 2]);
-    let proj =
-        (y.matmul(w.w_in.0) + w.w_in.1).reshape([1, s, bt, 3, e]).permute(&[3, 1, 2, 0, 4]).reshape([3, s, bt, e]);
+    let packed = y.matmul(w.w_in.0);
+    let packed = match w.w_in.1 {
+        Some(b) => &packed + b,
+        None => packed,
+    };
+    let proj = packed.reshape([1, s, bt, 3, e]).permute(&[3, 1, 2, 0, 4]).reshape([3, s, bt, e]);
     let split = |t: &Tensor| t.reshape([s, bt * heads, d]).permute(&[1, 0, 2]).reshape([bt, heads, s, d]);
     let q = &split(&proj.gather(0, &pick(0))) * &scale;
     let kt = &split(&proj.gather(0, &pick(1))).permute(&[0, 1, 3, 2]) * &scale;

@@ -201,8 +201,10 @@ fn the_anchor_scripts_causal_mask_is_a_causal_bound() {
     assert_eq!(p.kernels[0].args.len(), 4, "{}", print_program(&p));
 }
 
-#[test]
-fn multihead_attention_reads_its_projection_through_strides() {
+/// The pre-norm `nn.MultiheadAttention` block of `testsuite::programs` at `[3, 17, 48]`, 4 heads,
+/// with its random inputs (`in_bias`: the packed projection's bias is added; else the input is
+/// fed but unread).
+fn mha_block(in_bias: bool) -> (IrGraph, Vec<HostTensor>) {
     use crate::testsuite::programs::{MhaWeights, multihead_attention_block};
     let (bt, s, h, d) = (3, 17, 4, 12);
     let e = h * d;
@@ -211,11 +213,24 @@ fn multihead_attention_reads_its_projection_through_strides() {
     let (ln_w, ln_b) = (g.input("ln_w", DType::F32, [e]), g.input("ln_b", DType::F32, [e]));
     let (w_in, b_in) = (g.input("w_in", DType::F32, [e, 3 * e]), g.input("b_in", DType::F32, [3 * e]));
     let (w_out, b_out) = (g.input("w_out", DType::F32, [e, e]), g.input("b_out", DType::F32, [e]));
-    let w = MhaWeights { norm: (&ln_w, &ln_b), w_in: (&w_in, &b_in), w_out: (&w_out, &b_out) };
+    let w = MhaWeights { norm: (&ln_w, &ln_b), w_in: (&w_in, in_bias.then_some(&b_in)), w_out: (&w_out, &b_out) };
     g.output(&multihead_attention_block(&x, &w, h));
-    let g = g.build().expect("build");
+    // Weights of a trained block's size (scores of a few units, so bf16's roundings do not flip
+    // which key a softmax picks).
+    let ranges = [(-1.0, 1.0), (0.5, 1.5), (-1.0, 1.0), (-0.25, 0.25), (-1.0, 1.0), (-0.25, 0.25), (-1.0, 1.0)];
     let shapes: [&[usize]; 7] = [&[bt, s, e], &[e], &[e], &[e, 3 * e], &[3 * e], &[e, e], &[e]];
-    let inputs: Vec<HostTensor> = shapes.iter().enumerate().map(|(i, sh)| rnd(DType::F32, sh, 40 + i as u64)).collect();
+    let inputs = shapes
+        .iter()
+        .zip(ranges)
+        .enumerate()
+        .map(|(i, (sh, (lo, hi)))| HostTensor::random(DType::F32, sh.to_vec(), 40 + i as u64, lo, hi))
+        .collect();
+    (g.build().expect("build"), inputs)
+}
+
+#[test]
+fn multihead_attention_reads_its_projection_through_strides() {
+    let (g, inputs) = mha_block(true);
     let p = check_with(&g, &inputs, &Capabilities::host(), &ScheduleOptions::default());
     let text = print_program(&p);
     // No operand is copied: the gathers are slices, the LayerNorm and the attention store in the
@@ -228,4 +243,36 @@ fn multihead_attention_reads_its_projection_through_strides() {
     // the residual (the product's rows are sequence-first, the residual's batch-first: no
     // epilogue of the product). Before this session: eleven, six of them copies.
     assert_eq!(p.kernels.len(), 5, "{text}");
+}
+
+#[test]
+fn multihead_attention_under_bf16_autocast_reads_its_operands_in_place() {
+    // Autocast wraps every product in casts: `v` and the output reach their products through
+    // casts around movement ops, which cancel (`algebraic`). Without the projection's bias, `q` and
+    // `k^T` reach the first product as `cast(x * c, bf16)` of the widened bf16 projection: the
+    // kernel reads the projection and scales the scores (`scaled_operand`). With it (added in f32
+    // after the product), the bias kernel stores them, `k^T` as rows of keys.
+    for in_bias in [false, true] {
+        let (g, inputs) = mha_block(in_bias);
+        let g = crate::passes::autocast_bf16(&g).expect("autocast");
+        let ir = crate::passes::optimize(&g).expect("passes");
+        let p = schedule(&ir, &Capabilities::host(), &ScheduleOptions::default()).expect("schedule");
+        validate(&p).expect("valid program");
+        let text = print_program(&p);
+        assert!(!p.decisions.iter().any(|d| d.reason.contains("copied")), "{text}");
+        let at = attention_kernels(&p);
+        assert_eq!(at.len(), 1, "{text}");
+        assert_eq!(at[0].in_dtype, DType::BF16, "{text}");
+        let count = |what: &str| p.decisions.iter().filter(|d| d.reason.contains(what)).count();
+        assert_eq!(count("permute's order"), 1, "{text}");
+        assert_eq!(count("rows of keys"), in_bias as usize, "{text}");
+        assert_eq!(count("attention operand (q, k)"), 2 * in_bias as usize, "{text}");
+        // The kernel scales the f32 scores where the graph rounds `q * c` and `k^T * c` to bf16:
+        // within bf16's bound of the autocast graph's reference.
+        let got = run_program(&p, &inputs).expect("interp");
+        let want = crate::cpu::run(&g, &inputs).expect("reference");
+        let rtol = DType::BF16.rel_tolerance();
+        let r = got[0].tolerance_ratio(&want[0], rtol, rtol * scale(&want[0]));
+        assert!(r <= 1.0, "in_bias {in_bias}: ratio {r}\n{text}");
+    }
 }
