@@ -218,19 +218,8 @@ impl Index {
                 }
                 // `(g * a + r) / (g * q) = a / q` when `0 <= r < g`: the flat index of an
                 // `[.., 5, 4]` block divided by a multiple of its size (20 * batch + 4 * m + n)/60.
-                let terms = as_terms(&x);
-                for &(_, coef) in &terms {
-                    let g = gcd(coef.abs(), c);
-                    if g <= 1 || g == c {
-                        continue;
-                    }
-                    let (big, rest): (Vec<_>, Vec<_>) = terms.iter().cloned().partition(|(_, k)| k % g == 0);
-                    let rest_sum = make_sum(rest.iter().map(|(t, k)| scaled(t.clone(), *k)).collect());
-                    let fits = rest.is_empty() || rest_sum.range(vr).is_some_and(|(lo, hi)| lo >= 0 && hi < g);
-                    let big_sum = make_sum(big.iter().map(|(t, k)| scaled(t.clone(), k / g)).collect());
-                    if fits && big_sum.range(vr).is_some_and(|(lo, _)| lo >= 0) {
-                        return Index::Div(Box::new(big_sum), c / g).simplify(vr);
-                    }
+                if let Some((a, g, _)) = block_split(&x, c, vr) {
+                    return Index::Div(Box::new(a), c / g).simplify(vr);
                 }
                 Index::Div(Box::new(x), c)
             }
@@ -266,20 +255,9 @@ impl Index {
                 // `(g * a + r) % (g * q) = (a % q) * g + r` when `0 <= r < g` and `a >= 0`: a
                 // head's columns of a `[.., heads * d]` row, `(12 * bh + j) % 48` with `j < 12`
                 // (the `q`, `k`, `v` views of an exported multi-head attention).
-                let terms = as_terms(&x);
-                for &(_, coef) in &terms {
-                    let g = gcd(coef.abs(), c);
-                    if g <= 1 || g == c {
-                        continue;
-                    }
-                    let (big, rest): (Vec<_>, Vec<_>) = terms.iter().cloned().partition(|(_, k)| k % g == 0);
-                    let rest_sum = make_sum(rest.iter().map(|(t, k)| scaled(t.clone(), *k)).collect());
-                    let fits = rest.is_empty() || rest_sum.range(vr).is_some_and(|(lo, hi)| lo >= 0 && hi < g);
-                    let big_sum = make_sum(big.iter().map(|(t, k)| scaled(t.clone(), k / g)).collect());
-                    if fits && big_sum.range(vr).is_some_and(|(lo, _)| lo >= 0) {
-                        let a = Index::Mod(Box::new(big_sum), c / g);
-                        return Index::Sum(vec![Index::Mul(Box::new(a), g), rest_sum]).simplify(vr);
-                    }
+                if let Some((a, g, r)) = block_split(&x, c, vr) {
+                    let a = Index::Mod(Box::new(a), c / g);
+                    return Index::Sum(vec![Index::Mul(Box::new(a), g), r]).simplify(vr);
                 }
                 Index::Mod(Box::new(x), c)
             }
@@ -331,6 +309,27 @@ impl Index {
             Index::Mul(x, _) | Index::Div(x, _) | Index::Mod(x, _) | Index::Clamp(x, _, _) => x.values(f),
         }
     }
+}
+
+/// `x` as `g * a + r` with `g` a common divisor of `c` and of some coefficients (`1 < g < c`),
+/// `0 <= r < g` and `a >= 0` within the variables' ranges: `(a, g, r)`. Then
+/// `x / c = a / (c / g)` and `x % c = (a % (c / g)) * g + r`.
+fn block_split(x: &Index, c: i64, vr: &dyn Fn(Var) -> Option<Range>) -> Option<(Index, i64, Index)> {
+    let terms = as_terms(x);
+    for &(_, coef) in &terms {
+        let g = gcd(coef.abs(), c);
+        if g <= 1 || g == c {
+            continue;
+        }
+        let (big, rest): (Vec<_>, Vec<_>) = terms.iter().cloned().partition(|(_, k)| k % g == 0);
+        let rest_sum = make_sum(rest.iter().map(|(t, k)| scaled(t.clone(), *k)).collect());
+        let fits = rest.is_empty() || rest_sum.range(vr).is_some_and(|(lo, hi)| lo >= 0 && hi < g);
+        let big_sum = make_sum(big.iter().map(|(t, k)| scaled(t.clone(), k / g)).collect());
+        if fits && big_sum.range(vr).is_some_and(|(lo, _)| lo >= 0) {
+            return Some((big_sum, g, rest_sum));
+        }
+    }
+    None
 }
 
 /// A term and its constant coefficient.
