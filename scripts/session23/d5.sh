@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 23, device call 5 (issue 13): call 4 measured GPT-2 small in bf16 3% slower at HEAD than
 # at 1e08c67, with one kernel more a layer (135 -> 147). The compiler's decisions of both builds
-# (`SINTER_DEBUG`), brought back: each kernel's name and the decisions that differ.
+# (`sinter profile`'s artifacts; `sinter run` writes none), brought back: each kernel's name and the decisions that differ.
 source scripts/device_env.sh
 OLD=$PWD/.bench/sinter_old
 OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 150 python3 onnx/models/zoo_check.py \
@@ -11,7 +11,7 @@ f=/tmp/zoo/gpt2/legacy/model.onnx
 ins=$(for i in /tmp/zoo/gpt2/input_*.npy; do echo -n "--input $i "; done)
 for bin in old new; do
   b=$B; [ $bin = old ] && b=$OLD
-  SINTER_DEBUG=/tmp/dbg_$bin SINTER_CACHE_DIR=/tmp/sc5_$bin timeout 90 $b run $f $ins --backend cuda --precision bf16 --out /tmp/o_$bin.npz > /dev/null 2>&1; echo "$bin rc $?"
+  SINTER_CACHE_DIR=/tmp/sc5_$bin timeout 90 $b profile --backend cuda --model $f $ins --precision bf16 --out /tmp/dbg_$bin > /dev/null 2>&1; echo "$bin rc $?"
   python3 - "$bin" <<'PY'
 import json, sys, os
 b = sys.argv[1]
