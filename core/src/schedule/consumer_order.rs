@@ -15,9 +15,16 @@
 //! two axes swapped (measured on ViT-B/16's structure under bf16 autocast, where the projection's
 //! epilogue stores `q`, `k^T` and `v` after adding the bias in f32: `k^T` was copied again).
 //!
+//! An unfused attention's second product (`p @ v`, GPT-2 under bf16 autocast) is such a node
+//! too: its output permuted back to `[B, S, H, d]` for the output projection. Before autocast's
+//! cast round trips cancelled (`passes::algebraic`), the product's epilogue stored that permuted
+//! copy; without them it was a copy kernel of its own (measured on an H200, session 23: GPT-2
+//! small in bf16 135 -> 147 kernels, +3%), so products are stored in their permute's order too.
+//!
 //! **Legality:** the node is computed by a kernel whose stores take any index (a pointwise or
-//! reduction member, or a fused attention's output: `finish` stores every member through
-//! [`Sched::storage_index`]); it is no graph output and has no layout yet; every user is the same
+//! reduction member, a matmul's or a fused attention's output: `finish` stores every member
+//! through [`Sched::storage_index`]; a library product then takes its split form, the product
+//! into a scratch buffer and the permuted store in the epilogue kernel); it is no graph output and has no layout yet; every user is the same
 //! permute, which keeps the last axis last (the rows stay contiguous, so vector stores and loads
 //! along them stay valid); no node between it and the contraction is itself stored.
 //!
@@ -37,7 +44,8 @@ impl Sched<'_> {
         self.plan_key_rows();
         for i in 0..self.g.nodes.len() {
             let id = NodeId(i as u32);
-            let stored = self.attn[i].is_some()
+            let product = self.kind[i] == Kind::MatMul && !self.inner_attn[i];
+            let stored = product
                 || (self.materialized[i] && matches!(self.kind[i], Kind::Pointwise | Kind::Reduce | Kind::Gather));
             if !self.live[i] || !stored || self.layout[i].is_some() || !self.outputs_of[i].is_empty() {
                 continue;
@@ -50,7 +58,11 @@ impl Sched<'_> {
             if !self.users[i].iter().all(|&u| self.read_by_contractions(u)) {
                 continue;
             }
-            let what = if self.attn[i].is_some() { "attention output" } else { "node" };
+            let what = match (self.attn[i].is_some(), product) {
+                (true, _) => "attention output",
+                (false, true) => "product",
+                _ => "node",
+            };
             let mut nodes = vec![id.0];
             nodes.extend(self.users[i].iter().map(|u| u.0));
             self.layout[i] = Some(p.clone());

@@ -468,7 +468,7 @@ macro_rules! __sinter_suite {
             fused [
                 softmax_last, softmax_middle, log_softmax_last, layer_norm, gelu, gelu_tanh, silu,
                 add_relu_mul, normalize_rows, matmul_bias_relu, conv2d_bias_relu, convnext_blocks, attention,
-                multihead_attention_block,
+                multihead_attention_block, permuted_product_projection,
                 attention_layouts_masks, attention_bf16, attention_f16,
                 dtype_f16_softmax, dtype_bf16_layer_norm, matmul_bf16_layouts_epilogue,
                 matmul_f16_layouts_epilogue,

@@ -63,6 +63,7 @@ pub(crate) fn cases() -> Vec<Case> {
         fused("convnext_blocks", convnext_blocks),
         fused("attention", attention),
         fused("multihead_attention_block", multihead_attention_block),
+        fused("permuted_product_projection", permuted_product_projection),
         fused("attention_layouts_masks", || attention_cases(F)),
         fused("attention_bf16", || attention_cases(DType::BF16)),
         fused("attention_f16", || attention_cases(DType::F16)),
@@ -387,6 +388,20 @@ fn multihead_attention_block() -> Result<Vec<Instance>, String> {
         let w = MhaWeights { norm: (&g, &be), w_in: (&w_in, Some(&b_in)), w_out: (&w_out, &b_out) };
         let out = block(&x, &w, h);
         b.finish(format!("b{bt} s{s} h{h} d{d}"), Tol::sum(2 * e + s, 4.0).times(4.0), &[&out])
+    })
+}
+
+/// A batched product `[b, h, s, d]` permuted to `[b, s, h, d]` and projected (an unfused
+/// attention's second product and its output projection): the product is stored in the permute's
+/// order (`schedule::consumer_order`) and the projection reads it through strides.
+fn permuted_product_projection() -> Result<Vec<Instance>, String> {
+    each(&[(1usize, 1usize, 1usize, 1usize), (2, 3, 7, 16), (1, 4, 33, 8)], |(b, h, s, d)| {
+        let mut bl = Builder::new();
+        let p = bl.input(F, &[b, h, s, s], unit());
+        let v = bl.input(F, &[b, h, s, d], unit());
+        let w = bl.input(F, &[h * d, 5], unit());
+        let y = p.matmul(&v).permute(&[0, 2, 1, 3]).reshape([b * s, h * d]).matmul(&w);
+        bl.finish(format!("b{b} h{h} s{s} d{d}"), Tol::sum(s * h * d, 1.0), &[&y])
     })
 }
 

@@ -276,3 +276,24 @@ fn multihead_attention_under_bf16_autocast_reads_its_operands_in_place() {
         assert!(r <= 1.0, "in_bias {in_bias}: ratio {r}\n{text}");
     }
 }
+
+#[test]
+fn a_product_read_through_a_permute_by_a_product_is_stored_in_its_order() {
+    // An unfused attention's second product, `[b, h, s, d]`, permuted to `[b, s, h, d]` and
+    // reshaped for the output projection (GPT-2 under bf16 autocast): stored in the permute's
+    // order, the projection reads it through strides, with no copy kernel.
+    let (b, h, s, d) = (2, 3, 5, 4);
+    let g = Graph::new();
+    let p = g.input("p", DType::F32, [b, h, s, s]);
+    let v = g.input("v", DType::F32, [b, h, s, d]);
+    let w = g.input("w", DType::F32, [h * d, 6]);
+    g.output(&p.matmul(&v).permute(&[0, 2, 1, 3]).reshape([b * s, h * d]).matmul(&w));
+    let g = g.build().expect("build");
+    let inputs =
+        [rnd(DType::F32, &[b, h, s, s], 1), rnd(DType::F32, &[b, h, s, d], 2), rnd(DType::F32, &[h * d, 6], 3)];
+    let p = check_with(&g, &inputs, &Capabilities::host(), &ScheduleOptions::default());
+    let text = print_program(&p);
+    assert!(!p.decisions.iter().any(|d| d.reason.contains("copied")), "{text}");
+    assert!(p.decisions.iter().any(|d| d.reason.contains("layout: product")), "{text}");
+    assert_eq!(p.kernels.len(), 2, "{text}");
+}
