@@ -7,7 +7,8 @@
 //! `pv = matmul(p, v)` backwards:
 //! * `p` is `exp(s - max(s)) / sum(exp(s - max(s)))` over the last axis (the decomposed softmax,
 //!   with keepdims), optionally cast to a 16-bit float for the product, optionally under torch's
-//!   NaN guard `where(isnan(p), 0, p)` (then applied to the output: [`AttnMatch::nan_guard`]);
+//!   NaN guard `where(isnan(p), 0, p)` (then applied to the output: [`AttnMatch::nan_guard`]),
+//!   the cast inside the guard or outside it (autocast's order);
 //! * `s` comes from exactly one matmul `qk` through pointwise and movement ops only (scale,
 //!   additive or boolean masks, casts), at the same element: the scores are not reshaped;
 //! * an operand of `qk` that is another node times a constant of one value, read by `qk` alone,
@@ -145,13 +146,26 @@ impl Sched<'_> {
         // The probabilities, optionally cast down for the product.
         // torch's exported attention guards the probabilities: `where(isnan(p), 0, p)` (a row
         // whose every key is masked gives zeros, not NaN).
+        // Under autocast the cast comes last: `cast(where(isnan(p), 0, p), bf16)` (GPT-2's export
+        // in bf16, session 23: unmatched, its attention ran as two products and a softmax).
+        let float_cast = |n: NodeId| match &node(n).op {
+            Op::Cast(to) if to.is_float() && node(node(n).inputs[0]).ty.dtype.is_float() => {
+                Some((node(n).inputs[0], *to))
+            }
+            _ => None,
+        };
+        let (pa, outer_cast) = match float_cast(pa) {
+            Some((x, to)) => (x, Some(to)),
+            None => (pa, None),
+        };
         let (pa, nan_guard) = match self.nan_guard_of(pa) {
             Some(x) => (x, true),
             None => (pa, false),
         };
-        let (probs, p_dtype) = match &node(pa).op {
-            Op::Cast(to) if to.is_float() && node(node(pa).inputs[0]).ty.dtype.is_float() => (node(pa).inputs[0], *to),
-            _ => (pa, node(pa).ty.dtype),
+        let (probs, p_dtype) = match (outer_cast, float_cast(pa)) {
+            (Some(to), _) => (pa, to),
+            (None, Some((x, to))) => (x, to),
+            (None, None) => (pa, node(pa).ty.dtype),
         };
         let Some((s, sm_nodes)) = self.softmax_of(probs) else { return Ok(None) };
         let rank = self.shapes[s.index()].len();

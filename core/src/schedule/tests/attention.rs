@@ -297,3 +297,37 @@ fn a_product_read_through_a_permute_by_a_product_is_stored_in_its_order() {
     assert!(p.decisions.iter().any(|d| d.reason.contains("layout: product")), "{text}");
     assert_eq!(p.kernels.len(), 2, "{text}");
 }
+
+#[test]
+fn a_nan_guarded_attention_fuses_under_bf16_autocast() {
+    // torch's export guards the probabilities (`where(isnan(p), 0, p)`); autocast then casts the
+    // guarded probabilities to bf16 for the second product, outside the guard (GPT-2 under bf16).
+    let c = AttnCase {
+        mask: AttnMask::Bool,
+        nan_guard: true,
+        split_scale: true,
+        bshd: true,
+        ..AttnCase::new(2, 2, 5, 9, 8, DType::F32)
+    };
+    let g = crate::passes::autocast_bf16(&attention_graph(&c)).expect("autocast");
+    let ir = crate::passes::optimize(&g).expect("passes");
+    let p = schedule(&ir, &Capabilities::host(), &ScheduleOptions::default()).expect("schedule");
+    validate(&p).expect("valid program");
+    let text = print_program(&p);
+    let at = attention_kernels(&p);
+    assert_eq!(at.len(), 1, "{text}");
+    assert_eq!(at[0].in_dtype, DType::BF16, "{text}");
+    // Against the autocast graph's reference, within bf16's bound; rows whose every key is masked
+    // come out 0 in both.
+    let inputs: Vec<HostTensor> = inputs(&c, 5)
+        .into_iter()
+        .map(
+            |t| if t.dtype() == DType::F32 { HostTensor::random(DType::F32, t.shape.clone(), 9, -1.0, 1.0) } else { t },
+        )
+        .collect();
+    let got = run_program(&p, &inputs).expect("interp");
+    let want = crate::cpu::run(&g, &inputs).expect("reference");
+    let rtol = DType::BF16.rel_tolerance();
+    let r = got[0].tolerance_ratio(&want[0], rtol, rtol * scale(&want[0]));
+    assert!(r <= 1.0, "ratio {r}\n{text}");
+}
