@@ -8,11 +8,12 @@
 //!
 //! A shape is `MxNxK` (D is `M x N`, the reduction `K`); `:bt` stores B as `N x K` (k-contiguous,
 //! torch's `Linear` weight), otherwise B is `K x N` row-major. The dtype is `f32`, `tf32`, `bf16`
-//! or `f16`. Each algorithm runs `reps` times back to back after three warm-ups; the median of
-//! its per-launch event times is printed with its configuration ([`GemmPlan::describe`]).
+//! or `f16`. Each algorithm runs `reps` times back to back after three warm-ups
+//! ([`time_algorithms`], as `sinter calibrate` times them); the median of its per-launch event times is printed with its configuration ([`GemmPlan::describe`]).
 
 use sinter_cuda::device::TimingEvents;
 use sinter_cuda::device::blas::{BlasOperand, BlasType, GemmDesc, GemmPlan};
+use sinter_cuda::device::peaks::time_algorithms;
 use sinter_cuda::{Device, probe};
 use std::process::ExitCode;
 
@@ -105,28 +106,13 @@ fn run() -> Result<(), String> {
             if tf32 { " tf32" } else { "" },
             plan.algos()
         );
+        let times =
+            time_algorithms(&stream, &plan, (da.ptr(), db.ptr(), dd.ptr()), (0, 0), &ev).map_err(|e| e.to_string())?;
+        let first = times[0].unwrap_or(f64::NAN);
         let mut best = (f64::INFINITY, 0);
-        let mut first = 0.0;
-        for algo in 0..plan.algos() {
-            let launch = || plan.launch(&stream, algo, da.ptr(), db.ptr(), 0, (0, 0), dd.ptr());
-            let timed = (|| -> Result<f64, sinter_core::backend::BackendError> {
-                for _ in 0..3 {
-                    launch()?;
-                }
-                for i in 0..reps {
-                    ev.record(i, false, &stream)?;
-                    launch()?;
-                    ev.record(i, true, &stream)?;
-                }
-                let mut t: Vec<f64> = (0..reps).map(|i| ev.elapsed_ms(i, i, true)).collect::<Result<_, _>>()?;
-                t.sort_by(f64::total_cmp);
-                Ok(t[reps / 2])
-            })();
-            match timed {
-                Ok(ms) => {
-                    if algo == 0 {
-                        first = ms;
-                    }
+        for (algo, ms) in times.into_iter().enumerate() {
+            match ms {
+                Some(ms) => {
                     if ms < best.0 {
                         best = (ms, algo);
                     }
@@ -137,7 +123,7 @@ fn run() -> Result<(), String> {
                         plan.describe(algo)
                     );
                 }
-                Err(err) => println!("  algo {algo:2}: failed: {err}"),
+                None => println!("  algo {algo:2}: failed its warm-ups"),
             }
         }
         println!("  best: algo {} at {:.1} us, {:.2}x the heuristic's first", best.1, best.0 * 1e3, first / best.0);

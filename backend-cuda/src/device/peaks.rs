@@ -16,7 +16,7 @@
 //! layout and bf16 output with per-tensor scales of 1, as `torch._scaled_mm`.
 
 use super::blas::{BlasOperand, BlasType, GemmDesc, GemmPlan, WORKSPACE_BYTES};
-use super::{Device, Launch, TimingEvents};
+use super::{Device, Launch, Stream, TimingEvents};
 use sinter_core::backend::{BackendError, MatmulPeak};
 
 /// Timed runs per algorithm (after [`WARMUP`] untimed ones).
@@ -128,6 +128,36 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// The median milliseconds of each of `plan`'s algorithms on `stream`, A, B and D at `ptrs` (and
+/// fp8 scales at `scales`): [`WARMUP`] untimed runs, then one run between each pair of `events`
+/// (`None` for an algorithm whose warm-ups fail). [`Device::matmul_peaks`] and the `gemm_algos`
+/// example time algorithms this way.
+pub fn time_algorithms(
+    stream: &Stream,
+    plan: &GemmPlan,
+    (a, b, d): (u64, u64, u64),
+    scales: (u64, u64),
+    events: &TimingEvents,
+) -> Result<Vec<Option<f64>>, BackendError> {
+    let mut out = Vec::with_capacity(plan.algos());
+    for algo in 0..plan.algos() {
+        let run = || plan.launch(stream, algo, a, b, 0, scales, d);
+        if let Err(e) = (0..WARMUP).try_for_each(|_| run()).and_then(|_| stream.synchronize("gemm warm-up")) {
+            tracing::debug!(target: "sinter::cuda", "algorithm {algo} of {:?} failed: {e}", plan.desc());
+            out.push(None);
+            continue;
+        }
+        for i in 0..events.len() {
+            events.record(i, false, stream)?;
+            run()?;
+            events.record(i, true, stream)?;
+        }
+        let times = (0..events.len()).map(|i| events.elapsed_ms(i, i, true)).collect::<Result<Vec<_>, _>>()?;
+        out.push(Some(median(times)));
+    }
+    Ok(out)
+}
+
 impl Device {
     /// Measures the matrix-product peak of every compute type the device has on cuBLASLt (see
     /// the module docs). `Err` when cuBLASLt or NVRTC is missing or a device call fails.
@@ -183,22 +213,11 @@ impl Device {
             stream.synchronize("peak operands")?;
             let flops = 2.0 * (n as f64).powi(3);
             let mut best: Option<(f64, usize)> = None;
-            for algo in 0..plan.algos() {
-                let run = || plan.launch(&stream, algo, a.ptr(), b.ptr(), 0, scales, d.ptr());
-                if let Err(e) = (0..WARMUP).try_for_each(|_| run()).and_then(|_| stream.synchronize("peak warm-up")) {
-                    tracing::debug!(target: "sinter::cuda", "{} peak: algorithm {algo} failed: {e}", spec.compute);
-                    continue;
-                }
-                let mut times = Vec::with_capacity(ITERS);
-                for i in 0..ITERS {
-                    events.record(i, false, &stream)?;
-                    run()?;
-                    events.record(i, true, &stream)?;
-                }
-                for i in 0..ITERS {
-                    times.push(events.elapsed_ms(i, i, true)?);
-                }
-                let tflops = flops / (median(times) * 1e-3) / 1e12;
+            for (algo, ms) in
+                time_algorithms(&stream, &plan, (a.ptr(), b.ptr(), d.ptr()), scales, &events)?.into_iter().enumerate()
+            {
+                let Some(ms) = ms else { continue };
+                let tflops = flops / (ms * 1e-3) / 1e12;
                 tracing::debug!(target: "sinter::cuda", "{} peak: algorithm {algo}: {tflops:.1} TFLOP/s", spec.compute);
                 if tflops.is_finite() && best.is_none_or(|(t, _)| tflops > t) {
                     best = Some((tflops, algo));

@@ -292,7 +292,7 @@ impl Sched<'_> {
             && dt != DType::F32
             && only_qk(o, qk)
             && let Some((x, c)) = self.scaled_value(m, o)
-            && self.widened_from_dtype(x) == Some(dt)
+            && self.widened_from(x) == Some(dt)
         {
             return Some((x, c, vec![o, m]));
         }
@@ -323,18 +323,6 @@ impl Sched<'_> {
         };
         let alone = self.users[o.index()].iter().all(|&u| u == by) && self.outputs_of[o.index()].is_empty();
         (alone && self.shapes[x.index()] == self.shapes[o.index()] && self.live[o.index()]).then_some((x, c))
-    }
-
-    /// The dtype `x` was widened from when `x` is, through movement ops, `cast(y, f32)` of a
-    /// 16-bit float `y` (every value exact in f32).
-    fn widened_from_dtype(&self, x: NodeId) -> Option<DType> {
-        let c = self.g.node(self.through_movement(x));
-        match c.op {
-            Op::Cast(DType::F32) => {
-                Some(self.g.ty(c.inputs[0]).dtype).filter(|d| matches!(d, DType::BF16 | DType::F16))
-            }
-            _ => None,
-        }
     }
 
     /// `x` when `p` is `where(isnan(x), 0, x)` (the zero a constant of zeros).

@@ -24,8 +24,8 @@
 //! **Legality:** the node is computed by a kernel whose stores take any index (a pointwise or
 //! reduction member, a matmul's or a fused attention's output: `finish` stores every member
 //! through [`Sched::storage_index`]; a library product then takes its split form, the product
-//! into a scratch buffer and the permuted store in the epilogue kernel); it is no graph output and has no layout yet; every user is the same
-//! permute, which keeps the last axis last (the rows stay contiguous, so vector stores and loads
+//! into a scratch buffer and the permuted store in the epilogue kernel); it is no graph output and
+//! has no layout yet; every user is the same permute, which keeps the last axis last (the rows stay contiguous, so vector stores and loads
 //! along them stay valid); no node between it and the contraction is itself stored.
 //!
 //! **Profitability** needs no cost model: the stores move from one row order to another (the same
@@ -45,8 +45,7 @@ impl Sched<'_> {
         for i in 0..self.g.nodes.len() {
             let id = NodeId(i as u32);
             let product = self.kind[i] == Kind::MatMul && !self.inner_attn[i];
-            let stored = product
-                || (self.materialized[i] && matches!(self.kind[i], Kind::Pointwise | Kind::Reduce | Kind::Gather));
+            let stored = product || self.stored_member(id);
             if !self.live[i] || !stored || self.layout[i].is_some() || !self.outputs_of[i].is_empty() {
                 continue;
             }
@@ -85,9 +84,8 @@ impl Sched<'_> {
             let Some(am) = &self.attn[i] else { continue };
             let (kt, qk) = (am.operands[1], am.qk);
             let k = kt.index();
-            let stored = self.materialized[k] && matches!(self.kind[k], Kind::Pointwise | Kind::Reduce | Kind::Gather);
             let rank = self.shapes[k].len();
-            if !stored
+            if !self.stored_member(kt)
                 || rank < 2
                 || self.layout[k].is_some()
                 || !self.outputs_of[k].is_empty()
@@ -101,10 +99,19 @@ impl Sched<'_> {
             self.decide(
                 vec![kt.0, qk.0],
                 false,
-                format!("layout: {kt}, the keys of attention {}, stored as rows of keys (the kernel reads them through strides, not through a copy)", NodeId(i as u32)),
+                format!(
+                    "layout: {kt}, the keys of attention {}, stored as rows of keys (the kernel reads them \
+                     through strides, not through a copy)",
+                    NodeId(i as u32)
+                ),
                 vec![],
             );
         }
+    }
+
+    /// True when `n` is stored by a pointwise or reduction member, whose stores take any index.
+    fn stored_member(&self, n: NodeId) -> bool {
+        self.materialized[n.index()] && matches!(self.kind[n.index()], Kind::Pointwise | Kind::Reduce | Kind::Gather)
     }
 
     /// The permutation every live user of `n` applies, when all of them are the same permute.

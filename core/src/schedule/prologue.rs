@@ -41,12 +41,15 @@ impl Sched<'_> {
         }
     }
 
-    /// The fp8 dtype a matmul operand is widened from: `Some` when the operand is, through
-    /// movement ops, a cast to f32 of an fp8 value.
-    fn widened_from(&self, opnd: NodeId) -> Option<DType> {
-        let c = self.g.node(self.through_movement(opnd));
+    /// The dtype `x` was widened from when `x` is, through movement ops, `cast(y, f32)` of a
+    /// narrower float `y` (every value exact in f32): an fp8 matmul operand here, a bf16/f16
+    /// attention operand under autocast (`attention::scaled_operand`).
+    pub(super) fn widened_from(&self, x: NodeId) -> Option<DType> {
+        let c = self.g.node(self.through_movement(x));
         match c.op {
-            Op::Cast(DType::F32) => Some(self.g.ty(c.inputs[0]).dtype).filter(|d| d.is_fp8()),
+            Op::Cast(DType::F32) => {
+                Some(self.g.ty(c.inputs[0]).dtype).filter(|d| d.is_fp8() || matches!(d, DType::BF16 | DType::F16))
+            }
             _ => None,
         }
     }
@@ -55,7 +58,8 @@ impl Sched<'_> {
     /// operand is a widened fp8 value (nothing to decide), else the dtype or the refusal.
     pub(super) fn prologue_legal(&self, mm: NodeId) -> Option<Result<DType, String>> {
         let node = self.g.node(mm);
-        let from: Vec<Option<DType>> = node.inputs.iter().map(|&o| self.widened_from(o)).collect();
+        let from: Vec<Option<DType>> =
+            node.inputs.iter().map(|&o| self.widened_from(o).filter(|d| d.is_fp8())).collect();
         let d = from.iter().flatten().next().copied()?;
         Some(if !self.opts.fusion {
             Err("eager mode (one kernel per op)".into())
