@@ -7,7 +7,8 @@
 //! ```
 //!
 //! A shape is `MxNxK` (D is `M x N`, the reduction `K`); `:bt` stores B as `N x K` (k-contiguous,
-//! torch's `Linear` weight), otherwise B is `K x N` row-major. The dtype is `f32`, `tf32`, `bf16`
+//! torch's `Linear` weight), otherwise B is `K x N` row-major; `:pad` starts D's rows 16 bytes
+//! apart (a split product's scratch, `split_epilogue`), otherwise they are `N` elements apart. The dtype is `f32`, `tf32`, `bf16`
 //! or `f16`. Each algorithm runs `reps` times back to back after three warm-ups
 //! ([`time_algorithms`], as `sinter calibrate` times them); the median of its per-launch event times is printed with its configuration ([`GemmPlan::describe`]).
 
@@ -17,14 +18,20 @@ use sinter_cuda::device::peaks::time_algorithms;
 use sinter_cuda::{Device, probe};
 use std::process::ExitCode;
 
-fn parse_shape(s: &str) -> Option<(u64, u64, u64, bool)> {
-    let (dims, bt) = match s.strip_suffix(":bt") {
-        Some(d) => (d, true),
-        None => (s, false),
-    };
-    let v: Vec<u64> = dims.split('x').map(|d| d.parse().ok()).collect::<Option<_>>()?;
+/// `(m, n, k, bt, pad)` of `MxNxK[:bt][:pad]`.
+fn parse_shape(s: &str) -> Option<(u64, u64, u64, bool, bool)> {
+    let mut parts = s.split(':');
+    let v: Vec<u64> = parts.next()?.split('x').map(|d| d.parse().ok()).collect::<Option<_>>()?;
+    let (mut bt, mut pad) = (false, false);
+    for p in parts {
+        match p {
+            "bt" => bt = true,
+            "pad" => pad = true,
+            _ => return None,
+        }
+    }
     match v[..] {
-        [m, n, k] if m > 0 && n > 0 && k > 0 => Some((m, n, k, bt)),
+        [m, n, k] if m > 0 && n > 0 && k > 0 => Some((m, n, k, bt, pad)),
         _ => None,
     }
 }
@@ -50,7 +57,7 @@ fn run() -> Result<(), String> {
     let (max_algos, reps) = (flag("--algos", 16)?, flag("--reps", 30)?.max(1));
     let is_flag_value = |i: usize| i > 0 && args[i - 1].starts_with("--");
     let mut free = args.iter().enumerate().filter(|&(i, a)| !a.starts_with("--") && !is_flag_value(i));
-    let usage = "usage: gemm_algos f32|tf32|bf16|f16 MxNxK[:bt]... [--algos N] [--reps N]";
+    let usage = "usage: gemm_algos f32|tf32|bf16|f16 MxNxK[:bt][:pad]... [--algos N] [--reps N]";
     let (dtype, tf32) = match free.next().map(|(_, a)| a.as_str()) {
         Some("f32") => (BlasType::F32, false),
         Some("tf32") => (BlasType::F32, true),
@@ -68,7 +75,9 @@ fn run() -> Result<(), String> {
     let stream = dev.new_stream().map_err(|e| e.to_string())?;
     println!("# {}", dev.info().description());
     let e = dtype.bytes();
-    for (m, n, k, bt) in shapes {
+    for (m, n, k, bt, pad) in shapes {
+        let per = (16 / e).max(1);
+        let ld_out = if pad { n.div_ceil(per) * per } else { n };
         let b = if bt {
             BlasOperand { offset: 0, s_batch: 0, s_row: 1, s_col: k }
         } else {
@@ -86,6 +95,8 @@ fn run() -> Result<(), String> {
             scale_a: false,
             scale_b: false,
             bias: false,
+            residual: false,
+            ld_out,
             relu: false,
             tf32,
         };
@@ -97,12 +108,13 @@ fn run() -> Result<(), String> {
             stream.fill(buf.ptr(), 0x3c, elems * e, "operand").map_err(|e| e.to_string())?;
             Ok(buf)
         };
-        let (da, db, dd) = (fill(m * k)?, fill(k * n)?, fill(m * n)?);
+        let (da, db, dd) = (fill(m * k)?, fill(k * n)?, fill(m * ld_out)?);
         let ev = TimingEvents::new(&dev, reps).map_err(|e| e.to_string())?;
         let flops = 2.0 * (m * n * k) as f64;
         println!(
-            "{m}x{n}x{k}{} {dtype:?}{}: {} algorithms",
+            "{m}x{n}x{k}{}{} {dtype:?}{}: {} algorithms",
             if bt { ":bt" } else { "" },
+            if pad { ":pad" } else { "" },
             if tf32 { " tf32" } else { "" },
             plan.algos()
         );

@@ -439,6 +439,61 @@ fn tensor_core_and_library_products() {
     }
 }
 
+/// cuBLASLt's residual epilogue (`C`, beta 1: `a @ w [+ bias] + r`, the terms in either order),
+/// and split products of a vocabulary's 1001 columns whose epilogue kernel (a widening cast, a
+/// GELU) must store whole vectors at the lane (its index simplified back to `lane`), in default
+/// mode, against the CPU reference. Without libcublasLt the same graphs run on sinter's kernels.
+#[test]
+fn library_residuals_and_split_epilogues() {
+    let Some(b) = backend("library_residuals") else { return };
+    let dynb: Arc<dyn Backend> = Arc::new(b);
+    let library = sinter_cuda::probe::cublaslt().is_ok();
+    enum Post {
+        Residual { first: bool },
+        Widen,
+        Gelu,
+    }
+    // (dtype, batch, m, k, n, bias, after the product, what the source says)
+    let vector_store = "+ lane0) = o0;";
+    let cases = [
+        (DType::F32, 1, 394, 768, 768, true, Post::Residual { first: false }, "epilogue bias + residual"),
+        (DType::BF16, 3, 128, 256, 512, false, Post::Residual { first: true }, "epilogue residual"),
+        (DType::BF16, 1, 512, 768, 1001, false, Post::Widen, vector_store),
+        (DType::F32, 1, 300, 512, 1001, true, Post::Gelu, vector_store),
+    ];
+    for (i, (d, batch, m, kk, n, bias, post, want)) in cases.into_iter().enumerate() {
+        let what = format!("{d} {batch}x{m}x{kk}x{n} bias {bias}");
+        let g = Graph::new();
+        let a = g.input("a", d, [batch, m, kk]);
+        let w = g.input("w", d, [n, kk]);
+        let mut inputs = vec![
+            HostTensor::random(d, vec![batch, m, kk], 80 + i as u64, -1.0, 1.0),
+            HostTensor::random(d, vec![n, kk], 90 + i as u64, -1.0, 1.0),
+        ];
+        let mut y = a.matmul(&w.transpose(0, 1));
+        if bias {
+            y = &y + &g.input("bias", d, [n]);
+            inputs.push(HostTensor::random(d, vec![n], 100 + i as u64, -1.0, 1.0));
+        }
+        y = match post {
+            Post::Residual { first } => {
+                let r = g.input("r", d, [batch, m, n]);
+                inputs.push(HostTensor::random(d, vec![batch, m, n], 110 + i as u64, -1.0, 1.0));
+                if first { &r + &y } else { &y + &r }
+            }
+            Post::Widen => y.cast(DType::F32),
+            Post::Gelu => y.gelu(),
+        };
+        g.output(&y);
+        check_graph(&dynb, &what, &g, &inputs, Mode::Default, 2e-2 * (kk as f64).sqrt());
+        if library {
+            let c = compile(&g, dynb.clone(), opts(Mode::Default)).unwrap();
+            let sources: Vec<String> = c.sources().iter().map(|s| s.source.clone()).collect();
+            assert!(sources.iter().any(|s| s.contains("cuBLASLt product") && s.contains(want)), "{what}: want {want:?} in {sources:#?}");
+        }
+    }
+}
+
 #[test]
 fn timing_sources_and_autotune_cache() {
     let Some(b) = backend("timing") else { return };

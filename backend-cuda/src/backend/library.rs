@@ -91,13 +91,14 @@ impl Step {
             Step::Kernel(l) => l.launch(stream),
             Step::Gemm(g) => {
                 let bias = g.gemm.bias.map_or(0, |i| g.args[i]);
+                let residual = g.gemm.residual.map_or(0, |i| g.args[i]);
                 let d = match &g.epilogue {
                     Some((_, scratch)) => scratch.ptr(),
                     None => g.args[g.gemm.out],
                 };
                 let scale = |i: usize| g.gemm.scales.get(i).map_or(0, |&a| g.args[a]);
                 let (a, b) = (g.args[g.gemm.a.arg], g.args[g.gemm.b.arg]);
-                g.plan.launch(stream, g.algo, a, b, bias, (scale(0), scale(1)), d)?;
+                g.plan.launch(stream, g.algo, a, b, bias, (scale(0), scale(1)), residual, d)?;
                 match &g.epilogue {
                     Some((l, _)) if !l.is_empty() => l.launch(stream),
                     _ => Ok(()),
@@ -189,6 +190,8 @@ pub(crate) fn gemm_desc(k: &Kernel, sm: (u32, u32)) -> Result<(Form, GemmDesc), 
         scale_a: !g.scales.is_empty(),
         scale_b: g.scales.len() > 1,
         bias: g.bias.is_some(),
+        residual: g.residual.is_some(),
+        ld_out: g.n as u64,
         relu: g.relu,
         tf32: g.tf32,
     };
@@ -308,12 +311,14 @@ pub(crate) fn build(
         });
     }
     let gemm = form.gemm().clone();
-    let epi = match (&form, gemm.bias.is_some(), gemm.relu) {
+    let epi = match (&form, gemm.bias.is_some(), gemm.relu, gemm.residual.is_some()) {
         (Form::Split(_), ..) => "none; the epilogue is the kernel below, reading the product from a scratch buffer",
-        (_, false, false) => "none",
-        (_, true, false) => "bias",
-        (_, false, true) => "relu",
-        (_, true, true) => "relu(bias)",
+        (_, false, false, false) => "none",
+        (_, true, false, false) => "bias",
+        (_, false, true, _) => "relu",
+        (_, true, true, _) => "relu(bias)",
+        (_, false, false, true) => "residual (C, beta 1)",
+        (_, true, false, true) => "bias + residual (C, beta 1)",
     };
     let mut source = format!(
         "// sinter kernel {}: {}\n// cuBLASLt product (library call, no source): batch {} x m {} x n {} x k {}, {:?} operands, \

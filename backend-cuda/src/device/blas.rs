@@ -87,8 +87,9 @@ pub struct BlasOperand {
     pub s_col: u64,
 }
 
-/// A product: `D[b, i, j] = relu?(scale_a? * scale_b? * sum_k A[b, i, k] B[b, k, j] + bias?[j])`,
-/// D dense row-major.
+/// A product: `D[b, i, j] = relu?(scale_a? * scale_b? * sum_k A[b, i, k] B[b, k, j] + bias?[j] +
+/// C?[b, i, j])`, D row-major with rows `ld_out` apart (batches `m * ld_out` apart), C (the
+/// residual) dense row-major of D's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GemmDesc {
     /// Batch count.
@@ -113,6 +114,11 @@ pub struct GemmDesc {
     pub scale_b: bool,
     /// A bias of `n` elements added to every row.
     pub bias: bool,
+    /// A dense `[batch, m, n]` tensor of D's type added to the product (the library's `C` with
+    /// `beta = 1`; `ld_out` must then be `n`).
+    pub residual: bool,
+    /// Elements between D's rows (at least `n`).
+    pub ld_out: u64,
     /// ReLU after the bias.
     pub relu: bool,
     /// f32 operands may be multiplied in TF32 (`CUBLAS_COMPUTE_32F_FAST_TF32`); ignored for the
@@ -179,6 +185,12 @@ pub fn supported(g: &GemmDesc) -> Result<(), String> {
     }
     let lb = layout(&g.b, g.k, g.n).ok_or("B has no unit stride")?;
     let la = layout(&g.a, g.m, g.k).ok_or("A has no unit stride")?;
+    if g.ld_out < g.n {
+        return Err(format!("D's rows {} elements apart, fewer than its {} columns", g.ld_out, g.n));
+    }
+    if g.residual && (g.ld_out != g.n || g.dtype.is_fp8()) {
+        return Err("a residual needs a dense D of the operands' type".into());
+    }
     if g.dtype.is_fp8() {
         fp8_supported(g, &la, &lb)?;
     } else if g.out != g.dtype || g.scale_a || g.scale_b {
@@ -324,13 +336,13 @@ impl GemmPlan {
                 std::mem::size_of_val(&ty),
             )?;
         }
-        // The library's A (our B), B (our A), and D (= C, beta 0).
+        // The library's A (our B), B (our A), and D (= C's layout: beta 0, or a residual).
         let lay = |l: &Layout, ty: sys::cudaDataType| -> Result<sys::cublasLtMatrixLayout_t, BackendError> {
             let h = lt::create_matrix_layout(ty, l.rows, l.cols, l.ld as i64)
                 .map_err(|e| blas_err("cublasLtMatrixLayoutCreate", e))?;
             Ok(h)
         };
-        let ld = Layout { rows: g.n, cols: g.m, ld: g.n, trans: false, stride: g.m * g.n };
+        let ld = Layout { rows: g.n, cols: g.m, ld: g.ld_out, trans: false, stride: g.m * g.ld_out };
         for (i, (l, ty)) in [(&la, ty), (&lb, ty), (&ld, out_ty)].into_iter().enumerate() {
             descs.layouts[i] = lay(l, ty)?;
             if g.batch > 1 {
@@ -467,8 +479,9 @@ impl GemmPlan {
 
     /// Queues the product with algorithm `algo` on `stream`: A at `a`, B at `b`, the bias at
     /// `bias` (ignored without one), the f32 scales at `scales.0` (A's) and `scales.1` (B's)
-    /// (ignored unless [`GemmDesc::scale_a`] / [`GemmDesc::scale_b`]), D at `d` (device pointers
-    /// to element 0 of each buffer).
+    /// (ignored unless [`GemmDesc::scale_a`] / [`GemmDesc::scale_b`]), the residual at `c`
+    /// (ignored unless [`GemmDesc::residual`]), D at `d` (device pointers to element 0 of each
+    /// buffer).
     #[allow(clippy::too_many_arguments)]
     pub fn launch(
         &self,
@@ -478,6 +491,7 @@ impl GemmPlan {
         b: u64,
         bias: u64,
         scales: (u64, u64),
+        c: u64,
         d: u64,
     ) -> Result<(), BackendError> {
         let g = &self.desc;
@@ -510,7 +524,7 @@ impl GemmPlan {
             }
             .map_err(|e| blas_err("cublasLtMatmulDescSetAttribute(bias)", e))?;
         }
-        let (alpha, beta) = (1.0f32, 0.0f32);
+        let (alpha, beta, c) = if g.residual { (1.0f32, 1.0f32, c) } else { (1.0f32, 0.0f32, d) };
         let [a_l, b_l, d_l] = self.descs.layouts;
         let pa = (b + g.b.offset * e) as *const c_void;
         let pb = (a + g.a.offset * e) as *const c_void;
@@ -527,7 +541,7 @@ impl GemmPlan {
                 pb,
                 b_l,
                 &beta as *const f32 as *const c_void,
-                d as *const c_void,
+                c as *const c_void,
                 d_l,
                 d as *mut c_void,
                 d_l,
@@ -597,6 +611,8 @@ mod tests {
             scale_a: false,
             scale_b: false,
             bias: false,
+            residual: false,
+            ld_out: 5,
             relu: false,
             tf32: true,
         };
@@ -623,6 +639,8 @@ mod tests {
             scale_a: true,
             scale_b: true,
             bias: false,
+            residual: false,
+            ld_out: 48,
             relu: false,
             tf32: false,
         };
@@ -640,6 +658,8 @@ mod tests {
         no(GemmDesc { dtype: BlasType::F8E5M2, ..g }, "e5m2 x e5m2");
         no(GemmDesc { out: BlasType::F8E4M3, ..g }, "stored as");
         no(GemmDesc { bias: true, ..g }, "bias");
+        no(GemmDesc { ld_out: 47, ..g }, "fewer than its 48 columns");
+        no(GemmDesc { residual: true, ..g }, "a residual needs");
         // Scales belong to fp8 products only.
         no(GemmDesc { dtype: BlasType::BF16, ..g }, "take no scales");
     }

@@ -82,6 +82,8 @@ pub fn peak_desc(spec: &PeakSpec, n: u64) -> GemmDesc {
         scale_a: fp8,
         scale_b: fp8,
         bias: false,
+        residual: false,
+        ld_out: n,
         relu: false,
         tf32: spec.tf32,
     }
@@ -141,7 +143,7 @@ pub fn time_algorithms(
 ) -> Result<Vec<Option<f64>>, BackendError> {
     let mut out = Vec::with_capacity(plan.algos());
     for algo in 0..plan.algos() {
-        let run = || plan.launch(stream, algo, a, b, 0, scales, d);
+        let run = || plan.launch(stream, algo, a, b, 0, scales, 0, d);
         if let Err(e) = (0..WARMUP).try_for_each(|_| run()).and_then(|_| stream.synchronize("gemm warm-up")) {
             tracing::debug!(target: "sinter::cuda", "algorithm {algo} of {:?} failed: {e}", plan.desc());
             out.push(None);

@@ -1,6 +1,7 @@
 //! Matmul kernels a vendor library can run exactly: [`library_gemm`] recognizes a
 //! [`KernelBody::Matmul`] whose epilogue is one of the forms a GEMM library computes itself
-//! (cuBLASLt's default, bias and ReLU-bias epilogues) and says, for any other kernel, why not.
+//! (cuBLASLt's default, bias and ReLU-bias epilogues, and its `C` input with `beta = 1` for a
+//! residual) and says, for any other kernel, why not.
 //!
 //! The recognized epilogues, with `acc` the f32 accumulator and every intermediate carried in
 //! f32 (the kernel IR's numerics), stored once into a dense row-major `[batch, m, n]` output of
@@ -9,6 +10,10 @@
 //! * `acc`
 //! * `acc + bias[n]` (the bias of the operands' dtype, converted exactly to f32)
 //! * `relu(acc)`, `relu(acc + bias[n])`
+//! * `acc [+ bias[n]] + r[batch, m, n]`, the terms in any order: `r` a dense tensor of the
+//!   operands' dtype (a residual connection; not under a ReLU). Only a stored residual: where the
+//!   scheduler recomputes the residual stream in the epilogue (ViT-B/16's and GPT-2's first MLP
+//!   output, whose residual is the embedding plus the attention output), the kernel stays split.
 //!
 //! Casts to f32 or to the output dtype around these are allowed (they round nothing the store
 //! does not); a cast to a narrower type in between (which would round before the add) is not.
@@ -60,6 +65,9 @@ pub struct LibraryGemm {
     pub out: usize,
     /// The kernel argument holding the bias along `n`, if any.
     pub bias: Option<usize>,
+    /// The kernel argument holding a dense `[batch, m, n]` tensor of the output's dtype added to
+    /// the product (cuBLASLt's `C` with `beta = 1`: a residual connection), if any.
+    pub residual: Option<usize>,
     /// ReLU after the bias.
     pub relu: bool,
     /// The product may run in TF32 ([`super::MatmulBody::tf32`]).
@@ -81,6 +89,7 @@ impl LibraryGemm {
             scales: Vec::new(),
             out,
             bias,
+            residual: None,
             relu,
             tf32: mm.tf32,
         }
@@ -194,25 +203,58 @@ pub fn library_gemm(k: &Kernel) -> Result<LibraryGemm, String> {
             _ => None,
         }
     };
-    let bias = if is_acc(v) {
-        None
-    } else if let Expr::Binary(BinaryOp::Add, x, y) = e(v).expr {
-        match (is_acc(x), is_acc(y)) {
-            (true, _) => Some(bias_of(y).ok_or("the sum's other term is not a bias along n")?),
-            (_, true) => Some(bias_of(x).ok_or("the sum's other term is not a bias along n")?),
-            _ => return Err("the epilogue is not acc [+ bias] [relu]".into()),
+    let residual_of = |id: ExprId| -> Option<usize> {
+        let id = peel(id, false);
+        match &e(id).expr {
+            Expr::Load { arg, index }
+                if k.args.get(*arg).is_some_and(|a| a.dtype == mm.in_dtype && a.numel == mm.batch * mm.m * mm.n)
+                    && equals_affine(&index.simplify(&vr), &|b, i, j| dense_at(mm, b, i, j), extents) =>
+            {
+                Some(*arg)
+            }
+            _ => None,
         }
-    } else {
-        return Err(format!("epilogue `{}` is not acc [+ bias] [relu]", k.ops.join(", ")));
     };
-    Ok(LibraryGemm::of(mm, st.arg, bias, relu, mm.in_dtype))
+    // The sum's terms: the accumulator, at most one bias along `n`, at most one residual.
+    let mut terms = Vec::new();
+    let mut stack = vec![v];
+    while let Some(t) = stack.pop() {
+        match e(t).expr {
+            Expr::Binary(BinaryOp::Add, x, y) => stack.extend([peel(x, false), peel(y, false)]),
+            _ => terms.push(t),
+        }
+    }
+    let not_form = || format!("epilogue `{}` is not acc [+ bias] [+ residual] [relu]", k.ops.join(", "));
+    let (mut acc, mut bias, mut residual) = (0, None, None);
+    for t in terms {
+        if is_acc(t) {
+            acc += 1;
+        } else if let Some(b) = bias_of(t).filter(|_| bias.is_none()) {
+            bias = Some(b);
+        } else if let Some(r) = residual_of(t).filter(|_| residual.is_none()) {
+            residual = Some(r);
+        } else {
+            return Err(not_form());
+        }
+    }
+    if acc != 1 {
+        return Err(not_form());
+    }
+    if relu && residual.is_some() {
+        return Err("a ReLU over a residual sum (the library's ReLU epilogue is not documented to follow C)".into());
+    }
+    Ok(LibraryGemm { residual, ..LibraryGemm::of(mm, st.arg, bias, relu, mm.in_dtype) })
+}
+
+/// Element `(b, i, j)` of a dense `[batch, m, n]` tensor.
+fn dense_at(mm: &super::MatmulBody, b: i64, i: i64, j: i64) -> i64 {
+    b * (mm.m * mm.n) as i64 + i * mm.n as i64 + j
 }
 
 /// Whether store `st` writes the dense `[batch, m, n]` output of `mm`.
 fn dense_output(k: &Kernel, mm: &super::MatmulBody, st: &Store) -> Result<(), String> {
     let out = k.args.get(st.arg).ok_or("store to a missing argument")?;
-    let dense = |b: i64, i: i64, j: i64| b * (mm.m * mm.n) as i64 + i * mm.n as i64 + j;
-    if !equals_affine(&st.index, &dense, [mm.batch, mm.m, mm.n]) || out.numel != mm.batch * mm.m * mm.n {
+    if !equals_affine(&st.index, &|b, i, j| dense_at(mm, b, i, j), [mm.batch, mm.m, mm.n]) || out.numel != mm.batch * mm.m * mm.n {
         return Err("the output is not a dense [batch, m, n] tensor".into());
     }
     Ok(())
@@ -310,8 +352,12 @@ pub fn split_epilogue(k: &Kernel) -> Result<SplitGemm, String> {
 /// The epilogue of matmul kernel `k` as a pointwise kernel of `numel` lanes over `k`'s arguments
 /// plus a scratch argument (appended, [`SCRATCH`]) holding the product: lane `l` reads the
 /// scratch at `l`, which holds product element `(at[0], at[1], at[2])` = (batch, m, n) as
-/// functions of [`Var::Lane`]; every other index of `k` has (Batch, M, N) replaced by those. The
-/// scratch has the product value's dtype (the operands'; f32 for fp8 operands).
+/// functions of [`Var::Lane`]; every other index of `k` has (Batch, M, N)
+/// replaced by those and is simplified over the lanes' range, so a dense store is `lane` again
+/// (the renderers vectorize only what they see contiguous: unsimplified, GPT-2's bf16 LM head's
+/// cast epilogue, `a[lane / 30522 % 1024 * 30522 + lane % 30522]`, stored one f32 at a time, 238
+/// us for 187 MB on an H200, session 24). The scratch has the product value's dtype (the
+/// operands'; f32 for fp8 operands).
 pub(crate) fn epilogue_kernel(
     k: &Kernel,
     mm: &super::MatmulBody,
@@ -320,13 +366,14 @@ pub(crate) fn epilogue_kernel(
 ) -> Result<Kernel, String> {
     let prod = product_dtype(k, mm);
     let scratch = k.args.len();
-    let lane = Index::var(Var::Lane);
     let [b, i, j] = at;
-    let subst = |x: &Index| x.substitute(Var::Batch, &b).substitute(Var::M, &i).substitute(Var::N, &j);
+    let lanes = |v: Var| (v == Var::Lane).then_some((0, numel as i64 - 1));
+    let subst =
+        |x: &Index| x.substitute(Var::Batch, &b).substitute(Var::M, &i).substitute(Var::N, &j).simplify(&lanes);
     let mut exprs = Vec::with_capacity(k.exprs.len());
     for te in &k.exprs {
         let expr = match &te.expr {
-            Expr::Acc(0) => Expr::Load { arg: scratch, index: lane.clone() },
+            Expr::Acc(0) => Expr::Load { arg: scratch, index: Index::var(Var::Lane) },
             Expr::Acc(s) => return Err(format!("accumulator slot {s} in a matmul")),
             Expr::Load { arg, index } => Expr::Load { arg: *arg, index: subst(index) },
             Expr::IndexValue(i) => Expr::IndexValue(subst(i)),
@@ -408,6 +455,31 @@ mod tests {
         }
     }
 
+    /// A residual sum is the library's `C` (beta 1), with or without a bias, the terms in any
+    /// order, batched or with the batch folded into the rows.
+    #[test]
+    fn residual_sums_are_library_products() {
+        for d in [DType::F32, DType::BF16] {
+            for (batched, bias, order) in [(false, false, 0), (false, true, 0), (true, true, 1), (true, false, 1)] {
+                let k = first_matmul(
+                    |g| {
+                        let ws = if batched { vec![3, 32, 48] } else { vec![32, 48] };
+                        let p = g.input("a", d, vec![3, 64, 32]).matmul(&g.input("w", d, ws));
+                        let p = if bias { p + &g.input("b", d, vec![48]) } else { p };
+                        let r = g.input("r", d, vec![3, 64, 48]);
+                        vec![if order == 0 { &p + &r } else { &r + &p }]
+                    },
+                    d,
+                );
+                let l = library_gemm(&k).unwrap_or_else(|e| panic!("{d} batched {batched} bias {bias}: {e}"));
+                let r = l.residual.expect("a residual");
+                assert_eq!(k.args[r].numel, 3 * 64 * 48);
+                assert_eq!((l.bias.is_some(), l.relu, l.n), (bias, false, 48), "{d}");
+                assert_eq!(l.batch * l.m, 3 * 64);
+            }
+        }
+    }
+
     /// The split program (library product rounded into a scratch, then the epilogue kernel) gives
     /// what the unfused graph gives: run through the interpreter with the scratch filled by the
     /// reference product.
@@ -431,6 +503,9 @@ mod tests {
         let split = split_epilogue(k).unwrap();
         assert_eq!(split.gemm.out, k.args.len());
         assert!(matches!(split.epilogue.body, KernelBody::Pointwise { numel, .. } if numel == 2 * m * n));
+        // The dense stores are the lane again (simplified over the lanes' range: vectorizable).
+        let KernelBody::Pointwise { stores, .. } = &split.epilogue.body else { unreachable!() };
+        assert!(stores.iter().all(|st| st.index == Index::var(Var::Lane)), "{stores:?}");
         let inputs = [
             HostTensor::random(d, vec![2, m, kk], 1, -1.0, 1.0),
             HostTensor::random(d, vec![kk, n], 2, -1.0, 1.0),
@@ -473,16 +548,21 @@ mod tests {
             d,
         );
         assert!(library_gemm(&gelu).unwrap_err().contains("not acc"), "{:?}", library_gemm(&gelu));
-        let residual = first_matmul(
+        // A residual under a ReLU, and a sum with a tensor broadcast along `n` (not dense).
+        let relu_residual = first_matmul(
             |g| {
-                vec![
-                    g.input("a", d, vec![64, 32]).matmul(&g.input("w", d, vec![32, 48]))
-                        + &g.input("r", d, vec![64, 48]),
-                ]
+                let y = g.input("a", d, vec![64, 32]).matmul(&g.input("w", d, vec![32, 48]))
+                    + &g.input("r", d, vec![64, 48]);
+                vec![y.relu()]
             },
             d,
         );
-        assert!(library_gemm(&residual).is_err());
+        assert!(library_gemm(&relu_residual).unwrap_err().contains("ReLU over a residual"));
+        let column = first_matmul(
+            |g| vec![g.input("a", d, vec![64, 32]).matmul(&g.input("w", d, vec![32, 48])) + &g.input("c", d, vec![64, 1])],
+            d,
+        );
+        assert!(library_gemm(&column).unwrap_err().contains("not acc"), "{:?}", library_gemm(&column));
         let i32mm = first_matmul(
             |g| vec![g.input("a", DType::I32, vec![8, 4]).matmul(&g.input("w", DType::I32, vec![4, 8]))],
             DType::I32,

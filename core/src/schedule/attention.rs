@@ -42,6 +42,10 @@ use crate::ir::{BinaryOp, NodeId, Op, ReduceOp, UnaryOp};
 use crate::kernel::{Expr, ExprId, Index, Var};
 use std::collections::BTreeSet;
 
+/// How many nodes above the second product a softmax is looked for when the match fails
+/// ([`Sched::softmax_near`]).
+const NEAR_DEPTH: usize = 4;
+
 /// A matched attention chain.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct AttnMatch {
@@ -167,7 +171,15 @@ impl Sched<'_> {
             (None, Some((x, to))) => (x, to),
             (None, None) => (pa, node(pa).ty.dtype),
         };
-        let Some((s, sm_nodes)) = self.softmax_of(probs) else { return Ok(None) };
+        let Some((s, sm_nodes)) = self.softmax_of(probs) else {
+            return match self.softmax_near(node(pv).inputs[0]) {
+                Some(path) => Err(format!(
+                    "the probabilities reach the product through {path} (taken: a cast to a float type and torch's \
+                     NaN guard `where(isnan(p), 0, p)`, in either order)"
+                )),
+                None => Ok(None),
+            };
+        };
         let rank = self.shapes[s.index()].len();
         if rank < 2 || self.shapes[pv.index()].len() != rank || self.shapes[v.index()].len() != rank {
             return Err("the products are not batched alike (ranks differ)".into());
@@ -380,6 +392,34 @@ impl Sched<'_> {
             return None;
         }
         Some((s, vec![mx, c, e, sum, p]))
+    }
+
+    /// A near miss: when a softmax over the last axis is within [`NEAR_DEPTH`] inlinable nodes
+    /// above `pa` (the second product's left operand) but not in a form the match takes, the ops
+    /// on the way down, e.g. `Mul, Cast` (so a refusal names what stopped the match: session 23's
+    /// autocast order of GPT-2's NaN guard went unseen for want of one).
+    fn softmax_near(&self, pa: NodeId) -> Option<String> {
+        let g = self.g;
+        let mut frontier = vec![(pa, Vec::<NodeId>::new())];
+        for _ in 0..NEAR_DEPTH {
+            let mut next = Vec::new();
+            for (n, path) in frontier {
+                if !self.kind[n.index()].inlinable() {
+                    continue;
+                }
+                let mut path = path;
+                path.push(n);
+                for &x in &g.node(n).inputs {
+                    if self.softmax_of(x).is_some() {
+                        let ops: Vec<&str> = path.iter().rev().map(|&p| g.node(p).op.name()).collect();
+                        return Some(format!("`{}`", ops.join(", ")));
+                    }
+                    next.push((x, path.clone()));
+                }
+            }
+            frontier = next;
+        }
+        None
     }
 
     /// `(x, o)` when `s` is `where(mask, x, -inf)` or `where(mask, -inf, x)` (under casts to f32)

@@ -117,6 +117,25 @@ fn attention_epilogues_fuse_and_needed_scores_refuse() {
         p.decisions
     );
 
+    // Probabilities scaled before the product (a dropout at inference, written out): a near miss,
+    // refused with the ops that stopped the match, not silently left unfused.
+    let g = Graph::new();
+    let (q, k, v) = (
+        g.input("q", DType::F32, sh[0].clone()),
+        g.input("k", DType::F32, sh[1].clone()),
+        g.input("v", DType::F32, sh[2].clone()),
+    );
+    let pr = (q.matmul(&k.transpose(-1, -2)) * 0.5).softmax(-1);
+    g.output(&(pr * 0.9).matmul(&v));
+    let p = check(&g.build().unwrap(), &inputs(&c, 2));
+    assert!(attention_kernels(&p).is_empty());
+    assert!(
+        p.decisions.iter().any(|d| !d.fused
+            && d.reason.starts_with("refused: attention: the probabilities reach the product through `mul`")),
+        "{:?}",
+        p.decisions
+    );
+
     // Overlapping chains (`softmax(softmax(x @ w1) @ w2) @ w3`: the first attention's output is
     // the second's first product): the first keeps it, the second is refused, named. (Was: "%N
     // (matmul) was not scheduled before its use".)
