@@ -489,7 +489,10 @@ fn library_residuals_and_split_epilogues() {
         if library {
             let c = compile(&g, dynb.clone(), opts(Mode::Default)).unwrap();
             let sources: Vec<String> = c.sources().iter().map(|s| s.source.clone()).collect();
-            assert!(sources.iter().any(|s| s.contains("cuBLASLt product") && s.contains(want)), "{what}: want {want:?} in {sources:#?}");
+            assert!(
+                sources.iter().any(|s| s.contains("cuBLASLt product") && s.contains(want)),
+                "{what}: want {want:?} in {sources:#?}"
+            );
         }
     }
 }

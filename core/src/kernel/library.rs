@@ -254,7 +254,9 @@ fn dense_at(mm: &super::MatmulBody, b: i64, i: i64, j: i64) -> i64 {
 /// Whether store `st` writes the dense `[batch, m, n]` output of `mm`.
 fn dense_output(k: &Kernel, mm: &super::MatmulBody, st: &Store) -> Result<(), String> {
     let out = k.args.get(st.arg).ok_or("store to a missing argument")?;
-    if !equals_affine(&st.index, &|b, i, j| dense_at(mm, b, i, j), [mm.batch, mm.m, mm.n]) || out.numel != mm.batch * mm.m * mm.n {
+    if !equals_affine(&st.index, &|b, i, j| dense_at(mm, b, i, j), [mm.batch, mm.m, mm.n])
+        || out.numel != mm.batch * mm.m * mm.n
+    {
         return Err("the output is not a dense [batch, m, n] tensor".into());
     }
     Ok(())
@@ -368,8 +370,7 @@ pub(crate) fn epilogue_kernel(
     let scratch = k.args.len();
     let [b, i, j] = at;
     let lanes = |v: Var| (v == Var::Lane).then_some((0, numel as i64 - 1));
-    let subst =
-        |x: &Index| x.substitute(Var::Batch, &b).substitute(Var::M, &i).substitute(Var::N, &j).simplify(&lanes);
+    let subst = |x: &Index| x.substitute(Var::Batch, &b).substitute(Var::M, &i).substitute(Var::N, &j).simplify(&lanes);
     let mut exprs = Vec::with_capacity(k.exprs.len());
     for te in &k.exprs {
         let expr = match &te.expr {
@@ -559,7 +560,12 @@ mod tests {
         );
         assert!(library_gemm(&relu_residual).unwrap_err().contains("ReLU over a residual"));
         let column = first_matmul(
-            |g| vec![g.input("a", d, vec![64, 32]).matmul(&g.input("w", d, vec![32, 48])) + &g.input("c", d, vec![64, 1])],
+            |g| {
+                vec![
+                    g.input("a", d, vec![64, 32]).matmul(&g.input("w", d, vec![32, 48]))
+                        + &g.input("c", d, vec![64, 1]),
+                ]
+            },
             d,
         );
         assert!(library_gemm(&column).unwrap_err().contains("not acc"), "{:?}", library_gemm(&column));

@@ -18,6 +18,14 @@
 //! - `silu` = `x * sigmoid(x)`; `hardsigmoid` = `min(max(alpha*x + beta, 0), 1)`;
 //!   `hardswish` = `x * hardsigmoid(x)` with alpha 1/6, beta 1/2
 //! - `attention` = `softmax(q @ k^T * scale [+ mask | where(mask, s, -inf)] [causal]) @ v`
+//!
+//! One primitive is lowered too: `pow(x, c)` with `c` a constant of one integer value from 2 to 4
+//! (of a float `x`, not broadcasting it) becomes products (`x * x`, `x * x * x`, `(x * x) * (x * x)`),
+//! as Inductor lowers an integer power and as the `gelu` above computes `x^3`. It rounds once per
+//! product where a correctly rounded `pow` rounds once in all, within the dtype's tolerance.
+//! Measured on an H200 (session 24, Nsight Compute): GPT-2's exported GELU, `pow(x, 3.0)` and a
+//! `tanh` in the epilogue of its first MLP product, took 17.7 us at 71% of the SMs' issue rate for
+//! 12.6 MB (precise `powf` is a logarithm and an exponential).
 
 use super::rewrite::Rewriter;
 use crate::dtype::DType;
@@ -33,6 +41,18 @@ pub const NAME: &str = "decompose";
 pub fn decompose(g: &Graph) -> Result<Graph, Error> {
     let mut rw = Rewriter::new(g);
     for (id, node) in g.iter() {
+        if let Some(k) = integer_power(g, id) {
+            let x = rw.mapped_inputs(id)?[0];
+            let mut e = Emit { rw: &mut rw, origin: node.origin.clone() };
+            let x2 = e.bin(BinaryOp::Mul, x, x)?;
+            let y = match k {
+                2 => x2,
+                3 => e.bin(BinaryOp::Mul, x2, x)?,
+                _ => e.bin(BinaryOp::Mul, x2, x2)?,
+            };
+            rw.replace(id, y);
+            continue;
+        }
         if !node.op.is_composite() {
             rw.copy(id)?;
             continue;
@@ -62,6 +82,21 @@ pub fn decompose(g: &Graph) -> Result<Graph, Error> {
         rw.replace(id, y);
     }
     rw.finish()
+}
+
+/// `k` when node `id` is `pow(x, c)` for a constant `c` holding the one integer value `k` in 2..=4,
+/// `x` a float of the node's type (the exponent broadcasts nothing).
+fn integer_power(g: &Graph, id: NodeId) -> Option<i64> {
+    let node = g.node(id);
+    let Op::Binary(BinaryOp::Pow) = node.op else { return None };
+    let [x, c] = node.inputs[..] else { return None };
+    if !node.ty.dtype.is_float() || g.ty(x) != &node.ty {
+        return None;
+    }
+    let t = super::rewrite::as_constant(g, c)?;
+    let v = t.to_f64_vec();
+    let k = *v.first()?;
+    (v.iter().all(|&y| y == k) && (2.0..=4.0).contains(&k) && k.fract() == 0.0).then_some(k as i64)
 }
 
 /// True for the storage-only float types whose arithmetic runs in f32.

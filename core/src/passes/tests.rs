@@ -400,6 +400,33 @@ fn decompose_matches_cpu_reference() {
     }
 }
 
+/// `pow(x, c)` for a constant integer `c` in 2..=4 becomes products (values within the dtype's
+/// tolerance); other exponents, an exponent of several values and one that broadcasts `x` stay
+/// `pow`.
+#[test]
+fn integer_powers_become_products() {
+    let pows = |g: &IrGraph| g.nodes.iter().filter(|n| matches!(n.op, Op::Binary(crate::ir::BinaryOp::Pow))).count();
+    for dtype in [DType::F32, DType::BF16] {
+        for (c, lowered) in [(2.0, true), (3.0, true), (4.0, true), (2.5, false), (5.0, false), (1.0, false)] {
+            let g = Graph::new();
+            let x = g.input("x", dtype, [3, 17]);
+            g.output(&x.binary_scalar(crate::ir::BinaryOp::Pow, c));
+            let g = g.build().unwrap();
+            let d = decompose(&g).unwrap();
+            assert_eq!(pows(&d), usize::from(!lowered), "{dtype} pow {c}");
+            check_same_values(&g, &d, 3);
+        }
+    }
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, [3, 2]);
+    let mixed = g.constant(HostTensor::from_f64(DType::F32, vec![2], &[2.0, 3.0]));
+    let wide = g.constant(HostTensor::from_f64(DType::F32, vec![4, 3, 2], &[2.0; 24]));
+    g.output(&x.binary(crate::ir::BinaryOp::Pow, &mixed));
+    g.output(&x.binary(crate::ir::BinaryOp::Pow, &wide));
+    let d = decompose(&g.build().unwrap()).unwrap();
+    assert_eq!(pows(&d), 2);
+}
+
 #[test]
 fn pipeline_matches_cpu_reference() {
     for (_, g) in composite_graphs() {
