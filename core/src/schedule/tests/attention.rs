@@ -97,44 +97,38 @@ fn attention_epilogues_fuse_and_needed_scores_refuse() {
     assert_eq!(p.kernels.len(), 1, "{}", print_program(&p));
     assert!(p.decisions.iter().any(|d| d.reason == "fused: attention epilogue"), "{:?}", p.decisions);
 
-    // The probabilities are an output too: refused, named.
-    let g = Graph::new();
-    let (q, k, v) = (
-        g.input("q", DType::F32, sh[0].clone()),
-        g.input("k", DType::F32, sh[1].clone()),
-        g.input("v", DType::F32, sh[2].clone()),
-    );
-    let pr = (q.matmul(&k.transpose(-1, -2)) * 0.5).softmax(-1);
-    g.output(&pr.matmul(&v));
-    g.output(&pr);
-    let p = check(&g.build().unwrap(), &inputs(&c, 2));
-    assert!(attention_kernels(&p).is_empty());
-    assert!(
-        p.decisions
-            .iter()
-            .any(|d| !d.fused && d.reason.starts_with("refused: attention:") && d.reason.contains("graph output")),
-        "{:?}",
-        p.decisions
-    );
-
-    // Probabilities scaled before the product (a dropout at inference, written out): a near miss,
-    // refused with the ops that stopped the match, not silently left unfused.
-    let g = Graph::new();
-    let (q, k, v) = (
-        g.input("q", DType::F32, sh[0].clone()),
-        g.input("k", DType::F32, sh[1].clone()),
-        g.input("v", DType::F32, sh[2].clone()),
-    );
-    let pr = (q.matmul(&k.transpose(-1, -2)) * 0.5).softmax(-1);
-    g.output(&(pr * 0.9).matmul(&v));
-    let p = check(&g.build().unwrap(), &inputs(&c, 2));
-    assert!(attention_kernels(&p).is_empty());
-    assert!(
-        p.decisions.iter().any(|d| !d.fused
-            && d.reason.starts_with("refused: attention: the probabilities reach the product through `mul`")),
-        "{:?}",
-        p.decisions
-    );
+    // Refused, named: the probabilities are an output too; the probabilities scaled before the
+    // product (a dropout at inference, written out), a near miss whose refusal names the ops that
+    // stopped the match instead of leaving the chain silently unfused.
+    type Outputs = fn(&Graph, &Tensor, &Tensor);
+    let refusals: [(Outputs, &str); 2] = [
+        (
+            |g, pr, v| {
+                g.output(&pr.matmul(v));
+                g.output(pr);
+            },
+            "graph output",
+        ),
+        (|g, pr, v| g.output(&(pr * 0.9).matmul(v)), "the probabilities reach the product through `mul`"),
+    ];
+    for (outputs, want) in refusals {
+        let g = Graph::new();
+        let (q, k, v) = (
+            g.input("q", DType::F32, sh[0].clone()),
+            g.input("k", DType::F32, sh[1].clone()),
+            g.input("v", DType::F32, sh[2].clone()),
+        );
+        outputs(&g, &(q.matmul(&k.transpose(-1, -2)) * 0.5).softmax(-1), &v);
+        let p = check(&g.build().unwrap(), &inputs(&c, 2));
+        assert!(attention_kernels(&p).is_empty());
+        assert!(
+            p.decisions
+                .iter()
+                .any(|d| !d.fused && d.reason.starts_with("refused: attention:") && d.reason.contains(want)),
+            "{want}: {:?}",
+            p.decisions
+        );
+    }
 
     // Overlapping chains (`softmax(softmax(x @ w1) @ w2) @ w3`: the first attention's output is
     // the second's first product): the first keeps it, the second is refused, named. (Was: "%N
