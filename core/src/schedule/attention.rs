@@ -396,7 +396,7 @@ impl Sched<'_> {
 
     /// A near miss: when a softmax over the last axis is within [`NEAR_DEPTH`] inlinable nodes
     /// above `pa` (the second product's left operand) but not in a form the match takes, the ops
-    /// on the way down, e.g. `Mul, Cast` (so a refusal names what stopped the match: session 23's
+    /// on the way down, e.g. `mul, cast` (so a refusal names what stopped the match: session 23's
     /// autocast order of GPT-2's NaN guard went unseen for want of one).
     fn softmax_near(&self, pa: NodeId) -> Option<String> {
         let g = self.g;
