@@ -440,9 +440,9 @@ fn tensor_core_and_library_products() {
 }
 
 /// cuBLASLt's residual epilogue (`C`, beta 1: `a @ w [+ bias] + r`, the terms in either order),
-/// and split products of a vocabulary's 1001 columns whose epilogue kernel (a widening cast, a
-/// GELU) must store whole vectors at the lane (its index simplified back to `lane`), in default
-/// mode, against the CPU reference. Without libcublasLt the same graphs run on sinter's kernels.
+/// a bf16 product stored as f32 by the library, and split products of a vocabulary's 1001
+/// columns whose epilogue kernel (a widening cast after a bias, a GELU) must store whole vectors
+/// at the lane (its index simplified back to `lane`), in default mode, against the CPU reference. Without libcublasLt the same graphs run on sinter's kernels.
 #[test]
 fn library_residuals_and_split_epilogues() {
     let Some(b) = backend("library_residuals") else { return };
@@ -458,7 +458,9 @@ fn library_residuals_and_split_epilogues() {
     let cases = [
         (DType::F32, 1, 394, 768, 768, true, Post::Residual { first: false }, "epilogue bias + residual"),
         (DType::BF16, 3, 128, 256, 512, false, Post::Residual { first: true }, "epilogue residual"),
-        (DType::BF16, 1, 512, 768, 1001, false, Post::Widen, vector_store),
+        // Autocast's logits: cuBLASLt stores the f32 accumulator itself; with a bias, split.
+        (DType::BF16, 1, 512, 768, 1001, false, Post::Widen, "BF16 operands, F32 output"),
+        (DType::BF16, 1, 300, 768, 1001, true, Post::Widen, vector_store),
         (DType::F32, 1, 300, 512, 1001, true, Post::Gelu, vector_store),
     ];
     for (i, (d, batch, m, kk, n, bias, post, want)) in cases.into_iter().enumerate() {

@@ -191,10 +191,14 @@ pub fn supported(g: &GemmDesc) -> Result<(), String> {
     if g.residual && (g.ld_out != g.n || g.dtype.is_fp8()) {
         return Err("a residual needs a dense D of the operands' type".into());
     }
+    // 16-bit operands may store f32 (the accumulator unrounded), without a bias or residual.
+    let widened = g.out == BlasType::F32 && matches!(g.dtype, BlasType::BF16 | BlasType::F16);
     if g.dtype.is_fp8() {
         fp8_supported(g, &la, &lb)?;
-    } else if g.out != g.dtype || g.scale_a || g.scale_b {
-        return Err(format!("{:?} operands take no scales and store {:?}", g.dtype, g.dtype));
+    } else if (g.out != g.dtype && !widened) || g.scale_a || g.scale_b {
+        return Err(format!("{:?} operands take no scales and store {:?} (or f32 if 16-bit)", g.dtype, g.dtype));
+    } else if widened && (g.bias || g.residual) {
+        return Err(format!("{:?} operands stored as f32 take no bias or residual", g.dtype));
     }
     Ok(())
 }
@@ -660,7 +664,12 @@ mod tests {
         no(GemmDesc { bias: true, ..g }, "bias");
         no(GemmDesc { ld_out: 47, ..g }, "fewer than its 48 columns");
         no(GemmDesc { residual: true, ..g }, "a residual needs");
-        // Scales belong to fp8 products only.
+        // Scales belong to fp8 products only; 16-bit operands store their type or f32, the latter
+        // without a bias.
         no(GemmDesc { dtype: BlasType::BF16, ..g }, "take no scales");
+        let bf16 = GemmDesc { dtype: BlasType::BF16, scale_a: false, scale_b: false, b: op(1, 64), ..g };
+        supported(&GemmDesc { out: BlasType::F32, ..bf16 }).unwrap();
+        no(GemmDesc { out: BlasType::F16, ..bf16 }, "take no scales");
+        no(GemmDesc { out: BlasType::F32, bias: true, ..bf16 }, "take no bias");
     }
 }
