@@ -22,7 +22,8 @@
 //! epilogue) is a library product with an f32 output ([`LibraryGemm::out_dtype`]): the library
 //! writes the f32 accumulator where the graph rounds the product to 16 bits first, within that
 //! dtype's tolerance. Split instead, it wrote a 16-bit scratch and a kernel read it to widen it:
-//! GPT-2 small's bf16 LM head (1024 x 30522 x 768) spent ~47 us of ~265 on that (H200, session 24).
+//! taking GPT-2 small's bf16 LM head (1024 x 30522 x 768) direct moved the model from 1.069 to
+//! 1.031 ms (H200, session 24).
 //!
 //! A product of **fp8** operands (the scheduler's prologue, `schedule/prologue.rs`: `in_dtype` e4m3
 //! or e5m2, the accumulator typed f32) has one recognized epilogue, `torch._scaled_mm`'s:
