@@ -1,11 +1,20 @@
 # Sourced at the top of the device scripts (`scripts/session*/d*.sh`, run through the device
 # tool from the repository root with the carried `.pack` and `.gl`): strict mode, the log in
 # $OUT/log, the packed binaries unpacked, the environment every call sets (CUDA and NVRTC
-# required, NVRTC's headers from the toolkit, a private cache), `B` the CLI, and the device
-# named first.
+# required, NVRTC's headers from the toolkit, a private cache), `B` the CLI, `OLD` the previous
+# build (`.bench/sinter_old`) and `ab_bench`, and the device named first.
 set -uo pipefail
 mkdir -p "$OUT"; exec > >(tee "$OUT/log") 2>&1
 tar xJf .pack/bins.tar.xz
 export XDG_RUNTIME_DIR=/tmp SINTER_CACHE_DIR=/tmp/sc SINTER_CUDA_INCLUDE=/usr/local/cuda/include PYTHONUNBUFFERED=1 SINTER_REQUIRE_CUDA=1 SINTER_REQUIRE_NVRTC=1
 B=$PWD/.bench/sinter
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+OLD=$PWD/.bench/sinter_old
+# `ab_bench MODEL PRECISION old|new`: one `bench --model` line of the zoo's export of MODEL
+# (its saved inputs) with the current build ($B) or the previous one ($OLD), each with its own
+# program cache: the before/after pairs the scripts alternate in one call.
+ab_bench() {
+  local f=/tmp/zoo/$1/legacy/model.onnx b=$B; [ "$3" = old ] && b=$OLD
+  local ins=$(for i in /tmp/zoo/$1/input_*.npy; do echo -n "--input $i "; done)
+  echo -n "$1 $2 $3: "; SINTER_CACHE_DIR=/tmp/sc_$3 timeout 60 $b bench --backend cuda --model $f $ins --precision $2 --no-calibrate 2>&1 | grep -vE "^#|^\s*$|^workload" | head -1 | cut -c1-150
+}

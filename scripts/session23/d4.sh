@@ -4,7 +4,6 @@
 # and after (HEAD: autocast's attention without copies) in one call, alternating: `bench --model
 # --precision bf16`, and each one's kernels by kind (`sinter profile`).
 source scripts/device_env.sh
-OLD=$PWD/.bench/sinter_old
 echo "== export ($SECONDS s)"
 OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 200 python3 onnx/models/zoo_check.py \
   --bin "$B" --models bert,gpt2 --base --work /tmp/zoo --keep --exporters legacy --batch 8 --bf16 \
@@ -13,12 +12,7 @@ for m in bert gpt2; do
   f=/tmp/zoo/$m/legacy/model.onnx
   dims=$(for i in /tmp/zoo/$m/input_*.npy; do echo -n "--input $i "; done)
   echo "== $m ($SECONDS s)"
-  for r in 1 2; do
-    for bin in old new; do
-      b=$B; [ $bin = old ] && b=$OLD
-      echo -n "$bin: "; SINTER_CACHE_DIR=/tmp/sc_$bin timeout 60 $b bench --backend cuda --model $f $dims --precision bf16 --no-calibrate 2>&1 | grep -vE "^#|^\s*$|^workload" | head -1
-    done
-  done
+  for r in 1 2; do for bin in old new; do ab_bench $m bf16 $bin; done; done
   for bin in old new; do
     b=$B; [ $bin = old ] && b=$OLD
     SINTER_CACHE_DIR=/tmp/sc_$bin timeout 60 $b profile --backend cuda --model $f $dims --precision bf16 --out /tmp/p_$bin > /dev/null 2>&1; echo "$bin profile rc $?"

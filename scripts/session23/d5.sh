@@ -3,7 +3,6 @@
 # at 1e08c67, with one kernel more a layer (135 -> 147). The compiler's decisions of both builds
 # (`sinter profile`'s artifacts; `sinter run` writes none), brought back: each kernel's name and the decisions that differ.
 source scripts/device_env.sh
-OLD=$PWD/.bench/sinter_old
 OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 150 python3 onnx/models/zoo_check.py \
   --bin "$B" --models gpt2 --base --work /tmp/zoo --keep --exporters legacy --batch 8 \
   --no-torch-timing --iters 3 2>&1 | grep -E "PASS|FAIL" | cut -c1-160

@@ -6,7 +6,6 @@
 # the libraries; (b) four models before (aca0268) and after, alternating; (c) Nsight Compute on
 # GPT-2 bf16's epilogue kernels (where the split GELU's 12 us go).
 source scripts/device_env.sh
-OLD=$PWD/.bench/sinter_old
 echo "== (a) tests ($SECONDS s)"
 timeout 240 .cudatest/device library_residuals tensor_core_and_library --test-threads 1 > /tmp/dev.log 2>&1; echo "device rc $?"
 grep -E "^test |test result|panicked" /tmp/dev.log | head -8
@@ -20,12 +19,7 @@ echo "== (b) models ($SECONDS s)"
 OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 240 python3 onnx/models/zoo_check.py \
   --bin "$B" --models gpt2,vit_b_16,resnet50,convnext_tiny --base --work /tmp/zoo --keep --exporters legacy --batch 8 --bf16 \
   --no-torch-timing --iters 3 2>&1 | grep -E "^(gpt2|vit|resnet|convnext)" | grep -v "done in" | cut -c1-200
-bench() { # model precision bin
-  local f=/tmp/zoo/$1/legacy/model.onnx b=$B; [ $3 = old ] && b=$OLD
-  local ins=$(for i in /tmp/zoo/$1/input_*.npy; do echo -n "--input $i "; done)
-  echo -n "$1 $2 $3: "; SINTER_CACHE_DIR=/tmp/sc_$3 timeout 60 $b bench --backend cuda --model $f $ins --precision $2 --no-calibrate 2>&1 | grep -vE "^#|^\s*$|^workload" | head -1 | cut -c1-150
-}
-for m in gpt2 vit_b_16 resnet50 convnext_tiny; do for p in bf16 f32; do for r in 1 2; do for bin in old new; do bench $m $p $bin; done; done; done; done
+for m in gpt2 vit_b_16 resnet50 convnext_tiny; do for p in bf16 f32; do for r in 1 2; do for bin in old new; do ab_bench $m $p $bin; done; done; done; done
 echo "== (c) ncu ($SECONDS s)"
 f=/tmp/zoo/gpt2/legacy/model.onnx; ins=$(for i in /tmp/zoo/gpt2/input_*.npy; do echo -n "--input $i "; done)
 which ncu nsys

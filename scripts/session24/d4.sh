@@ -5,7 +5,6 @@
 # then before (aca0268) and after alternating; (c) ConvNeXt-Tiny bf16 (+1.4% in call 3) profiled
 # with both builds, kernel kinds side by side.
 source scripts/device_env.sh
-OLD=$PWD/.bench/sinter_old
 echo "== (a) tests ($SECONDS s)"
 timeout 200 .cudatest/suite --test-threads 2 > /tmp/suite.log 2>&1; echo "suite rc $?"
 grep -E "^test result|FAILED|panicked" /tmp/suite.log | head -6
@@ -15,17 +14,12 @@ echo "== (b) GPT-2 ($SECONDS s)"
 OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 300 python3 onnx/models/zoo_check.py \
   --bin "$B" --models gpt2 --base --work /tmp/zoo --keep --exporters legacy --batch 8 --bf16 \
   --iters 10 2>&1 | grep -vE "this process|done in|warn" | cut -c1-300
-bench() { # model precision bin
-  local f=/tmp/zoo/$1/legacy/model.onnx b=$B; [ $3 = old ] && b=$OLD
-  local ins=$(for i in /tmp/zoo/$1/input_*.npy; do echo -n "--input $i "; done)
-  echo -n "$1 $2 $3: "; SINTER_CACHE_DIR=/tmp/sc_$3 timeout 60 $b bench --backend cuda --model $f $ins --precision $2 --no-calibrate 2>&1 | grep -vE "^#|^\s*$|^workload" | head -1 | cut -c1-150
-}
-for p in bf16 f32; do for r in 1 2; do for bin in old new; do bench gpt2 $p $bin; done; done; done
+for p in bf16 f32; do for r in 1 2; do for bin in old new; do ab_bench gpt2 $p $bin; done; done; done
 echo "== (c) ConvNeXt-Tiny bf16 ($SECONDS s)"
 OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 150 python3 onnx/models/zoo_check.py \
   --bin "$B" --models convnext_tiny --base --work /tmp/zoo --keep --exporters legacy --batch 8 \
   --no-torch-timing --iters 3 2>&1 | grep -E "PASS|FAIL" | cut -c1-160
-for r in 1 2; do for bin in old new; do bench convnext_tiny bf16 $bin; done; done
+for r in 1 2; do for bin in old new; do ab_bench convnext_tiny bf16 $bin; done; done
 f=/tmp/zoo/convnext_tiny/legacy/model.onnx; ins=$(for i in /tmp/zoo/convnext_tiny/input_*.npy; do echo -n "--input $i "; done)
 for bin in old new; do
   b=$B; [ $bin = old ] && b=$OLD

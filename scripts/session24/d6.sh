@@ -3,7 +3,6 @@
 # cuBLASLt call writing f32, no longer a bf16 scratch and a widening kernel. (a) the library device
 # test, the suite's products on the library; (b) GPT-2 small bf16 before (aca0268) and after.
 source scripts/device_env.sh
-OLD=$PWD/.bench/sinter_old
 timeout 120 .cudatest/device library_residuals --test-threads 1 > /tmp/dev.log 2>&1; echo "device rc $?"
 grep -E "test result|panicked" -A3 /tmp/dev.log | head -6
 SINTER_CUDA_LIBRARY=force timeout 100 .cudatest/suite matmul --test-threads 2 > /tmp/suitef.log 2>&1; echo "suite (forced library) rc $?"
@@ -11,9 +10,5 @@ grep -E "^test result|FAILED|panicked" /tmp/suitef.log | head -4
 OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 120 python3 onnx/models/zoo_check.py \
   --bin "$B" --models gpt2 --base --work /tmp/zoo --keep --exporters legacy --batch 8 --bf16 \
   --no-torch-timing --iters 3 2>&1 | grep -E "^gpt2" | grep -v "done in" | cut -c1-160
-f=/tmp/zoo/gpt2/legacy/model.onnx; ins=$(for i in /tmp/zoo/gpt2/input_*.npy; do echo -n "--input $i "; done)
-for r in 1 2; do for bin in old new; do
-  b=$B; [ $bin = old ] && b=$OLD
-  echo -n "gpt2 bf16 $bin: "; SINTER_CACHE_DIR=/tmp/sc_$bin timeout 40 $b bench --backend cuda --model $f $ins --precision bf16 --no-calibrate 2>&1 | grep -vE "^#|^\s*$|^workload" | head -1 | cut -c1-150
-done; done
+for r in 1 2; do for bin in old new; do ab_bench gpt2 bf16 $bin; done; done
 echo "== done ($SECONDS s)"

@@ -201,30 +201,20 @@ pub fn library_gemm(k: &Kernel) -> Result<LibraryGemm, String> {
         v = peel(x, true);
     }
     let is_acc = |id: ExprId| matches!(e(peel(id, false)).expr, Expr::Acc(0));
-    let bias_of = |id: ExprId| -> Option<usize> {
-        let id = peel(id, false);
-        match &e(id).expr {
+    // A load of `numel` elements of the operands' dtype at element `at(batch, m, n)`: its argument.
+    let load_of = |id: ExprId, numel: usize, at: &dyn Fn(i64, i64, i64) -> i64| -> Option<usize> {
+        match &e(peel(id, false)).expr {
             Expr::Load { arg, index }
-                if k.args.get(*arg).is_some_and(|a| a.dtype == mm.in_dtype && a.numel == mm.n)
-                    && equals_affine(&index.simplify(&vr), &|_, _, j| j, extents) =>
+                if k.args.get(*arg).is_some_and(|a| a.dtype == mm.in_dtype && a.numel == numel)
+                    && equals_affine(&index.simplify(&vr), at, extents) =>
             {
                 Some(*arg)
             }
             _ => None,
         }
     };
-    let residual_of = |id: ExprId| -> Option<usize> {
-        let id = peel(id, false);
-        match &e(id).expr {
-            Expr::Load { arg, index }
-                if k.args.get(*arg).is_some_and(|a| a.dtype == mm.in_dtype && a.numel == mm.batch * mm.m * mm.n)
-                    && equals_affine(&index.simplify(&vr), &|b, i, j| dense_at(mm, b, i, j), extents) =>
-            {
-                Some(*arg)
-            }
-            _ => None,
-        }
-    };
+    let bias_of = |id: ExprId| load_of(id, mm.n, &|_, _, j| j);
+    let residual_of = |id: ExprId| load_of(id, mm.batch * mm.m * mm.n, &|b, i, j| dense_at(mm, b, i, j));
     // The sum's terms: the accumulator, at most one bias along `n`, at most one residual.
     let mut terms = Vec::new();
     let mut stack = vec![v];
