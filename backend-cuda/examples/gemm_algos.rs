@@ -13,7 +13,7 @@
 //! ([`time_algorithms`], as `sinter calibrate` times them); the median of its per-launch event times is printed with its configuration ([`GemmPlan::describe`]).
 
 use sinter_cuda::device::TimingEvents;
-use sinter_cuda::device::blas::{BlasOperand, BlasType, GemmDesc, GemmPlan};
+use sinter_cuda::device::blas::{BlasOperand, BlasType, GemmAct, GemmDesc, GemmPlan};
 use sinter_cuda::device::peaks::time_algorithms;
 use sinter_cuda::{Device, probe};
 use std::process::ExitCode;
@@ -94,10 +94,10 @@ fn run() -> Result<(), String> {
             out: dtype,
             scale_a: false,
             scale_b: false,
-            bias: false,
+            bias: None,
             residual: false,
             ld_out,
-            relu: false,
+            act: GemmAct::None,
             tf32,
         };
         let plan = GemmPlan::with_algos(&stream, &g, max_algos).map_err(|e| e.to_string())?;

@@ -49,6 +49,14 @@ impl CostModel for CudaCostModel {
         Some(&self.base)
     }
 
+    /// Always: large products run on cuBLASLt, which adds a stored residual as its `C` in the
+    /// product's call; a residual recomputed in the epilogue (GPT-2's `h + attn + bias`, two loads
+    /// and a bias) makes the product split, its result written to a scratch and read back by an
+    /// epilogue kernel. Storing the residual costs one write of it in the kernel that computes it.
+    fn materialize_residual(&self) -> Option<String> {
+        Some("materialized: residual of a matrix product (the library adds a stored one as its C)".into())
+    }
+
     /// Never: the CUDA renderer splits a row with too few rows to fill the device over blocks of
     /// one kernel, the row's last block folding the partials (`render::reduce`'s split rows),
     /// which saves the second kernel and its launch of the scheduler's split.

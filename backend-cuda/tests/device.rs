@@ -456,8 +456,8 @@ fn library_residuals_and_split_epilogues() {
     // (dtype, batch, m, k, n, bias, after the product, what the source says)
     let vector_store = "+ lane0) = o0;";
     let cases = [
-        (DType::F32, 1, 394, 768, 768, true, Post::Residual { first: false }, "epilogue bias + residual"),
-        (DType::BF16, 3, 128, 256, 512, false, Post::Residual { first: true }, "epilogue residual"),
+        (DType::F32, 1, 394, 768, 768, true, Post::Residual { first: false }, "epilogue acc + bias (F32) + residual"),
+        (DType::BF16, 3, 128, 256, 512, false, Post::Residual { first: true }, "epilogue acc + residual"),
         // Autocast's logits: cuBLASLt stores the f32 accumulator itself; with a bias, split.
         (DType::BF16, 1, 512, 768, 1001, false, Post::Widen, "BF16 operands, F32 output"),
         (DType::BF16, 1, 300, 768, 1001, true, Post::Widen, vector_store),
@@ -496,6 +496,119 @@ fn library_residuals_and_split_epilogues() {
                 "{what}: want {want:?} in {sources:#?}"
             );
         }
+    }
+}
+
+/// The relative L2 error of `got` against `want`.
+fn rel_l2(got: &HostTensor, want: &HostTensor) -> f64 {
+    let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
+    let num: f64 = g.iter().zip(&w).map(|(a, b)| (a - b) * (a - b)).sum();
+    let den: f64 = w.iter().map(|b| b * b).sum();
+    (num / den.max(f64::MIN_POSITIVE)).sqrt()
+}
+
+/// cuBLASLt's GELU epilogue (the tanh form, with and without a bias, in f32, bf16 and f16) and
+/// autocast's residual stream (a bf16 product plus an f32 bias and residual, stored f32), direct,
+/// against the CPU reference. In
+/// f32, GELU's error must stay that of the product itself: each case also runs the plain product
+/// on the same inputs, and the GELU's worst error may be at most 2x the product's (GELU's slope is
+/// at most 1.13) plus 4 f32 ulps of the largest output. Prints each error (the figures
+/// BENCHMARKS.md records).
+#[test]
+fn library_activations_and_autocast_epilogues() {
+    let Some(b) = backend("library_activations") else { return };
+    if sinter_cuda::probe::cublaslt().is_err() {
+        eprintln!("library_activations: no libcublasLt, skipped");
+        return;
+    }
+    let dynb: Arc<dyn Backend> = Arc::new(b);
+    let sources = |c: &CompiledGraph| c.sources().iter().map(|s| s.source.clone()).collect::<Vec<_>>().join("\n");
+    for d in [DType::F32, DType::BF16, DType::F16] {
+        for bias in [false, true] {
+            // 120 MFLOP: above the library's threshold in default mode.
+            let (m, kk, n) = (300, 384, 520);
+            let what = format!("{d} gelu(tanh) bias {bias}");
+            let build = |gelu: bool| {
+                let g = Graph::new();
+                let mut y = g.input("a", d, [m, kk]).matmul(&g.input("w", d, [kk, n]));
+                if bias {
+                    y = &y + &g.input("bias", d, [n]);
+                }
+                g.output(&if gelu { y.gelu_tanh() } else { y });
+                g
+            };
+            let mut inputs = vec![
+                HostTensor::random(d, vec![m, kk], 7, -1.0, 1.0),
+                HostTensor::random(d, vec![kk, n], 8, -1.0, 1.0),
+            ];
+            if bias {
+                inputs.push(HostTensor::random(d, vec![n], 9, -1.0, 1.0));
+            }
+            let mut errs = Vec::new();
+            for gelu in [false, true] {
+                let g = build(gelu);
+                let want = sinter_core::cpu::run(&g, &inputs).unwrap();
+                let c = compile(&g, dynb.clone(), opts(Mode::Default)).unwrap();
+                let got = c.run(&inputs).unwrap();
+                let src = sources(&c);
+                assert!(src.contains("cublaslt") || src.contains("cuBLASLt product"), "{what}: {src}");
+                if gelu {
+                    let form =
+                        if bias { format!("gelu(tanh)(acc + bias ({}))", d_name(d)) } else { "gelu(tanh)(acc)".into() };
+                    assert!(src.contains(&form), "{what}: want {form:?} in {src}");
+                }
+                let peak = want[0].to_f64_vec().iter().fold(0.0f64, |a, b| a.max(b.abs()));
+                errs.push((got[0].max_abs_diff(&want[0]), rel_l2(&got[0], &want[0]), peak));
+                let r = got[0].tolerance_ratio(&want[0], d.rel_tolerance(), 2e-2 * (kk as f64).sqrt());
+                assert!(r <= 1.0, "{what} gelu {gelu}: tolerance ratio {r}");
+            }
+            let ((plain, plain_l2, _), (act, act_l2, peak)) = (errs[0], errs[1]);
+            eprintln!(
+                "{what}: max abs error plain {plain:.3e} (rel L2 {plain_l2:.2e}), gelu {act:.3e} (rel L2 {act_l2:.2e}), outputs up to {peak:.2}"
+            );
+            if d == DType::F32 {
+                let ulp = peak * f32::EPSILON as f64;
+                assert!(
+                    act <= 2.0 * plain + 4.0 * ulp,
+                    "{what}: cuBLASLt's GELU adds error: {act:.3e} against the product's {plain:.3e}"
+                );
+            }
+        }
+    }
+    // An f32 MLP block under bf16 autocast, its weights constants: the first product's f32 bias
+    // and GELU, the second's f32 bias and f32 residual (the residual stream), both direct.
+    let (m, dm, dh) = (512, 256, 1024);
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, [m, dm]);
+    let c = |shape: Vec<usize>, seed| g.constant(HostTensor::random(DType::F32, shape, seed, -0.3, 0.3));
+    let (w1, b1, w2, b2) = (c(vec![dm, dh], 1), c(vec![dh], 2), c(vec![dh, dm], 3), c(vec![dm], 4));
+    let h = (x.matmul(&w1) + &b1).gelu_tanh();
+    g.output(&(h.matmul(&w2) + &b2 + &x));
+    let inputs = [HostTensor::random(DType::F32, vec![m, dm], 5, -1.0, 1.0)];
+    let want = sinter_core::cpu::run(&g, &inputs).unwrap();
+    let o = CompileOptions { precision: sinter_core::passes::Precision::BF16, ..opts(Mode::Default) };
+    let cg = compile(&g, dynb.clone(), o).unwrap();
+    let src = sources(&cg);
+    // The first product's f32 bias on its bf16 output is no library epilogue (split); the second
+    // writes the f32 residual stream directly.
+    for form in ["not a library epilogue", "acc + bias (F32) + residual (C, beta 1)"] {
+        assert!(src.contains(form), "autocast MLP: want {form:?} in {src}");
+    }
+    for round in 0..2 {
+        let got = cg.run(&inputs).unwrap();
+        let e = rel_l2(&got[0], &want[0]);
+        eprintln!("autocast MLP (bf16) run {round}: rel L2 {e:.2e} against the f32 reference");
+        assert!(e <= 1e-2, "autocast MLP: rel L2 {e}");
+    }
+}
+
+/// The cuBLASLt type name a source description prints for `d`.
+fn d_name(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "F32",
+        DType::BF16 => "BF16",
+        DType::F16 => "F16",
+        _ => "?",
     }
 }
 

@@ -30,13 +30,13 @@
 //! same way in `default` mode).
 
 use super::exec::LoadedKernel;
-use crate::device::blas::{BlasOperand, BlasType, GemmDesc, GemmPlan};
+use crate::device::blas::{BlasOperand, BlasType, GemmAct, GemmDesc, GemmPlan};
 use crate::device::{CudaBuffer, Launch, Stream};
 use crate::nvrtc::CubinCache;
 use crate::render::{Rendered, Tuning, entry_name};
 use sinter_core::DType;
 use sinter_core::backend::{BackendError, Mode};
-use sinter_core::kernel::library::{LibraryGemm, SplitGemm, library_gemm, split_epilogue};
+use sinter_core::kernel::library::{Activation, LibraryGemm, SplitGemm, library_gemm, split_epilogue};
 use sinter_core::kernel::{Kernel, MatOperand};
 use std::sync::Arc;
 
@@ -141,15 +141,15 @@ fn blas_op(o: &MatOperand) -> BlasOperand {
 pub(crate) enum Form {
     /// The library computes the whole kernel.
     Direct(LibraryGemm),
-    /// The library computes the product; a rendered kernel the epilogue.
-    Split(Box<SplitGemm>),
+    /// The library computes the product; a rendered kernel the epilogue (why not direct).
+    Split(Box<SplitGemm>, String),
 }
 
 impl Form {
     fn gemm(&self) -> &LibraryGemm {
         match self {
             Form::Direct(g) => g,
-            Form::Split(s) => &s.gemm,
+            Form::Split(s, _) => &s.gemm,
         }
     }
 }
@@ -167,12 +167,23 @@ fn blas_type(d: DType) -> Result<BlasType, String> {
 }
 
 /// The library form of `k` with its cuBLASLt description on a device of compute capability
-/// `sm`, or why the library cannot run it.
+/// `sm`, or why the library cannot run it: direct where [`library_gemm`] recognizes the epilogue
+/// and cuBLASLt takes its combination of types ([`crate::device::blas::supported`]), else split.
 pub(crate) fn gemm_desc(k: &Kernel, sm: (u32, u32)) -> Result<(Form, GemmDesc), String> {
-    let form = match library_gemm(k) {
-        Ok(g) => Form::Direct(g),
-        Err(direct) => Form::Split(Box::new(split_epilogue(k).map_err(|split| format!("{direct}; split: {split}"))?)),
-    };
+    match library_gemm(k) {
+        Ok(g) => describe(Form::Direct(g), sm).or_else(|direct| split_desc(k, sm, &direct)),
+        Err(direct) => split_desc(k, sm, &direct),
+    }
+}
+
+/// [`gemm_desc`]'s split form of `k`, `direct` saying why the direct form was not taken.
+pub(crate) fn split_desc(k: &Kernel, sm: (u32, u32), direct: &str) -> Result<(Form, GemmDesc), String> {
+    let split = split_epilogue(k).map_err(|split| format!("{direct}; split: {split}"))?;
+    describe(Form::Split(Box::new(split), direct.to_string()), sm)
+}
+
+/// The cuBLASLt description of library form `form` on a device of compute capability `sm`.
+fn describe(form: Form, sm: (u32, u32)) -> Result<(Form, GemmDesc), String> {
     let g = form.gemm();
     let dtype = blas_type(g.dtype)?;
     if dtype.is_fp8() && sm < (8, 9) {
@@ -189,10 +200,14 @@ pub(crate) fn gemm_desc(k: &Kernel, sm: (u32, u32)) -> Result<(Form, GemmDesc), 
         out: blas_type(g.out_dtype)?,
         scale_a: !g.scales.is_empty(),
         scale_b: g.scales.len() > 1,
-        bias: g.bias.is_some(),
+        bias: g.bias.map(|_| blas_type(g.bias_dtype)).transpose()?,
         residual: g.residual.is_some(),
         ld_out: g.n as u64,
-        relu: g.relu,
+        act: match g.activation {
+            None => GemmAct::None,
+            Some(Activation::Relu) => GemmAct::Relu,
+            Some(Activation::GeluTanh) => GemmAct::Gelu,
+        },
         tf32: g.tf32,
     };
     crate::device::blas::supported(&desc)?;
@@ -208,7 +223,7 @@ pub fn epilogue_kernel(k: &Kernel, sm: (u32, u32)) -> Option<Kernel> {
         return super::conv::conv_desc(k).ok().map(|(split, _)| split.epilogue);
     }
     match gemm_desc(k, sm).ok()?.0 {
-        Form::Split(split) => Some(split.epilogue),
+        Form::Split(split, _) => Some(split.epilogue),
         Form::Direct(_) => None,
     }
 }
@@ -300,9 +315,18 @@ pub(crate) fn build(
     }
     let unsupported = |what: String| unsupported(k, what);
     let algo = tuning.library.unwrap_or(0) as usize;
-    let (form, desc) = gemm_desc(k, backend.cuda_caps.sm).map_err(unsupported)?;
+    let (mut form, mut desc) = gemm_desc(k, backend.cuda_caps.sm).map_err(unsupported)?;
     let t = std::time::Instant::now();
-    let plan = GemmPlan::shared(stream, &desc)?;
+    let plan = match GemmPlan::shared(stream, &desc) {
+        // A direct form the heuristic has no algorithm for (a combination of epilogue and types
+        // this cuBLASLt lacks) runs split: the plain product, then the epilogue kernel.
+        Err(BackendError::Unsupported { what, .. }) if matches!(form, Form::Direct(_)) => {
+            tracing::info!(target: "sinter::cuda", "{}: split, cuBLASLt refused the direct form: {what}", k.name);
+            (form, desc) = split_desc(k, backend.cuda_caps.sm, &what).map_err(unsupported)?;
+            GemmPlan::shared(stream, &desc)?
+        }
+        r => r?,
+    };
     count_plan_time(t);
     if algo >= plan.algos() {
         return Err(BackendError::Render {
@@ -311,14 +335,22 @@ pub(crate) fn build(
         });
     }
     let gemm = form.gemm().clone();
-    let epi = match (&form, gemm.bias.is_some(), gemm.relu, gemm.residual.is_some()) {
-        (Form::Split(_), ..) => "none; the epilogue is the kernel below, reading the product from a scratch buffer",
-        (_, false, false, false) => "none",
-        (_, true, false, false) => "bias",
-        (_, false, true, _) => "relu",
-        (_, true, true, _) => "relu(bias)",
-        (_, false, false, true) => "residual (C, beta 1)",
-        (_, true, false, true) => "bias + residual (C, beta 1)",
+    let epi = match &form {
+        Form::Split(_, why) => format!(
+            "none (not a library epilogue: {why}); the epilogue is the kernel below, reading the product from a \
+             scratch buffer"
+        ),
+        Form::Direct(_) => {
+            let mut terms = vec!["acc".to_string()];
+            if gemm.bias.is_some() {
+                terms.push(format!("bias ({:?})", desc.bias.unwrap_or(desc.out)));
+            }
+            if gemm.residual.is_some() {
+                terms.push("residual (C, beta 1)".into());
+            }
+            let sum = terms.join(" + ");
+            gemm.activation.map_or(sum.clone(), |a| format!("{}({sum})", a.name()))
+        }
     };
     let mut source = format!(
         "// sinter kernel {}: {}\n// cuBLASLt product (library call, no source): batch {} x m {} x n {} x k {}, {:?} operands, \
@@ -337,7 +369,7 @@ pub(crate) fn build(
     );
     let (epilogue, kind) = match form {
         Form::Direct(_) => (None, "direct"),
-        Form::Split(split) => {
+        Form::Split(split, _) => {
             let bytes = (gemm.batch * gemm.m * gemm.n * gemm.out_dtype.size_bytes()) as u64;
             let (launch, scratch, esource) = epilogue_step(backend, k, &split.epilogue, bytes, args, cubins, stream)?;
             source.push('\n');

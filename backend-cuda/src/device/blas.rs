@@ -87,7 +87,18 @@ pub struct BlasOperand {
     pub s_col: u64,
 }
 
-/// A product: `D[b, i, j] = relu?(scale_a? * scale_b? * sum_k A[b, i, k] B[b, k, j] + bias?[j] +
+/// What the library applies to each element after the bias ([`GemmDesc::act`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GemmAct {
+    /// Nothing.
+    None,
+    /// `max(x, 0)` (`CUBLASLT_EPILOGUE_RELU[_BIAS]`).
+    Relu,
+    /// GELU's tanh form (`CUBLASLT_EPILOGUE_GELU[_BIAS]`).
+    Gelu,
+}
+
+/// A product: `D[b, i, j] = act(scale_a? * scale_b? * sum_k A[b, i, k] B[b, k, j] + bias?[j] +
 /// C?[b, i, j])`, D row-major with rows `ld_out` apart (batches `m * ld_out` apart), C (the
 /// residual) dense row-major of D's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -112,15 +123,16 @@ pub struct GemmDesc {
     pub scale_a: bool,
     /// B's per-tensor f32 scale is read from device memory (fp8 only).
     pub scale_b: bool,
-    /// A bias of `n` elements added to every row.
-    pub bias: bool,
+    /// A bias of `n` elements added to every row, and its type (D's: the heuristic refused an f32
+    /// bias with a bf16 D on an H200, cuBLASLt 13.0).
+    pub bias: Option<BlasType>,
     /// A dense `[batch, m, n]` tensor of D's type added to the product (the library's `C` with
     /// `beta = 1`; `ld_out` must then be `n`).
     pub residual: bool,
     /// Elements between D's rows (at least `n`).
     pub ld_out: u64,
-    /// ReLU after the bias.
-    pub relu: bool,
+    /// The activation after the bias (none with a residual).
+    pub act: GemmAct,
     /// f32 operands may be multiplied in TF32 (`CUBLAS_COMPUTE_32F_FAST_TF32`); ignored for the
     /// half types.
     pub tf32: bool,
@@ -189,16 +201,21 @@ pub fn supported(g: &GemmDesc) -> Result<(), String> {
         return Err(format!("D's rows {} elements apart, fewer than its {} columns", g.ld_out, g.n));
     }
     if g.residual && (g.ld_out != g.n || g.dtype.is_fp8()) {
-        return Err("a residual needs a dense D of the operands' type".into());
+        return Err("a residual needs a dense D (C has D's type and layout)".into());
     }
-    // 16-bit operands may store f32 (the accumulator unrounded), without a bias or residual.
+    if g.residual && g.act != GemmAct::None {
+        return Err("an activation after a residual (not documented to follow C)".into());
+    }
+    // 16-bit operands may store f32 (the accumulator unrounded).
     let widened = g.out == BlasType::F32 && matches!(g.dtype, BlasType::BF16 | BlasType::F16);
     if g.dtype.is_fp8() {
         fp8_supported(g, &la, &lb)?;
     } else if (g.out != g.dtype && !widened) || g.scale_a || g.scale_b {
         return Err(format!("{:?} operands take no scales and store {:?} (or f32 if 16-bit)", g.dtype, g.dtype));
-    } else if widened && (g.bias || g.residual) {
-        return Err(format!("{:?} operands stored as f32 take no bias or residual", g.dtype));
+    } else if let Some(t) = g.bias
+        && t != g.out
+    {
+        return Err(format!("a {t:?} bias on a {:?} output (D's type only)", g.out));
     }
     Ok(())
 }
@@ -211,8 +228,8 @@ fn fp8_supported(g: &GemmDesc, la: &Layout, lb: &Layout) -> Result<(), String> {
     if !matches!(g.out, BlasType::F32 | BlasType::BF16 | BlasType::F16) {
         return Err(format!("an fp8 product stored as {:?}", g.out));
     }
-    if g.bias || g.relu {
-        return Err("a bias or ReLU epilogue on an fp8 product".into());
+    if g.bias.is_some() || g.act != GemmAct::None {
+        return Err("a bias or activation epilogue on an fp8 product".into());
     }
     // The library's A is our B: it must be transposed (k contiguous); its B (our A) not.
     if !lb.trans || g.b.s_row != 1 {
@@ -292,6 +309,19 @@ fn blas_err(call: &str, e: lt::CublasError) -> BackendError {
     BackendError::Device(format!("{call}: {e:?}"))
 }
 
+/// [`blas_err`], except that a call refusing the description (`NOT_SUPPORTED`, `INVALID_VALUE`:
+/// a combination of types and epilogue this cuBLASLt lacks) is [`BackendError::Unsupported`], so
+/// the caller can take another form.
+fn plan_err(call: &str, e: lt::CublasError) -> BackendError {
+    use sys::cublasStatus_t as S;
+    match e.0 {
+        S::CUBLAS_STATUS_NOT_SUPPORTED | S::CUBLAS_STATUS_INVALID_VALUE => {
+            BackendError::Unsupported { backend: "cuda".into(), what: format!("cuBLASLt: {call}: {e:?}") }
+        }
+        _ => blas_err(call, e),
+    }
+}
+
 impl GemmPlan {
     /// Builds the descriptors of `g` and asks the heuristic for up to [`MAX_ALGOS`] algorithms
     /// (an error when there is none); the workspace is `stream`'s shared one ([`Stream::shared_workspace`]).
@@ -318,7 +348,7 @@ impl GemmPlan {
         let set_desc = |attr: sys::cublasLtMatmulDescAttributes_t, v: *const c_void, n: usize| {
             // SAFETY: `v` points at `n` readable bytes of the attribute's type.
             unsafe { lt::set_matmul_desc_attribute(descs.desc, attr, v, n) }
-                .map_err(|e| blas_err("cublasLtMatmulDescSetAttribute", e))
+                .map_err(|e| plan_err("cublasLtMatmulDescSetAttribute", e))
         };
         use sys::cublasLtMatmulDescAttributes_t as D;
         // cublasOperation_t as a 32-bit integer: 0 = N, 1 = T.
@@ -326,18 +356,22 @@ impl GemmPlan {
         let sz = std::mem::size_of::<i32>();
         set_desc(D::CUBLASLT_MATMUL_DESC_TRANSA, &opa as *const _ as *const c_void, sz)?;
         set_desc(D::CUBLASLT_MATMUL_DESC_TRANSB, &opb as *const _ as *const c_void, sz)?;
-        let epi = match (g.bias, g.relu) {
-            (false, false) => sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_DEFAULT,
-            (false, true) => sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_RELU,
-            (true, false) => sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_BIAS,
-            (true, true) => sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_RELU_BIAS,
+        use sys::cublasLtEpilogue_t as E;
+        let epi = match (g.bias.is_some(), g.act) {
+            (false, GemmAct::None) => E::CUBLASLT_EPILOGUE_DEFAULT,
+            (false, GemmAct::Relu) => E::CUBLASLT_EPILOGUE_RELU,
+            (false, GemmAct::Gelu) => E::CUBLASLT_EPILOGUE_GELU,
+            (true, GemmAct::None) => E::CUBLASLT_EPILOGUE_BIAS,
+            (true, GemmAct::Relu) => E::CUBLASLT_EPILOGUE_RELU_BIAS,
+            (true, GemmAct::Gelu) => E::CUBLASLT_EPILOGUE_GELU_BIAS,
         };
         set_desc(D::CUBLASLT_MATMUL_DESC_EPILOGUE, &epi as *const _ as *const c_void, std::mem::size_of_val(&epi))?;
-        if g.bias {
+        if let Some(t) = g.bias {
+            let bt = t.cuda();
             set_desc(
                 D::CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                &ty as *const _ as *const c_void,
-                std::mem::size_of_val(&ty),
+                &bt as *const _ as *const c_void,
+                std::mem::size_of_val(&bt),
             )?;
         }
         // The library's A (our B), B (our A), and D (= C's layout: beta 0, or a residual).
@@ -416,7 +450,7 @@ impl GemmPlan {
                 &mut count,
             )
             .result()
-            .map_err(|e| blas_err("cublasLtMatmulAlgoGetHeuristic", e))?;
+            .map_err(|e| plan_err("cublasLtMatmulAlgoGetHeuristic", e))?;
             results.set_len(count.clamp(0, max_algos as i32) as usize);
         }
         let (algos, waves): (Vec<_>, Vec<_>) = results
@@ -515,7 +549,7 @@ impl GemmPlan {
                     .map_err(|e| blas_err("cublasLtMatmulDescSetAttribute(scale)", e))?;
             }
         }
-        if g.bias {
+        if g.bias.is_some() {
             // SAFETY: a device pointer, the attribute's type; the descriptor is this plan's own and
             // launches are serialized by its owner.
             unsafe {
@@ -614,10 +648,10 @@ mod tests {
             out: BlasType::BF16,
             scale_a: false,
             scale_b: false,
-            bias: false,
+            bias: None,
             residual: false,
             ld_out: 5,
-            relu: false,
+            act: GemmAct::None,
             tf32: true,
         };
         assert!(supported(&g).unwrap_err().contains("A has no unit stride"));
@@ -642,10 +676,10 @@ mod tests {
             out: BlasType::BF16,
             scale_a: true,
             scale_b: true,
-            bias: false,
+            bias: None,
             residual: false,
             ld_out: 48,
-            relu: false,
+            act: GemmAct::None,
             tf32: false,
         };
         supported(&g).unwrap();
@@ -661,15 +695,20 @@ mod tests {
         no(GemmDesc { a: BlasOperand { offset: 8, ..op(64, 1) }, ..g }, "A's offset");
         no(GemmDesc { dtype: BlasType::F8E5M2, ..g }, "e5m2 x e5m2");
         no(GemmDesc { out: BlasType::F8E4M3, ..g }, "stored as");
-        no(GemmDesc { bias: true, ..g }, "bias");
+        no(GemmDesc { bias: Some(BlasType::BF16), ..g }, "bias");
+        no(GemmDesc { act: GemmAct::Gelu, ..g }, "activation");
         no(GemmDesc { ld_out: 47, ..g }, "fewer than its 48 columns");
         no(GemmDesc { residual: true, ..g }, "a residual needs");
-        // Scales belong to fp8 products only; 16-bit operands store their type or f32, the latter
-        // without a bias.
+        // Scales belong to fp8 products only; 16-bit operands store their type or f32, with a bias
+        // of D's type or f32; no activation after a residual.
         no(GemmDesc { dtype: BlasType::BF16, ..g }, "take no scales");
         let bf16 = GemmDesc { dtype: BlasType::BF16, scale_a: false, scale_b: false, b: op(1, 64), ..g };
         supported(&GemmDesc { out: BlasType::F32, ..bf16 }).unwrap();
         no(GemmDesc { out: BlasType::F16, ..bf16 }, "take no scales");
-        no(GemmDesc { out: BlasType::F32, bias: true, ..bf16 }, "take no bias");
+        supported(&GemmDesc { out: BlasType::F32, bias: Some(BlasType::F32), residual: true, ..bf16 }).unwrap();
+        supported(&GemmDesc { bias: Some(BlasType::BF16), act: GemmAct::Gelu, ..bf16 }).unwrap();
+        no(GemmDesc { bias: Some(BlasType::F32), ..bf16 }, "a F32 bias on a BF16 output");
+        no(GemmDesc { out: BlasType::F32, bias: Some(BlasType::BF16), ..bf16 }, "a BF16 bias on a F32 output");
+        no(GemmDesc { residual: true, act: GemmAct::Relu, ..bf16 }, "activation after a residual");
     }
 }

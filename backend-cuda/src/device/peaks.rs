@@ -15,7 +15,7 @@
 //! contiguous tensors) for f32/TF32/f16/bf16 with D of the operands' type; for fp8 the "TN"
 //! layout and bf16 output with per-tensor scales of 1, as `torch._scaled_mm`.
 
-use super::blas::{BlasOperand, BlasType, GemmDesc, GemmPlan, WORKSPACE_BYTES};
+use super::blas::{BlasOperand, BlasType, GemmAct, GemmDesc, GemmPlan, WORKSPACE_BYTES};
 use super::{Device, Launch, Stream, TimingEvents};
 use sinter_core::backend::{BackendError, MatmulPeak};
 
@@ -81,10 +81,10 @@ pub fn peak_desc(spec: &PeakSpec, n: u64) -> GemmDesc {
         out: spec.out,
         scale_a: fp8,
         scale_b: fp8,
-        bias: false,
+        bias: None,
         residual: false,
         ld_out: n,
-        relu: false,
+        act: GemmAct::None,
         tf32: spec.tf32,
     }
 }

@@ -8,22 +8,29 @@
 //! the operands' dtype:
 //!
 //! * `acc`
-//! * `acc + bias[n]` (the bias of the operands' dtype, converted exactly to f32)
-//! * `relu(acc)`, `relu(acc + bias[n])`
+//! * `acc + bias[n]`: the bias of the output's dtype, converted exactly to f32. An f32 bias on a
+//!   16-bit output (an f32 model under autocast adds its f32 bias to the bf16 product in f32) is
+//!   not one: cuBLASLt's heuristic refused `CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE` f32 with a bf16 D
+//!   (H200, session 25); with an f32 output (the widened form below) the bias is D's type.
+//! * `act(acc [+ bias[n]])`, `act` ReLU or GELU's tanh form ([`Activation`], recognized by
+//!   [`super::library_act`] whatever form the export wrote it in)
 //! * `acc [+ bias[n]] + r[batch, m, n]`, the terms in any order: `r` a dense tensor of the
-//!   operands' dtype (a residual connection; not under a ReLU). Only a stored residual: where the
-//!   scheduler recomputes the residual stream in the epilogue (ViT-B/16's and GPT-2's first MLP
-//!   output, whose residual is the embedding plus the attention output), the kernel stays split.
+//!   output's dtype (a residual connection; not under an activation). Only a stored residual:
+//!   where the scheduler recomputes the residual stream in the epilogue (ViT-B/16's and GPT-2's
+//!   first MLP output, whose residual is the embedding plus the attention output), the kernel
+//!   stays split.
 //!
 //! Casts to f32 or to the output dtype around these are allowed (they round nothing the store
-//! does not); a cast to a narrower type in between (which would round before the add) is not.
+//! does not); a cast to a narrower type in between (which would round before the add) is not,
+//! except the product's own rounding to the operands' dtype (`cast(acc, f32)` of a bf16 product,
+//! as autocast writes it): the library skips that rounding, within the 16-bit dtype's tolerance.
 //!
-//! A bf16 or f16 product stored as **f32** (autocast's logits: `cast(acc, f32)`, no other
-//! epilogue) is a library product with an f32 output ([`LibraryGemm::out_dtype`]): the library
-//! writes the f32 accumulator where the graph rounds the product to 16 bits first, within that
-//! dtype's tolerance. Split instead, it wrote a 16-bit scratch and a kernel read it to widen it:
-//! taking GPT-2 small's bf16 LM head (1024 x 30522 x 768) direct moved the model from 1.069 to
-//! 1.031 ms (H200, session 24).
+//! A bf16 or f16 product stored as **f32** (autocast's logits: `cast(acc, f32)`; with an f32 bias
+//! or residual, an f32 model's residual stream) is a library product with an f32 output
+//! ([`LibraryGemm::out_dtype`]): the library writes the f32 accumulator where the graph rounds the
+//! product to 16 bits first, within that dtype's tolerance. Split instead, it wrote a 16-bit
+//! scratch and a kernel read it to widen it: taking GPT-2 small's bf16 LM head (1024 x 30522 x
+//! 768) direct moved the model from 1.069 to 1.031 ms (H200, session 24).
 //!
 //! A product of **fp8** operands (the scheduler's prologue, `schedule/prologue.rs`: `in_dtype` e4m3
 //! or e5m2, the accumulator typed f32) has one recognized epilogue, `torch._scaled_mm`'s:
@@ -42,6 +49,7 @@
 //! Which of the library and sinter's own templates runs is a backend's decision; this module only
 //! decides what the library *can* compute, and how.
 
+pub use super::library_act::Activation;
 use super::{Access, BufferId, Expr, ExprId, Index, Kernel, KernelArg, KernelBody, MatOperand, Store, TypedExpr, Var};
 use crate::dtype::DType;
 use crate::ir::{BinaryOp, UnaryOp};
@@ -73,18 +81,20 @@ pub struct LibraryGemm {
     pub out: usize,
     /// The kernel argument holding the bias along `n`, if any.
     pub bias: Option<usize>,
+    /// The bias's dtype: the output's (kept apart so that a backend's description need not assume it).
+    pub bias_dtype: DType,
     /// The kernel argument holding a dense `[batch, m, n]` tensor of the output's dtype added to
     /// the product (cuBLASLt's `C` with `beta = 1`: a residual connection), if any.
     pub residual: Option<usize>,
-    /// ReLU after the bias.
-    pub relu: bool,
+    /// The activation after the bias, if any.
+    pub activation: Option<Activation>,
     /// The product may run in TF32 ([`super::MatmulBody::tf32`]).
     pub tf32: bool,
 }
 
 impl LibraryGemm {
-    /// The product of `mm` stored into argument `out`, with a bias argument and ReLU.
-    fn of(mm: &super::MatmulBody, out: usize, bias: Option<usize>, relu: bool, out_dtype: DType) -> LibraryGemm {
+    /// The plain product of `mm` stored into argument `out` (no bias, residual or activation).
+    fn of(mm: &super::MatmulBody, out: usize, out_dtype: DType) -> LibraryGemm {
         LibraryGemm {
             batch: mm.batch,
             m: mm.m,
@@ -96,9 +106,10 @@ impl LibraryGemm {
             out_dtype,
             scales: Vec::new(),
             out,
-            bias,
+            bias: None,
+            bias_dtype: out_dtype,
             residual: None,
-            relu,
+            activation: None,
             tf32: mm.tf32,
         }
     }
@@ -186,7 +197,7 @@ pub fn library_gemm(k: &Kernel) -> Result<LibraryGemm, String> {
     let peel = |mut id: ExprId, top: bool| {
         while let Expr::Cast(x) = e(id).expr {
             let to = e(id).dtype;
-            if to == DType::F32 || (top && to == mm.in_dtype) {
+            if to == DType::F32 || (top && to == out.dtype) {
                 id = x;
             } else {
                 break;
@@ -194,18 +205,12 @@ pub fn library_gemm(k: &Kernel) -> Result<LibraryGemm, String> {
         }
         id
     };
-    let mut v = peel(st.value, true);
-    let mut relu = false;
-    if let Expr::Unary(UnaryOp::Relu, x) = e(v).expr {
-        relu = true;
-        v = peel(x, true);
-    }
     let is_acc = |id: ExprId| matches!(e(peel(id, false)).expr, Expr::Acc(0));
-    // A load of `numel` elements of the operands' dtype at element `at(batch, m, n)`: its argument.
-    let load_of = |id: ExprId, numel: usize, at: &dyn Fn(i64, i64, i64) -> i64| -> Option<usize> {
+    // A load of `numel` elements of one of `dtypes` at element `at(batch, m, n)`: its argument.
+    let load_of = |id: ExprId, numel: usize, dtypes: &[DType], at: &dyn Fn(i64, i64, i64) -> i64| -> Option<usize> {
         match &e(peel(id, false)).expr {
             Expr::Load { arg, index }
-                if k.args.get(*arg).is_some_and(|a| a.dtype == mm.in_dtype && a.numel == numel)
+                if k.args.get(*arg).is_some_and(|a| dtypes.contains(&a.dtype) && a.numel == numel)
                     && equals_affine(&index.simplify(&vr), at, extents) =>
             {
                 Some(*arg)
@@ -213,40 +218,57 @@ pub fn library_gemm(k: &Kernel) -> Result<LibraryGemm, String> {
             _ => None,
         }
     };
-    let bias_of = |id: ExprId| load_of(id, mm.n, &|_, _, j| j);
-    let residual_of = |id: ExprId| load_of(id, mm.batch * mm.m * mm.n, &|b, i, j| dense_at(mm, b, i, j));
-    // The sum's terms: the accumulator, at most one bias along `n`, at most one residual.
-    let mut terms = Vec::new();
-    let mut stack = vec![v];
-    while let Some(t) = stack.pop() {
-        match e(t).expr {
-            Expr::Binary(BinaryOp::Add, x, y) => stack.extend([peel(x, false), peel(y, false)]),
-            _ => terms.push(t),
+    let bias_of = |id: ExprId| load_of(id, mm.n, &[out.dtype], &|_, _, j| j);
+    let residual_of = |id: ExprId| load_of(id, mm.batch * mm.m * mm.n, &[out.dtype], &|b, i, j| dense_at(mm, b, i, j));
+    let not_form = || format!("epilogue `{}` is not act(acc [+ bias]) or acc [+ bias] [+ residual]", k.ops.join(", "));
+    // The sum at `v`: the accumulator once, at most one bias along `n`, at most one residual.
+    let sum = |v: ExprId| -> Result<(Option<usize>, Option<usize>), String> {
+        let mut terms = Vec::new();
+        let mut stack = vec![v];
+        while let Some(t) = stack.pop() {
+            match e(t).expr {
+                Expr::Binary(BinaryOp::Add, x, y) => stack.extend([peel(x, false), peel(y, false)]),
+                _ => terms.push(t),
+            }
         }
-    }
-    let not_form = || format!("epilogue `{}` is not acc [+ bias] [+ residual] [relu]", k.ops.join(", "));
-    let (mut acc, mut bias, mut residual) = (0, None, None);
-    for t in terms {
-        if is_acc(t) {
-            acc += 1;
-        } else if let Some(b) = bias_of(t).filter(|_| bias.is_none()) {
-            bias = Some(b);
-        } else if let Some(r) = residual_of(t).filter(|_| residual.is_none()) {
-            residual = Some(r);
-        } else {
+        let (mut acc, mut bias, mut residual) = (0, None, None);
+        for t in terms {
+            if is_acc(t) {
+                acc += 1;
+            } else if let Some(b) = bias_of(t).filter(|_| bias.is_none()) {
+                bias = Some(b);
+            } else if let Some(r) = residual_of(t).filter(|_| residual.is_none()) {
+                residual = Some(r);
+            } else {
+                return Err(not_form());
+            }
+        }
+        if acc != 1 {
             return Err(not_form());
         }
+        Ok((bias, residual))
+    };
+    let top = peel(st.value, true);
+    let (activation, v) = match e(top).expr {
+        Expr::Unary(UnaryOp::Relu, x) => (Some(Activation::Relu), peel(x, true)),
+        _ => {
+            // Any other activation is a function of one `acc [+ bias]` sum (the key: its bias).
+            let leaf = |id: ExprId| sum(peel(id, false)).ok().filter(|(_, r)| r.is_none()).map(|(b, _)| b);
+            match super::library_act::activation_input(k, top, &leaf) {
+                Some((act, x)) => (Some(act), peel(x, false)),
+                None => (None, top),
+            }
+        }
+    };
+    let (bias, residual) = sum(v)?;
+    if let (Some(act), Some(_)) = (activation, residual) {
+        return Err(format!(
+            "a {} over a residual sum (the library's activation epilogues are not documented to follow C)",
+            act.name()
+        ));
     }
-    if acc != 1 {
-        return Err(not_form());
-    }
-    if relu && residual.is_some() {
-        return Err("a ReLU over a residual sum (the library's ReLU epilogue is not documented to follow C)".into());
-    }
-    if widened && (bias.is_some() || residual.is_some() || relu) {
-        return Err(format!("a {} product stored as f32 takes no epilogue (bias, residual, ReLU)", mm.in_dtype));
-    }
-    Ok(LibraryGemm { residual, ..LibraryGemm::of(mm, st.arg, bias, relu, out.dtype) })
+    let bias_dtype = bias.map_or(out.dtype, |b| k.args[b].dtype);
+    Ok(LibraryGemm { bias, bias_dtype, residual, activation, ..LibraryGemm::of(mm, st.arg, out.dtype) })
 }
 
 /// Element `(b, i, j)` of a dense `[batch, m, n]` tensor.
@@ -322,7 +344,7 @@ fn scaled_gemm(k: &Kernel, mm: &super::MatmulBody, st: &Store) -> Result<Library
     }
     // Innermost first: `(acc * s1) * s2` lists s2 first.
     scales.reverse();
-    Ok(LibraryGemm { scales, ..LibraryGemm::of(mm, st.arg, None, false, out.dtype) })
+    Ok(LibraryGemm { scales, ..LibraryGemm::of(mm, st.arg, out.dtype) })
 }
 
 /// The buffer id of the scratch argument [`split_epilogue`] appends (not a buffer of the program:
@@ -351,7 +373,7 @@ pub fn split_epilogue(k: &Kernel) -> Result<SplitGemm, String> {
     // The scratch is the dense `[batch, m, n]` product.
     let at = [lane.clone().div(m * n), lane.clone().div(n).rem(m), lane.rem(n)];
     let epilogue = epilogue_kernel(k, mm, mm.batch * mm.m * mm.n, at)?;
-    Ok(SplitGemm { gemm: LibraryGemm::of(mm, k.args.len(), None, false, prod), epilogue })
+    Ok(SplitGemm { gemm: LibraryGemm::of(mm, k.args.len(), prod), epilogue })
 }
 
 /// The epilogue of matmul kernel `k` as a pointwise kernel of `numel` lanes over `k`'s arguments
@@ -441,11 +463,11 @@ mod tests {
             // A weight shared by the batch: the scheduler folds the batch into the rows.
             let k = first_matmul(|g| vec![g.input("a", d, vec![3, 64, 32]).matmul(&g.input("w", d, vec![32, 48]))], d);
             let l = library_gemm(&k).unwrap();
-            assert_eq!((l.batch, l.m, l.n, l.k, l.bias, l.relu, l.dtype), (1, 192, 48, 32, None, false, d));
+            assert_eq!((l.batch, l.m, l.n, l.k, l.bias, l.activation, l.dtype), (1, 192, 48, 32, None, None, d));
             let k =
                 first_matmul(|g| vec![g.input("a", d, vec![3, 64, 32]).matmul(&g.input("w", d, vec![3, 32, 48]))], d);
             let l = library_gemm(&k).unwrap();
-            assert_eq!((l.batch, l.m, l.n, l.k, l.bias, l.relu, l.dtype), (3, 64, 48, 32, None, false, d));
+            assert_eq!((l.batch, l.m, l.n, l.k, l.bias, l.activation, l.dtype), (3, 64, 48, 32, None, None, d));
             let k = first_matmul(
                 |g| {
                     let y = g.input("a", d, vec![64, 32]).matmul(&g.input("w", d, vec![32, 48]))
@@ -455,7 +477,7 @@ mod tests {
                 d,
             );
             let l = library_gemm(&k).unwrap();
-            assert!(l.bias.is_some() && l.relu, "{l:?}");
+            assert!(l.bias.is_some() && l.activation == Some(Activation::Relu), "{l:?}");
         }
     }
 
@@ -478,7 +500,7 @@ mod tests {
                 let l = library_gemm(&k).unwrap_or_else(|e| panic!("{d} batched {batched} bias {bias}: {e}"));
                 let r = l.residual.expect("a residual");
                 assert_eq!(k.args[r].numel, 3 * 64 * 48);
-                assert_eq!((l.bias.is_some(), l.relu, l.n), (bias, false, 48), "{d}");
+                assert_eq!((l.bias.is_some(), l.activation, l.n), (bias, None, 48), "{d}");
                 assert_eq!(l.batch * l.m, 3 * 64);
             }
         }
@@ -494,7 +516,7 @@ mod tests {
                 d,
             );
             let l = library_gemm(&k).unwrap();
-            assert_eq!((l.dtype, l.out_dtype, l.bias, l.relu), (d, DType::F32, None, false));
+            assert_eq!((l.dtype, l.out_dtype, l.bias, l.activation), (d, DType::F32, None, None));
             let k = first_matmul(
                 |g| {
                     let p = g.input("a", d, vec![64, 32]).matmul(&g.input("w", d, vec![32, 48]));
@@ -502,7 +524,8 @@ mod tests {
                 },
                 d,
             );
-            assert!(library_gemm(&k).unwrap_err().contains("takes no epilogue"), "{:?}", library_gemm(&k));
+            // A 16-bit bias added in 16 bits rounds before the store: split.
+            assert!(library_gemm(&k).unwrap_err().contains("is not act("), "{:?}", library_gemm(&k));
             assert!(split_epilogue(&k).is_ok());
         }
     }
@@ -562,6 +585,52 @@ mod tests {
         assert_eq!(got[1].to_f64_vec(), want[1].to_f64_vec());
     }
 
+    /// GELU's tanh form after a bias is a library epilogue in every float dtype.
+    #[test]
+    fn gelu_tanh_epilogues_are_library_products() {
+        for d in [DType::F32, DType::BF16, DType::F16] {
+            for bias in [false, true] {
+                let k = first_matmul(
+                    |g| {
+                        let p = g.input("a", d, vec![3, 64, 32]).matmul(&g.input("w", d, vec![32, 48]));
+                        let p = if bias { p + &g.input("b", d, vec![48]) } else { p };
+                        vec![p.gelu_tanh()]
+                    },
+                    d,
+                );
+                let l = library_gemm(&k).unwrap_or_else(|e| panic!("{d} bias {bias}: {e}"));
+                assert_eq!(
+                    (l.activation, l.bias.is_some(), l.bias_dtype, l.out_dtype),
+                    (Some(Activation::GeluTanh), bias, d, d)
+                );
+            }
+        }
+    }
+
+    /// An f32 model run under bf16 autocast (its weights constants, as an exported model's): the
+    /// second MLP product (f32 bias and residual, stored f32: the residual stream) is a library
+    /// product; the first (an f32 bias on a bf16 output, then GELU's tanh form) runs split.
+    #[test]
+    fn autocast_mlp_products_are_library_products() {
+        use crate::passes::{Precision, pipeline_for, run_passes};
+        use crate::tensor::HostTensor;
+        let g = Graph::new();
+        let x = g.input("x", DType::F32, vec![64, 32]);
+        let c = |shape: Vec<usize>, seed| g.constant(HostTensor::random(DType::F32, shape, seed, -1.0, 1.0));
+        let (w1, b1, w2, b2) = (c(vec![32, 96], 1), c(vec![96], 2), c(vec![96, 32], 3), c(vec![32], 4));
+        let h = (x.matmul(&w1) + &b1).gelu_tanh();
+        g.output(&(h.matmul(&w2) + &b2 + &x));
+        let ir = run_passes(&g.build().unwrap(), &pipeline_for(Precision::BF16)).unwrap().pop().unwrap().1;
+        let p = schedule(&ir, &Capabilities::host(), &ScheduleOptions::default()).unwrap();
+        let products: Vec<&Kernel> = p.kernels.iter().filter(|k| matches!(k.body, KernelBody::Matmul(_))).collect();
+        let [first, second] = products.as_slice() else { panic!("two products: {products:?}") };
+        assert!(library_gemm(first).unwrap_err().contains("is not act("));
+        assert!(split_epilogue(first).is_ok());
+        let l = library_gemm(second).unwrap();
+        let form = (l.dtype, l.out_dtype, l.bias_dtype, l.activation, l.residual.is_some());
+        assert_eq!(form, (DType::BF16, DType::F32, DType::F32, None, true));
+    }
+
     #[test]
     fn other_epilogues_say_why_not() {
         let d = DType::BF16;
@@ -574,7 +643,7 @@ mod tests {
             },
             d,
         );
-        assert!(library_gemm(&gelu).unwrap_err().contains("not acc"), "{:?}", library_gemm(&gelu));
+        assert!(library_gemm(&gelu).unwrap_err().contains("is not act("), "{:?}", library_gemm(&gelu));
         // A residual under a ReLU, and a sum with a tensor broadcast along `n` (not dense).
         let relu_residual = first_matmul(
             |g| {
@@ -584,7 +653,7 @@ mod tests {
             },
             d,
         );
-        assert!(library_gemm(&relu_residual).unwrap_err().contains("ReLU over a residual"));
+        assert!(library_gemm(&relu_residual).unwrap_err().contains("relu over a residual"));
         let column = first_matmul(
             |g| {
                 vec![
@@ -594,7 +663,18 @@ mod tests {
             },
             d,
         );
-        assert!(library_gemm(&column).unwrap_err().contains("not acc"), "{:?}", library_gemm(&column));
+        assert!(library_gemm(&column).unwrap_err().contains("is not act("), "{:?}", library_gemm(&column));
+        // GELU over a residual sum: the activation's variable is an `acc [+ bias]` sum only.
+        let gelu_residual = first_matmul(
+            |g| {
+                let y = g.input("a", d, vec![64, 32]).matmul(&g.input("w", d, vec![32, 48]))
+                    + &g.input("r", d, vec![64, 48]);
+                vec![y.gelu_tanh()]
+            },
+            d,
+        );
+        let err = library_gemm(&gelu_residual).unwrap_err();
+        assert!(err.contains("is not act("), "{err}");
         let i32mm = first_matmul(
             |g| vec![g.input("a", DType::I32, vec![8, 4]).matmul(&g.input("w", DType::I32, vec![4, 8]))],
             DType::I32,

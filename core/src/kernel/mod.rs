@@ -58,6 +58,7 @@ pub mod index;
 pub mod interp;
 pub mod lanes;
 pub mod library;
+pub mod library_act;
 pub mod library_conv;
 pub mod narrow;
 pub mod print;

@@ -6,7 +6,7 @@
 
 use super::conv::ConvPlan;
 use super::plan::{Kind, Sched};
-use crate::ir::{NodeId, Op};
+use crate::ir::{BinaryOp, NodeId, Op};
 
 /// The longest chain of producers inlined into one consumer: deeper chains are cut by
 /// materializing, which bounds the recursion of emission (and the size of one kernel).
@@ -135,7 +135,9 @@ impl Sched<'_> {
             } else if let Some(why) = need[i] {
                 Some(why.into())
             } else if users >= 2 && self.opts.fusion {
-                self.opts.cost_model.materialize(users, cost[i], reads[i].len())
+                self.opts.cost_model.materialize(users, cost[i], reads[i].len()).or_else(|| {
+                    if self.residual_of_product(id) { self.opts.cost_model.materialize_residual() } else { None }
+                })
             } else if depth[i] >= MAX_INLINE_DEPTH {
                 Some(format!("materialized: inline depth limit ({MAX_INLINE_DEPTH})"))
             } else {
@@ -146,5 +148,37 @@ impl Sched<'_> {
                 self.decide(vec![id.0], false, r, vec![]);
             }
         }
+    }
+
+    /// Whether a consumer of `id` adds it to a matrix product: `Add(id, p)` (either order) with
+    /// `p` a matmul's value, through casts, reshapes and an added bias (`matmul + bias`, autocast's
+    /// `cast(matmul, f32)`, a product of flattened rows reshaped back), within four steps.
+    fn residual_of_product(&self, id: NodeId) -> bool {
+        let product = |mut p: NodeId| {
+            for _ in 0..4 {
+                let node = self.g.node(p);
+                match &node.op {
+                    Op::MatMul => return self.attn[p.index()].is_none() && !self.inner_attn[p.index()],
+                    // GPT-2's `Gemm` on the flattened rows, reshaped back to `[batch, seq, d]`.
+                    Op::Cast(_) | Op::Reshape(_) => p = node.inputs[0],
+                    // `matmul + bias`: follow the side that is not a vector along the last axis.
+                    Op::Binary(BinaryOp::Add) => {
+                        let rank = |x: NodeId| self.g.node(x).ty.shape.rank();
+                        let [a, b] = [node.inputs[0], node.inputs[1]];
+                        p = if rank(a) >= rank(b) { a } else { b };
+                    }
+                    _ => return false,
+                }
+            }
+            false
+        };
+        self.users[id.index()].iter().any(|&u| {
+            let node = self.g.node(u);
+            matches!(node.op, Op::Binary(BinaryOp::Add))
+                && node.inputs.len() == 2
+                && node.inputs.contains(&id)
+                && node.inputs.iter().any(|&x| x != id && product(x))
+                && self.g.node(u).ty.shape == self.g.node(id).ty.shape
+        })
     }
 }

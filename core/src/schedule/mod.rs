@@ -126,6 +126,15 @@ pub trait CostModel: fmt::Debug + Send + Sync {
         self.base().and_then(|b| b.materialize(users, cost, reads))
     }
 
+    /// Whether an inlinable node with several consumers, one of which adds it to a matrix
+    /// product (`matmul [+ bias] + r`: a residual connection, r recomputed in the product's
+    /// epilogue otherwise), should be materialized so that the product's epilogue reads one stored
+    /// tensor: the form a GEMM library adds itself (cuBLASLt's `C`). Returns the named reason when
+    /// so. The default recomputes (sinter's own templates add any expression in the epilogue).
+    fn materialize_residual(&self) -> Option<String> {
+        self.base().and_then(|b| b.materialize_residual())
+    }
+
     /// How a reduce kernel of `rows` rows of `len` elements maps to the device. The default loops.
     fn reduce_strategy(&self, rows: usize, len: usize, caps: &Capabilities) -> ReduceStrategy {
         self.base().map_or(ReduceStrategy::Looped, |b| b.reduce_strategy(rows, len, caps))

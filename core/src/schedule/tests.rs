@@ -663,6 +663,7 @@ mod attention;
 mod conv;
 mod implicit;
 mod prologue;
+mod residual;
 
 /// The default cost model with one decision changed per test: how convolutions are lowered, and
 /// whether a buffer larger than `caps.max_binding_bytes` takes one binding per window of the limit

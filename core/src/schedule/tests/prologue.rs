@@ -25,7 +25,10 @@ fn scaled_mm_workload_reads_fp8_operands_in_one_kernel() {
     // The library sees torch._scaled_mm: e4m3 operands, two f32 scalar scales, a bf16 output,
     // `b` read k-contiguous (torch's column-major second operand).
     let l = library_gemm(k).unwrap();
-    assert_eq!((l.dtype, l.out_dtype, l.scales.len(), l.bias, l.relu), (DType::F8E4M3, DType::BF16, 2, None, false));
+    assert_eq!(
+        (l.dtype, l.out_dtype, l.scales.len(), l.bias, l.activation),
+        (DType::F8E4M3, DType::BF16, 2, None, None)
+    );
     assert_eq!((l.a.s_col, l.b.s_row), (1, 1));
     // Eager mode keeps one kernel per op, so the casts stay kernels of their own.
     let w = workloads::get("matmul_8192_fp8e4m3").unwrap();
