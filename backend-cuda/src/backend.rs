@@ -558,12 +558,23 @@ impl CudaBackend {
             let own_bodies = bodies.len();
             bodies.extend(epilogues.iter().map(|r| (r.name.as_str(), r.source.as_str())));
             let t0 = std::time::Instant::now();
-            let mut compiled = self.compile_all(&bodies, &cubins);
+            let plans_before = library::plan_seconds();
+            // NVRTC on its own threads while this one builds the library steps' plans (held
+            // until the steps below take them): both need only the program, and serially they
+            // were most of a transformer's cold compile (`library::prepare_plans`).
+            let (mut compiled, _held_plans) = std::thread::scope(|s| {
+                let nvrtc = s.spawn(|| self.compile_all(&bodies, &cubins));
+                let library_kernels = program.kernels.iter().zip(&plan).filter(|(_, (t, _))| t.library.is_some());
+                let held = library::prepare_plans(library_kernels.map(|(k, _)| k), &stream, self.cuda_caps.sm);
+                let compiled = nvrtc.join().unwrap_or_else(|_| {
+                    bodies.iter().map(|_| Err(BackendError::Device("the NVRTC thread panicked".into()))).collect()
+                });
+                (compiled, held)
+            });
             times.nvrtc(t0, &bodies, &compiled);
             // The epilogues' results live in `cubins`' memory; a failed one fails its step below.
             compiled.truncate(own_bodies);
             let mut funcs: Vec<Option<cudarc::driver::CudaFunction>> = vec![None; compiled.len()];
-            let plans_before = library::plan_seconds();
             for (((k, (t, why)), r), rep) in program.kernels.iter().zip(plan).zip(rendered).zip(rep) {
                 let mut not_library = why;
                 let t0 = std::time::Instant::now();
