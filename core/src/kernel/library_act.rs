@@ -213,27 +213,35 @@ mod tests {
         }
     }
 
+    /// `0.5 x * (1 + tanh(c (x + k x x x)))`, as `decompose` writes GELU's tanh form (`k` 0.044715,
+    /// `c` sqrt(2 / pi)).
+    fn decomposed(b: &mut B, x: ExprId, k: f64, c: f64) -> ExprId {
+        let x2 = b.bin(BinaryOp::Mul, x, x);
+        let x3 = b.bin(BinaryOp::Mul, x2, x);
+        let k = b.c(k);
+        let a = b.bin(BinaryOp::Mul, x3, k);
+        let inner = b.bin(BinaryOp::Add, x, a);
+        let c = b.c(c);
+        let t = b.bin(BinaryOp::Mul, inner, c);
+        half_x_one_plus(b, x, UnaryOp::Tanh, t)
+    }
+
+    /// `0.5 x * (1 + op(t))`: the outer form of both GELUs.
+    fn half_x_one_plus(b: &mut B, x: ExprId, op: UnaryOp, t: ExprId) -> ExprId {
+        let f = b.push(Expr::Unary(op, t));
+        let one = b.c(1.0);
+        let p = b.bin(BinaryOp::Add, f, one);
+        let half = b.c(0.5);
+        let h = b.bin(BinaryOp::Mul, x, half);
+        b.bin(BinaryOp::Mul, h, p)
+    }
+
     /// GELU's tanh form as `decompose` writes it, as GPT-2's export writes it (halves and
     /// factors elsewhere), and with `x` repeated as distinct nodes of the same sum: each found.
     #[test]
     fn gelu_tanh_forms_are_found() {
         let forms: [fn(&mut B, ExprId) -> ExprId; 3] = [
-            // 0.5 x * (1 + tanh(c (x + 0.044715 x x x)))
-            |b, x| {
-                let x2 = b.bin(BinaryOp::Mul, x, x);
-                let x3 = b.bin(BinaryOp::Mul, x2, x);
-                let k = b.c(0.044715);
-                let a = b.bin(BinaryOp::Mul, x3, k);
-                let inner = b.bin(BinaryOp::Add, x, a);
-                let c = b.c((2.0 / std::f64::consts::PI).sqrt());
-                let t = b.bin(BinaryOp::Mul, inner, c);
-                let th = b.push(Expr::Unary(UnaryOp::Tanh, t));
-                let one = b.c(1.0);
-                let p = b.bin(BinaryOp::Add, th, one);
-                let half = b.c(0.5);
-                let h = b.bin(BinaryOp::Mul, x, half);
-                b.bin(BinaryOp::Mul, h, p)
-            },
+            |b, x| decomposed(b, x, 0.044715, (2.0 / std::f64::consts::PI).sqrt()),
             // x * (1 + tanh(c x (1 + 0.044715 x^2))) / 2
             |b, x| {
                 let x2 = b.bin(BinaryOp::Mul, x, x);
@@ -294,25 +302,13 @@ mod tests {
         assert_eq!(activation_input(&k, v, &leaf), None);
     }
 
-    /// Look-alikes are refused: another constant, GELU's erf form, a sigmoid's tanh form, no tanh.
+    /// Look-alikes are refused: other constants, GELU's erf form, a polynomial without tanh.
     #[test]
     fn look_alikes_are_refused() {
         let gelu_with = |kk: f64, c: f64| {
             let mut b = B(Vec::new());
             let x = b.push(Expr::Acc(0));
-            let x2 = b.bin(BinaryOp::Mul, x, x);
-            let x3 = b.bin(BinaryOp::Mul, x2, x);
-            let k = b.c(kk);
-            let a = b.bin(BinaryOp::Mul, x3, k);
-            let inner = b.bin(BinaryOp::Add, x, a);
-            let cc = b.c(c);
-            let t = b.bin(BinaryOp::Mul, inner, cc);
-            let th = b.push(Expr::Unary(UnaryOp::Tanh, t));
-            let one = b.c(1.0);
-            let p = b.bin(BinaryOp::Add, th, one);
-            let half = b.c(0.5);
-            let h = b.bin(BinaryOp::Mul, x, half);
-            let v = b.bin(BinaryOp::Mul, h, p);
+            let v = decomposed(&mut b, x, kk, c);
             (with_exprs(b.0), x, v)
         };
         let c = (2.0 / std::f64::consts::PI).sqrt();
@@ -325,12 +321,7 @@ mod tests {
         let x = b.push(Expr::Acc(0));
         let s = b.c(std::f64::consts::FRAC_1_SQRT_2);
         let t = b.bin(BinaryOp::Mul, x, s);
-        let e = b.push(Expr::Unary(UnaryOp::Erf, t));
-        let one = b.c(1.0);
-        let p = b.bin(BinaryOp::Add, e, one);
-        let half = b.c(0.5);
-        let h = b.bin(BinaryOp::Mul, x, half);
-        let v = b.bin(BinaryOp::Mul, h, p);
+        let v = half_x_one_plus(&mut b, x, UnaryOp::Erf, t);
         let k = with_exprs(b.0);
         assert_eq!(activation_input(&k, v, &|id| (id == x).then_some(())), None);
         // A polynomial without tanh (no activation at all) is not GELU.
