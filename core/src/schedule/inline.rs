@@ -1,8 +1,9 @@
 //! Stage A, lowering-time inlining as Inductor does it: every elementwise, movement and gather node
 //! is computed inside its consumers unless it is *materialized* (stored to a buffer): graph outputs,
 //! operands that a matmul or window reads through strides or many times, values with several
-//! users that are expensive or read many other values (the [`CostModel`](super::CostModel)'s
-//! call), eager mode, or the inline depth limit.
+//! users that are expensive or read many other values, or that one user adds to a matrix product
+//! where the backend's library takes a stored residual (the [`CostModel`](super::CostModel)'s
+//! calls: `materialize`, `materialize_residual`), eager mode, or the inline depth limit.
 
 use super::conv::ConvPlan;
 use super::plan::{Kind, Sched};

@@ -7,7 +7,8 @@
 //!    its own, unless it is *materialized* (stored to a buffer) because it is a graph output, an
 //!    operand of a matmul (which reads strided buffers) or of a convolution/pooling window (which
 //!    reads each element many times), or because the [`CostModel`] finds it too expensive to
-//!    recompute for its several users. Movement ops are always index rewrites: reshape, permute,
+//!    recompute for its several users, or wants it stored as the residual one of them adds to a
+//!    matrix product (a library's `C`). Movement ops are always index rewrites: reshape, permute,
 //!    expand and slice compose into the load index; concat and pad select between clamped reads
 //!    with [`IndexCmp`](crate::kernel::IndexCmp) and `Where`; gathers index with a loaded value.
 //! 2. **Fusion (stage B).** Materialized nodes and *roots* (reductions, arg-reductions, matmuls,
