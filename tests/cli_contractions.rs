@@ -109,3 +109,29 @@ fn profile_records_and_prints_the_contraction_table() {
     assert!(summary.contains("%peak"), "{summary}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `sinter profile --mode` compiles the recording in that mode (max-autotune on the interpreter:
+/// nothing to tune, the profile still written) and refuses an unknown mode by name.
+#[test]
+fn profile_takes_a_compile_mode() {
+    let d = tmp("profile_mode");
+    let out = d.join("run");
+    let base = ["profile", "--workload", "softmax_8192x8192_f32", "--scale", "reduced", "--backend", "interp"];
+    let mut args: Vec<&str> = base.to_vec();
+    args.extend(["--iters", "1", "--no-eager", "--mode", "max-autotune", "--out", out.to_str().unwrap()]);
+    let (stdout, _) = ok(&args, &d);
+    assert!(stdout.contains("compiled in max-autotune mode on interp"), "{stdout}");
+    assert!(
+        sinter::core::profile::Profile::read(&out)
+            .unwrap()
+            .kernels
+            .iter()
+            .any(|k| k.stats.as_ref().is_some_and(|s| s.count > 0))
+    );
+    let mut bad: Vec<&str> = base.to_vec();
+    bad.extend(["--mode", "fastest", "--out", out.to_str().unwrap()]);
+    let o = sinter(&bad, &d);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("unknown mode \"fastest\""), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

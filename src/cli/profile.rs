@@ -33,6 +33,10 @@ pub struct Args {
     /// Backend: auto, cuda, wgsl, interp.
     #[arg(long, default_value = "auto")]
     pub backend: String,
+    /// Compile mode of the compiled recording: default, reduce-overhead, max-autotune (the eager
+    /// recording is always default).
+    #[arg(long, default_value = "default")]
+    pub mode: String,
     /// Size.
     #[arg(long, value_enum, default_value = "full")]
     pub scale: ScaleArg,
@@ -85,8 +89,13 @@ fn record(
     device: &DeviceInfo,
     fusion: bool,
 ) -> Result<profile::Profile> {
+    let mode = if fusion {
+        Mode::from_name(&a.mode).with_context(|| format!("unknown mode {:?}", a.mode))?
+    } else {
+        Mode::Default
+    };
     let opts = CompileOptions {
-        mode: Mode::Default,
+        mode,
         fusion,
         precision: a.precision,
         tf32: a.tf32,
@@ -95,7 +104,7 @@ fn record(
         ..CompileOptions::default()
     };
     let what = if fusion { "compiled" } else { "eager" };
-    s.step(format_args!("compiling ({what}, {}) on {}", a.precision, backend.name()));
+    s.step(format_args!("compiling ({what}, {}, {}) on {}", mode.name(), a.precision, backend.name()));
     let c = compile(&s.graph, backend.clone(), opts).with_context(|| format!("compiling {}", s.name))?;
     if fusion {
         for line in super::graph_breaks(&c) {
@@ -110,6 +119,8 @@ fn record(
 
 /// Runs the profile.
 pub fn run(a: Args) -> Result<()> {
+    Mode::from_name(&a.mode)
+        .with_context(|| format!("unknown mode {:?} (default, reduce-overhead, max-autotune)", a.mode))?;
     // The model is loaded and its inputs checked before the backend is opened.
     let s = subject(&a)?;
     let (backend, copy) = super::bench::make_backend(&a.backend, true)?;
@@ -129,6 +140,7 @@ pub fn run(a: Args) -> Result<()> {
     let p = record(&a.out, &a, &s, &backend, &device, true)?;
     p.write(&a.out)?;
     let analysis = profile::analyze(&p);
+    println!("# {}: compiled in {} mode on {}", s.name, a.mode, backend.name());
     println!("{}", analysis.summary(&p));
     let rows: Vec<_> = p.kernels.iter().filter_map(super::contractions::ContractionRow::of).collect();
     for line in super::contractions::table(&rows) {
