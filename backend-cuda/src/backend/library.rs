@@ -8,9 +8,10 @@
 //!
 //! * `default`: for products of at least [`LIBRARY_MIN_FLOPS`] (or skinny ones with a long
 //!   reduction, whatever their size: a classifier head, a decode step), with the heuristic's first
-//!   algorithm: directly where the library computes the epilogue (`acc`, `+ bias`, `relu`), split
-//!   otherwise (measured on an H100: bias + GELU split 1.6 ms + 0.3 ms against 3.2 ms fused on the
-//!   template); sinter's own templates for smaller products. The own tensor-core template (`mma.sync`) reaches about half of
+//!   algorithm: directly where the library computes the epilogue (`acc`, `+ bias`, ReLU or GELU's
+//!   tanh form, a residual as `C`), split otherwise (measured on an H100: bias and GELU split,
+//!   1.6 ms and 0.3 ms, against 3.2 ms fused on the template; the split step's source says why it
+//!   is not direct, and a direct form the heuristic refuses runs split too); sinter's own templates for smaller products. The own tensor-core template (`mma.sync`) reaches about half of
 //!   cuBLASLt's `wgmma` kernels on an H100 (BENCHMARKS.md), so large products go to the library
 //!   until a `wgmma` template exists.
 //! * `max-autotune`: the heuristic's first algorithms join the template candidates and the
