@@ -201,7 +201,8 @@ fn describe(form: Form, sm: (u32, u32)) -> Result<(Form, GemmDesc), String> {
         out: blas_type(g.out_dtype)?,
         scale_a: !g.scales.is_empty(),
         scale_b: g.scales.len() > 1,
-        bias: g.bias.map(|_| blas_type(g.bias_dtype)).transpose()?,
+        // A library bias has D's type (`kernel::library`; the heuristic refused others).
+        bias: g.bias.map(|_| blas_type(g.out_dtype)).transpose()?,
         residual: g.residual.is_some(),
         ld_out: g.n as u64,
         act: match g.activation {
@@ -384,34 +385,28 @@ pub(crate) fn build(
     Ok(library_loaded(k, tuning, source, strategy, tf32, step))
 }
 
-/// A library plan held (never read) while a load builds its steps ([`prepare_plans`]): the shared
-/// plans live as long as one holder does.
-pub(crate) struct HeldPlan {
-    _gemm: Option<Arc<GemmPlan>>,
-    _conv: Option<Arc<crate::device::dnn::ConvPlan>>,
-}
-
 /// Builds the plans of `kernels`' library steps (heuristic algorithm 0: `default` mode's) on
 /// `stream` and holds them, so that the steps built later find them shared instead of asking the
 /// library then. A load calls this while NVRTC compiles on other threads: the plans were a cold
 /// compile's largest serial part after NVRTC (GPT-2 small in bf16 on an H200: NVRTC 0.285 s, 49
-/// plans 0.166 s, session 25). A plan that fails is left to the step's build, which reports it.
+/// plans 0.166 s, session 25). The plans are only held (the shared ones live while a holder
+/// does); one that fails is left to the step's build, which reports it.
 pub(crate) fn prepare_plans<'a>(
     kernels: impl Iterator<Item = &'a Kernel>,
     stream: &Arc<Stream>,
     sm: (u32, u32),
-) -> Vec<HeldPlan> {
+) -> Vec<Arc<dyn std::any::Any>> {
     kernels
         .filter_map(|k| {
             let t = std::time::Instant::now();
             let plan = if super::conv::is_conv(k) {
                 let (_, desc) = super::conv::conv_desc(k).ok()?;
-                let conv = crate::device::dnn::ConvPlan::shared(stream, &desc, 0).ok()?;
-                Some(HeldPlan { _gemm: None, _conv: Some(conv) })
+                let conv: Arc<dyn std::any::Any> = crate::device::dnn::ConvPlan::shared(stream, &desc, 0).ok()?;
+                Some(conv)
             } else {
                 let (_, desc) = gemm_desc(k, sm).ok()?;
-                let gemm = GemmPlan::shared(stream, &desc).ok()?;
-                Some(HeldPlan { _gemm: Some(gemm), _conv: None })
+                let gemm: Arc<dyn std::any::Any> = GemmPlan::shared(stream, &desc).ok()?;
+                Some(gemm)
             };
             count_plan_time(t);
             plan

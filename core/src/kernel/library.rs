@@ -79,10 +79,8 @@ pub struct LibraryGemm {
     pub scales: Vec<usize>,
     /// The kernel argument the product is stored into (dense `[batch, m, n]`).
     pub out: usize,
-    /// The kernel argument holding the bias along `n`, if any.
+    /// The kernel argument holding the bias along `n`, if any (of the output's dtype).
     pub bias: Option<usize>,
-    /// The bias's dtype: the output's (kept apart so that a backend's description need not assume it).
-    pub bias_dtype: DType,
     /// The kernel argument holding a dense `[batch, m, n]` tensor of the output's dtype added to
     /// the product (cuBLASLt's `C` with `beta = 1`: a residual connection), if any.
     pub residual: Option<usize>,
@@ -107,7 +105,6 @@ impl LibraryGemm {
             scales: Vec::new(),
             out,
             bias: None,
-            bias_dtype: out_dtype,
             residual: None,
             activation: None,
             tf32: mm.tf32,
@@ -267,8 +264,7 @@ pub fn library_gemm(k: &Kernel) -> Result<LibraryGemm, String> {
             act.name()
         ));
     }
-    let bias_dtype = bias.map_or(out.dtype, |b| k.args[b].dtype);
-    Ok(LibraryGemm { bias, bias_dtype, residual, activation, ..LibraryGemm::of(mm, st.arg, out.dtype) })
+    Ok(LibraryGemm { bias, residual, activation, ..LibraryGemm::of(mm, st.arg, out.dtype) })
 }
 
 /// Element `(b, i, j)` of a dense `[batch, m, n]` tensor.
@@ -599,8 +595,9 @@ mod tests {
                     d,
                 );
                 let l = library_gemm(&k).unwrap_or_else(|e| panic!("{d} bias {bias}: {e}"));
+                let bias_dtype = l.bias.map_or(l.out_dtype, |b| k.args[b].dtype);
                 assert_eq!(
-                    (l.activation, l.bias.is_some(), l.bias_dtype, l.out_dtype),
+                    (l.activation, l.bias.is_some(), bias_dtype, l.out_dtype),
                     (Some(Activation::GeluTanh), bias, d, d)
                 );
             }
@@ -627,8 +624,9 @@ mod tests {
         assert!(library_gemm(first).unwrap_err().contains("is not act("));
         assert!(split_epilogue(first).is_ok());
         let l = library_gemm(second).unwrap();
-        let form = (l.dtype, l.out_dtype, l.bias_dtype, l.activation, l.residual.is_some());
-        assert_eq!(form, (DType::BF16, DType::F32, DType::F32, None, true));
+        let bias_dtype = l.bias.map(|b| second.args[b].dtype);
+        let form = (l.dtype, l.out_dtype, bias_dtype, l.activation, l.residual.is_some());
+        assert_eq!(form, (DType::BF16, DType::F32, Some(DType::F32), None, true));
     }
 
     #[test]
@@ -644,16 +642,21 @@ mod tests {
             d,
         );
         assert!(library_gemm(&gelu).unwrap_err().contains("is not act("), "{:?}", library_gemm(&gelu));
-        // A residual under a ReLU, and a sum with a tensor broadcast along `n` (not dense).
-        let relu_residual = first_matmul(
-            |g| {
-                let y = g.input("a", d, vec![64, 32]).matmul(&g.input("w", d, vec![32, 48]))
-                    + &g.input("r", d, vec![64, 48]);
-                vec![y.relu()]
-            },
-            d,
-        );
-        assert!(library_gemm(&relu_residual).unwrap_err().contains("relu over a residual"));
+        // A residual under an activation: ReLU named (the library's activation does not follow
+        // C); GELU's variable is an `acc [+ bias]` sum only, so it is no activation of the sum.
+        for (gelu, why) in [(false, "relu over a residual"), (true, "is not act(")] {
+            let k = first_matmul(
+                |g| {
+                    let y = g.input("a", d, vec![64, 32]).matmul(&g.input("w", d, vec![32, 48]))
+                        + &g.input("r", d, vec![64, 48]);
+                    vec![if gelu { y.gelu_tanh() } else { y.relu() }]
+                },
+                d,
+            );
+            let err = library_gemm(&k).unwrap_err();
+            assert!(err.contains(why), "{err}");
+        }
+        // A sum with a tensor broadcast along `n` (not dense).
         let column = first_matmul(
             |g| {
                 vec![
@@ -664,17 +667,6 @@ mod tests {
             d,
         );
         assert!(library_gemm(&column).unwrap_err().contains("is not act("), "{:?}", library_gemm(&column));
-        // GELU over a residual sum: the activation's variable is an `acc [+ bias]` sum only.
-        let gelu_residual = first_matmul(
-            |g| {
-                let y = g.input("a", d, vec![64, 32]).matmul(&g.input("w", d, vec![32, 48]))
-                    + &g.input("r", d, vec![64, 48]);
-                vec![y.gelu_tanh()]
-            },
-            d,
-        );
-        let err = library_gemm(&gelu_residual).unwrap_err();
-        assert!(err.contains("is not act("), "{err}");
         let i32mm = first_matmul(
             |g| vec![g.input("a", DType::I32, vec![8, 4]).matmul(&g.input("w", DType::I32, vec![4, 8]))],
             DType::I32,
