@@ -95,6 +95,14 @@ pub struct CudaBackend {
     own_default: Tuning,
 }
 
+/// Joins the process's warm-up ([`crate::warmup`]), so no NVRTC compile is in flight when the
+/// process exits.
+impl Drop for CudaBackend {
+    fn drop(&mut self) {
+        crate::warmup::wait();
+    }
+}
+
 impl std::fmt::Debug for CudaBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "CudaBackend({})", self.dev.info().description())
@@ -192,6 +200,7 @@ impl CudaBackend {
     /// Wraps an opened device. `SINTER_CUDA_POISON=1` turns on [`CudaBackend::set_poison_outputs`].
     pub fn with_device(dev: Device) -> CudaBackend {
         let info = dev.info();
+        crate::warmup::start(Target { sm: info.cc });
         CudaBackend {
             caps: capabilities(info),
             cuda_caps: cuda_caps(info),
@@ -399,9 +408,13 @@ impl CudaBackend {
         for a in &plan.allocations {
             mem.push(match &a.role {
                 AllocRole::Constant(t) => {
+                    let t1 = std::time::Instant::now();
                     let tensor = opts.constants.get_or_upload("cuda", t, |t| self.upload(t))?;
                     let b = cuda_buffer(&tensor, &self.dev, &a.label)?;
                     exec::wait_for(b, &stream, None)?;
+                    times.constants += 1;
+                    times.constant_bytes += a.bytes;
+                    times.constants_s += t1.elapsed().as_secs_f64();
                     Memory::Shared { ptr: b.ptr(), _tensor: tensor }
                 }
                 _ => {

@@ -11,6 +11,11 @@ pub(super) struct LoadTimes {
     pub(super) setup_s: f64,
     /// Planning, allocating and zeroing memory, uploading constants not uploaded before.
     pub(super) memory_s: f64,
+    /// Of `memory_s`: getting the constants onto the device (uploads, or the compiled graph's
+    /// copies from an earlier load), their count and bytes.
+    pub(super) constants_s: f64,
+    pub(super) constants: usize,
+    pub(super) constant_bytes: u64,
     /// Rendering every own kernel and library epilogue.
     pub(super) render_s: f64,
     /// The parallel NVRTC batch (wall time), its program count and cache hits.
@@ -69,11 +74,14 @@ impl LoadTimes {
         let slow: Vec<String> = self.slowest.iter().map(|(s, n)| format!("{n} {s:.3}")).collect();
         tracing::info!(
             target: "sinter::compile",
-            "cuda load of {kernels} kernels in {:.3} s: setup {:.3} s; memory {:.3} s; render {:.3} s; NVRTC {:.3} s for {} programs \
+            "cuda load of {kernels} kernels in {:.3} s: setup {:.3} s; memory {:.3} s (constants: {} of {:.1} MB in {:.3} s); render {:.3} s; NVRTC {:.3} s for {} programs \
              ({} cached; slowest: {}); own modules {:.3} s; {} library steps {:.3} s (plans {:.3} s); executable {:.3} s; other {:.3} s",
             self.total_s,
             self.setup_s,
             self.memory_s,
+            self.constants,
+            self.constant_bytes as f64 / 1e6,
+            self.constants_s,
             self.render_s,
             self.nvrtc_s,
             self.programs,
