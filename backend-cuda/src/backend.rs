@@ -95,14 +95,6 @@ pub struct CudaBackend {
     own_default: Tuning,
 }
 
-/// Joins the process's warm-up ([`crate::warmup`]), so no NVRTC compile is in flight when the
-/// process exits.
-impl Drop for CudaBackend {
-    fn drop(&mut self) {
-        crate::warmup::wait();
-    }
-}
-
 impl std::fmt::Debug for CudaBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "CudaBackend({})", self.dev.info().description())
@@ -200,7 +192,6 @@ impl CudaBackend {
     /// Wraps an opened device. `SINTER_CUDA_POISON=1` turns on [`CudaBackend::set_poison_outputs`].
     pub fn with_device(dev: Device) -> CudaBackend {
         let info = dev.info();
-        crate::warmup::start(Target { sm: info.cc });
         CudaBackend {
             caps: capabilities(info),
             cuda_caps: cuda_caps(info),

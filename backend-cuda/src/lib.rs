@@ -14,7 +14,6 @@ pub mod nvrtc;
 pub mod probe;
 pub mod render;
 pub mod tma;
-pub mod warmup;
 
 pub use backend::{CudaBackend, CudaExecutable};
 pub use device::{CudaBuffer, CudaCalibration, Device, DeviceInfo};

@@ -58,16 +58,6 @@ extern "C" __global__ void __launch_bounds__(256) k1_sum_bf16(
 }
 "#;
 
-#[test]
-fn the_warm_up_source_compiles() {
-    if !nvrtc_available("the_warm_up_source_compiles") {
-        return;
-    }
-    let cubin = nvrtc::compile("sinter_warmup", sinter_cuda::warmup::SOURCE, &Target::hopper())
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(!cubin.image.is_empty() && cubin.log.contains("sinter_warmup"), "{}", cubin.log);
-}
-
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v.get(v.len() / 2).copied().unwrap_or_default()
