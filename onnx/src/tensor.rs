@@ -161,7 +161,7 @@ pub fn tensor_to_proto(t: &HostTensor, name: &str) -> TensorProto {
         dims: t.shape.iter().map(|&d| d as i64).collect(),
         data_type: Some(dtype_code(t.dtype())),
         name: Some(name.to_string()),
-        raw_data: Some(t.to_le_bytes()),
+        raw_data: Some(t.to_le_bytes().into()),
         ..Default::default()
     }
 }

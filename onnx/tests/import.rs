@@ -19,7 +19,7 @@ use common::*;
 fn decodes_raw_data() {
     let v = [1.5f32, -2.0, 3.25, 0.0, 7.0, -1.0];
     let raw: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-    let t = TensorProto { dims: vec![2, 3], data_type: Some(F32), raw_data: Some(raw), ..Default::default() };
+    let t = TensorProto { dims: vec![2, 3], data_type: Some(F32), raw_data: Some(raw.into()), ..Default::default() };
     let h = sinter_onnx::decode_tensor(&t, None).unwrap();
     assert_eq!(h, HostTensor::f32([2, 3], v.to_vec()).unwrap());
     // Round trip through the writer and the .pb reader.
@@ -46,7 +46,7 @@ fn decodes_typed_fields() {
 
 #[test]
 fn size_mismatches_are_errors() {
-    let t = TensorProto { dims: vec![2, 3], data_type: Some(F32), raw_data: Some(vec![0; 20]), ..Default::default() };
+    let t = TensorProto { dims: vec![2, 3], data_type: Some(F32), raw_data: Some(vec![0; 20].into()), ..Default::default() };
     assert!(matches!(sinter_onnx::decode_tensor(&t, None), Err(OnnxError::Malformed { .. })));
     let t = f32_init("x", &[4], &[1.0, 2.0]);
     assert!(matches!(sinter_onnx::decode_tensor(&t, None), Err(OnnxError::Malformed { .. })));
@@ -56,7 +56,7 @@ fn size_mismatches_are_errors() {
     let t = TensorProto {
         dims: vec![1 << 40, 1 << 20],
         data_type: Some(F32),
-        raw_data: Some(vec![]),
+        raw_data: Some(vec![].into()),
         ..Default::default()
     };
     assert!(matches!(sinter_onnx::decode_tensor(&t, None), Err(OnnxError::TooLarge { .. })));
