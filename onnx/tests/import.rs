@@ -46,7 +46,12 @@ fn decodes_typed_fields() {
 
 #[test]
 fn size_mismatches_are_errors() {
-    let t = TensorProto { dims: vec![2, 3], data_type: Some(F32), raw_data: Some(vec![0; 20].into()), ..Default::default() };
+    let t = TensorProto {
+        dims: vec![2, 3],
+        data_type: Some(F32),
+        raw_data: Some(vec![0; 20].into()),
+        ..Default::default()
+    };
     assert!(matches!(sinter_onnx::decode_tensor(&t, None), Err(OnnxError::Malformed { .. })));
     let t = f32_init("x", &[4], &[1.0, 2.0]);
     assert!(matches!(sinter_onnx::decode_tensor(&t, None), Err(OnnxError::Malformed { .. })));

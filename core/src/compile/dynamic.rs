@@ -193,7 +193,10 @@ impl CompiledGraph {
         let key = self.cache_key(&with_value(sig, &inputs, first), &format!("dynamic {sym}"));
         stats.phases.push(("program_cache_key".into(), t.elapsed().as_secs_f64()));
         let mut loaded = None;
-        if let Some(program) = self.opts.cache_dir.as_deref().and_then(|d| cache_load(d, &key, self.graph_constants()))
+        let t = Instant::now();
+        let cached = self.opts.cache_dir.as_deref().and_then(|d| cache_load(d, &key, self.graph_constants()));
+        stats.phases.push(("program_cache_load".into(), t.elapsed().as_secs_f64()));
+        if let Some(program) = cached
             && program.dynamic.is_some()
         {
             tracing::info!(target: "sinter::cache", "program cache hit {key}");

@@ -463,7 +463,9 @@ impl CompiledGraph {
         let t = Instant::now();
         let key = self.cache_key(sig, "");
         stats.phases.push(("program_cache_key".into(), t.elapsed().as_secs_f64()));
+        let t = Instant::now();
         let cached = self.opts.cache_dir.as_deref().and_then(|d| cache_load(d, &key, self.graph_constants()));
+        stats.phases.push(("program_cache_load".into(), t.elapsed().as_secs_f64()));
         let mut exec = None;
         if let Some(program) = cached {
             tracing::info!(target: "sinter::cache", "program cache hit {key}");
