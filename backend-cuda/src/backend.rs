@@ -46,7 +46,6 @@ mod conv;
 mod exec;
 mod library;
 mod load_times;
-mod prepare;
 mod tune;
 
 pub use exec::CudaExecutable;
@@ -59,13 +58,14 @@ use crate::device::{CudaBuffer, CudaCalibration, Device, DeviceInfo, Launch, Str
 use crate::nvrtc::{self, CubinCache, NvrtcError, Target};
 use crate::render::{self, CudaCaps, Rendered, Tuning};
 use cudarc::driver::CudaFunction;
-use exec::{IoSlot, LoadedKernel};
+use exec::{IoSlot, LoadedKernel, Memory};
 use sinter_core::DType;
 use sinter_core::backend::{Backend, BackendError, DeviceTensor, Executable, KernelResources, LoadOptions, Mode};
 use sinter_core::kernel::alloc::{self, AllocRole};
 use sinter_core::kernel::{Capabilities, Kernel, Program, interp};
 use sinter_core::tensor::HostTensor;
 use sinter_core::tune::{TuneCache, autotune};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -393,45 +393,33 @@ impl CudaBackend {
             // A thread that cannot start leaves the plans to load the libraries, as before.
             drop(spawned);
         }
-        let plan = alloc::plan(program);
-        let cache_dir = self.cache_dir(opts);
-        let cubins = CubinCache::open(cache_dir.as_deref());
-        // Default mode: each kernel's tuning and source first (no device memory needed), so that
-        // NVRTC and the library steps' plans run on their own threads while this one allocates
-        // the memory and uploads the constants (`prepare`). max-autotune times candidates on
-        // that memory, so it allocates first.
-        let prepared = match opts.mode {
-            Mode::MaxAutotune => None,
-            mode => Some(self.prepare_default(program, mode, &mut times)?),
-        };
-        let bodies = prepared.as_ref().map(|p| p.bodies()).unwrap_or_default();
         let t0 = std::time::Instant::now();
-        let plans_before = library::plan_seconds();
-        let (mem, batch) = std::thread::scope(|s| {
-            let jobs = prepared.as_ref().map(|p| {
-                let nvrtc = s.spawn(|| self.compile_all(&bodies, &cubins));
-                let plans = s.spawn(|| {
-                    // cuBLASLt and cuDNN calls on this thread need the context current.
-                    if self.dev.bind().is_err() {
-                        return Vec::new();
-                    }
-                    library::prepare_plans(p.library_kernels(program), &stream, self.cuda_caps.sm)
-                });
-                (nvrtc, plans)
+        let plan = alloc::plan(program);
+        let mut mem = Vec::with_capacity(plan.allocations.len());
+        for a in &plan.allocations {
+            mem.push(match &a.role {
+                AllocRole::Constant(t) => {
+                    let t1 = std::time::Instant::now();
+                    let tensor = opts.constants.get_or_upload("cuda", t, |t| self.upload(t))?;
+                    let b = cuda_buffer(&tensor, &self.dev, &a.label)?;
+                    exec::wait_for(b, &stream, None)?;
+                    times.constants += 1;
+                    times.constant_bytes += a.bytes;
+                    times.constants_s += t1.elapsed().as_secs_f64();
+                    Memory::Shared { ptr: b.ptr(), _tensor: tensor }
+                }
+                _ => {
+                    let b = stream.alloc(a.bytes)?;
+                    stream.fill(b.ptr(), 0, a.bytes, &a.label)?;
+                    Memory::Own(b)
+                }
             });
-            let mem = self.alloc_memory(&plan, opts, &stream, &mut times);
-            let batch = jobs.map(|(nvrtc, plans)| {
-                let compiled = nvrtc.join().unwrap_or_else(|_| {
-                    bodies.iter().map(|_| Err(BackendError::Device("the NVRTC thread panicked".into()))).collect()
-                });
-                // Plans not prepared (a panic) are built by their steps below.
-                (compiled, plans.join().unwrap_or_default())
-            });
-            (mem, batch)
-        });
-        let mem = mem?;
+        }
+        times.memory_s = t0.elapsed().as_secs_f64();
         let alloc_of = |b: sinter_core::kernel::BufferId| plan.of_buffer[b.0 as usize];
         let args_of = |k: &Kernel| k.args.iter().map(|a| mem[alloc_of(a.buffer)].ptr()).collect::<Vec<u64>>();
+        let cache_dir = self.cache_dir(opts);
+        let cubins = CubinCache::open(cache_dir.as_deref());
         let mut kernels = Vec::with_capacity(program.kernels.len());
         let mut tuning_log = Vec::new();
         if opts.mode == Mode::MaxAutotune {
@@ -514,19 +502,84 @@ impl CudaBackend {
             cache.save();
             tuning_log = cache.log.clone();
         } else {
-            let Some((mut compiled, _held_plans)) = batch else {
-                return Err(BackendError::Device("internal: a default-mode load without its NVRTC batch".into()));
-            };
+            // Per kernel: the tuning, and why a matmul is not a library product.
+            let plan: Vec<(Tuning, Option<String>)> = program
+                .kernels
+                .iter()
+                .map(|k| match library::library_allowed(k, opts.mode, self.cuda_caps.sm) {
+                    Ok(()) => (Tuning { library: Some(0), ..Tuning::default() }, None),
+                    Err(why) => {
+                        if matches!(k.body, sinter_core::kernel::KernelBody::Matmul(_)) {
+                            tracing::debug!(target: "sinter::cuda", "{}: own template, not cuBLASLt: {why}", k.name);
+                        }
+                        // A dynamic batch needs grids that shrink with it (no persistent tile).
+                        let fixed =
+                            program.dynamic.as_ref().and_then(|_| render::fixed_grid_default(k, &self.cuda_caps));
+                        (fixed.unwrap_or_else(|| self.own_default.clone()), Some(why))
+                    }
+                })
+                .collect();
+            // Every own kernel rendered first, then compiled in parallel (NVRTC spends most of a
+            // cold compile; its programs are independent), then loaded in order. The epilogue
+            // kernels of library steps join the parallel batch: built one by one below, each
+            // then finds its cubin in `cubins`' memory (one NVRTC program per convolution of a
+            // CNN, compiled serially, was most of its cold compile).
+            let t0 = std::time::Instant::now();
+            let mut rendered = Vec::with_capacity(program.kernels.len());
+            let mut epilogues = Vec::new();
+            for (k, (t, _)) in program.kernels.iter().zip(&plan) {
+                if t.library.is_some() {
+                    rendered.push(None);
+                    epilogues.extend(self.epilogue_source(k));
+                } else {
+                    rendered.push(Some(render::render(k, &self.cuda_caps, t)?));
+                }
+            }
+            times.render_s = t0.elapsed().as_secs_f64();
+            // Identical bodies under different names (a transformer's layers) compile once and
+            // share one loaded function; equal dynamic shared memory too, as a launch sets the
+            // function's dynamic shared memory limit to its own size.
+            let mut body_of: HashMap<(String, u32), usize> = HashMap::new();
+            let mut bodies: Vec<(&str, &str)> = Vec::new();
+            let rep: Vec<Option<usize>> = rendered
+                .iter()
+                .map(|r| {
+                    r.as_ref().map(|r| {
+                        *body_of.entry((render::body_key(r), r.dynamic_shared_bytes)).or_insert_with(|| {
+                            bodies.push((r.name.as_str(), r.source.as_str()));
+                            bodies.len() - 1
+                        })
+                    })
+                })
+                .collect();
+            tracing::debug!(
+                target: "sinter::cuda",
+                "{} rendered kernels, {} distinct bodies compiled",
+                rep.iter().flatten().count(),
+                bodies.len()
+            );
+            let entries: Vec<String> = bodies.iter().map(|b| b.0.to_string()).collect();
+            let own_bodies = bodies.len();
+            bodies.extend(epilogues.iter().map(|r| (r.name.as_str(), r.source.as_str())));
+            let t0 = std::time::Instant::now();
+            let plans_before = library::plan_seconds();
+            // NVRTC on its own threads while this one builds the library steps' plans (held
+            // until the steps below take them): both need only the program, and serially they
+            // were most of a transformer's cold compile (`library::prepare_plans`).
+            let (mut compiled, _held_plans) = std::thread::scope(|s| {
+                let nvrtc = s.spawn(|| self.compile_all(&bodies, &cubins));
+                let library_kernels = program.kernels.iter().zip(&plan).filter(|(_, (t, _))| t.library.is_some());
+                let held = library::prepare_plans(library_kernels.map(|(k, _)| k), &stream, self.cuda_caps.sm);
+                let compiled = nvrtc.join().unwrap_or_else(|_| {
+                    bodies.iter().map(|_| Err(BackendError::Device("the NVRTC thread panicked".into()))).collect()
+                });
+                (compiled, held)
+            });
             times.nvrtc(t0, &bodies, &compiled);
-            let own = prepared.as_ref().map_or(0, |p| p.own_bodies());
-            let entries: Vec<String> = bodies.iter().take(own).map(|b| b.0.to_string()).collect();
-            let Some(p) = prepared else {
-                return Err(BackendError::Device("internal: a default-mode load without its prepared kernels".into()));
-            };
             // The epilogues' results live in `cubins`' memory; a failed one fails its step below.
-            compiled.truncate(p.own_bodies());
+            compiled.truncate(own_bodies);
             let mut funcs: Vec<Option<cudarc::driver::CudaFunction>> = vec![None; compiled.len()];
-            for (((k, (t, why)), r), rep) in program.kernels.iter().zip(p.tunings).zip(p.rendered).zip(p.rep) {
+            for (((k, (t, why)), r), rep) in program.kernels.iter().zip(plan).zip(rendered).zip(rep) {
                 let mut not_library = why;
                 let t0 = std::time::Instant::now();
                 let library = r.is_none();

@@ -387,8 +387,7 @@ pub(crate) fn build(
 
 /// Builds the plans of `kernels`' library steps (heuristic algorithm 0: `default` mode's) on
 /// `stream` and holds them, so that the steps built later find them shared instead of asking the
-/// library then. A load calls this on a thread of its own while NVRTC compiles on others and the
-/// load's thread allocates memory and uploads constants (`prepare`): the plans were a cold
+/// library then. A load calls this while NVRTC compiles on other threads: the plans were a cold
 /// compile's largest serial part after NVRTC (GPT-2 small in bf16 on an H200: NVRTC 0.285 s, 49
 /// plans 0.166 s, session 25). The plans are only held (the shared ones live while a holder
 /// does); one that fails is left to the step's build, which reports it.
@@ -396,18 +395,17 @@ pub(crate) fn prepare_plans<'a>(
     kernels: impl Iterator<Item = &'a Kernel>,
     stream: &Arc<Stream>,
     sm: (u32, u32),
-) -> Vec<Arc<dyn std::any::Any + Send + Sync>> {
+) -> Vec<Arc<dyn std::any::Any>> {
     kernels
         .filter_map(|k| {
             let t = std::time::Instant::now();
             let plan = if super::conv::is_conv(k) {
                 let (_, desc) = super::conv::conv_desc(k).ok()?;
-                let conv: Arc<dyn std::any::Any + Send + Sync> =
-                    crate::device::dnn::ConvPlan::shared(stream, &desc, 0).ok()?;
+                let conv: Arc<dyn std::any::Any> = crate::device::dnn::ConvPlan::shared(stream, &desc, 0).ok()?;
                 Some(conv)
             } else {
                 let (_, desc) = gemm_desc(k, sm).ok()?;
-                let gemm: Arc<dyn std::any::Any + Send + Sync> = GemmPlan::shared(stream, &desc).ok()?;
+                let gemm: Arc<dyn std::any::Any> = GemmPlan::shared(stream, &desc).ok()?;
                 Some(gemm)
             };
             count_plan_time(t);

@@ -9,8 +9,7 @@ use crate::nvrtc;
 pub(super) struct LoadTimes {
     /// Validating the program, binding the context, creating the stream.
     pub(super) setup_s: f64,
-    /// Allocating and zeroing memory, uploading constants not uploaded before. In default mode
-    /// this runs while NVRTC and the library plans do, so it lies within `nvrtc_s`.
+    /// Planning, allocating and zeroing memory, uploading constants not uploaded before.
     pub(super) memory_s: f64,
     /// Of `memory_s`: getting the constants onto the device (uploads, or the compiled graph's
     /// copies from an earlier load), their count and bytes.
@@ -19,8 +18,7 @@ pub(super) struct LoadTimes {
     pub(super) constant_bytes: u64,
     /// Rendering every own kernel and library epilogue.
     pub(super) render_s: f64,
-    /// The parallel NVRTC batch (wall time, from its start until it, the library plans and the
-    /// memory are all done), its program count and cache hits.
+    /// The parallel NVRTC batch (wall time), its program count and cache hits.
     pub(super) nvrtc_s: f64,
     pub(super) programs: usize,
     pub(super) hits: usize,
@@ -76,19 +74,19 @@ impl LoadTimes {
         let slow: Vec<String> = self.slowest.iter().map(|(s, n)| format!("{n} {s:.3}")).collect();
         tracing::info!(
             target: "sinter::compile",
-            "cuda load of {kernels} kernels in {:.3} s: setup {:.3} s; render {:.3} s; NVRTC {:.3} s for {} programs \
-             ({} cached; slowest: {}), meanwhile memory {:.3} s (constants: {} of {:.1} MB in {:.3} s); own modules {:.3} s; {} library steps {:.3} s (plans {:.3} s); executable {:.3} s; other {:.3} s",
+            "cuda load of {kernels} kernels in {:.3} s: setup {:.3} s; memory {:.3} s (constants: {} of {:.1} MB in {:.3} s); render {:.3} s; NVRTC {:.3} s for {} programs \
+             ({} cached; slowest: {}); own modules {:.3} s; {} library steps {:.3} s (plans {:.3} s); executable {:.3} s; other {:.3} s",
             self.total_s,
             self.setup_s,
+            self.memory_s,
+            self.constants,
+            self.constant_bytes as f64 / 1e6,
+            self.constants_s,
             self.render_s,
             self.nvrtc_s,
             self.programs,
             self.hits,
             slow.join(", "),
-            self.memory_s,
-            self.constants,
-            self.constant_bytes as f64 / 1e6,
-            self.constants_s,
             self.module_s,
             self.library_steps,
             self.library_s,
@@ -101,6 +99,7 @@ impl LoadTimes {
     /// The load's time outside the listed parts (the tuning decisions, bookkeeping).
     fn other_s(&self) -> f64 {
         let parts = self.setup_s
+            + self.memory_s
             + self.render_s
             + self.nvrtc_s
             + self.module_s
