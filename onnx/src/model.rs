@@ -85,33 +85,13 @@ const PARALLEL_DECODE_BYTES: usize = 32 << 20;
 const MAX_DECODE_THREADS: usize = 8;
 
 /// Decodes every initializer ([`decode_tensor`]), results in order: on up to
-/// [`MAX_DECODE_THREADS`] threads when their raw data passes [`PARALLEL_DECODE_BYTES`] (each
-/// tensor's copy is independent; GPT-2 small holds 124M f32 weights in 148 tensors), else here.
+/// [`MAX_DECODE_THREADS`] threads (`sinter_core::par::map`) when their raw data passes
+/// [`PARALLEL_DECODE_BYTES`] (each tensor's copy is independent; GPT-2 small holds 124M f32
+/// weights in 148 tensors), else on this one.
 fn decode_initializers(ts: &[TensorProto], dir: Option<&Path>) -> Vec<Result<HostTensor, OnnxError>> {
     let raw: usize = ts.iter().map(|t| t.raw_data.as_ref().map_or(0, |r| r.len())).sum();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_DECODE_THREADS);
-    if raw < PARALLEL_DECODE_BYTES || threads < 2 || ts.len() < 2 {
-        return ts.iter().map(|t| decode_tensor(t, dir)).collect();
-    }
-    // Tensors go round-robin by size, largest first, so every thread gets a similar share.
-    let mut order: Vec<usize> = (0..ts.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(ts[i].raw_data.as_ref().map_or(0, |r| r.len())));
-    let mut out: Vec<Option<Result<HostTensor, OnnxError>>> = (0..ts.len()).map(|_| None).collect();
-    std::thread::scope(|s| {
-        let jobs: Vec<_> = (0..threads)
-            .map(|k| {
-                let mine: Vec<usize> = order.iter().copied().skip(k).step_by(threads).collect();
-                s.spawn(move || mine.into_iter().map(|i| (i, decode_tensor(&ts[i], dir))).collect::<Vec<_>>())
-            })
-            .collect();
-        for j in jobs {
-            // A decode does not panic (untrusted input gives errors); if one did, so does this.
-            for (i, r) in j.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) {
-                out[i] = Some(r);
-            }
-        }
-    });
-    out.into_iter().map(|r| r.expect("every initializer decoded")).collect()
+    let threads = if raw < PARALLEL_DECODE_BYTES { 1 } else { MAX_DECODE_THREADS };
+    sinter_core::par::map(ts, threads, |t| decode_tensor(t, dir))
 }
 
 /// Loads a model from bytes. A model with external data needs [`Model::from_bytes`] with a folder.
