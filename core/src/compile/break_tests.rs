@@ -181,6 +181,69 @@ fn a_kernel_the_backend_refuses_at_load_breaks_the_graph() {
     assert!(compile(&g, Arc::new(NoSine(InterpBackend::new())), o).is_err());
 }
 
+/// [`NoSine`] whose executables refuse every run (as WGSL refuses an i64 value outside its 32-bit
+/// emulation): their segments run on the CPU reference for that call.
+struct NoSineRefusesRuns(NoSine);
+
+/// An executable that refuses every run.
+struct RefusesRuns(Box<dyn Executable>);
+
+impl Executable for RefusesRuns {
+    fn run(&mut self, _: &[HostTensor]) -> Result<Vec<HostTensor>, BackendError> {
+        Err(BackendError::Unsupported { backend: "nosine".into(), what: "a value out of range".into() })
+    }
+    fn run_timed(
+        &mut self,
+        inputs: &[HostTensor],
+        _: usize,
+    ) -> Result<(Vec<HostTensor>, Vec<Vec<KernelTiming>>), BackendError> {
+        self.run(inputs).map(|o| (o, Vec::new()))
+    }
+    fn sources(&self) -> Vec<crate::backend::KernelSource> {
+        self.0.sources()
+    }
+}
+
+impl Backend for NoSineRefusesRuns {
+    fn name(&self) -> &str {
+        "nosine"
+    }
+    fn device_name(&self) -> String {
+        "host".into()
+    }
+    fn caps(&self) -> &Capabilities {
+        self.0.caps()
+    }
+    fn load(&self, program: &Program, mode: Mode) -> Result<Box<dyn Executable>, BackendError> {
+        Ok(Box::new(RefusesRuns(self.0.load(program, mode)?)))
+    }
+}
+
+#[test]
+fn a_segment_refused_at_run_is_timed_on_the_cpu_reference() {
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, [64, 64]);
+    let y = g.input("y", DType::F32, [6]);
+    g.output(&(x.exp() * 2.0).sum(&[1], false));
+    g.output(&(y.sin() * 3.0));
+    let inputs = vec![
+        HostTensor::random(DType::F32, vec![64, 64], 5, -1.0, 1.0),
+        HostTensor::random(DType::F32, vec![6], 6, -1.0, 1.0),
+    ];
+    let want = crate::cpu::run(&g, &inputs).unwrap();
+    let c = compile(&g, Arc::new(NoSineRefusesRuns(NoSine(InterpBackend::new()))), opts(None, None)).unwrap();
+    assert_eq!(c.segments().iter().map(|s| s.1).collect::<Vec<_>>(), [true, false]);
+    let (outs, runs) = c.run_timed(&inputs, 2).unwrap();
+    assert_close(&outs, &want);
+    assert_eq!(runs.len(), 2);
+    for run in &runs {
+        let names: Vec<&str> = run.iter().map(|k| k.kernel.as_str()).collect();
+        assert_eq!(run.len(), 2, "one entry per segment: {names:?}");
+        assert!(names[0].ends_with("(CPU reference for this call)"), "{names:?}");
+        assert!(run.iter().all(|k| k.dur_ns > 0.0), "{run:?}");
+    }
+}
+
 #[test]
 fn outputs_of_a_refused_dtype_that_are_inputs_or_constants_pass_through() {
     let g = Graph::new();

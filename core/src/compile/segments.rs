@@ -290,7 +290,18 @@ impl Segmented {
                                 seg.name
                             );
                             let ins = ins.iter().map(Val::host).collect::<Result<Vec<_>, _>>()?;
-                            crate::cpu::run(graph, &ins)?.into_iter().map(Val::Host).collect()
+                            let outs = crate::cpu::run(graph, &ins)?;
+                            // Timed as a fallback segment is: a run's span must cover it (it had
+                            // none, so a timed run could leave out most of its own time).
+                            if let Some(t) = timings.as_deref_mut() {
+                                let dur = start.elapsed().as_secs_f64() * 1e9 - at;
+                                t.push(KernelTiming {
+                                    kernel: format!("{} (CPU reference for this call)", seg.name),
+                                    start_ns: at,
+                                    dur_ns: dur,
+                                });
+                            }
+                            outs.into_iter().map(Val::Host).collect()
                         }
                         Err(e) => return Err(e.into()),
                     }
