@@ -132,8 +132,16 @@ fn partitioned_graphs_skip_the_program_cache_and_still_recompile_on_guards() {
 }
 
 /// The interpreter, refusing at load every kernel that computes a sine (as a renderer refuses an
-/// op it lacks).
-struct NoSine(InterpBackend);
+/// op it lacks); with `refuse_runs`, its executables also refuse every run (as WGSL refuses an i64
+/// value outside its 32-bit emulation), so their segments run on the CPU reference for that call.
+struct NoSine {
+    interp: InterpBackend,
+    refuse_runs: bool,
+}
+
+fn no_sine(refuse_runs: bool) -> Arc<dyn Backend> {
+    Arc::new(NoSine { interp: InterpBackend::new(), refuse_runs })
+}
 
 impl Backend for NoSine {
     fn name(&self) -> &str {
@@ -143,7 +151,7 @@ impl Backend for NoSine {
         "host".into()
     }
     fn caps(&self) -> &Capabilities {
-        self.0.caps()
+        self.interp.caps()
     }
     fn load(&self, program: &Program, mode: Mode) -> Result<Box<dyn Executable>, BackendError> {
         if let Some(k) = program.kernels.iter().find(|k| k.ops.iter().any(|o| o == "sin")) {
@@ -152,38 +160,10 @@ impl Backend for NoSine {
                 what: format!("kernel {}: no sine here", k.name),
             });
         }
-        self.0.load(program, mode)
+        let exe = self.interp.load(program, mode)?;
+        Ok(if self.refuse_runs { Box::new(RefusesRuns(exe)) } else { exe })
     }
 }
-
-#[test]
-fn a_kernel_the_backend_refuses_at_load_breaks_the_graph() {
-    let g = Graph::new();
-    let x = g.input("x", DType::F32, [2, 6]);
-    let y = g.input("y", DType::F32, [6]);
-    let m = g.constant(HostTensor::f32([6], vec![1.0; 6]).unwrap());
-    // Two kernels: a reduction of x, and y's sine chain (refused).
-    g.output(&(x.exp() * 2.0).sum(&[1], false));
-    g.output(&((y.sin() * 3.0).relu() + &m));
-    let inputs = vec![
-        HostTensor::random(DType::F32, vec![2, 6], 3, -1.0, 1.0),
-        HostTensor::random(DType::F32, vec![6], 4, -1.0, 1.0),
-    ];
-    let want = crate::cpu::run(&g, &inputs).unwrap();
-    let c = compile(&g, Arc::new(NoSine(InterpBackend::new())), opts(None, None)).unwrap();
-    let breaks = c.graph_breaks();
-    assert!(breaks.iter().any(|b| b.op == "sin"), "{breaks:?}");
-    assert!(breaks.iter().all(|b| b.reason.contains("no sine here") && b.op != "exp"), "{breaks:?}");
-    let segs: Vec<bool> = c.segments().iter().map(|s| s.1).collect();
-    assert_eq!(segs, [true, false], "the kernel without a sine stays compiled");
-    assert_close(&c.run(&inputs).unwrap(), &want);
-    let o = CompileOptions { graph_breaks: false, ..opts(None, None) };
-    assert!(compile(&g, Arc::new(NoSine(InterpBackend::new())), o).is_err());
-}
-
-/// [`NoSine`] whose executables refuse every run (as WGSL refuses an i64 value outside its 32-bit
-/// emulation): their segments run on the CPU reference for that call.
-struct NoSineRefusesRuns(NoSine);
 
 /// An executable that refuses every run.
 struct RefusesRuns(Box<dyn Executable>);
@@ -204,19 +184,29 @@ impl Executable for RefusesRuns {
     }
 }
 
-impl Backend for NoSineRefusesRuns {
-    fn name(&self) -> &str {
-        "nosine"
-    }
-    fn device_name(&self) -> String {
-        "host".into()
-    }
-    fn caps(&self) -> &Capabilities {
-        self.0.caps()
-    }
-    fn load(&self, program: &Program, mode: Mode) -> Result<Box<dyn Executable>, BackendError> {
-        Ok(Box::new(RefusesRuns(self.0.load(program, mode)?)))
-    }
+#[test]
+fn a_kernel_the_backend_refuses_at_load_breaks_the_graph() {
+    let g = Graph::new();
+    let x = g.input("x", DType::F32, [2, 6]);
+    let y = g.input("y", DType::F32, [6]);
+    let m = g.constant(HostTensor::f32([6], vec![1.0; 6]).unwrap());
+    // Two kernels: a reduction of x, and y's sine chain (refused).
+    g.output(&(x.exp() * 2.0).sum(&[1], false));
+    g.output(&((y.sin() * 3.0).relu() + &m));
+    let inputs = vec![
+        HostTensor::random(DType::F32, vec![2, 6], 3, -1.0, 1.0),
+        HostTensor::random(DType::F32, vec![6], 4, -1.0, 1.0),
+    ];
+    let want = crate::cpu::run(&g, &inputs).unwrap();
+    let c = compile(&g, no_sine(false), opts(None, None)).unwrap();
+    let breaks = c.graph_breaks();
+    assert!(breaks.iter().any(|b| b.op == "sin"), "{breaks:?}");
+    assert!(breaks.iter().all(|b| b.reason.contains("no sine here") && b.op != "exp"), "{breaks:?}");
+    let segs: Vec<bool> = c.segments().iter().map(|s| s.1).collect();
+    assert_eq!(segs, [true, false], "the kernel without a sine stays compiled");
+    assert_close(&c.run(&inputs).unwrap(), &want);
+    let o = CompileOptions { graph_breaks: false, ..opts(None, None) };
+    assert!(compile(&g, no_sine(false), o).is_err());
 }
 
 #[test]
@@ -231,7 +221,7 @@ fn a_segment_refused_at_run_is_timed_on_the_cpu_reference() {
         HostTensor::random(DType::F32, vec![6], 6, -1.0, 1.0),
     ];
     let want = crate::cpu::run(&g, &inputs).unwrap();
-    let c = compile(&g, Arc::new(NoSineRefusesRuns(NoSine(InterpBackend::new()))), opts(None, None)).unwrap();
+    let c = compile(&g, no_sine(true), opts(None, None)).unwrap();
     assert_eq!(c.segments().iter().map(|s| s.1).collect::<Vec<_>>(), [true, false]);
     let (outs, runs) = c.run_timed(&inputs, 2).unwrap();
     assert_close(&outs, &want);
