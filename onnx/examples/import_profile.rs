@@ -1,7 +1,8 @@
 //! Where an ONNX import's time goes: reading the file, decoding the protobuf and the
 //! initializers ([`sinter_onnx::model::Model::from_bytes`]), and lowering to sinter IR
 //! ([`sinter_onnx::model::Model::graph`], symbolic; with shapes such as `8x128` given, one per
-//! input, [`sinter_onnx::model::Model::graph_for`] those shapes).
+//! input, [`sinter_onnx::model::Model::graph_for`] those shapes), and the resident memory a
+//! model loaded by [`sinter_onnx::load`] holds.
 //!
 //! ```text
 //! cargo run --release -p sinter-onnx --example import_profile -- model.onnx [8x128 ...] [reps=3]
@@ -32,11 +33,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let lowered =
             if shapes.is_empty() { model.graph() } else { model.graph_for(&shapes) }.map(|g| g.iter().count());
         let graph_s = t.elapsed().as_secs_f64();
+        drop(model);
+        let rss_before = rss_mb();
         let t = Instant::now();
-        let total = sinter_onnx::load(&path).map(|_| ());
+        let loaded = sinter_onnx::load(&path);
         let load_s = t.elapsed().as_secs_f64();
+        // Resident memory while the loaded model is alive, beyond the process's before it.
+        let held_mb = rss_mb() - rss_before;
+        let total = loaded.map(|_| ());
         println!(
-            "rep {rep}: read {read_s:.3} s, decode {decode_s:.3} s, graph {graph_s:.3} s ({}), load() {load_s:.3} s{}",
+            "rep {rep}: read {read_s:.3} s, decode {decode_s:.3} s, graph {graph_s:.3} s ({}), load() {load_s:.3} s, holding {held_mb:.0} MB{}",
             match lowered {
                 Ok(n) => format!("{n} nodes"),
                 Err(e) => format!("import refused: {}", e.to_string().chars().take(60).collect::<String>()),
@@ -45,4 +51,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     Ok(())
+}
+
+/// This process's resident memory in MB (`VmRSS` of `/proc/self/status`; 0 where there is none).
+fn rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok());
+    kb.unwrap_or(0.0) / 1024.0
 }
