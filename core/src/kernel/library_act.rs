@@ -161,16 +161,11 @@ fn eval(k: &Kernel, id: ExprId, x: f64, seen: &HashMap<ExprId, Node>, memo: &mut
         match k.exprs[id.0 as usize].expr {
             Expr::Const(c) => c,
             Expr::Cast(a) => eval(k, a, x, seen, memo),
-            Expr::Unary(UnaryOp::Tanh, a) => eval(k, a, x, seen, memo).tanh(),
+            // The reference's own op semantics (`scalar`), in f64.
+            Expr::Unary(op, a) => crate::scalar::unary_f64(op, eval(k, a, x, seen, memo)).map_or(f64::NAN, |v| v.f()),
             Expr::Binary(op, a, b) => {
                 let (a, b) = (eval(k, a, x, seen, memo), eval(k, b, x, seen, memo));
-                match op {
-                    BinaryOp::Add => a + b,
-                    BinaryOp::Sub => a - b,
-                    BinaryOp::Mul => a * b,
-                    BinaryOp::Div => a / b,
-                    _ => f64::NAN,
-                }
+                crate::scalar::binary_f64(op, a, b).map_or(f64::NAN, |v| v.f())
             }
             _ => f64::NAN,
         }
