@@ -289,31 +289,15 @@ impl Segmented {
                                 "segment {} runs on the CPU reference for this call: {what}",
                                 seg.name
                             );
-                            let ins = ins.iter().map(Val::host).collect::<Result<Vec<_>, _>>()?;
-                            let outs = crate::cpu::run(graph, &ins)?;
-                            // Timed as a fallback segment is: a run's span must cover it (it had
-                            // none, so a timed run could leave out most of its own time).
-                            if let Some(t) = timings.as_deref_mut() {
-                                let dur = start.elapsed().as_secs_f64() * 1e9 - at;
-                                t.push(KernelTiming {
-                                    kernel: format!("{} (CPU reference for this call)", seg.name),
-                                    start_ns: at,
-                                    dur_ns: dur,
-                                });
-                            }
-                            outs.into_iter().map(Val::Host).collect()
+                            // Timed as a fallback segment is: a run's span must cover it.
+                            let name = format!("{} (CPU reference for this call)", seg.name);
+                            on_cpu(graph, &ins, name, (start, at), timings.as_deref_mut())?
                         }
                         Err(e) => return Err(e.into()),
                     }
                 }
                 (Runner::Fallback { graph }, _) => {
-                    let ins = ins.iter().map(Val::host).collect::<Result<Vec<_>, _>>()?;
-                    let outs = crate::cpu::run(graph, &ins)?;
-                    if let Some(t) = timings.as_deref_mut() {
-                        let dur = start.elapsed().as_secs_f64() * 1e9 - at;
-                        t.push(KernelTiming { kernel: seg.name.clone(), start_ns: at, dur_ns: dur });
-                    }
-                    outs.into_iter().map(Val::Host).collect()
+                    on_cpu(graph, &ins, seg.name.clone(), (start, at), timings.as_deref_mut())?
                 }
             };
             values.push(outs);
@@ -391,4 +375,22 @@ impl Val {
             Val::Dev(d) => Ok(d.clone()),
         }
     }
+}
+
+/// Runs `graph` on the CPU reference with `ins` and, when timing, records it as `kernel` from
+/// `at` ns after the run's `start` until now (fallback segments, and compiled ones that refused
+/// this call).
+fn on_cpu(
+    graph: &IrGraph,
+    ins: &[Val],
+    kernel: String,
+    (start, at): (Instant, f64),
+    timings: Option<&mut Vec<KernelTiming>>,
+) -> Result<Vec<Val>, CompileError> {
+    let ins = ins.iter().map(Val::host).collect::<Result<Vec<_>, _>>()?;
+    let outs = crate::cpu::run(graph, &ins)?;
+    if let Some(t) = timings {
+        t.push(KernelTiming { kernel, start_ns: at, dur_ns: start.elapsed().as_secs_f64() * 1e9 - at });
+    }
+    Ok(outs.into_iter().map(Val::Host).collect())
 }
