@@ -1,5 +1,6 @@
 //! Where an ONNX import's time goes: reading the file, decoding the protobuf and the
-//! initializers ([`sinter_onnx::model::Model::from_bytes`]), and lowering to sinter IR
+//! initializers ([`sinter_onnx::model::Model::from_bytes`], which copies the bytes it is given
+//! once more than [`sinter_onnx::load`] does), and lowering to sinter IR
 //! ([`sinter_onnx::model::Model::graph`], symbolic; with shapes such as `8x128` given, one per
 //! input, [`sinter_onnx::model::Model::graph_for`] those shapes), and the resident memory a
 //! model loaded by [`sinter_onnx::load`] holds.
