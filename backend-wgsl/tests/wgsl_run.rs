@@ -72,7 +72,30 @@ fn matmul_epilogue_sizes_and_layouts() {
     }
 }
 
-/// Inputs for a unary op: a range where it is defined, plus special values.
+/// Every FMA tile max-autotune may time (the half tiles among them) matches the reference off its
+/// tile sizes, with B transposed or not.
+#[test]
+fn every_matmul_tile_candidate_matches_the_reference() {
+    let Some(b) = backend() else { return };
+    let probe = matmul_bias_relu(64, 64, 64, DType::F32, false);
+    let tiles: Vec<_> = sinter_wgsl::backend::candidates(&probe.kernels[0], b.wgsl_caps())
+        .into_iter()
+        .filter(|t| t.matmul_tile.is_some())
+        .collect();
+    assert!(tiles.len() >= 8, "{} tile candidates", tiles.len());
+    for t in &tiles {
+        for (m, n, k) in [(1, 7, 13), (33, 65, 17), (100, 130, 40)] {
+            for b_t in [false, true] {
+                let p = matmul_bias_relu(m, n, k, DType::F32, b_t);
+                let inputs = matmul_inputs(m, n, k, DType::F32, b_t);
+                let want = interp::run_program(&p, &inputs).expect("interp");
+                let got = run_tuned(b, &p, &inputs, t);
+                assert_close(&got, &want, &format!("{t:?} matmul {m}x{n}x{k} b_t={b_t}"));
+            }
+        }
+    }
+}
+
 #[test]
 fn cooperative_matrix_matmuls_match_the_reference() {
     // Only where the adapter has f16 matrix units (the device machine's GPU through Vulkan): every
@@ -99,6 +122,7 @@ fn cooperative_matrix_matmuls_match_the_reference() {
     }
 }
 
+/// Inputs for a unary op: a range where it is defined, plus special values.
 fn unary_input(op: UnaryOp, d: DType, n: usize, seed: u64) -> HostTensor {
     let (lo, hi) = match op {
         UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt => (0.01, 20.0),

@@ -80,6 +80,10 @@ pub fn candidates(k: &Kernel, caps: &WgslCaps) -> Vec<Tuning> {
                 MatmulTile { bm: 128, bn: 64, bk: 16, tm: 8, tn: 4 },
                 MatmulTile { bm: 64, bn: 128, bk: 16, tm: 4, tn: 8 },
                 MatmulTile { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4 },
+                // Half tiles for products of a few hundred tiles (a transformer's 768-wide
+                // products at 1024 tokens: 96 tiles of 64x128 on 132 SMs).
+                MatmulTile { bm: 32, bn: 64, bk: 16, tm: 4, tn: 4 },
+                MatmulTile { bm: 32, bn: 128, bk: 16, tm: 4, tn: 8 },
             ];
             if caps.has_coop_matrix {
                 for d in crate::render::COOP_DEPTHS {
