@@ -311,7 +311,7 @@ pub struct Tuning {
     pub workgroup_size: Option<u32>,
     /// Allow 4-wide vectorization.
     pub vectorize: bool,
-    /// Matmul tile (`None`: [`MatmulTile::DEFAULT`]).
+    /// Matmul tile (`None`: the renderer's default for the product's size, `default_tile`).
     pub matmul_tile: Option<MatmulTile>,
     /// Most elements a thread keeps in registers in a persistent reduction before falling back to a looped
     /// one.
