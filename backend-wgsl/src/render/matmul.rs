@@ -35,14 +35,16 @@ pub fn check_tile(t: &MatmulTile, caps: &WgslCaps) -> Result<(), String> {
     Ok(())
 }
 
-/// The default tile: 64x128x16 with 4x8 per thread when that still gives at least 128 workgroups,
-/// else the half-height 32x64x16 with 4x4 (128 threads) when that does, else 32x32x16 (64 threads),
-/// else 64x64x16; the first that fits the adapter.
+/// The default tile: 64x128x16 with 4x8 per thread when that still gives at least 256 workgroups,
+/// else the half-height 32x64x16 with 4x4 (128 threads) when that gives at least 128, else
+/// 32x32x16 (64 threads), else 64x64x16; the first that fits the adapter.
 /// - max-autotune on an H100 through Vulkan, matmul_4096_f32: 64x128x16/4x8 3.80 ms,
 ///   128x128x16/8x8 4.18, 64x64x16/4x4 4.41, 128x128x8/8x8 5.49 (BENCHMARKS.md).
 /// - max-autotune on an H200 through Vulkan, BERT-base's 1024 x 768 products (96 tiles of 64x128):
 ///   32x64 18-21% faster than 64x64 (1024x768x768 0.068 -> 0.056 ms, 1024x3072x768 0.258 ->
-///   0.205; session 27); the 1024 x 3072 products (384 tiles of 64x128) keep 64x128.
+///   0.205; session 27); the 1024 x 3072 products (384 tiles of 64x128) keep 64x128. ViT-B/16's
+///   1576 x 3072 x 768 product on 150 tiles of 64x128 (1.14 waves of an H200's 132 SMs) ran at
+///   17.5 TFLOP/s, GPT-2's 1024 x 3072 x 768 on 384 tiles of 32x64 at 23.7.
 fn default_tile(mm: &MatmulBody, caps: &WgslCaps) -> MatmulTile {
     let tiles = |t: &MatmulTile| {
         (mm.m as u64).div_ceil(u64::from(t.bm)) * (mm.n as u64).div_ceil(u64::from(t.bn)) * mm.batch as u64
@@ -51,7 +53,12 @@ fn default_tile(mm: &MatmulBody, caps: &WgslCaps) -> MatmulTile {
     let half = MatmulTile { bm: 32, bn: 64, bk: 16, tm: 4, tn: 4 };
     let small = MatmulTile { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4 };
     let fits = |t: &MatmulTile| check_tile(t, caps).is_ok();
-    [big, half].into_iter().find(|t| tiles(t) >= 128 && fits(t)).or([small].into_iter().find(fits)).unwrap_or(MatmulTile::DEFAULT)
+    [(big, 256), (half, 128)]
+        .into_iter()
+        .find(|(t, least)| tiles(t) >= *least && fits(t))
+        .map(|(t, _)| t)
+        .or([small].into_iter().find(fits))
+        .unwrap_or(MatmulTile::DEFAULT)
 }
 
 /// The prologue both matmul kernels share: the workgroup id, the guard for a padded grid and the
