@@ -232,6 +232,7 @@ pub fn compile(g: &impl AsGraph, opts: Options) -> Result<CompiledGraph, Compile
         graph_breaks: opts.graph_breaks,
         tf32: opts.allow_tf32,
         dynamic: opts.dynamic,
+        bypass_compiler_caches: false,
     };
     sinter_core::compile::compile(g, b, c)
 }

@@ -55,7 +55,7 @@ use load_times::LoadTimes;
 pub use tune::candidate_sources;
 
 use crate::device::{CudaBuffer, CudaCalibration, Device, DeviceInfo, Launch, Stream};
-use crate::nvrtc::{self, CubinCache, NvrtcError, Target};
+use crate::nvrtc::{self, CubinCache, NvrtcError};
 use crate::render::{self, CudaCaps, Rendered, Tuning};
 use cudarc::driver::CudaFunction;
 use exec::{IoSlot, LoadedKernel, Memory};
@@ -248,7 +248,7 @@ impl CudaBackend {
 
     /// Compiles CUDA C++ for this device through the on-disk cubin cache.
     fn compile(&self, name: &str, source: &str, cubins: &CubinCache) -> Result<nvrtc::Cubin, BackendError> {
-        let target = Target { sm: self.cuda_caps.sm };
+        let target = cubins.target(self.cuda_caps.sm);
         let (cubin, hit) = cubins.compile_cached(name, source, &target).map_err(|e| nvrtc_error(e, source))?;
         tracing::debug!(target: "sinter::cuda", "{name}: cubin {}", if hit { "cached" } else { "compiled" });
         Ok(cubin)
@@ -257,7 +257,7 @@ impl CudaBackend {
     /// Compiles `sources` (name, CUDA C++) through the cubin cache in parallel
     /// ([`nvrtc::compile_parallel`]); results in the order given.
     fn compile_all(&self, sources: &[(&str, &str)], cubins: &CubinCache) -> Vec<Result<nvrtc::Cubin, BackendError>> {
-        let target = Target { sm: self.cuda_caps.sm };
+        let target = cubins.target(self.cuda_caps.sm);
         nvrtc::compile_parallel(sources, &target, cubins)
             .into_iter()
             .zip(sources)
@@ -419,7 +419,7 @@ impl CudaBackend {
         let alloc_of = |b: sinter_core::kernel::BufferId| plan.of_buffer[b.0 as usize];
         let args_of = |k: &Kernel| k.args.iter().map(|a| mem[alloc_of(a.buffer)].ptr()).collect::<Vec<u64>>();
         let cache_dir = self.cache_dir(opts);
-        let cubins = CubinCache::open(cache_dir.as_deref());
+        let cubins = CubinCache::open(cache_dir.as_deref()).with_nvrtc_cache(!opts.bypass_compiler_caches);
         let mut kernels = Vec::with_capacity(program.kernels.len());
         let mut tuning_log = Vec::new();
         if opts.mode == Mode::MaxAutotune {

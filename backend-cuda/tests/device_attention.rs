@@ -226,7 +226,7 @@ extern "C" __global__ void fill_f32(float* p, unsigned long long n, unsigned lon
 fn attention_timing() {
     let Some(dev) = device("attention_timing") else { return };
     let stream = dev.new_stream().unwrap();
-    let fill_cubin = nvrtc::compile("fill", FILL, &Target { sm: dev.info().cc }).unwrap();
+    let fill_cubin = nvrtc::compile("fill", FILL, &Target::sm(dev.info().cc)).unwrap();
     let fill_bf16 = dev.load_function(&fill_cubin.image, "fill_bf16").unwrap();
     let fill_f32 = dev.load_function(&fill_cubin.image, "fill_f32").unwrap();
     let b = DType::BF16;

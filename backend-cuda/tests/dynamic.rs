@@ -119,7 +119,7 @@ fn dynamic_programs_compile_with_nvrtc() {
         return;
     }
     let caps = CudaCaps::hopper();
-    let target = Target { sm: caps.sm };
+    let target = Target::sm(caps.sm);
     for (g, shapes) in graphs() {
         let p = dynamic_program(&g, &shapes, 8);
         for k in &p.kernels {

@@ -89,8 +89,27 @@ fn compiles_a_kernel_to_a_cubin_and_reports_resources() {
     assert!(ptx.contains(".target sm_90a") && ptx.contains(".entry k1_sum_bf16"), "{ptx}");
 
     // Another architecture: plain `sm_XY`.
-    let ampere = nvrtc::compile("typical", TYPICAL, &Target { sm: (8, 0) }).unwrap_or_else(|e| panic!("{e}"));
+    let ampere = nvrtc::compile("typical", TYPICAL, &Target::sm((8, 0))).unwrap_or_else(|e| panic!("{e}"));
     assert!(ampere.log.contains("for 'sm_80'"), "{}", ampere.log);
+}
+
+/// NVRTC's own cache (the CUDA driver's, across processes) can be kept out of a compile: the
+/// option is passed and NVRTC 13 accepts it; the cubin cache keys the two apart.
+#[test]
+fn nvrtc_cache_can_be_bypassed() {
+    if !nvrtc_available("nvrtc_cache_can_be_bypassed") {
+        return;
+    }
+    let src = "extern \"C\" __global__ void k(float* a) { a[0] = 1.0f; }\n";
+    let off = Target { nvrtc_cache: false, ..Target::hopper() };
+    assert!(nvrtc::options(&off, src).unwrap().contains(&"--no-cache".to_string()));
+    assert!(!nvrtc::options(&Target::hopper(), src).unwrap().contains(&"--no-cache".to_string()));
+    let cubin = nvrtc::compile("k", src, &off).unwrap_or_else(|e| panic!("{e}"));
+    assert!(cubin.image.starts_with(b"\x7fELF"), "not an ELF cubin");
+    let key = |t: &Target| CubinCache::key(src, t).unwrap();
+    assert_ne!(key(&off), key(&Target::hopper()));
+    let cache = CubinCache::disabled().with_nvrtc_cache(false);
+    assert!(!cache.target((9, 0)).nvrtc_cache);
 }
 
 #[test]
@@ -112,7 +131,7 @@ fn compile_errors_carry_the_log() {
         other => panic!("expected a compile error, got {other:?}"),
     }
     // An architecture NVRTC does not know is an error with NVRTC's message, not a panic.
-    match nvrtc::compile("k", "extern \"C\" __global__ void k() {}", &Target { sm: (1, 0) }) {
+    match nvrtc::compile("k", "extern \"C\" __global__ void k() {}", &Target::sm((1, 0))) {
         Err(NvrtcError::Compile { log, .. }) => assert!(log.contains("sm_10"), "{log}"),
         other => panic!("expected an error for sm_10, got {other:?}"),
     }
@@ -141,7 +160,7 @@ fn cubin_cache_hits_and_rebuilds_corrupt_entries() {
     }
     eprintln!("cubin cache: cold compile {cold_time:?}, hit (key + read + validate) median {:?}", median(hit_times));
     // Another target or another source misses.
-    assert!(!cache.compile_cached("typical", TYPICAL, &Target { sm: (8, 0) }).expect("sm_80").1);
+    assert!(!cache.compile_cached("typical", TYPICAL, &Target::sm((8, 0))).expect("sm_80").1);
     let other = TYPICAL.replace("2.0f", "3.0f");
     assert!(!cache.compile_cached("typical", &other, &t).expect("other").1);
 

@@ -362,6 +362,9 @@ pub struct LoadOptions {
     pub cache_dir: Option<PathBuf>,
     /// Constants already on the device (one pool per compiled graph).
     pub constants: ConstantPool,
+    /// Keep the backend's compiler off caches of its own outside sinter's (NVRTC 13 keeps PTX
+    /// and cubins in the CUDA driver's cache, across processes): a cold compile measured cold.
+    pub bypass_compiler_caches: bool,
 }
 
 impl LoadOptions {

@@ -76,10 +76,9 @@ impl Device {
     pub fn calibrate_with(&self, bytes: u64) -> Result<CudaCalibration, BackendError> {
         let bytes = bytes.max(16).div_ceil(16) * 16;
         let cc = self.info().cc;
-        let cubin =
-            crate::nvrtc::compile("sinter_calibrate", SOURCE, &crate::nvrtc::Target { sm: cc }).map_err(|e| {
-                BackendError::Compile { kernel: "sinter_calibrate".into(), log: e.to_string(), code: SOURCE.into() }
-            })?;
+        let cubin = crate::nvrtc::compile("sinter_calibrate", SOURCE, &crate::nvrtc::Target::sm(cc)).map_err(|e| {
+            BackendError::Compile { kernel: "sinter_calibrate".into(), log: e.to_string(), code: SOURCE.into() }
+        })?;
         let stream = self.new_stream()?;
         let src = stream.alloc(bytes)?;
         let dst = stream.alloc(bytes)?;

@@ -167,7 +167,7 @@ impl Device {
         crate::probe::cublaslt()
             .map_err(|why| BackendError::Unsupported { backend: "cuda".into(), what: format!("cuBLASLt: {why}") })?;
         let cc = self.info().cc;
-        let target = crate::nvrtc::Target { sm: cc };
+        let target = crate::nvrtc::Target::sm(cc);
         let cubin = crate::nvrtc::compile("sinter_peak_fill", FILL_SOURCE, &target).map_err(|e| {
             BackendError::Compile { kernel: "sinter_peak_fill".into(), log: e.to_string(), code: FILL_SOURCE.into() }
         })?;

@@ -120,6 +120,8 @@ pub struct CubinCache {
     dir: Option<PathBuf>,
     /// Cubins by key, compiled or read by this cache or a clone; `None` for [`CubinCache::disabled`].
     memo: Option<Arc<Mutex<HashMap<String, Cubin>>>>,
+    /// Whether the compiles behind this cache may use NVRTC's own cache ([`Target::nvrtc_cache`]).
+    nvrtc_cache: bool,
 }
 
 impl PartialEq for CubinCache {
@@ -138,12 +140,23 @@ impl CubinCache {
     /// Nothing is created until the first store.
     pub fn open(dir: Option<&Path>) -> CubinCache {
         let root = dir.map(Path::to_path_buf).or_else(sinter_core::compile::default_cache_dir);
-        CubinCache { dir: root.map(|r| r.join("cubin")), memo: Some(Arc::default()) }
+        CubinCache { dir: root.map(|r| r.join("cubin")), memo: Some(Arc::default()), nvrtc_cache: true }
+    }
+
+    /// This cache with NVRTC's own cache allowed or not for the compiles behind it (a cold
+    /// compile measured cold: `LoadOptions::bypass_compiler_caches`).
+    pub fn with_nvrtc_cache(self, on: bool) -> CubinCache {
+        CubinCache { nvrtc_cache: on, ..self }
+    }
+
+    /// The NVRTC target for compute capability `sm` of the compiles behind this cache.
+    pub fn target(&self, sm: (u32, u32)) -> Target {
+        Target { nvrtc_cache: self.nvrtc_cache, ..Target::sm(sm) }
     }
 
     /// A cache that never hits and never writes (nor remembers).
     pub fn disabled() -> CubinCache {
-        CubinCache { dir: None, memo: None }
+        CubinCache { dir: None, memo: None, nvrtc_cache: true }
     }
 
     /// The folder entries live in (`<root>/cubin`), if caching is on.

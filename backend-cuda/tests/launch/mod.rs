@@ -49,7 +49,7 @@ pub fn env_list(name: &str) -> Option<Vec<String>> {
 pub fn build(dev: &Device, p: &Program, tunings: &[Tuning]) -> Vec<(Tuning, Rendered, Vec<u8>)> {
     let k = &p.kernels[0];
     let c = caps(dev);
-    let target = Target { sm: dev.info().cc };
+    let target = Target::sm(dev.info().cc);
     let filter = tuning_filter();
     std::thread::scope(|s| {
         let hs: Vec<_> = tunings

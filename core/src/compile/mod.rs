@@ -106,6 +106,10 @@ pub struct CompileOptions {
     /// power of two `>=` max(value seen, this minimum) and serve every value up to it without
     /// recompiling (see `dynamic.rs`); `None`: one compile per value, as for any other shape.
     pub dynamic: Option<usize>,
+    /// Keep the backend's compiler off caches of its own outside sinter's (see
+    /// [`LoadOptions::bypass_compiler_caches`](crate::backend::LoadOptions)): `sinter bench`'s
+    /// cold compile. Default off: later processes reuse what the compiler cached.
+    pub bypass_compiler_caches: bool,
 }
 
 impl Default for CompileOptions {
@@ -122,6 +126,7 @@ impl Default for CompileOptions {
             graph_breaks: true,
             tf32: AllowTf32::default(),
             dynamic: Some(8),
+            bypass_compiler_caches: false,
         }
     }
 }

@@ -103,6 +103,7 @@ impl CompiledGraph {
             mode: self.opts.mode,
             cache_dir: self.opts.cache_dir.clone(),
             constants: self.constants.clone(),
+            bypass_compiler_caches: self.opts.bypass_compiler_caches,
         };
         let exe = self.backend.load_with(program, &load);
         stats.phases.push(("backend_load".into(), t.elapsed().as_secs_f64()));
