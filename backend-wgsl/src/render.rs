@@ -268,7 +268,9 @@ pub struct MatmulTile {
 }
 
 impl MatmulTile {
-    /// A 64x64 tile, depth 16, 4x4 per thread (256 threads): the default for mid-sized products.
+    /// A 64x64 tile, depth 16, 4x4 per thread (256 threads): the last resort of the default
+    /// choice (`render/matmul.rs`'s `default_tile`, where the smaller tiles do not fit the
+    /// adapter) and a max-autotune candidate.
     pub const DEFAULT: MatmulTile = MatmulTile { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4 };
 
     /// Threads per workgroup.
