@@ -82,7 +82,7 @@ fn device_layer_runs_hand_written_kernels_graphs_and_reuses_memory() {
         unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
         if (i < n) out[i] = a[i] + 1.0f;
     }"#;
-    let cubin = nvrtc::compile("add_one", src, &Target { sm: dev.info().cc }).unwrap();
+    let cubin = nvrtc::compile("add_one", src, &Target::sm(dev.info().cc)).unwrap();
     let n = 4097usize;
     let host: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
     let bytes: Vec<u8> = host.iter().flat_map(|v| v.to_le_bytes()).collect();
