@@ -373,7 +373,11 @@ impl CudaBackend {
         interp::validate(program).map_err(|e| BackendError::Render { kernel: "program".into(), msg: e.to_string() })?;
         self.dev.bind()?;
         let stream: Arc<Stream> = self.dev.new_stream()?;
-        let mut times = LoadTimes { setup_s: start.elapsed().as_secs_f64(), ..LoadTimes::default() };
+        let mut times = LoadTimes {
+            setup_s: start.elapsed().as_secs_f64(),
+            nvrtc_cache: !opts.bypass_compiler_caches,
+            ..LoadTimes::default()
+        };
         // A program with products loads the libraries while its memory is allocated and its
         // constants uploaded (libcublasLt took about 50 ms on an H200 host): the probes are
         // `OnceLock`s, so the plans below wait for these threads rather than load again.
