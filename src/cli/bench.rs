@@ -210,6 +210,23 @@ pub fn for_measurement(backend: &Arc<dyn BackendTrait>, reuse: bool) -> Result<A
     Ok(sinter::runtime::open(kind)?.backend)
 }
 
+/// `g` compiled again with `opts` (a program cache hit) on a fresh instance of `backend`'s kind
+/// where its measurements need one ([`BackendTrait::fresh_device_per_measurement`]: NVIDIA's
+/// Vulkan driver drops a device's clock ~4 s after its creation, and a model's compile can take
+/// longer: GPT-2 small was timed 3.1x slow by `sinter run` and 5x by `sinter profile`, session 27);
+/// `None` where the device it was compiled on measures as well.
+pub fn compile_for_measurement(
+    g: &IrGraph,
+    backend: &Arc<dyn BackendTrait>,
+    opts: CompileOptions,
+) -> Result<Option<CompiledGraph>> {
+    if !backend.fresh_device_per_measurement() {
+        return Ok(None);
+    }
+    let fresh = for_measurement(backend, false)?;
+    Ok(Some(compile(g, fresh, opts).context("compiling again on a fresh device")?))
+}
+
 /// What `measure` times: a workload's graph or an imported model's.
 pub struct Subject {
     /// The name in results.

@@ -111,17 +111,10 @@ fn record(
             eprintln!("{line}");
         }
     }
-    // NVIDIA's Vulkan driver drops a device's clock ~4 s after its creation, and a model's
-    // compile (with its artifacts) can take longer: GPT-2 small's matmuls were recorded 5x slow
-    // (session 27). Where the backend asks for it, the recording runs on a fresh device, the
-    // program compiled again there (a program cache hit, no artifacts written twice).
-    let c = if backend.fresh_device_per_measurement() {
-        let fresh = super::bench::for_measurement(backend, false)?;
-        compile(&s.graph, fresh, CompileOptions { debug_dir: None, ..opts })
-            .with_context(|| format!("compiling {} again on a fresh device", s.name))?
-    } else {
-        c
-    };
+    // Recorded on a fresh device where the backend asks for one (no artifacts written twice).
+    let c = super::bench::compile_for_measurement(&s.graph, backend, CompileOptions { debug_dir: None, ..opts })
+        .with_context(|| format!("compiling {}", s.name))?
+        .unwrap_or(c);
     s.step(format_args!("recording {} timed runs ({what})", a.iters.max(1)));
     let p = c.profile(&s.inputs, a.iters, &s.name, device.clone())?;
     s.step(format_args!("recorded ({what})"));

@@ -171,16 +171,14 @@ fn execute(args: &Args, g: &sinter::IrGraph, inputs: &[HostTensor], progress: &P
         "first run took {first_s:.3} s{}",
         if lazy { format!(" ({compile_s:.3} s compiling)") } else { String::new() }
     ));
-    // A device whose clock drops seconds after its creation (WGSL on NVIDIA's Vulkan driver:
-    // GPT-2 small timed 3.1x slow by then, session 27) is timed on a fresh one, as `sinter bench`
-    // times, with the program compiled again there (a program cache hit).
-    let fresh;
-    let (c, fresh_note) = if backend.fresh_device_per_measurement() {
+    // Timed on a fresh device where the backend asks for one, as `sinter bench` times.
+    if backend.fresh_device_per_measurement() {
         progress.step("compiling again on a fresh device for timing");
-        fresh = compile(g, super::bench::for_measurement(&backend, false)?, opts)?;
-        (&fresh, ", on a fresh device")
-    } else {
-        (&c, "")
+    }
+    let fresh = super::bench::compile_for_measurement(g, &backend, opts)?;
+    let (c, fresh_note) = match &fresh {
+        Some(f) => (f, ", on a fresh device"),
+        None => (&c, ""),
     };
     // As `sinter bench` times a run (and the anchor's do_bench a call): two events around the
     // whole run where the backend times that; per-kernel events add gaps between kernels

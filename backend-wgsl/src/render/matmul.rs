@@ -57,8 +57,7 @@ fn default_tile(mm: &MatmulBody, caps: &WgslCaps) -> MatmulTile {
         .into_iter()
         .find(|(t, least)| tiles(t) >= *least && fits(t))
         .map(|(t, _)| t)
-        .or([small].into_iter().find(fits))
-        .unwrap_or(MatmulTile::DEFAULT)
+        .unwrap_or(if fits(&small) { small } else { MatmulTile::DEFAULT })
 }
 
 /// The prologue both matmul kernels share: the workgroup id, the guard for a padded grid and the
