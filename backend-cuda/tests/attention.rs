@@ -29,9 +29,12 @@ fn compile(what: &str, r: &Rendered) -> String {
     if res.spill_bytes != 0 || !c.log.contains(" 0 bytes stack frame") {
         return format!("SPILL {what} ({}): {res:?}", r.strategy);
     }
-    // ptxas's C7514: the wgmma pipeline serialized (accumulators read between issue and wait).
-    if c.log.contains("C7514") {
-        return format!("SPILL {what} ({}): wgmma serialized (C7514)", r.strategy);
+    // ptxas's C7514: the wgmma pipeline serialized (accumulators read between issue and wait);
+    // C7512: serialized for want of registers.
+    for code in ["C7514", "C7512"] {
+        if c.log.contains(code) {
+            return format!("SPILL {what} ({}): wgmma serialized ({code})", r.strategy);
+        }
     }
     // A warp-specialized tile's register exchange (setmaxnreg) counts on the kernel starting with
     // exactly its launch bounds' cap: with fewer, the consumers' setmaxnreg.inc would wait forever.
@@ -74,6 +77,10 @@ pub fn cases() -> Vec<(String, AttnCase)> {
     v.push(("odd d bf16".into(), AttnCase { dv: 300, ..AttnCase::new(1, 2, 9, 40, 24, b) }));
     v.push(("f64".into(), AttnCase::new(1, 1, 5, 6, 4, DType::F64)));
     v.push(("vit f32".into(), AttnCase::new(1, 3, 197, 197, 64, DType::F32)));
+    // ViT-B/16's 197 tokens and 256 keys: two key tiles, where the one-consumer warp-specialized
+    // tiles spilled or serialized their `wgmma`s (session 28).
+    v.push(("vit bf16".into(), AttnCase::new(2, 12, 197, 197, 64, b)));
+    v.push(("s256 f16".into(), AttnCase::new(1, 12, 256, 256, 64, DType::F16)));
     v.push(("d256 f32".into(), AttnCase::new(1, 1, 70, 70, 256, DType::F32)));
     v.push((
         "causal f32 bool".into(),

@@ -476,6 +476,20 @@ pub fn check_attn(t: &AttnTile, caps: &CudaCaps, a: &AttentionBody) -> Result<()
     Ok(())
 }
 
+/// Keys up to which a head of at most 64 dimensions takes the one-warpgroup `wgmma` tile by
+/// default and max-autotune leaves out the warp-specialized tiles of 128 keys but the persistent
+/// two-consumer ones: two key tiles. Measured with NVRTC 13.0 (session 28) at 197-256 keys, those
+/// spilled 4-96 bytes or had their `wgmma`s serialized (ptxas C7512), and on an H200 ran 13.0-15.4
+/// us against the one-warpgroup tile's 11.0-11.5 (b8 h12); at 129 keys and from 300 they compiled
+/// clean.
+const SHORT_KV: usize = 256;
+
+/// The tiles that spill at short key lengths (see [`SHORT_KV`]).
+fn short_kv_spills(t: &AttnTile, a: &AttentionBody) -> bool {
+    let clean = t.persistent_blocks() && t.bm > 64;
+    t.warp_specialized() && t.bn == 128 && !clean && a.d.max(a.dv) <= 64 && a.kv <= SHORT_KV
+}
+
 /// The default tile: by head dimension, smaller when the grid would not fill the device.
 pub(super) fn default_attn(a: &AttentionBody, caps: &CudaCaps) -> AttnTile {
     default_attn_with(a, caps, true)
@@ -509,7 +523,12 @@ fn default_attn_with(a: &AttentionBody, caps: &CudaCaps, persistent: bool) -> At
         //   (torch's SDPA 0.0839-0.0863); with the epilogue's paired stores 0.0840 against 0.0913
         //   (torch 0.0856). A program compiled for a dynamic batch takes the second
         //   ([`fixed_grid_default`]).
-        let picks: &[AttnTile] = if dmax <= 64 && persistent {
+        // * b8 h12 d64 at 128-256 keys, H200 (session 28, `examples/attn_tiles`): the one-warpgroup
+        //   wgmma 64x128 s2 11.0-11.5 us at 197 and 256 tokens (ViT-B/16's 197, its legacy export's
+        //   packed QKV or not) against the persistent tile's 13.0-14.0, whose `wgmma`s ptxas
+        //   serialized (C7512) for want of registers; at 128 tokens 8.13 against 8.35 us. With two
+        //   key tiles or fewer the one-warpgroup tile is the default ([`SHORT_KV`]).
+        let picks: &[AttnTile] = if dmax <= 64 && persistent && a.kv > SHORT_KV {
             &[AttnTile::persistent(64, 128, 3), AttnTile::hopper(64, 128, 2)]
         } else if dmax <= 64 {
             &[AttnTile::hopper(64, 128, 2)]
@@ -548,7 +567,7 @@ fn default_attn_with(a: &AttentionBody, caps: &CudaCaps, persistent: bool) -> At
 pub(super) fn candidates(a: &AttentionBody, caps: &CudaCaps) -> Vec<Tuning> {
     let mut out = Vec::new();
     if tc_applies(a, caps).is_ok() {
-        for t in AttnTile::CANDIDATES {
+        for t in AttnTile::CANDIDATES.into_iter().filter(|t| !short_kv_spills(t, a)) {
             out.push(Tuning { attn: Some(t), ..Tuning::default() });
         }
     }
