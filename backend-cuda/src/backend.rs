@@ -367,6 +367,41 @@ impl CudaBackend {
         render::render(&e, &self.cuda_caps, &Tuning::default()).ok()
     }
 
+    /// The program's memory by the allocation plan: constants through `opts.constants` (uploaded
+    /// once per compiled graph), the rest allocated on `stream` and zeroed; its time and the
+    /// constants' count, bytes and time into `times`.
+    fn alloc_memory(
+        &self,
+        plan: &alloc::AllocationPlan,
+        opts: &LoadOptions,
+        stream: &Arc<Stream>,
+        times: &mut LoadTimes,
+    ) -> Result<Vec<Memory>, BackendError> {
+        let t0 = std::time::Instant::now();
+        let mut mem = Vec::with_capacity(plan.allocations.len());
+        for a in &plan.allocations {
+            mem.push(match &a.role {
+                AllocRole::Constant(t) => {
+                    let t1 = std::time::Instant::now();
+                    let tensor = opts.constants.get_or_upload("cuda", t, |t| self.upload(t))?;
+                    let b = cuda_buffer(&tensor, &self.dev, &a.label)?;
+                    exec::wait_for(b, stream, None)?;
+                    times.constants += 1;
+                    times.constant_bytes += a.bytes;
+                    times.constants_s += t1.elapsed().as_secs_f64();
+                    Memory::Shared { ptr: b.ptr(), _tensor: tensor }
+                }
+                _ => {
+                    let b = stream.alloc(a.bytes)?;
+                    stream.fill(b.ptr(), 0, a.bytes, &a.label)?;
+                    Memory::Own(b)
+                }
+            });
+        }
+        times.memory_s = t0.elapsed().as_secs_f64();
+        Ok(mem)
+    }
+
     /// As [`Backend::load_with`], returning the concrete executable.
     pub fn load_cuda(&self, program: &Program, opts: &LoadOptions) -> Result<CudaExecutable, BackendError> {
         let start = std::time::Instant::now();
@@ -397,36 +432,16 @@ impl CudaBackend {
             // A thread that cannot start leaves the plans to load the libraries, as before.
             drop(spawned);
         }
-        let t0 = std::time::Instant::now();
-        let plan = alloc::plan(program);
-        let mut mem = Vec::with_capacity(plan.allocations.len());
-        for a in &plan.allocations {
-            mem.push(match &a.role {
-                AllocRole::Constant(t) => {
-                    let t1 = std::time::Instant::now();
-                    let tensor = opts.constants.get_or_upload("cuda", t, |t| self.upload(t))?;
-                    let b = cuda_buffer(&tensor, &self.dev, &a.label)?;
-                    exec::wait_for(b, &stream, None)?;
-                    times.constants += 1;
-                    times.constant_bytes += a.bytes;
-                    times.constants_s += t1.elapsed().as_secs_f64();
-                    Memory::Shared { ptr: b.ptr(), _tensor: tensor }
-                }
-                _ => {
-                    let b = stream.alloc(a.bytes)?;
-                    stream.fill(b.ptr(), 0, a.bytes, &a.label)?;
-                    Memory::Own(b)
-                }
-            });
-        }
-        times.memory_s = t0.elapsed().as_secs_f64();
-        let alloc_of = |b: sinter_core::kernel::BufferId| plan.of_buffer[b.0 as usize];
-        let args_of = |k: &Kernel| k.args.iter().map(|a| mem[alloc_of(a.buffer)].ptr()).collect::<Vec<u64>>();
+        let alloc_plan = alloc::plan(program);
+        let alloc_of = |b: sinter_core::kernel::BufferId| alloc_plan.of_buffer[b.0 as usize];
         let cache_dir = self.cache_dir(opts);
         let cubins = CubinCache::open(cache_dir.as_deref()).with_nvrtc_cache(!opts.bypass_compiler_caches);
         let mut kernels = Vec::with_capacity(program.kernels.len());
         let mut tuning_log = Vec::new();
+        let mem: Vec<Memory>;
         if opts.mode == Mode::MaxAutotune {
+            mem = self.alloc_memory(&alloc_plan, opts, &stream, &mut times)?;
+            let args_of = |k: &Kernel| k.args.iter().map(|a| mem[alloc_of(a.buffer)].ptr()).collect::<Vec<u64>>();
             let caps = &self.cuda_caps;
             let mut cache = TuneCache::open(cache_dir.as_deref(), "cuda", &self.dev.info().key(), |t: &Tuning| {
                 plausible_tuning(t, caps)
@@ -567,18 +582,23 @@ impl CudaBackend {
             bodies.extend(epilogues.iter().map(|r| (r.name.as_str(), r.source.as_str())));
             let t0 = std::time::Instant::now();
             let plans_before = library::plan_seconds();
-            // NVRTC on its own threads while this one builds the library steps' plans (held
-            // until the steps below take them): both need only the program, and serially they
-            // were most of a transformer's cold compile (`library::prepare_plans`).
-            let (mut compiled, _held_plans) = std::thread::scope(|s| {
+            // NVRTC on its own threads while this one allocates the memory, uploads the
+            // constants and builds the library steps' plans (held until the steps below take
+            // them): none needs the others, and serially they were most of a transformer's cold
+            // compile (`library::prepare_plans`; the memory 0.04-0.11 s of GPT-2's and ViT-B/16's
+            // on an H200 host, session 28).
+            let (memory, mut compiled, _held_plans) = std::thread::scope(|s| {
                 let nvrtc = s.spawn(|| self.compile_all(&bodies, &cubins));
+                let memory = self.alloc_memory(&alloc_plan, opts, &stream, &mut times);
                 let library_kernels = program.kernels.iter().zip(&plan).filter(|(_, (t, _))| t.library.is_some());
                 let held = library::prepare_plans(library_kernels.map(|(k, _)| k), &stream, self.cuda_caps.sm);
                 let compiled = nvrtc.join().unwrap_or_else(|_| {
                     bodies.iter().map(|_| Err(BackendError::Device("the NVRTC thread panicked".into()))).collect()
                 });
-                (compiled, held)
+                (memory, compiled, held)
             });
+            mem = memory?;
+            let args_of = |k: &Kernel| k.args.iter().map(|a| mem[alloc_of(a.buffer)].ptr()).collect::<Vec<u64>>();
             times.nvrtc(t0, &bodies, &compiled);
             // The epilogues' results live in `cubins`' memory; a failed one fails its step below.
             compiled.truncate(own_bodies);
@@ -627,7 +647,7 @@ impl CudaBackend {
         // weight is permuted once here instead of before each run (`ConvStep::use_krsc_weight`).
         for (k, loaded) in program.kernels.iter().zip(kernels.iter_mut()) {
             if let library::Step::Conv(c) = &mut loaded.launch
-                && let AllocRole::Constant(w) = &plan.allocations[alloc_of(k.args[c.weight_arg()].buffer)].role
+                && let AllocRole::Constant(w) = &alloc_plan.allocations[alloc_of(k.args[c.weight_arg()].buffer)].role
                 && c.use_krsc_weight(w, &opts.constants, &self.dev, &stream)?
             {
                 loaded.rendered.source.push_str(
@@ -654,7 +674,7 @@ impl CudaBackend {
                 dtype: io.dtype,
                 shape: io.shape.clone(),
                 bytes: (io.shape.iter().product::<usize>() * io.dtype.size_bytes()) as u64,
-                capacity: plan.allocations[a].bytes,
+                capacity: alloc_plan.allocations[a].bytes,
                 patches: uses(a),
             }
         };

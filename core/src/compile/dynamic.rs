@@ -280,16 +280,15 @@ impl CompiledGraph {
                 artifacts.append(&mut s.artifacts);
                 let mut big = s.program;
                 big.dynamic = Some(Box::new(ext));
-                let exe = match self.load_program(&big, stats) {
+                let exe = match self.load_and_store(&key, &big, stats) {
                     Ok(exe) => exe,
                     Err(BackendError::Unsupported { what, .. }) => {
-                        // Not recorded: the backend's own code decides this, and the key
-                        // covers core's sources only.
+                        // Not recorded (`load_and_store` keeps no refused program): the backend's
+                        // own code decides this, and the key covers core's sources only.
                         return Ok(Dyn::Refused(format!("the backend refuses the program at {sym}={bound}: {what}")));
                     }
                     Err(e) => return Err(e.into()),
                 };
-                self.store_program(&key, &big, stats);
                 (big, exe)
             }
         };

@@ -181,10 +181,17 @@ impl Signature {
     }
 }
 
+/// Marks a phase that ran at the same time as another: `"<name> (beside <other>)"` follows phase
+/// `<other>` in [`CompileStats::phases`] and overlapped it (the program cache's store beside the
+/// backend's load). A trace draws it from `<other>`'s start; it adds nothing to the compile's
+/// length.
+pub const BESIDE: &str = "(beside ";
+
 /// Wall time of each compile phase, seconds.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct CompileStats {
     /// `(phase, seconds)` in order: `specialize`, each pass, `schedule`, `backend_load`, ...
+    /// (phases named with [`BESIDE`] overlapped the phase they name)
     pub phases: Vec<(String, f64)>,
     /// The program came from the disk cache.
     pub cache_hit: bool,
@@ -493,11 +500,8 @@ impl CompiledGraph {
                 let breaks = if self.opts.graph_breaks { partition::detect(&g, self.backend.caps()) } else { vec![] };
                 if breaks.is_empty() {
                     let program = self.schedule_program(&g, stats, false)?;
-                    match self.load_program(&program, stats) {
-                        Ok(exe) => {
-                            self.store_program(&key, &program, stats);
-                            Exec::Whole { program, exe }
-                        }
+                    match self.load_and_store(&key, &program, stats) {
+                        Ok(exe) => Exec::Whole { program, exe },
                         Err(BackendError::Unsupported { what, .. }) if self.opts.graph_breaks => {
                             let breaks = segments::breaks_from_refusal(self.backend.name(), &g, &program, None, &what);
                             Exec::Split(segments::Segmented::build(self, &g, breaks, stats)?)

@@ -4,7 +4,7 @@
 //! The driver in `mod.rs` decides when these run (guards, dynamic attempts, graph breaks).
 
 use super::cache::{self, cache_store};
-use super::{CompileError, CompileStats, CompiledGraph, Signature, retype};
+use super::{BESIDE, CompileError, CompileStats, CompiledGraph, Signature, retype};
 use crate::backend::{BackendError, Executable, LoadOptions};
 use crate::error::Error;
 use crate::ir::{Graph as IrGraph, Op};
@@ -114,15 +114,42 @@ impl CompiledGraph {
         self.graph_constants.get_or_init(|| cache::GraphConstants::of(&self.graph))
     }
 
-    /// Stores `program` in the program cache under `key` (when there is a cache folder), as the
-    /// `program_cache_store` phase; a failure is logged, never an error.
-    pub(super) fn store_program(&self, key: &str, program: &Program, stats: &mut CompileStats) {
-        let Some(d) = self.opts.cache_dir.as_deref() else { return };
-        let t = Instant::now();
-        if let Err(e) = cache_store(d, key, program, self.graph_constants()) {
-            tracing::warn!(target: "sinter::cache", "could not store program {key}: {e}");
+    /// Loads `program` ([`Self::load_program`]) and stores it in the program cache under `key`
+    /// (when there is a cache folder) at the same time, on a thread of its own: the store (the
+    /// program's JSON and its constants' files: 0.05-0.06 s of a ViT-B/16 or GPT-2 cold compile on
+    /// an H200 host, session 28) runs beside the backend's compile instead of after it. A program
+    /// the backend does not load is not kept (the entry written is removed). The store is the
+    /// `program_cache_store (beside backend_load)` phase ([`BESIDE`]); its failure is logged, never
+    /// an error.
+    pub(super) fn load_and_store(
+        &self,
+        key: &str,
+        program: &Program,
+        stats: &mut CompileStats,
+    ) -> Result<Box<dyn Executable>, BackendError> {
+        let Some(d) = self.opts.cache_dir.as_deref() else { return self.load_program(program, stats) };
+        let store = || {
+            let t = Instant::now();
+            if let Err(e) = cache_store(d, key, program, self.graph_constants()) {
+                tracing::warn!(target: "sinter::cache", "could not store program {key}: {e}");
+            }
+            t.elapsed().as_secs_f64()
+        };
+        let (exe, stored_s) = std::thread::scope(|s| {
+            let storing = std::thread::Builder::new().name("sinter-cache-store".into()).spawn_scoped(s, store);
+            let exe = self.load_program(program, stats);
+            // A thread that cannot start leaves the store to this one, after the load.
+            let stored_s = match storing {
+                Ok(h) => h.join().unwrap_or(0.0),
+                Err(_) => store(),
+            };
+            (exe, stored_s)
+        });
+        stats.phases.push((format!("program_cache_store {BESIDE}backend_load)"), stored_s));
+        if exe.is_err() {
+            let _ = std::fs::remove_file(super::cache::cache_path(d, key));
         }
-        stats.phases.push(("program_cache_store".into(), t.elapsed().as_secs_f64()));
+        exe
     }
 
     /// The program cache key of `sig`; `extra` tells programs compiled for different purposes

@@ -63,7 +63,13 @@ impl CompiledGraph {
         let mut b = ProfileBuilder::new(name, self.backend.name(), pmode, device);
         let mut t = b.now_ns();
         for ev in self.events() {
+            // Each phase's start, for the phases that ran beside one (`BESIDE`).
+            let mut starts: Vec<(&str, f64)> = Vec::new();
             for (phase, secs) in &ev.stats.phases {
+                let beside = phase
+                    .split_once(super::BESIDE)
+                    .and_then(|(_, other)| starts.iter().rev().find(|(n, _)| Some(*n) == other.strip_suffix(')')))
+                    .map(|&(_, start)| start);
                 let category = match phase.as_str() {
                     "specialize" => SpanCategory::Capture,
                     "schedule" => SpanCategory::Fuse,
@@ -71,8 +77,12 @@ impl CompiledGraph {
                     _ => SpanCategory::Pass,
                 };
                 let detail = if ev.stats.cache_hit { "program cache hit".to_string() } else { ev.reason.clone() };
-                b.push_span(Span { name: phase.clone(), category, start_ns: t, dur_ns: secs * 1e9, detail });
-                t += secs * 1e9;
+                let start_ns = beside.unwrap_or(t);
+                b.push_span(Span { name: phase.clone(), category, start_ns, dur_ns: secs * 1e9, detail });
+                if beside.is_none() {
+                    starts.push((phase.as_str(), t));
+                    t += secs * 1e9;
+                }
             }
         }
         let programs = self.programs();

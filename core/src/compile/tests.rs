@@ -388,3 +388,56 @@ fn profile_records_contraction_kernels() {
         }
     }
 }
+
+/// The program cache's store runs beside the backend's load: its phase is marked so, and a
+/// profile draws it from the load's start instead of after it.
+#[test]
+fn the_cache_store_runs_beside_the_load() {
+    let dir = tmpdir("beside");
+    let g = softmax_graph(Dim::Static(4));
+    let c = compile(&g, Arc::new(InterpBackend::new()), opts(Some(dir.clone()))).unwrap();
+    let phases: Vec<String> = c.events()[0].stats.phases.iter().map(|p| p.0.clone()).collect();
+    let load = phases.iter().position(|p| p == "backend_load").expect("a load phase");
+    assert_eq!(phases[load + 1], "program_cache_store (beside backend_load)", "{phases:?}");
+    let x = HostTensor::random(DType::F32, vec![4, 37], 5, -1.0, 1.0);
+    let b = HostTensor::random(DType::F32, vec![37], 6, -1.0, 1.0);
+    let device = crate::profile::DeviceInfo::new("host", "interp", crate::profile::Ceilings::default());
+    let p = c.profile(&[x, b], 1, "beside", device).unwrap();
+    let span = |name: &str| p.compile_spans.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("{name}"));
+    let (l, st) = (span("backend_load"), span("program_cache_store (beside backend_load)"));
+    assert_eq!(st.start_ns, l.start_ns);
+    if let Some(next) = p.compile_spans.iter().skip_while(|s| s.name != st.name).nth(1) {
+        assert!((next.start_ns - (l.start_ns + l.dur_ns)).abs() < 1.0, "{next:?} starts at the load's end");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A backend that compiles nothing: every load fails.
+struct RefusingBackend(InterpBackend);
+
+impl Backend for RefusingBackend {
+    fn name(&self) -> &str {
+        "refusing"
+    }
+    fn device_name(&self) -> String {
+        "none".into()
+    }
+    fn caps(&self) -> &crate::kernel::Capabilities {
+        self.0.caps()
+    }
+    fn load(&self, _: &Program, _: Mode) -> Result<Box<dyn Executable>, BackendError> {
+        Err(BackendError::Device("out of device memory (test)".into()))
+    }
+}
+
+/// The store beside a load that fails keeps nothing: the next compile does not hit a program
+/// that was never loaded.
+#[test]
+fn a_program_whose_load_fails_is_not_kept() {
+    let dir = tmpdir("refused_store");
+    let g = softmax_graph(Dim::Static(4));
+    assert!(compile(&g, Arc::new(RefusingBackend(InterpBackend::new())), opts(Some(dir.clone()))).is_err());
+    let kept = std::fs::read_dir(dir.join("programs")).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(kept, 0, "no program entry after a failed load");
+    let _ = std::fs::remove_dir_all(&dir);
+}
