@@ -521,6 +521,12 @@ impl CudaBackend {
             cache.save();
             tuning_log = cache.log.clone();
         } else {
+            // The memory first (allocated, zeroed, constants uploaded), as before any device work
+            // of the load. Not beside NVRTC, on purpose: so (session 26, calls 4-9) a machine's
+            // first `device_dynamic` run hit an illegal address twice in 13 runs, cause not found;
+            // the memory is 0.04-0.11 s of GPT-2's and ViT-B/16's cold compiles (session 28).
+            mem = self.alloc_memory(&alloc_plan, opts, &stream, &mut times)?;
+            let args_of = |k: &Kernel| k.args.iter().map(|a| mem[alloc_of(a.buffer)].ptr()).collect::<Vec<u64>>();
             // Per kernel: the tuning, and why a matmul is not a library product.
             let plan: Vec<(Tuning, Option<String>)> = program
                 .kernels
@@ -582,23 +588,18 @@ impl CudaBackend {
             bodies.extend(epilogues.iter().map(|r| (r.name.as_str(), r.source.as_str())));
             let t0 = std::time::Instant::now();
             let plans_before = library::plan_seconds();
-            // NVRTC on its own threads while this one allocates the memory, uploads the
-            // constants and builds the library steps' plans (held until the steps below take
-            // them): none needs the others, and serially they were most of a transformer's cold
-            // compile (`library::prepare_plans`; the memory 0.04-0.11 s of GPT-2's and ViT-B/16's
-            // on an H200 host, session 28).
-            let (memory, mut compiled, _held_plans) = std::thread::scope(|s| {
+            // NVRTC on its own threads while this one builds the library steps' plans (held
+            // until the steps below take them): both need only the program, and serially they
+            // were most of a transformer's cold compile (`library::prepare_plans`).
+            let (mut compiled, _held_plans) = std::thread::scope(|s| {
                 let nvrtc = s.spawn(|| self.compile_all(&bodies, &cubins));
-                let memory = self.alloc_memory(&alloc_plan, opts, &stream, &mut times);
                 let library_kernels = program.kernels.iter().zip(&plan).filter(|(_, (t, _))| t.library.is_some());
                 let held = library::prepare_plans(library_kernels.map(|(k, _)| k), &stream, self.cuda_caps.sm);
                 let compiled = nvrtc.join().unwrap_or_else(|_| {
                     bodies.iter().map(|_| Err(BackendError::Device("the NVRTC thread panicked".into()))).collect()
                 });
-                (memory, compiled, held)
+                (compiled, held)
             });
-            mem = memory?;
-            let args_of = |k: &Kernel| k.args.iter().map(|a| mem[alloc_of(a.buffer)].ptr()).collect::<Vec<u64>>();
             times.nvrtc(t0, &bodies, &compiled);
             // The epilogues' results live in `cubins`' memory; a failed one fails its step below.
             compiled.truncate(own_bodies);

@@ -13,7 +13,7 @@
 
 use sinter_core::DType;
 use sinter_core::kernel::Capabilities;
-use sinter_core::schedule::{ConvShape, CostModel, DefaultCostModel};
+use sinter_core::schedule::{AttentionShape, ConvShape, CostModel, DefaultCostModel};
 
 use crate::render::WgslCaps;
 
@@ -29,19 +29,47 @@ pub struct WgslCostModel {
     /// The default, 256, is the largest WebGPU allows, so counts never fall below the renderer's (for
     /// binding limits of at least 256 bytes).
     pub storage_offset_alignment: u32,
+    /// Input dtypes whose fused attention runs on cooperative matrices (the adapter's f16 matrix
+    /// units, with the opt-in conversion for bf16 and f32): those always fuse. Empty by default.
+    pub coop_attention: Vec<DType>,
 }
+
+/// Queries and keys from which a non-causal attention on the FMA flash kernel stays three kernels
+/// ([`WgslCostModel::fuse_attention`]). Measured through Vulkan on an H200 (session 28,
+/// `scripts/session28/d7.sh`, f32, b8 h16): the fused kernel against three kernels at d64 0.155 /
+/// 0.152 ms at 256 keys, 0.568 / 0.452 at 512, 2.170 / 1.655 at 1024, 8.390 / 5.860 at 2048; at
+/// d128 0.753 / 0.235, 0.898 / 0.705, 3.371 / 2.645, 12.873 / 9.525. Below, in the models' own
+/// 128-197 tokens, the fused kernel won by 6-8% (session 27), as it did causal (1.28x at 2048 keys,
+/// d128: it skips the masked key tiles, the three kernels compute them).
+pub const UNFUSED_ATTENTION_MIN_KEYS: usize = 256;
+
+/// Most bytes of f32 scores per attention a non-causal chain may keep in memory to stay three
+/// kernels (2 GiB: b8 h16 at 2048 keys); above, the fused kernel keeps the memory bounded.
+pub const UNFUSED_ATTENTION_MAX_SCORE_BYTES: u64 = 2 << 30;
 
 impl Default for WgslCostModel {
     fn default() -> WgslCostModel {
-        WgslCostModel { base: DefaultCostModel::default(), storage_offset_alignment: MAX_STORAGE_OFFSET_ALIGNMENT }
+        WgslCostModel {
+            base: DefaultCostModel::default(),
+            storage_offset_alignment: MAX_STORAGE_OFFSET_ALIGNMENT,
+            coop_attention: Vec::new(),
+        }
     }
 }
 
 impl WgslCostModel {
     /// The cost model for an adapter with these renderer capabilities: binding counts exactly as the
-    /// renderer binds (its storage offset alignment), the default thresholds otherwise.
+    /// renderer binds (its storage offset alignment), attention on cooperative matrices where the
+    /// adapter has them, the default thresholds otherwise.
     pub fn for_caps(caps: &WgslCaps) -> WgslCostModel {
-        WgslCostModel { storage_offset_alignment: caps.storage_offset_alignment, ..WgslCostModel::default() }
+        let coop = caps.has_coop_matrix && caps.has_f16 && caps.has_subgroups;
+        let coop_attention =
+            [DType::F16, DType::BF16, DType::F32].into_iter().filter(|&d| coop && caps.runs_as_f16(d)).collect();
+        WgslCostModel {
+            storage_offset_alignment: caps.storage_offset_alignment,
+            coop_attention,
+            ..WgslCostModel::default()
+        }
     }
 }
 
@@ -79,8 +107,8 @@ impl CostModel for WgslCostModel {
         "wgsl"
     }
 
-    /// The default model's decisions but for these two. The renderer draws every attention body
-    /// (`render/attention.rs`), so attention fuses as the default model fuses it.
+    /// The default model's decisions but for the three below: binding counts, convolutions' im2col,
+    /// and attention fusion on the FMA flash kernel at long key lengths.
     fn base(&self) -> Option<&dyn CostModel> {
         Some(&self.base)
     }
@@ -88,6 +116,26 @@ impl CostModel for WgslCostModel {
     /// One binding per window of a split argument (see the module docs).
     fn bindings(&self, caps: &Capabilities, dtype: DType, numel: usize) -> usize {
         binding_count(caps.max_binding_bytes, self.storage_offset_alignment, dtype, numel)
+    }
+
+    /// The default model's fusion, except a non-causal chain of at least
+    /// [`UNFUSED_ATTENTION_MIN_KEYS`] queries and keys (measured so; decode is not) that the FMA
+    /// flash kernel would run (no cooperative
+    /// matrices for its dtype) and whose scores fit [`UNFUSED_ATTENTION_MAX_SCORE_BYTES`]: three
+    /// kernels were 1.26-1.43x faster there (see the constant).
+    fn fuse_attention(&self, attn: &AttentionShape, caps: &Capabilities) -> Result<String, String> {
+        let scores = (attn.batch * attn.heads * attn.m) as u64 * attn.kv as u64 * 4;
+        let fma = !(self.coop_attention.contains(&attn.dtype) && attn.m > 16);
+        let long = attn.m.min(attn.kv) >= UNFUSED_ATTENTION_MIN_KEYS;
+        if fma && long && !attn.causal && scores <= UNFUSED_ATTENTION_MAX_SCORE_BYTES {
+            return Err(format!(
+                "attention: three kernels, the {}x{} scores kept in memory ({scores} bytes): through WGSL the FMA \
+                 flash kernel is slower than the unfused products from {UNFUSED_ATTENTION_MIN_KEYS} keys \
+                 (1.26-1.43x at 512-2048, H200 over Vulkan)",
+                attn.m, attn.kv
+            ));
+        }
+        self.base.fuse_attention(attn, caps)
     }
 
     /// Keeps the im2col gather: the WGSL renderer draws no implicit im2col operands.
@@ -210,12 +258,49 @@ mod tests {
             assert_eq!(m.conv_as_matmul(&conv, &caps), d.conv_as_matmul(&conv, &caps));
             assert!(m.conv_implicit(&conv, &caps).unwrap_err().contains("WGSL renderer reads no im2col"));
         }
-        // The renderer draws every attention body, so WGSL fuses what the default model fuses.
-        for causal in [false, true] {
-            let attn = AttentionShape { batch: 2, heads: 4, m: 7, kv: 300, d: 64, dv: 64, dtype: DType::BF16, causal };
+        // Short key lengths and causal chains fuse as the default model fuses them.
+        for (kv, causal) in [(197, false), (300, true)] {
+            let attn = AttentionShape { batch: 2, heads: 4, m: 7, kv, d: 64, dv: 64, dtype: DType::BF16, causal };
             assert!(m.fuse_attention(&attn, &caps).is_ok());
             assert_eq!(m.fuse_attention(&attn, &caps), d.fuse_attention(&attn, &caps));
         }
+    }
+
+    /// Non-causal attention on the FMA flash kernel stays three kernels from 256 queries and keys, unless its
+    /// scores would take more than 2 GiB or it runs on cooperative matrices.
+    #[test]
+    fn long_attention_on_the_fma_kernel_stays_unfused() {
+        let caps = Capabilities::host();
+        let m = WgslCostModel::default();
+        let attn = |m_: usize, kv: usize, dtype: DType, causal: bool| AttentionShape {
+            batch: 8,
+            heads: 16,
+            m: m_,
+            kv,
+            d: 64,
+            dv: 64,
+            dtype,
+            causal,
+        };
+        let why = m.fuse_attention(&attn(1024, 1024, DType::F32, false), &caps).unwrap_err();
+        assert!(why.contains("three kernels") && why.contains("1024x1024"), "{why}");
+        assert!(m.fuse_attention(&attn(256, 256, DType::F32, false), &caps).is_err());
+        assert!(m.fuse_attention(&attn(255, 255, DType::F32, false), &caps).is_ok());
+        assert!(m.fuse_attention(&attn(1024, 1024, DType::F32, true), &caps).is_ok(), "causal fuses");
+        // 8 x 16 x 2048 x 4096 f32 scores are 4 GiB: fused, the memory stays bounded.
+        assert!(m.fuse_attention(&attn(2048, 4096, DType::F32, false), &caps).is_ok());
+        // An adapter with f16 cooperative matrices runs f16 attention on them: fused.
+        let coop = WgslCostModel::for_caps(&WgslCaps {
+            has_coop_matrix: true,
+            has_f16: true,
+            has_subgroups: true,
+            ..WgslCaps::baseline()
+        });
+        assert_eq!(coop.coop_attention, vec![DType::F16]);
+        assert!(coop.fuse_attention(&attn(1024, 1024, DType::F16, false), &caps).is_ok());
+        assert!(coop.fuse_attention(&attn(1024, 1024, DType::F32, false), &caps).is_err());
+        // Decode (one query row against many keys) was not measured unfused: it fuses.
+        assert!(m.fuse_attention(&attn(1, 4096, DType::F32, false), &caps).is_ok());
     }
 
     #[test]

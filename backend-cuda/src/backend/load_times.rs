@@ -9,8 +9,7 @@ use crate::nvrtc;
 pub(super) struct LoadTimes {
     /// Validating the program, binding the context, creating the stream.
     pub(super) setup_s: f64,
-    /// Allocating and zeroing memory, uploading constants not uploaded before: during the NVRTC
-    /// batch (so within `nvrtc_s`, not beside it).
+    /// Allocating and zeroing memory, uploading constants not uploaded before.
     pub(super) memory_s: f64,
     /// Of `memory_s`: getting the constants onto the device (uploads, or the compiled graph's
     /// copies from an earlier load), their count and bytes.
@@ -78,21 +77,21 @@ impl LoadTimes {
         let slow: Vec<String> = self.slowest.iter().map(|(s, n)| format!("{n} {s:.3}")).collect();
         tracing::info!(
             target: "sinter::compile",
-            "cuda load of {kernels} kernels in {:.3} s: setup {:.3} s; render {:.3} s; NVRTC {:.3} s for {} programs \
-             ({} from sinter's cubin cache, NVRTC's own cache {}; slowest: {}), memory {:.3} s beside it (constants: {} of {:.1} MB in {:.3} s); \
+            "cuda load of {kernels} kernels in {:.3} s: setup {:.3} s; render {:.3} s; memory {:.3} s (constants: {} of {:.1} MB in {:.3} s); \
+             NVRTC {:.3} s for {} programs ({} from sinter's cubin cache, NVRTC's own cache {}; slowest: {}); \
              own modules {:.3} s; {} library steps {:.3} s (plans {:.3} s); executable {:.3} s; other {:.3} s",
             self.total_s,
             self.setup_s,
             self.render_s,
+            self.memory_s,
+            self.constants,
+            self.constant_bytes as f64 / 1e6,
+            self.constants_s,
             self.nvrtc_s,
             self.programs,
             self.hits,
             if self.nvrtc_cache { "on" } else { "off" },
             slow.join(", "),
-            self.memory_s,
-            self.constants,
-            self.constant_bytes as f64 / 1e6,
-            self.constants_s,
             self.module_s,
             self.library_steps,
             self.library_s,
