@@ -18,3 +18,12 @@ ab_bench() {
   local ins=$(for i in /tmp/zoo/$1/input_*.npy; do echo -n "--input $i "; done)
   echo -n "$1 $2 $3: "; SINTER_CACHE_DIR=/tmp/sc_$3 timeout 60 $b bench --backend cuda --model $f $ins --precision $2 --no-calibrate 2>&1 | grep -vE "^#|^\s*$|^workload" | head -1 | cut -c1-150
 }
+# `zoo_export MODELS`: exports MODELS (comma-separated, e.g. gpt2,vit_b_16) at batch 8, base size,
+# legacy exporter, into /tmp/zoo (kept, with saved inputs), checks sinter against torch once, and
+# prints each model's PASS line: what `ab_bench` and the scripts' own loops then read.
+zoo_export() {
+  echo "== exports of $1 ($SECONDS s)"
+  OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 240 python3 onnx/models/zoo_check.py \
+    --bin "$B" --models "$1" --base --work /tmp/zoo --keep --exporters legacy --batch 8 \
+    --no-torch-timing --iters 3 2>&1 | grep -E "^[a-z0-9_]+ +legacy +PASS" | cut -c1-100
+}

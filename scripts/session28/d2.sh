@@ -6,10 +6,7 @@
 source scripts/device_env.sh
 tar xJf .pack/srcs.tar.xz -C /tmp
 export INC=/usr/local/cuda/include LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-echo "== exports ($SECONDS s)"
-OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 240 python3 onnx/models/zoo_check.py \
-  --bin "$B" --models gpt2,vit_b_16,resnet50 --base --work /tmp/zoo --keep --exporters legacy --batch 8 \
-  --no-torch-timing --iters 3 2>&1 | grep -E "^(gpt2|vit_b_16|resnet50) " | cut -c1-160
+zoo_export gpt2,vit_b_16,resnet50
 for m in gpt2 vit_b_16; do
   f=/tmp/zoo/$m/legacy/model.onnx; ins=$(for i in /tmp/zoo/$m/input_*.npy; do echo -n "--input $i "; done)
   rm -rf /tmp/sc_m /tmp/dbg_$m; SINTER_CACHE_DIR=/tmp/sc_m SINTER_DEBUG=/tmp/dbg_$m timeout 90 $B bench --backend cuda --model $f $ins --precision bf16 --iters 3 --warmup 1 --no-calibrate 2>&1 | grep -E "^model" | cut -c1-140

@@ -6,10 +6,7 @@
 source scripts/device_env.sh
 tar xJf .pack/srcs.tar.xz -C /tmp
 export INC=/usr/local/cuda/include LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-echo "== exports ($SECONDS s)"
-OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 240 python3 onnx/models/zoo_check.py \
-  --bin "$B" --models gpt2,vit_b_16,resnet50 --base --work /tmp/zoo --keep --exporters legacy --batch 8 \
-  --no-torch-timing --iters 3 2>&1 | grep -E "^(gpt2|vit_b_16|resnet50) +legacy +PASS" | cut -c1-100
+zoo_export gpt2,vit_b_16,resnet50
 for mp in vit_b_16:bf16 gpt2:bf16 resnet50:f32; do
   m=${mp%%:*}; p=${mp##*:}
   f=/tmp/zoo/$m/legacy/model.onnx; ins=$(for i in /tmp/zoo/$m/input_*.npy; do echo -n "--input $i "; done)

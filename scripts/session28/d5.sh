@@ -21,10 +21,7 @@ for m in vit_b_16 gpt2 resnet50; do
   JOBS=1 /tmp/srcs/nvrtc_par thread 16 $D | sort -k4 -rn | head -3
 done
 unset CUDA_CACHE_DISABLE
-echo "== exports ($SECONDS s)"
-OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 240 python3 onnx/models/zoo_check.py \
-  --bin "$B" --models gpt2,vit_b_16 --base --work /tmp/zoo --keep --exporters legacy --batch 8 \
-  --no-torch-timing --iters 3 2>&1 | grep -E "^(gpt2|vit_b_16) +legacy +PASS" | cut -c1-100
+zoo_export gpt2,vit_b_16
 for m in vit_b_16 gpt2; do for r in 1 2; do for v in old new; do
   rm -rf /tmp/sc_$v; ab_bench $m bf16 $v
 done; done; done

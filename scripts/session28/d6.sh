@@ -9,10 +9,7 @@ echo "== tests ($SECONDS s)"
 for t in suite device device_attention; do
   echo "-- $t: $(timeout 300 .cudatest/$t 2>&1 | grep -E '^test result|FAILED|panicked' | head -5 | tr '\n' ' ')"
 done
-echo "== exports ($SECONDS s)"
-OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 240 python3 onnx/models/zoo_check.py \
-  --bin "$B" --models gpt2,vit_b_16 --base --work /tmp/zoo --keep --exporters legacy --batch 8 \
-  --no-torch-timing --iters 3 2>&1 | grep -E "^(gpt2|vit_b_16) +legacy +PASS" | cut -c1-100
+zoo_export gpt2,vit_b_16
 for m in vit_b_16 gpt2; do
   f=/tmp/zoo/$m/legacy/model.onnx; ins=$(for i in /tmp/zoo/$m/input_*.npy; do echo -n "--input $i "; done)
   for r in 1 2; do for v in old new; do

@@ -13,10 +13,7 @@ echo "== WGSL attention ($SECONDS s)"
 for w in attention_b8h16s1024d64_bf16 attention_causal_b8h16s2048d128_bf16; do
   SINTER_REQUIRE_GPU=1 SINTER_CACHE_DIR=/tmp/sc_w timeout 120 $B bench --backend wgsl --workload $w --iters 10 --warmup 2 --no-calibrate 2>&1 | grep -E "^$w|attention|matmul|softmax" | head -5 | cut -c1-150
 done
-echo "== exports ($SECONDS s)"
-OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 240 python3 onnx/models/zoo_check.py \
-  --bin "$B" --models gpt2,vit_b_16 --base --work /tmp/zoo --keep --exporters legacy --batch 8 \
-  --no-torch-timing --iters 3 2>&1 | grep -E "^(gpt2|vit_b_16) +legacy +PASS" | cut -c1-100
+zoo_export gpt2,vit_b_16
 for m in vit_b_16 gpt2; do for r in 1 2; do for v in old new; do
   rm -rf /tmp/sc_$v; ab_bench $m bf16 $v
 done; done; done
