@@ -14,58 +14,19 @@
 
 use sinter_core::DType;
 use sinter_core::backend::{LoadOptions, Mode};
-use sinter_core::ir::BinaryOp;
-use sinter_core::kernel::{Access, AttentionBody, AttnOperand, Expr, Index, Program, Var};
-use sinter_core::testsuite::builder::{KernelBuilder, ProgramBuilder, st};
+use sinter_core::kernel::Program;
+use sinter_core::testsuite::programs::{AttnCase, attention, attention_packed_qkv};
 use sinter_cuda::nvrtc::{self, Target};
 use sinter_cuda::render;
 use std::process::ExitCode;
 
-/// One attention kernel over `batch x heads` heads of `seq` tokens, head dimension 64.
-pub fn program(batch: usize, heads: usize, seq: usize, packed: bool) -> Program {
-    let hd = 64;
-    let e = heads * hd;
-    let mut p = ProgramBuilder::new();
-    let mut kb = KernelBuilder::new("k0_attention", &["attention"]);
-    let (q, k, v) = if packed {
-        let x = p.input("qkv", DType::BF16, &[seq, batch, 3 * e]);
-        let ax = kb.arg(&p, x, Access::Read);
-        let op = |off| AttnOperand { arg: ax, offset: off, s_batch: 3 * e, s_head: hd, s_row: batch * 3 * e, group: 1 };
-        (op(0), op(e), op(2 * e))
+/// One attention kernel over `batch x heads` heads of `seq` tokens, head dimension 64, bf16.
+fn program(batch: usize, heads: usize, seq: usize, packed: bool) -> Program {
+    if packed {
+        attention_packed_qkv(batch, heads, seq, 64, DType::BF16)
     } else {
-        let mut op = |name: &str| {
-            let b = p.input(name, DType::BF16, &[batch, heads, seq, hd]);
-            let arg = kb.arg(&p, b, Access::Read);
-            AttnOperand { arg, offset: 0, s_batch: heads * seq * hd, s_head: seq * hd, s_row: hd, group: 1 }
-        };
-        (op("q"), op("k"), op("v"))
-    };
-    let y = p.output("y", DType::BF16, &[batch, heads, seq, hd]);
-    let ay = kb.arg(&p, y, Access::Write);
-    let raw = kb.e(Expr::Acc(1), DType::F32);
-    let scale = kb.konst(0.125, DType::F32);
-    let score = kb.e(Expr::Binary(BinaryOp::Mul, raw, scale), DType::F32);
-    let out = kb.e(Expr::Acc(0), DType::F32);
-    let outd = kb.e(Expr::Cast(out), DType::BF16);
-    let at =
-        Index::var(Var::Batch).mul((seq * hd) as i64).add(Index::var(Var::M).mul(hd as i64)).add(Index::var(Var::N));
-    p.kernel(kb.attention(AttentionBody {
-        batch,
-        heads,
-        m: seq,
-        kv: seq,
-        d: hd,
-        dv: hd,
-        q,
-        k,
-        v,
-        in_dtype: DType::BF16,
-        p_dtype: DType::BF16,
-        score,
-        causal: None,
-        stores: vec![st(ay, at, outd)],
-    }));
-    p.build_checked()
+        attention(&AttnCase::new(batch, heads, seq, seq, 64, DType::BF16))
+    }
 }
 
 fn main() -> ExitCode {

@@ -10,7 +10,7 @@ mod common;
 use common::nvrtc_available;
 use sinter_core::DType;
 use sinter_core::kernel::{Kernel, KernelBody};
-use sinter_core::testsuite::programs::{AttnCase, AttnMask, attention};
+use sinter_core::testsuite::programs::{AttnCase, AttnMask, attention, attention_packed_qkv};
 use sinter_cuda::nvrtc::{self, Target};
 use sinter_cuda::render::{self, AttnEngine, AttnTile, CudaCaps, Rendered, Tuning, candidates, check_tuning};
 
@@ -273,6 +273,28 @@ fn every_template_and_candidate_compiles_without_spills() {
     eprintln!("{}", report.join("\n"));
     let spills: Vec<&String> = report.iter().filter(|l| l.starts_with("SPILL")).collect();
     assert!(spills.is_empty(), "spills or stack frames:\n{spills:#?}");
+}
+
+/// ViT-B/16's own layout (q, k and v views of its packed in-projection) at two key tiles and
+/// fewer: every candidate compiles without a spill or a serialized `wgmma` (session 28: the
+/// persistent default serialized there, C7512).
+#[test]
+fn packed_qkv_heads_compile_without_spills() {
+    if !nvrtc_available("NVRTC compiles") {
+        return;
+    }
+    let caps = CudaCaps::hopper();
+    let mut report = Vec::new();
+    for seq in [197, 256] {
+        let p = attention_packed_qkv(2, 12, seq, 64, DType::BF16);
+        let k = &p.kernels[0];
+        for t in candidates(k, &caps) {
+            let r = render::render(k, &caps, &t).unwrap_or_else(|e| panic!("packed {seq} {t:?}: {e}"));
+            report.push(compile(&format!("packed {seq} {t:?}"), &r));
+        }
+    }
+    let spills: Vec<&String> = report.iter().filter(|l| l.starts_with("SPILL")).collect();
+    assert!(spills.is_empty(), "spills or serialized wgmma:\n{spills:#?}");
 }
 
 #[test]

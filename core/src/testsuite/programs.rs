@@ -211,6 +211,46 @@ pub fn attention(c: &AttnCase) -> Program {
     p.build_checked()
 }
 
+/// One fused attention kernel reading q, k and v as views of one `[seq, batch, 3 * heads * d]`
+/// buffer (`[seq, batch, 3, heads, d]`: the packed in-projection of a legacy-exported
+/// `nn.MultiheadAttention`, as torchvision's ViT reads it), self-attention over `seq` tokens,
+/// scores scaled by `1/sqrt(d)`, output `[batch, heads, seq, d]`. Compile and tile probes use it
+/// (the layout changes the kernel's address arithmetic, and with it ptxas's register budget).
+pub fn attention_packed_qkv(batch: usize, heads: usize, seq: usize, d: usize, dtype: DType) -> Program {
+    use crate::kernel::{AttentionBody, AttnOperand};
+    let e = heads * d;
+    let mut p = ProgramBuilder::new();
+    let x = p.input("qkv", dtype, &[seq, batch, 3 * e]);
+    let y = p.output("y", dtype, &[batch, heads, seq, d]);
+    let mut kb = KernelBuilder::new("k0_attention", &["attention"]);
+    let ax = kb.arg(&p, x, Access::Read);
+    let ay = kb.arg(&p, y, Access::Write);
+    let op = |offset| AttnOperand { arg: ax, offset, s_batch: 3 * e, s_head: d, s_row: batch * 3 * e, group: 1 };
+    let raw = kb.e(Expr::Acc(1), DType::F32);
+    let scale = kb.konst(1.0 / (d as f64).sqrt(), DType::F32);
+    let score = kb.e(Expr::Binary(BinaryOp::Mul, raw, scale), DType::F32);
+    let out = kb.e(Expr::Acc(0), DType::F32);
+    let outd = kb.e(Expr::Cast(out), dtype);
+    let at = Index::var(Var::Batch).mul((seq * d) as i64).add(Index::var(Var::M).mul(d as i64)).add(Index::var(Var::N));
+    p.kernel(kb.attention(AttentionBody {
+        batch,
+        heads,
+        m: seq,
+        kv: seq,
+        d,
+        dv: d,
+        q: op(0),
+        k: op(e),
+        v: op(2 * e),
+        in_dtype: dtype,
+        p_dtype: dtype,
+        score,
+        causal: None,
+        stores: vec![st(ay, at, outd)],
+    }));
+    p.build_checked()
+}
+
 /// The graph [`attention`] computes, written out unfused (`softmax(q k^T * scale + mask) v`, GQA
 /// heads repeated, BSHD inputs transposed), for the CPU reference.
 pub fn attention_graph(c: &AttnCase) -> crate::ir::Graph {
