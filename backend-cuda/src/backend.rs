@@ -46,6 +46,7 @@ mod conv;
 mod exec;
 mod library;
 mod load_times;
+mod memory;
 mod tune;
 
 pub use exec::CudaExecutable;
@@ -365,41 +366,6 @@ impl CudaBackend {
     fn epilogue_source(&self, k: &Kernel) -> Option<Rendered> {
         let e = library::epilogue_kernel(k, self.cuda_caps.sm)?;
         render::render(&e, &self.cuda_caps, &Tuning::default()).ok()
-    }
-
-    /// The program's memory by the allocation plan: constants through `opts.constants` (uploaded
-    /// once per compiled graph), the rest allocated on `stream` and zeroed; its time and the
-    /// constants' count, bytes and time into `times`.
-    fn alloc_memory(
-        &self,
-        plan: &alloc::AllocationPlan,
-        opts: &LoadOptions,
-        stream: &Arc<Stream>,
-        times: &mut LoadTimes,
-    ) -> Result<Vec<Memory>, BackendError> {
-        let t0 = std::time::Instant::now();
-        let mut mem = Vec::with_capacity(plan.allocations.len());
-        for a in &plan.allocations {
-            mem.push(match &a.role {
-                AllocRole::Constant(t) => {
-                    let t1 = std::time::Instant::now();
-                    let tensor = opts.constants.get_or_upload("cuda", t, |t| self.upload(t))?;
-                    let b = cuda_buffer(&tensor, &self.dev, &a.label)?;
-                    exec::wait_for(b, stream, None)?;
-                    times.constants += 1;
-                    times.constant_bytes += a.bytes;
-                    times.constants_s += t1.elapsed().as_secs_f64();
-                    Memory::Shared { ptr: b.ptr(), _tensor: tensor }
-                }
-                _ => {
-                    let b = stream.alloc(a.bytes)?;
-                    stream.fill(b.ptr(), 0, a.bytes, &a.label)?;
-                    Memory::Own(b)
-                }
-            });
-        }
-        times.memory_s = t0.elapsed().as_secs_f64();
-        Ok(mem)
     }
 
     /// As [`Backend::load_with`], returning the concrete executable.
