@@ -404,10 +404,13 @@ impl CudaBackend {
         let cubins = CubinCache::open(cache_dir.as_deref()).with_nvrtc_cache(!opts.bypass_compiler_caches);
         let mut kernels = Vec::with_capacity(program.kernels.len());
         let mut tuning_log = Vec::new();
-        let mem: Vec<Memory>;
+        // The memory first (allocated, zeroed, constants uploaded), before any other device work
+        // of the load. Not beside NVRTC, on purpose: so (session 26, calls 4-9) a machine's first
+        // `device_dynamic` run hit an illegal address twice in 13 runs, cause not found; the
+        // memory is 0.04-0.11 s of GPT-2's and ViT-B/16's cold compiles (session 28).
+        let mem = self.alloc_memory(&alloc_plan, opts, &stream, &mut times)?;
+        let args_of = |k: &Kernel| k.args.iter().map(|a| mem[alloc_of(a.buffer)].ptr()).collect::<Vec<u64>>();
         if opts.mode == Mode::MaxAutotune {
-            mem = self.alloc_memory(&alloc_plan, opts, &stream, &mut times)?;
-            let args_of = |k: &Kernel| k.args.iter().map(|a| mem[alloc_of(a.buffer)].ptr()).collect::<Vec<u64>>();
             let caps = &self.cuda_caps;
             let mut cache = TuneCache::open(cache_dir.as_deref(), "cuda", &self.dev.info().key(), |t: &Tuning| {
                 plausible_tuning(t, caps)
@@ -487,12 +490,6 @@ impl CudaBackend {
             cache.save();
             tuning_log = cache.log.clone();
         } else {
-            // The memory first (allocated, zeroed, constants uploaded), as before any device work
-            // of the load. Not beside NVRTC, on purpose: so (session 26, calls 4-9) a machine's
-            // first `device_dynamic` run hit an illegal address twice in 13 runs, cause not found;
-            // the memory is 0.04-0.11 s of GPT-2's and ViT-B/16's cold compiles (session 28).
-            mem = self.alloc_memory(&alloc_plan, opts, &stream, &mut times)?;
-            let args_of = |k: &Kernel| k.args.iter().map(|a| mem[alloc_of(a.buffer)].ptr()).collect::<Vec<u64>>();
             // Per kernel: the tuning, and why a matmul is not a library product.
             let plan: Vec<(Tuning, Option<String>)> = program
                 .kernels

@@ -120,9 +120,9 @@ impl CostModel for WgslCostModel {
 
     /// The default model's fusion, except a non-causal chain of at least
     /// [`UNFUSED_ATTENTION_MIN_KEYS`] queries and keys (measured so; decode is not) that the FMA
-    /// flash kernel would run (no cooperative
-    /// matrices for its dtype) and whose scores fit [`UNFUSED_ATTENTION_MAX_SCORE_BYTES`]: three
-    /// kernels were 1.26-1.43x faster there (see the constant).
+    /// flash kernel would run (no cooperative matrices for its dtype) and whose scores fit
+    /// [`UNFUSED_ATTENTION_MAX_SCORE_BYTES`]: three kernels were 1.26-1.43x faster there (see the
+    /// constant).
     fn fuse_attention(&self, attn: &AttentionShape, caps: &Capabilities) -> Result<String, String> {
         let scores = (attn.batch * attn.heads * attn.m) as u64 * attn.kv as u64 * 4;
         let fma = !(self.coop_attention.contains(&attn.dtype) && attn.m > 16);

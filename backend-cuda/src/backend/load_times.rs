@@ -77,16 +77,16 @@ impl LoadTimes {
         let slow: Vec<String> = self.slowest.iter().map(|(s, n)| format!("{n} {s:.3}")).collect();
         tracing::info!(
             target: "sinter::compile",
-            "cuda load of {kernels} kernels in {:.3} s: setup {:.3} s; render {:.3} s; memory {:.3} s (constants: {} of {:.1} MB in {:.3} s); \
+            "cuda load of {kernels} kernels in {:.3} s: setup {:.3} s; memory {:.3} s (constants: {} of {:.1} MB in {:.3} s); render {:.3} s; \
              NVRTC {:.3} s for {} programs ({} from sinter's cubin cache, NVRTC's own cache {}; slowest: {}); \
              own modules {:.3} s; {} library steps {:.3} s (plans {:.3} s); executable {:.3} s; other {:.3} s",
             self.total_s,
             self.setup_s,
-            self.render_s,
             self.memory_s,
             self.constants,
             self.constant_bytes as f64 / 1e6,
             self.constants_s,
+            self.render_s,
             self.nvrtc_s,
             self.programs,
             self.hits,
@@ -103,7 +103,13 @@ impl LoadTimes {
 
     /// The load's time outside the listed parts (the tuning decisions, bookkeeping).
     fn other_s(&self) -> f64 {
-        let parts = self.setup_s + self.render_s + self.nvrtc_s + self.module_s + self.library_s + self.executable_s;
+        let parts = self.setup_s
+            + self.memory_s
+            + self.render_s
+            + self.nvrtc_s
+            + self.module_s
+            + self.library_s
+            + self.executable_s;
         (self.total_s - parts).max(0.0)
     }
 }

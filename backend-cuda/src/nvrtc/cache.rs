@@ -165,10 +165,14 @@ impl CubinCache {
     }
 
     /// The cache key of `source` compiled for `target` with this NVRTC (hex blake3 of the
-    /// source, architecture, NVRTC version and option list).
+    /// source, architecture, NVRTC version and option list). Whether NVRTC's own cache was
+    /// allowed ([`Target::nvrtc_cache`]) is not part of it: the cubin is the same either way, and
+    /// a warm load after a cold compile that bypassed NVRTC's cache must find what it compiled
+    /// (keyed apart, `sinter bench`'s warm start compiled everything again, 0.52 s for the d64
+    /// attention workload against 0.049 once NVRTC's cache held it; session 28).
     pub fn key(source: &str, target: &Target) -> Result<String, NvrtcError> {
         let (major, minor) = version()?;
-        let opts = options(target, source)?;
+        let opts = options(&Target { nvrtc_cache: true, ..target.clone() }, source)?;
         Ok(key_of(source, &target.arch(), (major, minor), &opts))
     }
 
