@@ -59,7 +59,7 @@ use crate::device::{CudaBuffer, CudaCalibration, Device, DeviceInfo, Launch, Str
 use crate::nvrtc::{self, CubinCache, NvrtcError};
 use crate::render::{self, CudaCaps, Rendered, Tuning};
 use cudarc::driver::CudaFunction;
-use exec::{IoSlot, LoadedKernel, Memory};
+use exec::{IoSlot, LoadedKernel};
 use sinter_core::DType;
 use sinter_core::backend::{Backend, BackendError, DeviceTensor, Executable, KernelResources, LoadOptions, Mode};
 use sinter_core::kernel::alloc::{self, AllocRole};
