@@ -5,6 +5,12 @@
 # build (`.bench/sinter_old`) and `ab_bench`, and the device named first.
 set -uo pipefail
 mkdir -p "$OUT"; exec > >(tee "$OUT/log") 2>&1
+# Vulkan for WGSL on the GPU, where the loader's packages are carried (`.gl/*.deb`): unpacked,
+# and NVIDIA's ICD named.
+if compgen -G ".gl/*.deb" > /dev/null; then
+  for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+  [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+fi
 tar xJf .pack/bins.tar.xz
 export XDG_RUNTIME_DIR=/tmp SINTER_CACHE_DIR=/tmp/sc SINTER_CUDA_INCLUDE=/usr/local/cuda/include PYTHONUNBUFFERED=1 SINTER_REQUIRE_CUDA=1 SINTER_REQUIRE_NVRTC=1
 B=$PWD/.bench/sinter

@@ -4,13 +4,8 @@
 # process wall, `bench --model`'s device and wall time per run, `profile --model`'s kernels;
 # (b) the WGSL attention workloads: the fused defaults against the three-kernel path;
 # (c) add_relu_mul: sinter's kernel and torch.compile's under ncu.
-for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
-[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 source scripts/device_env.sh
-echo "== exports ($SECONDS s)"
-OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 200 python3 onnx/models/zoo_check.py \
-  --bin "$B" --models gpt2,bert --base --work /tmp/zoo --keep --exporters legacy --batch 8 \
-  --no-torch-timing --iters 3 2>&1 | grep -E "^(gpt2|bert) " | cut -c1-160
+zoo_export gpt2,bert
 export SINTER_REQUIRE_GPU=1
 for m in gpt2 bert; do
   d=/tmp/zoo/$m; ins=""; bins=""; for i in $d/input_*.npy; do ins="$ins -i $i"; bins="$bins --input $i"; done

@@ -3,13 +3,8 @@
 # small f32); (b) max-autotune's matmul tiles for GPT-2 through WGSL (the half tiles among the
 # candidates; SINTER_LOG=autotune); (c) WGSL attention unfused (three kernels) against the fused
 # default; (d) the issue 10/12 table: `sinter bench --backend cuda` beside torch_anchor.py.
-for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
-[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 source scripts/device_env.sh
-echo "== exports ($SECONDS s)"
-OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 200 python3 onnx/models/zoo_check.py \
-  --bin "$B" --models gpt2,bert --base --work /tmp/zoo --keep --exporters legacy --batch 8 \
-  --no-torch-timing --iters 3 2>&1 | grep -E "^(gpt2|bert) .*dynamic" | cut -c1-160
+zoo_export gpt2,bert
 export SINTER_REQUIRE_GPU=1
 for m in gpt2 bert; do
   d=/tmp/zoo/$m; ins=""; bins=""; for i in $d/input_*.npy; do ins="$ins -i $i"; bins="$bins --input $i"; done

@@ -3,13 +3,8 @@
 # matmul tiles (half-height 32x64 where 64x128 gives fewer than 128 tiles), default and
 # max-autotune; (b) every attention tile max-autotune times for the d64 and causal d128
 # workloads through WGSL (SINTER_LOG=autotune), against the three-kernel path.
-for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
-[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 source scripts/device_env.sh
-echo "== exports ($SECONDS s)"
-OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 200 python3 onnx/models/zoo_check.py \
-  --bin "$B" --models gpt2,bert --base --work /tmp/zoo --keep --exporters legacy --batch 8 \
-  --no-torch-timing --iters 3 2>&1 | grep -E "^(gpt2|bert) .*dynamic" | cut -c1-160
+zoo_export gpt2,bert
 export SINTER_REQUIRE_GPU=1
 for m in gpt2 bert; do
   d=/tmp/zoo/$m; bins=""; for i in $d/input_*.npy; do bins="$bins --input $i"; done

@@ -2,13 +2,8 @@
 # Session 27, device call 4: GPT-2 small, BERT-base and ViT-B/16 (f32, batch 8) through WGSL:
 # the new build (32-row attention tiles below 1024 workgroups of 64 rows), the session's first
 # build (old), and the new one with attention unfused (SINTER_FUSE_ATTENTION=0), alternating.
-for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
-[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 source scripts/device_env.sh
-echo "== exports ($SECONDS s)"
-OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 240 python3 onnx/models/zoo_check.py \
-  --bin "$B" --models gpt2,bert,vit_b_16 --base --work /tmp/zoo --keep --exporters legacy --batch 8 \
-  --no-torch-timing --iters 3 2>&1 | grep -E "^(gpt2|bert|vit_b_16) .*dynamic" | cut -c1-160
+zoo_export gpt2,bert,vit_b_16
 export SINTER_REQUIRE_GPU=1
 for m in gpt2 bert vit_b_16; do
   d=/tmp/zoo/$m; bins=""; for i in $d/input_*.npy; do bins="$bins --input $i"; done

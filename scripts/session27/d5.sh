@@ -2,13 +2,8 @@
 # Session 27, device call 5: ViT-B/16, GPT-2 small and BERT-base (f32, batch 8) through WGSL with
 # 64x128 matmul tiles only from 256 of them (old = call 4's build: from 128), alternating; ViT's
 # max-autotune for what it picks.
-for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
-[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 source scripts/device_env.sh
-echo "== exports ($SECONDS s)"
-OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 240 python3 onnx/models/zoo_check.py \
-  --bin "$B" --models gpt2,bert,vit_b_16 --base --work /tmp/zoo --keep --exporters legacy --batch 8 \
-  --no-torch-timing --iters 3 2>&1 | grep -E "^(gpt2|bert|vit_b_16) .*dynamic" | cut -c1-160
+zoo_export gpt2,bert,vit_b_16
 export SINTER_REQUIRE_GPU=1
 for m in vit_b_16 gpt2 bert; do
   d=/tmp/zoo/$m; bins=""; for i in $d/input_*.npy; do bins="$bins --input $i"; done

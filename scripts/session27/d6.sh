@@ -3,8 +3,6 @@
 # f32 output with the session's default tiles (the zoo, --backend wgsl); (b) `sinter profile`
 # through WGSL recording on a fresh device after its compile (GPT-2 small); `sinter run`;
 # (c) the CUDA shared suite and `device` tests (no CUDA change this session: a check).
-for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
-[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 source scripts/device_env.sh
 echo "== (a) the zoo through WGSL ($SECONDS s)"
 export SINTER_REQUIRE_GPU=1

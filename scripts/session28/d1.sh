@@ -23,9 +23,7 @@ for w in add_relu_mul_10M_f32 attention_b8h16s1024d64_bf16; do
 done
 unset CUDA_CACHE_PATH
 echo "== (c) exports ($SECONDS s)"
-OMP_WAIT_POLICY=PASSIVE SINTER_CACHE_DIR=/tmp/sc_zoo timeout 200 python3 onnx/models/zoo_check.py \
-  --bin "$B" --models gpt2,vit_b_16 --base --work /tmp/zoo --keep --exporters legacy --batch 8 \
-  --no-torch-timing --iters 3 2>&1 | grep -E "^(gpt2|vit_b_16) " | cut -c1-160
+zoo_export gpt2,vit_b_16
 for m in gpt2 vit_b_16; do
   f=/tmp/zoo/$m/legacy/model.onnx; ins=$(for i in /tmp/zoo/$m/input_*.npy; do echo -n "--input $i "; done)
   for r in 1 2; do

@@ -2,8 +2,6 @@
 # Session 28, device call 7: WGSL through Vulkan, attention fused (the FMA flash kernel) against
 # three kernels (SINTER_FUSE_ATTENTION=0), f32, b8 h16, 256-2048 tokens, head dims 64 and 128
 # (`.pack/attn/attn_s{S}_d{D}.onnx`, random inputs), alternating.
-for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
-[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 source scripts/device_env.sh
 export SINTER_REQUIRE_GPU=1
 for d in 64 128; do for s in 256 512 1024 2048; do

@@ -3,8 +3,6 @@
 # twice (the load's memory back before NVRTC); through WGSL over Vulkan the d64 attention
 # workload (now three kernels by the cost model) and the causal one (fused); ViT-B/16 and GPT-2
 # small bf16 cold compiles, old = the tile change only (3c75ac5) against this build.
-for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
-[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 source scripts/device_env.sh
 for t in suite device device_dynamic device_dynamic; do
   echo "-- $t: $(timeout 300 .cudatest/$t 2>&1 | grep -E '^test result|FAILED|panicked' | head -5 | tr '\n' ' ')"
