@@ -567,6 +567,9 @@ fn pointwise_groups_per_thread() {
     assert!(invalid(red, Tuning { groups: Some(2), ..Tuning::default() }).contains("pointwise"));
 }
 
+/// The built-in workloads at their benchmark sizes take the fast paths, and each of their sources
+/// compiles (NVRTC, where present; `SINTER_CUDA_DUMP` writes them: the sources a cold compile of
+/// `sinter bench` sees).
 #[test]
 fn benchmark_sizes_take_the_fast_paths() {
     let want = [
@@ -581,6 +584,8 @@ fn benchmark_sizes_take_the_fast_paths() {
         // blocks on 132 SMs), not the scheduler's two kernels.
         ("sum_64M_f32", "reduce split 1041 block 256 vec4"),
         ("matmul_4096_f32", "matmul 128x128x8 8x8"),
+        // 100 deep: the whole reduction in one step (`WHOLE_K_MAX`).
+        ("matmul_softmax_100_f32", "matmul 32x32x100 4x4"),
         ("matmul_8192_bf16", "wgmma-tma 128x256x64 c2 s3"),
         ("mlp_8192x4096x16384_bf16", "wgmma-tma 128x256x64 c2 s3"),
         ("matmul_softmax_4096_bf16", "wgmma-tma 128x256x64 c2 s3"),
@@ -595,7 +600,11 @@ fn benchmark_sizes_take_the_fast_paths() {
         let got: Vec<String> = p
             .kernels
             .iter()
-            .map(|k| render::render(k, &hopper(), &Tuning::default()).unwrap_or_else(|e| panic!("{e}")).strategy)
+            .map(|k| {
+                let r = render::render(k, &hopper(), &Tuning::default()).unwrap_or_else(|e| panic!("{e}"));
+                compile(name, &r);
+                r.strategy
+            })
             .collect();
         assert!(got.iter().any(|s| s.starts_with(strategy)), "{name}: {got:?}");
     }

@@ -5,7 +5,9 @@
 //! each `tm x tn` outputs held in registers. Per step of `bk` along k, the block stages the A tile
 //! (stored k-major, `[bk][bm + 4]`) and the B tile (`[bk][bn + 4]`) in shared memory, converted to
 //! the accumulator type and zero-filled past the edges; the next step's elements are loaded into
-//! registers while the current tiles are multiplied (one barrier pair per step). A thread's rows
+//! registers while the current tiles are multiplied (one barrier pair per step). A tile that takes
+//! the whole reduction in one step copies its operands straight into shared memory with `cp.async`
+//! where their type allows ([`direct_copy_bytes`]). A thread's rows
 //! are `tm / 4` runs of 4, `bm / (tm / 4)` apart (likewise its columns), read from shared memory as
 //! 16-byte vectors without bank conflicts. Operands are read through their strides (any layout),
 //! each global load coalesced along the operand's contiguous dimension. f32 accumulates with
@@ -285,64 +287,45 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     em.line(format!("acc[i][j] = {};", tc.zero()));
     em.close();
     em.close();
-    let (pa, pb) = (bm * bk / threads, bn * bk / threads);
-    em.line(if u64::from(bk) < kd {
-        "// the next step's operand elements, loaded while the current tiles are multiplied"
+    if let Some(bytes) = direct_copy_bytes(mm, caps, tile) {
+        em.line(
+            "// the whole reduction in one step: every operand element of the block copied to shared memory at once \
+             (cp.async, zero past the edges)",
+        );
+        copy_whole_reduction(em, mm, tile, bytes);
+        em.line("sinter_cp_async_commit();");
+        em.line("sinter_cp_async_wait<0>();");
+        em.line("__syncthreads();");
+        emit_step_product(em, tile, tc);
     } else {
-        "// the whole reduction in one step: every operand element of the block loaded at once"
-    });
-    em.line(format!("{tt} pa[{pa}];"));
-    em.line(format!("{tt} pb[{pb}];"));
-    stage_loads(em, mm, tile, "0u")?;
-    em.open(format!("for (unsigned k0 = 0; k0 < {kd}u; k0 += {bk}u)"));
-    for (name, op, per) in [("a", &mm.a, pa), ("b", &mm.b, pb)] {
-        let (kk, rr) = mapping(name, op, tile);
-        em.line("#pragma unroll");
-        em.open(format!("for (unsigned l = 0; l < {per}u; ++l)"));
-        em.line(format!("const unsigned e = tid + l * {threads}u;"));
-        em.line(format!("s{name}[{kk}][{rr}] = p{name}[l];"));
+        let (pa, pb) = (bm * bk / threads, bn * bk / threads);
+        em.line(if u64::from(bk) < kd {
+            "// the next step's operand elements, loaded while the current tiles are multiplied"
+        } else {
+            "// the whole reduction in one step: every operand element of the block loaded at once"
+        });
+        em.line(format!("{tt} pa[{pa}];"));
+        em.line(format!("{tt} pb[{pb}];"));
+        stage_loads(em, mm, tile, "0u")?;
+        em.open(format!("for (unsigned k0 = 0; k0 < {kd}u; k0 += {bk}u)"));
+        for (name, op, per) in [("a", &mm.a, pa), ("b", &mm.b, pb)] {
+            let (kk, rr) = mapping(name, op, tile);
+            em.line("#pragma unroll");
+            em.open(format!("for (unsigned l = 0; l < {per}u; ++l)"));
+            em.line(format!("const unsigned e = tid + l * {threads}u;"));
+            em.line(format!("s{name}[{kk}][{rr}] = p{name}[l];"));
+            em.close();
+        }
+        em.line("__syncthreads();");
+        if u64::from(bk) < kd {
+            em.open(format!("if (k0 + {bk}u < {kd}u)"));
+            stage_loads(em, mm, tile, &format!("k0 + {bk}u"))?;
+            em.close();
+        }
+        emit_step_product(em, tile, tc);
+        em.line("__syncthreads();");
         em.close();
     }
-    em.line("__syncthreads();");
-    if u64::from(bk) < kd {
-        em.open(format!("if (k0 + {bk}u < {kd}u)"));
-        stage_loads(em, mm, tile, &format!("k0 + {bk}u"))?;
-        em.close();
-    }
-    em.h.need(H::Vec);
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned kk = 0; kk < {bk}u; ++kk)"));
-    em.line(format!("{tt} ra[{tm}];"));
-    em.line(format!("{tt} rb[{tn}];"));
-    for (name, r, t_, b_) in [("a", "ra", tm, bm), ("b", "rb", tn, bn)] {
-        let (who, q) = if name == "a" { ("ty", t_ / 4) } else { ("tx", t_ / 4) };
-        em.line("#pragma unroll");
-        em.open(format!("for (unsigned q = 0; q < {q}u; ++q)"));
-        em.line(format!(
-            "const sinter_vec<{tt}, 4> x = *reinterpret_cast<const sinter_vec<{tt}, 4>*>(&s{name}[kk][{who} * 4u + q * {}u]);",
-            b_ / q
-        ));
-        em.line("#pragma unroll");
-        em.open("for (unsigned c = 0; c < 4u; ++c)");
-        em.line(format!("{r}[q * 4u + c] = x.v[c];"));
-        em.close();
-        em.close();
-    }
-    let fma = match tc {
-        Ct::Float => "acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);",
-        Ct::Double => "acc[i][j] = fma(ra[i], rb[j], acc[i][j]);",
-        _ => "acc[i][j] += ra[i] * rb[j];",
-    };
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned i = 0; i < {tm}u; ++i)"));
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned j = 0; j < {tn}u; ++j)"));
-    em.line(fma);
-    em.close();
-    em.close();
-    em.close();
-    em.line("__syncthreads();");
-    em.close();
 
     // Epilogue.
     em.line("// ---- epilogue, per output element");
@@ -388,6 +371,112 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     }
     em.close();
     Ok(body)
+}
+
+/// Multiplies the shared tiles of one step into the accumulators: per `kk`, a thread's `tm` rows
+/// of A and `tn` columns of B as 16-byte shared loads, then `tm x tn` multiply-adds. Steps of at
+/// most 16 unroll fully; the one-step tiles' deeper loops unroll by [`partial_unroll`] (fully
+/// unrolled, the 100-deep step of `matmul_softmax_100_f32` took NVRTC 0.53 s on the CI machine).
+fn emit_step_product(em: &mut Emitter<'_>, tile: MatmulTile, tc: Ct) {
+    let MatmulTile { bm, bn, bk, tm, tn } = tile;
+    let tt = tc.name();
+    em.h.need(H::Vec);
+    em.line(if bk <= 16 { "#pragma unroll".to_string() } else { format!("#pragma unroll {}", partial_unroll(bk)) });
+    em.open(format!("for (unsigned kk = 0; kk < {bk}u; ++kk)"));
+    em.line(format!("{tt} ra[{tm}];"));
+    em.line(format!("{tt} rb[{tn}];"));
+    for (name, r, t_, b_) in [("a", "ra", tm, bm), ("b", "rb", tn, bn)] {
+        let (who, q) = if name == "a" { ("ty", t_ / 4) } else { ("tx", t_ / 4) };
+        em.line("#pragma unroll");
+        em.open(format!("for (unsigned q = 0; q < {q}u; ++q)"));
+        em.line(format!(
+            "const sinter_vec<{tt}, 4> x = *reinterpret_cast<const sinter_vec<{tt}, 4>*>(&s{name}[kk][{who} * 4u + q * {}u]);",
+            b_ / q
+        ));
+        em.line("#pragma unroll");
+        em.open("for (unsigned c = 0; c < 4u; ++c)");
+        em.line(format!("{r}[q * 4u + c] = x.v[c];"));
+        em.close();
+        em.close();
+    }
+    let fma = match tc {
+        Ct::Float => "acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);",
+        Ct::Double => "acc[i][j] = fma(ra[i], rb[j], acc[i][j]);",
+        _ => "acc[i][j] += ra[i] * rb[j];",
+    };
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {tm}u; ++i)"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {tn}u; ++j)"));
+    em.line(fma);
+    em.close();
+    em.close();
+    em.close();
+}
+
+/// The unroll factor of a loop of `n` iterations left partly rolled: the largest of 8, 4 and 2
+/// dividing `n` (no remainder loop), else 1.
+fn partial_unroll(n: u32) -> u32 {
+    [8, 4, 2].into_iter().find(|f| n.is_multiple_of(*f)).unwrap_or(1)
+}
+
+/// The bytes of each `cp.async` when the tile takes the whole reduction in one step and both
+/// operands can be copied to shared memory as they are: sm_80+, no implicit im2col, operands of
+/// the accumulator's own 4- or 8-byte type (integers copy their bits: the tiles hold them as the
+/// unsigned type of their width). `None`: the elements are staged through registers.
+///
+/// Why: staged through registers, every element of the step is a register and its load, store and
+/// index arithmetic unroll (`bk * (bm + bn) / threads` of each); a 100-deep step of the 32x32 tile
+/// took NVRTC 0.53 s on the CI machine and 1.1 s on an H200 host (`matmul_softmax_100_f32`, session
+/// 29). The copies are asynchronous, so a rolled loop still has every one in flight at once.
+fn direct_copy_bytes(mm: &MatmulBody, caps: &CudaCaps, tile: MatmulTile) -> Option<u32> {
+    if (tile.bk as usize) < mm.k || caps.sm.0 < 8 || mm.a.im2col.is_some() || mm.b.im2col.is_some() {
+        return None;
+    }
+    if mm.in_dtype != mm.acc_dtype {
+        return None;
+    }
+    match mm.in_dtype {
+        DType::F32 | DType::I32 | DType::U32 => Some(4),
+        DType::F64 | DType::I64 | DType::U64 => Some(8),
+        _ => None,
+    }
+}
+
+/// Copies every operand element of the block's one reduction step into the shared tiles with
+/// `bytes`-wide `cp.async`s (zero past the edges); the caller commits and waits.
+fn copy_whole_reduction(em: &mut Emitter<'_>, mm: &MatmulBody, t: MatmulTile, bytes: u32) {
+    em.h.need(H::CpAsync);
+    let threads = t.threads();
+    for (which, op) in [("a", &mm.a), ("b", &mm.b)] {
+        let (rows, ext, origin, s_r, s_k) =
+            if which == "a" { (t.bm, mm.m, "m0", op.s_row, op.s_col) } else { (t.bn, mm.n, "n0", op.s_col, op.s_row) };
+        let per = rows * t.bk / threads;
+        let (kk, rr) = mapping(which, op, t);
+        let oty = op_ity(em, op);
+        em.line(format!("#pragma unroll {}", partial_unroll(per)));
+        em.open(format!("for (unsigned l = 0; l < {per}u; ++l)"));
+        em.line(format!("const unsigned e = tid + l * {threads}u;"));
+        em.line(format!("const unsigned gr = {origin} + {rr}; // {}", if which == "a" { "m" } else { "n" }));
+        em.line(format!("const unsigned gk = {kk};"));
+        let mut conds = Vec::new();
+        if !(ext as u64).is_multiple_of(u64::from(rows)) {
+            conds.push(format!("gr < {ext}u"));
+        }
+        if !mm.k.is_multiple_of(t.bk as usize) {
+            conds.push(format!("gk < {}u", mm.k));
+        }
+        let addr = address(oty, &format!("{which}_base"), ("gr", s_r), ("gk", s_k));
+        let dst = format!("(unsigned)__cvta_generic_to_shared(&s{which}[{kk}][{rr}])");
+        if conds.is_empty() {
+            em.line(format!("sinter_cp_async{bytes}({dst}, &a{}[{addr}], {bytes}u);", op.arg));
+        } else {
+            em.line(format!("const bool in = {};", conds.join(" && ")));
+            em.line(format!("const {oty} off = in ? {addr} : {};", lit(oty, 0)));
+            em.line(format!("sinter_cp_async{bytes}({dst}, &a{}[off], in ? {bytes}u : 0u);", op.arg));
+        }
+        em.close();
+    }
 }
 
 /// The shared-tile coordinates (`[k][row]`) of staged element `e` of operand `which`: consecutive

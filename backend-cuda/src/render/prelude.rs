@@ -146,10 +146,14 @@ pub(crate) enum H {
     ArgMaxBetter,
     /// Arg-min ordering.
     ArgMinBetter,
-    /// Tensor-core primitives (sm_80+): `cp.async` with zero fill, `ldmatrix`, `mma.sync` m16n8k16.
+    /// Asynchronous global-to-shared copies of 4 and 8 bytes with zero fill, their commit and wait
+    /// (sm_80+).
+    CpAsync,
+    /// Tensor-core primitives (sm_80+): 16-byte `cp.async` with zero fill, `ldmatrix`, `mma.sync`
+    /// m16n8k16; with [`H::CpAsync`].
     Mma,
-    /// TF32 tensor-core primitives (sm_80+): 4-byte `cp.async` with zero fill, a shared f32 load
-    /// rounded to TF32 (`cvt.rna.tf32.f32`), `mma.sync` m16n8k8 with f32 accumulators.
+    /// TF32 tensor-core primitives (sm_80+): a shared f32 load rounded to TF32
+    /// (`cvt.rna.tf32.f32`), `mma.sync` m16n8k8 with f32 accumulators.
     MmaTf32,
     /// Hopper warpgroup primitives (sm_90a): the 128-byte swizzle, shared-memory matrix
     /// descriptors, `wgmma` fences, commit and wait, the async-proxy fence.
@@ -223,6 +227,7 @@ fn deps(h: H) -> Vec<H> {
     match h {
         H::ToU64(f) => vec![H::ToI64(f)],
         H::ModFloor(i) => vec![H::Rem(i)],
+        H::Mma => vec![H::CpAsync],
         H::MmaTf32 => vec![H::Mma],
         H::WarpSpec | H::Tma => vec![H::Mbarrier],
         H::Cluster => vec![H::Tma],
@@ -233,7 +238,7 @@ fn deps(h: H) -> Vec<H> {
 
 pub(crate) use super::prelude_tc::wgmma_name;
 use super::prelude_tc::{
-    CLUSTER, MBARRIER, MMA, MMA_TF32, SHARED_WORD, TMA, WARP_SPEC, WGMMA_DESC, WGMMA_PROXY_FENCE, WGMMA_REG_FENCE,
+    CLUSTER, CP_ASYNC, MBARRIER, MMA, MMA_TF32, SHARED_WORD, TMA, WARP_SPEC, WGMMA_DESC, WGMMA_PROXY_FENCE, WGMMA_REG_FENCE,
     WGMMA_SWIZZLE, wgmma_mma,
 };
 
@@ -241,6 +246,7 @@ pub(super) const PRE: &str = "static __device__ __forceinline__";
 
 fn body(h: H) -> String {
     match h {
+        H::CpAsync => CP_ASYNC.into(),
         H::Mma => MMA.into(),
         H::MmaTf32 => MMA_TF32.into(),
         H::Wgmma => [WGMMA_SWIZZLE, WGMMA_DESC, WGMMA_PROXY_FENCE, WGMMA_REG_FENCE].concat(),

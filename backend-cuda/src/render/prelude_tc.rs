@@ -5,13 +5,17 @@
 
 use super::prelude::PRE;
 
-/// The tensor-core primitives of the `mma` template: asynchronous 16-byte copies into shared
-/// memory (`src_bytes` < 16 zero-fills the rest), `ldmatrix` (four 8x8 b16 matrices, optionally
-/// transposed) and the m16n8k16 products with f32 accumulators.
-pub(super) const MMA: &str = r#"// 16 bytes global -> shared without passing through registers; bytes past src_bytes are zero
+/// Asynchronous copies of 4 and 8 bytes from global to shared memory (sm_80+; `src_bytes` 0
+/// zero-fills), the commit and the wait of a group of them: what the `mma` templates' pipelines and
+/// the CUDA-core tile's one-step reduction share.
+pub(super) const CP_ASYNC: &str = r#"// 4 or 8 bytes global -> shared without passing through registers; zero when src_bytes is 0
 template <typename T>
-static __device__ __forceinline__ void sinter_cp_async16(unsigned dst, const T* src, unsigned src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
+static __device__ __forceinline__ void sinter_cp_async4(unsigned dst, const T* src, unsigned src_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+template <typename T>
+static __device__ __forceinline__ void sinter_cp_async8(unsigned dst, const T* src, unsigned src_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
 static __device__ __forceinline__ void sinter_cp_async_commit() {
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -19,6 +23,16 @@ static __device__ __forceinline__ void sinter_cp_async_commit() {
 template <int N>
 static __device__ __forceinline__ void sinter_cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+"#;
+
+/// The tensor-core primitives of the `mma` template (with [`CP_ASYNC`]): asynchronous 16-byte copies
+/// into shared memory (`src_bytes` < 16 zero-fills the rest), `ldmatrix` (four 8x8 b16 matrices, optionally
+/// transposed) and the m16n8k16 products with f32 accumulators.
+pub(super) const MMA: &str = r#"// 16 bytes global -> shared without passing through registers; bytes past src_bytes are zero
+template <typename T>
+static __device__ __forceinline__ void sinter_cp_async16(unsigned dst, const T* src, unsigned src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
 // four 8x8 b16 matrices from shared memory (transposed with TRANS); lane l gives the address of
 // row l % 8 of matrix l / 8
@@ -49,12 +63,7 @@ static __device__ __forceinline__ void sinter_mma(float (&c)[4], const unsigned 
 "#;
 
 /// The TF32 primitives of the `mma` template (f32 operands where the product allows TF32).
-pub(super) const MMA_TF32: &str = r#"// 4 bytes global -> shared without passing through registers; zero when src_bytes is 0
-template <typename T>
-static __device__ __forceinline__ void sinter_cp_async4(unsigned dst, const T* src, unsigned src_bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-// an f32 from shared memory rounded to TF32 (nearest, ties away: cvt.rna), as an mma operand
+pub(super) const MMA_TF32: &str = r#"// an f32 from shared memory rounded to TF32 (nearest, ties away: cvt.rna), as an mma operand
 static __device__ __forceinline__ unsigned sinter_lds_tf32(unsigned addr) {
     float x;
     asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(x) : "r"(addr) : "memory");
