@@ -519,6 +519,7 @@ impl CudaBackend {
                 if t.library.is_some() {
                     rendered.push(None);
                     epilogues.extend(self.epilogue_source(k));
+                    epilogues.extend(conv::krsc_sources(k, &self.cuda_caps));
                 } else {
                     rendered.push(Some(render::render(k, &self.cuda_caps, t)?));
                 }

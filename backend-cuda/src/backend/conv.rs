@@ -26,7 +26,7 @@ use crate::device::blas::BlasType;
 use crate::device::dnn::{ConvDesc, ConvPlan};
 use crate::device::{CudaBuffer, Device, Launch, Stream};
 use crate::nvrtc::CubinCache;
-use crate::render::Tuning;
+use crate::render::{Rendered, Tuning};
 use sinter_core::DType;
 use sinter_core::HostTensor;
 use sinter_core::backend::{BackendError, ConstantPool, DeviceTensor, Mode};
@@ -162,38 +162,72 @@ fn taps(c: &LibraryConv) -> usize {
     c.kernel[0] * c.kernel[1]
 }
 
+/// The source of the permutation of convolution `k`'s weight to `KRSC`, when cuDNN reads it so
+/// ([`krsc_filters`], more than one tap) and the hand-written transpose (`render::krsc`) takes it
+/// (its shared tile fits, 2- or 4-byte elements); `Ok(None)` when the weight is read as it is;
+/// `Err` with the permutation's kernel IR form otherwise (rendered as any kernel). Reads only the
+/// kernel, so a load renders it with the epilogues and compiles it in their parallel batch
+/// ([`krsc_sources`]): built one by one at each step, ResNet-18's 17 permutations were 17 serial
+/// NVRTC compiles, 0.9 of its 1.0 s of library steps (H200, session 29).
+fn krsc_render(k: &Kernel, conv: &LibraryConv, w_krsc: bool) -> Result<Option<Rendered>, Kernel> {
+    if !w_krsc || taps(conv) <= 1 {
+        return Ok(None);
+    }
+    let Ok(permute) = krsc_weight_kernel(k, conv) else { return Ok(None) };
+    let e = conv.dtype.size_bytes();
+    if crate::render::krsc::CHANNELS * taps(conv) * e > 48 * 1024 || !matches!(e, 2 | 4) {
+        return Err(permute);
+    }
+    let cg = conv.in_channels / conv.groups.max(1);
+    // The kernel's own arguments, then the buffer it writes.
+    let nargs = k.args.len() + 1;
+    let name = crate::render::entry_name(&permute.name);
+    Ok(Some(crate::render::krsc::render(
+        &name,
+        nargs,
+        (conv.w, conv.w_offset as u64),
+        nargs - 1,
+        [conv.out_channels, cg, taps(conv)],
+        e,
+    )))
+}
+
+/// The sources a load compiles for convolution `k`'s `KRSC` weight permutation (see
+/// [`krsc_render`]), none when it has none.
+pub(crate) fn krsc_sources(k: &Kernel, caps: &crate::render::CudaCaps) -> Option<Rendered> {
+    let (split, desc) = conv_desc(k).ok()?;
+    match krsc_render(k, &split.conv, desc.w_krsc) {
+        Ok(r) => r,
+        Err(permute) => crate::render::render(&permute, caps, &Tuning::default()).ok(),
+    }
+}
+
 /// The per-run permutation of convolution `conv`'s weight to `KRSC` (kernel `k`'s arguments
 /// `args` plus a fresh buffer it writes): its launch, the buffer and its source. The hand-written
 /// transpose (`render::krsc`) where its shared tile fits, else the kernel IR's pointwise form
-/// (`library_conv::krsc_weight_kernel`), which defines the permutation either way.
+/// (`library_conv::krsc_weight_kernel`), which defines the permutation either way. `None` when
+/// cuDNN reads the weight as it is.
 fn krsc_step(
     backend: &super::CudaBackend,
     k: &Kernel,
     conv: &LibraryConv,
+    w_krsc: bool,
     args: &[u64],
     cubins: &CubinCache,
     stream: &Arc<Stream>,
-) -> Result<(Launch, CudaBuffer, String), BackendError> {
-    let unsupported = |what: String| unsupported(k, what);
-    let permute = krsc_weight_kernel(k, conv).map_err(unsupported)?;
+) -> Result<Option<(Launch, CudaBuffer, String)>, BackendError> {
     let e = conv.dtype.size_bytes();
     let cg = conv.in_channels / conv.groups.max(1);
     let numel = conv.out_channels * cg * taps(conv);
-    if crate::render::krsc::CHANNELS * taps(conv) * e > 48 * 1024 || !matches!(e, 2 | 4) {
-        return epilogue_step(backend, k, &permute, (numel * e) as u64, args, cubins, stream);
-    }
+    let r = match krsc_render(k, conv, w_krsc) {
+        Ok(None) => return Ok(None),
+        Ok(Some(r)) => r,
+        Err(permute) => return epilogue_step(backend, k, &permute, (numel * e) as u64, args, cubins, stream).map(Some),
+    };
     let buf = stream.alloc((numel * e).max(4) as u64)?;
     let mut pargs = args.to_vec();
     pargs.push(buf.ptr());
-    let name = crate::render::entry_name(&permute.name);
-    let r = crate::render::krsc::render(
-        &name,
-        pargs.len(),
-        (conv.w, conv.w_offset as u64),
-        pargs.len() - 1,
-        [conv.out_channels, cg, taps(conv)],
-        e,
-    );
+    let permute = krsc_weight_kernel(k, conv).map_err(|what| unsupported(k, what))?;
     let cubin = backend.compile(&r.name, &r.source, cubins)?;
     let loaded = backend.load_kernel(&permute, &Tuning::default(), r, &cubin, &pargs, stream)?;
     let Step::Kernel(launch) = loaded.launch else {
@@ -202,7 +236,7 @@ fn krsc_step(
             msg: "the KRSC permutation is not a kernel".into(),
         });
     };
-    Ok((launch, buf, loaded.rendered.source))
+    Ok(Some((launch, buf, loaded.rendered.source)))
 }
 
 /// The library form of convolution kernel `k` and its cuDNN description, or why not.
@@ -284,13 +318,13 @@ pub(crate) fn build(
     let conv = split.conv.clone();
     let bytes = (conv.out_numel() * conv.dtype.size_bytes()) as u64;
     let (epilogue, scratch, mut esource) = epilogue_step(backend, k, &split.epilogue, bytes, args, cubins, stream)?;
-    let krsc = if desc.w_krsc && taps(&conv) > 1 {
-        let (launch, buf, psource) = krsc_step(backend, k, &conv, args, cubins, stream)?;
-        esource.push_str("// the weight, permuted to KRSC before each convolution (not a constant):\n");
-        esource.push_str(&psource);
-        KrscWeight::PerRun { launch, buf }
-    } else {
-        KrscWeight::None
+    let krsc = match krsc_step(backend, k, &conv, desc.w_krsc, args, cubins, stream)? {
+        Some((launch, buf, psource)) => {
+            esource.push_str("// the weight, permuted to KRSC before each convolution (not a constant):\n");
+            esource.push_str(&psource);
+            KrscWeight::PerRun { launch, buf }
+        }
+        None => KrscWeight::None,
     };
     let tf32 = desc.dtype == BlasType::F32 && desc.tf32;
     let source = format!(

@@ -238,8 +238,8 @@ fn deps(h: H) -> Vec<H> {
 
 pub(crate) use super::prelude_tc::wgmma_name;
 use super::prelude_tc::{
-    CLUSTER, CP_ASYNC, MBARRIER, MMA, MMA_TF32, SHARED_WORD, TMA, WARP_SPEC, WGMMA_DESC, WGMMA_PROXY_FENCE, WGMMA_REG_FENCE,
-    WGMMA_SWIZZLE, wgmma_mma,
+    CLUSTER, CP_ASYNC, MBARRIER, MMA, MMA_TF32, SHARED_WORD, TMA, WARP_SPEC, WGMMA_DESC, WGMMA_PROXY_FENCE,
+    WGMMA_REG_FENCE, WGMMA_SWIZZLE, wgmma_mma,
 };
 
 pub(super) const PRE: &str = "static __device__ __forceinline__";
