@@ -274,7 +274,8 @@ impl Subject {
 /// a private scratch folder (cold: empty; warm: the same folder again), so they never depend on
 /// what the user's cache holds; the graph that is timed is then compiled with `cache` (the user's
 /// cache: max-autotune winners and programs are kept between runs), or is the cold one when
-/// `cache` is `None`.
+/// `cache` is `None`. With `SINTER_DEBUG` set, the graph that is timed is compiled once more (from
+/// the warm cache) writing the debug artifacts there.
 #[allow(clippy::too_many_arguments)]
 pub fn measure(
     w: &Subject,
@@ -312,15 +313,19 @@ pub fn measure(
     let warm_c = compile(g, backend.clone(), opts.clone())?;
     let warm = t.elapsed().as_secs_f64();
     drop(warm_c);
-    let _ = std::fs::remove_dir_all(&scratch);
-    let c = match cache {
-        Some(d) => {
+    // The debug artifacts (`SINTER_DEBUG`) come from a compile of their own after the timed ones
+    // (from the warm cache), so writing them adds nothing to the figures.
+    let debug_dir = CompileOptions::default().debug_dir;
+    let c = match (cache, debug_dir) {
+        (None, None) => cold_c,
+        (cache, debug_dir) => {
             drop(cold_c);
-            compile(g, backend.clone(), CompileOptions { cache_dir: Some(d.to_path_buf()), ..opts })
+            let cache_dir = Some(cache.map_or_else(|| scratch.clone(), std::path::Path::to_path_buf));
+            compile(g, backend.clone(), CompileOptions { cache_dir, debug_dir, ..opts })
                 .with_context(|| format!("compiling {}", w.name))?
         }
-        None => cold_c,
     };
+    let _ = std::fs::remove_dir_all(&scratch);
     // Warm-up runs (clocks ramp up, caches fill): at least `warmup` runs and 50 ms, then timed runs.
     w.step(format_args!("first run ({what})"));
     let t = Instant::now();
