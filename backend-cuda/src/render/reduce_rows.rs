@@ -37,27 +37,14 @@ pub(super) fn rows_per_thread(em: &mut Emitter<'_>, r: &ReduceBody, reds: &[Red]
     w
 }
 
-/// Most row elements times rows a thread (fold bodies) a short row's walk unrolls whole.
-const WHOLE_UNROLL_BODIES: u64 = 128;
-
-/// The unroll factor of the walk over a short row of `len` elements with `w` rows a thread, when
-/// it is not unrolled whole (`None`): past [`WHOLE_UNROLL_BODIES`] bodies, the largest factor of
-/// `len` from 8 down to 2 (a 7x7 window's taps: by rows of 7), else 4.
-///
-/// Why: unrolled whole, the bf16 depthwise 7x7 window of eight channels a thread (49 taps of a
-/// 16-byte load and eight multiply-adds) took NVRTC 0.29 s on the CI machine and 0.47-0.71 s on an
-/// H200 host, and ConvNeXt-Tiny's nine such sources held its bf16 cold compile at 1.7-2.2 s;
-/// unrolled by 7, 0.09 s (session 29).
-fn partial_unroll(len: u64, w: u32) -> Option<u64> {
-    if len * u64::from(w) <= WHOLE_UNROLL_BODIES {
-        return None;
-    }
-    Some((2..=8).rev().find(|f| len.is_multiple_of(*f)).unwrap_or(4))
-}
-
 /// Renders reduce body `r` with `w` consecutive rows a thread ([`rows_per_thread`]) in blocks of
-/// `block` threads; `unroll` unrolls the walk over the row (short rows: a window's taps), whole or
-/// by [`partial_unroll`].
+/// `block` threads; `unroll` unrolls the walk over the row (short rows: a window's taps).
+///
+/// Unrolled whole even with eight rows a thread: the bf16 depthwise 7x7 window (49 taps of a
+/// 16-byte load and eight multiply-adds) takes NVRTC 0.47-0.71 s on an H200 host, and unrolling
+/// it by a row of 7 taps cut ConvNeXt-Tiny's bf16 cold compile by a third (1.00 -> 0.69 s) but
+/// made its run 12% slower (1.02 -> 1.15 ms: the index arithmetic per tap), so it was withdrawn
+/// (session 29, BENCHMARKS.md).
 pub(super) fn render(
     em: &mut Emitter<'_>,
     r: &ReduceBody,
@@ -91,10 +78,7 @@ pub(super) fn render(
     em.acc_varies = false;
     em.set_lanes(Some((Var::Row, w)));
     if unroll {
-        em.line(match partial_unroll(r.len as u64, w) {
-            None => "#pragma unroll".to_string(),
-            Some(f) => format!("#pragma unroll {f}"),
-        });
+        em.line("#pragma unroll");
     }
     em.open(format!("for ({ity} red = 0; red < {}; ++red)", em.ilit(r.len as u64)));
     em.names.insert(Var::Red, "red".into());
@@ -133,21 +117,4 @@ pub(super) fn render(
         tensor_maps: Vec::new(),
         cluster: 1,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::partial_unroll;
-
-    #[test]
-    fn short_rows_unroll_whole_up_to_the_body_budget() {
-        // 3x3 windows of eight rows a thread, and 7x7 of one: whole.
-        assert_eq!(partial_unroll(9, 8), None);
-        assert_eq!(partial_unroll(49, 1), None);
-        // 7x7 and 5x5 windows of eight rows a thread: by a row of taps.
-        assert_eq!(partial_unroll(49, 8), Some(7));
-        assert_eq!(partial_unroll(25, 8), Some(5));
-        // No factor from 2 to 8: by 4.
-        assert_eq!(partial_unroll(59, 4), Some(4));
-    }
 }
