@@ -162,34 +162,43 @@ fn taps(c: &LibraryConv) -> usize {
     c.kernel[0] * c.kernel[1]
 }
 
-/// The source of the permutation of convolution `k`'s weight to `KRSC`, when cuDNN reads it so
-/// ([`krsc_filters`], more than one tap) and the hand-written transpose (`render::krsc`) takes it
-/// (its shared tile fits, 2- or 4-byte elements); `Ok(None)` when the weight is read as it is;
-/// `Err` with the permutation's kernel IR form otherwise (rendered as any kernel). Reads only the
-/// kernel, so a load renders it with the epilogues and compiles it in their parallel batch
-/// ([`krsc_sources`]): built one by one at each step, ResNet-18's 17 permutations were 17 serial
-/// NVRTC compiles, 0.9 of its 1.0 s of library steps (H200, session 29).
-fn krsc_render(k: &Kernel, conv: &LibraryConv, w_krsc: bool) -> Result<Option<Rendered>, Kernel> {
+/// How convolution `k`'s weight reaches cuDNN ([`krsc_render`]).
+enum Krsc {
+    /// Read as it is (`KCRS` filters, or one tap: the same bytes).
+    AsIs,
+    /// Permuted by the hand-written transpose (`render::krsc`), rendered.
+    Tiled(Rendered),
+    /// Permuted by the kernel IR's pointwise form, rendered as any kernel.
+    Generic(Box<Kernel>),
+}
+
+/// The permutation of convolution `k`'s weight to `KRSC`, when cuDNN reads it so ([`krsc_filters`],
+/// more than one tap): the hand-written transpose (`render::krsc`) where its shared tile fits and
+/// elements are 2 or 4 bytes, else the kernel IR's form. Reads only the kernel, so a load renders
+/// it with the epilogues and compiles it in their parallel batch ([`krsc_sources`]): built one by
+/// one at each step, ResNet-18's 17 permutations were 17 serial NVRTC compiles, 0.9 of its 1.0 s
+/// of library steps (H200, session 29).
+fn krsc_render(k: &Kernel, conv: &LibraryConv, w_krsc: bool) -> Krsc {
     if !w_krsc || taps(conv) <= 1 {
-        return Ok(None);
+        return Krsc::AsIs;
     }
-    let Ok(permute) = krsc_weight_kernel(k, conv) else { return Ok(None) };
+    let Ok(permute) = krsc_weight_kernel(k, conv) else { return Krsc::AsIs };
     let e = conv.dtype.size_bytes();
     if crate::render::krsc::CHANNELS * taps(conv) * e > 48 * 1024 || !matches!(e, 2 | 4) {
-        return Err(permute);
+        return Krsc::Generic(Box::new(permute));
     }
     let cg = conv.in_channels / conv.groups.max(1);
     // The kernel's own arguments, then the buffer it writes.
     let nargs = k.args.len() + 1;
     let name = crate::render::entry_name(&permute.name);
-    Ok(Some(crate::render::krsc::render(
+    Krsc::Tiled(crate::render::krsc::render(
         &name,
         nargs,
         (conv.w, conv.w_offset as u64),
         nargs - 1,
         [conv.out_channels, cg, taps(conv)],
         e,
-    )))
+    ))
 }
 
 /// The sources a load compiles for convolution `k`'s `KRSC` weight permutation (see
@@ -197,8 +206,9 @@ fn krsc_render(k: &Kernel, conv: &LibraryConv, w_krsc: bool) -> Result<Option<Re
 pub(crate) fn krsc_sources(k: &Kernel, caps: &crate::render::CudaCaps) -> Option<Rendered> {
     let (split, desc) = conv_desc(k).ok()?;
     match krsc_render(k, &split.conv, desc.w_krsc) {
-        Ok(r) => r,
-        Err(permute) => crate::render::render(&permute, caps, &Tuning::default()).ok(),
+        Krsc::AsIs => None,
+        Krsc::Tiled(r) => Some(r),
+        Krsc::Generic(permute) => crate::render::render(&permute, caps, &Tuning::default()).ok(),
     }
 }
 
@@ -220,9 +230,11 @@ fn krsc_step(
     let cg = conv.in_channels / conv.groups.max(1);
     let numel = conv.out_channels * cg * taps(conv);
     let r = match krsc_render(k, conv, w_krsc) {
-        Ok(None) => return Ok(None),
-        Ok(Some(r)) => r,
-        Err(permute) => return epilogue_step(backend, k, &permute, (numel * e) as u64, args, cubins, stream).map(Some),
+        Krsc::AsIs => return Ok(None),
+        Krsc::Tiled(r) => r,
+        Krsc::Generic(permute) => {
+            return epilogue_step(backend, k, &permute, (numel * e) as u64, args, cubins, stream).map(Some);
+        }
     };
     let buf = stream.alloc((numel * e).max(4) as u64)?;
     let mut pargs = args.to_vec();
