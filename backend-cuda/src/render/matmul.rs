@@ -447,32 +447,23 @@ fn direct_copy_bytes(mm: &MatmulBody, caps: &CudaCaps, tile: MatmulTile) -> Opti
 /// `bytes`-wide `cp.async`s (zero past the edges); the caller commits and waits.
 fn copy_whole_reduction(em: &mut Emitter<'_>, mm: &MatmulBody, t: MatmulTile, bytes: u32) {
     em.h.need(H::CpAsync);
-    let threads = t.threads();
     for (which, op) in [("a", &mm.a), ("b", &mm.b)] {
-        let (rows, ext, origin, s_r, s_k) =
-            if which == "a" { (t.bm, mm.m, "m0", op.s_row, op.s_col) } else { (t.bn, mm.n, "n0", op.s_col, op.s_row) };
-        let per = rows * t.bk / threads;
-        let (kk, rr) = mapping(which, op, t);
-        let oty = op_ity(em, op);
-        em.line(format!("#pragma unroll {}", partial_unroll(per)));
-        em.open(format!("for (unsigned l = 0; l < {per}u; ++l)"));
-        em.line(format!("const unsigned e = tid + l * {threads}u;"));
-        em.line(format!("const unsigned gr = {origin} + {rr}; // {}", if which == "a" { "m" } else { "n" }));
-        em.line(format!("const unsigned gk = {kk};"));
+        let w = open_walk(em, mm, t, which, false);
+        em.line(format!("const unsigned gk = {};", w.kk));
         let mut conds = Vec::new();
-        if !(ext as u64).is_multiple_of(u64::from(rows)) {
-            conds.push(format!("gr < {ext}u"));
+        if !(w.ext as u64).is_multiple_of(u64::from(w.rows)) {
+            conds.push(format!("gr < {}u", w.ext));
         }
         if !mm.k.is_multiple_of(t.bk as usize) {
             conds.push(format!("gk < {}u", mm.k));
         }
-        let addr = address(oty, &format!("{which}_base"), ("gr", s_r), ("gk", s_k));
-        let dst = format!("(unsigned)__cvta_generic_to_shared(&s{which}[{kk}][{rr}])");
+        let addr = address(w.oty, &format!("{which}_base"), ("gr", w.s_r), ("gk", w.s_k));
+        let dst = format!("(unsigned)__cvta_generic_to_shared(&s{which}[{}][{}])", w.kk, w.rr);
         if conds.is_empty() {
             em.line(format!("sinter_cp_async{bytes}({dst}, &a{}[{addr}], {bytes}u);", op.arg));
         } else {
             em.line(format!("const bool in = {};", conds.join(" && ")));
-            em.line(format!("const {oty} off = in ? {addr} : {};", lit(oty, 0)));
+            em.line(format!("const {} off = in ? {addr} : {};", w.oty, lit(w.oty, 0)));
             em.line(format!("sinter_cp_async{bytes}({dst}, &a{}[off], in ? {bytes}u : 0u);", op.arg));
         }
         em.close();
@@ -491,21 +482,42 @@ fn mapping(which: &str, op: &MatOperand, t: MatmulTile) -> (String, String) {
     }
 }
 
+/// One operand's share of a step as [`open_walk`] lays it out: the tile's `rows` along M (A) or N
+/// (B), that extent `ext`, the operand's strides along it (`s_r`) and along K (`s_k`), the staged
+/// element `e`'s shared coordinates (`kk`, `rr`: [`mapping`]) and its index type.
+struct Walk {
+    rows: u32,
+    ext: usize,
+    s_r: usize,
+    s_k: usize,
+    kk: String,
+    rr: String,
+    oty: &'static str,
+}
+
+/// Opens operand `which`'s loop over this thread's elements of one step (`rows * bk / threads`
+/// of them; unrolled whole, or by [`partial_unroll`] when `whole` is false), defining `e` and `gr`;
+/// the caller defines `gk`, moves the element and closes the loop.
+fn open_walk(em: &mut Emitter<'_>, mm: &MatmulBody, t: MatmulTile, which: &str, whole: bool) -> Walk {
+    let op = if which == "a" { &mm.a } else { &mm.b };
+    let (rows, ext, origin, s_r, s_k) =
+        if which == "a" { (t.bm, mm.m, "m0", op.s_row, op.s_col) } else { (t.bn, mm.n, "n0", op.s_col, op.s_row) };
+    let threads = t.threads();
+    let per = rows * t.bk / threads;
+    let (kk, rr) = mapping(which, op, t);
+    em.line(if whole { "#pragma unroll".to_string() } else { format!("#pragma unroll {}", partial_unroll(per)) });
+    em.open(format!("for (unsigned l = 0; l < {per}u; ++l)"));
+    em.line(format!("const unsigned e = tid + l * {threads}u;"));
+    em.line(format!("const unsigned gr = {origin} + {rr}; // {}", if which == "a" { "m" } else { "n" }));
+    Walk { rows, ext, s_r, s_k, kk, rr, oty: op_ity(em, op) }
+}
+
 /// Loads one step's operand elements (at reduction offset `k0`) into the staging registers `pa`,
 /// `pb`, converted to the accumulator type, zero past the edges.
 fn stage_loads(em: &mut Emitter<'_>, mm: &MatmulBody, t: MatmulTile, k0: &str) -> Result<(), RenderError> {
-    let threads = t.threads();
     let tc = tile_ct(mm.acc_dtype);
     for (which, op) in [("a", &mm.a), ("b", &mm.b)] {
-        let (rows, ext, origin, s_r, s_k) =
-            if which == "a" { (t.bm, mm.m, "m0", op.s_row, op.s_col) } else { (t.bn, mm.n, "n0", op.s_col, op.s_row) };
-        let per = rows * t.bk / threads;
-        let (kk, rr) = mapping(which, op, t);
-        let oty = op_ity(em, op);
-        em.line("#pragma unroll");
-        em.open(format!("for (unsigned l = 0; l < {per}u; ++l)"));
-        em.line(format!("const unsigned e = tid + l * {threads}u;"));
-        em.line(format!("const unsigned gr = {origin} + {rr}; // {}", if which == "a" { "m" } else { "n" }));
+        let Walk { rows, ext, s_r, s_k, kk, oty, .. } = open_walk(em, mm, t, which, true);
         if k0 == "0u" {
             em.line(format!("const unsigned gk = {kk};"));
         } else {
