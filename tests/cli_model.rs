@@ -253,3 +253,30 @@ fn one_npz_gives_every_input_by_name() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `SINTER_DEBUG` with `bench`: the artifacts of the graph that is timed, written by a compile of
+/// their own after the timed ones (so writing them adds nothing to the compile times).
+#[test]
+fn bench_writes_debug_artifacts_where_sinter_debug_says() {
+    let d = tmp("debug");
+    let dbg = d.join("artifacts");
+    let m = mlp();
+    let mut args = vec!["bench", "--model", m.to_str().unwrap(), "--dim", "batch=2"];
+    args.extend(FAST);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_sinter"))
+        .args(&args)
+        .env("SINTER_CACHE_DIR", &d)
+        .env("SINTER_DEBUG", &dbg)
+        .env_remove("SINTER_CACHE")
+        .env_remove("SINTER_LOG")
+        .output()
+        .expect("running sinter");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    for f in ["graph.txt", "fusion.json", "ir_post_fusion.txt"] {
+        assert!(dbg.join(f).is_file(), "{f} not written under {}:\n{err}", dbg.display());
+    }
+    let kernels = std::fs::read_dir(dbg.join("kernels")).map(|r| r.count()).unwrap_or(0);
+    assert!(kernels > 0, "no kernels under {}", dbg.display());
+    let _ = std::fs::remove_dir_all(&d);
+}
