@@ -166,48 +166,51 @@ fn taps(c: &LibraryConv) -> usize {
 enum Krsc {
     /// Read as it is (`KCRS` filters, or one tap: the same bytes).
     AsIs,
-    /// Permuted by the hand-written transpose (`render::krsc`), rendered.
-    Tiled(Rendered),
+    /// Permuted by the hand-written transpose (`render::krsc`): its source, and the kernel IR's
+    /// form of the permutation (what the loaded kernel describes).
+    Tiled(Rendered, Box<Kernel>),
     /// Permuted by the kernel IR's pointwise form, rendered as any kernel.
     Generic(Box<Kernel>),
 }
 
 /// The permutation of convolution `k`'s weight to `KRSC`, when cuDNN reads it so ([`krsc_filters`],
 /// more than one tap): the hand-written transpose (`render::krsc`) where its shared tile fits and
-/// elements are 2 or 4 bytes, else the kernel IR's form. Reads only the kernel, so a load renders
-/// it with the epilogues and compiles it in their parallel batch ([`krsc_sources`]): built one by
-/// one at each step, ResNet-18's 17 permutations were 17 serial NVRTC compiles, 0.9 of its 1.0 s
-/// of library steps (H200, session 29).
-fn krsc_render(k: &Kernel, conv: &LibraryConv, w_krsc: bool) -> Krsc {
+/// elements are 2 or 4 bytes, else the kernel IR's form; `Err` when the permutation cannot be
+/// formed (the step is then refused). Reads only the kernel, so a load renders it with the
+/// epilogues and compiles it in their parallel batch ([`krsc_sources`]): built one by one at each
+/// step, ResNet-18's 17 permutations were 17 serial NVRTC compiles, 0.9 of its 1.0 s of library
+/// steps (H200, session 29).
+fn krsc_render(k: &Kernel, conv: &LibraryConv, w_krsc: bool) -> Result<Krsc, String> {
     if !w_krsc || taps(conv) <= 1 {
-        return Krsc::AsIs;
+        return Ok(Krsc::AsIs);
     }
-    let Ok(permute) = krsc_weight_kernel(k, conv) else { return Krsc::AsIs };
+    let permute = Box::new(krsc_weight_kernel(k, conv)?);
     let e = conv.dtype.size_bytes();
     if crate::render::krsc::CHANNELS * taps(conv) * e > 48 * 1024 || !matches!(e, 2 | 4) {
-        return Krsc::Generic(Box::new(permute));
+        return Ok(Krsc::Generic(permute));
     }
     let cg = conv.in_channels / conv.groups.max(1);
     // The kernel's own arguments, then the buffer it writes.
     let nargs = k.args.len() + 1;
     let name = crate::render::entry_name(&permute.name);
-    Krsc::Tiled(crate::render::krsc::render(
+    let r = crate::render::krsc::render(
         &name,
         nargs,
         (conv.w, conv.w_offset as u64),
         nargs - 1,
         [conv.out_channels, cg, taps(conv)],
         e,
-    ))
+    );
+    Ok(Krsc::Tiled(r, permute))
 }
 
 /// The sources a load compiles for convolution `k`'s `KRSC` weight permutation (see
-/// [`krsc_render`]), none when it has none.
+/// [`krsc_render`]), none when it has none (or cannot have one: the step's build says why).
 pub(crate) fn krsc_sources(k: &Kernel, caps: &crate::render::CudaCaps) -> Option<Rendered> {
     let (split, desc) = conv_desc(k).ok()?;
-    match krsc_render(k, &split.conv, desc.w_krsc) {
+    match krsc_render(k, &split.conv, desc.w_krsc).ok()? {
         Krsc::AsIs => None,
-        Krsc::Tiled(r) => Some(r),
+        Krsc::Tiled(r, _) => Some(r),
         Krsc::Generic(permute) => crate::render::render(&permute, caps, &Tuning::default()).ok(),
     }
 }
@@ -229,9 +232,9 @@ fn krsc_step(
     let e = conv.dtype.size_bytes();
     let cg = conv.in_channels / conv.groups.max(1);
     let numel = conv.out_channels * cg * taps(conv);
-    let r = match krsc_render(k, conv, w_krsc) {
+    let (r, permute) = match krsc_render(k, conv, w_krsc).map_err(|what| unsupported(k, what))? {
         Krsc::AsIs => return Ok(None),
-        Krsc::Tiled(r) => r,
+        Krsc::Tiled(r, permute) => (r, permute),
         Krsc::Generic(permute) => {
             return epilogue_step(backend, k, &permute, (numel * e) as u64, args, cubins, stream).map(Some);
         }
@@ -239,7 +242,6 @@ fn krsc_step(
     let buf = stream.alloc((numel * e).max(4) as u64)?;
     let mut pargs = args.to_vec();
     pargs.push(buf.ptr());
-    let permute = krsc_weight_kernel(k, conv).map_err(|what| unsupported(k, what))?;
     let cubin = backend.compile(&r.name, &r.source, cubins)?;
     let loaded = backend.load_kernel(&permute, &Tuning::default(), r, &cubin, &pargs, stream)?;
     let Step::Kernel(launch) = loaded.launch else {
