@@ -17,8 +17,7 @@
 //!   the other members still compile.
 //! * Each member's cubin is cached under the member's own key, so a warm load finds every member
 //!   without knowing the grouping; a device loads an image several members share once.
-//! * Heavy sources (tensor-core templates, anything long) compile alone; light ones in units of
-//!   at most [`DEFAULT_GROUP`] sources and [`UNIT_MAX_BYTES`] bytes; jobs start longest first.
+//! * Heavy sources (tensor-core templates, anything long) compile alone, longest first.
 
 use super::{Cubin, CubinCache, NvrtcError, Target, combine_sources, compile};
 
@@ -31,13 +30,6 @@ const LIGHT_MAX_BYTES: usize = 8 << 10;
 
 /// Light sources per translation unit, unless `SINTER_NVRTC_GROUP` says otherwise (1: each alone).
 const DEFAULT_GROUP: usize = 8;
-
-/// Most bytes of source one unit of light sources holds (a unit closes at [`DEFAULT_GROUP`]
-/// sources or at this size, whichever comes first): about one tensor-core template's worth, so a
-/// unit is no longer than the heavy sources beside it. Counted by sources alone, a unit of eight
-/// channels-last layer-norm epilogues was ConvNeXt-Tiny's slowest NVRTC job (1.63 s in bf16, the
-/// next 1.20 and 0.57; H200, session 29).
-const UNIT_MAX_BYTES: usize = 24 << 10;
 
 fn light(source: &str) -> bool {
     source.len() <= LIGHT_MAX_BYTES && !source.contains("mma")
@@ -72,10 +64,9 @@ pub fn compile_parallel(
             },
         }
     }
+    heavy.sort_by_key(|&i| std::cmp::Reverse(sources[i].1.len()));
     let mut jobs: Vec<Job> = heavy.into_iter().map(|i| vec![i]).collect();
-    jobs.extend(light_units(&lights, sources, group_size()));
-    // Longest first (by bytes of source), so the threads end together.
-    jobs.sort_by_key(|job| std::cmp::Reverse(job.iter().map(|&i| sources[i].1.len()).sum::<usize>()));
+    jobs.extend(lights.chunks(group_size()).map(<[usize]>::to_vec));
     let results = sinter_core::par::map(&jobs, MAX_COMPILE_THREADS, |job| run_job(job, sources, target));
     for (i, r) in results.into_iter().flatten() {
         if let Ok(c) = &r {
@@ -86,26 +77,6 @@ pub fn compile_parallel(
     out.into_iter()
         .map(|r| r.unwrap_or_else(|| Err(NvrtcError::Unavailable("a compile thread stopped early".into()))))
         .collect()
-}
-
-/// Joins the light sources `lights` (in their order) into units of at most `group` sources and
-/// [`UNIT_MAX_BYTES`] bytes (a source longer than that alone).
-fn light_units(lights: &[usize], sources: &[(&str, &str)], group: usize) -> Vec<Job> {
-    let mut units = Vec::new();
-    let (mut unit, mut bytes): (Job, usize) = (Vec::new(), 0);
-    for &i in lights {
-        let n = sources[i].1.len();
-        if !unit.is_empty() && (unit.len() >= group || bytes + n > UNIT_MAX_BYTES) {
-            units.push(std::mem::take(&mut unit));
-            bytes = 0;
-        }
-        unit.push(i);
-        bytes += n;
-    }
-    if !unit.is_empty() {
-        units.push(unit);
-    }
-    units
 }
 
 /// Compiles one job: a source alone, or a group as one translation unit (member by member when
@@ -132,27 +103,5 @@ mod tests {
         assert!(light("extern \"C\" __global__ void k(float* a) { a[0] = 1.0f; }"));
         assert!(!light("static __device__ void sinter_mma(float (&c)[4]) {}"));
         assert!(!light(&"x".repeat(LIGHT_MAX_BYTES + 1)));
-    }
-
-    #[test]
-    fn units_close_at_the_group_size_or_the_byte_budget() {
-        let small = "s".repeat(1 << 10);
-        let large = "l".repeat(7 << 10);
-        // Ten small sources, then five large ones.
-        let sources: Vec<(&str, &str)> =
-            (0..15).map(|i| ("k", if i < 10 { small.as_str() } else { large.as_str() })).collect();
-        let lights: Vec<usize> = (0..15).collect();
-        let units = light_units(&lights, &sources, 8);
-        let sizes: Vec<usize> = units.iter().map(Vec::len).collect();
-        // 8 small; 2 small + 3 large (23 KB); 2 large.
-        assert_eq!(sizes, [8, 5, 2], "{units:?}");
-        let every: Vec<usize> = units.concat();
-        assert_eq!(every, lights, "each source once, in order");
-        for u in &units {
-            let bytes: usize = u.iter().map(|&i| sources[i].1.len()).sum();
-            assert!(u.len() == 1 || bytes <= UNIT_MAX_BYTES, "{u:?}: {bytes} bytes");
-        }
-        assert_eq!(light_units(&lights, &sources, 1).len(), 15);
-        assert!(light_units(&[], &sources, 8).is_empty());
     }
 }
