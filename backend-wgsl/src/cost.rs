@@ -62,9 +62,10 @@ impl WgslCostModel {
     /// renderer binds (its storage offset alignment), attention on cooperative matrices where the
     /// adapter has them, the default thresholds otherwise.
     pub fn for_caps(caps: &WgslCaps) -> WgslCostModel {
-        let coop = caps.has_coop_matrix && caps.has_f16 && caps.has_subgroups;
-        let coop_attention =
-            [DType::F16, DType::BF16, DType::F32].into_iter().filter(|&d| coop && caps.runs_as_f16(d)).collect();
+        let coop_attention = [DType::F16, DType::BF16, DType::F32]
+            .into_iter()
+            .filter(|&d| crate::render::attention_coop::adapter_runs(caps, d).is_ok())
+            .collect();
         WgslCostModel {
             storage_offset_alignment: caps.storage_offset_alignment,
             coop_attention,
@@ -125,7 +126,8 @@ impl CostModel for WgslCostModel {
     /// constant).
     fn fuse_attention(&self, attn: &AttentionShape, caps: &Capabilities) -> Result<String, String> {
         let scores = (attn.batch * attn.heads * attn.m) as u64 * attn.kv as u64 * 4;
-        let fma = !(self.coop_attention.contains(&attn.dtype) && attn.m > 16);
+        let fma =
+            !(self.coop_attention.contains(&attn.dtype) && attn.m > crate::render::attention_coop::MIN_QUERY_ROWS);
         let long = attn.m.min(attn.kv) >= UNFUSED_ATTENTION_MIN_KEYS;
         if fma && long && !attn.causal && scores <= UNFUSED_ATTENTION_MAX_SCORE_BYTES {
             return Err(format!(
@@ -289,16 +291,27 @@ mod tests {
         assert!(m.fuse_attention(&attn(1024, 1024, DType::F32, true), &caps).is_ok(), "causal fuses");
         // 8 x 16 x 2048 x 4096 f32 scores are 4 GiB: fused, the memory stays bounded.
         assert!(m.fuse_attention(&attn(2048, 4096, DType::F32, false), &caps).is_ok());
-        // An adapter with f16 cooperative matrices runs f16 attention on them: fused.
+        // An adapter with f16 cooperative matrices (and a fixed subgroup size: what the kernel
+        // needs, `attention_coop::adapter_runs`) runs f16 attention on them: fused.
         let coop = WgslCostModel::for_caps(&WgslCaps {
             has_coop_matrix: true,
             has_f16: true,
             has_subgroups: true,
+            fixed_subgroup_size: Some(32),
             ..WgslCaps::baseline()
         });
         assert_eq!(coop.coop_attention, vec![DType::F16]);
         assert!(coop.fuse_attention(&attn(1024, 1024, DType::F16, false), &caps).is_ok());
         assert!(coop.fuse_attention(&attn(1024, 1024, DType::F32, false), &caps).is_err());
+        // Without a fixed subgroup size the kernel cannot run on them: the FMA rule applies.
+        let unfixed = WgslCostModel::for_caps(&WgslCaps {
+            has_coop_matrix: true,
+            has_f16: true,
+            has_subgroups: true,
+            fixed_subgroup_size: None,
+            ..WgslCaps::baseline()
+        });
+        assert!(unfixed.fuse_attention(&attn(1024, 1024, DType::F16, false), &caps).is_err());
         // Decode (one query row against many keys) was not measured unfused: it fuses.
         assert!(m.fuse_attention(&attn(1, 4096, DType::F32, false), &caps).is_ok());
     }

@@ -112,7 +112,7 @@
 //! values are computed in f32 and rounded at casts and stores.
 
 mod attention;
-mod attention_coop;
+pub(crate) mod attention_coop;
 mod coop;
 mod emit;
 mod helpers;

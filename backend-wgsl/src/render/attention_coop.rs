@@ -107,6 +107,28 @@ impl Geometry {
     }
 }
 
+/// Query rows a body needs beyond to run on cooperative matrices: at most this many do not fill a
+/// 16-row fragment (decode stays on the FMA kernel).
+pub(crate) const MIN_QUERY_ROWS: usize = 16;
+
+/// Whether the adapter runs attention with `dtype` operands on cooperative matrices at all: f16
+/// matrix units with subgroups, a fixed subgroup size of 16, 32 or 64 whose subgroups fit a
+/// workgroup, and `dtype` run as f16 (its opt-in); `Err` says why not. The cost model asks the same
+/// (`cost::WgslCostModel::for_caps`), so what it fuses is what this kernel runs.
+pub(crate) fn adapter_runs(caps: &WgslCaps, dtype: DType) -> Result<(), String> {
+    if !(caps.has_coop_matrix && caps.has_f16 && caps.has_subgroups) {
+        return Err("the adapter has no f16 cooperative matrices".into());
+    }
+    let sg = caps.fixed_subgroup_size.unwrap_or(0);
+    if !matches!(sg, 16 | 32 | 64) || SUBGROUPS * sg > caps.max_wg() {
+        return Err(format!("subgroup size {sg} is not a fixed 16, 32 or 64"));
+    }
+    if !caps.runs_as_f16(dtype) {
+        return Err(format!("{dtype} operands without the opt-in to convert them to f16"));
+    }
+    Ok(())
+}
+
 /// The geometry `a` runs with on cooperative matrices, or why it does not: no matrix units or fixed
 /// subgroup size, an input dtype without its opt-in, a query block too short to fill 16-row
 /// fragments (decode stays on the FMA kernel), a head too wide, or no key tile that fits the
@@ -116,17 +138,9 @@ pub(super) fn plan(a: &AttentionBody, caps: &WgslCaps, tuning: &Tuning) -> Resul
     if !tuning.coop_matrix || tuning.attn_tile.is_some() {
         return Err("tuning asks for the FMA kernel".into());
     }
-    if !(caps.has_coop_matrix && caps.has_f16 && caps.has_subgroups) {
-        return Err("the adapter has no f16 cooperative matrices".into());
-    }
+    adapter_runs(caps, a.in_dtype)?;
     let sg = caps.fixed_subgroup_size.unwrap_or(0);
-    if !matches!(sg, 16 | 32 | 64) || SUBGROUPS * sg > caps.max_wg() {
-        return Err(format!("subgroup size {sg} is not a fixed 16, 32 or 64"));
-    }
-    if !caps.runs_as_f16(a.in_dtype) {
-        return Err(format!("{} operands without the opt-in to convert them to f16", a.in_dtype));
-    }
-    if a.m <= 16 {
+    if a.m <= MIN_QUERY_ROWS {
         return Err(format!("{} query rows fill less than one 16-row fragment", a.m));
     }
     let g = Geometry::new(a, 64);
