@@ -22,7 +22,7 @@ use sinter_core::kernel::{Expr, ExprId, Index, IndexCmp, Kernel, Store, Var};
 
 use super::RenderError;
 use super::analysis::{closure, relaxed_math, within_unit};
-use super::index::{IndexEnv, LaneForm, lane_form, render_address, render_signed};
+use super::index::{IndexEnv, LaneForm, Split, lane_form, render_address, render_signed};
 use super::ops::{acc_conv, binary, cast, condition, load_conv, store_conv, unary};
 use super::prelude::{H, Helpers};
 use super::types::{const_lit, ct, storage};
@@ -121,6 +121,8 @@ pub(crate) struct Emitter<'a> {
     scopes: Vec<HashSet<u32>>,
     /// C++ names of the loop variables in scope.
     pub(crate) names: HashMap<Var, String>,
+    /// A loop variable in scope walked as two nested loops.
+    pub(crate) split: Option<Split>,
     /// 64-bit index arithmetic.
     pub(crate) wide: bool,
     /// Accumulator slots available.
@@ -149,6 +151,7 @@ impl<'a> Emitter<'a> {
             indent: 1,
             scopes: vec![HashSet::new()],
             names: HashMap::new(),
+            split: None,
             wide,
             acc: HashMap::new(),
             cached: HashMap::new(),
@@ -283,7 +286,7 @@ impl<'a> Emitter<'a> {
         let mut h = std::mem::take(&mut self.h);
         let r = {
             let value = |e: ExprId| self.env_value(e);
-            let env = IndexEnv { names: &self.names, wide: self.wide, value: &value };
+            let env = IndexEnv { names: &self.names, split: self.split.as_ref(), wide: self.wide, value: &value };
             render_address(idx, &env, &mut h)
         };
         self.h = h;
@@ -294,7 +297,7 @@ impl<'a> Emitter<'a> {
         let mut h = std::mem::take(&mut self.h);
         let r = {
             let value = |e: ExprId| self.env_value(e);
-            let env = IndexEnv { names: &self.names, wide: self.wide, value: &value };
+            let env = IndexEnv { names: &self.names, split: self.split.as_ref(), wide: self.wide, value: &value };
             render_signed(idx, &env, &mut h)
         };
         self.h = h;

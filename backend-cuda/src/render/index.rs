@@ -49,10 +49,55 @@ fn fits32(i: &Index, vr: &dyn Fn(Var) -> Option<Range>) -> bool {
     }
 }
 
+/// A loop variable walked as two nested loops (`var = outer * factor + inner`, `inner <
+/// factor`): a window's taps walked row by row, so `var / factor` renders as the outer
+/// variable and `var % factor` as the inner one instead of being computed again for every tap.
+#[derive(Clone, Debug)]
+pub(crate) struct Split {
+    /// The split variable.
+    pub(crate) var: Var,
+    /// The inner loop's extent.
+    pub(crate) factor: u64,
+    /// C++ names of the outer and inner loop variables.
+    pub(crate) outer: String,
+    pub(crate) inner: String,
+}
+
+/// The extent of the inner loop in which to walk `var` (`0..n`) as two nested loops: the smallest
+/// divisor `c` of `n` (`1 < c < n`) by which some index of `k` divides `var` or takes its
+/// remainder (a 7x7 window's `red / 7` and `red % 7`); `None` where no index does.
+pub(crate) fn split_factor(k: &Kernel, var: Var, n: u64) -> Option<u64> {
+    split_factor_of(all_indices(k).into_iter(), var, n)
+}
+
+fn split_factor_of<'i>(indices: impl Iterator<Item = &'i Index>, var: Var, n: u64) -> Option<u64> {
+    fn visit(i: &Index, var: Var, n: u64, best: &mut Option<u64>) {
+        match i {
+            Index::Div(x, c) | Index::Mod(x, c) => {
+                let c = *c as u64;
+                if matches!(**x, Index::Var(v) if v == var) && c > 1 && c < n && n.is_multiple_of(c) {
+                    *best = Some(best.map_or(c, |b| b.min(c)));
+                }
+                visit(x, var, n, best);
+            }
+            Index::Mul(x, _) | Index::Clamp(x, _, _) => visit(x, var, n, best),
+            Index::Sum(ts) => ts.iter().for_each(|t| visit(t, var, n, best)),
+            Index::Const(_) | Index::Var(_) | Index::Value(_) => {}
+        }
+    }
+    let mut best = None;
+    for i in indices {
+        visit(i, var, n, &mut best);
+    }
+    best
+}
+
 /// What an index can refer to while rendering.
 pub(crate) struct IndexEnv<'a> {
     /// C++ names of the loop variables in scope.
     pub(crate) names: &'a HashMap<Var, String>,
+    /// A variable in scope walked as two nested loops.
+    pub(crate) split: Option<&'a Split>,
     /// 64-bit arithmetic.
     pub(crate) wide: bool,
     /// The C++ expression and dtype of a gathered value, if visible.
@@ -96,6 +141,9 @@ fn var_name(v: Var, env: &IndexEnv<'_>) -> Result<String, String> {
 }
 
 fn ru(idx: &Index, env: &IndexEnv<'_>, h: &mut Helpers) -> Result<(String, Prec), String> {
+    if let Some(r) = split_part(idx, env) {
+        return Ok(r);
+    }
     match idx {
         Index::Const(c) if *c >= 0 => Ok((env.lit(*c as u64), 0)),
         Index::Const(c) => Ok((format!("({})0 - {}", env.ty(), env.lit(c.unsigned_abs())), 2)),
@@ -152,6 +200,30 @@ fn ru(idx: &Index, env: &IndexEnv<'_>, h: &mut Helpers) -> Result<(String, Prec)
     }
 }
 
+/// `var / c` or `var % c` of a split variable (`var = outer * f + inner`, `inner < f`) in terms of
+/// its loop variables: `var / (f * m)` = `outer / m`, `var % c` = `inner % c` where `c` divides
+/// `f`; `None` for every other index.
+fn split_part(idx: &Index, env: &IndexEnv<'_>) -> Option<(String, Prec)> {
+    let s = env.split?;
+    let (x, c, div) = match idx {
+        Index::Div(x, c) => (x, *c as u64, true),
+        Index::Mod(x, c) => (x, *c as u64, false),
+        _ => return None,
+    };
+    if !matches!(**x, Index::Var(v) if v == s.var) || c == 0 {
+        return None;
+    }
+    let (name, by) = if div && c.is_multiple_of(s.factor) {
+        (&s.outer, c / s.factor)
+    } else if !div && s.factor.is_multiple_of(c) {
+        (&s.inner, if c == s.factor { 1 } else { c })
+    } else {
+        return None;
+    };
+    let op = if div { "/" } else { "%" };
+    Some(if by == 1 { (name.clone(), 0) } else { (format!("{name} {op} {}", env.lit(by)), 1) })
+}
+
 fn i64_lit(c: i64) -> String {
     if c == i64::MIN {
         "(-9223372036854775807LL - 1)".into()
@@ -176,12 +248,38 @@ mod tests {
     fn renders_unsigned_with_subtraction() {
         let names: HashMap<Var, String> = [(Var::Lane, "lane".to_string())].into();
         let value = |_| None;
-        let env = IndexEnv { names: &names, wide: false, value: &value };
+        let env = IndexEnv { names: &names, split: None, wide: false, value: &value };
         let mut h = Helpers::default();
         let i = Index::Sum(vec![Index::Const(9), l().mul(-1)]);
         assert_eq!(render_address(&i, &env, &mut h).unwrap(), "9u - lane");
         let i = l().add(Index::Const(3)).div(4).mul(6).add(l().rem(5));
         assert_eq!(render_address(&i, &env, &mut h).unwrap(), "(lane + 3u) / 4u * 6u + lane % 5u");
         assert_eq!(render_signed(&l().add(Index::Const(-2)), &env, &mut h).unwrap(), "(long long)(int)(lane - 2u)");
+    }
+
+    #[test]
+    fn renders_a_split_variable_through_its_loops() {
+        let r = || Index::var(Var::Red);
+        let names: HashMap<Var, String> = [(Var::Red, "red".to_string())].into();
+        let split = Split { var: Var::Red, factor: 7, outer: "red_o".into(), inner: "red_i".into() };
+        let value = |_| None;
+        let env = IndexEnv { names: &names, split: Some(&split), wide: false, value: &value };
+        let mut h = Helpers::default();
+        let mut render = |i: Index| render_address(&i, &env, &mut h).unwrap();
+        assert_eq!(render(r().div(7).add(r().rem(7))), "red_o + red_i");
+        assert_eq!(render(r().div(49).mul(3)), "red_o / 7u * 3u");
+        // Neither a multiple nor a divisor of the inner extent: the variable as it is.
+        assert_eq!(render(r().div(3).add(r().rem(49))), "red / 3u + red % 49u");
+        assert_eq!(render(r().mul(384)), "red * 384u");
+    }
+
+    #[test]
+    fn finds_the_smallest_divisor_a_window_walk_uses() {
+        let r = || Index::var(Var::Red);
+        assert_eq!(split_factor_of([r().div(7), r().rem(7)].iter(), Var::Red, 49), Some(7));
+        assert_eq!(split_factor_of([r().div(9), r().div(3).rem(3), r().rem(3)].iter(), Var::Red, 27), Some(3));
+        assert_eq!(split_factor_of([r().mul(5)].iter(), Var::Red, 25), None);
+        // A divisor that does not divide the walk's extent cannot split it.
+        assert_eq!(split_factor_of([r().div(4)].iter(), Var::Red, 49), None);
     }
 }

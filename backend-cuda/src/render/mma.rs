@@ -245,10 +245,15 @@ pub(super) fn fits_device(t: &MmaTile, caps: &CudaCaps, shared: u64) -> Result<(
 /// the edges), else [`MmaTile::SMALL`].
 ///
 /// TF32 (f32 operands, twice the bytes) takes the same shapes with half the depth (`bk` 32), so a
-/// stage holds the bytes of the 16-bit tile's and two blocks still fit an SM; and for products of
-/// at most 64 rows (ResNet's 64-channel convolutions) a 64-row tile first, where a 128-row one
-/// would multiply as many padded zero rows as real ones. (Unmeasured choices, written before the
-/// first device run: the 16-bit defaults are the measured ones and stay as they were.)
+/// stage holds the bytes of the 16-bit tile's and two blocks still fit an SM. Products of at most
+/// 64 rows (ResNet's 64-channel convolutions) take a 64x128x32 tile first, where a 128-row one
+/// would multiply as many padded zero rows as real ones: TF32 ones always, 16-bit ones where B is
+/// an implicit im2col operand. Measured for 16-bit on ResNet-18 bf16 at batch 8 (H200, session 30,
+/// call 2; the stem and the first stage's 3x3 convolutions): 0.464 ms a run on the 128-row tiles,
+/// 0.437 on 64x128x64 with three stages, 0.421 on 64x64x64, **0.401 on 64x128x32 with two
+/// stages**; its cold compile 0.80 -> 0.62-0.66 s (the stem's NVRTC 0.29 -> ~0.2 s on the CI
+/// machine). EfficientNet-B0 bf16's 64-row products (1x1, not im2col) ran within 1% either way,
+/// so they keep the 128-row tiles.
 pub(super) fn default_mma(mm: &MatmulBody, caps: &CudaCaps) -> MmaTile {
     let tf32 = Elem::of(mm) == Elem::Tf32;
     let half_k = |t: MmaTile| if tf32 { MmaTile { bk: t.bk.min(32), ..t } } else { t };
@@ -262,7 +267,7 @@ pub(super) fn default_mma(mm: &MatmulBody, caps: &CudaCaps) -> MmaTile {
         .chain(MmaTile::WGMMA_DEFAULTS)
         .filter(|t| snug(mm.m, t.bm) && snug(mm.n, t.bn))
         .collect();
-    if tf32 && mm.m <= 64 {
+    if mm.m <= 64 && (tf32 || mm.b.im2col.is_some()) {
         // Two stages where B is an implicit im2col operand (its loader is instruction-bound),
         // chosen by measurement: ResNet-18 at batch 32 (max-autotune's timings after an L2 clear,
         // H200, session 19), the stem 180.7 us with three stages, 154.5 with two; the first

@@ -18,6 +18,7 @@ use sinter_core::kernel::{ExprId, ReduceBody, Var};
 
 use super::analysis::store_roots;
 use super::emit::{AccVal, Emitter, Group, emit_group};
+use super::index::{Split, split_factor};
 use super::ops::cast;
 use super::pointwise::choose_width;
 use super::reduce::Red;
@@ -37,14 +38,28 @@ pub(super) fn rows_per_thread(em: &mut Emitter<'_>, r: &ReduceBody, reds: &[Red]
     w
 }
 
-/// Renders reduce body `r` with `w` consecutive rows a thread ([`rows_per_thread`]) in blocks of
-/// `block` threads; `unroll` unrolls the walk over the row (short rows: a window's taps).
+/// The most fold bodies (taps x rows a thread) a short row's walk unrolls whole; past it, with at
+/// most [`SPLIT_MAX_ROWS`] rows a thread, a walk whose indices divide the tap by a row length
+/// (`red / 7`, `red % 7`) becomes two loops, tap rows rolled and each row's taps unrolled
+/// ([`split_factor`]), the tap's row and column the loops' variables.
 ///
-/// Unrolled whole even with eight rows a thread: the bf16 depthwise 7x7 window (49 taps of a
-/// 16-byte load and eight multiply-adds) takes NVRTC 0.47-0.71 s on an H200 host, and unrolling
-/// it by a row of 7 taps cut ConvNeXt-Tiny's bf16 cold compile by a third (1.00 -> 0.69 s) but
-/// made its run 12% slower (1.02 -> 1.15 ms: the index arithmetic per tap), so it was withdrawn
-/// (session 29, BENCHMARKS.md).
+/// Measured (H200, BENCHMARKS.md session 30, calls 1-2): ConvNeXt-Tiny f32's 7x7 windows (four
+/// rows a thread, 196 bodies) as tap rows cut its cold compile 0.88-1.00 -> 0.61-0.64 s and ran 1%
+/// faster (2.93 -> 2.90 ms). Its bf16 windows (eight rows a thread, 392 bodies: 0.47-0.71 s of
+/// NVRTC each on the device, 0.27 s on the CI machine, 0.12 s as tap rows) cut the cold compile by
+/// a fifth to a third but ran the model 2-5% slower (1.02-1.04 -> 1.06-1.08 ms; four rows a thread
+/// slower still, whole or not): eight rows a thread leave few warps per SM, and the whole unroll's
+/// loads of later taps in flight hide the latency the rolled tap rows expose. So the bf16 windows
+/// stay whole. A flat walk unrolled by 7 made the bf16 run 12% slower (each tap's row and column,
+/// clamps and masks computed from `red` again; session 29).
+const WHOLE_BODIES: u64 = 128;
+
+/// The most rows a thread whose window walk may be split into tap rows ([`WHOLE_BODIES`]).
+const SPLIT_MAX_ROWS: u32 = 4;
+
+/// Renders reduce body `r` with `w` consecutive rows a thread ([`rows_per_thread`]) in blocks of
+/// `block` threads; `unroll` unrolls the walk over the row (short rows: a window's taps), as two
+/// loops past [`WHOLE_BODIES`].
 pub(super) fn render(
     em: &mut Emitter<'_>,
     r: &ReduceBody,
@@ -77,10 +92,34 @@ pub(super) fn render(
     // The walk over the row: the group's shared values once a step, then each row's fold.
     em.acc_varies = false;
     em.set_lanes(Some((Var::Row, w)));
-    if unroll {
-        em.line("#pragma unroll");
-    }
-    em.open(format!("for ({ity} red = 0; red < {}; ++red)", em.ilit(r.len as u64)));
+    let n = r.len as u64;
+    let split = if unroll && w <= SPLIT_MAX_ROWS && n * u64::from(w) > WHOLE_BODIES {
+        split_factor(em.k, Var::Red, n)
+    } else {
+        None
+    };
+    let opened = match split {
+        Some(f) => {
+            // Tap rows rolled, each row's taps unrolled: `red / f` and `red % f` are the loops'
+            // variables, the column parts of every tap's address and mask hoisted out of the row
+            // loop.
+            em.line(format!("// the walk as {} rows of {f} taps", n / f));
+            em.line("#pragma unroll 1");
+            em.open(format!("for ({ity} red_o = 0; red_o < {}; ++red_o)", em.ilit(n / f)));
+            em.line("#pragma unroll");
+            em.open(format!("for ({ity} red_i = 0; red_i < {}; ++red_i)", em.ilit(f)));
+            em.decl("red", format!("const {ity} red = red_o * {} + red_i;", em.ilit(f)));
+            em.split = Some(Split { var: Var::Red, factor: f, outer: "red_o".into(), inner: "red_i".into() });
+            2
+        }
+        None => {
+            if unroll {
+                em.line("#pragma unroll");
+            }
+            em.open(format!("for ({ity} red = 0; red < {}; ++red)", em.ilit(n)));
+            1
+        }
+    };
     em.names.insert(Var::Red, "red".into());
     let grp = Group { var: Var::Row, width: w, base: "row0", lane: "row", roots: &[rd.value], stores: &[] };
     emit_group(em, &grp, &mut |em| {
@@ -91,7 +130,10 @@ pub(super) fn render(
         em.line(format!("acc0[j] = {c};"));
         Ok(())
     })?;
-    em.close();
+    for _ in 0..opened {
+        em.close();
+    }
+    em.split = None;
     em.names.remove(&Var::Red);
     // Row stores: each row's result is its own accumulator.
     em.line("// ---- row stores");
