@@ -74,7 +74,18 @@ fn quiet_vulkan_device_select() {
     }
 }
 
+/// The hidden argument that makes this binary an NVRTC worker process
+/// (`sinter_cuda::nvrtc::worker_main`): the CUDA backend's parallel compiles run in such
+/// processes, which NVRTC serves faster than threads of one process.
+const NVRTC_WORKER: &str = "__nvrtc-worker";
+
 fn main() -> ExitCode {
+    if std::env::args_os().nth(1).is_some_and(|a| a == NVRTC_WORKER) {
+        return ExitCode::from(sinter_cuda::nvrtc::worker_main().clamp(0, 255) as u8);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        sinter_cuda::nvrtc::set_worker_command(exe, vec![NVRTC_WORKER.to_string()]);
+    }
     quiet_vulkan_device_select();
     init_logging();
     let cli = match Cli::try_parse() {

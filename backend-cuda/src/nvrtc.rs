@@ -17,10 +17,12 @@
 mod batch;
 mod cache;
 mod resources;
+mod worker;
 
-pub use batch::{MAX_COMPILE_THREADS, compile_parallel};
+pub use batch::{COMPILE_ALONE, MAX_COMPILE_THREADS, compile_parallel};
 pub use cache::{CubinCache, EntryError, decode_entry, encode_entry};
 pub use resources::resources;
+pub use worker::{set_worker_command, worker_compiles, worker_main, workers_enabled};
 
 use cudarc::nvrtc::{result as rtc, sys};
 use std::ffi::{CString, c_char};

@@ -863,6 +863,9 @@ fn channels_last_windows_take_consecutive_rows_a_thread() {
         assert!(r.strategy.contains(&strategy), "{what}: {}\n{}", r.strategy, r.source);
         let walk = format!("// the walk as {kw} rows of {kw} taps");
         assert_eq!(r.source.contains(&walk), split, "{what}\n{}", r.source);
+        // Unrolled whole past 128 bodies: compiled alone, not grouped with light sources.
+        let alone = !split && rows * kw * kw > 128;
+        assert_eq!(r.source.contains(sinter_cuda::nvrtc::COMPILE_ALONE), alone, "{what}\n{}", r.source);
         if split {
             // The tap's row and column are the loops' variables, never divided out of `red`.
             assert!(!r.source.contains(&format!("red / {kw}u")), "{what}\n{}", r.source);

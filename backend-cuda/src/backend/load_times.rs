@@ -78,7 +78,7 @@ impl LoadTimes {
         tracing::info!(
             target: "sinter::compile",
             "cuda load of {kernels} kernels in {:.3} s: setup {:.3} s; memory {:.3} s (constants: {} of {:.1} MB in {:.3} s); render {:.3} s; \
-             NVRTC {:.3} s for {} programs ({} from sinter's cubin cache, NVRTC's own cache {}; slowest: {}); \
+             NVRTC {:.3} s for {} programs ({} from sinter's cubin cache, NVRTC's own cache {}, {}; slowest: {}); \
              own modules {:.3} s; {} library steps {:.3} s (plans {:.3} s); executable {:.3} s; other {:.3} s",
             self.total_s,
             self.setup_s,
@@ -91,6 +91,7 @@ impl LoadTimes {
             self.programs,
             self.hits,
             if self.nvrtc_cache { "on" } else { "off" },
+            if nvrtc::workers_enabled() { "batches in worker processes" } else { "batches on threads" },
             slow.join(", "),
             self.module_s,
             self.library_steps,

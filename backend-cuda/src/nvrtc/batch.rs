@@ -17,7 +17,10 @@
 //!   the other members still compile.
 //! * Each member's cubin is cached under the member's own key, so a warm load finds every member
 //!   without knowing the grouping; a device loads an image several members share once.
-//! * Heavy sources (tensor-core templates, anything long) compile alone, longest first.
+//! * Heavy sources (tensor-core templates, anything long, sources marked [`COMPILE_ALONE`]) compile
+//!   alone, longest first.
+//! * With two jobs or more, each compile thread hands its jobs to a worker process where the
+//!   process registered one (`worker`: NVRTC on threads of one process contends).
 
 use super::{Cubin, CubinCache, NvrtcError, Target, combine_sources, compile};
 
@@ -31,8 +34,16 @@ const LIGHT_MAX_BYTES: usize = 8 << 10;
 /// Light sources per translation unit, unless `SINTER_NVRTC_GROUP` says otherwise (1: each alone).
 const DEFAULT_GROUP: usize = 8;
 
+/// A line the renderer writes into a short source that is costly to compile (a walk unrolled
+/// whole into hundreds of bodies), so it compiles alone instead of in a group of light ones.
+///
+/// Why: ConvNeXt-Tiny bf16's depthwise 7x7 windows (3 KB, 392 bodies unrolled) take NVRTC 0.47-0.71
+/// s each on an H200 host; grouped eight light sources to a unit, a unit holding two or three of
+/// them took 1.3-1.8 s, the batch's slowest (session 30, calls 1-2).
+pub const COMPILE_ALONE: &str = "// sinter: compiled alone";
+
 fn light(source: &str) -> bool {
-    source.len() <= LIGHT_MAX_BYTES && !source.contains("mma")
+    source.len() <= LIGHT_MAX_BYTES && !source.contains("mma") && !source.contains(COMPILE_ALONE)
 }
 
 fn group_size() -> usize {
@@ -67,7 +78,10 @@ pub fn compile_parallel(
     heavy.sort_by_key(|&i| std::cmp::Reverse(sources[i].1.len()));
     let mut jobs: Vec<Job> = heavy.into_iter().map(|i| vec![i]).collect();
     jobs.extend(lights.chunks(group_size()).map(<[usize]>::to_vec));
-    let results = sinter_core::par::map(&jobs, MAX_COMPILE_THREADS, |job| run_job(job, sources, target));
+    // Worker processes only where jobs run side by side (one job gains nothing from a process).
+    let processes = jobs.len() > 1 && super::worker::workers_enabled();
+    let results = sinter_core::par::map(&jobs, MAX_COMPILE_THREADS, |job| run_job(job, sources, target, processes));
+    super::worker::end_thread_worker();
     for (i, r) in results.into_iter().flatten() {
         if let Ok(c) = &r {
             cubins.keep(&keys[i], c);
@@ -81,14 +95,23 @@ pub fn compile_parallel(
 
 /// Compiles one job: a source alone, or a group as one translation unit (member by member when
 /// the group fails). Every member's cubin of a group is the group's.
-fn run_job(job: &[usize], sources: &[(&str, &str)], target: &Target) -> Vec<(usize, Result<Cubin, NvrtcError>)> {
-    let alone = |i: usize| (i, compile(sources[i].0, sources[i].1, target));
+fn run_job(
+    job: &[usize],
+    sources: &[(&str, &str)],
+    target: &Target,
+    processes: bool,
+) -> Vec<(usize, Result<Cubin, NvrtcError>)> {
+    let compile = |name: &str, source: &str| {
+        let in_worker = if processes { super::worker::compile_in_worker(name, source, target) } else { None };
+        in_worker.unwrap_or_else(|| compile(name, source, target))
+    };
+    let alone = |i: usize| (i, compile(sources[i].0, sources[i].1));
     if let [i] = job {
         return vec![alone(*i)];
     }
     let srcs: Vec<&str> = job.iter().map(|&i| sources[i].1).collect();
     let name = format!("{}_and_{}_more", sources[job[0]].0, job.len() - 1);
-    match compile(&name, &combine_sources(&srcs), target) {
+    match compile(&name, &combine_sources(&srcs)) {
         Ok(c) => job.iter().map(|&i| (i, Ok(c.clone()))).collect(),
         Err(_) => job.iter().map(|&i| alone(i)).collect(),
     }
@@ -103,5 +126,6 @@ mod tests {
         assert!(light("extern \"C\" __global__ void k(float* a) { a[0] = 1.0f; }"));
         assert!(!light("static __device__ void sinter_mma(float (&c)[4]) {}"));
         assert!(!light(&"x".repeat(LIGHT_MAX_BYTES + 1)));
+        assert!(!light(&format!("extern \"C\" __global__ void k() {{\n    {COMPILE_ALONE}: 392 bodies\n}}")));
     }
 }

@@ -113,6 +113,9 @@ pub(super) fn render(
             2
         }
         None => {
+            if unroll && n * u64::from(w) > WHOLE_BODIES {
+                em.line(format!("{}: {n} taps x {w} rows unrolled whole", crate::nvrtc::COMPILE_ALONE));
+            }
             if unroll {
                 em.line("#pragma unroll");
             }
