@@ -50,7 +50,8 @@ fn worker_processes_compile_what_threads_compile() {
     assert!(nvrtc::workers_enabled());
     let cache = CubinCache::disabled();
     let workers = nvrtc::compile_parallel(&pairs, &target, &cache);
-    assert!(nvrtc::worker_compiles() >= 2, "{} compiles in workers", nvrtc::worker_compiles());
+    let first = nvrtc::worker_compiles();
+    assert!(first >= 2, "{first} compiles in workers");
     assert_eq!(threads.len(), workers.len());
     for ((name, _), (t, w)) in srcs.iter().zip(threads.iter().zip(&workers)) {
         match (t, w) {
@@ -66,4 +67,9 @@ fn worker_processes_compile_what_threads_compile() {
             _ => panic!("{name}: in-process {t:?} against worker {w:?}"),
         }
     }
+    // A second batch (two jobs: the light sources' unit, the long one) is served by the pooled
+    // workers of the first.
+    let again = nvrtc::compile_parallel(&pairs[5..], &target, &CubinCache::disabled());
+    assert!(again[0].is_ok() && again[1].is_err() && again[2].is_ok(), "{again:?}");
+    assert!(nvrtc::worker_compiles() > first);
 }

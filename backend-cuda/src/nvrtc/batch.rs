@@ -19,8 +19,8 @@
 //!   without knowing the grouping; a device loads an image several members share once.
 //! * Heavy sources (tensor-core templates, anything long, sources marked [`COMPILE_ALONE`]) compile
 //!   alone, longest first.
-//! * With two jobs or more, each compile thread hands its jobs to a worker process where the
-//!   process registered one (`worker`: NVRTC on threads of one process contends).
+//! * With two jobs or more, each compile thread hands its jobs to a pooled worker process where
+//!   the process registered a worker command (`worker`: NVRTC on threads of one process contends).
 
 use super::{Cubin, CubinCache, NvrtcError, Target, combine_sources, compile};
 
@@ -81,7 +81,6 @@ pub fn compile_parallel(
     // Worker processes only where jobs run side by side (one job gains nothing from a process).
     let processes = jobs.len() > 1 && super::worker::workers_enabled();
     let results = sinter_core::par::map(&jobs, MAX_COMPILE_THREADS, |job| run_job(job, sources, target, processes));
-    super::worker::end_thread_worker();
     for (i, r) in results.into_iter().flatten() {
         if let Ok(c) = &r {
             cubins.keep(&keys[i], c);

@@ -14,20 +14,23 @@
 //!   calls it, with the same environment: include folders, NVRTC's cache setting).
 //! * A worker that cannot start, dies or answers garbage loses nothing: the job compiles
 //!   in-process and that thread stops using workers ([`compile_in_worker`] returns `None`).
-//! * One worker per compile thread, started at the thread's first job and ended (stdin closed,
-//!   waited for) when the thread ends, so a batch leaves no process behind.
+//! * Workers are pooled for the process's lifetime (at most [`super::MAX_COMPILE_THREADS`] idle):
+//!   a job takes an idle one or starts one, and gives it back after a good reply. A worker ends
+//!   when this process closes its stdin (at exit, or when a pool entry is dropped).
+//! * No pool is started ahead: starting it (and NVRTC in this process) while the device opened
+//!   made ViT-B/16 bf16's batch 0.34-0.35 -> 0.46-0.48 s and two one-kernel compiles 20-30 ms
+//!   longer (the warm-up compiles still running beside the first real ones; session 30, call 5).
 //!
 //! Protocol (little-endian, lengths as `u64`): a request is the target's `sm` major and minor
 //! (`u32` each), NVRTC's cache flag (`u8`), the program name and the source (each a length and
 //! UTF-8 bytes); a reply is a tag byte and its fields: 0 = the cubin (image bytes, log, seconds
 //! as `f64`), 1 = a compile error (name, log), 2 = NVRTC unavailable (message).
 
-use std::cell::RefCell;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use super::{Cubin, NvrtcError, Target};
 
@@ -102,39 +105,53 @@ impl Drop for Worker {
     }
 }
 
-thread_local! {
-    /// This thread's worker: `None` before its first job, `Some(None)` once workers failed here.
-    static THREAD_WORKER: RefCell<Option<Option<Worker>>> = const { RefCell::new(None) };
+/// Idle workers.
+static POOL: Mutex<Vec<Worker>> = Mutex::new(Vec::new());
+
+/// Set once a worker could not be started: later jobs compile in-process.
+static START_FAILED: AtomicBool = AtomicBool::new(false);
+
+fn pool() -> std::sync::MutexGuard<'static, Vec<Worker>> {
+    POOL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Compiles `source` in this thread's worker process, starting it at the first call; `None` when
-/// workers are off or this thread's worker could not start or failed (the caller then compiles
-/// in-process).
+/// An idle worker, or a new one (`None`, and workers off from then on, when none starts).
+fn take_worker() -> Option<Worker> {
+    if let Some(w) = pool().pop() {
+        return Some(w);
+    }
+    let w = Worker::start();
+    if w.is_none() && !START_FAILED.swap(true, Ordering::Relaxed) {
+        tracing::warn!(target: "sinter::compile", "no NVRTC worker process could be started; compiling on threads");
+    }
+    w
+}
+
+fn give_back(w: Worker) {
+    let mut p = pool();
+    if p.len() < super::MAX_COMPILE_THREADS {
+        p.push(w);
+    }
+}
+
+/// Compiles `source` in a worker process; `None` when workers are off or failed (the caller then
+/// compiles in-process).
 pub(super) fn compile_in_worker(name: &str, source: &str, target: &Target) -> Option<Result<Cubin, NvrtcError>> {
-    if !workers_enabled() {
+    if !workers_enabled() || START_FAILED.load(Ordering::Relaxed) {
         return None;
     }
-    THREAD_WORKER.with(|slot| {
-        let mut slot = slot.borrow_mut();
-        let w = slot.get_or_insert_with(Worker::start).as_mut()?;
-        match w.compile(name, source, target) {
-            Ok(r) => {
-                WORKER_COMPILES.fetch_add(1, Ordering::Relaxed);
-                Some(r)
-            }
-            Err(e) => {
-                tracing::warn!(target: "sinter::compile", "NVRTC worker process failed ({e}); compiling in-process");
-                *slot = Some(None);
-                None
-            }
+    let mut w = take_worker()?;
+    match w.compile(name, source, target) {
+        Ok(r) => {
+            give_back(w);
+            WORKER_COMPILES.fetch_add(1, Ordering::Relaxed);
+            Some(r)
         }
-    })
-}
-
-/// Ends this thread's worker process, if it has one (a compile thread's ends with the thread; the
-/// calling thread's, where a batch ran on it, at the batch's end).
-pub(super) fn end_thread_worker() {
-    THREAD_WORKER.with(|slot| slot.borrow_mut().take());
+        Err(e) => {
+            tracing::warn!(target: "sinter::compile", "an NVRTC worker process failed ({e}); compiling {name} in-process");
+            None
+        }
+    }
 }
 
 /// The worker process's loop: reads requests from stdin until it closes, compiles each with
