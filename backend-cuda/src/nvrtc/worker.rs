@@ -1,5 +1,5 @@
-//! NVRTC compiles in worker processes ([`compile_in_worker`]): a parallel batch's jobs go to child
-//! processes, one per compile thread, instead of NVRTC calls on the threads themselves.
+//! NVRTC compiles in worker processes ([`compile_in_worker`]): each compile thread of a parallel
+//! batch hands its job to a child process instead of calling NVRTC itself.
 //!
 //! Why: NVRTC compiles on threads of one process contend for something process-wide. Measured on
 //! an H200 host (session 29, call 3): the kernels of ViT-B/16 bf16 took 4.43-4.53 s of NVRTC on 16
@@ -13,7 +13,8 @@
 //! * A result from a worker is what [`super::compile`] in this process would give (the worker
 //!   calls it, with the same environment: include folders, NVRTC's cache setting).
 //! * A worker that cannot start, dies or answers garbage loses nothing: the job compiles
-//!   in-process and that thread stops using workers ([`compile_in_worker`] returns `None`).
+//!   in-process ([`compile_in_worker`] returns `None`); a worker that dies is dropped, and once
+//!   one cannot start every later job compiles in-process.
 //! * Workers are pooled for the process's lifetime (at most [`super::MAX_COMPILE_THREADS`] idle):
 //!   a job takes an idle one or starts one, and gives it back after a good reply. A worker ends
 //!   when this process closes its stdin (at exit, or when a pool entry is dropped).
