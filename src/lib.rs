@@ -14,15 +14,15 @@ pub use sinter_core::{
     prelude, text, trace, verify, workloads,
 };
 
+/// The CUDA backend crate (NVRTC + cudarc). A program that compiles many models can have the
+/// backend's parallel NVRTC compiles run in worker processes, as the CLI does: register a command
+/// that runs [`cuda::nvrtc::worker_main`] with [`cuda::nvrtc::set_worker_command`].
+pub use sinter_cuda as cuda;
 /// The ONNX front end: `sinter::onnx::load("model.onnx")?` gives a model whose graph compiles like
 /// any traced one.
 pub use sinter_onnx as onnx;
 /// The WGSL backend crate (wgpu).
 pub use sinter_wgsl as wgsl;
-/// The CUDA backend crate (NVRTC + cudarc). A program that compiles many models can have the
-/// backend's parallel NVRTC compiles run in worker processes, as the CLI does: register a command
-/// that runs [`cuda::nvrtc::worker_main`] with [`cuda::nvrtc::set_worker_command`].
-pub use sinter_cuda as cuda;
 
 pub mod runtime;
 pub use runtime::{Backend, Options, backend, compile};
