@@ -14,7 +14,7 @@
 //!   calls it, with the same environment: include folders, NVRTC's cache setting).
 //! * A worker that cannot start, dies or answers garbage loses nothing: the job compiles
 //!   in-process ([`compile_in_worker`] returns `None`); a worker that dies is dropped, and once
-//!   one cannot start every later job compiles in-process.
+//!   one cannot start, or three have failed, every later job compiles in-process.
 //! * Workers are pooled for the process's lifetime (at most [`super::MAX_COMPILE_THREADS`] idle):
 //!   a job takes an idle one or starts one, and gives it back after a good reply. A worker ends
 //!   when this process closes its stdin (at exit, or when a pool entry is dropped).
@@ -109,8 +109,15 @@ impl Drop for Worker {
 /// Idle workers.
 static POOL: Mutex<Vec<Worker>> = Mutex::new(Vec::new());
 
-/// Set once a worker could not be started: later jobs compile in-process.
+/// Set once a worker could not be started, or [`MAX_FAILURES`] workers failed: later jobs compile
+/// in-process.
 static START_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// Workers that failed mid-job so far.
+static FAILURES: AtomicUsize = AtomicUsize::new(0);
+
+/// Failed workers after which none is started again (a registered command that is no worker).
+const MAX_FAILURES: usize = 3;
 
 fn pool() -> std::sync::MutexGuard<'static, Vec<Worker>> {
     POOL.lock().unwrap_or_else(|p| p.into_inner())
@@ -150,6 +157,9 @@ pub(super) fn compile_in_worker(name: &str, source: &str, target: &Target) -> Op
         }
         Err(e) => {
             tracing::warn!(target: "sinter::compile", "an NVRTC worker process failed ({e}); compiling {name} in-process");
+            if FAILURES.fetch_add(1, Ordering::Relaxed) + 1 >= MAX_FAILURES {
+                START_FAILED.store(true, Ordering::Relaxed);
+            }
             None
         }
     }
