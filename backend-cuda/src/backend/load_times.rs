@@ -25,6 +25,9 @@ pub(super) struct LoadTimes {
     /// Whether NVRTC could use its own cache (the CUDA driver's, across processes): its compiles
     /// of sources it saw before are then 4-16x faster than cold ones (session 27).
     pub(super) nvrtc_cache: bool,
+    /// Compiles of the batch that worker processes answered (`nvrtc::worker_compiles` while it
+    /// ran; a batch of one job compiles in-process).
+    pub(super) in_workers: usize,
     /// The slowest programs of the batch: (seconds NVRTC took, name).
     pub(super) slowest: Vec<(f64, String)>,
     /// Loading own kernels' modules (and their scratch).
@@ -41,14 +44,16 @@ pub(super) struct LoadTimes {
 }
 
 impl LoadTimes {
-    /// Records the parallel batch of `sources` that started at `t0` with its `results`.
+    /// Records the parallel batch of `sources` that started at `t0` (when worker processes had
+    /// answered `workers_before` compiles) with its `results`.
     pub(super) fn nvrtc(
         &mut self,
-        t0: std::time::Instant,
+        (t0, workers_before): (std::time::Instant, usize),
         sources: &[(&str, &str)],
         results: &[Result<nvrtc::Cubin, BackendError>],
     ) {
         self.nvrtc_s = t0.elapsed().as_secs_f64();
+        self.in_workers = nvrtc::worker_compiles().saturating_sub(workers_before);
         self.programs = sources.len();
         let ok: Vec<(f64, String)> = results
             .iter()
@@ -78,7 +83,7 @@ impl LoadTimes {
         tracing::info!(
             target: "sinter::compile",
             "cuda load of {kernels} kernels in {:.3} s: setup {:.3} s; memory {:.3} s (constants: {} of {:.1} MB in {:.3} s); render {:.3} s; \
-             NVRTC {:.3} s for {} programs ({} from sinter's cubin cache, NVRTC's own cache {}, {}; slowest: {}); \
+             NVRTC {:.3} s for {} programs ({} from sinter's cubin cache, NVRTC's own cache {}, {} compiles in worker processes; slowest: {}); \
              own modules {:.3} s; {} library steps {:.3} s (plans {:.3} s); executable {:.3} s; other {:.3} s",
             self.total_s,
             self.setup_s,
@@ -91,7 +96,7 @@ impl LoadTimes {
             self.programs,
             self.hits,
             if self.nvrtc_cache { "on" } else { "off" },
-            if nvrtc::workers_enabled() { "batches in worker processes" } else { "batches on threads" },
+            self.in_workers,
             slow.join(", "),
             self.module_s,
             self.library_steps,

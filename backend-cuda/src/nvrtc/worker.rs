@@ -16,8 +16,8 @@
 //!   in-process ([`compile_in_worker`] returns `None`); a worker that dies is dropped, and once
 //!   one cannot start, or three have failed, every later job compiles in-process.
 //! * Workers are pooled for the process's lifetime (at most [`super::MAX_COMPILE_THREADS`] idle):
-//!   a job takes an idle one or starts one, and gives it back after a good reply. A worker ends
-//!   when this process closes its stdin (at exit, or when a pool entry is dropped).
+//!   a job takes an idle one or starts one, and gives it back after a good reply. A pooled worker
+//!   ends when this process exits (its stdin closes); a failed or surplus one is killed.
 //! * No pool is started ahead: starting it (and NVRTC in this process) while the device opened
 //!   made ViT-B/16 bf16's batch 0.34-0.35 -> 0.46-0.48 s and two one-kernel compiles 20-30 ms
 //!   longer (the warm-up compiles still running beside the first real ones; session 30, call 5).
@@ -92,15 +92,9 @@ impl Worker {
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        // Closing stdin ends the worker's loop; one that has not ended within 2 s is killed.
+        // A worker is dropped only when it failed or the pool is full: closing its stdin ends a
+        // healthy one's loop, and it is killed in case it is not.
         drop(self.to.take());
-        let t = std::time::Instant::now();
-        while t.elapsed() < std::time::Duration::from_secs(2) {
-            if !matches!(self.child.try_wait(), Ok(None)) {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -142,10 +136,10 @@ fn give_back(w: Worker) {
     }
 }
 
-/// Compiles `source` in a worker process; `None` when workers are off or failed (the caller then
-/// compiles in-process).
+/// Compiles `source` in a worker process (the caller checked [`workers_enabled`]); `None` when no
+/// worker starts or the worker failed (the caller then compiles in-process).
 pub(super) fn compile_in_worker(name: &str, source: &str, target: &Target) -> Option<Result<Cubin, NvrtcError>> {
-    if !workers_enabled() || START_FAILED.load(Ordering::Relaxed) {
+    if START_FAILED.load(Ordering::Relaxed) {
         return None;
     }
     let mut w = take_worker()?;

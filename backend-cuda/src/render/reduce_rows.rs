@@ -93,11 +93,8 @@ pub(super) fn render(
     em.acc_varies = false;
     em.set_lanes(Some((Var::Row, w)));
     let n = r.len as u64;
-    let split = if unroll && w <= SPLIT_MAX_ROWS && n * u64::from(w) > WHOLE_BODIES {
-        split_factor(em.k, Var::Red, n)
-    } else {
-        None
-    };
+    let past_whole = unroll && n * u64::from(w) > WHOLE_BODIES;
+    let split = if past_whole && w <= SPLIT_MAX_ROWS { split_factor(em.k, Var::Red, n) } else { None };
     let opened = match split {
         Some(f) => {
             // Tap rows rolled, each row's taps unrolled: `red / f` and `red % f` are the loops'
@@ -113,7 +110,7 @@ pub(super) fn render(
             2
         }
         None => {
-            if unroll && n * u64::from(w) > WHOLE_BODIES {
+            if past_whole {
                 em.line(format!("{}: {n} taps x {w} rows unrolled whole", crate::nvrtc::COMPILE_ALONE));
             }
             if unroll {
