@@ -8,7 +8,9 @@
 //! * The options are fixed by the target ([`options`]): `--gpu-architecture=sm_90a` on sm 9.0
 //!   (wgmma needs the arch-specific target), else `sm_XY`; `-std=c++17`; `--ptxas-options=-v` so
 //!   the log reports registers, spills and shared memory per kernel ([`resources`]);
-//!   `-default-device`; the include folders of [`include_dirs`]. No fast-math: the renderer's
+//!   `-default-device`; `-minimal` where NVRTC has it ([`MINIMAL_SINCE`]); the include folders of
+//!   [`include_dirs`] (the renderer's sources include no header: the `render::half` module declares
+//!   f16/bf16). No fast-math: the renderer's
 //!   numerics must match `sinter_core::scalar`. No `--Ofast-compile`: at level `min` it ran
 //!   softmax 50% and the attention kernels 1.3-2.9x slower for compiles within their spread, at
 //!   `mid` most kernels 1.6-35x slower (H200, session 30, call 1).
@@ -161,8 +163,21 @@ pub fn supported_archs() -> Result<Vec<i32>, NvrtcError> {
     Ok(archs)
 }
 
+/// The NVRTC version from which `-minimal` is taken: NVRTC then leaves out of its built-in header
+/// what no sinter source uses (textures and surfaces, the device runtime's `cuda*` functions,
+/// launches from device code, the runtime's types). Measured on the CI-class machine (NVRTC 13.0,
+/// session 31): a trivial kernel 25-30 -> 20-23 ms, softmax's 52-56 -> 48-50, the 64-op chain's
+/// 127-150 -> 121-126. `SINTER_NVRTC_MINIMAL=0` leaves it out (A/B runs).
+pub const MINIMAL_SINCE: (i32, i32) = (12, 4);
+
+/// Whether the options take `-minimal` ([`MINIMAL_SINCE`]).
+fn minimal() -> bool {
+    std::env::var("SINTER_NVRTC_MINIMAL").map_or(true, |v| v != "0") && version().is_ok_and(|v| v >= MINIMAL_SINCE)
+}
+
 /// The NVRTC options for `target`: architecture, `-std=c++17`, `--ptxas-options=-v`,
-/// `-default-device`, then one `--include-path=` per folder of [`include_dirs`]. Errors when
+/// `-default-device`, `-minimal` where NVRTC has it, then one `--include-path=` per folder of
+/// [`include_dirs`]. Errors when
 /// `source` has an `#include` and no folder holds `cuda_fp16.h` (naming the folders searched).
 pub fn options(target: &Target, source: &str) -> Result<Vec<String>, NvrtcError> {
     let mut opts = vec![
@@ -171,6 +186,9 @@ pub fn options(target: &Target, source: &str) -> Result<Vec<String>, NvrtcError>
         "--ptxas-options=-v".to_string(),
         "-default-device".to_string(),
     ];
+    if minimal() {
+        opts.push("-minimal".to_string());
+    }
     if !target.nvrtc_cache {
         opts.push("--no-cache".to_string());
     }
@@ -333,7 +351,8 @@ mod tests {
     fn options_are_fixed_and_have_no_fast_math() {
         let opts = options(&Target::hopper(), "extern \"C\" __global__ void k() {}").unwrap();
         assert_eq!(&opts[..4], ["--gpu-architecture=sm_90a", "-std=c++17", "--ptxas-options=-v", "-default-device"]);
-        assert!(opts[4..].iter().all(|o| o.starts_with("--include-path=")), "{opts:?}");
+        let rest = if opts.get(4).is_some_and(|o| o == "-minimal") { &opts[5..] } else { &opts[4..] };
+        assert!(rest.iter().all(|o| o.starts_with("--include-path=")), "{opts:?}");
         assert!(!opts.iter().any(|o| o.contains("fast-math") || o.contains("ftz")), "{opts:?}");
     }
 

@@ -874,7 +874,7 @@ fn channels_last_windows_take_consecutive_rows_a_thread() {
         if channels_last {
             let threads = n * c * hw * hw / rows;
             assert_eq!(r.grid[0] as usize, threads.div_ceil(r.block[0] as usize), "{what}: {}", r.strategy);
-            let vec = if dt == DType::F32 { "sinter_vec<float, 4>" } else { "sinter_vec<__nv_bfloat16, 8>" };
+            let vec = if dt == DType::F32 { "sinter_vec<float, 4>" } else { "sinter_vec<sinter_bf16, 8>" };
             assert!(r.source.contains(vec), "{what}\n{}", r.source);
         }
     }

@@ -335,7 +335,9 @@ impl GemmPlan {
         let max_algos = max_algos.max(1);
         supported(g)
             .map_err(|w| BackendError::Unsupported { backend: "cuda".into(), what: format!("cuBLASLt: {w}") })?;
-        crate::probe::cublaslt().map_err(BackendError::NoDevice)?;
+        // A missing library is a product the library cannot take: the loader runs the own template.
+        crate::probe::cublaslt()
+            .map_err(|w| BackendError::Unsupported { backend: "cuda".into(), what: format!("cuBLASLt: {w}") })?;
         let handle = handle()?;
         let la = layout(&g.b, g.k, g.n).expect("checked");
         let lb = layout(&g.a, g.m, g.k).expect("checked");

@@ -238,7 +238,7 @@ impl ConvPlan {
     pub fn new(stream: &Arc<Stream>, c: &ConvDesc, algo: usize) -> Result<ConvPlan, BackendError> {
         let unsupported = |w: String| BackendError::Unsupported { backend: "cuda".into(), what: format!("cuDNN: {w}") };
         supported(c).map_err(unsupported)?;
-        crate::probe::cudnn().map_err(BackendError::NoDevice)?;
+        crate::probe::cudnn().map_err(unsupported)?;
         // A descriptor cuDNN rejects while planning is a convolution it does not take: the own
         // template runs it instead (`Unsupported`); running out of memory stays what it is.
         Self::plan(stream, c, algo).map_err(|e| match e {

@@ -420,8 +420,8 @@ fn copy_producer(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, (kt, vt)
 }
 
 /// The consumers' loop over key tiles (see the module docs), from Q in shared memory and `o`,
-/// `mx`, `l` initialized to the end of the last `P V`. `cvt` names the bf16/f16 pair type and its
-/// conversion. A persistent tile's key tiles sit in the ring after the `it` of earlier work
+/// `mx`, `l` initialized to the end of the last `P V`. `pack` names the bf16/f16 pair conversion
+/// ([`super::half::pack2`]). A persistent tile's key tiles sit in the ring after the `it` of earlier work
 /// tiles; once its last `Q Kᵀ` is done, each consumer reads the next work tile `wn` (publication
 /// `wi` of the schedule ring) and copies its Q rows, and it releases the last key tile's stage too
 /// (a later work tile refills it).
@@ -430,7 +430,7 @@ pub(super) fn consumer_loop(
     a: &AttentionBody,
     t: &AttnTile,
     fold: Option<f64>,
-    cvt: (&str, &str),
+    pack: &str,
 ) -> Result<(), RenderError> {
     debug_assert!(t.warp_specialized());
     let nc = t.bm / 64;
@@ -496,7 +496,7 @@ pub(super) fn consumer_loop(
     em.line(format!("sinter_reg_fence<{bn8}>(s[0]);"));
     emit_scores(em, a, t, fold, "0u")?;
     emit_softmax(em, t, a.dv as u32, early);
-    p_frags(em, t, cvt);
+    p_frags(em, t, pack);
     em.close();
     // One step: tile `kt + 1`'s `Q Kᵀ` and softmax beside tile `kt`'s `P V`.
     em.open("for (unsigned kt = 0; kt + 1u < n_tiles; ++kt)");
@@ -527,7 +527,7 @@ pub(super) fn consumer_loop(
     if !early {
         rescale(em);
     }
-    p_frags(em, t, cvt);
+    p_frags(em, t, pack);
     em.close();
     if persistent {
         // Every Q Kᵀ of this warpgroup is done: its Q rows may be overwritten.

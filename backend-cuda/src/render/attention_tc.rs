@@ -126,11 +126,8 @@ pub(super) fn render(
     }
     let ity = em.ity();
     let f16 = a.in_dtype == DType::F16;
-    let (mma, h2, cvt) = if f16 {
-        ("sinter_mma<true>", "__half2", "__floats2half2_rn")
-    } else {
-        ("sinter_mma<false>", "__nv_bfloat162", "__floats2bfloat162_rn")
-    };
+    let mma = if f16 { "sinter_mma<true>" } else { "sinter_mma<false>" };
+    let pack = super::half::pack2(a.in_dtype);
     em.line(format!("// {}", body.summary));
     em.line(format!("extern __shared__ __align__({}) unsigned char smem[];", if wgmma { 1024 } else { 128 }));
     emit_consts(em);
@@ -203,11 +200,11 @@ pub(super) fn render(
         hoist_score(em, a, false)?;
     }
     if pingpong {
-        super::attention_pingpong::consumer_loop(em, a, tile, fold, (h2, cvt))?;
+        super::attention_pingpong::consumer_loop(em, a, tile, fold, pack)?;
     } else if tile.engine == AttnEngine::WgmmaOverlap {
-        super::attention_wgmma::overlapped_loop(em, a, tile, fold, (kt, vt), (h2, cvt))?;
+        super::attention_wgmma::overlapped_loop(em, a, tile, fold, (kt, vt), pack)?;
     } else {
-        plain_loop(em, a, tile, (fold, qregs), (kt, vt), (mma, h2, cvt))?;
+        plain_loop(em, a, tile, (fold, qregs), (kt, vt), (mma, pack))?;
     }
     if !persistent {
         em.line("sinter_cp_async_wait<0>();");
@@ -376,7 +373,7 @@ fn plain_loop(
     tile: &AttnTile,
     (fold, qregs): (Option<f64>, bool),
     (kt, vt): (&str, &str),
-    (mma, h2, cvt): (&str, &str, &str),
+    (mma, pack): (&str, &str),
 ) -> Result<(), RenderError> {
     let AttnTile { bn, stages, .. } = *tile;
     let wgmma = tile.wgmma();
@@ -445,7 +442,7 @@ fn plain_loop(
     emit_softmax(em, tile, a.dv as u32, false);
     // O += P V.
     if wgmma {
-        super::attention_wgmma::pv(em, a, tile, (h2, cvt));
+        super::attention_wgmma::pv(em, a, tile, pack);
     } else {
         em.line("#pragma unroll");
         em.open(format!("for (unsigned kk = 0; kk < {}u; ++kk)", bn / 16));
@@ -456,8 +453,7 @@ fn plain_loop(
         em.open("for (unsigned q = 0; q < 4u; ++q)");
         em.line("// a0: (g, 2t..), a1: (g + 8, 2t..), a2: (g, 2t + 8..), a3: (g + 8, 2t + 8..)");
         em.line("const float* sp = &s[i][2u * kk + q / 2u][q % 2u * 2u];");
-        em.line(format!("const {h2} x = {cvt}(sp[0], sp[1]);"));
-        em.line("pf[i][q] = *reinterpret_cast<const unsigned*>(&x);");
+        em.line(format!("pf[i][q] = {pack}(sp[0], sp[1]);"));
         em.close();
         em.close();
         em.line("#pragma unroll");

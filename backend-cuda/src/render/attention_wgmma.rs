@@ -65,15 +65,14 @@ pub(super) fn qk(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
 
 /// `pf[kk][q]` = the probabilities in `s` rounded to the operands' dtype as A fragments (the
 /// m64nNk16 accumulator layout of two adjacent n8 blocks is the k16 A layout).
-pub(super) fn p_frags(em: &mut Emitter<'_>, t: &AttnTile, (h2, cvt): (&str, &str)) {
+pub(super) fn p_frags(em: &mut Emitter<'_>, t: &AttnTile, pack: &str) {
     em.line("#pragma unroll");
     em.open(format!("for (unsigned kk = 0; kk < {}u; ++kk)", t.bn / 16));
     em.line("#pragma unroll");
     em.open("for (unsigned q = 0; q < 4u; ++q)");
     em.line("// a0: (g, 2t..), a1: (g + 8, 2t..), a2: (g, 2t + 8..), a3: (g + 8, 2t + 8..)");
     em.line("const float* sp = &s[0][2u * kk + q / 2u][q % 2u * 2u];");
-    em.line(format!("const {h2} x = {cvt}(sp[0], sp[1]);"));
-    em.line("pf[kk][q] = *reinterpret_cast<const unsigned*>(&x);");
+    em.line(format!("pf[kk][q] = {pack}(sp[0], sp[1]);"));
     em.close();
     em.close();
 }
@@ -104,9 +103,9 @@ pub(super) fn pv_issue(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, sv
 
 /// O += P V for the V tile at `sv`, P taken from `s` (registers a `wgmma` reads are written before
 /// `wgmma.fence`), waited for.
-pub(super) fn pv(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, cvt: (&str, &str)) {
+pub(super) fn pv(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, pack: &str) {
     em.line(format!("unsigned pf[{}][4];", t.bn / 16));
-    p_frags(em, t, cvt);
+    p_frags(em, t, pack);
     pv_waited(em, a, t, "sv");
 }
 
@@ -130,7 +129,7 @@ pub(super) fn overlapped_loop(
     t: &AttnTile,
     fold: Option<f64>,
     kvt: (&str, &str),
-    cvt: (&str, &str),
+    pack: &str,
 ) -> Result<(), RenderError> {
     debug_assert_eq!(t.engine, AttnEngine::WgmmaOverlap);
     let (bn8, bn16, dv8, stages) = (t.bn / 8, t.bn / 16, a.dv as u32 / 8, t.stages);
@@ -146,7 +145,7 @@ pub(super) fn overlapped_loop(
     qk(em, a, t);
     emit_scores(em, a, t, fold, "0u")?;
     emit_softmax(em, t, a.dv as u32, false);
-    p_frags(em, t, cvt);
+    p_frags(em, t, pack);
     em.close();
     // Every tile but the last: its P V beside the next tile's S (no branch around the products:
     // with one, ptxas serializes the wgmma pipeline, C7514).
@@ -177,7 +176,7 @@ pub(super) fn overlapped_loop(
     em.line("sinter_wgmma_wait<0>();");
     em.line(format!("sinter_reg_fence<{dv8}>(o[0]);"));
     rescale_o(em, dv8);
-    p_frags(em, t, cvt);
+    p_frags(em, t, pack);
     em.close();
     // The last tile: its P V alone (its buffer landed before the last iteration's barrier).
     em.open("");

@@ -8,8 +8,8 @@
 //! once by the launcher, its counters left zero by every launch), then for kernels fed by bulk
 //! tensor copies one tensor map per [`Rendered::tensor_maps`] entry (`const __grid_constant__
 //! sinter_tmap tmN`, encoded by the launcher from the pointer it names); nothing else is passed: extents are
-//! baked into the source. The source is self-contained apart from `cuda_fp16.h` / `cuda_bf16.h` (included only
-//! when f16 / bf16 appear) and is meant to be compiled by NVRTC without fast-math flags.
+//! baked into the source. The source is self-contained (f16 / bf16 are declared by the `half` module, no
+//! header is included) and is meant to be compiled by NVRTC without fast-math flags.
 //!
 //! # Kernel shapes
 //!
@@ -71,6 +71,7 @@ mod attention_rows;
 mod attention_tc;
 mod attention_wgmma;
 mod emit;
+mod half;
 mod im2col;
 mod index;
 pub mod krsc;
@@ -198,7 +199,7 @@ pub struct Rendered {
     /// The `extern "C"` entry point: [`Kernel::name`] (scheduler names are valid identifiers;
     /// others are made so by [`entry_name`]).
     pub name: String,
-    /// Full CUDA C++ source (self-contained apart from `cuda_fp16.h` / `cuda_bf16.h`).
+    /// Full CUDA C++ source (self-contained: no `#include`).
     pub source: String,
     /// Grid (blocks); `[0, 1, 1]` when there is nothing to launch.
     pub grid: [u32; 3],
@@ -428,18 +429,12 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
     if let KernelBody::Attention(a) = &k.body {
         dts.extend([a.in_dtype, a.p_dtype]);
     }
-    if dts.contains(&DType::F16) {
-        src.push_str("#include <cuda_fp16.h>\n");
-    }
-    if dts.contains(&DType::BF16) {
-        src.push_str("#include <cuda_bf16.h>\n");
-    }
-    src.push('\n');
     let body_src = emit::prune_unused(&em.out);
+    let helpers = if em.h.is_empty() { String::new() } else { em.h.render() };
+    src.push_str(&half::declarations(&dts, &format!("{helpers}{body_src}")));
+    src.push('\n');
     src.push_str(&prelude::fp8_helpers(&body_src));
-    if !em.h.is_empty() {
-        src.push_str(&em.h.render());
-    }
+    src.push_str(&helpers);
     let [bx, by, bz] = body.block;
     let bounds = match body.min_blocks {
         Some(m) => format!("{}, {m}", bx * by * bz),

@@ -118,11 +118,7 @@ pub(crate) fn cast(x: &str, from: DType, to: DType, h: &mut Helpers) -> String {
             }
         }
         DType::F16 | DType::BF16 => {
-            let (up, from_f, from_d) = if to == DType::F16 {
-                ("__half2float", "__float2half_rn", "__double2half")
-            } else {
-                ("__bfloat162float", "__float2bfloat16_rn", "__double2bfloat16")
-            };
+            let (up, from_f, from_d) = super::half::conv_names(to).expect("a 16-bit float");
             match cf {
                 Ct::Float => format!("{up}({from_f}({x}))"),
                 Ct::Double => format!("{up}({from_d}({x}))"),
@@ -191,8 +187,7 @@ fn fp8_fns(d: DType) -> (&'static str, &'static str) {
 pub(crate) fn load_conv(x: &str, d: DType) -> String {
     match d {
         DType::F8E4M3 | DType::F8E5M2 => format!("{}({x})", fp8_fns(d).0),
-        DType::F16 => format!("__half2float({x})"),
-        DType::BF16 => format!("__bfloat162float({x})"),
+        DType::F16 | DType::BF16 => format!("{}({x})", super::half::conv_names(d).expect("a 16-bit float").0),
         DType::Bool => format!("{} != 0", p(x)),
         _ => x.to_string(),
     }
@@ -209,11 +204,7 @@ pub(crate) fn store_conv(x: &str, vd: DType, ad: DType, h: &mut Helpers) -> Stri
         };
     }
     if matches!(ad, DType::F16 | DType::BF16) {
-        let (from_f, from_d) = if ad == DType::F16 {
-            ("__float2half_rn", "__double2half")
-        } else {
-            ("__float2bfloat16_rn", "__double2bfloat16")
-        };
+        let (_, from_f, from_d) = super::half::conv_names(ad).expect("a 16-bit float");
         return match ct(vd) {
             Ct::Float => format!("{from_f}({x})"),
             Ct::Double => format!("{from_d}({x})"),
@@ -491,12 +482,12 @@ mod tests {
     #[test]
     fn casts_follow_the_reference() {
         let mut h = Helpers::default();
-        assert_eq!(cast("v1", DType::F32, DType::F16, &mut h), "__half2float(__float2half_rn(v1))");
+        assert_eq!(cast("v1", DType::F32, DType::F16, &mut h), "sinter_f16_to_f32(sinter_f32_to_f16(v1))");
         assert_eq!(cast("v1", DType::I64, DType::F32, &mut h), "(float)(double)v1");
         assert_eq!(cast("v1", DType::F32, DType::U8, &mut h), "(unsigned)(unsigned char)sinter_to_i64(v1)");
         assert_eq!(cast("v1", DType::F64, DType::Bool, &mut h), "v1 != 0.0");
         assert_eq!(cast("v1", DType::I32, DType::U64, &mut h), "(unsigned long long)v1");
-        assert_eq!(store_conv("v1", DType::F32, DType::BF16, &mut h), "__float2bfloat16_rn(v1)");
+        assert_eq!(store_conv("v1", DType::F32, DType::BF16, &mut h), "sinter_f32_to_bf16(v1)");
         // fp8: rounded through double (exact for f32 and f64 values), widened by the decoder.
         assert_eq!(store_conv("v1", DType::F32, DType::F8E4M3, &mut h), "sinter_f64_to_e4m3((double)v1)");
         assert_eq!(cast("v1", DType::F32, DType::F8E5M2, &mut h), "sinter_e5m2_to_f32(sinter_f64_to_e5m2((double)v1))");

@@ -6,8 +6,8 @@
 //! | dtype | storage (kernel parameter element) | computed as |
 //! |---|---|---|
 //! | f32 | `float` | `float` |
-//! | f16 | `__half` (`cuda_fp16.h`) | `float`, rounded by `__float2half_rn` at casts and stores |
-//! | bf16 | `__nv_bfloat16` (`cuda_bf16.h`) | `float`, rounded by `__float2bfloat16_rn` at casts and stores |
+//! | f16 | `sinter_f16` (16 bits; the `half` module) | `float`, rounded by `sinter_f32_to_f16` at casts and stores |
+//! | bf16 | `sinter_bf16` (16 bits; the `half` module) | `float`, rounded by `sinter_f32_to_bf16` at casts and stores |
 //! | f64 | `double` | `double` |
 //! | i8, i16, i32 | `signed char`, `short`, `int` | `int`, wrapped to the dtype after every op |
 //! | i64 | `long long` | `long long` |
@@ -118,8 +118,8 @@ pub(crate) fn ct(d: DType) -> Ct {
 pub(crate) fn storage(d: DType) -> &'static str {
     match d {
         DType::F32 => "float",
-        DType::F16 => "__half",
-        DType::BF16 => "__nv_bfloat16",
+        DType::F16 => "sinter_f16",
+        DType::BF16 => "sinter_bf16",
         DType::F64 => "double",
         DType::I8 => "signed char",
         DType::I16 => "short",
