@@ -190,7 +190,7 @@ impl CudaBackend {
     /// still loads only for a program with a convolution step.
     pub fn with_ordinal(ordinal: usize) -> Result<CudaBackend, BackendError> {
         // A thread that cannot start leaves the load to the first program that wants the library.
-        drop(std::thread::Builder::new().name("sinter-cublaslt-load".into()).spawn(|| crate::probe::cublaslt()));
+        drop(std::thread::Builder::new().name("sinter-cublaslt-load".into()).spawn(crate::probe::cublaslt));
         let dev = Device::new(ordinal)?;
         crate::probe::nvrtc().map_err(|e| BackendError::NoDevice(format!("NVRTC (libnvrtc): {e}")))?;
         Ok(Self::with_device(dev))
