@@ -166,8 +166,9 @@ pub fn supported_archs() -> Result<Vec<i32>, NvrtcError> {
 /// The NVRTC version from which `-minimal` is taken: NVRTC then leaves out of its built-in header
 /// what no sinter source uses (textures and surfaces, the device runtime's `cuda*` functions,
 /// launches from device code, the runtime's types). Measured on the CI-class machine (NVRTC 13.0,
-/// session 31): a trivial kernel 25-30 -> 20-23 ms, softmax's 52-56 -> 48-50, the 64-op chain's
-/// 127-150 -> 121-126. `SINTER_NVRTC_MINIMAL=0` leaves it out (A/B runs).
+/// session 31, `nvrtc_one`): a trivial kernel 25-30 -> 20-23 ms, a reduced-size softmax 52-56 ->
+/// 48-50, the 64-op chain 127-150 -> 121-126; on the H200 hosts the gain was within the 20-40%
+/// spread between identical fresh processes. `SINTER_NVRTC_MINIMAL=0` leaves it out (A/B runs).
 pub const MINIMAL_SINCE: (i32, i32) = (12, 4);
 
 /// Whether the options take `-minimal` ([`MINIMAL_SINCE`]).

@@ -118,6 +118,30 @@ fn casts_between_every_dtype() {
     insta::assert_snapshot!(s);
 }
 
+/// The 16-bit conversions' per-architecture paths (`render/half.rs`: `cvt.rn.bf16.f32` from sm_80,
+/// `cvt.rn.bf16.f64` from sm_90, software rounding below) compile for every architecture this
+/// NVRTC takes from sm_75, casts from every float dtype (each narrowing and widening).
+#[test]
+fn sixteen_bit_conversions_compile_for_every_architecture() {
+    if !nvrtc_available("sixteen_bit_conversions_compile_for_every_architecture") {
+        return;
+    }
+    let archs = sinter_cuda::nvrtc::supported_archs().expect("archs");
+    let archs: Vec<i32> = [75, 80, 86, 89, 90].into_iter().filter(|a| archs.contains(a)).collect();
+    assert!(archs.contains(&80) && archs.contains(&90), "NVRTC takes {archs:?}");
+    for d in [DType::F16, DType::BF16, DType::F32, DType::F64] {
+        for k in &casts_from(d, 64).kernels {
+            let r = render::render(k, &hopper(), &Tuning::default()).expect("render");
+            for &a in &archs {
+                let target = sinter_cuda::nvrtc::Target::sm(((a / 10) as u32, (a % 10) as u32));
+                if let Err(e) = sinter_cuda::nvrtc::compile(&r.name, &r.source, &target) {
+                    panic!("{} for sm_{a}: {e}\n{}", r.name, r.source);
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn literals_of_every_dtype() {
     let mut s = String::new();

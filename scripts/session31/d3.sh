@@ -7,6 +7,7 @@
 # reduce-overhead for the two overhead-bound workloads.
 source scripts/device_env.sh
 echo "-- suite: $(timeout 100 .cudatest/suite 2>&1 | grep -E '^test result|FAILED|panicked' | head -5)"
+echo "-- device without the libraries (SINTER_CUDA_LIBRARY=0: library steps planned by form fall back to the own templates): $(SINTER_CUDA_LIBRARY=0 timeout 100 .cudatest/device library 2>&1 | grep -E '^test result|FAILED|panicked' | head -5)"
 echo "== cold s, old / new, four rounds ($SECONDS s)"
 for w in mlp_8192x4096x16384_bf16 matmul_4096_f32 matmul_softmax_4096_bf16 cos_16M_f32 add_relu_mul_10M_f32; do for r in 1 2 3 4; do for v in old new; do b=$B; [ $v = old ] && b=$OLD
   rm -rf /tmp/sc_w; CUDA_CACHE_DISABLE=1 SINTER_CACHE_DIR=/tmp/sc_w SINTER_LOG=compile timeout 60 $b bench --backend cuda --workload $w --iters 10 --warmup 2 --no-calibrate > /tmp/w.log 2>&1

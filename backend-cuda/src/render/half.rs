@@ -16,7 +16,8 @@
 //!   rounded to odd, so that the two roundings equal one;
 //! * the pair packs `sinter_pack_f16x2(lo, hi)` / `sinter_pack_bf16x2(lo, hi)` give the 32-bit
 //!   register of two rounded values, `lo` in the low half (the `mma` / `wgmma` A-fragment layout,
-//!   as `__floats2half2_rn` / `__floats2bfloat162_rn`).
+//!   as `__floats2half2_rn` / `__floats2bfloat162_rn`); sm_80+ only, as the tensor-core templates
+//!   that call them (`attention::tc_applies`).
 
 use sinter_core::DType;
 
@@ -68,14 +69,7 @@ const CONVS: [Conv; 8] = [
         dtype: DType::F16,
         src: r#"static __device__ __forceinline__ unsigned sinter_pack_f16x2(float lo, float hi) {
     unsigned r;
-#if __CUDA_ARCH__ >= 800
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    unsigned short l, h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(l) : "f"(lo));
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(hi));
-    r = (unsigned)l | ((unsigned)h << 16);
-#endif
     return r;
 }
 "#,
@@ -135,13 +129,9 @@ const CONVS: [Conv; 8] = [
         name: "sinter_pack_bf16x2",
         dtype: DType::BF16,
         src: r#"static __device__ __forceinline__ unsigned sinter_pack_bf16x2(float lo, float hi) {
-#if __CUDA_ARCH__ >= 800
     unsigned r;
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
-#else
-    return (unsigned)sinter_f32_to_bf16(lo).bits | ((unsigned)sinter_f32_to_bf16(hi).bits << 16);
-#endif
 }
 "#,
     },
@@ -175,8 +165,8 @@ pub(crate) fn declarations(dtypes: &[DType], code: &str) -> String {
     if out.is_empty() {
         return out;
     }
-    // sinter_f64_to_bf16 and sinter_pack_bf16x2 call sinter_f32_to_bf16 below sm_90 / sm_80.
-    let f32_to_bf16 = ["sinter_f32_to_bf16", "sinter_f64_to_bf16", "sinter_pack_bf16x2"].iter().any(|n| called(n));
+    // sinter_f64_to_bf16 calls sinter_f32_to_bf16 below sm_90.
+    let f32_to_bf16 = ["sinter_f32_to_bf16", "sinter_f64_to_bf16"].iter().any(|n| called(n));
     for c in &CONVS {
         let on = if c.name == "sinter_f32_to_bf16" { f32_to_bf16 } else { called(c.name) };
         if on && dtypes.contains(&c.dtype) {
@@ -206,11 +196,57 @@ mod tests {
 
     #[test]
     fn bf16_helpers_bring_the_f32_rounding_they_call() {
-        for code in ["sinter_f64_to_bf16(v)", "pf = sinter_pack_bf16x2(a, b);"] {
-            let d = declarations(&[DType::BF16], code);
-            let callee = d.find("sinter_bf16 sinter_f32_to_bf16(float f)").expect(&d);
-            let caller = d.find("sinter_f64_to_bf16(double d)").or(d.find("sinter_pack_bf16x2(float lo")).expect(&d);
-            assert!(callee < caller, "{d}");
+        let d = declarations(&[DType::BF16], "sinter_f64_to_bf16(v)");
+        let callee = d.find("sinter_bf16 sinter_f32_to_bf16(float f)").expect(&d);
+        let caller = d.find("sinter_f64_to_bf16(double d)").expect(&d);
+        assert!(callee < caller, "{d}");
+        let d = declarations(&[DType::BF16], "pf = sinter_pack_bf16x2(a, b);");
+        assert!(d.contains("sinter_pack_bf16x2(float lo") && !d.contains("sinter_f32_to_bf16(float f)"), "{d}");
+    }
+
+    /// The software path of `sinter_f32_to_bf16` (below sm_80), line for line.
+    fn sw_f32_to_bf16(f: f32) -> u16 {
+        let u = f.to_bits();
+        if (u & 0x7fff_ffff) > 0x7f80_0000 { 0x7fff } else { (u.wrapping_add(0x7fff + ((u >> 16) & 1)) >> 16) as u16 }
+    }
+
+    /// The software path of `sinter_f64_to_bf16` (below sm_90), line for line.
+    fn sw_f64_to_bf16(d: f64) -> u16 {
+        let f = d as f32; // __double2float_rn
+        let back = f as f64;
+        let mut u = f.to_bits();
+        if (d > 0.0 && back > d) || (d < 0.0 && back < d) {
+            u -= 1;
+        }
+        if back != d && (u << 1) <= 0xff00_0000 {
+            u |= 1;
+        }
+        sw_f32_to_bf16(f32::from_bits(u))
+    }
+
+    #[test]
+    fn software_bf16_rounding_is_the_references() {
+        let same = |got: u16, want: half::bf16, what: &dyn Fn() -> String| {
+            let g = half::bf16::from_bits(got);
+            assert!(
+                g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
+                "{}: {got:#06x} against {want:?}",
+                what()
+            );
+        };
+        // Every 9973rd f32 bit pattern, and the neighbourhoods of ties, the largest finite values and
+        // the infinities.
+        let mut bits: Vec<u32> = (0..=u32::MAX).step_by(9973).collect();
+        for b in [0x3f80_8000u32, 0x3f81_8000, 0x7f7f_8000, 0x7f7f_ffff, 0x7f80_0000, 0x0000_8000, 0x8000_8000] {
+            bits.extend((b.saturating_sub(2)..=b.saturating_add(2)).chain([b | 0x8000_0000]));
+        }
+        for b in bits {
+            let f = f32::from_bits(b);
+            same(sw_f32_to_bf16(f), half::bf16::from_f32(f), &|| format!("f32 {f:e}"));
+            let d = f as f64 * (1.0 + 2f64.powi(-30)); // bits past an f32's, where a second rounding would err
+            for d in [f as f64, d, -d] {
+                same(sw_f64_to_bf16(d), sinter_core::scalar::bf16_from_f64(d), &|| format!("f64 {d:e}"));
+            }
         }
     }
 
