@@ -171,9 +171,13 @@ pub fn supported_archs() -> Result<Vec<i32>, NvrtcError> {
 /// spread between identical fresh processes. `SINTER_NVRTC_MINIMAL=0` leaves it out (A/B runs).
 pub const MINIMAL_SINCE: (i32, i32) = (12, 4);
 
-/// Whether the options take `-minimal` ([`MINIMAL_SINCE`]).
+/// Whether the options take `-minimal` ([`MINIMAL_SINCE`]): decided once per process (every
+/// compile and every cubin-cache key asks).
 fn minimal() -> bool {
-    std::env::var("SINTER_NVRTC_MINIMAL").map_or(true, |v| v != "0") && version().is_ok_and(|v| v >= MINIMAL_SINCE)
+    static MINIMAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *MINIMAL.get_or_init(|| {
+        std::env::var("SINTER_NVRTC_MINIMAL").map_or(true, |v| v != "0") && version().is_ok_and(|v| v >= MINIMAL_SINCE)
+    })
 }
 
 /// The NVRTC options for `target`: architecture, `-std=c++17`, `--ptxas-options=-v`,

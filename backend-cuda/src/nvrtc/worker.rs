@@ -2,9 +2,13 @@
 //! batch hands its job to a child process instead of calling NVRTC itself.
 //!
 //! Why: NVRTC compiles on threads of one process contend for something process-wide. Measured on
-//! an H200 host (session 29, call 3): the kernels of ViT-B/16 bf16 took 4.43-4.53 s of NVRTC on 16
-//! threads of one process and 2.23 s as 16 processes; GPT-2's 2.61-2.74 against 1.52, ResNet-50's
-//! 1.17-1.23 against 0.93. Inductor compiles in a pool of worker processes for the same reason.
+//! H200 hosts: every layer's copy of ViT-B/16 bf16's kernels took 4.43-4.53 s on 16 threads and
+//! 2.23 s as 16 processes (session 29, call 3), though the distinct sources a load compiles showed
+//! no difference beyond the spread (call 5); the pool itself, against threads, in fresh processes
+//! with every cache off (session 30, call 3): ResNet-18 bf16's cold compile 0.67-0.69 -> 0.45 s,
+//! EfficientNet-B0 bf16 1.40-1.49 -> 0.72-0.78, ConvNeXt-Tiny bf16 1.11-1.24 -> 0.82-0.87, ViT-B/16
+//! bf16 0.86-0.89 -> 0.75-0.78; two-kernel programs within the spread (session 31, call 1).
+//! Inductor compiles in a pool of worker processes for the same reason.
 //!
 //! Contract:
 //! * Workers run only where a worker command is registered ([`set_worker_command`]: the `sinter`

@@ -153,9 +153,13 @@ pub(crate) fn pack2(d: DType) -> &'static str {
 }
 
 /// The declarations a source needs: the storage struct of each 16-bit type in `dtypes`, then the
-/// conversions `code` calls (with those they call), in a stable order; empty without f16/bf16.
-pub(crate) fn declarations(dtypes: &[DType], code: &str) -> String {
-    let called = |name: &str| code.contains(&format!("{name}("));
+/// conversions the `code` parts call (with those they call), in a stable order; empty without
+/// f16/bf16.
+pub(crate) fn declarations(dtypes: &[DType], code: &[&str]) -> String {
+    let called = |name: &str| {
+        let call = format!("{name}(");
+        code.iter().any(|c| c.contains(&call))
+    };
     let mut out = String::new();
     for (d, ty) in [(DType::F16, F16_TYPE), (DType::BF16, BF16_TYPE)] {
         if dtypes.contains(&d) {
@@ -186,8 +190,8 @@ mod tests {
 
     #[test]
     fn only_the_called_conversions_of_present_types() {
-        assert_eq!(declarations(&[DType::F32], "sinter_f32_to_f16(x)"), "");
-        let d = declarations(&[DType::F16], "y[i] = sinter_f32_to_f16(sinter_f16_to_f32(x[i]));");
+        assert_eq!(declarations(&[DType::F32], &["sinter_f32_to_f16(x)"]), "");
+        let d = declarations(&[DType::F16], &["y[i] = sinter_f32_to_f16(sinter_f16_to_f32(x[i]));"]);
         assert!(d.contains("struct __align__(2) sinter_f16"), "{d}");
         assert!(!d.contains("sinter_bf16"), "{d}");
         assert!(d.contains("sinter_f16_to_f32(sinter_f16 h)") && d.contains("sinter_f32_to_f16(float f)"), "{d}");
@@ -196,11 +200,11 @@ mod tests {
 
     #[test]
     fn bf16_helpers_bring_the_f32_rounding_they_call() {
-        let d = declarations(&[DType::BF16], "sinter_f64_to_bf16(v)");
+        let d = declarations(&[DType::BF16], &["sinter_f64_to_bf16(v)"]);
         let callee = d.find("sinter_bf16 sinter_f32_to_bf16(float f)").expect(&d);
         let caller = d.find("sinter_f64_to_bf16(double d)").expect(&d);
         assert!(callee < caller, "{d}");
-        let d = declarations(&[DType::BF16], "pf = sinter_pack_bf16x2(a, b);");
+        let d = declarations(&[DType::BF16], &["pf = sinter_pack_bf16x2(a, b);"]);
         assert!(d.contains("sinter_pack_bf16x2(float lo") && !d.contains("sinter_f32_to_bf16(float f)"), "{d}");
     }
 

@@ -71,23 +71,16 @@ pub(crate) fn split_factor(k: &Kernel, var: Var, n: u64) -> Option<u64> {
 }
 
 fn split_factor_of<'i>(indices: impl Iterator<Item = &'i Index>, var: Var, n: u64) -> Option<u64> {
-    fn visit(i: &Index, var: Var, n: u64, best: &mut Option<u64>) {
-        match i {
-            Index::Div(x, c) | Index::Mod(x, c) => {
+    let mut best: Option<u64> = None;
+    for i in indices {
+        i.visit(&mut |node| {
+            if let Index::Div(x, c) | Index::Mod(x, c) = node {
                 let c = *c as u64;
                 if matches!(**x, Index::Var(v) if v == var) && c > 1 && c < n && n.is_multiple_of(c) {
-                    *best = Some(best.map_or(c, |b| b.min(c)));
+                    best = Some(best.map_or(c, |b| b.min(c)));
                 }
-                visit(x, var, n, best);
             }
-            Index::Mul(x, _) | Index::Clamp(x, _, _) => visit(x, var, n, best),
-            Index::Sum(ts) => ts.iter().for_each(|t| visit(t, var, n, best)),
-            Index::Const(_) | Index::Var(_) | Index::Value(_) => {}
-        }
-    }
-    let mut best = None;
-    for i in indices {
-        visit(i, var, n, &mut best);
+        });
     }
     best
 }

@@ -431,7 +431,7 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
     }
     let body_src = emit::prune_unused(&em.out);
     let helpers = if em.h.is_empty() { String::new() } else { em.h.render() };
-    src.push_str(&half::declarations(&dts, &format!("{helpers}{body_src}")));
+    src.push_str(&half::declarations(&dts, &[&helpers, &body_src]));
     src.push('\n');
     src.push_str(&prelude::fp8_helpers(&body_src));
     src.push_str(&helpers);

@@ -277,14 +277,22 @@ impl Index {
         }
     }
 
+    /// Calls `f` on this node, then on every node beneath it (parents first, terms in order):
+    /// the one walk that analyses of an index's structure share.
+    pub fn visit(&self, f: &mut dyn FnMut(&Index)) {
+        f(self);
+        match self {
+            Index::Var(_) | Index::Const(_) | Index::Value(_) => {}
+            Index::Sum(ts) => ts.iter().for_each(|t| t.visit(f)),
+            Index::Mul(x, _) | Index::Div(x, _) | Index::Mod(x, _) | Index::Clamp(x, _, _) => x.visit(f),
+        }
+    }
+
     /// True if the expression mentions `v`.
     pub fn uses(&self, v: Var) -> bool {
-        match self {
-            Index::Var(w) => *w == v,
-            Index::Const(_) | Index::Value(_) => false,
-            Index::Sum(ts) => ts.iter().any(|t| t.uses(v)),
-            Index::Mul(x, _) | Index::Div(x, _) | Index::Mod(x, _) | Index::Clamp(x, _, _) => x.uses(v),
-        }
+        let mut found = false;
+        self.visit(&mut |i| found |= matches!(i, Index::Var(w) if *w == v));
+        found
     }
 
     /// Replaces every occurrence of variable `v` by `with`.
@@ -302,12 +310,11 @@ impl Index {
 
     /// Calls `f` on every [`Index::Value`] operand.
     pub fn values(&self, f: &mut dyn FnMut(ExprId)) {
-        match self {
-            Index::Value(e) => f(*e),
-            Index::Var(_) | Index::Const(_) => {}
-            Index::Sum(ts) => ts.iter().for_each(|t| t.values(f)),
-            Index::Mul(x, _) | Index::Div(x, _) | Index::Mod(x, _) | Index::Clamp(x, _, _) => x.values(f),
-        }
+        self.visit(&mut |i| {
+            if let Index::Value(e) = i {
+                f(*e)
+            }
+        });
     }
 }
 
