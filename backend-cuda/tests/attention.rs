@@ -125,15 +125,19 @@ fn templates_by_shape() {
     assert_eq!(on_ampere(&AttnCase::new(8, 16, 1024, 1024, 64, b)), "attention mma 128x64 w4 s3");
     assert_eq!(on_ampere(&AttnCase::new(8, 16, 2048, 2048, 128, b)), "attention mma 64x64 w4 s2");
     assert_eq!(on_ampere(&AttnCase::new(1, 2, 100, 100, 128, b)), "attention mma 64x64 w4 s2");
-    // Decode: where the heads give three quarters of the SMs a block, the tensor-core tile of 64
-    // padded rows (`wgmma` head dims, no GQA; else a block per head of the decode template); with
+    // Decode: where the heads give three quarters of the SMs a block but the decode template
+    // would split its keys, or several queries share a head, the tensor-core tile of 64 padded
+    // rows (`wgmma` head dims, no GQA; else a block per head of the decode template); one query
+    // over heads for four blocks an SM keeps the template (256 threads for one query slot); with
     // fewer heads the decode template with its keys split over blocks (four per SM, at least 256
     // keys each, at most 16 splits).
-    assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 128, b)), "attention wgmma-ov 64x128 wg1 s3");
+    assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 128, b)), "attention decode block 256");
+    assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 64, b)), "attention decode block 256");
     assert_eq!(strategy(&AttnCase::new(32, 32, 4, 4096, 64, b)), "attention wgmma-ov 64x128 wg1 s3");
-    assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 128, DType::F32)), "attention decode block 128");
-    assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 80, b)), "attention decode block 128");
-    assert_eq!(on_ampere(&AttnCase::new(32, 32, 1, 4096, 128, b)), "attention decode block 128");
+    assert_eq!(strategy(&AttnCase::new(16, 16, 1, 4096, 128, b)), "attention wgmma-ov 64x128 wg1 s3");
+    assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 128, DType::F32)), "attention decode block 256");
+    assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 80, b)), "attention decode block 256");
+    assert_eq!(on_ampere(&AttnCase::new(32, 32, 1, 4096, 128, b)), "attention decode block 256");
     assert_eq!(strategy(&AttnCase::new(8, 16, 1, 4096, 128, b)), "attention wgmma-ov 64x128 wg1 s3");
     // GQA: one query with groups for three quarters of the SMs: the group's query heads as the
     // rows of the tensor-core tile (`pack-gqa`); else the decode template with a K/V head's query
@@ -146,9 +150,9 @@ fn templates_by_shape() {
     assert_eq!(strategy(&mqa), "attention decode block 128 split 16 pack 8");
     let gqa4 = AttnCase { kv_heads: 8, ..AttnCase::new(32, 32, 4, 4096, 128, b) };
     assert_eq!(strategy(&gqa4), "attention decode block 128 split 2 pack 2");
-    assert_eq!(strategy(&AttnCase::new(1, 32, 1, 4096, 128, b)), "attention decode block 128 split 16");
-    assert_eq!(strategy(&AttnCase::new(2, 2, 1, 4096, 64, DType::F32)), "attention decode block 128 split 16");
-    assert_eq!(strategy(&AttnCase::new(1, 8, 1, 300, 64, b)), "attention decode block 128");
+    assert_eq!(strategy(&AttnCase::new(1, 32, 1, 4096, 128, b)), "attention decode block 256 split 16");
+    assert_eq!(strategy(&AttnCase::new(2, 2, 1, 4096, 64, DType::F32)), "attention decode block 256 split 16");
+    assert_eq!(strategy(&AttnCase::new(1, 8, 1, 300, 64, b)), "attention decode block 256");
     // Tiled CUDA cores for what tensor cores do not take: the largest tile whose grid covers half
     // the SMs.
     assert_eq!(strategy(&AttnCase::new(2, 12, 197, 197, 64, DType::F32)), "attention fma 64x64");

@@ -15,9 +15,12 @@
 //!   to 16 blocks per flat batch each taking a chunk of the keys, the last to finish combining
 //!   their states through the kernel's scratch ([`default_decode_split`]); keys split over the
 //!   warps (and over lane groups inside a warp), 16-byte loads, partial (max, sum, output)
-//!   combined through shared memory. Where the heads fill the SMs, the tensor-core tile takes
-//!   decode shapes instead ([`decode_tile`]; one query under GQA through the rewrite of
-//!   `attention_pack`, the group's query heads as the tile's rows).
+//!   combined through shared memory. Where the heads fill the SMs but the template would split
+//!   its keys, or several queries share a head, the tensor-core tile takes decode shapes instead
+//!   ([`decode_tile`]; one query under GQA through the rewrite of `attention_pack`, the group's
+//!   query heads as the tile's rows); one query over heads enough for four blocks an SM keeps
+//!   the template (eight keys in flight a lane group), which compiles in a third of the tile's
+//!   time and ran as fast (session 32).
 //! * **Tiled CUDA cores** (`attention_fma`, [`AttnEngine::Fma`]): f32, f16 and bf16 operands the
 //!   tensor-core templates do not take (f32 above all), value head dims up to 256. A block of 256
 //!   threads owns up to 64 query rows; Q, one K tile and one V tile in shared memory (f32), S and
@@ -110,13 +113,28 @@ pub(super) fn default_decode_split(a: &AttentionBody, caps: &CudaCaps, pack: usi
 ///   holds four queries' state in 153 registers);
 /// * not taken: b1 h32 d128 (32 blocks) 0.0525 against the split decode's 0.0227; GQA b32 h32 over
 ///   8 KV heads 0.3684 against the decode template's 0.2408-0.2848 (each query head's block reads
-///   its group's K and V again).
+///   its group's K and V again);
+/// * not taken by default either: one query where the heads alone fill the SMs (no split), as
+///   b32 h32 above, since the decode template keeps eight keys in flight a lane group there
+///   (session 32 call 2, same call: 0.4766-0.4767 ms against the tile's 0.4772-0.4774; max-
+///   autotune's timer put it ahead of every tile), and compiles cold in 0.19-0.30 s against the
+///   tile's 0.63-0.73 (the workload compiled cold in 1.43 s against torch.compile's 1.01 in session
+///   31). max-autotune still times the tile.
 pub(super) fn decode_tile(a: &AttentionBody, caps: &CudaCaps) -> Option<AttnTile> {
     let gqa = a.k.group > 1 || a.v.group > 1;
-    if a.m > DECODE_M || gqa {
+    if a.m > DECODE_M || gqa || (a.m == 1 && default_decode_split(a, caps, 1) == 1) {
         return None;
     }
     few_query_tile(a, caps)
+}
+
+/// Threads per block of the decode template by default: 256 for one query slot a block (one
+/// query, no packed heads: b32 h32 kv4096 d128 0.4691 ms against 0.4733 at 128, d64 0.2376 against
+/// 0.2442, b1 h32 split 16 0.0226 against 0.0227; H200, BENCHMARKS.md session 21; unrolled 8,
+/// session 32 call 2: 0.4766 against 0.4800 at 512 threads), else 128 (four packed query heads:
+/// 0.1837 at 128, 0.1822 at 64; their state takes ~150 registers a thread).
+fn default_decode_block(a: &AttentionBody) -> u32 {
+    if a.m * decode_pack(a) == 1 { 256 } else { 128 }
 }
 
 /// The tile of few query rows a block each ([`decode_tile`], and the GQA rewrite of
@@ -633,7 +651,7 @@ pub(super) fn render(
     {
         return super::attention_tc::render(em, a, &tile, t, caps);
     }
-    let block = t.block.unwrap_or(128);
+    let block = t.block.unwrap_or(if decode.is_some() { default_decode_block(a) } else { 128 });
     if block == 0 || !block.is_multiple_of(32) || block > caps.max_threads_per_block.min(1024) {
         return Err(invalid(format!("block {block}: a multiple of 32 up to the device limit")));
     }

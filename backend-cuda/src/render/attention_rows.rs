@@ -16,7 +16,8 @@ use super::{Body, GridSplit, OuterUnit, RenderError};
 /// [`super::attention::DECODE_M`]) queries. Rows are read as 16-byte vectors of `w` elements; a
 /// group of `L` lanes (a power of two, `L * w` covering the head dimension) takes one key at a
 /// time, the warp `32 / L` keys, the block `warps * 32 / L`, unrolled `U` times so `U` K and V
-/// vectors per lane are in flight. Each lane group keeps a running (max, sum, output) per query;
+/// vectors per lane are in flight (`U` up to 8 for one query slot, 4 for several, as the
+/// registers allow). Each lane group keeps a running (max, sum, output) per query;
 /// groups combine through shuffles, warps through shared memory, and the block's threads write the
 /// `m * dv` outputs through the epilogue.
 ///
@@ -61,7 +62,11 @@ pub(super) fn render_decode(
     if pack == 0 || !a.heads.is_multiple_of(pack) || a.k.group != a.v.group || !a.k.group.is_multiple_of(pack) {
         return Err(em.err(format!("{pack} query heads per block: not a divisor of the K/V groups of {}", a.k.group)));
     }
-    let unroll = ((budget - fixed) / per).clamp(1, 4);
+    // Eight keys in flight a lane group for one query slot (b32 h32 kv4096 d128 bf16 at 256
+    // threads: 0.4766 ms against 0.4800 at four, and against the tensor-core tile's 0.4772; H200,
+    // BENCHMARKS.md session 32 call 2), four with several slots (measured there, session 21).
+    let cap = if mq == 1 { 8 } else { 4 };
+    let unroll = ((budget - fixed) / per).clamp(1, cap);
     let bh_n = (a.batch * a.heads) as u64;
     // Blocks per split: one per `pack` flat batches.
     let groups_n = bh_n / pack as u64;
