@@ -94,6 +94,16 @@ pub struct CudaBackend {
     /// `Tuning::default()`, or with split-k off (`SINTER_SPLIT_K=0`, read once here so the
     /// renderer stays a pure function of the kernel and the tuning).
     own_default: Tuning,
+    /// The thread warming cuBLASLt ([`CudaBackend::with_ordinal`]), joined on drop.
+    library_warm: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for CudaBackend {
+    fn drop(&mut self) {
+        if let Some(h) = self.library_warm.take() {
+            let _ = h.join();
+        }
+    }
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -183,17 +193,36 @@ impl CudaBackend {
         Self::with_ordinal(ordinal)
     }
 
-    /// Opens GPU `ordinal`. cuBLASLt starts loading on a thread of its own meanwhile (most programs
-    /// have products; the load of a program with a library step waits for it otherwise): its
-    /// load and plans were the critical path of such a program's cold compile, 0.12-0.15 s against
-    /// NVRTC's 0.07 for the MLP workload's epilogue (H200, session 31, call 2). cuDNN, much larger,
-    /// still loads only for a program with a convolution step.
+    /// Opens GPU `ordinal`. Meanwhile a thread of its own loads cuBLASLt, makes its handle and
+    /// asks its heuristic once ([`crate::device::blas::warm`]; most programs have products, and
+    /// a program with a library step waits for these otherwise). The library's load and plans were
+    /// the critical path of such a program's cold compile: 0.12-0.15 s against NVRTC's 0.07 for the
+    /// MLP workload's epilogue (H200, session 31, call 2); with the load here, the first
+    /// heuristic query still took 76-146 ms of matmul_4096_f32's 0.09-0.17 s, and with it here
+    /// too that compile took 0.002 s (session 32, call 4). The backend joins the thread when
+    /// dropped, so no process exits while the library initializes. cuDNN, much larger, still loads
+    /// only for a program with a convolution step.
     pub fn with_ordinal(ordinal: usize) -> Result<CudaBackend, BackendError> {
         // A thread that cannot start leaves the load to the first program that wants the library.
-        drop(std::thread::Builder::new().name("sinter-cublaslt-load".into()).spawn(crate::probe::cublaslt));
-        let dev = Device::new(ordinal)?;
-        crate::probe::nvrtc().map_err(|e| BackendError::NoDevice(format!("NVRTC (libnvrtc): {e}")))?;
-        Ok(Self::with_device(dev))
+        let warm = move || crate::device::blas::warm(ordinal);
+        let warm = std::thread::Builder::new().name("sinter-cublaslt-warm".into()).spawn(warm).ok();
+        let opened = Device::new(ordinal).and_then(|dev| {
+            crate::probe::nvrtc().map_err(|e| BackendError::NoDevice(format!("NVRTC (libnvrtc): {e}")))?;
+            Ok(dev)
+        });
+        match opened {
+            Ok(dev) => {
+                let mut b = Self::with_device(dev);
+                b.library_warm = warm;
+                Ok(b)
+            }
+            Err(e) => {
+                if let Some(h) = warm {
+                    let _ = h.join();
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Wraps an opened device. `SINTER_CUDA_POISON=1` turns on [`CudaBackend::set_poison_outputs`].
@@ -211,6 +240,7 @@ impl CudaBackend {
                 Tuning::default()
             },
             dev,
+            library_warm: None,
         }
     }
 

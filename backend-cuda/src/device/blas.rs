@@ -149,6 +149,59 @@ impl GemmDesc {
     }
 }
 
+/// Warms cuBLASLt ahead of the first plan, with GPU `ordinal`'s primary context (the one
+/// [`super::Device`] opens) bound to this thread (`cublasLtCreate` starts the CUDA runtime on the
+/// thread's device, else GPU 0): makes the handle and asks the heuristic for a small f32 and bf16
+/// product. The library's first heuristic query took 76-146 ms on an H200 host, every later one
+/// under 0.5 ms, whatever its shape and type (BENCHMARKS.md session 32, call 4). Nothing happens
+/// without the library or the driver; failures are left for the first plan to report.
+pub fn warm(ordinal: usize) {
+    use cudarc::driver::sys as cu;
+    if crate::probe::cublaslt().is_err() || crate::probe::driver().is_err() {
+        return;
+    }
+    let ok = |r: cu::CUresult| r == cu::CUresult::CUDA_SUCCESS;
+    // SAFETY: the driver library is present (probed above); the context retained here is unbound
+    // from this thread and released before returning.
+    unsafe {
+        let mut dev: cu::CUdevice = 0;
+        if !ok(cu::cuInit(0)) || !ok(cu::cuDeviceGet(&mut dev, ordinal as i32)) {
+            return;
+        }
+        let mut ctx: cu::CUcontext = std::ptr::null_mut();
+        if !ok(cu::cuDevicePrimaryCtxRetain(&mut ctx, dev)) {
+            return;
+        }
+        if ok(cu::cuCtxSetCurrent(ctx)) {
+            if handle().is_ok() {
+                for dtype in [BlasType::F32, BlasType::BF16] {
+                    let op = BlasOperand { offset: 0, s_batch: 0, s_row: 256, s_col: 1 };
+                    let g = GemmDesc {
+                        batch: 1,
+                        m: 256,
+                        n: 256,
+                        k: 256,
+                        a: op,
+                        b: op,
+                        dtype,
+                        out: dtype,
+                        scale_a: false,
+                        scale_b: false,
+                        bias: None,
+                        residual: false,
+                        ld_out: 256,
+                        act: GemmAct::None,
+                        tf32: false,
+                    };
+                    let _ = heuristic(&g, 1);
+                }
+            }
+            cu::cuCtxSetCurrent(std::ptr::null_mut());
+        }
+        cu::cuDevicePrimaryCtxRelease_v2(dev);
+    }
+}
+
 /// The process's cuBLASLt handle (context-independent), made once.
 fn handle() -> Result<sys::cublasLtHandle_t, BackendError> {
     struct H(sys::cublasLtHandle_t);
@@ -332,144 +385,169 @@ impl GemmPlan {
     /// As [`GemmPlan::new`], asking the heuristic for up to `max_algos` algorithms (the
     /// `gemm_algos` example times them all).
     pub fn with_algos(stream: &Arc<Stream>, g: &GemmDesc, max_algos: usize) -> Result<GemmPlan, BackendError> {
-        let max_algos = max_algos.max(1);
-        supported(g)
-            .map_err(|w| BackendError::Unsupported { backend: "cuda".into(), what: format!("cuBLASLt: {w}") })?;
-        // A missing library is a product the library cannot take: the loader runs the own template.
-        crate::probe::cublaslt()
-            .map_err(|w| BackendError::Unsupported { backend: "cuda".into(), what: format!("cuBLASLt: {w}") })?;
-        let handle = handle()?;
-        let la = layout(&g.b, g.k, g.n).expect("checked");
-        let lb = layout(&g.a, g.m, g.k).expect("checked");
-        let ty = g.dtype.cuda();
-        let out_ty = g.out.cuda();
-        let mut descs =
-            Descs { desc: std::ptr::null_mut(), layouts: [std::ptr::null_mut(); 3], pref: std::ptr::null_mut() };
-        descs.desc = lt::create_matmul_desc(g.compute_type(), sys::cudaDataType::CUDA_R_32F)
-            .map_err(|e| blas_err("cublasLtMatmulDescCreate", e))?;
-        let set_desc = |attr: sys::cublasLtMatmulDescAttributes_t, v: *const c_void, n: usize| {
-            // SAFETY: `v` points at `n` readable bytes of the attribute's type.
-            unsafe { lt::set_matmul_desc_attribute(descs.desc, attr, v, n) }
-                .map_err(|e| plan_err("cublasLtMatmulDescSetAttribute", e))
-        };
-        use sys::cublasLtMatmulDescAttributes_t as D;
-        // cublasOperation_t as a 32-bit integer: 0 = N, 1 = T.
-        let (opa, opb) = (la.trans as i32, lb.trans as i32);
-        let sz = std::mem::size_of::<i32>();
-        set_desc(D::CUBLASLT_MATMUL_DESC_TRANSA, &opa as *const _ as *const c_void, sz)?;
-        set_desc(D::CUBLASLT_MATMUL_DESC_TRANSB, &opb as *const _ as *const c_void, sz)?;
-        use sys::cublasLtEpilogue_t as E;
-        let epi = match (g.bias.is_some(), g.act) {
-            (false, GemmAct::None) => E::CUBLASLT_EPILOGUE_DEFAULT,
-            (false, GemmAct::Relu) => E::CUBLASLT_EPILOGUE_RELU,
-            (false, GemmAct::Gelu) => E::CUBLASLT_EPILOGUE_GELU,
-            (true, GemmAct::None) => E::CUBLASLT_EPILOGUE_BIAS,
-            (true, GemmAct::Relu) => E::CUBLASLT_EPILOGUE_RELU_BIAS,
-            (true, GemmAct::Gelu) => E::CUBLASLT_EPILOGUE_GELU_BIAS,
-        };
-        set_desc(D::CUBLASLT_MATMUL_DESC_EPILOGUE, &epi as *const _ as *const c_void, std::mem::size_of_val(&epi))?;
-        if let Some(t) = g.bias {
-            let bt = t.cuda();
-            set_desc(
-                D::CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                &bt as *const _ as *const c_void,
-                std::mem::size_of_val(&bt),
-            )?;
-        }
-        // The library's A (our B), B (our A), and D (= C's layout: beta 0, or a residual).
-        let lay = |l: &Layout, ty: sys::cudaDataType| -> Result<sys::cublasLtMatrixLayout_t, BackendError> {
-            let h = lt::create_matrix_layout(ty, l.rows, l.cols, l.ld as i64)
-                .map_err(|e| blas_err("cublasLtMatrixLayoutCreate", e))?;
-            Ok(h)
-        };
-        let ld = Layout { rows: g.n, cols: g.m, ld: g.ld_out, trans: false, stride: g.m * g.ld_out };
-        for (i, (l, ty)) in [(&la, ty), (&lb, ty), (&ld, out_ty)].into_iter().enumerate() {
-            descs.layouts[i] = lay(l, ty)?;
-            if g.batch > 1 {
-                use sys::cublasLtMatrixLayoutAttribute_t as L;
-                let count = g.batch as i32;
-                let stride = l.stride as i64;
-                // SAFETY: pointers to an i32 and an i64, the attributes' types.
-                unsafe {
-                    lt::set_matrix_layout_attribute(
-                        descs.layouts[i],
-                        L::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
-                        &count as *const i32 as *const c_void,
-                        4,
-                    )
-                    .map_err(|e| blas_err("cublasLtMatrixLayoutSetAttribute", e))?;
-                    lt::set_matrix_layout_attribute(
-                        descs.layouts[i],
-                        L::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                        &stride as *const i64 as *const c_void,
-                        8,
-                    )
-                    .map_err(|e| blas_err("cublasLtMatrixLayoutSetAttribute", e))?;
-                }
+        let t = std::time::Instant::now();
+        let (descs, algos, waves, handle, split) = heuristic(g, max_algos)?;
+        let ws = stream.shared_workspace(WORKSPACE_BYTES)?;
+        tracing::debug!(
+            target: "sinter::compile",
+            "cuBLASLt plan {}x{}x{} {:?}: handle {:.1} ms, descriptors {:.1}, heuristic {:.1}, workspace {:.1}",
+            g.m,
+            g.n,
+            g.k,
+            g.dtype,
+            split[0] * 1e3,
+            split[1] * 1e3,
+            split[2] * 1e3,
+            (t.elapsed().as_secs_f64() - split.iter().sum::<f64>()) * 1e3
+        );
+        Ok(GemmPlan { desc: *g, descs, algos, waves, workspace: ws, handle, launching: Mutex::new(()) })
+    }
+}
+
+/// What a plan asks of the library: `g`'s descriptors and the heuristic's algorithms for them,
+/// and the seconds the handle, the descriptors and the heuristic took.
+#[allow(clippy::type_complexity)]
+fn heuristic(
+    g: &GemmDesc,
+    max_algos: usize,
+) -> Result<(Descs, Vec<sys::cublasLtMatmulAlgo_t>, Vec<f32>, sys::cublasLtHandle_t, [f64; 3]), BackendError> {
+    let max_algos = max_algos.max(1);
+    supported(g).map_err(|w| BackendError::Unsupported { backend: "cuda".into(), what: format!("cuBLASLt: {w}") })?;
+    // A missing library is a product the library cannot take: the loader runs the own template.
+    crate::probe::cublaslt()
+        .map_err(|w| BackendError::Unsupported { backend: "cuda".into(), what: format!("cuBLASLt: {w}") })?;
+    let t0 = std::time::Instant::now();
+    let handle = handle()?;
+    let t1 = std::time::Instant::now();
+    let la = layout(&g.b, g.k, g.n).expect("checked");
+    let lb = layout(&g.a, g.m, g.k).expect("checked");
+    let ty = g.dtype.cuda();
+    let out_ty = g.out.cuda();
+    let mut descs =
+        Descs { desc: std::ptr::null_mut(), layouts: [std::ptr::null_mut(); 3], pref: std::ptr::null_mut() };
+    descs.desc = lt::create_matmul_desc(g.compute_type(), sys::cudaDataType::CUDA_R_32F)
+        .map_err(|e| blas_err("cublasLtMatmulDescCreate", e))?;
+    let set_desc = |attr: sys::cublasLtMatmulDescAttributes_t, v: *const c_void, n: usize| {
+        // SAFETY: `v` points at `n` readable bytes of the attribute's type.
+        unsafe { lt::set_matmul_desc_attribute(descs.desc, attr, v, n) }
+            .map_err(|e| plan_err("cublasLtMatmulDescSetAttribute", e))
+    };
+    use sys::cublasLtMatmulDescAttributes_t as D;
+    // cublasOperation_t as a 32-bit integer: 0 = N, 1 = T.
+    let (opa, opb) = (la.trans as i32, lb.trans as i32);
+    let sz = std::mem::size_of::<i32>();
+    set_desc(D::CUBLASLT_MATMUL_DESC_TRANSA, &opa as *const _ as *const c_void, sz)?;
+    set_desc(D::CUBLASLT_MATMUL_DESC_TRANSB, &opb as *const _ as *const c_void, sz)?;
+    use sys::cublasLtEpilogue_t as E;
+    let epi = match (g.bias.is_some(), g.act) {
+        (false, GemmAct::None) => E::CUBLASLT_EPILOGUE_DEFAULT,
+        (false, GemmAct::Relu) => E::CUBLASLT_EPILOGUE_RELU,
+        (false, GemmAct::Gelu) => E::CUBLASLT_EPILOGUE_GELU,
+        (true, GemmAct::None) => E::CUBLASLT_EPILOGUE_BIAS,
+        (true, GemmAct::Relu) => E::CUBLASLT_EPILOGUE_RELU_BIAS,
+        (true, GemmAct::Gelu) => E::CUBLASLT_EPILOGUE_GELU_BIAS,
+    };
+    set_desc(D::CUBLASLT_MATMUL_DESC_EPILOGUE, &epi as *const _ as *const c_void, std::mem::size_of_val(&epi))?;
+    if let Some(t) = g.bias {
+        let bt = t.cuda();
+        set_desc(D::CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt as *const _ as *const c_void, std::mem::size_of_val(&bt))?;
+    }
+    // The library's A (our B), B (our A), and D (= C's layout: beta 0, or a residual).
+    let lay = |l: &Layout, ty: sys::cudaDataType| -> Result<sys::cublasLtMatrixLayout_t, BackendError> {
+        let h = lt::create_matrix_layout(ty, l.rows, l.cols, l.ld as i64)
+            .map_err(|e| blas_err("cublasLtMatrixLayoutCreate", e))?;
+        Ok(h)
+    };
+    let ld = Layout { rows: g.n, cols: g.m, ld: g.ld_out, trans: false, stride: g.m * g.ld_out };
+    for (i, (l, ty)) in [(&la, ty), (&lb, ty), (&ld, out_ty)].into_iter().enumerate() {
+        descs.layouts[i] = lay(l, ty)?;
+        if g.batch > 1 {
+            use sys::cublasLtMatrixLayoutAttribute_t as L;
+            let count = g.batch as i32;
+            let stride = l.stride as i64;
+            // SAFETY: pointers to an i32 and an i64, the attributes' types.
+            unsafe {
+                lt::set_matrix_layout_attribute(
+                    descs.layouts[i],
+                    L::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                    &count as *const i32 as *const c_void,
+                    4,
+                )
+                .map_err(|e| blas_err("cublasLtMatrixLayoutSetAttribute", e))?;
+                lt::set_matrix_layout_attribute(
+                    descs.layouts[i],
+                    L::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                    &stride as *const i64 as *const c_void,
+                    8,
+                )
+                .map_err(|e| blas_err("cublasLtMatrixLayoutSetAttribute", e))?;
             }
         }
-        descs.pref = lt::create_matmul_pref().map_err(|e| blas_err("cublasLtMatmulPreferenceCreate", e))?;
-        let ws = WORKSPACE_BYTES;
-        // SAFETY: a u64, the attribute's type.
-        unsafe {
-            lt::set_matmul_pref_attribute(
-                descs.pref,
-                sys::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                &ws as *const u64 as *const c_void,
-                8,
-            )
-        }
-        .map_err(|e| blas_err("cublasLtMatmulPreferenceSetAttribute", e))?;
-        // Split-k partial sums only in the f32 compute type: the in-place and output-type schemes
-        // add partial sums in bf16/f16 (measured on an H100: 3x5x4097 bf16 off by 0.13 of 1.14),
-        // not the f32 accumulation the kernel IR promises.
-        let schemes = sys::cublasLtReductionScheme_t::CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE as u32;
-        // SAFETY: a u32, the attribute's type.
-        unsafe {
-            lt::set_matmul_pref_attribute(
-                descs.pref,
-                sys::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
-                &schemes as *const u32 as *const c_void,
-                4,
-            )
-        }
-        .map_err(|e| blas_err("cublasLtMatmulPreferenceSetAttribute(reduction scheme)", e))?;
-        let mut results: Vec<sys::cublasLtMatmulHeuristicResult_t> = Vec::with_capacity(max_algos);
-        let mut count = 0i32;
-        let [a_l, b_l, d_l] = descs.layouts;
-        // SAFETY: `results` has room for `max_algos` entries; the library writes `count` of them.
-        unsafe {
-            sys::cublasLtMatmulAlgoGetHeuristic(
-                handle,
-                descs.desc,
-                a_l,
-                b_l,
-                d_l,
-                d_l,
-                descs.pref,
-                max_algos as i32,
-                results.as_mut_ptr(),
-                &mut count,
-            )
-            .result()
-            .map_err(|e| plan_err("cublasLtMatmulAlgoGetHeuristic", e))?;
-            results.set_len(count.clamp(0, max_algos as i32) as usize);
-        }
-        let (algos, waves): (Vec<_>, Vec<_>) = results
-            .iter()
-            .filter(|r| r.state == sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS && r.workspaceSize as u64 <= ws)
-            .map(|r| (r.algo, r.wavesCount))
-            .unzip();
-        if algos.is_empty() {
-            return Err(BackendError::Unsupported {
-                backend: "cuda".into(),
-                what: format!("cuBLASLt has no algorithm for {g:?}"),
-            });
-        }
-        let workspace = stream.shared_workspace(ws)?;
-        Ok(GemmPlan { desc: *g, descs, algos, waves, workspace, handle, launching: Mutex::new(()) })
     }
+    descs.pref = lt::create_matmul_pref().map_err(|e| blas_err("cublasLtMatmulPreferenceCreate", e))?;
+    let ws = WORKSPACE_BYTES;
+    // SAFETY: a u64, the attribute's type.
+    unsafe {
+        lt::set_matmul_pref_attribute(
+            descs.pref,
+            sys::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+            &ws as *const u64 as *const c_void,
+            8,
+        )
+    }
+    .map_err(|e| blas_err("cublasLtMatmulPreferenceSetAttribute", e))?;
+    // Split-k partial sums only in the f32 compute type: the in-place and output-type schemes
+    // add partial sums in bf16/f16 (measured on an H100: 3x5x4097 bf16 off by 0.13 of 1.14),
+    // not the f32 accumulation the kernel IR promises.
+    let schemes = sys::cublasLtReductionScheme_t::CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE as u32;
+    // SAFETY: a u32, the attribute's type.
+    unsafe {
+        lt::set_matmul_pref_attribute(
+            descs.pref,
+            sys::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+            &schemes as *const u32 as *const c_void,
+            4,
+        )
+    }
+    .map_err(|e| blas_err("cublasLtMatmulPreferenceSetAttribute(reduction scheme)", e))?;
+    let t2 = std::time::Instant::now();
+    let mut results: Vec<sys::cublasLtMatmulHeuristicResult_t> = Vec::with_capacity(max_algos);
+    let mut count = 0i32;
+    let [a_l, b_l, d_l] = descs.layouts;
+    // SAFETY: `results` has room for `max_algos` entries; the library writes `count` of them.
+    unsafe {
+        sys::cublasLtMatmulAlgoGetHeuristic(
+            handle,
+            descs.desc,
+            a_l,
+            b_l,
+            d_l,
+            d_l,
+            descs.pref,
+            max_algos as i32,
+            results.as_mut_ptr(),
+            &mut count,
+        )
+        .result()
+        .map_err(|e| plan_err("cublasLtMatmulAlgoGetHeuristic", e))?;
+        results.set_len(count.clamp(0, max_algos as i32) as usize);
+    }
+    let (algos, waves): (Vec<_>, Vec<_>) = results
+        .iter()
+        .filter(|r| r.state == sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS && r.workspaceSize as u64 <= ws)
+        .map(|r| (r.algo, r.wavesCount))
+        .unzip();
+    if algos.is_empty() {
+        return Err(BackendError::Unsupported {
+            backend: "cuda".into(),
+            what: format!("cuBLASLt has no algorithm for {g:?}"),
+        });
+    }
+    let split = [(t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64(), t2.elapsed().as_secs_f64()];
+    Ok((descs, algos, waves, handle, split))
+}
 
+impl GemmPlan {
     /// As [`GemmPlan::new`], sharing the plan already built on `stream` for the same description
     /// while one lives: a transformer's layers (BERT-base: 72 products of 4 shapes) ask the
     /// heuristic once per shape. Launches on one stream run in order, so the plan and its
