@@ -17,8 +17,8 @@
 //!   the other members still compile.
 //! * Each member's cubin is cached under the member's own key, so a warm load finds every member
 //!   without knowing the grouping; a device loads an image several members share once.
-//! * Heavy sources (tensor-core templates, anything long, sources marked [`COMPILE_ALONE`]) compile
-//!   alone, longest first.
+//! * Heavy sources (anything long, and sources marked [`COMPILE_ALONE`] by the renderer: the
+//!   tensor-core templates, walks unrolled whole) compile alone, longest first.
 //! * With two jobs or more, each compile thread hands its jobs to a pooled worker process where
 //!   the process registered a worker command (`worker`: NVRTC on threads of one process contends).
 
@@ -27,15 +27,16 @@ use super::{Cubin, CubinCache, NvrtcError, Target, combine_sources, compile};
 /// Most NVRTC compiles [`compile_parallel`] runs at once.
 pub const MAX_COMPILE_THREADS: usize = 16;
 
-/// Sources at most this long without tensor-core code are light (pointwise, reduction and window
+/// Sources at most this long without the [`COMPILE_ALONE`] mark are light (pointwise, reduction and window
 /// kernels, library epilogues: 1.6-6 KB rendered; the `mma.sync` templates are 11-15 KB).
 const LIGHT_MAX_BYTES: usize = 8 << 10;
 
 /// Light sources per translation unit, unless `SINTER_NVRTC_GROUP` says otherwise (1: each alone).
 const DEFAULT_GROUP: usize = 8;
 
-/// A line the renderer writes into a short source that is costly to compile (a walk unrolled
-/// whole into hundreds of bodies), so it compiles alone instead of in a group of light ones.
+/// A line the renderer writes into a source that is costly to compile (every tensor-core
+/// template, through its helpers; a walk unrolled whole into hundreds of bodies), so it compiles
+/// alone instead of in a group of light ones.
 ///
 /// Why: ConvNeXt-Tiny bf16's depthwise 7x7 windows (3 KB, 392 bodies unrolled) take NVRTC 0.47-0.71
 /// s each on an H200 host; grouped eight light sources to a unit, a unit holding two or three of
@@ -43,7 +44,7 @@ const DEFAULT_GROUP: usize = 8;
 pub const COMPILE_ALONE: &str = "// sinter: compiled alone";
 
 fn light(source: &str) -> bool {
-    source.len() <= LIGHT_MAX_BYTES && !source.contains("mma") && !source.contains(COMPILE_ALONE)
+    source.len() <= LIGHT_MAX_BYTES && !source.contains(COMPILE_ALONE)
 }
 
 fn group_size() -> usize {
@@ -122,8 +123,18 @@ mod tests {
 
     #[test]
     fn tensor_core_and_long_sources_are_heavy() {
+        use crate::render::{CudaCaps, Tuning, render};
+        use sinter_core::DType;
+        use sinter_core::testsuite::programs::{AttnCase, attention};
         assert!(light("extern \"C\" __global__ void k(float* a) { a[0] = 1.0f; }"));
-        assert!(!light("static __device__ void sinter_mma(float (&c)[4]) {}"));
+        // Tensor-core templates are marked through their helpers; a name is not a mark.
+        for dtype in [DType::BF16, DType::F32] {
+            let p = attention(&AttnCase::new(1, 2, 128, 128, 64, dtype));
+            let r = render(&p.kernels[0], &CudaCaps::hopper(), &Tuning::default()).expect("renders");
+            let tc = r.strategy.contains("mma");
+            assert_eq!(light(&r.source), !tc, "{}", r.strategy);
+        }
+        assert!(light("// gamma\nextern \"C\" __global__ void k(float* gamma) { gamma[0] = 1.0f; }"));
         assert!(!light(&"x".repeat(LIGHT_MAX_BYTES + 1)));
         assert!(!light(&format!("extern \"C\" __global__ void k() {{\n    {COMPILE_ALONE}: 392 bodies\n}}")));
     }

@@ -212,9 +212,19 @@ impl Helpers {
         self.used.is_empty()
     }
 
-    /// The source of every used helper, dependencies first.
+    /// Whether a tensor-core primitive is used: the source is a tensor-core template, which NVRTC
+    /// takes 0.3-1.4 s to compile (session 29), so it compiles alone.
+    fn tensor_cores(&self) -> bool {
+        self.used.iter().any(|h| matches!(h, H::Mma | H::MmaTf32 | H::Wgmma | H::WgmmaDesc | H::WgmmaMma { .. }))
+    }
+
+    /// The source of every used helper, dependencies first; a tensor-core template's starts with
+    /// the [`crate::nvrtc::COMPILE_ALONE`] line.
     pub(crate) fn render(&self) -> String {
         let mut out = String::from("// ---- helpers (sinter's scalar semantics) ----\n");
+        if self.tensor_cores() {
+            out.push_str(&format!("{}: a tensor-core template\n", crate::nvrtc::COMPILE_ALONE));
+        }
         for h in &self.used {
             out.push_str(&body(*h));
             out.push('\n');
