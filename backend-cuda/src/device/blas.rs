@@ -385,9 +385,10 @@ impl GemmPlan {
     /// As [`GemmPlan::new`], asking the heuristic for up to `max_algos` algorithms (the
     /// `gemm_algos` example times them all).
     pub fn with_algos(stream: &Arc<Stream>, g: &GemmDesc, max_algos: usize) -> Result<GemmPlan, BackendError> {
+        let h = heuristic(g, max_algos)?;
         let t = std::time::Instant::now();
-        let (descs, algos, waves, handle, split) = heuristic(g, max_algos)?;
-        let ws = stream.shared_workspace(WORKSPACE_BYTES)?;
+        let workspace = stream.shared_workspace(WORKSPACE_BYTES)?;
+        let [handle_s, descs_s, heuristic_s] = h.seconds;
         tracing::debug!(
             target: "sinter::compile",
             "cuBLASLt plan {}x{}x{} {:?}: handle {:.1} ms, descriptors {:.1}, heuristic {:.1}, workspace {:.1}",
@@ -395,22 +396,30 @@ impl GemmPlan {
             g.n,
             g.k,
             g.dtype,
-            split[0] * 1e3,
-            split[1] * 1e3,
-            split[2] * 1e3,
-            (t.elapsed().as_secs_f64() - split.iter().sum::<f64>()) * 1e3
+            handle_s * 1e3,
+            descs_s * 1e3,
+            heuristic_s * 1e3,
+            t.elapsed().as_secs_f64() * 1e3
         );
-        Ok(GemmPlan { desc: *g, descs, algos, waves, workspace: ws, handle, launching: Mutex::new(()) })
+        let Heuristic { descs, algos, waves, handle, .. } = h;
+        Ok(GemmPlan { desc: *g, descs, algos, waves, workspace, handle, launching: Mutex::new(()) })
     }
 }
 
-/// What a plan asks of the library: `g`'s descriptors and the heuristic's algorithms for them,
-/// and the seconds the handle, the descriptors and the heuristic took.
-#[allow(clippy::type_complexity)]
-fn heuristic(
-    g: &GemmDesc,
-    max_algos: usize,
-) -> Result<(Descs, Vec<sys::cublasLtMatmulAlgo_t>, Vec<f32>, sys::cublasLtHandle_t, [f64; 3]), BackendError> {
+/// What [`heuristic`] got from the library for one product.
+struct Heuristic {
+    descs: Descs,
+    algos: Vec<sys::cublasLtMatmulAlgo_t>,
+    /// The heuristic's wave count for each of `algos`.
+    waves: Vec<f32>,
+    handle: sys::cublasLtHandle_t,
+    /// Seconds the handle, the descriptors and the heuristic query took.
+    seconds: [f64; 3],
+}
+
+/// What a plan asks of the library: `g`'s descriptors and up to `max_algos` of the heuristic's
+/// algorithms for them.
+fn heuristic(g: &GemmDesc, max_algos: usize) -> Result<Heuristic, BackendError> {
     let max_algos = max_algos.max(1);
     supported(g).map_err(|w| BackendError::Unsupported { backend: "cuda".into(), what: format!("cuBLASLt: {w}") })?;
     // A missing library is a product the library cannot take: the loader runs the own template.
@@ -543,8 +552,8 @@ fn heuristic(
             what: format!("cuBLASLt has no algorithm for {g:?}"),
         });
     }
-    let split = [(t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64(), t2.elapsed().as_secs_f64()];
-    Ok((descs, algos, waves, handle, split))
+    let seconds = [(t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64(), t2.elapsed().as_secs_f64()];
+    Ok(Heuristic { descs, algos, waves, handle, seconds })
 }
 
 impl GemmPlan {
