@@ -13,7 +13,7 @@
 //! ([`time_algorithms`], as `sinter calibrate` times them); the median of its per-launch event times is printed with its configuration ([`GemmPlan::describe`]).
 
 use sinter_cuda::device::TimingEvents;
-use sinter_cuda::device::blas::{BlasOperand, BlasType, GemmAct, GemmDesc, GemmPlan};
+use sinter_cuda::device::blas::{BlasOperand, BlasType, GemmDesc, GemmPlan};
 use sinter_cuda::device::peaks::time_algorithms;
 use sinter_cuda::{Device, probe};
 use std::process::ExitCode;
@@ -78,28 +78,9 @@ fn run() -> Result<(), String> {
     for (m, n, k, bt, pad) in shapes {
         let per = (16 / e).max(1);
         let ld_out = if pad { n.div_ceil(per) * per } else { n };
-        let b = if bt {
-            BlasOperand { offset: 0, s_batch: 0, s_row: 1, s_col: k }
-        } else {
-            BlasOperand { offset: 0, s_batch: 0, s_row: n, s_col: 1 }
-        };
-        let g = GemmDesc {
-            batch: 1,
-            m,
-            n,
-            k,
-            a: BlasOperand { offset: 0, s_batch: 0, s_row: k, s_col: 1 },
-            b,
-            dtype,
-            out: dtype,
-            scale_a: false,
-            scale_b: false,
-            bias: None,
-            residual: false,
-            ld_out,
-            act: GemmAct::None,
-            tf32,
-        };
+        let dense = GemmDesc::dense(m, n, k, dtype);
+        let b = if bt { BlasOperand { offset: 0, s_batch: 0, s_row: 1, s_col: k } } else { dense.b };
+        let g = GemmDesc { b, ld_out, tf32, ..dense };
         let plan = GemmPlan::with_algos(&stream, &g, max_algos).map_err(|e| e.to_string())?;
         // Operands of small values (0x3c00 halves, 0.0078 in f32 bit patterns): no NaN, no
         // denormals, so no algorithm is timed on a special path.

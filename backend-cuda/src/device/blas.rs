@@ -139,6 +139,28 @@ pub struct GemmDesc {
 }
 
 impl GemmDesc {
+    /// The plain product of dense row-major `m x k` A and `k x n` B into dense row-major D, all of
+    /// `dtype`: no batch, scales, bias, residual or activation, no TF32.
+    pub fn dense(m: u64, n: u64, k: u64, dtype: BlasType) -> GemmDesc {
+        GemmDesc {
+            batch: 1,
+            m,
+            n,
+            k,
+            a: BlasOperand { offset: 0, s_batch: 0, s_row: k, s_col: 1 },
+            b: BlasOperand { offset: 0, s_batch: 0, s_row: n, s_col: 1 },
+            dtype,
+            out: dtype,
+            scale_a: false,
+            scale_b: false,
+            bias: None,
+            residual: false,
+            ld_out: n,
+            act: GemmAct::None,
+            tf32: false,
+        }
+    }
+
     /// The cuBLAS compute type: f32, or TF32 tensor cores for f32 operands where allowed.
     pub fn compute_type(&self) -> sys::cublasComputeType_t {
         if self.tf32 && self.dtype == BlasType::F32 {
@@ -175,25 +197,7 @@ pub fn warm(ordinal: usize) {
         if ok(cu::cuCtxSetCurrent(ctx)) {
             if handle().is_ok() {
                 for dtype in [BlasType::F32, BlasType::BF16] {
-                    let op = BlasOperand { offset: 0, s_batch: 0, s_row: 256, s_col: 1 };
-                    let g = GemmDesc {
-                        batch: 1,
-                        m: 256,
-                        n: 256,
-                        k: 256,
-                        a: op,
-                        b: op,
-                        dtype,
-                        out: dtype,
-                        scale_a: false,
-                        scale_b: false,
-                        bias: None,
-                        residual: false,
-                        ld_out: 256,
-                        act: GemmAct::None,
-                        tf32: false,
-                    };
-                    let _ = heuristic(&g, 1);
+                    let _ = heuristic(&GemmDesc::dense(256, 256, 256, dtype), 1);
                 }
             }
             cu::cuCtxSetCurrent(std::ptr::null_mut());

@@ -15,7 +15,7 @@
 //! contiguous tensors) for f32/TF32/f16/bf16 with D of the operands' type; for fp8 the "TN"
 //! layout and bf16 output with per-tensor scales of 1, as `torch._scaled_mm`.
 
-use super::blas::{BlasOperand, BlasType, GemmAct, GemmDesc, GemmPlan, WORKSPACE_BYTES};
+use super::blas::{BlasOperand, BlasType, GemmDesc, GemmPlan, WORKSPACE_BYTES};
 use super::{Device, Launch, Stream, TimingEvents};
 use sinter_core::backend::{BackendError, MatmulPeak};
 
@@ -66,27 +66,11 @@ pub fn peak_size(spec: &PeakSpec, free_bytes: u64) -> Option<u64> {
 
 /// The product measured for `spec` at size `n` (see the module docs for the layouts).
 pub fn peak_desc(spec: &PeakSpec, n: u64) -> GemmDesc {
-    let row_major = BlasOperand { offset: 0, s_batch: 0, s_row: n, s_col: 1 };
     let fp8 = spec.dtype.is_fp8();
+    let dense = GemmDesc::dense(n, n, n, spec.dtype);
     // fp8: B k-contiguous (torch's column-major second operand), the only layout cuBLASLt takes.
-    let b = if fp8 { BlasOperand { offset: 0, s_batch: 0, s_row: 1, s_col: n } } else { row_major };
-    GemmDesc {
-        batch: 1,
-        m: n,
-        n,
-        k: n,
-        a: row_major,
-        b,
-        dtype: spec.dtype,
-        out: spec.out,
-        scale_a: fp8,
-        scale_b: fp8,
-        bias: None,
-        residual: false,
-        ld_out: n,
-        act: GemmAct::None,
-        tf32: spec.tf32,
-    }
+    let b = if fp8 { BlasOperand { offset: 0, s_batch: 0, s_row: 1, s_col: n } } else { dense.b };
+    GemmDesc { b, out: spec.out, scale_a: fp8, scale_b: fp8, tf32: spec.tf32, ..dense }
 }
 
 /// `(bits, exponent shift, lowest exponent field)` of the operand fill: sign in the top bit, the
