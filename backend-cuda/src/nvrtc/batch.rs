@@ -27,8 +27,9 @@ use super::{Cubin, CubinCache, NvrtcError, Target, combine_sources, compile};
 /// Most NVRTC compiles [`compile_parallel`] runs at once.
 pub const MAX_COMPILE_THREADS: usize = 16;
 
-/// Sources at most this long without the [`COMPILE_ALONE`] mark are light (pointwise, reduction and window
-/// kernels, library epilogues: 1.6-6 KB rendered; the `mma.sync` templates are 11-15 KB).
+/// Sources at most this long without the [`COMPILE_ALONE`] mark are light (pointwise, reduction
+/// and window kernels, library epilogues: 1.6-6 KB rendered; the `mma.sync` templates are 11-15
+/// KB).
 const LIGHT_MAX_BYTES: usize = 8 << 10;
 
 /// Light sources per translation unit, unless `SINTER_NVRTC_GROUP` says otherwise (1: each alone).

@@ -130,9 +130,10 @@ pub(super) fn decode_tile(a: &AttentionBody, caps: &CudaCaps) -> Option<AttnTile
 
 /// Threads per block of the decode template by default: 256 for one query slot a block (one
 /// query, no packed heads: b32 h32 kv4096 d128 0.4691 ms against 0.4733 at 128, d64 0.2376 against
-/// 0.2442, b1 h32 split 16 0.0226 against 0.0227; H200, BENCHMARKS.md session 21; unrolled 8,
-/// session 32 call 2: 0.4766 against 0.4800 at 512 threads), else 128 (four packed query heads:
-/// 0.1837 at 128, 0.1822 at 64; their state takes ~150 registers a thread).
+/// 0.2442, b1 h32 split 16 0.0226 against 0.0227; H200, BENCHMARKS.md session 21; with eight
+/// keys in flight, session 32 call 2: 0.4766 against 0.4799-0.4806 at 512 threads and four), else
+/// 128 (four packed query heads: 0.1837 at 128, 0.1822 at 64; their state takes ~150 registers a
+/// thread).
 fn default_decode_block(a: &AttentionBody) -> u32 {
     if a.m * decode_pack(a) == 1 { 256 } else { 128 }
 }
