@@ -25,9 +25,10 @@ use sinter_core::DType;
 const F16_TYPE: &str = "struct __align__(2) sinter_f16 { unsigned short bits; };\n";
 const BF16_TYPE: &str = "struct __align__(2) sinter_bf16 { unsigned short bits; };\n";
 
-/// One conversion: its name (as called) and its definition.
+/// One conversion: the functions whose calls need it (its own name first, then a caller that is
+/// emitted after it), its type and its definition.
 struct Conv {
-    name: &'static str,
+    needed_by: &'static [&'static str],
     dtype: DType,
     src: &'static str,
 }
@@ -35,7 +36,7 @@ struct Conv {
 /// Every conversion, in the order they are emitted (a helper before its callers).
 const CONVS: [Conv; 8] = [
     Conv {
-        name: "sinter_f16_to_f32",
+        needed_by: &["sinter_f16_to_f32"],
         dtype: DType::F16,
         src: r#"static __device__ __forceinline__ float sinter_f16_to_f32(sinter_f16 h) {
     float f;
@@ -45,7 +46,7 @@ const CONVS: [Conv; 8] = [
 "#,
     },
     Conv {
-        name: "sinter_f32_to_f16",
+        needed_by: &["sinter_f32_to_f16"],
         dtype: DType::F16,
         src: r#"static __device__ __forceinline__ sinter_f16 sinter_f32_to_f16(float f) {
     sinter_f16 h;
@@ -55,7 +56,7 @@ const CONVS: [Conv; 8] = [
 "#,
     },
     Conv {
-        name: "sinter_f64_to_f16",
+        needed_by: &["sinter_f64_to_f16"],
         dtype: DType::F16,
         src: r#"static __device__ __forceinline__ sinter_f16 sinter_f64_to_f16(double d) {
     sinter_f16 h;
@@ -65,7 +66,7 @@ const CONVS: [Conv; 8] = [
 "#,
     },
     Conv {
-        name: "sinter_pack_f16x2",
+        needed_by: &["sinter_pack_f16x2"],
         dtype: DType::F16,
         src: r#"static __device__ __forceinline__ unsigned sinter_pack_f16x2(float lo, float hi) {
     unsigned r;
@@ -75,7 +76,7 @@ const CONVS: [Conv; 8] = [
 "#,
     },
     Conv {
-        name: "sinter_bf16_to_f32",
+        needed_by: &["sinter_bf16_to_f32"],
         dtype: DType::BF16,
         src: r#"static __device__ __forceinline__ float sinter_bf16_to_f32(sinter_bf16 h) {
     return __uint_as_float((unsigned)h.bits << 16);
@@ -83,7 +84,7 @@ const CONVS: [Conv; 8] = [
 "#,
     },
     Conv {
-        name: "sinter_f32_to_bf16",
+        needed_by: &["sinter_f32_to_bf16", "sinter_f64_to_bf16"],
         dtype: DType::BF16,
         src: r#"static __device__ __forceinline__ sinter_bf16 sinter_f32_to_bf16(float f) {
     sinter_bf16 h;
@@ -102,7 +103,7 @@ const CONVS: [Conv; 8] = [
 "#,
     },
     Conv {
-        name: "sinter_f64_to_bf16",
+        needed_by: &["sinter_f64_to_bf16"],
         dtype: DType::BF16,
         src: r#"static __device__ __forceinline__ sinter_bf16 sinter_f64_to_bf16(double d) {
 #if __CUDA_ARCH__ >= 900
@@ -126,7 +127,7 @@ const CONVS: [Conv; 8] = [
 "#,
     },
     Conv {
-        name: "sinter_pack_bf16x2",
+        needed_by: &["sinter_pack_bf16x2"],
         dtype: DType::BF16,
         src: r#"static __device__ __forceinline__ unsigned sinter_pack_bf16x2(float lo, float hi) {
     unsigned r;
@@ -156,10 +157,6 @@ pub(crate) fn pack2(d: DType) -> &'static str {
 /// conversions the `code` parts call (with those they call), in a stable order; empty without
 /// f16/bf16.
 pub(crate) fn declarations(dtypes: &[DType], code: &[&str]) -> String {
-    let called = |name: &str| {
-        let call = format!("{name}(");
-        code.iter().any(|c| c.contains(&call))
-    };
     let mut out = String::new();
     for (d, ty) in [(DType::F16, F16_TYPE), (DType::BF16, BF16_TYPE)] {
         if dtypes.contains(&d) {
@@ -169,14 +166,9 @@ pub(crate) fn declarations(dtypes: &[DType], code: &[&str]) -> String {
     if out.is_empty() {
         return out;
     }
-    // sinter_f64_to_bf16 calls sinter_f32_to_bf16 below sm_90.
-    let f32_to_bf16 = ["sinter_f32_to_bf16", "sinter_f64_to_bf16"].iter().any(|n| called(n));
-    for c in &CONVS {
-        let on = if c.name == "sinter_f32_to_bf16" { f32_to_bf16 } else { called(c.name) };
-        if on && dtypes.contains(&c.dtype) {
-            out.push_str(c.src);
-        }
-    }
+    let table: Vec<(&[&str], &str)> =
+        CONVS.iter().filter(|c| dtypes.contains(&c.dtype)).map(|c| (c.needed_by, c.src)).collect();
+    out.push_str(&super::prelude::called_parts(code, &table));
     out.insert_str(
         0,
         "// 16-bit floats: storage and round-to-nearest-even conversions (no cuda_fp16.h / cuda_bf16.h)\n",
@@ -258,7 +250,7 @@ mod tests {
     fn no_header_names_remain() {
         for c in &CONVS {
             for banned in ["__half", "__nv_bfloat", "__float2half", "__float2bfloat"] {
-                assert!(!c.src.contains(banned), "{} uses {banned}", c.name);
+                assert!(!c.src.contains(banned), "{} uses {banned}", c.needed_by[0]);
             }
         }
     }

@@ -569,23 +569,36 @@ const FP8_ENC_E5M2: &str = r#"static __device__ __forceinline__ unsigned char si
 }
 "#;
 
-/// The fp8 helpers `body` calls (with the generic encoder the two encoders share), in a stable
-/// order; empty when it calls none.
-pub(crate) fn fp8_helpers(body: &str) -> String {
-    let called = |name: &str| body.contains(&format!("{name}("));
-    let (enc4, enc5) = (called("sinter_f64_to_e4m3"), called("sinter_f64_to_e5m2"));
+/// The parts of `table` the `code` parts need, in table order: a part is needed when the code
+/// calls any function listed with it (its own, or that of a part after it that calls it). The
+/// source-scanned helper families (fp8 here, the 16-bit conversions in `half`) share it.
+pub(crate) fn called_parts(code: &[&str], table: &[(&[&str], &str)]) -> String {
+    let called = |name: &str| {
+        let call = format!("{name}(");
+        code.iter().any(|c| c.contains(&call))
+    };
     let mut out = String::new();
-    for (on, src) in [
-        (called("sinter_e4m3_to_f32"), FP8_DEC_E4M3),
-        (called("sinter_e5m2_to_f32"), FP8_DEC_E5M2),
-        (enc4 || enc5, FP8_ENC),
-        (enc4, FP8_ENC_E4M3),
-        (enc5, FP8_ENC_E5M2),
-    ] {
-        if on {
+    for (callers, src) in table {
+        if callers.iter().any(|n| called(n)) {
             out.push_str(src);
         }
     }
+    out
+}
+
+/// The fp8 helpers `body` calls (with the generic encoder the two encoders share), in a stable
+/// order; empty when it calls none.
+pub(crate) fn fp8_helpers(body: &str) -> String {
+    let (dec4, dec5, enc4, enc5) =
+        ("sinter_e4m3_to_f32", "sinter_e5m2_to_f32", "sinter_f64_to_e4m3", "sinter_f64_to_e5m2");
+    let table: [(&[&str], &str); 5] = [
+        (&[dec4], FP8_DEC_E4M3),
+        (&[dec5], FP8_DEC_E5M2),
+        (&[enc4, enc5], FP8_ENC),
+        (&[enc4], FP8_ENC_E4M3),
+        (&[enc5], FP8_ENC_E5M2),
+    ];
+    let mut out = called_parts(&[body], &table);
     if !out.is_empty() {
         out.insert_str(0, "// fp8 e4m3fn / e5m2 codes <-> values (sinter_core::fp8)\n");
     }
