@@ -204,7 +204,15 @@ impl CudaBackend {
     /// only for a program with a convolution step.
     pub fn with_ordinal(ordinal: usize) -> Result<CudaBackend, BackendError> {
         // A thread that cannot start leaves the load to the first program that wants the library.
-        let warm = move || crate::device::blas::warm(ordinal);
+        // The library loads before the device is asked for: the load overlaps the context's
+        // creation, and `Device::new` then hands this thread the device the backend opens.
+        let warm = move || {
+            if crate::probe::cublaslt().is_ok()
+                && let Ok(dev) = Device::new(ordinal)
+            {
+                crate::device::blas::warm(&dev);
+            }
+        };
         let warm = std::thread::Builder::new().name("sinter-cublaslt-warm".into()).spawn(warm).ok();
         let opened = Device::new(ordinal).and_then(|dev| {
             crate::probe::nvrtc().map_err(|e| BackendError::NoDevice(format!("NVRTC (libnvrtc): {e}")))?;

@@ -171,38 +171,18 @@ impl GemmDesc {
     }
 }
 
-/// Warms cuBLASLt ahead of the first plan, with GPU `ordinal`'s primary context (the one
-/// [`super::Device`] opens) bound to this thread (`cublasLtCreate` starts the CUDA runtime on the
-/// thread's device, else GPU 0): makes the handle and asks the heuristic for a small f32 and bf16
-/// product. The library's first heuristic query took 76-146 ms on an H200 host, every later one
-/// under 0.5 ms, whatever its shape and type (BENCHMARKS.md session 32, call 4). Nothing happens
-/// without the library or the driver; failures are left for the first plan to report.
-pub fn warm(ordinal: usize) {
-    use cudarc::driver::sys as cu;
-    if crate::probe::cublaslt().is_err() || crate::probe::driver().is_err() {
+/// Warms cuBLASLt ahead of the first plan, with `dev`'s context bound to this thread
+/// (`cublasLtCreate` starts the CUDA runtime on the thread's device, else GPU 0): makes the handle
+/// and asks the heuristic for a small f32 and bf16 product. The library's first heuristic query
+/// took 76-146 ms on an H200 host, every later one under 0.5 ms, whatever its shape and type
+/// (BENCHMARKS.md session 32, call 4). Nothing happens without the library; failures are left for
+/// the first plan to report.
+pub fn warm(dev: &super::Device) {
+    if crate::probe::cublaslt().is_err() || dev.bind().is_err() || handle().is_err() {
         return;
     }
-    let ok = |r: cu::CUresult| r == cu::CUresult::CUDA_SUCCESS;
-    // SAFETY: the driver library is present (probed above); the context retained here is unbound
-    // from this thread and released before returning.
-    unsafe {
-        let mut dev: cu::CUdevice = 0;
-        if !ok(cu::cuInit(0)) || !ok(cu::cuDeviceGet(&mut dev, ordinal as i32)) {
-            return;
-        }
-        let mut ctx: cu::CUcontext = std::ptr::null_mut();
-        if !ok(cu::cuDevicePrimaryCtxRetain(&mut ctx, dev)) {
-            return;
-        }
-        if ok(cu::cuCtxSetCurrent(ctx)) {
-            if handle().is_ok() {
-                for dtype in [BlasType::F32, BlasType::BF16] {
-                    let _ = heuristic(&GemmDesc::dense(256, 256, 256, dtype), 1);
-                }
-            }
-            cu::cuCtxSetCurrent(std::ptr::null_mut());
-        }
-        cu::cuDevicePrimaryCtxRelease_v2(dev);
+    for dtype in [BlasType::F32, BlasType::BF16] {
+        let _ = heuristic(&GemmDesc::dense(256, 256, 256, dtype), 1);
     }
 }
 
