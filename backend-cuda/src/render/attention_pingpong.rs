@@ -28,7 +28,7 @@
 //!   `j - stages` (parity `(j / stages + 1) & 1` of `empty`) before copying tile `j`. A barrier is
 //!   never two phases ahead of its waiter: the producer cannot refill a stage before every
 //!   consumer warp released it, and the consumers cannot release a tile they have not waited for.
-//! * **Ping-pong** (`nc >= 2`): named barrier `1 + w` (256 threads: warpgroup `w` syncs, the
+//! * **Ping-pong** (`nc >= 2`, fixed-grid tiles): named barrier `1 + w` (256 threads: warpgroup `w` syncs, the
 //!   warpgroup before it, cyclically, arrives) gates warpgroup `w`'s product issue. Each step of a
 //!   consumer is `sync(1 + w)`, issue, `arrive(1 + (w + 1) % nc)`, then the waits and softmax, so
 //!   the issues go round the warpgroups in order and one warpgroup's softmax overlaps the others'
@@ -46,10 +46,9 @@
 //!   `(wi / 2 + 1) & 1`), the consumers read it (parity `wi / 2 & 1`) once their last `Q Kᵀ` of
 //!   tile `wi` is done, then copy the next tile's Q rows into their own rows of the Q buffer while
 //!   the last `P V` and the epilogue run. The K/V ring's index counts key tiles over the block's
-//!   work tiles (`it`), and the last key tile's stage is released too. Ping-pong turns run on
-//!   across work tiles: warpgroup `nc - 1` arrives on barrier 1 before the block's first tile
-//!   only, and after its last step whenever another tile follows. The last block to finish
-//!   fetching zeroes both counters for the next launch.
+//!   work tiles (`it`), and the last key tile's stage is released too. Its consumers take no
+//!   ping-pong turns: each issues as soon as its key tile landed (measured faster, below). The
+//!   last block to finish fetching zeroes both counters for the next launch.
 //!
 //! # Invariants (what keeps it from hanging)
 //! 1. Every consumer warpgroup of a block runs the same `n_tiles` (the block's, from its last
@@ -75,7 +74,7 @@
 //!    like the K/V ring, never runs two phases ahead (the model test below covers work tiles of
 //!    one key tile, long ones and causal mixes).
 //!
-//! # Measured (H200, BENCHMARKS.md session 15)
+//! # Measured (H200, BENCHMARKS.md sessions 15 and 33)
 //! The consumers rescale O between the issues of `Q Kᵀ` and `P V` (causal d128 0.3218 -> 0.3131
 //! ms, torch's SDPA 0.2651). In the SASS, ptxas puts the wait for a step's `P V` before its
 //! softmax, so the softmax does not run beside the warpgroup's own `P V`, only beside the other
@@ -84,6 +83,14 @@
 //! next `Q Kᵀ`) was slower (0.3455 ms: the wait then holds the ping-pong turn). Persistent tiles:
 //! causal d128 0.3097-0.3124 ms (1-3% faster), d128 without a mask 0.494-0.521 (0-3% slower), d64
 //! 64x128 one consumer 0.0982-0.0986 (4-5% faster than the d64 default).
+//!
+//! Session 33: the wait before the softmax is placed by both compilers (NVVM sinks the softmax past
+//! it; with the PTX in order, ptxas schedules it back within the block). Settling each `P V` at
+//! the top of the next step kept the softmax beside it in the SASS, and ran 4% slower at d64 and
+//! 3.7% at causal d128 (reverted). Persistent tiles without ping-pong turns (the consumers share K
+//! and V but issue as they go): two consumers at d64 90.8-91.6 -> 88.2-88.5 us, causal d128
+//! 262-263 -> 259.4-259.7 (max-autotune's timer, L2 cleared), d128 without a mask 0.4719 -> 0.4363
+//! ms back to back; the fixed-grid causal d128 default without its turns 0.2604 -> 0.2774 (kept).
 
 use sinter_core::DType;
 use sinter_core::kernel::{AttentionBody, AttnOperand};
@@ -434,7 +441,10 @@ pub(super) fn consumer_loop(
 ) -> Result<(), RenderError> {
     debug_assert!(t.warp_specialized());
     let nc = t.bm / 64;
+    // Ping-pong turns between the consumers of a fixed-grid tile; a persistent tile's consumers
+    // issue as they go (module docs, "Measured").
     let persistent = t.persistent_blocks();
+    let turns = nc > 1 && !persistent;
     let (bn8, bn16, dv8, stages) = (t.bn / 8, t.bn / 16, a.dv as u32 / 8, t.stages);
     let (qbytes, kbytes, stage) = tc_shared(t, a);
     // A key tile's place in the ring (counted over the block's work tiles when persistent).
@@ -448,12 +458,12 @@ pub(super) fn consumer_loop(
         }
     };
     let sync = |em: &mut Emitter<'_>| {
-        if nc > 1 {
+        if turns {
             em.line("sinter_bar_sync<256>(1u + wg); // this warpgroup's turn to issue");
         }
     };
     let arrive = |em: &mut Emitter<'_>| {
-        if nc > 1 {
+        if turns {
             em.line(format!("sinter_bar_arrive<256>(1u + (wg + 1u) % {nc}u); // the next warpgroup's turn"));
         }
     };
@@ -474,9 +484,8 @@ pub(super) fn consumer_loop(
     };
     em.line(format!("unsigned pf[{bn16}][4]; // P of the tile whose P V is next"));
     em.line("float al[1][2]; // the rescaling of o that the next tile's softmax found");
-    if nc > 1 {
-        let first = if persistent { " && wi == 0u" } else { "" };
-        em.line(format!("if (wg == {}u{first}) sinter_bar_arrive<256>(1u); // warpgroup 0 issues first", nc - 1));
+    if turns {
+        em.line(format!("if (wg == {}u) sinter_bar_arrive<256>(1u); // warpgroup 0 issues first", nc - 1));
     }
     em.open("");
     if persistent {
@@ -556,16 +565,10 @@ pub(super) fn consumer_loop(
     if persistent {
         em.line(format!("if (lane == 0u) sinter_mbar_arrive(empty0 + {rl} % {stages}u * 8u); // the last tile read"));
     }
-    if nc > 1 {
-        if persistent {
-            em.line(format!(
-                "if (wg + 1u < {nc}u || wn < n_work) sinter_bar_arrive<256>(1u + (wg + 1u) % {nc}u); // after the wait: no branch inside the product"
-            ));
-        } else {
-            em.line(format!(
-                "if (wg + 1u < {nc}u) sinter_bar_arrive<256>(2u + wg); // after the wait: no branch inside the product"
-            ));
-        }
+    if turns {
+        em.line(format!(
+            "if (wg + 1u < {nc}u) sinter_bar_arrive<256>(2u + wg); // after the wait: no branch inside the product"
+        ));
     }
     em.close();
     Ok(())
