@@ -46,29 +46,42 @@ fn mentions(line: &str, name: &str) -> bool {
     false
 }
 
+/// The name a [`Emitter::decl`] line declares.
+fn declared(line: &str) -> Option<&str> {
+    line.trim_start().strip_prefix(DECL)?.split_once(DECL).map(|(name, _)| name)
+}
+
 /// Drops the declarations made with [`Emitter::decl`] whose name nothing else in their scope (the
 /// following lines up to the closing brace of the enclosing block) mentions, repeatedly (a dropped
-/// declaration may have been the only user of another), and removes the markers.
+/// declaration may have been the only user of another), and removes the markers. An inner block's
+/// own declaration of the name shadows it to that block's end: what the block says of the name
+/// is not a use of the outer one.
 pub(crate) fn prune_unused(src: &str) -> String {
     let mut lines: Vec<String> = src.lines().map(str::to_string).collect();
     loop {
         let mut dropped = false;
         let mut i = 0;
         while i < lines.len() {
-            if let Some(rest) = lines[i].trim_start().strip_prefix(DECL)
-                && let Some((name, _)) = rest.split_once(DECL)
-            {
+            if let Some(name) = declared(&lines[i]) {
                 let name = name.to_string();
                 let mut depth = 0i64;
                 let mut used = false;
+                // The depth of the block in which an inner declaration shadows the name.
+                let mut shadowed: Option<i64> = None;
                 for l in &lines[i + 1..] {
-                    if mentions(l, &name) {
+                    if shadowed.is_none() && declared(l) == Some(name.as_str()) {
+                        shadowed = Some(depth);
+                    }
+                    if shadowed.is_none() && mentions(l, &name) {
                         used = true;
                         break;
                     }
                     depth += l.matches('{').count() as i64 - l.matches('}').count() as i64;
                     if depth < 0 {
                         break;
+                    }
+                    if shadowed.is_some_and(|d| depth < d) {
+                        shadowed = None;
                     }
                 }
                 if !used {
@@ -501,4 +514,33 @@ pub(crate) fn emit_group(
         em.cached.remove(&e);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{DECL, prune_unused};
+
+    fn decl(name: &str, text: &str) -> String {
+        format!("{DECL}{name}{DECL}{text}")
+    }
+
+    #[test]
+    fn an_inner_declaration_shadows_the_outer_one() {
+        let outer = decl("m0", "const unsigned m0 = 1u;");
+        let inner = decl("m0", "const unsigned m0 = m0 + 2u;");
+        // Only the inner block mentions m0, and declares its own: the outer one goes.
+        let src = [outer.as_str(), "if (x) {", inner.as_str(), "use(m0);", "}"].join("\n");
+        let out = prune_unused(&src);
+        assert!(!out.contains("m0 = 1u") && out.contains("m0 = m0 + 2u"), "{out}");
+        // A use after the inner block closed is the outer one's.
+        let src = [outer.as_str(), "if (x) {", inner.as_str(), "use(m0);", "}", "use(m0);"].join("\n");
+        assert!(prune_unused(&src).contains("m0 = 1u"));
+        // A use before the inner block is the outer one's.
+        let src = [outer.as_str(), "use(m0);", "if (x) {", inner.as_str(), "}"].join("\n");
+        let out = prune_unused(&src);
+        assert!(out.contains("m0 = 1u") && !out.contains("m0 + 2u"), "{out}");
+        // Unused everywhere: both go.
+        let src = [outer.as_str(), "{", inner.as_str(), "}"].join("\n");
+        assert!(!prune_unused(&src).contains("m0"));
+    }
 }
