@@ -46,6 +46,9 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "cargo doc -D warnings (every intra-doc link resolves)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+
 step "cargo test"
 # The WGSL tests run on lavapipe; they must not silently skip here.
 export SINTER_REQUIRE_GPU=1 SINTER_ADAPTER="${SINTER_ADAPTER:-cpu}"

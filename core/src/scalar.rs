@@ -118,7 +118,7 @@ pub fn bf16_from_f64(x: f64) -> bf16 {
     bf16::from_f32(f32_round_to_odd(x))
 }
 
-/// `x` rounded to the nearest f16, ties to even (through [`f32_round_to_odd`], as
+/// `x` rounded to the nearest f16, ties to even (through `f32_round_to_odd`, as
 /// [`bf16_from_f64`]).
 pub fn f16_from_f64(x: f64) -> f16 {
     f16::from_f32(f32_round_to_odd(x))

@@ -65,9 +65,9 @@ pub(crate) fn candidates(k: &Kernel, caps: &CudaCaps, dynamic: bool) -> Vec<Tuni
     out
 }
 
-/// Every distinct rendered candidate (entry name, source) of `kernels` ([`candidates`]), in kernel
-/// and candidate order: what `precompile` compiles. Library candidates render nothing and are not
-/// listed.
+/// Every distinct rendered candidate (entry name, source) of `kernels` (the tuner's candidates:
+/// [`render::candidates`], narrowed for a dynamic batch), in kernel and candidate order: what
+/// `precompile` compiles. Library candidates render nothing and are not listed.
 pub fn candidate_sources(kernels: &[&Kernel], caps: &CudaCaps, dynamic: bool) -> Vec<(String, String)> {
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();

@@ -28,11 +28,11 @@
 //!   `j - stages` (parity `(j / stages + 1) & 1` of `empty`) before copying tile `j`. A barrier is
 //!   never two phases ahead of its waiter: the producer cannot refill a stage before every
 //!   consumer warp released it, and the consumers cannot release a tile they have not waited for.
-//! * **Ping-pong** (`nc >= 2`, fixed-grid tiles): named barrier `1 + w` (256 threads: warpgroup `w` syncs, the
-//!   warpgroup before it, cyclically, arrives) gates warpgroup `w`'s product issue. Each step of a
-//!   consumer is `sync(1 + w)`, issue, `arrive(1 + (w + 1) % nc)`, then the waits and softmax, so
-//!   the issues go round the warpgroups in order and one warpgroup's softmax overlaps the others'
-//!   products. Warpgroup `nc - 1` arrives once on barrier 1 before its first step (warpgroup 0
+//! * **Ping-pong** (`nc >= 2`, fixed-grid tiles): named barrier `1 + w` (256 threads: warpgroup
+//!   `w` syncs, the warpgroup before it, cyclically, arrives) gates warpgroup `w`'s product issue.
+//!   Each step of a consumer is `sync(1 + w)`, issue, `arrive(1 + (w + 1) % nc)`, then the waits
+//!   and softmax, so the issues go round the warpgroups in order and one warpgroup's softmax
+//!   overlaps the others' products. Warpgroup `nc - 1` arrives once on barrier 1 before its first step (warpgroup 0
 //!   goes first) and not after its last step, so every barrier sees as many arrivals as syncs.
 //!
 //! * **Persistent tiles** ([`AttnEngine::WgmmaPingPongTmaPersistent`](super::attention::AttnEngine::WgmmaPingPongTmaPersistent)):
@@ -53,9 +53,9 @@
 //! # Invariants (what keeps it from hanging)
 //! 1. Every consumer warpgroup of a block runs the same `n_tiles` (the block's, from its last
 //!    row for causal tiles): `n_tiles + 1` steps (the first tile's `Q Kᵀ`, `n_tiles - 1` steps of
-//!    `Q Kᵀ` beside the previous `P V`, the last `P V`), each one `bar.sync` on its own barrier
-//!    and one `bar.arrive` on the next (bar the last of warpgroup `nc - 1`, and plus its one
-//!    before the first step); no step is skipped at sequence edges or causal bounds (rows and keys
+//!    `Q Kᵀ` beside the previous `P V`, the last `P V`), each (with turns) one `bar.sync` on its
+//!    own barrier and one `bar.arrive` on the next (bar the last of warpgroup `nc - 1`, and plus
+//!    its one before the first step); no step is skipped at sequence edges or causal bounds (rows and keys
 //!    outside are masked, not skipped).
 //! 2. A warpgroup's arrival for step `j + 1` on barrier `1 + w` needs warpgroup `w` past its sync
 //!    of step `j` (the round goes through it), so two arrivals of one warpgroup never complete a

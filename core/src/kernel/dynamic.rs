@@ -3,7 +3,7 @@
 //!
 //! # Contract
 //!
-//! [`derive`] compares the program scheduled at `bound` with the one scheduled at a second value
+//! [`derive()`] compares the program scheduled at `bound` with the one scheduled at a second value
 //! `probe` (both `>= 2`, so no extent of 1 lets the scheduler drop an index) and returns an
 //! [`Extents`] table when the two differ **only** at [`Site`]s:
 //!
@@ -99,7 +99,7 @@ pub struct Extents {
     pub sites: Vec<Scaled>,
 }
 
-/// Why [`derive`] found no table: the reason (naming the kernel and field), and whether a pair at
+/// Why [`derive()`] found no table: the reason (naming the kernel and field), and whether a pair at
 /// other values may still succeed (`retry`: the two schedules differ in structure, which a value
 /// coinciding with a static extent can cause; a site that scales with the symbol but is not an
 /// outer extent, or a constant that depends on it, stays so at every value).
@@ -286,7 +286,7 @@ impl GridSplit {
 }
 
 /// The program's buffers (constant data left out: compared separately), inputs and outputs as
-/// JSON; its kernels are compared one by one ([`derive`]), its memory plan and decisions not at
+/// JSON; its kernels are compared one by one ([`derive()`]), its memory plan and decisions not at
 /// all.
 fn skeleton(p: &Program) -> Result<Value, String> {
     #[derive(Serialize)]

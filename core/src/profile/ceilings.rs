@@ -68,8 +68,8 @@ fn plausible(v: f64, (lo, hi): (f64, f64)) -> bool {
 }
 
 impl Ceilings {
-    /// Checks every value against its plausible range ([`COPY_GBPS_RANGE`],
-    /// [`MATMUL_TFLOPS_RANGE`], [`LAUNCH_US_RANGE`]); `Err` names the first field out of range
+    /// Checks every value against its plausible range (`COPY_GBPS_RANGE`,
+    /// `MATMUL_TFLOPS_RANGE`, `LAUNCH_US_RANGE`); `Err` names the first field out of range
     /// and its value. Measured ceilings must all be known (0 is not a measurement).
     pub fn check(&self) -> Result<(), String> {
         let bad = |field: &str, v: f64, (lo, hi): (f64, f64), unit: &str| {
@@ -107,7 +107,7 @@ impl Ceilings {
     /// The peak for work in compute type `compute` ([`COMPUTE_NAMES`]; a kernel's
     /// [`super::KernelProfile::compute`]) and the entry it was taken from: its own, else its
     /// fallback (`f8e5m2` takes `f8e4m3`'s), else exact `f32`'s. `None` when nothing plausible is
-    /// known (see [`MATMUL_TFLOPS_RANGE`]).
+    /// known (see `MATMUL_TFLOPS_RANGE`).
     pub fn peak_for(&self, compute: &str) -> Option<(&str, f64)> {
         let get = |key: &str| {
             self.matmul_tflops
@@ -124,12 +124,12 @@ impl Ceilings {
         self.peak_for(compute).map(|(_, v)| v)
     }
 
-    /// Copy bandwidth when known and plausible ([`COPY_GBPS_RANGE`]).
+    /// Copy bandwidth when known and plausible (`COPY_GBPS_RANGE`).
     pub fn bandwidth_gbps(&self) -> Option<f64> {
         plausible(self.copy_gbps, COPY_GBPS_RANGE).then_some(self.copy_gbps)
     }
 
-    /// Launch overhead in ns when known and plausible ([`LAUNCH_US_RANGE`]).
+    /// Launch overhead in ns when known and plausible (`LAUNCH_US_RANGE`).
     pub fn launch_overhead_ns(&self) -> Option<f64> {
         plausible(self.launch_overhead_us, LAUNCH_US_RANGE).then_some(self.launch_overhead_us * 1e3)
     }

@@ -9,8 +9,8 @@
 //! ```
 //!
 //! [`backend_suite!`](crate::backend_suite) expands to one `#[test] fn <case>()` per case of
-//! [`cases`] (fusion on) plus `unfused::<case>` for each fused-pattern case (fusion off), and
-//! `suite_lists_every_case`, which fails when the macro's case list and [`cases`] disagree (so a
+//! `cases` (fusion on) plus `unfused::<case>` for each fused-pattern case (fusion off), and
+//! `suite_lists_every_case`, which fails when the macro's case list and `cases` disagree (so a
 //! case without a test cannot exist). The factory is called once per test binary.
 //!
 //! Each case holds one or more [`Instance`]s (a graph at one size, say `n=4097`); [`run_case`]
@@ -200,7 +200,7 @@ impl Case {
         Case { name: name.into(), fused, build: Box::new(build) }
     }
 
-    /// Builds the instances (graphs are built here, not in [`cases`]).
+    /// Builds the instances (graphs are built here, not in `cases`).
     pub fn instances(&self) -> Result<Vec<Instance>, String> {
         (self.build)()
     }
@@ -390,7 +390,7 @@ pub fn run_test(backend: Option<Arc<dyn Backend>>, label: &str, name: &str, fusi
     }
 }
 
-/// Checks a generated test list against [`cases`]: the same set of names (each once), and the
+/// Checks a generated test list against `cases`: the same set of names (each once), and the
 /// fused ones exactly the cases marked fused. Panics with the differences.
 pub fn check_list(plain: &[&str], fused: &[&str]) {
     let all = cases();
@@ -435,7 +435,7 @@ macro_rules! backend_suite {
     };
 }
 
-/// The suite's case list (one identifier per case of [`cases`]) and what the list expands to.
+/// The suite's case list (one identifier per case of `cases`) and what the list expands to.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __sinter_suite {
