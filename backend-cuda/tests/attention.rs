@@ -513,3 +513,31 @@ fn exported_bf16_scores_fold_their_scale() {
         assert!(r.source.contains("times the score's scale, folded in"), "{name}:\n{}", r.source);
     }
 }
+
+#[test]
+fn whole_tiles_carry_no_masking_branch() {
+    // Rows and keys in whole tiles, no causal bound: the tensor-core tiles emit no `full` guard
+    // (it would never be taken); one row or one key past a tile, or a causal bound, brings it back,
+    // with either score form (the folded scale, or an additive mask's own loads). Four key tiles:
+    // at two or fewer ptxas serializes the persistent tile's products (C7512, `SHORT_KV`).
+    let caps = CudaCaps::hopper();
+    let whole = AttnCase::new(1, 2, 128, 512, 64, DType::BF16);
+    let cases = [
+        (whole.clone(), false),
+        (AttnCase::new(1, 2, 129, 512, 64, DType::BF16), true),
+        (AttnCase::new(1, 2, 128, 513, 64, DType::BF16), true),
+        (AttnCase { causal: Some(0), ..whole.clone() }, true),
+        (AttnCase { mask: AttnMask::Additive, ..whole.clone() }, false),
+        (AttnCase { mask: AttnMask::Additive, ..AttnCase::new(1, 2, 100, 512, 64, DType::BF16) }, true),
+    ];
+    for (c, guarded) in cases {
+        let k = kernel(&c);
+        for tile in [AttnTile::persistent(64, 128, 3), AttnTile::hopper(64, 128, 2), AttnTile::mma(128, 64, 4, 3)] {
+            let r = render::render(&k, &caps, &Tuning { attn: Some(tile), ..Tuning::default() }).unwrap();
+            assert_eq!(r.source.contains("const bool full"), guarded, "{c:?} {tile:?}");
+            if nvrtc_available("whole_tiles_carry_no_masking_branch") {
+                assert!(!compile(&format!("{c:?}"), &r).starts_with("SPILL"), "{c:?} {tile:?}");
+            }
+        }
+    }
+}

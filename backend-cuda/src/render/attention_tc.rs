@@ -540,19 +540,26 @@ pub(super) fn emit_scores(
     let (m, kv) = (a.m as u64, a.kv as u64);
     let ity = em.ity();
     let idx = if tile_idx.contains(' ') { format!("({tile_idx})") } else { tile_idx.to_string() };
-    em.line(format!("const unsigned k0 = {idx} * {bn}u;"));
-    let mut full = vec![format!("k0 + {bn}u <= {kv}u"), format!("m0 + {bm}u <= {m}u")];
-    if let Some(o) = a.causal {
-        full.push(format!("k0 + {} <= m0 + {o}u", bn - 1));
+    em.decl("k0", format!("const unsigned k0 = {idx} * {bn}u;"));
+    // Every tile whole (rows and keys in whole tiles, no causal bound): no guard at all, so the
+    // source carries no masking branch it never takes (NVRTC's time on the d64 workload's source
+    // 457 -> 394 ms, session 33).
+    let always_full = kv.is_multiple_of(u64::from(bn)) && m.is_multiple_of(u64::from(bm)) && a.causal.is_none();
+    if !always_full {
+        let mut full = vec![format!("k0 + {bn}u <= {kv}u"), format!("m0 + {bm}u <= {m}u")];
+        if let Some(o) = a.causal {
+            full.push(format!("k0 + {} <= m0 + {o}u", bn - 1));
+        }
+        em.line(format!("const bool full = {};", full.join(" && ")));
     }
-    em.line(format!("const bool full = {};", full.join(" && ")));
     em.names.insert(Var::M, "m".into());
     em.names.insert(Var::Key, "key".into());
     for guarded in [false, true] {
-        if fold.is_some() && !guarded {
+        if (fold.is_some() && !guarded) || (always_full && guarded) {
             continue;
         }
         em.open(match (guarded, fold) {
+            _ if always_full => String::new(),
             (true, Some(_)) => "if (!full)".to_string(),
             (true, None) => "else".to_string(),
             (false, _) => "if (full)".to_string(),
