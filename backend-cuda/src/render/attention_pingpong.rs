@@ -32,8 +32,9 @@
 //!   `w` syncs, the warpgroup before it, cyclically, arrives) gates warpgroup `w`'s product issue.
 //!   Each step of a consumer is `sync(1 + w)`, issue, `arrive(1 + (w + 1) % nc)`, then the waits
 //!   and softmax, so the issues go round the warpgroups in order and one warpgroup's softmax
-//!   overlaps the others' products. Warpgroup `nc - 1` arrives once on barrier 1 before its first step (warpgroup 0
-//!   goes first) and not after its last step, so every barrier sees as many arrivals as syncs.
+//!   overlaps the others' products. Warpgroup `nc - 1` arrives once on barrier 1 before its first
+//!   step (warpgroup 0 goes first) and not after its last step, so every barrier sees as many
+//!   arrivals as syncs.
 //!
 //! * **Persistent tiles** ([`AttnEngine::WgmmaPingPongTmaPersistent`](super::attention::AttnEngine::WgmmaPingPongTmaPersistent)):
 //!   `min(work tiles, SMs x blocks per SM)` blocks; block `b` starts with work tile `b` and takes
@@ -55,8 +56,8 @@
 //!    row for causal tiles): `n_tiles + 1` steps (the first tile's `Q Kᵀ`, `n_tiles - 1` steps of
 //!    `Q Kᵀ` beside the previous `P V`, the last `P V`), each (with turns) one `bar.sync` on its
 //!    own barrier and one `bar.arrive` on the next (bar the last of warpgroup `nc - 1`, and plus
-//!    its one before the first step); no step is skipped at sequence edges or causal bounds (rows and keys
-//!    outside are masked, not skipped).
+//!    its one before the first step); no step is skipped at sequence edges or causal bounds (rows
+//!    and keys outside are masked, not skipped).
 //! 2. A warpgroup's arrival for step `j + 1` on barrier `1 + w` needs warpgroup `w` past its sync
 //!    of step `j` (the round goes through it), so two arrivals of one warpgroup never complete a
 //!    phase together.

@@ -528,7 +528,7 @@ pub(super) fn load_kv_by(
 
 /// The scores of key tile `tile_idx` in `s[i][j][c]` (raw dot products on entry): the score
 /// expression per element (or only the mask when the scale is folded), `-inf` past `kv`, `m` and
-/// the causal bound on tiles that cross them.
+/// the causal bound on tiles that cross them; no guard at all where every tile is whole.
 pub(super) fn emit_scores(
     em: &mut Emitter<'_>,
     a: &AttentionBody,
@@ -554,16 +554,16 @@ pub(super) fn emit_scores(
     }
     em.names.insert(Var::M, "m".into());
     em.names.insert(Var::Key, "key".into());
-    for guarded in [false, true] {
-        if (fold.is_some() && !guarded) || (always_full && guarded) {
-            continue;
-        }
-        em.open(match (guarded, fold) {
-            _ if always_full => String::new(),
-            (true, Some(_)) => "if (!full)".to_string(),
-            (true, None) => "else".to_string(),
-            (false, _) => "if (full)".to_string(),
-        });
+    // (guarded, block header): a folded scale leaves only the mask to apply, so whole tiles have
+    // nothing to do; otherwise the score goes unguarded where the tile is whole.
+    let blocks: &[(bool, &str)] = match (always_full, fold.is_some()) {
+        (true, true) => &[],
+        (true, false) => &[(false, "")],
+        (false, true) => &[(true, "if (!full)")],
+        (false, false) => &[(false, "if (full)"), (true, "else")],
+    };
+    for &(guarded, header) in blocks {
+        em.open(header);
         em.line("#pragma unroll");
         em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
         em.line("#pragma unroll");
