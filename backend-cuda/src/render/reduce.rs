@@ -35,6 +35,17 @@ use super::{Body, CudaCaps, GridSplit, OuterUnit, RenderError, Tuning};
 /// Most elements one thread keeps in registers per cached load in a persistent reduction.
 pub(super) const PERSISTENT_PER_THREAD: u64 = 32;
 
+/// Most elements a thread keeps by default where a block of [`WIDE_ROW_BLOCK`] threads brings
+/// it there: NVRTC's time grows with the row a thread unrolls, the run time did not. Measured
+/// (session 34): softmax over rows of 8192 f32, 32 elements a thread at 256 threads, 16 at 512, 8
+/// at 1024: NVRTC 142, 95, 71 ms (offline); on an H200, max-autotune's timer 134.6-134.9, 133.8-134.6,
+/// 139.0-140.7 us. A row of 4096 stays at 256 threads x 16: at 512 x 8 layernorm_gelu ran 13%
+/// slower (72.3 against 81.9-82.9 us).
+const DEFAULT_PER_THREAD: u64 = 16;
+
+/// The block a row of more than [`DEFAULT_PER_THREAD`] elements a thread takes by default.
+const WIDE_ROW_BLOCK: u32 = 512;
+
 /// Fewest elements of a row each block of a default [`row_split`] reduces (the scheduler's
 /// `split_min_chunk`).
 const MIN_SPLIT_CHUNK: u64 = 4096;
@@ -509,7 +520,15 @@ fn plan(em: &mut Emitter<'_>, r: &ReduceBody, roots: &[ExprId], caps: &CudaCaps,
         Some(b) => b,
         None => {
             let b0 = (groups.next_power_of_two().clamp(32, u64::from(DEFAULT_BLOCK)) as u32).min(max_block);
-            if fits(b0) || t.persistent == Some(false) {
+            let elems = |b: u32| per_thread(b) * u64::from(width);
+            if t.persistent != Some(false)
+                && fits(b0)
+                && elems(b0) > DEFAULT_PER_THREAD
+                && WIDE_ROW_BLOCK <= max_block
+                && elems(WIDE_ROW_BLOCK) <= DEFAULT_PER_THREAD
+            {
+                WIDE_ROW_BLOCK
+            } else if fits(b0) || t.persistent == Some(false) {
                 b0
             } else {
                 [512, 1024].into_iter().find(|&b| b <= max_block && fits(b)).unwrap_or(b0)
