@@ -211,6 +211,19 @@ const FILL: &str = r#"extern "C" __global__ void fill_bf16(unsigned short* p, un
         p[i] = (unsigned short)((__float_as_uint(f) + 0x8000u) >> 16);
     }
 }
+// normal (mean 0, deviation 1) by Box-Muller on two hashes, as torch.randn draws the anchor's inputs
+extern "C" __global__ void fill_bf16_normal(unsigned short* p, unsigned long long n, unsigned long long seed) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned x = (unsigned)i * 2654435761u ^ (unsigned)seed ^ (unsigned)(i >> 32) * 40503u;
+        x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; x ^= x >> 16;
+        unsigned y = x * 747796405u + 2891336453u;
+        y ^= y >> 16; y *= 0x7feb352du; y ^= y >> 15; y *= 0x846ca68bu; y ^= y >> 16;
+        const float u1 = ((float)(x & 0xffffffu) + 1.0f) / 16777217.0f, u2 = (float)(y & 0xffffffu) / 16777216.0f;
+        const float f = sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
+        p[i] = (unsigned short)((__float_as_uint(f) + 0x8000u) >> 16);
+    }
+}
 extern "C" __global__ void fill_f32(float* p, unsigned long long n, unsigned long long seed) {
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
          i += (unsigned long long)gridDim.x * blockDim.x) {
@@ -229,7 +242,11 @@ fn attention_timing() {
     let Some(dev) = device("attention_timing") else { return };
     let stream = dev.new_stream().unwrap();
     let fill_cubin = nvrtc::compile("fill", FILL, &Target::sm(dev.info().cc)).unwrap();
-    let fill_bf16 = dev.load_function(&fill_cubin.image, "fill_bf16").unwrap();
+    // `SINTER_TEST_FILL=normal`: bf16 inputs drawn normal (as `bench` and the anchor draw them)
+    // instead of uniform in [-1, 1).
+    let normal = std::env::var("SINTER_TEST_FILL").is_ok_and(|v| v == "normal");
+    let bf16_fill = if normal { "fill_bf16_normal" } else { "fill_bf16" };
+    let fill_bf16 = dev.load_function(&fill_cubin.image, bf16_fill).unwrap();
     let fill_f32 = dev.load_function(&fill_cubin.image, "fill_f32").unwrap();
     let b = DType::BF16;
     let shapes = [
@@ -249,6 +266,12 @@ fn attention_timing() {
         ("vit_b_16 f32 b2 h12 s197 d64", AttnCase::new(2, 12, 197, 197, 64, DType::F32), f64::NAN),
     ];
     let ev = TimingEvents::new(&dev, 1).unwrap();
+    // `SINTER_TEST_GAP_BYTES=N`: each launch timed alone (its own events, the median of 100),
+    // after a fill of N bytes (0: none; `bench`'s L2 clear fills twice the L2), to tell what a
+    // launch after other work costs from what the data's place in L2 does.
+    let gap = std::env::var("SINTER_TEST_GAP_BYTES").ok().and_then(|v| v.parse::<u64>().ok()).map(|n| {
+        (n, stream.alloc(n.max(16)).unwrap(), TimingEvents::new(&dev, 20).unwrap())
+    });
     let mut table = Vec::new();
     for (what, c, torch_ms) in shapes {
         if !case_selected(what) {
@@ -259,7 +282,7 @@ fn attention_timing() {
         for (i, s) in c.input_shapes().iter().enumerate() {
             let n: usize = s.iter().product();
             let buf = stream.alloc((n * c.dtype.size_bytes()) as u64).unwrap();
-            let (fill, name) = if c.dtype == DType::F32 { (&fill_f32, "fill_f32") } else { (&fill_bf16, "fill_bf16") };
+            let (fill, name) = if c.dtype == DType::F32 { (&fill_f32, "fill_f32") } else { (&fill_bf16, bf16_fill) };
             let l = Launch::new(
                 &dev,
                 fill.clone(),
@@ -294,16 +317,33 @@ fn attention_timing() {
             }
             stream.synchronize("warm-up").unwrap();
             let mut times = Vec::new();
-            for _ in 0..5 {
-                ev.record(0, false, &stream).unwrap();
-                for _ in 0..20 {
-                    l.launch(&stream).unwrap();
+            if let Some((n, fill, per)) = &gap {
+                // Each launch timed alone, after a fill of `n` bytes where `n` > 0.
+                for _ in 0..5 {
+                    for i in 0..20 {
+                        if *n > 0 {
+                            stream.fill(fill.ptr(), 0, *n, "gap").unwrap();
+                        }
+                        per.record(i, false, &stream).unwrap();
+                        l.launch(&stream).unwrap();
+                        per.record(i, true, &stream).unwrap();
+                    }
+                    for i in 0..20 {
+                        times.push(per.elapsed_ms(i, i, true).unwrap());
+                    }
                 }
-                ev.record(0, true, &stream).unwrap();
-                times.push(ev.elapsed_ms(0, 0, true).unwrap() / 20.0);
+            } else {
+                for _ in 0..5 {
+                    ev.record(0, false, &stream).unwrap();
+                    for _ in 0..20 {
+                        l.launch(&stream).unwrap();
+                    }
+                    ev.record(0, true, &stream).unwrap();
+                    times.push(ev.elapsed_ms(0, 0, true).unwrap() / 20.0);
+                }
             }
             times.sort_by(f64::total_cmp);
-            let ms = times[2];
+            let ms = times[times.len() / 2];
             let a = l.attributes();
             let default = if t == Tuning::default() { " (default)" } else { "" };
             table.push(format!(
