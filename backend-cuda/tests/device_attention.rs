@@ -235,7 +235,9 @@ extern "C" __global__ void fill_f32(float* p, unsigned long long n, unsigned lon
 
 /// Times the rendered kernels (every candidate tuning) at the benchmark shapes and torchvision
 /// ViT-B/16's f32 attention (batch 2), inputs drawn on the device: median of 5 batches of 20
-/// launches between two events, after a warm-up. `SINTER_TEST_CASES` selects shapes by name.
+/// launches between two events, after a warm-up. `SINTER_TEST_CASES` selects shapes by name;
+/// `SINTER_TEST_GAP_BYTES` times each launch alone after a fill, `SINTER_TEST_FILL=normal` draws
+/// normal bf16 inputs (both below).
 #[test]
 #[ignore]
 fn attention_timing() {
@@ -269,9 +271,10 @@ fn attention_timing() {
     // `SINTER_TEST_GAP_BYTES=N`: each launch timed alone (its own events, the median of 100),
     // after a fill of N bytes (0: none; `bench`'s L2 clear fills twice the L2), to tell what a
     // launch after other work costs from what the data's place in L2 does.
-    let gap = std::env::var("SINTER_TEST_GAP_BYTES").ok().and_then(|v| v.parse::<u64>().ok()).map(|n| {
-        (n, stream.alloc(n.max(16)).unwrap(), TimingEvents::new(&dev, 20).unwrap())
-    });
+    let gap = std::env::var("SINTER_TEST_GAP_BYTES")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(|n| (n, stream.alloc(n.max(16)).unwrap(), TimingEvents::new(&dev, 20).unwrap()));
     let mut table = Vec::new();
     for (what, c, torch_ms) in shapes {
         if !case_selected(what) {
