@@ -201,6 +201,30 @@ fn reductions_of_every_strategy() {
     insta::assert_snapshot!(s);
 }
 
+/// Long persistent rows (one block per row, fewer rows than threads a row would use): a row that
+/// leaves a thread more than 16 elements at 256 threads takes 512 where that brings it to 16
+/// (NVRTC's time grows with the unrolled row; session 34), else the old choice: 256 while the
+/// row fits 32 a thread, then the first of 512 and 1024 that holds it.
+#[test]
+fn long_rows_take_512_threads_where_that_halves_them() {
+    for (len, d, want) in [
+        (4096, DType::F32, "reduce persistent x4 block 256 vec4"),
+        (4100, DType::F32, "reduce persistent x3 block 512 vec4"),
+        (4097, DType::F32, "reduce persistent x9 block 512"),
+        (6144, DType::F32, "reduce persistent x3 block 512 vec4"),
+        (8192, DType::F32, "reduce persistent x4 block 512 vec4"),
+        (8196, DType::F32, "reduce persistent x5 block 512 vec4"),
+        (16384, DType::F32, "reduce persistent x8 block 512 vec4"),
+        (32768, DType::F32, "reduce persistent x8 block 1024 vec4"),
+        (8192, DType::BF16, "reduce persistent x2 block 512 vec8"),
+        (4096, DType::BF16, "reduce persistent x2 block 256 vec8"),
+    ] {
+        let p = softmax(64, len, d, ReduceStrategy::Persistent);
+        let r = render::render(&p.kernels[0], &hopper(), &Tuning::default()).expect("render");
+        assert_eq!(r.strategy, want, "{len} {d}");
+    }
+}
+
 /// Short persistent rows, many of them: one warp per row, 8 rows per block (the last block partly
 /// past the end leaves whole warps), compiled.
 #[test]
