@@ -69,6 +69,7 @@ mod attention_pack;
 mod attention_pingpong;
 mod attention_rows;
 mod attention_tc;
+mod attention_tile;
 mod attention_wgmma;
 mod emit;
 mod half;
