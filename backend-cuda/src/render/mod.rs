@@ -78,6 +78,7 @@ mod index;
 pub mod krsc;
 mod matmul;
 mod mma;
+mod mma_epilogue;
 mod mma_split;
 mod mma_tile;
 mod mma_tma;
