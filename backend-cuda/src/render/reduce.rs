@@ -514,24 +514,24 @@ fn plan(em: &mut Emitter<'_>, r: &ReduceBody, roots: &[ExprId], caps: &CudaCaps,
     }
     let groups = (r.len as u64).div_ceil(u64::from(width));
     let per_thread = |b: u32| groups.div_ceil(u64::from(b)).max(1);
-    let fits = |b: u32| per_thread(b) * u64::from(width) <= PERSISTENT_PER_THREAD;
+    let elems = |b: u32| per_thread(b) * u64::from(width);
+    let fits = |b: u32| elems(b) <= PERSISTENT_PER_THREAD;
     let max_block = prev_pow2(caps.max_threads_per_block).max(32);
     let block = match t.block {
         Some(b) => b,
         None => {
             let b0 = (groups.next_power_of_two().clamp(32, u64::from(DEFAULT_BLOCK)) as u32).min(max_block);
-            let elems = |b: u32| per_thread(b) * u64::from(width);
-            if t.persistent != Some(false)
-                && fits(b0)
-                && elems(b0) > DEFAULT_PER_THREAD
-                && WIDE_ROW_BLOCK <= max_block
-                && elems(WIDE_ROW_BLOCK) <= DEFAULT_PER_THREAD
-            {
-                WIDE_ROW_BLOCK
-            } else if fits(b0) || t.persistent == Some(false) {
+            // The first block that leaves a thread at most `DEFAULT_PER_THREAD` of the row, else
+            // the first that keeps the row in registers at all, else `b0` (a looped row).
+            let within = |most: u64| move |&b: &u32| b <= max_block && elems(b) <= most;
+            if t.persistent == Some(false) {
                 b0
             } else {
-                [512, 1024].into_iter().find(|&b| b <= max_block && fits(b)).unwrap_or(b0)
+                [b0, WIDE_ROW_BLOCK]
+                    .into_iter()
+                    .find(within(DEFAULT_PER_THREAD))
+                    .or_else(|| [b0, 512, 1024].into_iter().find(within(PERSISTENT_PER_THREAD)))
+                    .unwrap_or(b0)
             }
         }
     };
