@@ -12,6 +12,7 @@ mod launch;
 
 use launch::{Bufs, args, build, caps, device, out_bytes, run_once, tuning_filter};
 use sinter_core::DType;
+use sinter_core::workloads::{self, Scale};
 use sinter_core::kernel::KernelBody;
 use sinter_core::testsuite::programs::{AttnCase, AttnMask, attention};
 use sinter_core::testsuite::{Tol, compare};
@@ -237,7 +238,7 @@ extern "C" __global__ void fill_f32(float* p, unsigned long long n, unsigned lon
 /// ViT-B/16's f32 attention (batch 2), inputs drawn on the device: median of 5 batches of 20
 /// launches between two events, after a warm-up. `SINTER_TEST_CASES` selects shapes by name;
 /// `SINTER_TEST_GAP_BYTES` times each launch alone after a fill, `SINTER_TEST_FILL=normal` draws
-/// normal bf16 inputs (both below).
+/// normal bf16 inputs, `SINTER_TEST_FILL=workload` uploads `bench`'s inputs for the d64 case, `SINTER_TEST_WARM_LAUNCHES` sets the warm-up (below).
 #[test]
 #[ignore]
 fn attention_timing() {
@@ -246,7 +247,8 @@ fn attention_timing() {
     let fill_cubin = nvrtc::compile("fill", FILL, &Target::sm(dev.info().cc)).unwrap();
     // `SINTER_TEST_FILL=normal`: bf16 inputs drawn normal (as `bench` and the anchor draw them)
     // instead of uniform in [-1, 1).
-    let normal = std::env::var("SINTER_TEST_FILL").is_ok_and(|v| v == "normal");
+    let fill_mode = std::env::var("SINTER_TEST_FILL").ok();
+    let normal = fill_mode.as_deref() == Some("normal");
     let bf16_fill = if normal { "fill_bf16_normal" } else { "fill_bf16" };
     let fill_bf16 = dev.load_function(&fill_cubin.image, bf16_fill).unwrap();
     let fill_f32 = dev.load_function(&fill_cubin.image, "fill_f32").unwrap();
@@ -275,16 +277,29 @@ fn attention_timing() {
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
         .map(|n| (n, stream.alloc(n.max(16)).unwrap(), TimingEvents::new(&dev, 20).unwrap()));
+    let warm_launches =
+        std::env::var("SINTER_TEST_WARM_LAUNCHES").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(3);
     let mut table = Vec::new();
     for (what, c, torch_ms) in shapes {
         if !case_selected(what) {
             continue;
         }
         let p = attention(&c);
+        // `SINTER_TEST_FILL=workload`: the d64 case's inputs are `bench`'s own (drawn on the host
+        // by the built-in workload, uploaded), to tell what the inputs do from what the
+        // executable does to the kernel's time.
+        let staged = (fill_mode.as_deref() == Some("workload") && what == "b8 h16 s1024 d64")
+            .then(|| workloads::get("attention_b8h16s1024d64_bf16").unwrap().inputs(Scale::Full, 0));
         let mut ins = Vec::new();
         for (i, s) in c.input_shapes().iter().enumerate() {
             let n: usize = s.iter().product();
             let buf = stream.alloc((n * c.dtype.size_bytes()) as u64).unwrap();
+            if let Some(host) = &staged {
+                assert_eq!(host[i].shape, *s, "the workload's input {i}");
+                stream.upload(buf.ptr(), &host[i].le_bytes(), "workload input").unwrap();
+                ins.push(buf);
+                continue;
+            }
             let (fill, name) = if c.dtype == DType::F32 { (&fill_f32, "fill_f32") } else { (&fill_bf16, bf16_fill) };
             let l = Launch::new(
                 &dev,
@@ -315,7 +330,9 @@ fn attention_timing() {
             }
             // Tensor maps (TMA tiles) are encoded from the argument pointers.
             let l = sinter_cuda::backend::rendered_launch(&dev, f, &r, &params).unwrap();
-            for _ in 0..3 {
+            // `SINTER_TEST_WARM_LAUNCHES=N`: N launches back to back before the timing (`bench`
+            // warms up for at least 50 ms), else 3.
+            for _ in 0..warm_launches {
                 l.launch(&stream).unwrap();
             }
             stream.synchronize("warm-up").unwrap();
@@ -359,4 +376,38 @@ fn attention_timing() {
         }
     }
     println!("\n{}", table.join("\n"));
+}
+
+/// attention_b8h16s1024d64_bf16 compiled through the library (the built-in workload's graph and
+/// inputs, the CUDA backend without poisoning, default mode) and timed in `bench`'s order: a first
+/// run, timed runs for at least 50 ms, 100 runs with events around each kernel, then 100 whole runs
+/// each after an L2 clear, twice (the median of each). Beside [`attention_timing`] in one process
+/// (`--test-threads=1 attention_timing`), it tells what `bench`'s process adds from what its
+/// executable adds to the kernel's time.
+#[test]
+#[ignore]
+fn attention_timing_through_the_executable() {
+    use sinter_core::compile::{CompileOptions, compile};
+    let Ok(b) = sinter_cuda::CudaBackend::new() else {
+        eprintln!("skipped: no CUDA backend");
+        return;
+    };
+    let w = workloads::get("attention_b8h16s1024d64_bf16").unwrap();
+    let g = w.build(Scale::Full).unwrap();
+    let inputs = w.inputs(Scale::Full, 0);
+    let dir = std::env::temp_dir().join(format!("sinter-attn-exe-{}", std::process::id()));
+    let opts = CompileOptions { cache_dir: Some(dir.clone()), ..CompileOptions::default() };
+    let c = compile(&g, std::sync::Arc::new(b), opts).unwrap();
+    c.run(&inputs).unwrap();
+    let t = std::time::Instant::now();
+    while t.elapsed().as_secs_f64() < 0.05 {
+        c.run_timed(&inputs, 1).unwrap();
+    }
+    c.run_timed(&inputs, 100).unwrap();
+    for round in 0..2 {
+        let (_, mut ns) = c.run_timed_whole(&inputs, 100).unwrap().expect("CUDA times whole runs");
+        ns.sort_by(f64::total_cmp);
+        println!("executable, whole runs after an L2 clear, round {round}: {:.4} ms (min {:.4})", ns[50] / 1e6, ns[0] / 1e6);
+    }
+    let _ = std::fs::remove_dir_all(dir);
 }
