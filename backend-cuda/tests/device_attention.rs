@@ -12,10 +12,10 @@ mod launch;
 
 use launch::{Bufs, args, build, caps, device, out_bytes, run_once, tuning_filter};
 use sinter_core::DType;
-use sinter_core::workloads::{self, Scale};
 use sinter_core::kernel::KernelBody;
 use sinter_core::testsuite::programs::{AttnCase, AttnMask, attention};
 use sinter_core::testsuite::{Tol, compare};
+use sinter_core::workloads::{self, Scale};
 use sinter_core::{HostTensor, kernel::interp::run_program};
 use sinter_cuda::device::{Launch, TimingEvents};
 use sinter_cuda::nvrtc::{self, Target};
@@ -407,7 +407,11 @@ fn attention_timing_through_the_executable() {
     for round in 0..2 {
         let (_, mut ns) = c.run_timed_whole(&inputs, 100).unwrap().expect("CUDA times whole runs");
         ns.sort_by(f64::total_cmp);
-        println!("executable, whole runs after an L2 clear, round {round}: {:.4} ms (min {:.4})", ns[50] / 1e6, ns[0] / 1e6);
+        println!(
+            "executable, whole runs after an L2 clear, round {round}: {:.4} ms (min {:.4})",
+            ns[50] / 1e6,
+            ns[0] / 1e6
+        );
     }
     let _ = std::fs::remove_dir_all(dir);
 }
