@@ -60,6 +60,7 @@ fn bench_model_with_random_inputs_and_dims_writes_the_workload_schema() {
             assert!(r[k].as_f64().is_some_and(|v| v > 0.0), "{k} in {r}");
         }
     }
+    assert!(rows.iter().all(|r| r["sustained_ms"].is_null()), "no --sustain, no sustained figure");
     assert!(rows[0]["kernels"].as_u64() > rows[1]["kernels"].as_u64(), "eager runs more kernels");
     assert!(rows[1]["vs_eager_ratio"].as_f64().is_some_and(|r| r <= 1.0));
     // The same seed gives the same inputs: a second run checks identically.
@@ -126,6 +127,18 @@ fn bench_model_with_integer_token_ids() {
     args.extend(FAST);
     let (out, _) = ok(&args, &d);
     assert!(out.contains("check ok"), "{out}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn bench_sustain_times_runs_back_to_back_after_the_soak() {
+    let d = tmp("sustain");
+    let j = bench(&["--dim", "batch=3", "--sustain", "0.2"], &d.join("r.json"), &d);
+    let r = &j["results"][0];
+    let (ms, sustained) = (r["ms"].as_f64().unwrap(), r["sustained_ms"].as_f64().unwrap_or(-1.0));
+    // A real figure of the same runs: positive, and within a wide factor of the timed runs' median
+    // (the soak runs back to back without the L2 clear; the interpreter has no clock to lose).
+    assert!(sustained > 0.0 && sustained < 50.0 * ms && sustained > ms / 50.0, "{ms} against {sustained}: {r}");
     let _ = std::fs::remove_dir_all(&d);
 }
 

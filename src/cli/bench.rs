@@ -61,6 +61,13 @@ pub struct Args {
     /// Skip the copy-bandwidth calibration.
     #[arg(long)]
     pub no_calibrate: bool,
+    /// After the timed runs, run back to back on device-resident inputs for this many seconds and
+    /// report the time per run at the end (`sustained_ms`). `ms` is a burst figure (as do_bench's):
+    /// held at full load a GPU reaches its power limit and lowers its clock, and kernels that draw
+    /// more power for the same work slow more (BENCHMARKS.md, session 35: attention d64 on an H200
+    /// 10-12% slower after ~1 s, cuDNN's 4-8%). 0: off.
+    #[arg(long, default_value_t = 0.0)]
+    pub sustain: f64,
     /// Measure every workload and mode on the one device of the process instead of a fresh one.
     /// By default the WGSL backend opens a fresh device for each measurement: NVIDIA's Linux
     /// Vulkan driver boosts the SM clock for about 4 s after a device is created and then drops it
@@ -104,6 +111,11 @@ pub struct Row {
     /// The host's share of `call_us`: time to issue the 200 calls, before waiting for the device.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_us: Option<f64>,
+    /// With `--sustain S`: wall time per run, ms, of back-to-back `run_device` calls on
+    /// device-resident inputs at the end of S seconds of them (median over the batches of the
+    /// last tenth, at least three; no L2 clear between runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sustained_ms: Option<f64>,
     /// Minimum bytes over `ms`, GB/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gbps: Option<f64>,
@@ -384,6 +396,7 @@ pub fn measure(
         kernels: programs.iter().map(|p| p.kernels.len()).sum(),
         call_us,
         host_us,
+        sustained_ms: None,
         gbps: (bytes > 0.0).then(|| bytes / (ms / 1e3) / 1e9),
         tflops: (flops > 0.0).then(|| flops / (ms / 1e3) / 1e12),
         cold_compile_s: cold,
@@ -398,6 +411,37 @@ pub fn measure(
         kernel_ns,
     };
     Ok((row, out, c))
+}
+
+/// Wall time per run, ms, after `seconds` of back-to-back `run_device` calls on device-resident
+/// inputs: the calls go in batches of about 10 ms, each closed by waiting for its last output, and
+/// the figure is the median time per run of the batches that ended in the last tenth of the
+/// soak (at least the last three).
+pub fn sustained_ms(c: &CompiledGraph, inputs: &[HostTensor], seconds: f64) -> Result<f64> {
+    let dev = inputs.iter().map(|t| c.upload(t)).collect::<Result<Vec<_>, _>>()?;
+    let batch = |n: usize| -> Result<f64> {
+        let t = Instant::now();
+        let mut last = Vec::new();
+        for _ in 0..n {
+            last = c.run_device(&dev)?;
+        }
+        if let Some(o) = last.first() {
+            o.synchronize()?;
+        }
+        Ok(t.elapsed().as_secs_f64() * 1e3 / n as f64)
+    };
+    let per_run = batch(1)?;
+    let n = ((10.0 / per_run.max(1e-6)) as usize).clamp(1, 10_000);
+    let start = Instant::now();
+    let mut ends: Vec<(f64, f64)> = Vec::new();
+    while start.elapsed().as_secs_f64() < seconds || ends.len() < 3 {
+        let ms = batch(n)?;
+        ends.push((start.elapsed().as_secs_f64(), ms));
+    }
+    let cut = 0.9 * ends.last().map_or(0.0, |e| e.0);
+    let tail: Vec<f64> = ends.iter().filter(|e| e.0 >= cut).map(|e| e.1).collect();
+    let tail = if tail.len() >= 3 { tail } else { ends[ends.len() - 3..].iter().map(|e| e.1).collect() };
+    Ok(median(tail))
 }
 
 /// Host wall time per `run_device` call, µs: 200 calls back to back on inputs already on the device,
@@ -654,8 +698,22 @@ pub fn run(a: Args) -> Result<()> {
             } else {
                 eager_out = Some(out);
             }
+            if a.sustain > 0.0 {
+                job.subject.step(format_args!("{} s back to back (--sustain)", a.sustain));
+                let s = sustained_ms(&c, &job.inputs, a.sustain)?;
+                row.sustained_ms = Some(s);
+            }
             row.contractions = super::contractions::records(&c, &row.kernel_ns, &ceilings);
             print_row(&row, ceiling);
+            if let Some(s) = row.sustained_ms {
+                println!(
+                    "{:32} {:>15} sustained: {s:.4} ms per run after {} s back to back ({:+.1}% against ms)",
+                    "",
+                    "",
+                    a.sustain,
+                    100.0 * (s / row.ms - 1.0)
+                );
+            }
             for line in super::contractions::table(&row.contractions) {
                 println!("{line}");
             }

@@ -101,6 +101,7 @@ pub fn run(args: Args) -> Result<()> {
         json: None,
         check: reduced,
         no_calibrate: false,
+        sustain: 0.0,
         reuse_device: false,
         cache: super::CacheArgs::default(),
     })
