@@ -98,6 +98,7 @@ use sinter_core::kernel::{MatOperand, MatmulBody};
 use super::emit::Emitter;
 use super::matmul::tile_blocks;
 use super::mma::{Elem, Frag, MmaEngine, MmaTile, emit_tile_origin, epilogue, plans};
+use super::mma_wgmma::emit_operand_descs;
 use super::prelude::{H, wgmma_name};
 use super::{Body, CudaCaps, RenderError, Tuning};
 use crate::tma::{TensorMapDesc, TensorMapParam, TmaElem, TmaSwizzle};
@@ -440,14 +441,7 @@ pub(super) fn render(
     em.line(format!("const unsigned sb = s_base + slot * {stage}u + {a_bytes}u;"));
     em.line(&fences);
     em.line("sinter_wgmma_fence();");
-    let (bdesc, bstep) = if trans_b {
-        // N-major: 64-column blocks of 64 k-rows (8192 bytes apart), 16 k-rows per k16 slice.
-        ("sinter_wgmma_desc(sb, 8192u, 1024u)", 2048)
-    } else {
-        ("sinter_wgmma_desc(sb, 16u, 1024u)", 32)
-    };
-    em.line("const unsigned long long desc_a = sinter_wgmma_desc(sa, 16u, 1024u);");
-    em.line(format!("const unsigned long long desc_b = {bdesc};"));
+    let bstep = emit_operand_descs(em, trans_b);
     em.line("#pragma unroll");
     em.open(format!("for (unsigned kk = 0; kk < {}u; ++kk)", bk / 16));
     for i in 0..mw {

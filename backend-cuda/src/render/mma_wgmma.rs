@@ -162,14 +162,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, t: &Tuning, tile: &M
     em.line(format!("const unsigned sb = s_base + kt % {stages}u * {stage}u + {a_bytes}u;"));
     em.line(format!("sinter_reg_fence<{nj}>(acc);"));
     em.line("sinter_wgmma_fence();");
-    let (bdesc, bstep) = if trans_b {
-        // N-major: 64-column blocks of 64 k-rows (8192 bytes apart), 16 k-rows per k16 slice.
-        ("sinter_wgmma_desc(sb, 8192u, 1024u)", 2048)
-    } else {
-        ("sinter_wgmma_desc(sb, 16u, 1024u)", 32)
-    };
-    em.line("const unsigned long long desc_a = sinter_wgmma_desc(sa, 16u, 1024u);");
-    em.line(format!("const unsigned long long desc_b = {bdesc};"));
+    let bstep = emit_operand_descs(em, trans_b);
     em.line("#pragma unroll");
     em.open(format!("for (unsigned kk = 0; kk < {}u; ++kk)", bk / 16));
     em.line(format!(
@@ -197,6 +190,22 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, t: &Tuning, tile: &M
 }
 
 /// Copies step `kstep` (k offset `kstep * 64`) of both operands into stage `slot`, swizzled.
+/// Emits the `wgmma` shared-memory descriptors of a k-step's operands, `desc_a` of the A tile at
+/// `sa` (K-major, 128-byte swizzled rows) and `desc_b` of the B tile at `sb` (K-major, or N-major
+/// when `trans_b`: 64-column blocks of 64 k-rows 8192 bytes apart), and returns how far `desc_b`
+/// moves per k16 slice (bytes; the A descriptor moves 32).
+pub(super) fn emit_operand_descs(em: &mut Emitter<'_>, trans_b: bool) -> u32 {
+    let (bdesc, bstep) = if trans_b {
+        // N-major: 64-column blocks of 64 k-rows (8192 bytes apart), 16 k-rows per k16 slice.
+        ("sinter_wgmma_desc(sb, 8192u, 1024u)", 2048)
+    } else {
+        ("sinter_wgmma_desc(sb, 16u, 1024u)", 32)
+    };
+    em.line("const unsigned long long desc_a = sinter_wgmma_desc(sa, 16u, 1024u);");
+    em.line(format!("const unsigned long long desc_b = {bdesc};"));
+    bstep
+}
+
 fn load_stage(em: &mut Emitter<'_>, mm: &MatmulBody, t: &MmaTile, (pa, pb): (OpPlan, OpPlan), slot: &str, kstep: &str) {
     let threads = t.threads();
     let stage = stage_bytes(t);
