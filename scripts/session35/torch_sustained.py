@@ -2,11 +2,12 @@
 """`torch_sustained.py SECONDS`: torch's kernels for sinter's attention and matmul workloads, run
 back to back for SECONDS each, timed as `sinter bench --sustain` times sinter's: batches of about
 10 ms closed by a synchronize, the median ms per call of the batches that ended in the last tenth
-(at least three)."""
+(at least three). `--graph`: only SDPA d64, as launched and replayed from a CUDA graph, with the
+host's time to issue one call (is the launch loop host-bound?)."""
 import sys, time, torch
 import torch.nn.functional as F
 
-S = float(sys.argv[1])
+S = float(sys.argv[1])  # seconds of each soak
 bf = dict(device="cuda", dtype=torch.bfloat16)
 
 
@@ -28,6 +29,32 @@ def sustained(fn):
         tail = sorted(m for _, m in ends[-3:])
     return tail[len(tail) // 2]
 
+
+def host_us(fn, n=200):
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(n):
+        fn()
+    host = (time.perf_counter() - t) * 1e6 / n
+    torch.cuda.synchronize()
+    return host
+
+
+if "--graph" in sys.argv:
+    q, k, v = (torch.randn(8, 16, 1024, 64, **bf) for _ in range(3))
+    call = lambda: F.scaled_dot_product_attention(q, k, v)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            call()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        call()
+    print(f"sdpa d64 launched: host {host_us(call):.1f} us/call, sustained {sustained(call):.4f} ms")
+    print(f"sdpa d64 graph replay: host {host_us(g.replay):.1f} us/call, sustained {sustained(g.replay):.4f} ms")
+    sys.exit()
 
 q, k, v = (torch.randn(8, 16, 1024, 64, **bf) for _ in range(3))
 print(f"attention_b8h16s1024d64_bf16 sdpa: {sustained(lambda: F.scaled_dot_product_attention(q, k, v)):.4f} ms")
