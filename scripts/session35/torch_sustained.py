@@ -3,7 +3,8 @@
 back to back for SECONDS each, timed as `sinter bench --sustain` times sinter's: batches of about
 10 ms closed by a synchronize, the median ms per call of the batches that ended in the last tenth
 (at least three). `--graph`: only SDPA d64, as launched and replayed from a CUDA graph, with the
-host's time to issue one call (is the launch loop host-bound?)."""
+host's time to issue one call (is the launch loop host-bound?). `--only NAME`: that workload's
+kernel alone."""
 import sys, time, torch
 import torch.nn.functional as F
 
@@ -56,12 +57,23 @@ if "--graph" in sys.argv:
     print(f"sdpa d64 graph replay: host {host_us(g.replay):.1f} us/call, sustained {sustained(g.replay):.4f} ms")
     sys.exit()
 
-q, k, v = (torch.randn(8, 16, 1024, 64, **bf) for _ in range(3))
-print(f"attention_b8h16s1024d64_bf16 sdpa: {sustained(lambda: F.scaled_dot_product_attention(q, k, v)):.4f} ms")
-q, k, v = (torch.randn(8, 16, 2048, 128, **bf) for _ in range(3))
-print(f"attention_causal_b8h16s2048d128_bf16 sdpa causal: {sustained(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)):.4f} ms")
-q = torch.randn(32, 32, 1, 128, **bf)
-k, v = (torch.randn(32, 32, 4096, 128, **bf) for _ in range(2))
-print(f"attention_decode_b32h32kv4096d128_bf16 sdpa: {sustained(lambda: F.scaled_dot_product_attention(q, k, v)):.4f} ms")
-a, b = torch.randn(8192, 8192, **bf), torch.randn(8192, 8192, **bf)
-print(f"matmul_8192_bf16 torch.matmul: {sustained(lambda: a @ b):.4f} ms")
+only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
+
+
+def want(name):
+    return only is None or only == name
+
+
+if want("attention_b8h16s1024d64_bf16"):
+    q, k, v = (torch.randn(8, 16, 1024, 64, **bf) for _ in range(3))
+    print(f"attention_b8h16s1024d64_bf16 sdpa: {sustained(lambda: F.scaled_dot_product_attention(q, k, v)):.4f} ms")
+if want("attention_causal_b8h16s2048d128_bf16"):
+    q, k, v = (torch.randn(8, 16, 2048, 128, **bf) for _ in range(3))
+    print(f"attention_causal_b8h16s2048d128_bf16 sdpa causal: {sustained(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)):.4f} ms")
+if want("attention_decode_b32h32kv4096d128_bf16"):
+    q = torch.randn(32, 32, 1, 128, **bf)
+    k, v = (torch.randn(32, 32, 4096, 128, **bf) for _ in range(2))
+    print(f"attention_decode_b32h32kv4096d128_bf16 sdpa: {sustained(lambda: F.scaled_dot_product_attention(q, k, v)):.4f} ms")
+if want("matmul_8192_bf16"):
+    a, b = torch.randn(8192, 8192, **bf), torch.randn(8192, 8192, **bf)
+    print(f"matmul_8192_bf16 torch.matmul: {sustained(lambda: a @ b):.4f} ms")
