@@ -63,9 +63,9 @@ pub struct Args {
     pub no_calibrate: bool,
     /// After the timed runs, run back to back on device-resident inputs for this many seconds and
     /// report the time per run at the end (`sustained_ms`). `ms` is a burst figure (as do_bench's):
-    /// held at full load a GPU reaches its power limit and lowers its clock, and kernels that draw
-    /// more power for the same work slow more (BENCHMARKS.md, session 35: attention d64 on an H200
-    /// 10-12% slower after ~1 s, cuDNN's 4-8%). 0: off.
+    /// held at full load a GPU reaches its power limit and lowers its clock (an H200's tensor-core
+    /// kernels 10-25% slower after 1.5-2 s; one such figure moves by ~10% with what ran before:
+    /// BENCHMARKS.md, session 35). 0: off.
     #[arg(long, default_value_t = 0.0)]
     pub sustain: f64,
     /// Measure every workload and mode on the one device of the process instead of a fresh one.
