@@ -189,7 +189,6 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, t: &Tuning, tile: &M
     Ok(body)
 }
 
-/// Copies step `kstep` (k offset `kstep * 64`) of both operands into stage `slot`, swizzled.
 /// Emits the `wgmma` shared-memory descriptors of a k-step's operands, `desc_a` of the A tile at
 /// `sa` (K-major, 128-byte swizzled rows) and `desc_b` of the B tile at `sb` (K-major, or N-major
 /// when `trans_b`: 64-column blocks of 64 k-rows 8192 bytes apart), and returns how far `desc_b`
@@ -206,6 +205,7 @@ pub(super) fn emit_operand_descs(em: &mut Emitter<'_>, trans_b: bool) -> u32 {
     bstep
 }
 
+/// Copies step `kstep` (k offset `kstep * 64`) of both operands into stage `slot`, swizzled.
 fn load_stage(em: &mut Emitter<'_>, mm: &MatmulBody, t: &MmaTile, (pa, pb): (OpPlan, OpPlan), slot: &str, kstep: &str) {
     let threads = t.threads();
     let stage = stage_bytes(t);
