@@ -238,7 +238,8 @@ extern "C" __global__ void fill_f32(float* p, unsigned long long n, unsigned lon
 /// ViT-B/16's f32 attention (batch 2), inputs drawn on the device: median of 5 batches of 20
 /// launches between two events, after a warm-up. `SINTER_TEST_CASES` selects shapes by name;
 /// `SINTER_TEST_GAP_BYTES` times each launch alone after a fill, `SINTER_TEST_FILL=normal` draws
-/// normal bf16 inputs, `SINTER_TEST_FILL=workload` uploads `bench`'s inputs for the d64 case, `SINTER_TEST_WARM_LAUNCHES` sets the warm-up (below).
+/// normal bf16 inputs, `SINTER_TEST_FILL=workload` uploads `bench`'s inputs for the d64 case,
+/// `SINTER_TEST_WARM_LAUNCHES` sets the warm-up (each below).
 #[test]
 #[ignore]
 fn attention_timing() {
@@ -388,10 +389,8 @@ fn attention_timing() {
 #[ignore]
 fn attention_timing_through_the_executable() {
     use sinter_core::compile::{CompileOptions, compile};
-    let Ok(b) = sinter_cuda::CudaBackend::new() else {
-        eprintln!("skipped: no CUDA backend");
-        return;
-    };
+    let Some(mut b) = launch::cuda_backend("attention_timing_through_the_executable") else { return };
+    b.set_poison_outputs(false); // as `bench` runs
     let w = workloads::get("attention_b8h16s1024d64_bf16").unwrap();
     let g = w.build(Scale::Full).unwrap();
     let inputs = w.inputs(Scale::Full, 0);
