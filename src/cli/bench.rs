@@ -66,7 +66,7 @@ pub struct Args {
     /// held at full load a GPU reaches its power limit and lowers its clock (an H200's tensor-core
     /// kernels 10-25% slower after 1.5-2 s; one such figure moves by ~10% with what ran before:
     /// BENCHMARKS.md, session 35). 0: off.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = parse_sustain)]
     pub sustain: f64,
     /// Measure every workload and mode on the one device of the process instead of a fresh one.
     /// By default the WGSL backend opens a fresh device for each measurement: NVIDIA's Linux
@@ -77,6 +77,15 @@ pub struct Args {
     /// The on-disk cache.
     #[command(flatten)]
     pub cache: super::CacheArgs,
+}
+
+/// Parses `--sustain SECONDS`: a finite number of seconds from 0 (off) to an hour.
+fn parse_sustain(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (0.0..=3600.0).contains(&v) => Ok(v),
+        Ok(v) => Err(format!("expected seconds from 0 (off) to 3600, got {v}")),
+        Err(e) => Err(format!("expected seconds from 0 (off) to 3600, got {s:?} ({e})")),
+    }
 }
 
 /// One measured row (see BENCHMARKS.md).
@@ -752,6 +761,16 @@ mod tests {
 
     fn t(v: &[f32]) -> HostTensor {
         HostTensor::f32([v.len()], v.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn sustain_takes_finite_seconds_up_to_an_hour() {
+        assert_eq!(parse_sustain("0"), Ok(0.0));
+        assert_eq!(parse_sustain(" 1.5"), Ok(1.5));
+        for bad in ["-1", "inf", "NaN", "3601", "two"] {
+            let e = parse_sustain(bad).unwrap_err();
+            assert!(e.contains("expected seconds from 0 (off) to 3600"), "{bad}: {e}");
+        }
     }
 
     #[test]
