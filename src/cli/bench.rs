@@ -64,7 +64,7 @@ pub struct Args {
     /// After the timed runs, run back to back on device-resident inputs for this many seconds and
     /// report the time per run at the end (`sustained_ms`). `ms` is a burst figure (as do_bench's):
     /// held at full load a GPU reaches its power limit and lowers its clock (an H200's tensor-core
-    /// kernels 10-25% slower after 1.5-2 s; one such figure moves by ~10% with what ran before:
+    /// kernels 4-25% slower after 1.5-2 s; one such figure moves by ~10% with what ran before:
     /// BENCHMARKS.md, session 35). 0: off.
     #[arg(long, default_value_t = 0.0, value_parser = parse_sustain)]
     pub sustain: f64,
