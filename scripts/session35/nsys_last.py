@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`nsys_last.py REPORT N`: from an nsys report, the kernel that ran longest in all, and the
+"""(Unused in session 35: the device has no nsys.) `nsys_last.py REPORT N`: from an nsys report, the kernel that ran longest in all, and the
 median / min of its last N durations (CUPTI's timestamps, no events) with the median idle
 between the end of the GPU work before each of those launches and its start."""
 import csv, io, subprocess, sys
