@@ -5,7 +5,7 @@
 use super::super::model::Progress;
 use super::{Row, program_tf32};
 use anyhow::{Context, Result};
-use sinter::core::backend::{Backend as BackendTrait, KernelTiming, Mode};
+use sinter::core::backend::{Backend as BackendTrait, DeviceTensor, KernelTiming, Mode};
 use sinter::core::compile::{CompileOptions, CompiledGraph, compile};
 use sinter::core::passes::Precision;
 use sinter::core::schedule::AllowTf32;
@@ -251,26 +251,31 @@ pub fn measure(
 /// soak (at least the last three).
 pub fn sustained_ms(c: &CompiledGraph, inputs: &[HostTensor], seconds: f64) -> Result<f64> {
     let dev = inputs.iter().map(|t| c.upload(t)).collect::<Result<Vec<_>, _>>()?;
-    let batch = |n: usize| -> Result<f64> {
-        let t = Instant::now();
-        let mut last = Vec::new();
-        for _ in 0..n {
-            last = c.run_device(&dev)?;
-        }
-        if let Some(o) = last.first() {
-            o.synchronize()?;
-        }
-        Ok(t.elapsed().as_secs_f64() * 1e3 / n as f64)
-    };
-    let per_run = batch(1)?;
-    let n = ((10.0 / per_run.max(1e-6)) as usize).clamp(1, 10_000);
+    let per_run = back_to_back(c, &dev, 1)?.1;
+    let n = ((0.010 / per_run.max(1e-9)) as usize).clamp(1, 10_000);
     let start = Instant::now();
     let mut ends: Vec<(f64, f64)> = Vec::new();
     while start.elapsed().as_secs_f64() < seconds || ends.len() < 3 {
-        let ms = batch(n)?;
-        ends.push((start.elapsed().as_secs_f64(), ms));
+        let s = back_to_back(c, &dev, n)?.1;
+        ends.push((start.elapsed().as_secs_f64(), s * 1e3));
     }
     Ok(last_tenth_median(&ends))
+}
+
+/// `n` (at least one) `run_device` calls back to back on `dev`, then a wait for the last one's
+/// output: seconds per call to issue them (the host's share) and until the last finished.
+fn back_to_back(c: &CompiledGraph, dev: &[DeviceTensor], n: usize) -> Result<(f64, f64)> {
+    let n = n.max(1);
+    let t = Instant::now();
+    let mut last = Vec::new();
+    for _ in 0..n {
+        last = c.run_device(dev)?;
+    }
+    let host = t.elapsed().as_secs_f64() / n as f64;
+    if let Some(o) = last.first() {
+        o.synchronize()?;
+    }
+    Ok((host, t.elapsed().as_secs_f64() / n as f64))
 }
 
 /// The median of the batches (end time in s, ms per run) that ended in the last tenth of the
@@ -285,23 +290,14 @@ fn last_tenth_median(ends: &[(f64, f64)]) -> f64 {
     }
 }
 
-/// Host wall time per `run_device` call, µs: 200 calls back to back on inputs already on the device,
-/// then a wait for the last output; and the host's share (the time to issue the calls).
+/// Host wall time per `run_device` call, µs: after 21 warm-up calls, 200 back to back on inputs
+/// already on the device, then a wait for the last output; and the host's share (the time to
+/// issue the calls).
 fn call_time_us(c: &CompiledGraph, inputs: &[HostTensor]) -> Result<(f64, f64)> {
     let dev = inputs.iter().map(|t| c.upload(t)).collect::<Result<Vec<_>, _>>()?;
-    for _ in 0..20 {
-        c.run_device(&dev)?;
-    }
-    c.run_device(&dev)?[0].synchronize()?;
-    let n = 200;
-    let t = Instant::now();
-    let mut last = Vec::new();
-    for _ in 0..n {
-        last = c.run_device(&dev)?;
-    }
-    let host = t.elapsed().as_secs_f64() * 1e6 / n as f64;
-    last[0].synchronize()?;
-    Ok((t.elapsed().as_secs_f64() * 1e6 / n as f64, host))
+    back_to_back(c, &dev, 21)?;
+    let (host, call) = back_to_back(c, &dev, 200)?;
+    Ok((call * 1e6, host * 1e6))
 }
 
 #[cfg(test)]
