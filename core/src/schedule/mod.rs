@@ -188,9 +188,9 @@ pub trait CostModel: fmt::Debug + Send + Sync {
     /// 1x1 direct product) should instead read the im2col matrix in the matmul's loader (implicit
     /// GEMM: no im2col buffer, no gather kernel; the kernel IR's
     /// [`MatOperand::im2col`](crate::kernel::MatOperand::im2col)). Asked only where that is legal
-    /// (float, within the 32-bit extents). `Ok(reason)` takes it; `Err(reason)` keeps the gather, the reason recorded.
-    /// The default keeps the gather: a backend opts in once its renderer draws im2col operands
-    /// fast.
+    /// (float, within the 32-bit extents). `Ok(reason)` takes it; `Err(reason)` keeps the gather,
+    /// the reason recorded. The default keeps the gather: a backend opts in once its renderer
+    /// draws im2col operands fast.
     fn conv_implicit(&self, conv: &ConvShape, caps: &Capabilities) -> Result<String, String> {
         match self.base() {
             Some(b) => b.conv_implicit(conv, caps),
