@@ -96,14 +96,7 @@ pub(super) fn render(
     t: &Tuning,
 ) -> Result<Body, RenderError> {
     debug_assert_eq!(tile.engine, AttnEngine::Fma);
-    if let Some(b) = t.block
-        && b != THREADS
-    {
-        return Err(RenderError::InvalidTuning {
-            kernel: em.k.name.clone(),
-            msg: format!("block {b}: the tile {tile:?} runs {THREADS} threads"),
-        });
-    }
+    em.check_block(t, THREADS, tile)?;
     let (bm, bn) = (tile.bm, tile.bn);
     let (tm, tn) = (bm / 16, bn / 16);
     let (m, kv, d, dv) = (a.m as u64, a.kv as u64, a.d as u64, a.dv as u64);

@@ -37,14 +37,7 @@ pub(super) fn render(
     caps: &CudaCaps,
 ) -> Result<Body, RenderError> {
     let threads = tile.threads();
-    if let Some(b) = t.block
-        && b != threads
-    {
-        return Err(RenderError::InvalidTuning {
-            kernel: em.k.name.clone(),
-            msg: format!("block {b}: the tile {tile:?} runs {threads} threads"),
-        });
-    }
+    em.check_block(t, threads, tile)?;
     let AttnTile { bm, bn, warps, stages, .. } = *tile;
     let wgmma = tile.wgmma();
     let mi = tile.mi();

@@ -20,12 +20,12 @@ use sinter_core::DType;
 use sinter_core::ir::UnaryOp;
 use sinter_core::kernel::{Expr, ExprId, Index, IndexCmp, Kernel, Store, Var};
 
-use super::RenderError;
 use super::analysis::{closure, relaxed_math, within_unit};
 use super::index::{IndexEnv, LaneForm, Split, lane_form, render_address, render_signed};
 use super::ops::{acc_conv, binary, cast, condition, load_conv, store_conv, unary};
 use super::prelude::{H, Helpers};
 use super::types::{const_lit, ct, storage};
+use super::{RenderError, Tuning};
 
 /// Marks a declaration line for [`prune_unused`].
 const DECL: char = '\u{1}';
@@ -178,6 +178,18 @@ impl<'a> Emitter<'a> {
     /// An error naming this kernel.
     pub(crate) fn err(&self, what: impl Into<String>) -> RenderError {
         RenderError::Unsupported { kernel: self.k.name.clone(), what: what.into() }
+    }
+
+    /// `InvalidTuning` where `t` names a block size other than the `threads` a fixed-shape tile
+    /// runs (`tile` names it in the message); the tile's shape, not the tuning, sets its threads.
+    pub(crate) fn check_block(&self, t: &Tuning, threads: u32, tile: &impl std::fmt::Debug) -> Result<(), RenderError> {
+        match t.block {
+            Some(b) if b != threads => Err(RenderError::InvalidTuning {
+                kernel: self.k.name.clone(),
+                msg: format!("block {b}: the tile {tile:?} runs {threads} threads"),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// The unsigned index type (`unsigned` or `unsigned long long`).

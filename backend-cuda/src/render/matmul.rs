@@ -218,11 +218,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     }
     let tile = t.tile.unwrap_or_else(|| default_tile(mm, caps));
     check_tile(&tile, caps, mm.acc_dtype).map_err(&invalid)?;
-    if let Some(b) = t.block
-        && b != tile.threads()
-    {
-        return Err(invalid(format!("block {b}: the tile {tile:?} runs {} threads", tile.threads())));
-    }
+    em.check_block(t, tile.threads(), &tile)?;
     let (batch, m, n, kd) = (mm.batch as u64, mm.m as u64, mm.n as u64, mm.k as u64);
     if [batch, m, n, kd].iter().any(|&x| x > i32::MAX as u64) {
         return Err(em.err(format!("matmul {batch}x{m}x{n}x{kd} exceeds the 32-bit extents")));

@@ -121,15 +121,7 @@ pub(super) fn launch_extents(
     t: &Tuning,
     tile: &MmaTile,
 ) -> Result<(u64, u64, u64, u64), RenderError> {
-    let threads = tile.threads();
-    if let Some(b) = t.block
-        && b != threads
-    {
-        return Err(RenderError::InvalidTuning {
-            kernel: em.k.name.clone(),
-            msg: format!("block {b}: the tile {tile:?} runs {threads} threads"),
-        });
-    }
+    em.check_block(t, tile.threads(), tile)?;
     let (batch, m, n, kd) = (mm.batch as u64, mm.m as u64, mm.n as u64, mm.k as u64);
     if [batch, m, n, kd].iter().any(|&x| x > i32::MAX as u64) {
         return Err(em.err(format!("matmul {batch}x{m}x{n}x{kd} exceeds the 32-bit extents")));
