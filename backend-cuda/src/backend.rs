@@ -377,6 +377,7 @@ impl CudaBackend {
         };
         let scratch = if r.scratch_bytes > 0 {
             let b = stream.alloc(r.scratch_bytes)?;
+            tracing::debug!(target: "sinter::cuda", "memory {} scratch: {} bytes at {:#x}", k.name, r.scratch_bytes, b.ptr());
             stream.fill(b.ptr(), 0, r.scratch_bytes, &format!("{} scratch", k.name))?;
             Some(b)
         } else {

@@ -541,3 +541,43 @@ fn whole_tiles_carry_no_masking_branch() {
         }
     }
 }
+
+#[test]
+fn whole_rows_of_16_bit_outputs_store_16_bytes_at_a_time() {
+    // Rows in whole tiles, a 16-bit output and dv a multiple of 32: each row half's pairs are
+    // exchanged in the quad and stored 16 bytes at a time, on every tensor-core engine and in
+    // BSHD too (a strided row). A row past a tile (the exchange would run under the row guard), an
+    // f32 output or dv = 80 (ten column groups) keep the 4-byte pairs.
+    let caps = CudaCaps::hopper();
+    let b = DType::BF16;
+    let cases = [
+        (AttnCase::new(1, 2, 128, 512, 64, b), true),
+        (AttnCase { causal: Some(0), ..AttnCase::new(1, 2, 256, 256, 128, DType::F16) }, true),
+        (AttnCase { bshd: true, kv_heads: 1, ..AttnCase::new(2, 2, 128, 300, 32, b) }, true),
+        (AttnCase::new(1, 2, 129, 512, 64, b), false),
+        (AttnCase::new(1, 2, 128, 512, 64, DType::F32), false),
+        (AttnCase::new(1, 2, 128, 512, 80, b), false),
+    ];
+    for (c, quad) in cases {
+        let k = kernel(&c);
+        // The default tuning, and the tensor-core engines where the case takes them.
+        let tiles = [
+            None,
+            Some(AttnTile::persistent(64, 128, 3)),
+            Some(AttnTile::hopper(64, 128, 2)),
+            Some(AttnTile::mma(128, 64, 4, 3)),
+        ];
+        let mut rendered = 0;
+        for tile in tiles {
+            let Ok(r) = render::render(&k, &caps, &Tuning { attn: tile, ..Tuning::default() }) else { continue };
+            rendered += 1;
+            let exchanged = r.source.contains("__shfl_xor_sync(0xffffffffu, qup ? pk[lo] : pk[hi], qk)");
+            let wide = r.source.contains("*reinterpret_cast<sinter_vec<unsigned, 4>*>(a3 + ");
+            assert_eq!((exchanged, wide), (quad, quad), "{c:?} {tile:?}\n{}", r.source);
+            if nvrtc_available("whole_rows_of_16_bit_outputs_store_16_bytes_at_a_time") {
+                assert!(!compile(&format!("{c:?}"), &r).starts_with("SPILL"), "{c:?} {tile:?}");
+            }
+        }
+        assert!(rendered > 0, "{c:?}: no tile rendered");
+    }
+}

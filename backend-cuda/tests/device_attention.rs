@@ -12,6 +12,7 @@ mod launch;
 
 use launch::{Bufs, args, build, caps, device, out_bytes, run_once, tuning_filter};
 use sinter_core::DType;
+use sinter_core::backend::DeviceBuffer as _;
 use sinter_core::kernel::KernelBody;
 use sinter_core::testsuite::programs::{AttnCase, AttnMask, attention};
 use sinter_core::testsuite::{Tol, compare};
@@ -98,6 +99,13 @@ fn cases() -> Vec<(String, AttnCase, bool)> {
     add(
         "bf16 gqa b3 h16 m300 kv500 d128 (persistent)",
         AttnCase { kv_heads: 4, ..AttnCase::new(3, 16, 300, 500, 128, b) },
+        false,
+    );
+    // Whole row tiles in BSHD under GQA (strided rows stored 16 bytes at a time after the quad's
+    // exchange), keys past a tile.
+    add(
+        "bf16 bshd gqa m256 kv300 d128 (whole tiles)",
+        AttnCase { bshd: true, kv_heads: 2, ..AttnCase::new(2, 4, 256, 300, 128, b) },
         false,
     );
     add("f16 causal +5", AttnCase { causal: Some(5), ..AttnCase::new(1, 2, 77, 90, 128, DType::F16) }, false);
@@ -239,7 +247,8 @@ extern "C" __global__ void fill_f32(float* p, unsigned long long n, unsigned lon
 /// launches between two events, after a warm-up. `SINTER_TEST_CASES` selects shapes by name;
 /// `SINTER_TEST_GAP_BYTES` times each launch alone after a fill, `SINTER_TEST_FILL=normal` draws
 /// normal bf16 inputs, `SINTER_TEST_FILL=workload` uploads `bench`'s inputs for the d64 case,
-/// `SINTER_TEST_WARM_LAUNCHES` sets the warm-up (each below).
+/// `SINTER_TEST_WARM_LAUNCHES` sets the warm-up, `SINTER_TEST_GAP_AFTER=1` allocates the fill
+/// after the case's buffers (each below); the default tuning's buffer addresses are printed.
 #[test]
 #[ignore]
 fn attention_timing() {
@@ -274,10 +283,12 @@ fn attention_timing() {
     // `SINTER_TEST_GAP_BYTES=N`: each launch timed alone (its own events, the median of 100),
     // after a fill of N bytes (0: none; `bench`'s L2 clear fills twice the L2), to tell what a
     // launch after other work costs from what the data's place in L2 does.
-    let gap = std::env::var("SINTER_TEST_GAP_BYTES")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .map(|n| (n, stream.alloc(n.max(16)).unwrap(), TimingEvents::new(&dev, 20).unwrap()));
+    // `SINTER_TEST_GAP_AFTER=1`: the fill's buffer is allocated after the case's buffers and
+    // scratch, as the executable allocates its L2 clear after its memory, not before them.
+    let gap_after = std::env::var("SINTER_TEST_GAP_AFTER").is_ok_and(|v| v == "1");
+    let gap_bytes = std::env::var("SINTER_TEST_GAP_BYTES").ok().and_then(|v| v.parse::<u64>().ok());
+    let early_gap = if gap_after { None } else { gap_bytes.map(|n| stream.alloc(n.max(16)).unwrap()) };
+    let gap_events = gap_bytes.map(|_| TimingEvents::new(&dev, 20).unwrap());
     let warm_launches =
         std::env::var("SINTER_TEST_WARM_LAUNCHES").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(3);
     let mut table = Vec::new();
@@ -329,6 +340,21 @@ fn attention_timing() {
                 stream.fill(s.ptr(), 0, r.scratch_bytes, "scratch").unwrap();
                 params.push(s.ptr());
             }
+            let late_gap = gap_bytes.filter(|_| gap_after).map(|n| stream.alloc(n.max(16)).unwrap());
+            let gap = gap_bytes.zip(early_gap.as_ref().or(late_gap.as_ref())).zip(gap_events.as_ref());
+            if t == Tuning::default() {
+                let at =
+                    |b: Option<&sinter_cuda::device::CudaBuffer>| b.map_or("-".into(), |b| format!("{:#x}", b.ptr()));
+                let ins: Vec<String> = bufs.inputs.iter().map(|b| at(Some(b))).collect();
+                println!(
+                    "buffers of {what}: inputs {} output {} scratch {} fill {} (L2 {} bytes)",
+                    ins.join(" "),
+                    at(bufs.outputs.first()),
+                    at(scratch.as_ref()),
+                    at(gap.map(|((_, b), _)| b)),
+                    dev.info().l2_bytes
+                );
+            }
             // Tensor maps (TMA tiles) are encoded from the argument pointers.
             let l = sinter_cuda::backend::rendered_launch(&dev, f, &r, &params).unwrap();
             // `SINTER_TEST_WARM_LAUNCHES=N`: N launches back to back before the timing (`bench`
@@ -338,12 +364,12 @@ fn attention_timing() {
             }
             stream.synchronize("warm-up").unwrap();
             let mut times = Vec::new();
-            if let Some((n, fill, per)) = &gap {
+            if let Some(((n, fill), per)) = gap {
                 // Each launch timed alone, after a fill of `n` bytes where `n` > 0.
                 for _ in 0..5 {
                     for i in 0..20 {
-                        if *n > 0 {
-                            stream.fill(fill.ptr(), 0, *n, "gap").unwrap();
+                        if n > 0 {
+                            stream.fill(fill.ptr(), 0, n, "gap").unwrap();
                         }
                         per.record(i, false, &stream).unwrap();
                         l.launch(&stream).unwrap();
@@ -379,18 +405,29 @@ fn attention_timing() {
     println!("\n{}", table.join("\n"));
 }
 
-/// attention_b8h16s1024d64_bf16 compiled through the library (the built-in workload's graph and
-/// inputs, the CUDA backend without poisoning, default mode) and timed in `bench`'s order: a first
-/// run, timed runs for at least 50 ms, 100 runs with events around each kernel, then 100 whole runs
-/// each after an L2 clear, twice (the median of each). Beside [`attention_timing`] in one process
-/// (`--test-threads=1 attention_timing`), it tells what `bench`'s process adds from what its
-/// executable adds to the kernel's time.
+/// Quantiles of `v` (sorted in place): min, 10th, median, 90th percentile.
+fn quantiles(v: &mut [f64]) -> [f64; 4] {
+    v.sort_by(f64::total_cmp);
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    [v[0], at(0.1), at(0.5), at(0.9)]
+}
+
+/// attention_b8h16s1024d64_bf16 two ways in one process, on the backend's own device, alternating
+/// for four rounds: the workload compiled through the library (the built-in workload's graph and
+/// inputs, default mode, no poisoning) timed as `bench` times whole runs (100 runs, each after an
+/// L2 clear), and the default tuning's rendered kernel on buffers of this test (the same inputs
+/// uploaded) timed alike (100 launches in batches of 16, events around each, after a fill of
+/// twice the L2). Prints min, 10th percentile, median and 90th percentile of each: what the
+/// executable adds to the kernel's time, apart from the order, the warm-up, the process and the
+/// device handle.
 #[test]
 #[ignore]
-fn attention_timing_through_the_executable() {
+fn attention_timing_beside_the_executable() {
     use sinter_core::compile::{CompileOptions, compile};
-    let Some(mut b) = launch::cuda_backend("attention_timing_through_the_executable") else { return };
+    let Some(mut b) = launch::cuda_backend("attention_timing_beside_the_executable") else { return };
     b.set_poison_outputs(false); // as `bench` runs
+    let dev = b.device().clone();
+    let ccaps = b.cuda_caps().clone();
     let w = workloads::get("attention_b8h16s1024d64_bf16").unwrap();
     let g = w.build(Scale::Full).unwrap();
     let inputs = w.inputs(Scale::Full, 0);
@@ -398,19 +435,137 @@ fn attention_timing_through_the_executable() {
     let opts = CompileOptions { cache_dir: Some(dir.clone()), ..CompileOptions::default() };
     let c = compile(&g, std::sync::Arc::new(b), opts).unwrap();
     c.run(&inputs).unwrap();
-    let t = std::time::Instant::now();
-    while t.elapsed().as_secs_f64() < 0.05 {
-        c.run_timed(&inputs, 1).unwrap();
+
+    let case = AttnCase::new(8, 16, 1024, 1024, 64, DType::BF16);
+    let p = attention(&case);
+    let r = sinter_cuda::render::render(&p.kernels[0], &ccaps, &Tuning::default()).unwrap();
+    let cubin = nvrtc::compile(&r.name, &r.source, &Target::sm(dev.info().cc)).unwrap();
+    let stream = dev.new_stream().unwrap();
+    for (i, s) in case.input_shapes().iter().enumerate() {
+        assert_eq!(inputs[i].shape, *s, "the workload's input {i}");
     }
-    c.run_timed(&inputs, 100).unwrap();
-    for round in 0..2 {
-        let (_, mut ns) = c.run_timed_whole(&inputs, 100).unwrap().expect("CUDA times whole runs");
-        ns.sort_by(f64::total_cmp);
-        println!(
-            "executable, whole runs after an L2 clear, round {round}: {:.4} ms (min {:.4})",
-            ns[50] / 1e6,
-            ns[0] / 1e6
-        );
+    // The case's buffers (the output and the inputs allocated last to first: the pool hands out
+    // its most recently freed block first, so after the executable is dropped they take its
+    // blocks in its roles), the inputs uploaded, the scratch zeroed; the launch on them.
+    let buffers = || {
+        let out = stream.alloc(out_bytes(&p, 0)).unwrap();
+        let mut ins: Vec<_> = inputs.iter().rev().map(|t| stream.alloc(t.le_bytes().len() as u64).unwrap()).collect();
+        ins.reverse();
+        for (b, t) in ins.iter().zip(&inputs) {
+            stream.upload(b.ptr(), &t.le_bytes(), "workload input").unwrap();
+        }
+        let bufs = Bufs { inputs: ins, outputs: vec![out] };
+        let mut params = args(&p, &bufs);
+        let scratch = (r.scratch_bytes > 0).then(|| stream.alloc(r.scratch_bytes).unwrap());
+        if let Some(s) = &scratch {
+            stream.fill(s.ptr(), 0, r.scratch_bytes, "scratch").unwrap();
+            params.push(s.ptr());
+        }
+        let at: Vec<String> = params.iter().map(|p| format!("{p:#x}")).collect();
+        (bufs, scratch, params, at.join(" "))
+    };
+    let (bufs, _scratch, params, at) = buffers();
+    println!("the test's buffers: {at}");
+    let f = dev.load_function(&cubin.image, &r.name).unwrap();
+    let l = sinter_cuda::backend::rendered_launch(&dev, f.clone(), &r, &params).unwrap();
+    // The workload's own kernel (scheduled from its graph as the library schedules it; the
+    // device test's case differs in name and an output cast), on the test's buffers.
+    let wl = {
+        use sinter_core::schedule::{ScheduleOptions, schedule};
+        let caps = sinter_core::kernel::Capabilities {
+            backend: "cuda".into(),
+            compute_units: dev.info().sm_count,
+            ..sinter_core::kernel::Capabilities::host()
+        };
+        let cm = sinter_cuda::cost::CudaCostModel::new(dev.info().cc);
+        let so = ScheduleOptions { cost_model: std::sync::Arc::new(cm), ..ScheduleOptions::default() };
+        let wp = schedule(&sinter_core::passes::optimize(&g).unwrap(), &caps, &so).unwrap();
+        assert_eq!(wp.kernels.len(), 1, "the workload is one kernel");
+        let wr = sinter_cuda::render::render(&wp.kernels[0], &ccaps, &Tuning::default()).unwrap();
+        let wc = nvrtc::compile(&wr.name, &wr.source, &Target::sm(dev.info().cc)).unwrap();
+        let mut wparams = args(&wp, &bufs);
+        let ws = (wr.scratch_bytes > 0).then(|| stream.alloc(wr.scratch_bytes).unwrap());
+        if let Some(s) = &ws {
+            stream.fill(s.ptr(), 0, wr.scratch_bytes, "scratch").unwrap();
+            wparams.push(s.ptr());
+        }
+        let wf = dev.load_function(&wc.image, &wr.name).unwrap();
+        println!("the workload's kernel {} ({}), arguments {:x?}", wr.name, wr.strategy, &wparams);
+        // `SINTER_TEST_VARIANTS=DIR`: every `DIR/*.cu`, a hand-edited copy of the workload's source
+        // (the same kernel name, arguments, grid and tensor maps), compiled and launched alike.
+        let mut variants = Vec::new();
+        if let Ok(d) = std::env::var("SINTER_TEST_VARIANTS") {
+            let mut files: Vec<_> = std::fs::read_dir(d).unwrap().flatten().map(|e| e.path()).collect();
+            files.sort();
+            for f in files.into_iter().filter(|f| f.extension().is_some_and(|x| x == "cu")) {
+                let src = std::fs::read_to_string(&f).unwrap();
+                let vc = nvrtc::compile(&wr.name, &src, &Target::sm(dev.info().cc)).unwrap();
+                let vf = dev.load_function(&vc.image, &wr.name).unwrap();
+                let name = f.file_stem().unwrap().to_string_lossy().to_string();
+                variants.push((name, sinter_cuda::backend::rendered_launch(&dev, vf, &wr, &wparams).unwrap()));
+            }
+        }
+        (sinter_cuda::backend::rendered_launch(&dev, wf, &wr, &wparams).unwrap(), ws, variants)
+    };
+    let fill_bytes = 2 * u64::from(dev.info().l2_bytes);
+    let fill = stream.alloc(fill_bytes).unwrap();
+    let ev = TimingEvents::new(&dev, 16).unwrap();
+    l.launch(&stream).unwrap();
+    stream.synchronize("first launch").unwrap();
+    println!("{} ({}), fill {fill_bytes} bytes", r.name, r.strategy);
+
+    // Each variant's output against the workload's own kernel's, bit for bit (outputs poisoned
+    // before each launch).
+    let output_of = |l: &Launch| {
+        stream.fill(bufs.outputs[0].ptr(), 0x7f, out_bytes(&p, 0), "poison").unwrap();
+        l.launch(&stream).unwrap();
+        stream.synchronize("variant").unwrap();
+        bufs.outputs[0].read().unwrap()
+    };
+    let want = output_of(&wl.0);
+    for (name, v) in &wl.2 {
+        let got = output_of(v);
+        let diff = want.iter().zip(&got).position(|(a, b)| a != b);
+        println!("variant {name}: {}", diff.map_or("the same output".into(), |i| format!("DIFFERS from byte {i}")));
+    }
+    let show = |what: &str, round: usize, v: &mut [f64]| {
+        let [lo, p10, p50, p90] = quantiles(v);
+        println!("round {round} {what:14}: median {p50:.4} ms (min {lo:.4}, p10 {p10:.4}, p90 {p90:.4})");
+    };
+    let time_alone = |l: &Launch| {
+        let mut times = Vec::new();
+        while times.len() < 100 {
+            let n = 16.min(100 - times.len());
+            for i in 0..n {
+                stream.fill(fill.ptr(), 0, fill_bytes, "L2 clear").unwrap();
+                ev.record(i, false, &stream).unwrap();
+                l.launch(&stream).unwrap();
+                ev.record(i, true, &stream).unwrap();
+            }
+            for i in 0..n {
+                times.push(ev.elapsed_ms(i, i, true).unwrap());
+            }
+        }
+        times
+    };
+    for round in 0..4 {
+        let (_, ns) = c.run_timed_whole(&inputs, 100).unwrap().expect("CUDA times whole runs");
+        show("executable", round, &mut ns.iter().map(|n| *n / 1e6).collect::<Vec<f64>>());
+        show("kernel alone", round, &mut time_alone(&l));
+        show("its source", round, &mut time_alone(&wl.0));
+        for (name, v) in &wl.2 {
+            show(&format!("variant {name}"), round, &mut time_alone(v));
+        }
+    }
+    // The executable dropped, its blocks go back to the pool; a second set of the case's buffers
+    // takes them. The kernel alone on either set, alternating.
+    drop(c);
+    let (_bufs2, _scratch2, params2, at2) = buffers();
+    println!("the test's second buffers (the executable's blocks): {at2}");
+    let l2 = sinter_cuda::backend::rendered_launch(&dev, f, &r, &params2).unwrap();
+    for round in 4..7 {
+        show("first set", round, &mut time_alone(&l));
+        show("its blocks", round, &mut time_alone(&l2));
     }
     let _ = std::fs::remove_dir_all(dir);
 }

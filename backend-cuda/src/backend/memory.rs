@@ -42,6 +42,7 @@ impl CudaBackend {
                 }
                 _ => {
                     let b = stream.alloc(a.bytes)?;
+                    tracing::debug!(target: "sinter::cuda", "memory {}: {} bytes at {:#x}", a.label, a.bytes, b.ptr());
                     stream.fill(b.ptr(), 0, a.bytes, &a.label)?;
                     Memory::Own(b)
                 }

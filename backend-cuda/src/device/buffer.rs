@@ -310,7 +310,10 @@ impl L2Clear {
     pub fn new(stream: &Arc<Stream>, l2_bytes: u32) -> Option<L2Clear> {
         let bytes = 2 * u64::from(l2_bytes).max(1 << 20);
         match stream.alloc(bytes) {
-            Ok(b) => Some(L2Clear(b)),
+            Ok(b) => {
+                tracing::debug!(target: "sinter::cuda", "L2 clear: {bytes} bytes at {:#x}", b.ptr());
+                Some(L2Clear(b))
+            }
             Err(e) => {
                 tracing::debug!(target: "sinter::cuda", "timing without an L2 clear: {e}");
                 None

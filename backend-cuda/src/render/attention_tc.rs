@@ -222,13 +222,23 @@ pub(super) fn render(
     }
     hoist_epilogue(em, a, true)?;
     // Each thread's two adjacent columns as one group of two lanes (`j` the lane): contiguous
-    // stores (and loads of a fused epilogue) become one vector access of both.
+    // stores (and loads of a fused epilogue) become one vector access of both. Where a row's
+    // stores can go 16 bytes at a time, the pairs are packed and exchanged in the quad first
+    // (`quad_store`: every lane runs it, so not under a row guard).
+    let quad = if m_guard { None } else { super::quad_store::eligible(em, &a.stores, dv8) };
+    if quad.is_some() {
+        em.line(format!("unsigned pk[{dv8}];"));
+    }
     em.line("#pragma unroll");
     em.open(format!("for (unsigned jf = 0; jf < {dv8}u; ++jf)"));
-    em.line(format!("const {ity} n0 = jf * 8u + t4 * 2u;"));
+    em.decl("n0", format!("const {ity} n0 = jf * 8u + t4 * 2u;"));
     let roots: Vec<ExprId> = a.stores.iter().flat_map(store_roots).collect();
-    emit_pair(em, &roots, &a.stores, "n0", "(o[i][jf][h * 2u + j] * rl)".into())?;
+    let packed = quad.map(|_| "pk[jf]");
+    emit_pair(em, &roots, &a.stores, "n0", "(o[i][jf][h * 2u + j] * rl)".into(), packed)?;
     em.close();
+    if let Some(s) = quad {
+        super::quad_store::emit(em, s, "pk", dv8)?;
+    }
     if m_guard {
         em.close();
     }

@@ -415,18 +415,20 @@ impl<'a> Emitter<'a> {
 /// A tensor-core epilogue's two adjacent output columns `base`, `base + 1` (`base` even, declared
 /// by the caller with M's name) as one group of two lanes of N, the lane `j`: `Acc(0)` = `acc`
 /// (f32, naming the lane), the stores done in each lane, contiguous stores and loads gathered into
-/// one vector access of both (`emit_group`).
+/// one vector access of both (`emit_group`). With `packed`, the one store (contiguous, 16-bit)
+/// goes to that 32-bit register instead of memory ([`Group::packed`]).
 pub(crate) fn emit_pair(
     em: &mut Emitter<'_>,
     roots: &[ExprId],
     stores: &[Store],
     base: &str,
     acc: String,
+    packed: Option<&str>,
 ) -> Result<(), RenderError> {
     em.acc.insert(0, AccVal { name: acc, dtype: DType::F32 });
     em.acc_varies = true;
     em.set_lanes(Some((Var::N, 2)));
-    let g = Group { var: Var::N, width: 2, base, lane: "n", roots, stores };
+    let g = Group { var: Var::N, width: 2, base, lane: "n", roots, stores, packed };
     let res = emit_group(em, &g, &mut |_| Ok(()));
     em.set_lanes(None);
     em.acc_varies = false;
@@ -448,6 +450,10 @@ pub(crate) struct Group<'s> {
     pub(crate) roots: &'s [ExprId],
     /// Stores done in every lane.
     pub(crate) stores: &'s [Store],
+    /// Where the group's one store goes instead of memory: a 32-bit register that takes its
+    /// values packed (two 16-bit lanes; a wider store of several groups follows, see
+    /// `quad_store`). The caller checked that the store is the only one and contiguous.
+    pub(crate) packed: Option<&'s str>,
 }
 
 /// Emits one group: uniform values, vector loads, the lane loop with `per_lane` (called once, inside
@@ -518,6 +524,13 @@ pub(crate) fn emit_group(
     em.names.insert(g.var, g.base.to_string());
     for n in vec_stores {
         let s = &g.stores[n];
+        if let Some(dst) = g.packed {
+            if w * k.args[s.arg].dtype.size_bytes() as u32 != 4 || g.stores.len() != 1 {
+                return Err(em.err("internal: a packed group is one store of two 16-bit lanes"));
+            }
+            em.line(format!("{dst} = *reinterpret_cast<const unsigned*>(&o{n});"));
+            continue;
+        }
         let vt = format!("sinter_vec<{}, {w}>", storage(k.args[s.arg].dtype));
         let i = em.address(&s.index)?;
         em.line(format!("*reinterpret_cast<{vt}*>(a{} + {i}) = o{n};", s.arg));

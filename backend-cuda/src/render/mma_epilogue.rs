@@ -83,7 +83,7 @@ pub(super) fn epilogue(
             em.open(format!("if (np < {n}u)"));
         }
         let acc = format!("({})", f.acc.replace("{j}", "jf").replace("{c}", "j"));
-        emit_pair(em, &roots, &mm.stores, "np", acc)?;
+        emit_pair(em, &roots, &mm.stores, "np", acc, None)?;
     } else {
         em.open(format!("for (unsigned j = 0; j < {nj}u; ++j)"));
         em.line("#pragma unroll");

@@ -87,6 +87,7 @@ mod ops;
 mod pointwise;
 mod prelude;
 mod prelude_tc;
+mod quad_store;
 mod reduce;
 mod reduce_rows;
 mod scratch;
