@@ -20,13 +20,11 @@ use sinter_core::testsuite::{Tol, compare};
 use sinter_core::{HostTensor, kernel::interp::run_program};
 use sinter_cuda::render::{MmaTile, Tuning, candidates};
 
+type Shape = (usize, usize, usize, usize, Layout);
+
 #[test]
 fn matmul_matches_the_interpreter_with_every_tuning() {
-    let Some(dev) = device("matmul") else { return };
-    let stream = dev.new_stream().unwrap();
-    let mut failures = Vec::new();
-    let (mut wgmma_runs, mut tma_runs) = (0, 0);
-    let shapes: [(usize, usize, usize, usize, Layout); 11] = [
+    let shapes: [Shape; 11] = [
         (1, 1, 8, 8, Layout::default()),
         (2, 300, 200, 72, Layout::default()),
         (2, 300, 200, 72, Layout { b_t: true, ..Layout::default() }),
@@ -39,6 +37,30 @@ fn matmul_matches_the_interpreter_with_every_tuning() {
         (4, 1000, 1032, 136, Layout { b_batched: true, ..Layout::default() }),
         (5, 520, 1000, 264, Layout { b_t: true, b_batched: true, ..Layout::default() }),
     ];
+    every_tuning("matmul", &shapes);
+}
+
+/// More products in whole tiles (the 16-bit outputs' row pairs exchanged in the quad and stored 16
+/// bytes at a time, `quad_store`: transposed and batched operands, a deep and a shallow k), and
+/// one past the tile edges (pairs).
+#[test]
+fn whole_tile_products_match_the_interpreter_with_every_tuning() {
+    let shapes: [Shape; 4] = [
+        (1, 1024, 1024, 1024, Layout::default()),
+        (2, 256, 512, 136, Layout { b_t: true, ..Layout::default() }),
+        (3, 512, 768, 64, Layout { b_batched: true, ..Layout::default() }),
+        (1, 300, 1000, 72, Layout::default()),
+    ];
+    every_tuning("matmul whole tiles", &shapes);
+}
+
+/// Every candidate tuning of `relu(a @ b + bias)` at each shape (bf16 and f16 operands and
+/// output, f32 accumulation) against the interpreter.
+fn every_tuning(test: &str, shapes: &[Shape]) {
+    let Some(dev) = device(test) else { return };
+    let stream = dev.new_stream().unwrap();
+    let mut failures = Vec::new();
+    let (mut wgmma_runs, mut tma_runs) = (0, 0);
     for (ci, &(batch, m, n, k, layout)) in shapes.iter().enumerate() {
         for d in [DType::BF16, DType::F16] {
             let p = matmul_layout(batch, m, n, k, d, DType::F32, layout);
