@@ -520,6 +520,16 @@ fn wgmma_tma_matmul_tiles_compile() {
         assert!(r.source.contains("sinter_tma_load_multicast<3>(st + 16384u"), "{}", r.source);
         compile("wgmma_tma_cluster_batched_b", &r);
     }
+    // A cluster's pair spans 2 bm rows: m a multiple of bm but not of 2 bm (3 x 128) leaves the
+    // last pair's second block wholly past m, so the rows are guarded (its stores would land in
+    // the next batch's rows); at m = 4 x 128 no guard.
+    for (m, guarded) in [(384, true), (512, false)] {
+        let p = matmul_layout(3, m, 256, 128, DType::BF16, DType::F32, Layout::default());
+        let r = render::render(&p.kernels[0], &hopper(), &tma_cluster).unwrap();
+        assert_eq!(r.source.contains(&format!("if (m < {m}u)")), guarded, "m {m}\n{}", r.source);
+        let r = render::render(&p.kernels[0], &hopper(), &tma).unwrap();
+        assert!(!r.source.contains(&format!("if (m < {m}u)")), "m {m}: one block a tile needs no guard");
+    }
     let e = refused(Layout { pad: 1, ..Layout::default() }, 128, 64);
     assert!(e.contains("not 16-byte aligned"), "{e}");
     let e = refused(Layout::default(), 128, 1023);

@@ -237,7 +237,7 @@ pub(super) fn render(
     emit_pair(em, &roots, &a.stores, "n0", "(o[i][jf][h * 2u + j] * rl)".into(), packed)?;
     em.close();
     if let Some(s) = quad {
-        super::quad_store::emit(em, s, "pk", dv8, None)?;
+        super::quad_store::emit(em, s, "pk", dv8)?;
     }
     if m_guard {
         em.close();

@@ -74,23 +74,16 @@ pub(super) fn epilogue(
     em.names.insert(Var::M, "m".into());
     em.emit_closure(&roots, &|e| !dep_n[e as usize] && accs[e as usize].is_none())?;
     let n_guard = !n.is_multiple_of(u64::from(bn));
-    // Whole tiles of a 16-bit output contiguous along n: the pairs of a row are packed, exchanged
-    // in the quad and stored 16 bytes at a time (`quad_store`; every lane runs the exchange, so
-    // no guard may surround it).
-    let quad = if pairs && !m_guard && !n_guard { super::quad_store::eligible(em, &mm.stores, nj) } else { None };
-    if quad.is_some() {
-        em.line(format!("unsigned pk[{nj}];"));
-    }
     em.line("#pragma unroll");
     if pairs {
         em.open(format!("for (unsigned jf = 0; jf < {nj}u; ++jf)"));
-        em.decl("np", format!("const {ity} np = {} + jf * 8u + t4 * 2u; // the pair's first column", f.col0));
+        em.line(format!("const {ity} np = {} + jf * 8u + t4 * 2u; // the pair's first column", f.col0));
         if n_guard {
             em.line("// n is even: both columns of the pair or neither");
             em.open(format!("if (np < {n}u)"));
         }
         let acc = format!("({})", f.acc.replace("{j}", "jf").replace("{c}", "j"));
-        emit_pair(em, &roots, &mm.stores, "np", acc, quad.map(|_| "pk[jf]"))?;
+        emit_pair(em, &roots, &mm.stores, "np", acc, None)?;
     } else {
         em.open(format!("for (unsigned j = 0; j < {nj}u; ++j)"));
         em.line("#pragma unroll");
@@ -111,9 +104,6 @@ pub(super) fn epilogue(
         em.close();
     }
     em.close();
-    if let Some(s) = quad {
-        super::quad_store::emit(em, s, "pk", nj, Some(&f.col0))?;
-    }
     if m_guard {
         em.close();
     }

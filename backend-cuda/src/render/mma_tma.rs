@@ -480,7 +480,9 @@ pub(super) fn render(
         col0: "n0".into(),
         acc: "acc[i][{j}][h * 2u + {c}]".into(),
     };
-    epilogue(em, mm, (bm, bn), &frag)?;
+    // A cluster's pair spans 2 bm rows: where m is a multiple of bm but not of 2 bm, the second
+    // block of the last pair lies wholly past m and must store nothing, so its rows are guarded.
+    epilogue(em, mm, (per * bm, bn), &frag)?;
     em.close();
     em.close();
     if cluster {

@@ -11,13 +11,17 @@
 //! ends with the four words of groups `4 s + t4`, eight consecutive outputs, stored as one 16-byte
 //! access. Four times fewer store instructions and memory-pipe wavefronts.
 //!
-//! Used by the tensor-core attention epilogue (`attention_tc`) and the tensor-core matmul
-//! templates' (`mma_epilogue`). Measured (H200, session 36): attention_b8h16s1024d64_bf16's
+//! Used by the tensor-core attention epilogue (`attention_tc`). Measured (H200, session 36): attention_b8h16s1024d64_bf16's
 //! persistent tile 0.0837-0.0845 ms against 0.0865-0.0874 with the 4-byte stores, the outputs bit
 //! for bit the same (call 7; in `bench` 0.0840-0.0842 against 0.0872, the causal d128 tile
 //! 0.249 against 0.265, call 8): the eight stores of a row half had left in one burst, and that
 //! burst queued in the memory pipe that the other block's softmax shuffles and barrier waits on
 //! the SM go through.
+//!
+//! The tensor-core matmul templates' epilogue keeps its 4-byte pairs: stored this way, whole
+//! tiles of mlp_8192x4096x16384_bf16 and matmul_softmax_4096_bf16 ran as before (2.948-2.950 /
+//! 0.1937-0.1938 ms against 2.946-3.010 / 0.1935-0.1942; session 36, call 9): a product's
+//! epilogue runs once after 64-128 k-steps, an attention tile's after every work tile.
 //!
 //! Contract ([`eligible`]): one store, 16-bit, contiguous in aligned runs of eight columns
 //! (`lane_form` at width 8), `dv` a multiple of 32 (whole 4 x 4 blocks), and every lane of the
@@ -47,16 +51,10 @@ pub(super) fn eligible<'s>(em: &mut Emitter<'_>, stores: &'s [Store], dv8: u32) 
 }
 
 /// After a loop that packed each group `jf` of the row into `words[jf]` (`dv8` words), the quad
-/// exchange and the 16-byte stores of `s` (N named `nq`, the first column of a thread's group,
-/// from `col0`, the row's first column: a multiple of 8, or `None` for 0). `t4` is the lane's
-/// place in its quad; every lane of the warp must run this.
-pub(super) fn emit(
-    em: &mut Emitter<'_>,
-    s: &Store,
-    words: &str,
-    dv8: u32,
-    col0: Option<&str>,
-) -> Result<(), RenderError> {
+/// exchange and the 16-byte stores of `s` (N named `nq`, the first column of a thread's group;
+/// the row starts at column 0). `t4` is the lane's place in its quad; every lane of the warp must
+/// run this.
+pub(super) fn emit(em: &mut Emitter<'_>, s: &Store, words: &str, dv8: u32) -> Result<(), RenderError> {
     let blocks = dv8 / 4;
     em.line("// the quad's exchange: lane t4 ends with the four words of column groups 4 qs + t4");
     em.line("#pragma unroll");
@@ -77,8 +75,7 @@ pub(super) fn emit(
     em.line("#pragma unroll");
     em.open(format!("for (unsigned qs = 0; qs < {blocks}u; ++qs)"));
     let ity = em.ity();
-    let from = col0.map_or(String::new(), |c| format!("{c} + "));
-    em.decl("nq", format!("const {ity} nq = {from}(qs * 4u + t4) * 8u;"));
+    em.decl("nq", format!("const {ity} nq = (qs * 4u + t4) * 8u;"));
     let outer = em.names.insert(Var::N, "nq".into());
     let at = em.address(&s.index);
     match outer {
