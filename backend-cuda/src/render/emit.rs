@@ -504,6 +504,10 @@ pub(crate) fn emit_group(
             vec_stores.push(n);
         }
     }
+    let one_word = |s: &Store| w * k.args[s.arg].dtype.size_bytes() as u32 == 4;
+    if g.packed.is_some() && !(g.stores.len() == 1 && vec_stores.len() == 1 && one_word(&g.stores[0])) {
+        return Err(em.err("internal: a packed group is one contiguous store of 4 bytes"));
+    }
     em.line("#pragma unroll");
     em.open(format!("for (unsigned j = 0; j < {w}u; ++j)"));
     em.decl(g.lane, format!("const {} {} = {} + j;", em.ity(), g.lane, g.base));
@@ -525,9 +529,6 @@ pub(crate) fn emit_group(
     for n in vec_stores {
         let s = &g.stores[n];
         if let Some(dst) = g.packed {
-            if w * k.args[s.arg].dtype.size_bytes() as u32 != 4 || g.stores.len() != 1 {
-                return Err(em.err("internal: a packed group is one store of two 16-bit lanes"));
-            }
             em.line(format!("{dst} = *reinterpret_cast<const unsigned*>(&o{n});"));
             continue;
         }
