@@ -36,7 +36,8 @@ use super::prelude::H;
 
 /// The one store of an accumulator epilogue that [`emit`] can write 16 bytes at a time, if any:
 /// `stores` has exactly one, of a 16-bit dtype, contiguous and aligned in runs of eight values of
-/// N, and `dv8` (eight-column groups per row) is a multiple of 4.
+/// N, and `dv8` (eight-column groups per row) is a multiple of 4. Called outside any lane group:
+/// it sets the emitter's lanes to eight of N to ask, then back to none.
 pub(super) fn eligible<'s>(em: &mut Emitter<'_>, stores: &'s [Store], dv8: u32) -> Option<&'s Store> {
     let [s] = stores else { return None };
     if dv8 == 0 || !dv8.is_multiple_of(4) || em.k.args[s.arg].dtype.size_bytes() != 2 {
