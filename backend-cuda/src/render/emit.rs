@@ -415,8 +415,9 @@ impl<'a> Emitter<'a> {
 /// A tensor-core epilogue's two adjacent output columns `base`, `base + 1` (`base` even, declared
 /// by the caller with M's name) as one group of two lanes of N, the lane `j`: `Acc(0)` = `acc`
 /// (f32, naming the lane), the stores done in each lane, contiguous stores and loads gathered into
-/// one vector access of both (`emit_group`). With `packed`, the one store (contiguous, 16-bit)
-/// goes to that 32-bit register instead of memory ([`Group::packed`]).
+/// one vector access of both (`emit_group`). With `packed` (a 32-bit register), the one store is
+/// not made: its two 16-bit values go into that register (a wider store of several pairs follows,
+/// `quad_store`, whose `eligible` the caller asked).
 pub(crate) fn emit_pair(
     em: &mut Emitter<'_>,
     roots: &[ExprId],
@@ -428,12 +429,41 @@ pub(crate) fn emit_pair(
     em.acc.insert(0, AccVal { name: acc, dtype: DType::F32 });
     em.acc_varies = true;
     em.set_lanes(Some((Var::N, 2)));
-    let g = Group { var: Var::N, width: 2, base, lane: "n", roots, stores, packed };
-    let res = emit_group(em, &g, &mut |_| Ok(()));
+    let res = match packed {
+        None => emit_group(em, &Group { var: Var::N, width: 2, base, lane: "n", roots, stores }, &mut |_| Ok(())),
+        Some(dst) => pack_pair(em, roots, stores, base, dst),
+    };
     em.set_lanes(None);
     em.acc_varies = false;
     em.acc.remove(&0);
     res
+}
+
+/// [`emit_pair`]'s packed form: the one store's two values converted into a vector of two, whose
+/// 32 bits go to `dst`.
+fn pack_pair(
+    em: &mut Emitter<'_>,
+    roots: &[ExprId],
+    stores: &[Store],
+    base: &str,
+    dst: &str,
+) -> Result<(), RenderError> {
+    let k = em.k;
+    let s = match stores {
+        [s] if k.args[s.arg].dtype.size_bytes() == 2 => s,
+        _ => return Err(em.err("internal: a packed pair is one store of a 16-bit output")),
+    };
+    let (ad, vd) = (k.args[s.arg].dtype, k.expr(s.value).dtype);
+    em.h.need(H::Vec);
+    em.line(format!("sinter_vec<{}, 2> o0;", storage(ad)));
+    let g = Group { var: Var::N, width: 2, base, lane: "n", roots, stores: &[] };
+    emit_group(em, &g, &mut |em| {
+        let conv = store_conv(&em.value(s.value)?, vd, ad, &mut em.h);
+        em.line(format!("o0.v[j] = {conv};"));
+        Ok(())
+    })?;
+    em.line(format!("{dst} = *reinterpret_cast<const unsigned*>(&o0);"));
+    Ok(())
 }
 
 /// A group of `width` consecutive values of a loop variable handled by one thread.
@@ -450,10 +480,6 @@ pub(crate) struct Group<'s> {
     pub(crate) roots: &'s [ExprId],
     /// Stores done in every lane.
     pub(crate) stores: &'s [Store],
-    /// Where the group's one store goes instead of memory: a 32-bit register that takes its
-    /// values packed (two 16-bit lanes; a wider store of several groups follows, see
-    /// `quad_store`). The caller checked that the store is the only one and contiguous.
-    pub(crate) packed: Option<&'s str>,
 }
 
 /// Emits one group: uniform values, vector loads, the lane loop with `per_lane` (called once, inside
@@ -504,10 +530,6 @@ pub(crate) fn emit_group(
             vec_stores.push(n);
         }
     }
-    let one_word = |s: &Store| w * k.args[s.arg].dtype.size_bytes() as u32 == 4;
-    if g.packed.is_some() && !(g.stores.len() == 1 && vec_stores.len() == 1 && one_word(&g.stores[0])) {
-        return Err(em.err("internal: a packed group is one contiguous store of 4 bytes"));
-    }
     em.line("#pragma unroll");
     em.open(format!("for (unsigned j = 0; j < {w}u; ++j)"));
     em.decl(g.lane, format!("const {} {} = {} + j;", em.ity(), g.lane, g.base));
@@ -528,10 +550,6 @@ pub(crate) fn emit_group(
     em.names.insert(g.var, g.base.to_string());
     for n in vec_stores {
         let s = &g.stores[n];
-        if let Some(dst) = g.packed {
-            em.line(format!("{dst} = *reinterpret_cast<const unsigned*>(&o{n});"));
-            continue;
-        }
         let vt = format!("sinter_vec<{}, {w}>", storage(k.args[s.arg].dtype));
         let i = em.address(&s.index)?;
         em.line(format!("*reinterpret_cast<{vt}*>(a{} + {i}) = o{n};", s.arg));

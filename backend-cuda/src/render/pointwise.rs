@@ -138,7 +138,7 @@ pub(super) fn render(
         let guard = blocks * per_block != group_count;
         let (lane_name, what) =
             if width == 1 { ("lane", "one lane".to_string()) } else { ("lane0", format!("{width} consecutive lanes")) };
-        let g = Group { var: Var::Lane, width, base: "lane0", lane: "lane", roots: &roots, stores, packed: None };
+        let g = Group { var: Var::Lane, width, base: "lane0", lane: "lane", roots: &roots, stores };
         if groups == 1 {
             em.line(format!("// {what} per thread: {numel} lanes"));
             let tid = format!("{bid} * {} + threadIdx.x", lit(em, u64::from(block)));

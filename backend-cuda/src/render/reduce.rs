@@ -388,8 +388,7 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
                         em.cached.insert(c, cache_ref(c, g));
                     }
                 }
-                let grp =
-                    Group { var: Var::Red, width, base: red0, lane: red, roots: &roots, stores: &[], packed: None };
+                let grp = Group { var: Var::Red, width, base: red0, lane: red, roots: &roots, stores: &[] };
                 let res = emit_group(em, &grp, &mut |em| fold(em, g));
                 for &c in &cache {
                     em.cached.remove(&c);
@@ -424,15 +423,8 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
                 for &c in &cache {
                     em.cached.insert(c, cache_ref(c, g));
                 }
-                let grp = Group {
-                    var: Var::Red,
-                    width,
-                    base: red0,
-                    lane: red,
-                    roots: &elem_roots,
-                    stores: &r.elem_stores,
-                    packed: None,
-                };
+                let grp =
+                    Group { var: Var::Red, width, base: red0, lane: red, roots: &elem_roots, stores: &r.elem_stores };
                 let res = emit_group(em, &grp, &mut |_| Ok(()));
                 for &c in &cache {
                     em.cached.remove(&c);

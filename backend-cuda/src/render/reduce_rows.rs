@@ -121,8 +121,7 @@ pub(super) fn render(
         }
     };
     em.names.insert(Var::Red, "red".into());
-    let grp =
-        Group { var: Var::Row, width: w, base: "row0", lane: "row", roots: &[rd.value], stores: &[], packed: None };
+    let grp = Group { var: Var::Row, width: w, base: "row0", lane: "row", roots: &[rd.value], stores: &[] };
     emit_group(em, &grp, &mut |em| {
         let v = em.value(rd.value)?;
         // A value of the fold's dtype is folded as it is (a cast to f16 would round it).
@@ -142,15 +141,7 @@ pub(super) fn render(
     em.set_lanes(Some((Var::Row, w)));
     em.acc.insert(0, AccVal { name: "acc0[j]".into(), dtype: rd.acc_dt });
     let roots: Vec<ExprId> = r.row_stores.iter().flat_map(store_roots).collect();
-    let grp = Group {
-        var: Var::Row,
-        width: w,
-        base: "row0",
-        lane: "row",
-        roots: &roots,
-        stores: &r.row_stores,
-        packed: None,
-    };
+    let grp = Group { var: Var::Row, width: w, base: "row0", lane: "row", roots: &roots, stores: &r.row_stores };
     emit_group(em, &grp, &mut |_| Ok(()))?;
     em.acc_varies = false;
     let strategy = format!("reduce thread-per-row block {block} rows x{w}");
