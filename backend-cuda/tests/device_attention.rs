@@ -8,6 +8,7 @@
 //! every tuning runs, not only the one a mode picks. Without a CUDA driver every test prints a
 //! skip line, unless `SINTER_REQUIRE_CUDA=1`.
 
+mod common;
 mod launch;
 
 use launch::{Bufs, args, build, caps, device, out_bytes, run_once, tuning_filter};
@@ -247,8 +248,7 @@ extern "C" __global__ void fill_f32(float* p, unsigned long long n, unsigned lon
 /// launches between two events, after a warm-up. `SINTER_TEST_CASES` selects shapes by name;
 /// `SINTER_TEST_GAP_BYTES` times each launch alone after a fill, `SINTER_TEST_FILL=normal` draws
 /// normal bf16 inputs, `SINTER_TEST_FILL=workload` uploads `bench`'s inputs for the d64 case,
-/// `SINTER_TEST_WARM_LAUNCHES` sets the warm-up, `SINTER_TEST_GAP_AFTER=1` allocates the fill
-/// after the case's buffers (each below); the default tuning's buffer addresses are printed.
+/// `SINTER_TEST_WARM_LAUNCHES` sets the warm-up (each below).
 #[test]
 #[ignore]
 fn attention_timing() {
@@ -283,12 +283,10 @@ fn attention_timing() {
     // `SINTER_TEST_GAP_BYTES=N`: each launch timed alone (its own events, the median of 100),
     // after a fill of N bytes (0: none; `bench`'s L2 clear fills twice the L2), to tell what a
     // launch after other work costs from what the data's place in L2 does.
-    // `SINTER_TEST_GAP_AFTER=1`: the fill's buffer is allocated after the case's buffers and
-    // scratch, as the executable allocates its L2 clear after its memory, not before them.
-    let gap_after = std::env::var("SINTER_TEST_GAP_AFTER").is_ok_and(|v| v == "1");
-    let gap_bytes = std::env::var("SINTER_TEST_GAP_BYTES").ok().and_then(|v| v.parse::<u64>().ok());
-    let early_gap = if gap_after { None } else { gap_bytes.map(|n| stream.alloc(n.max(16)).unwrap()) };
-    let gap_events = gap_bytes.map(|_| TimingEvents::new(&dev, 20).unwrap());
+    let gap = std::env::var("SINTER_TEST_GAP_BYTES")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(|n| (n, stream.alloc(n.max(16)).unwrap(), TimingEvents::new(&dev, 20).unwrap()));
     let warm_launches =
         std::env::var("SINTER_TEST_WARM_LAUNCHES").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(3);
     let mut table = Vec::new();
@@ -340,21 +338,6 @@ fn attention_timing() {
                 stream.fill(s.ptr(), 0, r.scratch_bytes, "scratch").unwrap();
                 params.push(s.ptr());
             }
-            let late_gap = gap_bytes.filter(|_| gap_after).map(|n| stream.alloc(n.max(16)).unwrap());
-            let gap = gap_bytes.zip(early_gap.as_ref().or(late_gap.as_ref())).zip(gap_events.as_ref());
-            if t == Tuning::default() {
-                let at =
-                    |b: Option<&sinter_cuda::device::CudaBuffer>| b.map_or("-".into(), |b| format!("{:#x}", b.ptr()));
-                let ins: Vec<String> = bufs.inputs.iter().map(|b| at(Some(b))).collect();
-                println!(
-                    "buffers of {what}: inputs {} output {} scratch {} fill {} (L2 {} bytes)",
-                    ins.join(" "),
-                    at(bufs.outputs.first()),
-                    at(scratch.as_ref()),
-                    at(gap.map(|((_, b), _)| b)),
-                    dev.info().l2_bytes
-                );
-            }
             // Tensor maps (TMA tiles) are encoded from the argument pointers.
             let l = sinter_cuda::backend::rendered_launch(&dev, f, &r, &params).unwrap();
             // `SINTER_TEST_WARM_LAUNCHES=N`: N launches back to back before the timing (`bench`
@@ -364,12 +347,12 @@ fn attention_timing() {
             }
             stream.synchronize("warm-up").unwrap();
             let mut times = Vec::new();
-            if let Some(((n, fill), per)) = gap {
+            if let Some((n, fill, per)) = &gap {
                 // Each launch timed alone, after a fill of `n` bytes where `n` > 0.
                 for _ in 0..5 {
                     for i in 0..20 {
-                        if n > 0 {
-                            stream.fill(fill.ptr(), 0, n, "gap").unwrap();
+                        if *n > 0 {
+                            stream.fill(fill.ptr(), 0, *n, "gap").unwrap();
                         }
                         per.record(i, false, &stream).unwrap();
                         l.launch(&stream).unwrap();
@@ -417,12 +400,11 @@ fn quantiles(v: &mut [f64]) -> [f64; 4] {
 /// workload's graph and inputs, default mode, no poisoning) timed as `bench` times whole runs (100
 /// runs, each after an L2 clear); on buffers of this test (the same inputs uploaded), timed alike
 /// (100 launches in batches of 16, events around each, after a fill of twice the L2): the device
-/// test's case at the default tuning, the workload's own kernel (scheduled from its graph as the
-/// library schedules it) and, under `SINTER_TEST_VARIANTS=DIR`, hand-edited copies of that
-/// kernel's source (`DIR/*.cu`, each first checked bit for bit against it). Then, the executable
-/// dropped, the case's kernel on a second set of buffers that takes the executable's freed blocks,
-/// against the first set. Prints min, 10th percentile, median and 90th percentile of each (session
-/// 36 found the executable's 1% this way: its kernel's epilogue, not its buffers or launch).
+/// test's case at the default tuning, the workload's own kernel (scheduled from its graph with the
+/// CUDA backend's options) and, under `SINTER_TEST_VARIANTS=DIR`, hand-edited copies of that
+/// kernel's source (`DIR/*.cu`, each first checked bit for bit against it). Prints min, 10th
+/// percentile, median and 90th percentile of each (session 36 found the executable's 1% this way:
+/// its kernel's epilogue, not its buffers or launch).
 #[test]
 #[ignore]
 fn attention_timing_beside_the_executable() {
@@ -447,42 +429,25 @@ fn attention_timing_beside_the_executable() {
     for (i, s) in case.input_shapes().iter().enumerate() {
         assert_eq!(inputs[i].shape, *s, "the workload's input {i}");
     }
-    // The case's buffers (the output and the inputs allocated last to first: the pool hands out
-    // its most recently freed block first, so after the executable is dropped they take its
-    // blocks in its roles), the inputs uploaded, the scratch zeroed; the launch on them.
-    let buffers = || {
-        let out = stream.alloc(out_bytes(&p, 0)).unwrap();
-        let mut ins: Vec<_> = inputs.iter().rev().map(|t| stream.alloc(t.le_bytes().len() as u64).unwrap()).collect();
-        ins.reverse();
-        for (b, t) in ins.iter().zip(&inputs) {
-            stream.upload(b.ptr(), &t.le_bytes(), "workload input").unwrap();
-        }
-        let bufs = Bufs { inputs: ins, outputs: vec![out] };
-        let mut params = args(&p, &bufs);
-        let scratch = (r.scratch_bytes > 0).then(|| stream.alloc(r.scratch_bytes).unwrap());
-        if let Some(s) = &scratch {
-            stream.fill(s.ptr(), 0, r.scratch_bytes, "scratch").unwrap();
-            params.push(s.ptr());
-        }
-        let at: Vec<String> = params.iter().map(|p| format!("{p:#x}")).collect();
-        (bufs, scratch, params, at.join(" "))
-    };
-    let (bufs, _scratch, params, at) = buffers();
-    println!("the test's buffers: {at}");
+    // The case's buffers, the inputs uploaded, the scratch zeroed; the launch on them.
+    let ins = inputs.iter().map(|t| stream.alloc(t.le_bytes().len() as u64).unwrap()).collect::<Vec<_>>();
+    for (b, t) in ins.iter().zip(&inputs) {
+        stream.upload(b.ptr(), &t.le_bytes(), "workload input").unwrap();
+    }
+    let bufs = Bufs { inputs: ins, outputs: vec![stream.alloc(out_bytes(&p, 0)).unwrap()] };
+    let mut params = args(&p, &bufs);
+    let scratch = (r.scratch_bytes > 0).then(|| stream.alloc(r.scratch_bytes).unwrap());
+    if let Some(s) = &scratch {
+        stream.fill(s.ptr(), 0, r.scratch_bytes, "scratch").unwrap();
+        params.push(s.ptr());
+    }
     let f = dev.load_function(&cubin.image, &r.name).unwrap();
-    let l = sinter_cuda::backend::rendered_launch(&dev, f.clone(), &r, &params).unwrap();
-    // The workload's own kernel (scheduled from its graph as the library schedules it; the
-    // device test's case differs in name and an output cast), on the test's buffers.
+    let l = sinter_cuda::backend::rendered_launch(&dev, f, &r, &params).unwrap();
+    // The workload's own kernel (scheduled from its graph with the CUDA backend's options on
+    // Hopper; the device test's case differs in name and an output cast), on the test's buffers.
     let wl = {
-        use sinter_core::schedule::{ScheduleOptions, schedule};
-        let caps = sinter_core::kernel::Capabilities {
-            backend: "cuda".into(),
-            compute_units: dev.info().sm_count,
-            ..sinter_core::kernel::Capabilities::host()
-        };
-        let cm = sinter_cuda::cost::CudaCostModel::new(dev.info().cc);
-        let so = ScheduleOptions { cost_model: std::sync::Arc::new(cm), ..ScheduleOptions::default() };
-        let wp = schedule(&sinter_core::passes::optimize(&g).unwrap(), &caps, &so).unwrap();
+        let ir = sinter_core::passes::optimize(&g).unwrap();
+        let wp = sinter_core::schedule::schedule(&ir, &common::cuda_caps(), &common::cuda_options()).unwrap();
         assert_eq!(wp.kernels.len(), 1, "the workload is one kernel");
         let wr = sinter_cuda::render::render(&wp.kernels[0], &ccaps, &Tuning::default()).unwrap();
         let wc = nvrtc::compile(&wr.name, &wr.source, &Target::sm(dev.info().cc)).unwrap();
@@ -559,16 +524,6 @@ fn attention_timing_beside_the_executable() {
         for (name, v) in &wl.2 {
             show(&format!("variant {name}"), round, &mut time_alone(v));
         }
-    }
-    // The executable dropped, its blocks go back to the pool; a second set of the case's buffers
-    // takes them. The kernel alone on either set, alternating.
-    drop(c);
-    let (_bufs2, _scratch2, params2, at2) = buffers();
-    println!("the test's second buffers (the executable's blocks): {at2}");
-    let l2 = sinter_cuda::backend::rendered_launch(&dev, f, &r, &params2).unwrap();
-    for round in 4..7 {
-        show("first set", round, &mut time_alone(&l));
-        show("its blocks", round, &mut time_alone(&l2));
     }
     let _ = std::fs::remove_dir_all(dir);
 }
