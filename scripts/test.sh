@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # sinter's test command (README): on a fresh Debian machine it installs what the tests need
 # (Mesa's lavapipe Vulkan driver for the WGSL backend, Xvfb for viewer screenshots, the onnx
-# Python package for the conformance suite, NVRTC and the CUDA headers from PyPI to compile the
+# Python package for the conformance suite, NVRTC, ptxas and the CUDA headers from PyPI to compile the
 # CUDA backend's kernels), then runs formatting, clippy, every test, and the
 # ONNX conformance suite against the committed floor.
 set -euo pipefail
@@ -27,7 +27,7 @@ cuda_wheels() {
 import os, site, sys
 for d in [site.getusersitepackages(), *site.getsitepackages(), *sys.path]:
     root = os.path.join(d, "nvidia", "cu13")
-    need = ("lib/libnvrtc.so.13", "include/cuda_fp16.h", "include/crt/host_defines.h")
+    need = ("lib/libnvrtc.so.13", "include/cuda_fp16.h", "include/crt/host_defines.h", "bin/ptxas")
     if all(os.path.isfile(os.path.join(root, f)) for f in need):
         print(root)
         break
@@ -35,7 +35,8 @@ PY
 }
 CUDA_WHEELS="$(cuda_wheels)"
 if [ -z "$CUDA_WHEELS" ]; then
-  python3 -m pip install -q "nvidia-cuda-nvrtc==13.0.*" "nvidia-cuda-runtime==13.0.*" "nvidia-cuda-crt==13.0.*"
+  python3 -m pip install -q "nvidia-cuda-nvrtc==13.0.*" "nvidia-cuda-runtime==13.0.*" "nvidia-cuda-crt==13.0.*" \
+    "nvidia-cuda-nvcc==13.0.*"
   CUDA_WHEELS="$(cuda_wheels)"
 fi
 [ -n "$CUDA_WHEELS" ] || { echo "NVRTC wheels installed but nvidia/cu13 not found in site-packages" >&2; exit 1; }
@@ -55,6 +56,8 @@ export SINTER_REQUIRE_GPU=1 SINTER_ADAPTER="${SINTER_ADAPTER:-cpu}"
 # Every generated CUDA kernel is compiled with NVRTC (backend-cuda/tests/nvrtc.rs); it must not skip.
 export LD_LIBRARY_PATH="$CUDA_WHEELS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SINTER_CUDA_INCLUDE="$CUDA_WHEELS/include" SINTER_REQUIRE_NVRTC=1
+# Every PTX module the renderer writes (`render::ptx`) is assembled with the nvcc wheel's ptxas.
+export SINTER_PTXAS="$CUDA_WHEELS/bin/ptxas"
 # Property tests explore a fixed sequence of cases in CI (override to explore others locally).
 export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-1}"
 export SINTER_CACHE_DIR="${SINTER_CACHE_DIR:-$(mktemp -d)}"

@@ -132,6 +132,8 @@ pub fn cuda_caps(info: &DeviceInfo) -> CudaCaps {
         max_shared_bytes_per_block: SHARED_BYTES.min(info.max_shared_per_block.max(1)),
         sm_count: info.sm_count,
         max_dynamic_shared_bytes: info.max_shared_per_block_optin.max(info.max_shared_per_block),
+        // `SINTER_PTX=0` renders every kernel as CUDA C++ (A/B runs, a way around a JIT problem).
+        ptx: std::env::var("SINTER_PTX").map_or(true, |v| v != "0"),
     }
 }
 

@@ -87,8 +87,21 @@ pub struct Cubin {
     pub seconds: f64,
 }
 
-/// Compiles `source` (program name `name`) to a cubin for `target`.
+/// A PTX module of [`crate::render::ptx`] as the image to load: its text and a NUL, which the
+/// driver's JIT assembles when the module is loaded (`cuModuleLoadData`); no NVRTC, no cache
+/// entry (the driver's own JIT cache keeps the assembled code across processes).
+pub fn ptx_image(source: &str) -> Cubin {
+    let mut image = source.as_bytes().to_vec();
+    image.push(0);
+    Cubin { image, log: String::new(), seconds: 0.0 }
+}
+
+/// Compiles `source` (program name `name`) to a cubin for `target`; a PTX module
+/// ([`crate::render::ptx::is_ptx`]) becomes its [`ptx_image`].
 pub fn compile(name: &str, source: &str, target: &Target) -> Result<Cubin, NvrtcError> {
+    if crate::render::ptx::is_ptx(source) {
+        return Ok(ptx_image(source));
+    }
     // The library first, so a machine without NVRTC is told that (not that headers are missing).
     crate::probe::nvrtc().map_err(NvrtcError::Unavailable)?;
     let opts = options(target, source)?;

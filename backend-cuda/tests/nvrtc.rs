@@ -7,6 +7,8 @@
 //! other sizes) are deduplicated per tuning up to numeric literals and compiled in batches of
 //! `nvrtc::combine_sources`, which keeps this test to about a minute of NVRTC time.
 //!
+//! PTX modules (`render::ptx`) are assembled with `ptxas` instead (`common::ptxas`, `SINTER_PTXAS`).
+//!
 //! Without NVRTC these tests print a skip line, unless `SINTER_REQUIRE_NVRTC=1` (CI sets it in
 //! `scripts/test.sh`, with the NVRTC wheel from PyPI), which makes a missing NVRTC a failure.
 
@@ -342,8 +344,10 @@ fn every_workload_kernel_compiles_for_sm90() {
                                 format!("{t:?} {}", shape_key(&r.source, &r.name))
                             };
                             if seen.insert(key) {
+                                let ptx = render::ptx::is_ptx(&r.source);
                                 let job = Job { what, kernel: r.name, source: r.source };
-                                if default { defaults.push(job) } else { others.push(job) }
+                                // PTX is assembled alone (ptxas, not NVRTC: no batches).
+                                if default || ptx { defaults.push(job) } else { others.push(job) }
                             }
                         }
                         Err(e) => failures.push(format!("{what}: render: {e}")),
@@ -494,6 +498,17 @@ fn compile_batch(jobs: &[&Job], times: &mut Vec<Duration>) -> Vec<String> {
 
 fn compile_one(job: &Job) -> (Option<String>, Duration) {
     let t0 = Instant::now();
+    if render::ptx::is_ptx(&job.source) {
+        let failure = match common::ptxas(&job.source, &job.what) {
+            None => None,
+            Some(Ok(log)) if nvrtc::resources(&log, &job.kernel).is_some() => None,
+            Some(Ok(log)) => Some(format!("{}: no ptxas resources for {} in the log:\n{log}", job.what, job.kernel)),
+            Some(Err(log)) => {
+                Some(format!("{}: ptxas: {log}\n--- source ---\n{}", job.what, numbered(&job.source, 400)))
+            }
+        };
+        return (failure, t0.elapsed());
+    }
     let result = nvrtc::compile(&job.kernel, &job.source, &Target::hopper());
     let took = t0.elapsed();
     let failure = match result {

@@ -37,6 +37,16 @@ fn compile(test: &str, r: &Rendered) {
         };
         std::fs::write(path, &r.source).expect("dump");
     }
+    if render::ptx::is_ptx(&r.source) {
+        match common::ptxas(&r.source, test) {
+            Some(Ok(log)) => {
+                assert!(!log.contains("warning"), "{test}: {} assembles with warnings:\n{log}\n{}", r.name, r.source)
+            }
+            Some(Err(log)) => panic!("{test}: ptxas rejects {}:\n{log}\n{}", r.name, r.source),
+            None => {}
+        }
+        return;
+    }
     if !nvrtc_available(test) {
         return;
     }

@@ -66,6 +66,10 @@ pub fn compile_parallel(
     let mut keys = vec![String::new(); sources.len()];
     let (mut heavy, mut lights) = (Vec::new(), Vec::new());
     for (i, (name, src)) in sources.iter().enumerate() {
+        if crate::render::ptx::is_ptx(src) {
+            out[i] = Some(Ok((super::ptx_image(src), false)));
+            continue;
+        }
         match CubinCache::key(src, target) {
             Err(e) => out[i] = Some(Err(e)),
             Ok(key) => match cubins.cached(name, &key) {

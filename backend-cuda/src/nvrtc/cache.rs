@@ -213,6 +213,9 @@ impl CubinCache {
     /// else compiled with [`compile`] and stored (`false`). A failed store is logged, not
     /// returned.
     pub fn compile_cached(&self, name: &str, source: &str, target: &Target) -> Result<(Cubin, bool), NvrtcError> {
+        if crate::render::ptx::is_ptx(source) {
+            return Ok((super::ptx_image(source), false));
+        }
         let key = Self::key(source, target)?;
         if let Some(c) = self.cached(name, &key) {
             return Ok((c, true));

@@ -87,6 +87,7 @@ mod ops;
 mod pointwise;
 mod prelude;
 mod prelude_tc;
+pub mod ptx;
 mod quad_store;
 mod reduce;
 mod reduce_rows;
@@ -121,6 +122,10 @@ pub struct CudaCaps {
     /// Dynamic shared memory per block after opting in (`cuFuncSetAttribute`), bytes.
     #[serde(default)]
     pub max_dynamic_shared_bytes: u32,
+    /// The renderer may write PTX directly for the kernels [`ptx`] covers (assembled by the
+    /// driver's JIT, no NVRTC); else every kernel is CUDA C++.
+    #[serde(default)]
+    pub ptx: bool,
 }
 
 impl CudaCaps {
@@ -132,6 +137,7 @@ impl CudaCaps {
             max_shared_bytes_per_block: 48 * 1024,
             sm_count: 132,
             max_dynamic_shared_bytes: 227 * 1024,
+            ptx: true,
         }
     }
 }
@@ -408,6 +414,10 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         }
         r.strategy.push_str(&format!(" pack-gqa {g}"));
         return Ok(r);
+    }
+    match ptx::render(k, caps, t) {
+        Ok(r) => return Ok(r),
+        Err(why) => tracing::trace!(target: "sinter::cuda", "{}: CUDA C++, not PTX: {why}", k.name),
     }
     let wide = index::needs_wide(k);
     let mut em = Emitter::new(k, wide);

@@ -89,14 +89,34 @@ pub(super) fn check_block(b: u32, caps: &CudaCaps) -> Result<(), String> {
     Ok(())
 }
 
-/// Renders a pointwise body.
-pub(super) fn render(
+/// The launch shape of a pointwise kernel: what both renderers (CUDA C++ here, PTX in
+/// [`super::ptx`]) follow.
+pub(super) struct Plan {
+    /// Threads per block.
+    pub(super) block: u32,
+    /// Lanes per group (1, or the vector width of [`choose_width`]).
+    pub(super) width: u32,
+    /// Lane groups per thread ([`Tuning::groups`]).
+    pub(super) groups: u32,
+    /// Blocks.
+    pub(super) blocks: u64,
+    /// Lane groups per block.
+    pub(super) per_block: u64,
+    /// Whether the last block's threads past the extent must stop.
+    pub(super) guard: bool,
+    /// The stores' value roots.
+    pub(super) roots: Vec<ExprId>,
+}
+
+/// Checks `t` for a pointwise body of `numel` lanes and picks its launch; leaves the emitter
+/// vectorized at the chosen width.
+pub(super) fn plan(
     em: &mut Emitter<'_>,
     numel: usize,
     stores: &[Store],
     caps: &CudaCaps,
     t: &Tuning,
-) -> Result<Body, RenderError> {
+) -> Result<Plan, RenderError> {
     let kname = em.k.name.clone();
     let invalid = |msg: String| RenderError::InvalidTuning { kernel: kname.clone(), msg };
     let block = t.block.unwrap_or(DEFAULT_BLOCK.min(caps.max_threads_per_block));
@@ -117,7 +137,6 @@ pub(super) fn render(
     if t.vectorize == Some(true) && width == 1 {
         return Err(invalid("vectorize: no access is contiguous and aligned in the lane".into()));
     }
-    let lanes_per_thread = u64::from(width);
     let group_count = (numel / width as usize) as u64;
     let groups = t.groups.unwrap_or(1);
     if groups == 0 || groups > MAX_GROUPS {
@@ -131,14 +150,54 @@ pub(super) fn render(
     if blocks > i32::MAX as u64 {
         return Err(RenderError::Unsupported { kernel: kname, what: format!("{blocks} blocks exceed the grid limit") });
     }
+    Ok(Plan { block, width, groups, blocks, per_block, guard: blocks * per_block != group_count, roots })
+}
+
+/// The launch description of a pointwise body of `numel` lanes laid out by `p`.
+pub(super) fn body(numel: usize, p: &Plan) -> Body {
+    let (block, width, groups, blocks) = (p.block, p.width, p.groups, p.blocks);
+    let slices = if groups > 1 { format!(" g{groups}") } else { String::new() };
+    let strategy = if width > 1 {
+        format!("pointwise x{width}{slices} block {block}")
+    } else {
+        format!("pointwise{slices} block {block}")
+    };
+    Body {
+        grid: [if numel == 0 { 0 } else { blocks as u32 }, 1, 1],
+        block: [block, 1, 1],
+        summary: format!(
+            "pointwise over {numel} lanes, {width} per {}, {block} threads per block, {blocks} blocks",
+            if groups > 1 { format!("group, {groups} groups per thread") } else { "thread".to_string() }
+        ),
+        strategy,
+        min_blocks: None,
+        dynamic_shared: 0,
+        split: Some(GridSplit { unit: OuterUnit::Lanes, per: p.per_block * u64::from(width), inner: 1 }),
+        scratch: 0,
+        tensor_maps: Vec::new(),
+        cluster: 1,
+    }
+}
+
+/// Renders a pointwise body.
+pub(super) fn render(
+    em: &mut Emitter<'_>,
+    numel: usize,
+    stores: &[Store],
+    caps: &CudaCaps,
+    t: &Tuning,
+) -> Result<Body, RenderError> {
+    let p = plan(em, numel, stores, caps, t)?;
+    let (block, width, groups, per_block, guard) = (p.block, p.width, p.groups, p.per_block, p.guard);
+    let roots = &p.roots;
+    let lanes_per_thread = u64::from(width);
     let ity = em.ity();
     if numel > 0 {
         let lit = |em: &Emitter<'_>, v: u64| em.ilit(v);
         let bid = if em.wide { "(unsigned long long)blockIdx.x".to_string() } else { "blockIdx.x".to_string() };
-        let guard = blocks * per_block != group_count;
         let (lane_name, what) =
             if width == 1 { ("lane", "one lane".to_string()) } else { ("lane0", format!("{width} consecutive lanes")) };
-        let g = Group { var: Var::Lane, width, base: "lane0", lane: "lane", roots: &roots, stores };
+        let g = Group { var: Var::Lane, width, base: "lane0", lane: "lane", roots, stores };
         if groups == 1 {
             em.line(format!("// {what} per thread: {numel} lanes"));
             let tid = format!("{bid} * {} + threadIdx.x", lit(em, u64::from(block)));
@@ -171,25 +230,5 @@ pub(super) fn render(
             em.close();
         }
     }
-    let slices = if groups > 1 { format!(" g{groups}") } else { String::new() };
-    let strategy = if width > 1 {
-        format!("pointwise x{width}{slices} block {block}")
-    } else {
-        format!("pointwise{slices} block {block}")
-    };
-    Ok(Body {
-        grid: [if numel == 0 { 0 } else { blocks as u32 }, 1, 1],
-        block: [block, 1, 1],
-        summary: format!(
-            "pointwise over {numel} lanes, {width} per {}, {block} threads per block, {blocks} blocks",
-            if groups > 1 { format!("group, {groups} groups per thread") } else { "thread".to_string() }
-        ),
-        strategy,
-        min_blocks: None,
-        dynamic_shared: 0,
-        split: Some(GridSplit { unit: OuterUnit::Lanes, per: per_block * lanes_per_thread, inner: 1 }),
-        scratch: 0,
-        tensor_maps: Vec::new(),
-        cluster: 1,
-    })
+    Ok(body(numel, &p))
 }
