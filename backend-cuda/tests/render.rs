@@ -949,3 +949,29 @@ fn channels_last_windows_take_consecutive_rows_a_thread() {
         }
     }
 }
+
+/// The renderer writes PTX (no NVRTC, `render::ptx`) for the memory-bound workloads' kernels it
+/// covers and says why not for the others (the tensor-core templates stay CUDA C++).
+#[test]
+fn memory_bound_workloads_are_written_in_ptx() {
+    let mut seen = Vec::new();
+    for w in workloads::all() {
+        let p = scheduled(&w);
+        for k in &p.kernels {
+            let r = render::render(k, &hopper(), &Tuning::default()).unwrap();
+            let why = render::ptx::why_not(k, &hopper(), &Tuning::default());
+            assert_eq!(render::ptx::is_ptx(&r.source), why.is_empty(), "{} {}: {why}", w.name, k.name);
+            assert_eq!(r.strategy.ends_with(" ptx"), why.is_empty(), "{} {}", w.name, k.name);
+            seen.push((w.name, k.name.clone(), why));
+        }
+    }
+    let ptx = |name: &str| seen.iter().filter(|(w, ..)| *w == name).all(|(.., why)| why.is_empty());
+    for name in ["add_relu_mul_10M_f32", "cos_16M_f32", "cos_cos_16M_f32", "pointwise_chain64_1024_f32"] {
+        assert!(ptx(name), "{name}: {seen:?}");
+    }
+    // Off with the device's capabilities: every kernel CUDA C++.
+    let off = CudaCaps { ptx: false, ..hopper() };
+    let p = scheduled(&workloads::get("cos_16M_f32").expect("workload"));
+    let r = render::render(&p.kernels[0], &off, &Tuning::default()).unwrap();
+    assert!(!render::ptx::is_ptx(&r.source) && r.source.contains("extern \"C\" __global__"));
+}

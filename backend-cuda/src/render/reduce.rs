@@ -55,7 +55,7 @@ pub(super) const MAX_ROW_SPLIT: u32 = 4096;
 
 /// How a row's elements are visited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
+pub(super) enum Mode {
     /// Block per row, `p` groups per thread, unrolled, loads kept in registers.
     Persistent(u32),
     /// Block per row, strided loop.
@@ -155,14 +155,14 @@ impl Red {
 }
 
 /// The reduction modes a body allows under `t`, with the block size: what [`render`] does.
-struct Plan {
-    mode: Mode,
-    width: u32,
+pub(super) struct Plan {
+    pub(super) mode: Mode,
+    pub(super) width: u32,
     /// Threads per row (one block per row; one warp per row when it is 32).
-    block: u32,
+    pub(super) block: u32,
     /// Rows a block reduces, one warp each (short rows: the block combine is a warp butterfly
     /// and the block count drops by this factor); 1 for a block per row and for thread-per-row.
-    rows_per_block: u32,
+    pub(super) rows_per_block: u32,
 }
 
 /// Most warps per block when rows take one warp each ([`Plan::rows_per_block`]; fewer where the
@@ -492,7 +492,13 @@ fn serial_block(threads: u64, caps: &CudaCaps) -> u32 {
 }
 
 /// Chooses the mode, vector width and block size under `t`; `Err` when `t` cannot be honoured.
-fn plan(em: &mut Emitter<'_>, r: &ReduceBody, roots: &[ExprId], caps: &CudaCaps, t: &Tuning) -> Result<Plan, String> {
+pub(super) fn plan(
+    em: &mut Emitter<'_>,
+    r: &ReduceBody,
+    roots: &[ExprId],
+    caps: &CudaCaps,
+    t: &Tuning,
+) -> Result<Plan, String> {
     if r.strategy == ReduceStrategy::ThreadPerRow {
         let block = t.block.unwrap_or_else(|| serial_block(r.rows as u64, caps));
         check_block(block, caps)?;
@@ -573,7 +579,7 @@ fn plan(em: &mut Emitter<'_>, r: &ReduceBody, roots: &[ExprId], caps: &CudaCaps,
 /// alone) and a block per row split. Measured on an H200 (BENCHMARKS.md, session 21): `x.sum()`
 /// over 64M f32 as the scheduler's two kernels (512 partial rows of 256 threads, then their
 /// combine) took 75.6 us, the combine and its launch ~4 us of it, at 31 warps an SM.
-fn row_split(k: &Kernel, r: &ReduceBody, plan: &Plan, caps: &CudaCaps, t: &Tuning) -> Result<u32, String> {
+pub(super) fn row_split(k: &Kernel, r: &ReduceBody, plan: &Plan, caps: &CudaCaps, t: &Tuning) -> Result<u32, String> {
     let legal = plan.mode != Mode::Serial && plan.rows_per_block == 1 && sinter_core::schedule::splittable(k);
     let len = r.len as u64;
     match t.split_k {

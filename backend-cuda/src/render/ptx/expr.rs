@@ -23,6 +23,9 @@ use super::super::analysis::{relaxed_math, within_unit};
 use super::super::emit::Emitter;
 use super::{Asm, Class, Refusal, f32_lit, refuse};
 
+/// The dtypes written here: computed in f32 (16-bit values carried in f32 between expressions).
+const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
+
 /// Unary ops written here, on f32.
 const UNARY: [UnaryOp; 11] = [
     UnaryOp::Neg,
@@ -42,31 +45,32 @@ const UNARY: [UnaryOp; 11] = [
 const BINARY: [BinaryOp; 6] =
     [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Max, BinaryOp::Min];
 
-/// Refuses what [`Lower`] does not cover in the closure of `roots` and in `stores`.
-pub(crate) fn check(k: &Kernel, roots: &[ExprId], stores: &[Store]) -> Result<(), Refusal> {
+/// Refuses what [`Lower`] does not cover in the closure of `roots` and in `stores` (indices over
+/// the loop variables `vars`).
+pub(crate) fn check(k: &Kernel, roots: &[ExprId], stores: &[Store], vars: &[Var]) -> Result<(), Refusal> {
     for a in &k.args {
-        if a.dtype != DType::F32 {
-            return refuse(format!("argument of dtype {} (only f32)", a.dtype));
+        if !FLOATS.contains(&a.dtype) {
+            return refuse(format!("argument of dtype {} (f32, f16, bf16 only)", a.dtype));
         }
     }
     for e in closure(k, roots, &|_| false) {
         let te = &k.exprs[e as usize];
-        if te.dtype != DType::F32 {
-            return refuse(format!("v{e} of dtype {} (only f32)", te.dtype));
+        if !FLOATS.contains(&te.dtype) {
+            return refuse(format!("v{e} of dtype {} (f32, f16, bf16 only)", te.dtype));
         }
         match &te.expr {
-            Expr::Load { index, .. } => check_index(index)?,
-            Expr::Const(_) => {}
-            Expr::Unary(op, x) if UNARY.contains(op) && k.exprs[x.0 as usize].dtype == DType::F32 => {}
+            Expr::Load { index, .. } => check_index(index, vars)?,
+            Expr::Const(_) | Expr::Acc(_) => {}
+            Expr::Unary(op, _) if UNARY.contains(op) => {}
             Expr::Binary(op, ..) if BINARY.contains(op) => {}
-            Expr::Cast(x) if k.exprs[x.0 as usize].dtype == DType::F32 => {}
+            Expr::Cast(_) => {}
             Expr::Unary(op, _) => return refuse(format!("unary {}", op.name())),
             Expr::Binary(op, ..) => return refuse(format!("binary {}", op.name())),
             other => return refuse(format!("expression {}", kind(other))),
         }
     }
     for s in stores {
-        check_index(&s.index)?;
+        check_index(&s.index, vars)?;
     }
     Ok(())
 }
@@ -86,14 +90,20 @@ fn kind(e: &Expr) -> &'static str {
     }
 }
 
-fn check_index(idx: &Index) -> Result<(), Refusal> {
+fn check_index(idx: &Index, vars: &[Var]) -> Result<(), Refusal> {
     match idx {
-        Index::Const(_) | Index::Var(Var::Lane) => Ok(()),
+        Index::Const(_) => Ok(()),
+        Index::Var(v) if vars.contains(v) => Ok(()),
         Index::Var(v) => refuse(format!("loop variable {v:?} in an index")),
         Index::Value(_) | Index::Clamp(..) => refuse("a gathered index (Index::Value, Index::Clamp)"),
-        Index::Sum(ts) => ts.iter().try_for_each(check_index),
-        Index::Mul(x, _) | Index::Div(x, _) | Index::Mod(x, _) => check_index(x),
+        Index::Sum(ts) => ts.iter().try_for_each(|t| check_index(t, vars)),
+        Index::Mul(x, _) | Index::Div(x, _) | Index::Mod(x, _) => check_index(x, vars),
     }
+}
+
+/// The type suffix of a load or store of `n` elements of `ty` (`.v2`/`.v4` vectors).
+fn vec_ty(n: usize, ty: &str) -> String {
+    if n == 1 { format!(".{ty}") } else { format!(".v{n}.{ty}") }
 }
 
 /// How [`Lower::divide`] divides a 32-bit unsigned value by a constant.
@@ -127,7 +137,12 @@ pub(crate) fn magic(d: u32) -> Magic {
     Magic::MulHi { m, shift: l - 1 }
 }
 
-/// Writes one lane group's expressions and stores into an [`Asm`].
+/// Writes a kernel's expressions and stores into an [`Asm`], one lane group at a time.
+///
+/// Values live in three places: computed outside every group (`outer`: they do not depend on the
+/// vectorized variable, e.g. a reduction's row-level terms), in the current group (`group`:
+/// cleared by [`Lower::start_group`]), or kept in registers from an earlier phase (`cached`: a
+/// persistent row's loads, by group). [`Expr::Acc`] reads [`Lower::acc`].
 pub(crate) struct Lower<'e, 'k> {
     /// The emitter whose lane analysis says what varies (its text output is unused).
     em: &'e Emitter<'k>,
@@ -135,63 +150,145 @@ pub(crate) struct Lower<'e, 'k> {
     pub(crate) asm: &'e mut Asm,
     /// Global address of each argument (`.b64` registers).
     base: Vec<String>,
-    /// Lane `j`'s value of [`Var::Lane`] (`.b32` registers, `lanes[0]` the group's first).
+    /// The vectorized loop variable.
+    var: Var,
+    /// Lane group width.
+    width: usize,
+    /// Lane `j`'s value of `var` in the current group (`.b32` registers).
     lanes: Vec<String>,
-    /// Registers of each expression written: one when uniform over the group, one per lane else.
-    vals: HashMap<u32, Vec<String>>,
+    /// Registers of the loop variables that are the same for the whole thread (`Var::Row`).
+    fixed: HashMap<Var, String>,
+    outer: HashMap<u32, String>,
+    group: HashMap<u32, Vec<String>>,
+    /// Loads whose values come from registers in the current group: expr -> per-lane registers.
+    pub(crate) cached: HashMap<u32, Vec<String>>,
+    /// The finished result of each reduction (`.f32` registers).
+    pub(crate) acc: HashMap<usize, String>,
     relaxed: bool,
 }
 
 impl<'e, 'k> Lower<'e, 'k> {
-    /// A lowering of the group whose first lane is in `lane0` (`width` lanes), arguments at
-    /// `base`.
-    pub(crate) fn new(em: &'e Emitter<'k>, asm: &'e mut Asm, base: Vec<String>, lane0: String, width: u32) -> Self {
-        let mut lanes = vec![lane0.clone()];
-        for j in 1..width {
-            let r = asm.reg(Class::B32);
-            asm.op(format!("add.u32 {r}, {lane0}, {j}"));
-            lanes.push(r);
-        }
+    /// A lowering with lane groups of `width` consecutive values of `var`, arguments at `base`,
+    /// thread-uniform loop variables in `fixed`.
+    pub(crate) fn new(
+        em: &'e Emitter<'k>,
+        asm: &'e mut Asm,
+        base: Vec<String>,
+        (var, width): (Var, u32),
+        fixed: HashMap<Var, String>,
+    ) -> Self {
         let relaxed = relaxed_math(em.k);
-        Lower { em, asm, base, lanes, vals: HashMap::new(), relaxed }
+        Lower {
+            em,
+            asm,
+            base,
+            var,
+            width: width as usize,
+            lanes: Vec::new(),
+            fixed,
+            outer: HashMap::new(),
+            group: HashMap::new(),
+            cached: HashMap::new(),
+            acc: HashMap::new(),
+            relaxed,
+        }
+    }
+
+    /// Starts the group whose first value of the vectorized variable is in `first`.
+    pub(crate) fn start_group(&mut self, first: &str) {
+        self.lanes = vec![first.to_string()];
+        for j in 1..self.width {
+            let r = self.asm.reg(Class::B32);
+            self.asm.op(format!("add.u32 {r}, {first}, {j}"));
+            self.lanes.push(r);
+        }
+        self.group.clear();
     }
 
     fn width(&self) -> usize {
-        self.lanes.len()
+        self.width
     }
 
-    /// Writes every expression of the closure of `roots` (in arena order: operands first).
-    pub(crate) fn exprs(&mut self, roots: &[ExprId]) -> Result<(), Refusal> {
-        for e in closure(self.em.k, roots, &|_| false) {
-            self.expr(e)?;
+    /// Writes, outside any group, every expression of the closure of `roots` that `outer_ok`
+    /// admits (operands first) and that is not yet computed.
+    pub(crate) fn outer_exprs(&mut self, roots: &[ExprId], outer_ok: &dyn Fn(u32) -> bool) -> Result<(), Refusal> {
+        let cached: Vec<u32> = self.cached.keys().copied().collect();
+        for e in closure(self.em.k, roots, &|e| cached.contains(&e)) {
+            if outer_ok(e) && !self.outer.contains_key(&e) && !self.cached.contains_key(&e) {
+                let regs = self.compute(e, 1)?;
+                self.outer.insert(e, regs.into_iter().next().unwrap_or_default());
+            }
         }
         Ok(())
     }
 
+    /// Writes, in the current group, every expression of the closure of `roots` not yet available
+    /// (in arena order: operands first).
+    pub(crate) fn exprs(&mut self, roots: &[ExprId]) -> Result<(), Refusal> {
+        let cached: Vec<u32> = self.cached.keys().copied().collect();
+        for e in closure(self.em.k, roots, &|e| cached.contains(&e)) {
+            if !self.available(e) {
+                let lanes = if self.varies(e) { self.width() } else { 1 };
+                let regs = self.compute(e, lanes)?;
+                self.group.insert(e, regs);
+            }
+        }
+        Ok(())
+    }
+
+    fn available(&self, e: u32) -> bool {
+        self.cached.contains_key(&e) || self.outer.contains_key(&e) || self.group.contains_key(&e)
+    }
+
     /// The register of `e` at lane `j`.
-    fn val(&self, e: ExprId, j: usize) -> Result<String, Refusal> {
-        match self.vals.get(&e.0) {
-            Some(v) if v.len() == 1 => Ok(v[0].clone()),
-            Some(v) => Ok(v[j].clone()),
+    pub(crate) fn val(&self, e: ExprId, j: usize) -> Result<String, Refusal> {
+        let pick = |v: &Vec<String>| if v.len() == 1 { v[0].clone() } else { v[j].clone() };
+        if let Some(v) = self.cached.get(&e.0) {
+            return Ok(pick(v));
+        }
+        if let Some(v) = self.outer.get(&e.0) {
+            return Ok(v.clone());
+        }
+        match self.group.get(&e.0) {
+            Some(v) => Ok(pick(v)),
             None => refuse(format!("internal: v{} used before it was written", e.0)),
         }
+    }
+
+    /// The registers of `e` in the current group (one, or one per lane).
+    pub(crate) fn vals(&self, e: ExprId) -> Result<Vec<String>, Refusal> {
+        let n = if self.varies(e.0) { self.width() } else { 1 };
+        (0..n).map(|j| self.val(e, j)).collect()
     }
 
     fn varies(&self, e: u32) -> bool {
         self.em.varying.get(e as usize).copied().unwrap_or(true) && self.width() > 1
     }
 
-    fn expr(&mut self, e: u32) -> Result<(), Refusal> {
+    /// Computes `e` for `lanes` lanes (1: once for the group).
+    fn compute(&mut self, e: u32, lanes: usize) -> Result<Vec<String>, Refusal> {
         let k = self.em.k;
-        let lanes = if self.varies(e) { self.width() } else { 1 };
-        let regs = match &k.exprs[e as usize].expr {
-            Expr::Load { arg, index } => self.load(*arg, index, self.em.varying[e as usize])?,
+        Ok(match &k.exprs[e as usize].expr {
+            Expr::Load { arg, index } => self.load(*arg, index, lanes > 1)?,
             Expr::Const(c) => {
                 let r = self.asm.reg(Class::F32);
                 self.asm.op(format!("mov.f32 {r}, {}", f32_lit(*c as f32)));
                 vec![r]
             }
-            Expr::Cast(x) => (0..lanes).map(|j| self.val(*x, j)).collect::<Result<_, _>>()?,
+            Expr::Acc(slot) => match self.acc.get(slot) {
+                Some(r) => vec![r.clone()],
+                None => return refuse(format!("internal: accumulator {slot} read before its reduction")),
+            },
+            Expr::Cast(x) => {
+                let to = k.exprs[e as usize].dtype;
+                let mut out = Vec::with_capacity(lanes);
+                for j in 0..lanes {
+                    let xv = self.val(*x, j)?;
+                    // To f16/bf16: rounded once, then carried in f32; to f32: the value itself.
+                    out.push(if to == DType::F32 { xv } else { self.round16(&xv, to) });
+                }
+                out
+            }
             Expr::Unary(op, x) => {
                 let unit = matches!(op, UnaryOp::Sin | UnaryOp::Cos) && within_unit(k, *x);
                 let mut out = Vec::with_capacity(lanes);
@@ -210,61 +307,128 @@ impl<'e, 'k> Lower<'e, 'k> {
                 out
             }
             other => return refuse(format!("expression {}", kind(other))),
-        };
-        self.vals.insert(e, regs);
-        Ok(())
+        })
     }
 
-    /// Loads of argument `arg` at `index`: one register when uniform, else one per lane (a
-    /// vector load where contiguous).
+    /// Loads of argument `arg` at `index` as f32 registers: one when uniform, else one per lane
+    /// (a vector load where contiguous: 16-bit elements two to a 32-bit word).
     fn load(&mut self, arg: usize, index: &Index, varying: bool) -> Result<Vec<String>, Refusal> {
         let w = self.width();
+        let d = self.em.k.args[arg].dtype;
         let form = if varying && w > 1 { self.em.form(index) } else { LaneForm::Uniform };
+        let scalar = |low: &mut Self, j: usize| -> Result<String, Refusal> {
+            let a = low.address(arg, index, j)?;
+            Ok(if d == DType::F32 {
+                let r = low.asm.reg(Class::F32);
+                low.asm.op(format!("ld.global.nc.f32 {r}, [{a}]"));
+                r
+            } else {
+                let h = low.asm.reg(Class::B16);
+                low.asm.op(format!("ld.global.nc.b16 {h}, [{a}]"));
+                low.widen16(&h, d)
+            })
+        };
         match form {
-            LaneForm::Uniform => {
+            LaneForm::Uniform => Ok(vec![scalar(self, 0)?]),
+            LaneForm::Gather => (0..w).map(|j| scalar(self, j)).collect(),
+            LaneForm::Contig if d == DType::F32 => {
                 let a = self.address(arg, index, 0)?;
-                let r = self.asm.reg(Class::F32);
-                self.asm.op(format!("ld.global.nc.f32 {r}, [{a}]"));
-                Ok(vec![r])
+                let regs: Vec<String> = (0..w).map(|_| self.asm.reg(Class::F32)).collect();
+                self.asm.op(format!("ld.global.nc{} {{{}}}, [{a}]", vec_ty(w, "f32"), regs.join(", ")));
+                Ok(regs)
             }
             LaneForm::Contig => {
                 let a = self.address(arg, index, 0)?;
-                let regs: Vec<String> = (0..w).map(|_| self.asm.reg(Class::F32)).collect();
-                self.asm.op(format!("ld.global.nc.v{w}.f32 {{{}}}, [{a}]", regs.join(", ")));
+                let words: Vec<String> = (0..w / 2).map(|_| self.asm.reg(Class::B32)).collect();
+                self.asm.op(format!("ld.global.nc{} {{{}}}, [{a}]", vec_ty(w / 2, "b32"), words.join(", ")));
+                let mut regs = Vec::with_capacity(w);
+                for word in &words {
+                    let (lo, hi) = (self.asm.reg(Class::B16), self.asm.reg(Class::B16));
+                    self.asm.op(format!("mov.b32 {{{lo}, {hi}}}, {word}"));
+                    regs.push(self.widen16(&lo, d));
+                    regs.push(self.widen16(&hi, d));
+                }
                 Ok(regs)
             }
-            LaneForm::Gather => (0..w)
-                .map(|j| {
-                    let a = self.address(arg, index, j)?;
-                    let r = self.asm.reg(Class::F32);
-                    self.asm.op(format!("ld.global.nc.f32 {r}, [{a}]"));
-                    Ok(r)
-                })
-                .collect(),
         }
     }
 
-    /// Writes `s`: a vector store where contiguous, else one store per lane.
+    /// A 16-bit element (`.b16`) of dtype `d` as f32 (exact).
+    fn widen16(&mut self, h: &str, d: DType) -> String {
+        let f = self.asm.reg(Class::F32);
+        if d == DType::F16 {
+            self.asm.op(format!("cvt.f32.f16 {f}, {h}"));
+        } else {
+            // bf16 is the top half of an f32.
+            let (u, b) = (self.asm.reg(Class::B32), self.asm.reg(Class::B32));
+            self.asm.op(format!("cvt.u32.u16 {u}, {h}"));
+            self.asm.op(format!("shl.b32 {b}, {u}, 16"));
+            self.asm.op(format!("mov.b32 {f}, {b}"));
+        }
+        f
+    }
+
+    /// `x` (f32) rounded to the 16-bit dtype `d` (`.b16`, round to nearest even).
+    fn narrow16(&mut self, x: &str, d: DType) -> String {
+        let h = self.asm.reg(Class::B16);
+        let t = if d == DType::F16 { "f16" } else { "bf16" };
+        self.asm.op(format!("cvt.rn.{t}.f32 {h}, {x}"));
+        h
+    }
+
+    /// `x` rounded to the 16-bit dtype `d` and carried in f32 again.
+    fn round16(&mut self, x: &str, d: DType) -> String {
+        let h = self.narrow16(x, d);
+        self.widen16(&h, d)
+    }
+
+    /// Writes `s`: a vector store where contiguous, else one store per lane (a uniform store in a
+    /// group of several lanes is written by each lane in turn, the last one's value staying, as
+    /// the C++ renderer's per-lane stores leave it).
     pub(crate) fn store(&mut self, s: &Store) -> Result<(), Refusal> {
         let w = self.width();
         let form = if w > 1 { self.em.form(&s.index) } else { LaneForm::Uniform };
         let vals: Vec<String> = (0..w).map(|j| self.val(s.value, j)).collect::<Result<_, _>>()?;
-        match form {
-            LaneForm::Contig => {
-                let a = self.address(s.arg, &s.index, 0)?;
-                self.asm.op(format!("st.global.v{w}.f32 [{a}], {{{}}}", vals.join(", ")));
-            }
-            // A uniform store in a group of several lanes is written by each lane in turn (the
-            // last one's value stays, as the C++ renderer's per-lane stores leave it).
-            LaneForm::Uniform | LaneForm::Gather => {
-                let lanes = if w > 1 { w } else { 1 };
-                for (j, v) in vals.iter().enumerate().take(lanes) {
-                    let a = self.address(s.arg, &s.index, j)?;
-                    self.asm.op(format!("st.global.f32 [{a}], {v}"));
+        let d = self.em.k.args[s.arg].dtype;
+        if form == LaneForm::Contig {
+            let a = self.address(s.arg, &s.index, 0)?;
+            if d == DType::F32 {
+                self.asm.op(format!("st.global{} [{a}], {{{}}}", vec_ty(w, "f32"), vals.join(", ")));
+            } else {
+                let mut words = Vec::with_capacity(w / 2);
+                for pair in vals.chunks(2) {
+                    let (lo, hi) = (self.narrow16(&pair[0], d), self.narrow16(&pair[1], d));
+                    let word = self.asm.reg(Class::B32);
+                    self.asm.op(format!("mov.b32 {word}, {{{lo}, {hi}}}"));
+                    words.push(word);
                 }
+                self.asm.op(format!("st.global{} [{a}], {{{}}}", vec_ty(w / 2, "b32"), words.join(", ")));
             }
+            return Ok(());
+        }
+        for (j, v) in vals.iter().enumerate() {
+            self.scalar_store(s, j, v)?;
         }
         Ok(())
+    }
+
+    /// Stores the f32 value `v` as element `s.index` (at lane `j`) of `s.arg`, narrowed to its dtype.
+    fn scalar_store(&mut self, s: &Store, j: usize, v: &str) -> Result<(), Refusal> {
+        let a = self.address(s.arg, &s.index, j)?;
+        let d = self.em.k.args[s.arg].dtype;
+        if d == DType::F32 {
+            self.asm.op(format!("st.global.f32 [{a}], {v}"));
+        } else {
+            let h = self.narrow16(v, d);
+            self.asm.op(format!("st.global.b16 [{a}], {h}"));
+        }
+        Ok(())
+    }
+
+    /// Writes a row store: once, from the thread-uniform values (`outer_exprs`).
+    pub(crate) fn row_store(&mut self, s: &Store) -> Result<(), Refusal> {
+        let v = self.val(s.value, 0)?;
+        self.scalar_store(s, 0, &v)
     }
 
     /// The global address of element `index` of argument `arg` at lane `j`.
@@ -285,7 +449,8 @@ impl<'e, 'k> Lower<'e, 'k> {
                 self.asm.op(format!("mov.u32 {r}, {}", *c as u32));
                 r
             }
-            Index::Var(Var::Lane) => return Ok(self.lanes[j].clone()),
+            Index::Var(v) if *v == self.var && !self.lanes.is_empty() => return Ok(self.lanes[j].clone()),
+            Index::Var(v) if self.fixed.contains_key(v) => return Ok(self.fixed[v].clone()),
             Index::Sum(ts) => {
                 let mut acc: Option<String> = None;
                 let mut constant: u32 = 0;

@@ -9,27 +9,31 @@
 //! (`cuModuleLoadData` on the PTX text, the same ptxas) is its only compile.
 //!
 //! Contract:
-//! * [`render`] either returns a complete PTX module ([`Rendered::source`] starting with
+//! * `render` either returns a complete PTX module ([`Rendered::source`] starting with
 //!   [`PTX_MARK`], see [`is_ptx`]) whose launch (grid, block, parameters: one global pointer per
 //!   [`Kernel::args`] entry, in order) is exactly the CUDA C++ renderer's for the same kernel and
 //!   tuning, or a [`Refusal`] naming what it does not cover; the caller then renders CUDA C++.
 //!   Nothing here changes what a kernel computes: the same lane mapping, the same operations
 //!   with the semantics of [`sinter_core::scalar`] (IEEE `div.rn`/`sqrt.rn`/`rcp.rn`, NaN-propagating
 //!   `max.NaN`/`min.NaN`, `relu(NaN) = NaN`, `relu(-0) = +0`), `sin`/`cos` by the same fast
-//!   path as the C++ helpers ([`super::trig`]) and an own Payne–Hanek slow path
-//!   ([`trig_slow`]; libdevice is not available to PTX written directly).
+//!   path as the C++ helpers (`render::trig`) and an own Payne–Hanek slow path
+//!   (`trig_slow`; libdevice is not available to PTX written directly).
 //! * Products and sums are written without a rounding modifier, so ptxas may contract them into
 //!   fused multiply-adds exactly where NVRTC's default `--fmad=true` lets NVVM do so; the
 //!   `sin`/`cos` helpers use `.rn` throughout, so they compute what their host emulation does.
-//! * Covered (everything else is a named refusal): pointwise bodies on devices of sm_80 and up
-//!   with 32-bit index arithmetic, one lane group per thread, f32 arguments and expressions,
-//!   loads at affine or div/mod indices, and the ops [`expr`] lists.
-//! * Deliberately absent: reductions, matmuls and attention (NVRTC's), 16-bit and integer
-//!   dtypes, gathers (`Index::Value`, `Index::Clamp`), transcendental functions other than
-//!   `sin`/`cos` (they need an own math library: NVRTC's libdevice serves them).
+//! * Covered (everything else is a named refusal): on devices of sm_80 and up, with 32-bit index
+//!   arithmetic, pointwise bodies (one lane group per thread) and block-per-row persistent
+//!   reductions (f32 sums, maxima, minima); f32, f16 and bf16 arguments and expressions (16-bit
+//!   values computed in f32, rounded by casts and stores with `cvt.rn`, as the C++ renderer);
+//!   loads at affine or div/mod indices; the ops `expr` lists.
+//! * Deliberately absent: matmuls and attention (the tensor-core templates stay NVRTC's), other
+//!   reduction modes, integer, f64 and fp8 dtypes, gathers (`Index::Value`, `Index::Clamp`),
+//!   transcendental functions beyond those `expr` lists (they need an own math library with
+//!   host-emulation tests; NVRTC's libdevice serves the rest).
 
 mod expr;
 mod pointwise;
+mod reduce;
 mod trig;
 pub(crate) mod trig_slow;
 
@@ -60,6 +64,11 @@ pub(crate) fn refuse<T>(what: impl Into<String>) -> Result<T, Refusal> {
     Err(Refusal(what.into()))
 }
 
+/// Why `k` is not written in PTX (empty when it is), for tests and logs.
+pub fn why_not(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> String {
+    render(k, caps, t).err().map(|r| r.0).unwrap_or_default()
+}
+
 /// Renders `k` with `t` as PTX for the device of `caps`, or says why not (see the module doc).
 pub(crate) fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Refusal> {
     if !caps.ptx {
@@ -73,7 +82,8 @@ pub(crate) fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered
     }
     match &k.body {
         KernelBody::Pointwise { numel, stores } => pointwise::render(k, *numel, stores, caps, t),
-        _ => refuse("only pointwise bodies are written in PTX"),
+        KernelBody::Reduce(r) => reduce::render(k, r, caps, t),
+        _ => refuse("matmuls and attention are CUDA C++ (tensor-core templates)"),
     }
 }
 
@@ -103,10 +113,12 @@ pub(crate) enum Class {
     B64,
     /// `.f32`, `%f`.
     F32,
+    /// `.b16`, `%h` (16-bit storage elements).
+    B16,
 }
 
 impl Class {
-    const ALL: [Class; 4] = [Class::Pred, Class::B32, Class::B64, Class::F32];
+    const ALL: [Class; 5] = [Class::Pred, Class::B32, Class::B64, Class::F32, Class::B16];
 
     fn prefix(self) -> &'static str {
         match self {
@@ -114,6 +126,7 @@ impl Class {
             Class::B32 => "%r",
             Class::B64 => "%rd",
             Class::F32 => "%f",
+            Class::B16 => "%h",
         }
     }
 
@@ -123,6 +136,7 @@ impl Class {
             Class::B32 => ".b32",
             Class::B64 => ".b64",
             Class::F32 => ".f32",
+            Class::B16 => ".b16",
         }
     }
 }
@@ -131,15 +145,17 @@ impl Class {
 /// real ones), instructions and labels.
 pub(crate) struct Asm {
     lines: Vec<String>,
-    counts: [u32; 4],
+    counts: [u32; 5],
     labels: u32,
     /// Whether the body calls [`trig_slow::FUNC`].
     pub(crate) trig_slow: bool,
+    /// Module-scope declarations the body uses (shared arrays).
+    pub(crate) decls: Vec<String>,
 }
 
 impl Asm {
     pub(crate) fn new() -> Asm {
-        Asm { lines: Vec::new(), counts: [0; 4], labels: 0, trig_slow: false }
+        Asm { lines: Vec::new(), counts: [0; 5], labels: 0, trig_slow: false, decls: Vec::new() }
     }
 
     /// A fresh virtual register.
@@ -215,6 +231,10 @@ pub(crate) fn module(k: &Kernel, caps: &CudaCaps, comments: &[String], block: u3
     s.push_str(&format!(".version {version}\n.target sm_{}{}\n.address_size 64\n\n", caps.sm.0, caps.sm.1));
     if asm.trig_slow {
         s.push_str(&trig_slow::module_text());
+        s.push('\n');
+    }
+    for d in &asm.decls {
+        s.push_str(d);
         s.push('\n');
     }
     let name = super::entry_name(&k.name);

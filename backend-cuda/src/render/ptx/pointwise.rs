@@ -1,7 +1,9 @@
 //! Pointwise bodies in PTX: the launch of [`super::super::pointwise::plan`] (the CUDA C++
 //! renderer's: block, lane-group width, guard), one lane group per thread.
 
-use sinter_core::kernel::{Kernel, Store};
+use std::collections::HashMap;
+
+use sinter_core::kernel::{Kernel, Store, Var};
 
 use super::super::emit::Emitter;
 use super::super::index::needs_wide;
@@ -30,7 +32,7 @@ pub(crate) fn render(
     if p.groups > 1 {
         return refuse(format!("{} lane groups per thread", p.groups));
     }
-    check(k, &p.roots, stores)?;
+    check(k, &p.roots, stores, &[Var::Lane])?;
     let mut asm = Asm::new();
     let base: Vec<String> = (0..k.args.len())
         .map(|i| {
@@ -58,7 +60,8 @@ pub(crate) fn render(
         asm.op(format!("@{g} bra {done}"));
     }
     {
-        let mut low = Lower::new(&em, &mut asm, base, lane0, p.width);
+        let mut low = Lower::new(&em, &mut asm, base, (Var::Lane, p.width), HashMap::new());
+        low.start_group(&lane0);
         low.exprs(&p.roots)?;
         for s in stores {
             low.store(s)?;
