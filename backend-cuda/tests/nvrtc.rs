@@ -285,19 +285,29 @@ fn autotune_candidates_of_every_kernel_compile_in_one_parallel_batch() {
         t0.elapsed()
     );
     assert_eq!(batch.len(), refs.len());
-    for ((name, _), r) in refs.iter().zip(&batch) {
+    let is_ptx = |i: usize| render::ptx::is_ptx(refs[i].1);
+    for (i, ((name, _), r)) in refs.iter().zip(&batch).enumerate() {
         let (cubin, hit) = r.as_ref().unwrap_or_else(|e| panic!("{name}: {e}"));
+        if is_ptx(i) {
+            // PTX skips NVRTC and the cache: its image is a module holding its entry (the
+            // driver's JIT assembles it at load).
+            let text = String::from_utf8_lossy(&cubin.image);
+            assert!(!hit && render::ptx::is_ptx(&text) && text.contains(&format!(".entry {name}(")), "{name}");
+            continue;
+        }
         assert!(!hit && cubin.image.starts_with(b"\x7fELF"), "{name}");
         assert!(nvrtc::resources(&cubin.log, name).is_some(), "{name}: no resources\n{}", cubin.log);
     }
     // In order: each result is its own source's (the first and last compiled alone match).
-    for i in [0, refs.len() - 1] {
+    let cpp: Vec<usize> = (0..refs.len()).filter(|&i| !is_ptx(i)).collect();
+    assert!(cpp.len() >= 2, "too few CUDA C++ candidates");
+    for i in [cpp[0], cpp[cpp.len() - 1]] {
         let alone = nvrtc::compile(refs[i].0, refs[i].1, &Target::hopper()).unwrap();
         assert_eq!(alone.image, batch[i].as_ref().unwrap().0.image, "{}", refs[i].0);
     }
     // A second batch (a second process's cold compile) takes every cubin from the cache.
     let again = nvrtc::compile_parallel(&refs, &Target::hopper(), &cache);
-    assert!(again.iter().all(|r| r.as_ref().is_ok_and(|(_, hit)| *hit)));
+    assert!(again.iter().enumerate().all(|(i, r)| is_ptx(i) || r.as_ref().is_ok_and(|(_, hit)| *hit)));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -556,4 +566,39 @@ fn body_kind(k: &Kernel) -> &'static str {
         sinter_core::kernel::KernelBody::Matmul(_) => "matmul",
         sinter_core::kernel::KernelBody::Attention(_) => "attention",
     }
+}
+
+/// Each workload's PTX modules (unfused: many pointwise kernels and reductions, `sin` slow paths,
+/// shared arrays) combined into one module (`ptx::combine`, as `compile_parallel` groups them)
+/// assemble, with every entry's resources in ptxas's log.
+#[test]
+fn ptx_modules_of_a_program_combine_into_one() {
+    let caps = cuda_caps();
+    let cuda = CudaCaps::hopper();
+    let mut combined = 0;
+    for w in workloads::all() {
+        let g = w.build(Scale::Reduced).unwrap();
+        let opt = sinter_core::passes::optimize(&g).unwrap();
+        let p = schedule(&opt, &caps, &ScheduleOptions::eager()).unwrap();
+        let rendered: Vec<_> = p
+            .kernels
+            .iter()
+            .map(|k| render::render(k, &cuda, &Tuning::default()).unwrap())
+            .filter(|r| render::ptx::is_ptx(&r.source))
+            .collect();
+        if rendered.len() < 2 {
+            continue;
+        }
+        let sources: Vec<&str> = rendered.iter().map(|r| r.source.as_str()).collect();
+        let one = render::ptx::combine(&sources);
+        assert!(render::ptx::is_ptx(&one));
+        assert_eq!(one.matches(".version").count(), 1, "{}", w.name);
+        let Some(result) = common::ptxas(&one, w.name) else { return };
+        let log = result.unwrap_or_else(|log| panic!("{}: the combined module: {log}\n{one}", w.name));
+        for r in &rendered {
+            assert!(nvrtc::resources(&log, &r.name).is_some(), "{}: no resources for {} in\n{log}", w.name, r.name);
+        }
+        combined += 1;
+    }
+    assert!(combined >= 3, "only {combined} workloads had several PTX modules");
 }

@@ -310,6 +310,23 @@ impl Device {
         module.load_function(name).map_err(|e| driver_error("cuModuleGetFunction", &what, e))
     }
 
+    /// Loads the modules of `images` side by side, one thread each up to `threads` (each binds
+    /// the context): for PTX images, whose loads are the driver's JIT. The modules stay loaded
+    /// while the returned handles (or functions of theirs) live; [`Device::load_function`] then
+    /// finds them. Measured reason: see `render::ptx`'s grouping (the JIT of a CNN's PTX modules
+    /// one after another took longer than NVRTC's parallel batch).
+    pub fn preload_modules(&self, images: &[&[u8]], threads: usize) -> Vec<Result<Arc<CudaModule>, BackendError>> {
+        sinter_core::par::map(images, threads, |image| {
+            self.bind()?;
+            self.inner.modules.get_or_make_unlocked(*blake3::hash(image).as_bytes(), || {
+                self.inner
+                    .ctx
+                    .load_module(cudarc::nvrtc::Ptx::from_binary(image.to_vec()))
+                    .map_err(|e| driver_error("cuModuleLoadData", "a PTX module", e))
+            })
+        })
+    }
+
     /// Waits for all work on the device.
     pub fn synchronize(&self) -> Result<(), BackendError> {
         self.bind()?;

@@ -36,6 +36,27 @@ impl<K: Eq + Hash, V> Shared<K, V> {
         map.insert(key, Arc::downgrade(&v));
         Ok(v)
     }
+
+    /// As [`Shared::get_or_make`], but `make` runs without the map's lock, so values of
+    /// different keys are made side by side (two callers of one key may both make it; the first
+    /// kept wins and the other's is dropped).
+    pub fn get_or_make_unlocked<E>(&self, key: K, make: impl FnOnce() -> Result<Arc<V>, E>) -> Result<Arc<V>, E>
+    where
+        K: Clone,
+    {
+        let live = |map: &HashMap<K, Weak<V>>, key: &K| map.get(key).and_then(Weak::upgrade);
+        if let Some(v) = live(&self.map.lock().unwrap_or_else(|p| p.into_inner()), &key) {
+            return Ok(v);
+        }
+        let v = make()?;
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(first) = live(&map, &key) {
+            return Ok(first);
+        }
+        map.retain(|_, w| w.strong_count() > 0);
+        map.insert(key, Arc::downgrade(&v));
+        Ok(v)
+    }
 }
 
 #[cfg(test)]
@@ -52,5 +73,9 @@ mod tests {
         let c = s.get_or_make(1, || Ok::<_, ()>(Arc::new("again".to_string()))).unwrap();
         assert_eq!(*c, "again");
         assert!(s.get_or_make(2, || Err("no")).is_err());
+        let d = s.get_or_make_unlocked(1, || Err(())).expect("held: not made again");
+        assert!(Arc::ptr_eq(&c, &d));
+        let e = s.get_or_make_unlocked(3, || Ok::<_, ()>(Arc::new("three".to_string()))).unwrap();
+        assert!(Arc::ptr_eq(&e, &s.get_or_make(3, || Err(())).unwrap()));
     }
 }

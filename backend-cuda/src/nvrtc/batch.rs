@@ -21,6 +21,9 @@
 //!   tensor-core templates, walks unrolled whole) compile alone, longest first.
 //! * With two jobs or more, each compile thread hands its jobs to a pooled worker process where
 //!   the process registered a worker command (`worker`: NVRTC on threads of one process contends).
+//! * PTX modules (`render::ptx`) skip NVRTC and the cache: up to a group's size of them with
+//!   distinct entries join one module (`ptx::combine`), each member's result that module's text,
+//!   which the driver's JIT assembles when it is loaded.
 
 use super::{Cubin, CubinCache, NvrtcError, Target, combine_sources, compile};
 
@@ -65,9 +68,24 @@ pub fn compile_parallel(
     let mut out: Vec<Option<Result<(Cubin, bool), NvrtcError>>> = vec![None; sources.len()];
     let mut keys = vec![String::new(); sources.len()];
     let (mut heavy, mut lights) = (Vec::new(), Vec::new());
+    // PTX modules skip NVRTC: several join one module (one JIT), as light sources share a unit.
+    let ptx: Vec<usize> = (0..sources.len()).filter(|&i| crate::render::ptx::is_ptx(sources[i].1)).collect();
+    for group in ptx.chunks(group_size()) {
+        let names: std::collections::HashSet<&str> = group.iter().map(|&i| sources[i].0).collect();
+        if group.len() > 1 && names.len() == group.len() {
+            let srcs: Vec<&str> = group.iter().map(|&i| sources[i].1).collect();
+            let image = super::ptx_image(&crate::render::ptx::combine(&srcs));
+            for &i in group {
+                out[i] = Some(Ok((image.clone(), false)));
+            }
+        } else {
+            for &i in group {
+                out[i] = Some(Ok((super::ptx_image(sources[i].1), false)));
+            }
+        }
+    }
     for (i, (name, src)) in sources.iter().enumerate() {
-        if crate::render::ptx::is_ptx(src) {
-            out[i] = Some(Ok((super::ptx_image(src), false)));
+        if out[i].is_some() {
             continue;
         }
         match CubinCache::key(src, target) {

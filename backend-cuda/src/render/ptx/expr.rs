@@ -8,14 +8,15 @@
 //! access one lane at a time. Indices are 32-bit unsigned and wrap, as the kernel IR's invariants
 //! allow (negative constants only where the whole sum is non-negative). The operations and their
 //! semantics are the CUDA C++ renderer's ([`super::super::ops`]): `Rsqrt` is `1 / sqrt` (two
-//! roundings), `Reciprocal` `1 / x`, division the IEEE `div.rn` unless the kernel may divide
-//! through the reciprocal ([`relaxed_math`]), rounding ties to even.
+//! roundings), `Reciprocal` `1 / x`, division the IEEE `div.rn` and `exp` [`super::math::exp`]
+//! unless the kernel may divide through the reciprocal and take `__expf` ([`relaxed_math`]),
+//! `erf` [`super::math::erf`], rounding ties to even.
 
 use std::collections::HashMap;
 
 use sinter_core::DType;
 use sinter_core::ir::{BinaryOp, UnaryOp};
-use sinter_core::kernel::analysis::closure;
+use sinter_core::kernel::analysis::{closure, var_range};
 use sinter_core::kernel::lanes::LaneForm;
 use sinter_core::kernel::{Expr, ExprId, Index, Kernel, Store, Var};
 
@@ -27,7 +28,9 @@ use super::{Asm, Class, Refusal, f32_lit, refuse};
 const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
 
 /// Unary ops written here, on f32.
-const UNARY: [UnaryOp; 11] = [
+const UNARY: [UnaryOp; 13] = [
+    UnaryOp::Exp,
+    UnaryOp::Erf,
     UnaryOp::Neg,
     UnaryOp::Abs,
     UnaryOp::Relu,
@@ -113,6 +116,15 @@ pub(crate) enum Magic {
     Identity,
     /// `d = 2^s`: a shift.
     Shift(u32),
+    /// `q = mulhi(n, m) >> shift`, exact for the dividend's range (`n <= nmax` with
+    /// `nmax * (m d - 2^(32 + shift)) < 2^(32 + shift)`, `m = ceil(2^(32 + shift) / d) < 2^32`):
+    /// what NVVM writes for an index it knows the range of.
+    Short {
+        /// The multiplier.
+        m: u32,
+        /// The shift.
+        shift: u32,
+    },
     /// `t = mulhi(n, m); q = (t + ((n - t) >> 1)) >> shift` (Granlund and Montgomery, 1994,
     /// figure 4.1: exact for every 32-bit `n` with `l = ceil(log2 d)`,
     /// `m = floor(2^32 (2^l - d) / d) + 1`, `shift = l - 1`).
@@ -124,13 +136,23 @@ pub(crate) enum Magic {
     },
 }
 
-/// The division of a 32-bit unsigned value by `d >= 1` (see [`Magic`]).
-pub(crate) fn magic(d: u32) -> Magic {
+/// The division of a 32-bit unsigned value at most `nmax` by `d >= 1` (see [`Magic`]).
+pub(crate) fn magic(d: u32, nmax: u64) -> Magic {
     if d <= 1 {
         return Magic::Identity;
     }
     if d.is_power_of_two() {
         return Magic::Shift(d.trailing_zeros());
+    }
+    for shift in 0..32u32 {
+        let p = 1u128 << (32 + shift);
+        let m = p.div_ceil(u128::from(d));
+        if m >= 1 << 32 {
+            break;
+        }
+        if u128::from(nmax) * (m * u128::from(d) - p) < p {
+            return Magic::Short { m: m as u32, shift };
+        }
     }
     let l = 32 - (d - 1).leading_zeros();
     let m = ((1u64 << 32) * ((1u64 << l) - u64::from(d)) / u64::from(d) + 1) as u32;
@@ -479,7 +501,7 @@ impl<'e, 'k> Lower<'e, 'k> {
             Index::Mul(x, c) => self.index_op("mul.lo.u32", x, *c as u32, j)?,
             Index::Div(x, c) => {
                 let n = self.index(x, j)?;
-                self.divide(&n, *c as u32)
+                self.divide(&n, *c as u32, self.max_of(x))
             }
             Index::Mod(x, c) => {
                 let n = self.index(x, j)?;
@@ -488,7 +510,7 @@ impl<'e, 'k> Lower<'e, 'k> {
                 if d.is_power_of_two() {
                     self.asm.op(format!("and.b32 {r}, {n}, {}", d - 1));
                 } else {
-                    let (q, p) = (self.divide(&n, d), self.asm.reg(Class::B32));
+                    let (q, p) = (self.divide(&n, d, self.max_of(x)), self.asm.reg(Class::B32));
                     self.asm.op(format!("mul.lo.u32 {p}, {q}, {d}"));
                     self.asm.op(format!("sub.u32 {r}, {n}, {p}"));
                 }
@@ -502,11 +524,16 @@ impl<'e, 'k> Lower<'e, 'k> {
     /// `n / d` for a constant `d >= 1` by a multiply-high and shifts ([`magic`]): ptxas writes a
     /// `div.u32` by an immediate as the general reciprocal-and-correct sequence (on the
     /// conversion and MUFU pipes), which NVVM would have replaced.
-    fn divide(&mut self, n: &str, d: u32) -> String {
+    fn divide(&mut self, n: &str, d: u32, nmax: u64) -> String {
         let q = self.asm.reg(Class::B32);
-        match magic(d) {
+        match magic(d, nmax) {
             Magic::Identity => self.asm.op(format!("mov.u32 {q}, {n}")),
             Magic::Shift(s) => self.asm.op(format!("shr.u32 {q}, {n}, {s}")),
+            Magic::Short { m, shift } => {
+                let t = self.asm.reg(Class::B32);
+                self.asm.op(format!("mul.hi.u32 {t}, {n}, {m}"));
+                self.asm.op(format!("shr.u32 {q}, {t}, {shift}"));
+            }
             Magic::MulHi { m, shift } => {
                 let (t, u, v, w) = (
                     self.asm.reg(Class::B32),
@@ -522,6 +549,12 @@ impl<'e, 'k> Lower<'e, 'k> {
             }
         }
         q
+    }
+
+    /// The largest value `idx` takes over the kernel's loop ranges (`u32::MAX` where unknown).
+    fn max_of(&self, idx: &Index) -> u64 {
+        let k = self.em.k;
+        idx.range(&|v| var_range(k, v)).map_or(u64::from(u32::MAX), |(_, hi)| hi.clamp(0, i64::from(u32::MAX)) as u64)
     }
 
     fn index_op(&mut self, op: &str, x: &Index, c: u32, j: usize) -> Result<String, Refusal> {
@@ -544,8 +577,19 @@ impl<'e, 'k> Lower<'e, 'k> {
                 super::trig::full(self.asm, x, offset)
             });
         }
+        match op {
+            UnaryOp::Exp if !self.relaxed => return Ok(super::math::exp(self.asm, x)),
+            UnaryOp::Erf => return Ok(super::math::erf(self.asm, x)),
+            _ => {}
+        }
         let r = self.f32_reg();
         match op {
+            // `__expf`: 2^(x log2 e) on the SFU; only where every output is 16-bit.
+            UnaryOp::Exp => {
+                let t = self.f32_reg();
+                self.asm.op(format!("mul.f32 {t}, {x}, {}", f32_lit(std::f32::consts::LOG2_E)));
+                self.asm.op(format!("ex2.approx.ftz.f32 {r}, {t}"));
+            }
             UnaryOp::Neg => self.asm.op(format!("neg.f32 {r}, {x}")),
             UnaryOp::Abs => self.asm.op(format!("abs.f32 {r}, {x}")),
             UnaryOp::Relu => {
@@ -594,13 +638,25 @@ mod tests {
     use super::{Magic, magic};
 
     /// [`Magic`] run on the host with the instructions' 32-bit wrapping arithmetic.
-    fn divide(n: u32, d: u32) -> u32 {
-        match magic(d) {
+    fn divide(n: u32, d: u32, nmax: u64) -> u32 {
+        match magic(d, nmax) {
             Magic::Identity => n,
             Magic::Shift(s) => n >> s,
+            Magic::Short { m, shift } => (((u64::from(n) * u64::from(m)) >> 32) as u32) >> shift,
             Magic::MulHi { m, shift } => {
                 let t = ((u64::from(n) * u64::from(m)) >> 32) as u32;
                 (t + ((n - t) >> 1)) >> shift
+            }
+        }
+    }
+
+    #[test]
+    fn bounded_division_is_exact_over_its_whole_range() {
+        // Exhaustive over the range for a few divisors the workloads use (image sizes, heads).
+        for (d, nmax) in [(49u32, 1u64 << 20), (3136, 1 << 22), (7, 1 << 21), (4097, 1 << 22), (1000, 1 << 22)] {
+            assert!(matches!(magic(d, nmax), Magic::Short { .. }), "{d} below {nmax}");
+            for n in 0..=nmax as u32 {
+                assert_eq!(divide(n, d, nmax), n / d, "{n} / {d}");
             }
         }
     }
@@ -630,8 +686,16 @@ mod tests {
                 (u32::MAX / d * d).wrapping_sub(1),
             ];
             ns.extend((0..300).map(|_| next() as u32));
-            for n in ns {
-                assert_eq!(divide(n, d), n / d, "{n} / {d}");
+            for n in &ns {
+                assert_eq!(divide(*n, d, u64::from(u32::MAX)), n / d, "{n} / {d}");
+            }
+            // Bounded dividends (an index's range): every n up to the bound, at bounds near
+            // where the short form stops being exact.
+            for nmax in [1u64 << 16, 1 << 20, 1 << 24, 135_168, 16_777_217, 1 << 31] {
+                let limit = nmax.min(u64::from(u32::MAX)) as u32;
+                for n in ns.iter().map(|n| n % (limit + 1)).chain([limit, limit - 1, 0]) {
+                    assert_eq!(divide(n, d, nmax), n / d, "{n} / {d} (n <= {nmax})");
+                }
             }
         }
     }

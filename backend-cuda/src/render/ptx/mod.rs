@@ -32,6 +32,7 @@
 //!   host-emulation tests; NVRTC's libdevice serves the rest).
 
 mod expr;
+mod math;
 mod pointwise;
 mod reduce;
 mod trig;
@@ -47,6 +48,42 @@ pub const PTX_MARK: &str = "// sinter PTX";
 /// Whether `source` is a PTX module of this renderer (else CUDA C++ for NVRTC).
 pub fn is_ptx(source: &str) -> bool {
     source.starts_with(PTX_MARK)
+}
+
+/// Several PTX modules of this renderer as one (their entries, each module's shared arrays, the
+/// `sin`/`cos` slow path once): the driver's JIT then pays its fixed cost per module once, as
+/// NVRTC's light sources share a translation unit (`nvrtc::compile_parallel`). The entries' names
+/// must be distinct (the caller groups only such sources).
+pub fn combine(sources: &[&str]) -> String {
+    let slow = trig_slow::module_text();
+    let header = |l: &str| l.starts_with(".version") || l.starts_with(".target") || l.starts_with(".address_size");
+    let mut out = format!("{PTX_MARK}\n// {} modules in one\n", sources.len());
+    if let Some(first) = sources.first() {
+        for l in first.lines().filter(|l| header(l)) {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    let mut bodies = String::new();
+    let mut need_slow = false;
+    for src in sources {
+        let src = if src.contains(&slow) {
+            need_slow = true;
+            src.replacen(&slow, "", 1)
+        } else {
+            src.to_string()
+        };
+        for l in src.lines().filter(|l| !header(l)) {
+            bodies.push_str(l);
+            bodies.push('\n');
+        }
+    }
+    if need_slow {
+        out.push('\n');
+        out.push_str(&slow);
+    }
+    out.push_str(&bodies);
+    out
 }
 
 /// Why a kernel is rendered as CUDA C++ rather than PTX.

@@ -179,7 +179,8 @@ pub(crate) fn render(k: &Kernel, r: &ReduceBody, caps: &CudaCaps, t: &Tuning) ->
                 Ok(())
             })?;
             kept.extend(fresh);
-            block_combine(low.asm, red.op, &acc, (nw, i, &wlane, &warp), &mut sh_decls);
+            let sh = format!("{}_sh{i}", super::super::entry_name(&k.name));
+            block_combine(low.asm, red.op, &acc, (nw, &sh, &wlane, &warp), &mut sh_decls);
             low.acc.insert(i, acc);
         }
         if !r.elem_stores.is_empty() {
@@ -246,13 +247,14 @@ fn combine(asm: &mut Asm, op: RedOp, acc: &str, v: &str) {
 }
 
 /// Combines the threads' `acc` across the block: a butterfly in each warp, then (several warps)
-/// one shared slot per warp (`sinter_sh{i}`, declared in `decls`), a barrier and a butterfly over
-/// the slots, so every thread ends with the result in `acc`.
+/// one shared slot per warp (the array `sh`, declared in `decls`; named after the entry, so
+/// modules combine), a barrier and a butterfly over the slots, so every thread ends with the
+/// result in `acc`.
 fn block_combine(
     asm: &mut Asm,
     op: RedOp,
     acc: &str,
-    (nw, i, wlane, warp): (u32, usize, &str, &str),
+    (nw, sh, wlane, warp): (u32, &str, &str, &str),
     decls: &mut Vec<String>,
 ) {
     let butterfly = |asm: &mut Asm| {
@@ -262,10 +264,9 @@ fn block_combine(
             combine(asm, op, acc, &other);
         }
     };
-    asm.comment(format!("combine reduction {i} across the block"));
+    asm.comment(format!("combine across the block into {acc}"));
     butterfly(asm);
     if nw > 1 {
-        let sh = format!("sinter_sh{i}");
         decls.push(format!(".shared .align 4 .f32 {sh}[{nw}];"));
         let (p, base, off, addr) =
             (asm.reg(Class::Pred), asm.reg(Class::B32), asm.reg(Class::B32), asm.reg(Class::B32));
