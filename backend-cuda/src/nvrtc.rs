@@ -21,7 +21,7 @@ mod cache;
 mod resources;
 mod worker;
 
-pub use batch::{COMPILE_ALONE, MAX_COMPILE_THREADS, compile_parallel};
+pub use batch::{COMPILE_ALONE, MAX_COMPILE_THREADS, compile_parallel, ptx_images};
 pub use cache::{CubinCache, EntryError, decode_entry, encode_entry};
 pub use resources::resources;
 pub use worker::{set_worker_command, worker_compiles, worker_main, workers_enabled};

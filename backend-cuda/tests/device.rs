@@ -492,10 +492,13 @@ fn library_residuals_and_split_epilogues() {
             let c = compile(&g, dynb.clone(), opts(Mode::Default)).unwrap();
             let sources: Vec<String> = c.sources().iter().map(|s| s.source.clone()).collect();
             // The epilogue's whole-vector store: CUDA C++, or a PTX vector store where the
-            // renderer writes PTX (`render::ptx`).
+            // renderer writes PTX (`render::ptx`; the step's source is its description, then the
+            // epilogue's module).
             let has = |s: &str| {
                 s.contains(want)
-                    || (want == vector_store && sinter_cuda::render::ptx::is_ptx(s) && s.contains("st.global.v"))
+                    || (want == vector_store
+                        && s.contains(sinter_cuda::render::ptx::PTX_MARK)
+                        && s.contains("st.global.v"))
             };
             assert!(
                 sources.iter().any(|s| s.contains("cuBLASLt product") && has(s)),

@@ -30,9 +30,10 @@ pub(super) struct LoadTimes {
     pub(super) in_workers: usize,
     /// The slowest programs of the batch: (seconds NVRTC took, name).
     pub(super) slowest: Vec<(f64, String)>,
-    /// Sources of the batch written in PTX (`render::ptx`): no NVRTC; the driver's JIT assembles
-    /// them when their modules load (in `module_s`).
+    /// PTX modules of the load (`render::ptx`, after grouping): no NVRTC; the driver's JIT
+    /// assembles them on their own threads beside the NVRTC batch, in `ptx_jit_s` (wall time).
     pub(super) ptx: usize,
+    pub(super) ptx_jit_s: f64,
     /// Loading own kernels' modules (and their scratch; the PTX modules' JIT).
     pub(super) module_s: f64,
     /// Building library steps (plans, heuristics, workspaces, epilogue modules) and their count.
@@ -57,8 +58,7 @@ impl LoadTimes {
     ) {
         self.nvrtc_s = t0.elapsed().as_secs_f64();
         self.in_workers = nvrtc::worker_compiles().saturating_sub(workers_before);
-        self.ptx = sources.iter().filter(|(_, src)| crate::render::ptx::is_ptx(src)).count();
-        self.programs = sources.len() - self.ptx;
+        self.programs = sources.iter().filter(|(_, src)| !crate::render::ptx::is_ptx(src)).count();
         let ok: Vec<(f64, String)> = results
             .iter()
             .zip(sources)
@@ -89,7 +89,7 @@ impl LoadTimes {
             target: "sinter::compile",
             "cuda load of {kernels} kernels in {:.3} s: setup {:.3} s; memory {:.3} s (constants: {} of {:.1} MB in {:.3} s); render {:.3} s; \
              NVRTC {:.3} s for {} programs ({} from sinter's cubin cache, NVRTC's own cache {}, {} compiles in worker processes; slowest: {}); \
-             {} PTX modules; own modules {:.3} s (with the PTX modules' JIT); {} library steps {:.3} s (plans {:.3} s); executable {:.3} s; other {:.3} s",
+             {} PTX modules JIT-compiled beside it in {:.3} s; own modules {:.3} s; {} library steps {:.3} s (plans {:.3} s); executable {:.3} s; other {:.3} s",
             self.total_s,
             self.setup_s,
             self.memory_s,
@@ -104,6 +104,7 @@ impl LoadTimes {
             self.in_workers,
             slow.join(", "),
             self.ptx,
+            self.ptx_jit_s,
             self.module_s,
             self.library_steps,
             self.library_s,

@@ -55,6 +55,30 @@ fn group_size() -> usize {
     std::env::var("SINTER_NVRTC_GROUP").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_GROUP).max(1)
 }
 
+/// The PTX modules among `sources` (`render::ptx`; `None` for CUDA C++) as the images to load:
+/// up to a group's size of them with distinct entries joined into one module (`ptx::combine`:
+/// the driver's JIT then runs once for the group), each member's image that module's text.
+/// Deterministic, so a load can start loading them before the NVRTC batch returns them.
+pub fn ptx_images(sources: &[(&str, &str)]) -> Vec<Option<Cubin>> {
+    let mut out = vec![None; sources.len()];
+    let ptx: Vec<usize> = (0..sources.len()).filter(|&i| crate::render::ptx::is_ptx(sources[i].1)).collect();
+    for group in ptx.chunks(group_size()) {
+        let names: std::collections::HashSet<&str> = group.iter().map(|&i| sources[i].0).collect();
+        if group.len() > 1 && names.len() == group.len() {
+            let srcs: Vec<&str> = group.iter().map(|&i| sources[i].1).collect();
+            let image = super::ptx_image(&crate::render::ptx::combine(&srcs));
+            for &i in group {
+                out[i] = Some(image.clone());
+            }
+        } else {
+            for &i in group {
+                out[i] = Some(super::ptx_image(sources[i].1));
+            }
+        }
+    }
+    out
+}
+
 /// One compile job: source indices (one, or a group of light ones).
 type Job = Vec<usize>;
 
@@ -68,21 +92,8 @@ pub fn compile_parallel(
     let mut out: Vec<Option<Result<(Cubin, bool), NvrtcError>>> = vec![None; sources.len()];
     let mut keys = vec![String::new(); sources.len()];
     let (mut heavy, mut lights) = (Vec::new(), Vec::new());
-    // PTX modules skip NVRTC: several join one module (one JIT), as light sources share a unit.
-    let ptx: Vec<usize> = (0..sources.len()).filter(|&i| crate::render::ptx::is_ptx(sources[i].1)).collect();
-    for group in ptx.chunks(group_size()) {
-        let names: std::collections::HashSet<&str> = group.iter().map(|&i| sources[i].0).collect();
-        if group.len() > 1 && names.len() == group.len() {
-            let srcs: Vec<&str> = group.iter().map(|&i| sources[i].1).collect();
-            let image = super::ptx_image(&crate::render::ptx::combine(&srcs));
-            for &i in group {
-                out[i] = Some(Ok((image.clone(), false)));
-            }
-        } else {
-            for &i in group {
-                out[i] = Some(Ok((super::ptx_image(sources[i].1), false)));
-            }
-        }
+    for (i, image) in ptx_images(sources).into_iter().enumerate() {
+        out[i] = image.map(|c| Ok((c, false)));
     }
     for (i, (name, src)) in sources.iter().enumerate() {
         if out[i].is_some() {

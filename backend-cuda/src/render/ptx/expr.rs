@@ -8,9 +8,9 @@
 //! access one lane at a time. Indices are 32-bit unsigned and wrap, as the kernel IR's invariants
 //! allow (negative constants only where the whole sum is non-negative). The operations and their
 //! semantics are the CUDA C++ renderer's ([`super::super::ops`]): `Rsqrt` is `1 / sqrt` (two
-//! roundings), `Reciprocal` `1 / x`, division the IEEE `div.rn` and `exp` [`super::math::exp`]
-//! unless the kernel may divide through the reciprocal and take `__expf` ([`relaxed_math`]),
-//! `erf` [`super::math::erf`], rounding ties to even.
+//! roundings), `Reciprocal` `1 / x`, division the IEEE `div.rn` unless the kernel may divide
+//! through the reciprocal and take `__expf` ([`relaxed_math`]; only such kernels take `exp`
+//! here), rounding ties to even.
 
 use std::collections::HashMap;
 
@@ -27,10 +27,9 @@ use super::{Asm, Class, Refusal, f32_lit, refuse};
 /// The dtypes written here: computed in f32 (16-bit values carried in f32 between expressions).
 const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
 
-/// Unary ops written here, on f32.
-const UNARY: [UnaryOp; 13] = [
-    UnaryOp::Exp,
-    UnaryOp::Erf,
+/// Unary ops written here, on f32 (and `exp` where the kernel may take `__expf`:
+/// [`relaxed_math`]).
+const UNARY: [UnaryOp; 11] = [
     UnaryOp::Neg,
     UnaryOp::Abs,
     UnaryOp::Relu,
@@ -65,6 +64,10 @@ pub(crate) fn check(k: &Kernel, roots: &[ExprId], stores: &[Store], vars: &[Var]
             Expr::Load { index, .. } => check_index(index, vars)?,
             Expr::Const(_) | Expr::Acc(_) => {}
             Expr::Unary(op, _) if UNARY.contains(op) => {}
+            // The accurate `exp` and `erf` written in PTX cost more than libdevice's (measured
+            // 4-5% on softmax and layernorm_gelu: `math`'s doc); `__expf` is the same instruction
+            // pair either way.
+            Expr::Unary(UnaryOp::Exp, _) if relaxed_math(k) => {}
             Expr::Binary(op, ..) if BINARY.contains(op) => {}
             Expr::Cast(_) => {}
             Expr::Unary(op, _) => return refuse(format!("unary {}", op.name())),
@@ -186,6 +189,9 @@ pub(crate) struct Lower<'e, 'k> {
     pub(crate) cached: HashMap<u32, Vec<String>>,
     /// The finished result of each reduction (`.f32` registers).
     pub(crate) acc: HashMap<usize, String>,
+    /// Reciprocals of thread-uniform divisors, computed once outside the groups (a relaxed
+    /// division multiplies by them; NVVM hoists `__frcp_rn` of a row's sum the same way).
+    rcp: HashMap<u32, String>,
     relaxed: bool,
 }
 
@@ -212,6 +218,7 @@ impl<'e, 'k> Lower<'e, 'k> {
             group: HashMap::new(),
             cached: HashMap::new(),
             acc: HashMap::new(),
+            rcp: HashMap::new(),
             relaxed,
         }
     }
@@ -235,10 +242,23 @@ impl<'e, 'k> Lower<'e, 'k> {
     /// admits (operands first) and that is not yet computed.
     pub(crate) fn outer_exprs(&mut self, roots: &[ExprId], outer_ok: &dyn Fn(u32) -> bool) -> Result<(), Refusal> {
         let cached: Vec<u32> = self.cached.keys().copied().collect();
-        for e in closure(self.em.k, roots, &|e| cached.contains(&e)) {
+        let set = closure(self.em.k, roots, &|e| cached.contains(&e));
+        for &e in &set {
             if outer_ok(e) && !self.outer.contains_key(&e) && !self.cached.contains_key(&e) {
                 let regs = self.compute(e, 1)?;
                 self.outer.insert(e, regs.into_iter().next().unwrap_or_default());
+            }
+        }
+        if self.relaxed {
+            for &e in &set {
+                if let Expr::Binary(BinaryOp::Div, _, b) = self.em.k.exprs[e as usize].expr
+                    && !self.rcp.contains_key(&b.0)
+                    && let Some(d) = self.outer.get(&b.0).cloned()
+                {
+                    let r = self.f32_reg();
+                    self.asm.op(format!("rcp.rn.f32 {r}, {d}"));
+                    self.rcp.insert(b.0, r);
+                }
             }
         }
         Ok(())
@@ -323,7 +343,16 @@ impl<'e, 'k> Lower<'e, 'k> {
             Expr::Binary(op, a, b) => {
                 let mut out = Vec::with_capacity(lanes);
                 for j in 0..lanes {
-                    let (av, bv) = (self.val(*a, j)?, self.val(*b, j)?);
+                    let av = self.val(*a, j)?;
+                    if *op == BinaryOp::Div
+                        && let Some(q) = self.rcp.get(&b.0).cloned()
+                    {
+                        let r = self.f32_reg();
+                        self.asm.op(format!("mul.f32 {r}, {av}, {q}"));
+                        out.push(r);
+                        continue;
+                    }
+                    let bv = self.val(*b, j)?;
                     out.push(self.binary(*op, &av, &bv)?);
                 }
                 out
@@ -577,15 +606,10 @@ impl<'e, 'k> Lower<'e, 'k> {
                 super::trig::full(self.asm, x, offset)
             });
         }
-        match op {
-            UnaryOp::Exp if !self.relaxed => return Ok(super::math::exp(self.asm, x)),
-            UnaryOp::Erf => return Ok(super::math::erf(self.asm, x)),
-            _ => {}
-        }
         let r = self.f32_reg();
         match op {
-            // `__expf`: 2^(x log2 e) on the SFU; only where every output is 16-bit.
-            UnaryOp::Exp => {
+            // `__expf`: 2^(x log2 e) on the SFU; only where every output is 16-bit (`check`).
+            UnaryOp::Exp if self.relaxed => {
                 let t = self.f32_reg();
                 self.asm.op(format!("mul.f32 {t}, {x}, {}", f32_lit(std::f32::consts::LOG2_E)));
                 self.asm.op(format!("ex2.approx.ftz.f32 {r}, {t}"));

@@ -1,5 +1,12 @@
 //! `exp` and `erf` of `f32` in PTX, inline at each use, branch-free, with host emulations.
 //!
+//! **Not used by the renderer yet** (the module is compiled for its tests only): in kernels that
+//! compute them per element they cost more than libdevice's (24 and 34 instructions against about
+//! 8 and 20): `softmax_8192x8192_f32` ran 3.9% and `layernorm_gelu_8192x4096_f32` 5% slower
+//! than through NVRTC on an H200 (BENCHMARKS.md, session 37, call 4), so kernels with accurate
+//! `exp` or `erf` stay CUDA C++. Kept, with their exhaustive tests, as the reference a cheaper
+//! version (the hardware `ex2.approx` on the reduced argument) must match in accuracy.
+//!
 //! Why own functions: PTX written directly is not linked against libdevice (that is bitcode for
 //! NVVM, which NVRTC runs and `ptxas` does not), so `expf` and `erff` must be spelled out, as
 //! [`super::trig_slow`] spells out the slow path of `sinf`.

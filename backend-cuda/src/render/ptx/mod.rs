@@ -32,6 +32,7 @@
 //!   host-emulation tests; NVRTC's libdevice serves the rest).
 
 mod expr;
+#[cfg(test)]
 mod math;
 mod pointwise;
 mod reduce;
