@@ -967,12 +967,7 @@ fn memory_bound_workloads_are_written_in_ptx() {
         }
     }
     let ptx = |name: &str| seen.iter().filter(|(w, ..)| *w == name).all(|(.., why)| why.is_empty());
-    for name in [
-        "add_relu_mul_10M_f32",
-        "cos_16M_f32",
-        "cos_cos_16M_f32",
-        "pointwise_chain64_1024_f32",
-    ] {
+    for name in ["add_relu_mul_10M_f32", "cos_16M_f32", "cos_cos_16M_f32", "pointwise_chain64_1024_f32"] {
         assert!(ptx(name), "{name}: {seen:?}");
     }
     // f32 softmax and GELU take libdevice's `expf` and `erff` through NVRTC (the PTX ones cost

@@ -436,7 +436,8 @@ pub(crate) fn epilogue_step(
     let scratch = stream.alloc(bytes.max(4))?;
     let mut eargs = args.to_vec();
     eargs.push(scratch.ptr());
-    let loaded = backend.build_kernel(epilogue, &Tuning::default(), &eargs, cubins, stream)?;
+    let loaded =
+        backend.build_kernel_with(epilogue, &Tuning::default(), &backend.library_caps(), &eargs, cubins, stream)?;
     let Step::Kernel(launch) = loaded.launch else {
         return Err(BackendError::Render { kernel: k.name.clone(), msg: "the epilogue is not a kernel".into() });
     };

@@ -9,6 +9,13 @@
 
 use super::*;
 
+/// Most distinct PTX kernel bodies one load JIT-compiles; a program with more renders them as
+/// CUDA C++ for NVRTC's parallel batch. The driver assembles PTX modules one at a time in a
+/// process, ~15-20 ms a light kernel on an H200 host (ResNet-18's 19: 0.33-0.40 s, session 37
+/// call 5), where NVRTC's batch of eight light kernels a unit on worker processes took 0.4 s for
+/// 38; up to four, the JIT is shorter than one NVRTC unit (~0.05-0.1 s).
+const MAX_PTX_BODIES: usize = 4;
+
 impl CudaBackend {
     /// As [`Backend::load_with`], returning the concrete executable.
     pub fn load_cuda(&self, program: &Program, opts: &LoadOptions) -> Result<CudaExecutable, BackendError> {
@@ -165,9 +172,25 @@ impl CudaBackend {
                 if t.library.is_some() {
                     rendered.push(None);
                     epilogues.extend(self.epilogue_source(k));
-                    epilogues.extend(conv::krsc_sources(k, &self.cuda_caps));
+                    epilogues.extend(conv::krsc_sources(k, &self.library_caps()));
                 } else {
                     rendered.push(Some(render::render(k, &self.cuda_caps, t)?));
+                }
+            }
+            // More than a few distinct PTX bodies: all CUDA C++, for NVRTC's parallel batch (the
+            // driver's JIT assembles one module at a time: `MAX_PTX_BODIES`).
+            let mut ptx_bodies: Vec<String> =
+                rendered.iter().flatten().filter(|r| render::ptx::is_ptx(&r.source)).map(render::body_key).collect();
+            ptx_bodies.sort();
+            ptx_bodies.dedup();
+            if ptx_bodies.len() > MAX_PTX_BODIES {
+                let cpp = self.library_caps();
+                for (r, (k, (t, _))) in rendered.iter_mut().zip(program.kernels.iter().zip(&plan)) {
+                    if let Some(r) = r
+                        && render::ptx::is_ptx(&r.source)
+                    {
+                        *r = render::render(k, &cpp, t)?;
+                    }
                 }
             }
             times.render_s = t0.elapsed().as_secs_f64();
