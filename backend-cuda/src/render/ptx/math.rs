@@ -582,31 +582,10 @@ mod tests {
     /// otherwise, unless `SINTER_REQUIRE_NVRTC=1`).
     #[test]
     fn ptxas_assembles() {
-        let Ok(ptxas) = std::env::var("SINTER_PTXAS") else {
-            assert!(
-                !std::env::var("SINTER_REQUIRE_NVRTC").is_ok_and(|v| v == "1"),
-                "SINTER_REQUIRE_NVRTC=1 but SINTER_PTXAS is unset"
-            );
-            eprintln!("skipped: SINTER_PTXAS is unset");
-            return;
-        };
         let module = test_module();
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-        let stem = std::env::temp_dir().join(format!("sinter_math_{}_{nanos}", std::process::id()));
-        let (ptx, cubin) = (stem.with_extension("ptx"), stem.with_extension("cubin"));
-        std::fs::write(&ptx, &module).unwrap();
-        let out = std::process::Command::new(&ptxas)
-            .arg("-arch=sm_90")
-            .arg("-v")
-            .arg(&ptx)
-            .arg("-o")
-            .arg(&cubin)
-            .output()
-            .unwrap_or_else(|e| panic!("running {ptxas}: {e}"));
-        let _ = std::fs::remove_file(&ptx);
-        let _ = std::fs::remove_file(&cubin);
-        let log = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "ptxas failed:\n{log}\n{module}");
-        eprintln!("{log}");
+        if let Some(r) = super::super::ptxas(&module, "sm_90") {
+            let log = r.unwrap_or_else(|log| panic!("ptxas failed:\n{log}\n{module}"));
+            eprintln!("{log}");
+        }
     }
 }

@@ -28,8 +28,11 @@
 //!   loads at affine or div/mod indices; the ops `expr` lists.
 //! * Deliberately absent: matmuls and attention (the tensor-core templates stay NVRTC's), other
 //!   reduction modes, integer, f64 and fp8 dtypes, gathers (`Index::Value`, `Index::Clamp`),
-//!   transcendental functions beyond those `expr` lists (they need an own math library with
-//!   host-emulation tests; NVRTC's libdevice serves the rest).
+//!   accurate `exp` and `erf` (`math` has them within 1 ulp, compiled for its tests only: they
+//!   cost more than libdevice's, measured in session 37) and other transcendental functions.
+//! * The load, not this module, keeps library steps' kernels and programs of many PTX kernels on
+//!   NVRTC (`CudaBackend::library_caps`, `MAX_PTX_BODIES`: the driver's JIT runs one module at a
+//!   time).
 
 mod expr;
 #[cfg(test)]
@@ -229,6 +232,18 @@ impl Asm {
         self.lines.push(text.as_ref().to_string());
     }
 
+    /// Loads each argument's global address (one `.u64` parameter `a{i}` per argument of `k`).
+    pub(crate) fn params(&mut self, k: &Kernel) -> Vec<String> {
+        (0..k.args.len())
+            .map(|i| {
+                let (param, global) = (self.reg(Class::B64), self.reg(Class::B64));
+                self.op(format!("ld.param.u64 {param}, [a{i}]"));
+                self.op(format!("cvta.to.global.u64 {global}, {param}"));
+                global
+            })
+            .collect()
+    }
+
     /// The register declarations and the instructions.
     fn body(&self) -> String {
         let mut s = String::new();
@@ -285,4 +300,37 @@ pub(crate) fn module(k: &Kernel, caps: &CudaCaps, comments: &[String], block: u3
     s.push_str(&asm.body());
     s.push_str("}\n");
     s
+}
+
+/// Runs `ptxas -v -arch=ARCH` on `module` where `SINTER_PTXAS` names it: `Some(Ok(log))`,
+/// `Some(Err(log))` when it rejects the module, `None` (after a skip line) without the variable,
+/// unless `SINTER_REQUIRE_NVRTC=1` (CI), which makes that a failure. For the unit tests of the
+/// PTX helpers (the integration tests have `tests/common::ptxas`).
+#[cfg(test)]
+pub(crate) fn ptxas(module: &str, arch: &str) -> Option<Result<String, String>> {
+    let Ok(bin) = std::env::var("SINTER_PTXAS") else {
+        assert!(
+            !std::env::var("SINTER_REQUIRE_NVRTC").is_ok_and(|v| v == "1"),
+            "SINTER_REQUIRE_NVRTC=1 but SINTER_PTXAS is unset"
+        );
+        eprintln!("skipped: SINTER_PTXAS is unset");
+        return None;
+    };
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let stem = std::env::temp_dir().join(format!("sinter_ptx_unit_{}_{n}", std::process::id()));
+    let (ptx, cubin) = (stem.with_extension("ptx"), stem.with_extension("cubin"));
+    std::fs::write(&ptx, module).expect("write the module");
+    let out = std::process::Command::new(&bin)
+        .arg(format!("-arch={arch}"))
+        .arg("-v")
+        .arg(&ptx)
+        .arg("-o")
+        .arg(&cubin)
+        .output()
+        .unwrap_or_else(|e| panic!("running {bin}: {e}"));
+    let _ = std::fs::remove_file(&ptx);
+    let _ = std::fs::remove_file(&cubin);
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    Some(if out.status.success() { Ok(log) } else { Err(log) })
 }

@@ -97,14 +97,7 @@ pub(crate) fn render(k: &Kernel, r: &ReduceBody, caps: &CudaCaps, t: &Tuning) ->
         .collect();
 
     let mut asm = Asm::new();
-    let base: Vec<String> = (0..k.args.len())
-        .map(|i| {
-            let (param, global) = (asm.reg(Class::B64), asm.reg(Class::B64));
-            asm.op(format!("ld.param.u64 {param}, [a{i}]"));
-            asm.op(format!("cvta.to.global.u64 {global}, {param}"));
-            global
-        })
-        .collect();
+    let base = asm.params(k);
     let (row, tid, warp, wlane) = (asm.reg(Class::B32), asm.reg(Class::B32), asm.reg(Class::B32), asm.reg(Class::B32));
     asm.op(format!("mov.u32 {row}, %ctaid.x"));
     asm.op(format!("mov.u32 {tid}, %tid.x"));

@@ -650,14 +650,6 @@ mod tests {
     /// `SINTER_REQUIRE_NVRTC=1`).
     #[test]
     fn ptxas_assembles() {
-        let Ok(ptxas) = std::env::var("SINTER_PTXAS") else {
-            assert!(
-                !std::env::var("SINTER_REQUIRE_NVRTC").is_ok_and(|v| v == "1"),
-                "SINTER_REQUIRE_NVRTC=1 but SINTER_PTXAS is unset"
-            );
-            eprintln!("skipped: SINTER_PTXAS is unset");
-            return;
-        };
         for (version, sm) in [("7.0", "sm_80"), ("8.0", "sm_90"), ("8.6", "sm_100")] {
             let module = format!(
                 ".version {version}
@@ -701,22 +693,8 @@ mod tests {
 ",
                 text = module_text()
             );
-            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-            let stem = std::env::temp_dir().join(format!("sinter_trig_slow_{}_{nanos}", std::process::id()));
-            let (ptx, cubin) = (stem.with_extension("ptx"), stem.with_extension("cubin"));
-            std::fs::write(&ptx, &module).unwrap();
-            let out = std::process::Command::new(&ptxas)
-                .arg(format!("-arch={sm}"))
-                .arg("-v")
-                .arg(&ptx)
-                .arg("-o")
-                .arg(&cubin)
-                .output()
-                .unwrap_or_else(|e| panic!("running {ptxas}: {e}"));
-            let _ = std::fs::remove_file(&ptx);
-            let _ = std::fs::remove_file(&cubin);
-            let log = String::from_utf8_lossy(&out.stderr);
-            assert!(out.status.success(), "ptxas failed for {sm}:\n{log}\n{module}");
+            let Some(r) = super::super::ptxas(&module, sm) else { return };
+            let log = r.unwrap_or_else(|log| panic!("ptxas failed for {sm}:\n{log}\n{module}"));
             // `-v` reports the properties of every function left out of line.
             assert!(log.contains(&format!("Function properties for {FUNC}")), "{sm}: {FUNC} was inlined:\n{log}");
         }
