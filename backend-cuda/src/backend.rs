@@ -329,7 +329,7 @@ impl CudaBackend {
         self.build_kernel_with(k, t, &self.cuda_caps, args, cubins, stream)
     }
 
-    /// [`Self::build_kernel`] rendering with `caps` (the library steps' kernels: [`Self::library_caps`]).
+    /// [`Self::build_kernel`] rendering with `caps` (the library steps' kernels: [`Self::cpp_caps`]).
     pub(crate) fn build_kernel_with(
         &self,
         k: &Kernel,
@@ -423,15 +423,16 @@ impl CudaBackend {
     /// send the kernel to its own template).
     fn epilogue_source(&self, k: &Kernel) -> Option<Rendered> {
         let e = library::epilogue_kernel(k, self.cuda_caps.sm)?;
-        render::render(&e, &self.library_caps(), &Tuning::default()).ok()
+        render::render(&e, &self.cpp_caps(), &Tuning::default()).ok()
     }
 
-    /// The capabilities library steps render their kernels with (epilogues, weight
-    /// permutations): never PTX. Measured (H200, session 37, calls 4-5): ResNet-18's 19 such
+    /// This device's capabilities with PTX off: what library steps render their kernels with
+    /// (epilogues, weight permutations), and a load's own kernels when it has more than
+    /// `MAX_PTX_BODIES` PTX bodies. Measured (H200, session 37, calls 4-5): ResNet-18's 19 such
     /// kernels as PTX took its cold compile from 0.35-0.46 to 0.85-1.34 s, the driver's JIT
     /// assembling one module at a time and, beside the NVRTC batch, holding up the library's own
-    /// loading; through NVRTC they join its parallel batch.
-    pub(crate) fn library_caps(&self) -> render::CudaCaps {
+    /// loading; through NVRTC they join its parallel batch (call 6: 0.30-0.41 s again).
+    pub(crate) fn cpp_caps(&self) -> render::CudaCaps {
         render::CudaCaps { ptx: false, ..self.cuda_caps.clone() }
     }
 }

@@ -437,7 +437,7 @@ pub(crate) fn epilogue_step(
     let mut eargs = args.to_vec();
     eargs.push(scratch.ptr());
     let loaded =
-        backend.build_kernel_with(epilogue, &Tuning::default(), &backend.library_caps(), &eargs, cubins, stream)?;
+        backend.build_kernel_with(epilogue, &Tuning::default(), &backend.cpp_caps(), &eargs, cubins, stream)?;
     let Step::Kernel(launch) = loaded.launch else {
         return Err(BackendError::Render { kernel: k.name.clone(), msg: "the epilogue is not a kernel".into() });
     };

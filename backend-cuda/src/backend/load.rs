@@ -172,7 +172,7 @@ impl CudaBackend {
                 if t.library.is_some() {
                     rendered.push(None);
                     epilogues.extend(self.epilogue_source(k));
-                    epilogues.extend(conv::krsc_sources(k, &self.library_caps()));
+                    epilogues.extend(conv::krsc_sources(k, &self.cpp_caps()));
                 } else {
                     rendered.push(Some(render::render(k, &self.cuda_caps, t)?));
                 }
@@ -184,7 +184,7 @@ impl CudaBackend {
             ptx_bodies.sort();
             ptx_bodies.dedup();
             if ptx_bodies.len() > MAX_PTX_BODIES {
-                let cpp = self.library_caps();
+                let cpp = self.cpp_caps();
                 for (r, (k, (t, _))) in rendered.iter_mut().zip(program.kernels.iter().zip(&plan)) {
                     if let Some(r) = r
                         && render::ptx::is_ptx(&r.source)

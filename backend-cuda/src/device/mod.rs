@@ -313,8 +313,9 @@ impl Device {
     /// Loads the modules of `images` side by side, one thread each up to `threads` (each binds
     /// the context): for PTX images, whose loads are the driver's JIT. The modules stay loaded
     /// while the returned handles (or functions of theirs) live; [`Device::load_function`] then
-    /// finds them. Measured reason: see `render::ptx`'s grouping (the JIT of a CNN's PTX modules
-    /// one after another took longer than NVRTC's parallel batch).
+    /// finds them. A load runs this beside its NVRTC batch, so the JIT overlaps NVRTC's work;
+    /// the threads gain little among themselves (the driver assembled three modules on three
+    /// threads in the time of one after another: session 37, call 4).
     pub fn preload_modules(&self, images: &[&[u8]], threads: usize) -> Vec<Result<Arc<CudaModule>, BackendError>> {
         sinter_core::par::map(images, threads, |image| {
             self.bind()?;

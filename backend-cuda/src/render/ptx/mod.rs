@@ -31,7 +31,7 @@
 //!   accurate `exp` and `erf` (`math` has them within 1 ulp, compiled for its tests only: they
 //!   cost more than libdevice's, measured in session 37) and other transcendental functions.
 //! * The load, not this module, keeps library steps' kernels and programs of many PTX kernels on
-//!   NVRTC (`CudaBackend::library_caps`, `MAX_PTX_BODIES`: the driver's JIT runs one module at a
+//!   NVRTC (`CudaBackend::cpp_caps`, `MAX_PTX_BODIES`: the driver's JIT runs one module at a
 //!   time).
 
 mod expr;
