@@ -987,3 +987,27 @@ fn memory_bound_workloads_are_written_in_ptx() {
     let r = render::render(&p.kernels[0], &off, &Tuning::default()).unwrap();
     assert!(!render::ptx::is_ptx(&r.source) && r.source.contains("extern \"C\" __global__"));
 }
+
+/// A 16-bit constant is written at its dtype's precision (as the C++ renderer's literal and the
+/// reference): 0.1 as bf16 is 0.10009765625 (`0f3DCD0000`), as f32 `0f3DCCCCCD`.
+#[test]
+fn ptx_constants_take_their_dtype() {
+    use sinter_core::ir::BinaryOp;
+    use sinter_core::kernel::Access;
+    for (d, bits) in [(DType::BF16, "0f3DCD0000"), (DType::F16, "0f3DCCC000"), (DType::F32, "0f3DCCCCCD")] {
+        let mut p = ProgramBuilder::new();
+        let x = p.input("x", d, &[4096]);
+        let y = p.output("y", d, &[4096]);
+        let mut kb = KernelBuilder::new("k0_mul", &["mul"]);
+        let (ax, ay) = (kb.arg(&p, x, Access::Read), kb.arg(&p, y, Access::Write));
+        let v = kb.load(ax, lane());
+        let c = kb.konst(0.1, d);
+        let m = kb.e(Expr::Binary(BinaryOp::Mul, v, c), d);
+        p.kernel(kb.pointwise(4096, vec![st(ay, lane(), m)]));
+        let prog = p.build_checked();
+        let r = render::render(&prog.kernels[0], &hopper(), &Tuning::default()).unwrap();
+        assert!(render::ptx::is_ptx(&r.source), "{d}: {}", r.strategy);
+        assert!(r.source.contains(bits), "{d}: {bits} in\n{}", r.source);
+        compile("ptx_constants", &r);
+    }
+}

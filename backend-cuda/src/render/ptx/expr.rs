@@ -19,6 +19,7 @@ use sinter_core::ir::{BinaryOp, UnaryOp};
 use sinter_core::kernel::analysis::{closure, var_range};
 use sinter_core::kernel::lanes::LaneForm;
 use sinter_core::kernel::{Expr, ExprId, Index, Kernel, Store, Var};
+use sinter_core::scalar::{Scalar, cast};
 
 use super::super::analysis::{relaxed_math, within_unit};
 use super::super::emit::Emitter;
@@ -313,8 +314,14 @@ impl<'e, 'k> Lower<'e, 'k> {
         Ok(match &k.exprs[e as usize].expr {
             Expr::Load { arg, index } => self.load(*arg, index, lanes > 1)?,
             Expr::Const(c) => {
+                // At the expression's dtype (a 16-bit constant rounded to 16 bits), as the C++
+                // renderer's literals and the reference.
+                let v = match cast(Scalar::F(*c), DType::F64, k.exprs[e as usize].dtype) {
+                    Scalar::F(x) => x as f32,
+                    Scalar::I(i) => i as f32,
+                };
                 let r = self.asm.reg(Class::F32);
-                self.asm.op(format!("mov.f32 {r}, {}", f32_lit(*c as f32)));
+                self.asm.op(format!("mov.f32 {r}, {}", f32_lit(v)));
                 vec![r]
             }
             Expr::Acc(slot) => match self.acc.get(slot) {
