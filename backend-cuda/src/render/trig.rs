@@ -186,18 +186,23 @@ pub(crate) fn host_unit(x: f32, cos: bool) -> f32 {
     }
 }
 
+/// The error of `got` against the exact `want` in units of the last place of `want` rounded to
+/// f32 (at least the smallest normal's ulp, so results near 0 are measured absolutely): the
+/// accuracy measure of the f32 function tests here and in `ptx::{trig_slow, math}`. A `want`
+/// that rounds to ±inf asks for exactly that.
+#[cfg(test)]
+pub(crate) fn ulps(got: f32, want: f64) -> f64 {
+    let w = want as f32;
+    if w.is_infinite() {
+        return if got == w { 0.0 } else { f64::INFINITY };
+    }
+    let ulp = (f32::from_bits(w.abs().max(f32::MIN_POSITIVE).to_bits() + 1) - w.abs().max(f32::MIN_POSITIVE)) as f64;
+    (got as f64 - want).abs() / ulp
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The error of `got` against the exact `want` in units of the last place of `want` rounded to
-    /// f32 (at least the smallest normal's ulp, so results near 0 are measured absolutely).
-    fn ulps(got: f32, want: f64) -> f64 {
-        let w = want as f32;
-        let ulp =
-            (f32::from_bits(w.abs().max(f32::MIN_POSITIVE).to_bits() + 1) - w.abs().max(f32::MIN_POSITIVE)) as f64;
-        (got as f64 - want).abs() / ulp
-    }
 
     fn worst(xs: impl Iterator<Item = f32>) -> (f64, f32) {
         let mut w = (0.0, 0.0);

@@ -249,19 +249,7 @@ pub(crate) fn host_erf(x: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The error of `got` against the exact `want` in units of the last place of `want` rounded to
-    /// f32 (at least the smallest normal's ulp, so results near 0 are measured absolutely), as
-    /// `render::trig`'s tests measure; a `want` that rounds to ±inf asks for exactly that.
-    fn ulps(got: f32, want: f64) -> f64 {
-        let w = want as f32;
-        if w.is_infinite() {
-            return if got == w { 0.0 } else { f64::INFINITY };
-        }
-        let ulp =
-            (f32::from_bits(w.abs().max(f32::MIN_POSITIVE).to_bits() + 1) - w.abs().max(f32::MIN_POSITIVE)) as f64;
-        (got as f64 - want).abs() / ulp
-    }
+    use crate::render::trig::ulps;
 
     /// erf in `f64` to a few ulp of `f64`: `2/sqrt(pi) e^-x^2 sum 2^n x^(2n+1) / (2n+1)!!`, a series
     /// of positive terms (no cancellation at any x); 1 from 6 on (1 - erf(6) = 2e-17).

@@ -249,16 +249,7 @@ pub(crate) fn host_slow(x: f32, offset: u32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The error of `got` against the exact `want` in units of the last place of `want` rounded to
-    /// f32 (at least the smallest normal's ulp, so results near 0 are measured absolutely); as in
-    /// `render::trig`'s tests.
-    fn ulps(got: f32, want: f64) -> f64 {
-        let w = want as f32;
-        let ulp =
-            (f32::from_bits(w.abs().max(f32::MIN_POSITIVE).to_bits() + 1) - w.abs().max(f32::MIN_POSITIVE)) as f64;
-        (got as f64 - want).abs() / ulp
-    }
+    use crate::render::trig::ulps;
 
     /// The worst error of sin and cos over `xs`: (ulp, x, offset).
     fn worst(xs: impl IntoIterator<Item = f32>) -> (f64, f32, u32) {
