@@ -567,38 +567,3 @@ fn body_kind(k: &Kernel) -> &'static str {
         sinter_core::kernel::KernelBody::Attention(_) => "attention",
     }
 }
-
-/// Each workload's PTX modules (unfused: many pointwise kernels and reductions, `sin` slow paths,
-/// shared arrays) combined into one module (`ptx::combine`, as `compile_parallel` groups them)
-/// assemble, with every entry's resources in ptxas's log.
-#[test]
-fn ptx_modules_of_a_program_combine_into_one() {
-    let caps = cuda_caps();
-    let cuda = CudaCaps::hopper();
-    let mut combined = 0;
-    for w in workloads::all() {
-        let g = w.build(Scale::Reduced).unwrap();
-        let opt = sinter_core::passes::optimize(&g).unwrap();
-        let p = schedule(&opt, &caps, &ScheduleOptions::eager()).unwrap();
-        let rendered: Vec<_> = p
-            .kernels
-            .iter()
-            .map(|k| render::render(k, &cuda, &Tuning::default()).unwrap())
-            .filter(|r| render::ptx::is_ptx(&r.source))
-            .collect();
-        if rendered.len() < 2 {
-            continue;
-        }
-        let sources: Vec<&str> = rendered.iter().map(|r| r.source.as_str()).collect();
-        let one = render::ptx::combine(&sources);
-        assert!(render::ptx::is_ptx(&one));
-        assert_eq!(one.matches(".version").count(), 1, "{}", w.name);
-        let Some(result) = common::ptxas(&one, w.name) else { return };
-        let log = result.unwrap_or_else(|log| panic!("{}: the combined module: {log}\n{one}", w.name));
-        for r in &rendered {
-            assert!(nvrtc::resources(&log, &r.name).is_some(), "{}: no resources for {} in\n{log}", w.name, r.name);
-        }
-        combined += 1;
-    }
-    assert!(combined >= 3, "only {combined} workloads had several PTX modules");
-}
