@@ -249,22 +249,7 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
         return Err(invalid(format!("split_k {splits}: {scratch} bytes of scratch for the partial results")));
     }
 
-    // Loads kept in registers: per-element loads of two or more phases (not gathered through an
-    // accumulator, which the first phase cannot know yet).
-    let mut cache: Vec<u32> = Vec::new();
-    if let Mode::Persistent(_) = mode {
-        let sets: Vec<_> = phases.iter().map(|roots| closure(k, roots, &|_| false)).collect();
-        for (e, te) in k.exprs.iter().enumerate() {
-            if matches!(te.expr, Expr::Load { .. })
-                && dep_red[e]
-                && em.varying[e]
-                && max_acc[e].is_none()
-                && sets.iter().filter(|s| s.contains(&(e as u32))).count() >= 2
-            {
-                cache.push(e as u32);
-            }
-        }
-    }
+    let cache = if let Mode::Persistent(_) = mode { kept_loads(em, &phases) } else { Vec::new() };
 
     let ity = em.ity();
     let nw = block / 32;
@@ -479,6 +464,25 @@ pub(super) fn render(em: &mut Emitter<'_>, r: &ReduceBody, caps: &CudaCaps, t: &
         tensor_maps: Vec::new(),
         cluster: 1,
     })
+}
+
+/// The loads a persistent reduction keeps in registers for its later phases: per-element loads
+/// of two or more phases (`phases`: each phase's roots), not gathered through an accumulator,
+/// which the first phase cannot know yet. Shared with the PTX renderer (`ptx::reduce`).
+pub(super) fn kept_loads(em: &Emitter<'_>, phases: &[Vec<ExprId>]) -> Vec<u32> {
+    let k = em.k;
+    let (dep_red, max_acc) = (depends_on(k, Var::Red), acc_uses(k));
+    let sets: Vec<_> = phases.iter().map(|roots| closure(k, roots, &|_| false)).collect();
+    (0..k.exprs.len())
+        .filter(|&e| {
+            matches!(k.exprs[e].expr, Expr::Load { .. })
+                && dep_red[e]
+                && em.varying[e]
+                && max_acc[e].is_none()
+                && sets.iter().filter(|s| s.contains(&(e as u32))).count() >= 2
+        })
+        .map(|e| e as u32)
+        .collect()
 }
 
 /// The default block of `threads` threads each reducing rows serially: small blocks when the

@@ -42,10 +42,10 @@ pub fn nvrtc_available(test: &str) -> bool {
     }
 }
 
-/// Assembles a PTX module of the renderer (`render::ptx`) with the `ptxas` binary named by
-/// `SINTER_PTXAS` (CI: the `nvidia-cuda-nvcc` wheel's), `-v` for the resource lines; `Ok(log)`,
-/// `Err(log)` when ptxas rejects it, `None` (after a skip line for `what`) without the variable,
-/// unless `SINTER_REQUIRE_NVRTC=1`, which makes that a failure.
+/// Assembles a PTX module of the renderer (`render::ptx::assemble`) with the `ptxas` binary
+/// named by `SINTER_PTXAS` (CI: the `nvidia-cuda-nvcc` wheel's): `Ok(log)`, `Err(log)` when
+/// ptxas rejects it, `None` (after a skip line for `what`) without the variable, unless
+/// `SINTER_REQUIRE_NVRTC=1`, which makes that a failure.
 pub fn ptxas(source: &str, what: &str) -> Option<Result<String, String>> {
     let Ok(bin) = std::env::var("SINTER_PTXAS") else {
         assert!(
@@ -55,24 +55,7 @@ pub fn ptxas(source: &str, what: &str) -> Option<Result<String, String>> {
         eprintln!("skipped assembling {what}: SINTER_PTXAS is unset");
         return None;
     };
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir();
-    let stem = format!("sinter-ptx-{}-{n}", std::process::id());
-    let (src, out) = (dir.join(format!("{stem}.ptx")), dir.join(format!("{stem}.cubin")));
-    std::fs::write(&src, source).expect("write the PTX");
-    let arch = source.lines().find_map(|l| l.strip_prefix(".target ")).unwrap_or("sm_90").trim().to_string();
-    let r = std::process::Command::new(&bin)
-        .args(["-v", &format!("-arch={arch}")])
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap_or_else(|e| panic!("SINTER_PTXAS={bin}: {e}"));
-    let _ = std::fs::remove_file(&src);
-    let _ = std::fs::remove_file(&out);
-    let log = format!("{}{}", String::from_utf8_lossy(&r.stdout), String::from_utf8_lossy(&r.stderr));
-    Some(if r.status.success() { Ok(log) } else { Err(log) })
+    Some(sinter_cuda::render::ptx::assemble(&bin, source).unwrap_or_else(|e| panic!("SINTER_PTXAS={bin}: {e}")))
 }
 
 /// A built-in workload at the reduced scale, through the default passes and the scheduler with the

@@ -1,4 +1,5 @@
-//! A kernel's expressions, indices, loads and stores as PTX instructions for one lane group.
+//! A kernel's expressions, indices, loads and stores as PTX instructions, lane group by lane
+//! group.
 //!
 //! Contract: [`check`] refuses, before anything is written, every expression, index and dtype
 //! that [`Lower`] does not cover, so a refusal never leaves half a body. [`Lower`] then computes
@@ -534,7 +535,12 @@ impl<'e, 'k> Lower<'e, 'k> {
                 }
                 r
             }
-            Index::Mul(x, c) => self.index_op("mul.lo.u32", x, *c as u32, j)?,
+            Index::Mul(x, c) => {
+                let v = self.index(x, j)?;
+                let r = self.asm.reg(Class::B32);
+                self.asm.op(format!("mul.lo.u32 {r}, {v}, {}", *c as u32));
+                r
+            }
             Index::Div(x, c) => {
                 let n = self.index(x, j)?;
                 self.divide(&n, *c as u32, self.max_of(x))
@@ -591,13 +597,6 @@ impl<'e, 'k> Lower<'e, 'k> {
     fn max_of(&self, idx: &Index) -> u64 {
         let k = self.em.k;
         idx.range(&|v| var_range(k, v)).map_or(u64::from(u32::MAX), |(_, hi)| hi.clamp(0, i64::from(u32::MAX)) as u64)
-    }
-
-    fn index_op(&mut self, op: &str, x: &Index, c: u32, j: usize) -> Result<String, Refusal> {
-        let v = self.index(x, j)?;
-        let r = self.asm.reg(Class::B32);
-        self.asm.op(format!("{op} {r}, {v}, {c}"));
-        Ok(r)
     }
 
     fn f32_reg(&mut self) -> String {

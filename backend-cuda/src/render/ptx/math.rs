@@ -571,7 +571,7 @@ mod tests {
     #[test]
     fn ptxas_assembles() {
         let module = test_module();
-        if let Some(r) = super::super::ptxas(&module, "sm_90") {
+        if let Some(r) = super::super::ptxas(&module) {
             let log = r.unwrap_or_else(|log| panic!("ptxas failed:\n{log}\n{module}"));
             eprintln!("{log}");
         }

@@ -302,12 +302,36 @@ pub(crate) fn module(k: &Kernel, caps: &CudaCaps, comments: &[String], block: u3
     s
 }
 
-/// Runs `ptxas -v -arch=ARCH` on `module` where `SINTER_PTXAS` names it: `Some(Ok(log))`,
-/// `Some(Err(log))` when it rejects the module, `None` (after a skip line) without the variable,
-/// unless `SINTER_REQUIRE_NVRTC=1` (CI), which makes that a failure. For the unit tests of the
-/// PTX helpers (the integration tests have `tests/common::ptxas`).
+/// Assembles `module` with the `ptxas` binary at `ptxas` (`-v`, for the architecture its
+/// `.target` names, into a temporary file removed after): `Ok(Ok(log))`, `Ok(Err(log))` when
+/// ptxas rejects it, `Err` when it cannot run. Checks this renderer's modules without a GPU (CI:
+/// the `nvidia-cuda-nvcc` wheel's ptxas); the driver's JIT is the same assembler.
+pub fn assemble(ptxas: &str, module: &str) -> std::io::Result<Result<String, String>> {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let stem = std::env::temp_dir().join(format!("sinter-ptx-{}-{n}", std::process::id()));
+    let (ptx, cubin) = (stem.with_extension("ptx"), stem.with_extension("cubin"));
+    let arch = module.lines().find_map(|l| l.strip_prefix(".target ")).unwrap_or("sm_90").trim().to_string();
+    std::fs::write(&ptx, module)?;
+    let out = std::process::Command::new(ptxas)
+        .arg(format!("-arch={arch}"))
+        .arg("-v")
+        .arg(&ptx)
+        .arg("-o")
+        .arg(&cubin)
+        .output();
+    let _ = std::fs::remove_file(&ptx);
+    let _ = std::fs::remove_file(&cubin);
+    let out = out?;
+    let log = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    Ok(if out.status.success() { Ok(log) } else { Err(log) })
+}
+
+/// [`assemble`] with the ptxas `SINTER_PTXAS` names, for the unit tests of the PTX helpers:
+/// `None` (after a skip line) without the variable, unless `SINTER_REQUIRE_NVRTC=1` (CI), which
+/// makes that a failure.
 #[cfg(test)]
-pub(crate) fn ptxas(module: &str, arch: &str) -> Option<Result<String, String>> {
+pub(crate) fn ptxas(module: &str) -> Option<Result<String, String>> {
     let Ok(bin) = std::env::var("SINTER_PTXAS") else {
         assert!(
             !std::env::var("SINTER_REQUIRE_NVRTC").is_ok_and(|v| v == "1"),
@@ -316,21 +340,5 @@ pub(crate) fn ptxas(module: &str, arch: &str) -> Option<Result<String, String>> 
         eprintln!("skipped: SINTER_PTXAS is unset");
         return None;
     };
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let stem = std::env::temp_dir().join(format!("sinter_ptx_unit_{}_{n}", std::process::id()));
-    let (ptx, cubin) = (stem.with_extension("ptx"), stem.with_extension("cubin"));
-    std::fs::write(&ptx, module).expect("write the module");
-    let out = std::process::Command::new(&bin)
-        .arg(format!("-arch={arch}"))
-        .arg("-v")
-        .arg(&ptx)
-        .arg("-o")
-        .arg(&cubin)
-        .output()
-        .unwrap_or_else(|e| panic!("running {bin}: {e}"));
-    let _ = std::fs::remove_file(&ptx);
-    let _ = std::fs::remove_file(&cubin);
-    let log = String::from_utf8_lossy(&out.stderr).into_owned();
-    Some(if out.status.success() { Ok(log) } else { Err(log) })
+    Some(assemble(&bin, module).unwrap_or_else(|e| panic!("running {bin}: {e}")))
 }

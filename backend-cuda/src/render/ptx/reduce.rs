@@ -15,12 +15,12 @@
 use std::collections::HashMap;
 
 use sinter_core::DType;
-use sinter_core::kernel::analysis::{acc_uses, closure, depends_on, store_roots};
-use sinter_core::kernel::{Expr, ExprId, Kernel, RedOp, ReduceBody, Var};
+use sinter_core::kernel::analysis::{acc_uses, depends_on, store_roots};
+use sinter_core::kernel::{ExprId, Kernel, RedOp, ReduceBody, Var};
 
 use super::super::emit::Emitter;
 use super::super::index::needs_wide;
-use super::super::reduce::{Mode, plan, row_split};
+use super::super::reduce::{Mode, kept_loads, plan, row_split};
 use super::super::{CudaCaps, GridSplit, OuterUnit, Rendered, Tuning};
 use super::expr::{Lower, check};
 use super::{Asm, Class, Refusal, f32_lit, module, refuse};
@@ -84,17 +84,8 @@ pub(crate) fn render(k: &Kernel, r: &ReduceBody, caps: &CudaCaps, t: &Tuning) ->
     let (width, block) = (p.width, p.block);
     let n = r.len as u64;
 
-    // Loads kept in registers: per-element loads of two or more phases (as the C++ renderer).
-    let sets: Vec<_> = phases.iter().map(|roots| closure(k, roots, &|_| false)).collect();
-    let cache: Vec<u32> = (0..k.exprs.len() as u32)
-        .filter(|&e| {
-            matches!(k.exprs[e as usize].expr, Expr::Load { .. })
-                && dep_red[e as usize]
-                && em.varying[e as usize]
-                && max_acc[e as usize].is_none()
-                && sets.iter().filter(|s| s.contains(&e)).count() >= 2
-        })
-        .collect();
+    // Loads kept in registers: the C++ renderer's rule.
+    let cache = kept_loads(&em, &phases);
 
     let mut asm = Asm::new();
     let base = asm.params(k);

@@ -684,7 +684,7 @@ mod tests {
 ",
                 text = module_text()
             );
-            let Some(r) = super::super::ptxas(&module, sm) else { return };
+            let Some(r) = super::super::ptxas(&module) else { return };
             let log = r.unwrap_or_else(|log| panic!("ptxas failed for {sm}:\n{log}\n{module}"));
             // `-v` reports the properties of every function left out of line.
             assert!(log.contains(&format!("Function properties for {FUNC}")), "{sm}: {FUNC} was inlined:\n{log}");
