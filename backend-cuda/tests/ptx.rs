@@ -30,14 +30,16 @@ fn memory_bound_workloads_are_written_in_ptx() {
         }
     }
     let ptx = |name: &str| seen.iter().filter(|(w, ..)| *w == name).all(|(.., why)| why.is_empty());
-    for name in ["add_relu_mul_10M_f32", "cos_16M_f32", "cos_cos_16M_f32", "pointwise_chain64_1024_f32"] {
+    // f32 softmax and GELU too: `exp` and `erf` by `ptx::math` (ex2.approx, within 2 ulp).
+    for name in [
+        "add_relu_mul_10M_f32",
+        "cos_16M_f32",
+        "cos_cos_16M_f32",
+        "pointwise_chain64_1024_f32",
+        "softmax_8192x8192_f32",
+        "layernorm_gelu_8192x4096_f32",
+    ] {
         assert!(ptx(name), "{name}: {seen:?}");
-    }
-    // f32 softmax and GELU take libdevice's `expf` and `erff` through NVRTC (the PTX ones cost
-    // more instructions: `ptx::math`'s doc).
-    for (name, op) in [("softmax_8192x8192_f32", "exp"), ("layernorm_gelu_8192x4096_f32", "erf")] {
-        let why: Vec<&String> = seen.iter().filter(|(w, ..)| *w == name).map(|(.., why)| why).collect();
-        assert!(why.iter().all(|w| w.contains(op)), "{name}: {why:?}");
     }
     // A bf16 product's softmax (16-bit outputs: `__expf` and the reciprocal) and a cuBLASLt
     // product's GELU epilogue's neighbours: the softmax is PTX, the product CUDA C++.
@@ -110,4 +112,73 @@ fn ptx_modules_of_a_program_combine_into_one() {
         combined += 1;
     }
     assert!(combined >= 3, "only {combined} workloads had several PTX modules");
+}
+
+/// The CUDA-core product's one-step `cp.async` form is PTX (`ptx::matmul`): `matmul_softmax_100_f32`'s
+/// 100x100x100 product and odd shapes (batches, B stored `[n, k]`, edges on every side), each
+/// with the C++ renderer's launch for the same kernel and tuning; products of several steps,
+/// 16-bit or f64 operands and tensor-core products are refused with a reason (CUDA C++).
+#[test]
+fn one_step_products_are_written_in_ptx() {
+    use sinter_core::kernel::KernelBody;
+    use sinter_cuda::render::MatmulTile;
+    let hopper = CudaCaps::hopper();
+    let cpp_caps = CudaCaps { ptx: false, ..CudaCaps::hopper() };
+    let same_launch = |k: &sinter_core::kernel::Kernel, t: &Tuning| {
+        let r = render::render(k, &hopper, t).unwrap();
+        let why = render::ptx::why_not(k, &hopper, t);
+        assert!(render::ptx::is_ptx(&r.source), "{}: {why}", k.name);
+        let c = render::render(k, &cpp_caps, t).unwrap();
+        assert!(!render::ptx::is_ptx(&c.source));
+        assert_eq!(r.strategy, format!("{} ptx", c.strategy), "{}", k.name);
+        assert_eq!(
+            (r.grid, r.block, &r.split, r.dynamic_shared_bytes, r.scratch_bytes, r.compute, &r.name),
+            (c.grid, c.block, &c.split, c.dynamic_shared_bytes, c.scratch_bytes, c.compute, &c.name),
+            "{}",
+            k.name
+        );
+        assert_eq!(r.source.matches(".param .u64 a").count(), k.args.len(), "{}", k.name);
+        if let Some(res) = ptxas(&r.source, &k.name) {
+            let log = res.unwrap_or_else(|log| panic!("{}: ptxas: {log}\n{}", k.name, r.source));
+            let res = nvrtc::resources(&log, &r.name).expect("resources");
+            assert_eq!(res.spill_bytes, 0, "{log}");
+            // Two blocks an SM, as the C++'s `__launch_bounds__(threads, 2)` keeps.
+            assert!(res.registers * r.block[0] * 2 <= 65536, "{}: {} registers\n{log}", k.name, res.registers);
+            eprintln!("{}: {} ({} registers)", k.name, r.strategy, res.registers);
+        }
+        r
+    };
+    let w = workloads::get("matmul_softmax_100_f32").expect("workload");
+    let g = sinter_core::passes::optimize(&w.build(Scale::Full).unwrap()).unwrap();
+    let p = schedule(&g, &cuda_caps(), &cuda_options()).unwrap();
+    let k = p.kernels.iter().find(|k| matches!(k.body, KernelBody::Matmul(_))).expect("a product");
+    let r = same_launch(k, &Tuning::default());
+    assert_eq!(r.strategy, "matmul 32x32x100 4x4 ptx");
+    assert!(r.source.contains("cp.async.ca.shared.global [") && r.source.contains("fma.rn.f32"));
+    for (batch, m, n, kd, b_t) in
+        [(1, 100, 96, 72, false), (3, 37, 41, 29, true), (2, 7, 1, 1, false), (1, 1, 100, 128, true)]
+    {
+        let p = matmul_bias_relu(batch, m, n, kd, DType::F32, DType::F32, b_t);
+        same_launch(&p.kernels[0], &Tuning::default());
+    }
+    // Every candidate tile that takes k = 8 in one step, 256 threads among them.
+    let p = matmul_bias_relu(2, 300, 200, 8, DType::F32, DType::F32, false);
+    for tile in MatmulTile::CANDIDATES {
+        same_launch(&p.kernels[0], &Tuning { tile: Some(tile), ..Tuning::default() });
+    }
+    let refused = |k: &sinter_core::kernel::Kernel, t: &Tuning, why: &str| {
+        let r = render::render(k, &hopper, t).unwrap();
+        let got = render::ptx::why_not(k, &hopper, t);
+        assert!(!render::ptx::is_ptx(&r.source) && got.contains(why), "{}: {got:?}, not {why:?}", k.name);
+    };
+    // Several steps: deeper than `WHOLE_K_MAX`, or a tuning's 8-deep tile.
+    let deep = matmul_bias_relu(1, 100, 100, 129, DType::F32, DType::F32, false);
+    refused(&deep.kernels[0], &Tuning::default(), "17 steps of 8 along k");
+    refused(k, &Tuning { tile: Some(MatmulTile::LARGE), ..Tuning::default() }, "13 steps of 8 along k");
+    let bf16 = matmul_bias_relu(1, 100, 100, 100, DType::BF16, DType::F32, false);
+    refused(&bf16.kernels[0], &Tuning::default(), "tensor-core product");
+    let whole = MatmulTile { bk: 100, ..MatmulTile::SMALL };
+    refused(&bf16.kernels[0], &Tuning { tile: Some(whole), ..Tuning::default() }, "operands bf16");
+    let f64 = matmul_bias_relu(1, 37, 41, 29, DType::F64, DType::F64, false);
+    refused(&f64.kernels[0], &Tuning::default(), "operands f64");
 }

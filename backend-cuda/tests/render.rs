@@ -331,7 +331,7 @@ fn latency_bound_products_take_the_reduction_in_one_step() {
     for ((batch, m, n, k, d, acc), want) in cases {
         let p = matmul_bias_relu(batch, m, n, k, d, acc, false);
         let r = render::render(&p.kernels[0], &hopper(), &Tuning::default()).unwrap();
-        assert_eq!(r.strategy, want, "{m}x{n}x{k} {d}");
+        assert_eq!(r.strategy.trim_end_matches(" ptx"), want, "{m}x{n}x{k} {d}");
         compile("whole_k", &r);
     }
 }

@@ -196,10 +196,35 @@ pub(super) fn address(ty: &str, base: &str, (r, s_r): (&str, usize), (c, s_c): (
     s
 }
 
-/// Renders a matmul body.
-pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: &Tuning) -> Result<Body, RenderError> {
-    let k = em.k;
-    let kname = k.name.clone();
+/// The template [`plan`] picks for a product and tuning.
+pub(super) enum Template {
+    /// A tensor-core template (the `mma` module renders it).
+    TensorCores,
+    /// The CUDA-core tiles of this module.
+    Cores(Plan),
+}
+
+/// The launch of the CUDA-core template for a product and tuning: what both renderers (CUDA C++
+/// here, PTX in `ptx::matmul`) follow.
+pub(super) struct Plan {
+    /// The tile ([`Tuning::tile`], else [`default_tile`]).
+    pub(super) tile: MatmulTile,
+    /// Output tiles along m.
+    pub(super) tiles_m: u64,
+    /// Output tiles along n.
+    pub(super) tiles_n: u64,
+    /// Grid, block, strategy, summary and split (no split, and a grid of `[0, 1, 1]`, when there
+    /// are no blocks).
+    pub(super) body: Body,
+    /// The bytes of each `cp.async` where the tile takes the whole reduction in one step
+    /// ([`direct_copy_bytes`]).
+    pub(super) direct: Option<u32>,
+}
+
+/// Which template renders `mm` with `t`, and the CUDA-core template's launch; `Err` exactly where
+/// [`render`] fails before writing anything.
+pub(super) fn plan(em: &Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: &Tuning) -> Result<Template, RenderError> {
+    let kname = em.k.name.clone();
     let invalid = |msg: String| RenderError::InvalidTuning { kernel: kname.clone(), msg };
     if t.vectorize == Some(true) || t.persistent == Some(true) {
         return Err(invalid("vectorize and persistent apply to pointwise and reduce kernels".into()));
@@ -208,9 +233,9 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
         (Some(_), Some(_)) => return Err(invalid("a CUDA-core tile and a tensor-core tile together".into())),
         (None, Some(_)) => {
             super::mma::mma_applies(mm, caps).map_err(|why| invalid(format!("no tensor-core template: {why}")))?;
-            return super::mma::render(em, mm, caps, t);
+            return Ok(Template::TensorCores);
         }
-        (None, None) if super::mma::mma_applies(mm, caps).is_ok() => return super::mma::render(em, mm, caps, t),
+        (None, None) if super::mma::mma_applies(mm, caps).is_ok() => return Ok(Template::TensorCores),
         _ => {}
     }
     if ct(mm.acc_dtype) == Ct::Bool {
@@ -225,7 +250,6 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     }
     let MatmulTile { bm, bn, bk, tm, tn } = tile;
     let threads = tile.threads();
-    let txn = bn / tn;
     let (tiles_n, tiles_m) = (n.div_ceil(u64::from(bn)), m.div_ceil(u64::from(bm)));
     let blocks = tiles_n * tiles_m * batch;
     if blocks > i32::MAX as u64 {
@@ -252,15 +276,31 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
         tensor_maps: Vec::new(),
         cluster: 1,
     };
-    if blocks == 0 {
-        return Ok(Body { grid: [0, 1, 1], ..body });
-    }
     // Block order: batch outermost, then tile rows, then tile columns.
-    let body = body.with_split(if batch == 1 {
-        GridSplit { unit: OuterUnit::MatmulM, per: u64::from(bm), inner: tiles_n }
+    let body = if blocks == 0 {
+        body
+    } else if batch == 1 {
+        body.with_split(GridSplit { unit: OuterUnit::MatmulM, per: u64::from(bm), inner: tiles_n })
     } else {
-        GridSplit { unit: OuterUnit::MatmulBatch, per: 1, inner: tiles_m * tiles_n }
-    });
+        body.with_split(GridSplit { unit: OuterUnit::MatmulBatch, per: 1, inner: tiles_m * tiles_n })
+    };
+    Ok(Template::Cores(Plan { tile, tiles_m, tiles_n, body, direct: direct_copy_bytes(mm, caps, tile) }))
+}
+
+/// Renders a matmul body.
+pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: &Tuning) -> Result<Body, RenderError> {
+    let k = em.k;
+    let Plan { tile, tiles_m, tiles_n, body, direct } = match plan(em, mm, caps, t)? {
+        Template::TensorCores => return super::mma::render(em, mm, caps, t),
+        Template::Cores(p) => p,
+    };
+    if body.grid[0] == 0 {
+        return Ok(body);
+    }
+    let (m, n, kd) = (mm.m as u64, mm.n as u64, mm.k as u64);
+    let MatmulTile { bm, bn, bk, tm, tn } = tile;
+    let threads = tile.threads();
+    let txn = bn / tn;
     let tc = tile_ct(mm.acc_dtype);
     let tt = tc.name();
     let ity = em.ity();
@@ -283,7 +323,7 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
     em.line(format!("acc[i][j] = {};", tc.zero()));
     em.close();
     em.close();
-    if let Some(bytes) = direct_copy_bytes(mm, caps, tile) {
+    if let Some(bytes) = direct {
         em.line(
             "// the whole reduction in one step: every operand element of the block copied to shared memory at once \
              (cp.async, zero past the edges)",
@@ -304,8 +344,8 @@ pub(super) fn render(em: &mut Emitter<'_>, mm: &MatmulBody, caps: &CudaCaps, t: 
         em.line(format!("{tt} pb[{pb}];"));
         stage_loads(em, mm, tile, "0u")?;
         em.open(format!("for (unsigned k0 = 0; k0 < {kd}u; k0 += {bk}u)"));
-        for (name, op, per) in [("a", &mm.a, pa), ("b", &mm.b, pb)] {
-            let (kk, rr) = mapping(name, op, tile);
+        for (name, per) in [("a", pa), ("b", pb)] {
+            let (kk, rr) = mapping(mm, name, tile);
             em.line("#pragma unroll");
             em.open(format!("for (unsigned l = 0; l < {per}u; ++l)"));
             em.line(format!("const unsigned e = tid + l * {threads}u;"));
@@ -412,7 +452,7 @@ fn emit_step_product(em: &mut Emitter<'_>, tile: MatmulTile, tc: Ct) {
 
 /// The unroll factor of a loop of `n` iterations left partly rolled: the largest of 8, 4 and 2
 /// dividing `n` (no remainder loop), else 1.
-fn partial_unroll(n: u32) -> u32 {
+pub(super) fn partial_unroll(n: u32) -> u32 {
     [8, 4, 2].into_iter().find(|f| n.is_multiple_of(*f)).unwrap_or(1)
 }
 
@@ -447,13 +487,13 @@ fn copy_whole_reduction(em: &mut Emitter<'_>, mm: &MatmulBody, t: MatmulTile, by
         let w = open_walk(em, mm, t, which, false);
         em.line(format!("const unsigned gk = {};", w.kk));
         let mut conds = Vec::new();
-        if !(w.ext as u64).is_multiple_of(u64::from(w.rows)) {
-            conds.push(format!("gr < {}u", w.ext));
+        if !(w.side.ext as u64).is_multiple_of(u64::from(w.side.rows)) {
+            conds.push(format!("gr < {}u", w.side.ext));
         }
         if !mm.k.is_multiple_of(t.bk as usize) {
             conds.push(format!("gk < {}u", mm.k));
         }
-        let addr = address(w.oty, &format!("{which}_base"), ("gr", w.s_r), ("gk", w.s_k));
+        let addr = address(w.oty, &format!("{which}_base"), ("gr", w.side.s_r), ("gk", w.side.s_k));
         let dst = format!("(unsigned)__cvta_generic_to_shared(&s{which}[{}][{}])", w.kk, w.rr);
         if conds.is_empty() {
             em.line(format!("sinter_cp_async{bytes}({dst}, &a{}[{addr}], {bytes}u);", op.arg));
@@ -466,46 +506,68 @@ fn copy_whole_reduction(em: &mut Emitter<'_>, mm: &MatmulBody, t: MatmulTile, by
     }
 }
 
+/// Operand `which`'s (`"a"` or `"b"`) share of one step: what both renderers walk.
+pub(super) struct Side {
+    /// The tile's extent along M (A) or N (B).
+    pub(super) rows: u32,
+    /// The product's extent there.
+    pub(super) ext: usize,
+    /// The operand's stride along it.
+    pub(super) s_r: usize,
+    /// The operand's stride along K.
+    pub(super) s_k: usize,
+    /// Consecutive staged elements walk k (the operand is contiguous along k, or neither
+    /// dimension is): element `e` sits at `[e % bk][e / bk]`, else at `[e / rows][e % rows]`.
+    pub(super) contig_k: bool,
+    /// Elements per thread and step (`rows * bk / threads`).
+    pub(super) per: u32,
+}
+
+/// Operand `which`'s [`Side`] under tile `t`.
+pub(super) fn side(mm: &MatmulBody, t: MatmulTile, which: &str) -> Side {
+    let op = if which == "a" { &mm.a } else { &mm.b };
+    let (rows, ext, s_r, s_k) =
+        if which == "a" { (t.bm, mm.m, op.s_row, op.s_col) } else { (t.bn, mm.n, op.s_col, op.s_row) };
+    let a_like = op.s_col == 1 || op.s_row != 1;
+    let contig_k = if which == "a" { a_like } else { !a_like };
+    Side { rows, ext, s_r, s_k, contig_k, per: rows * t.bk / t.threads() }
+}
+
 /// The shared-tile coordinates (`[k][row]`) of staged element `e` of operand `which`: consecutive
-/// threads walk the operand's contiguous dimension.
-fn mapping(which: &str, op: &MatOperand, t: MatmulTile) -> (String, String) {
-    let (rows, contig_k) =
-        if which == "a" { (t.bm, op.s_col == 1 || op.s_row != 1) } else { (t.bn, !(op.s_col == 1 || op.s_row != 1)) };
-    if contig_k {
+/// threads walk the operand's contiguous dimension ([`Side::contig_k`]).
+fn mapping(mm: &MatmulBody, which: &str, t: MatmulTile) -> (String, String) {
+    let s = side(mm, t, which);
+    if s.contig_k {
         (format!("e % {}u", t.bk), format!("e / {}u", t.bk))
     } else {
-        (format!("e / {rows}u"), format!("e % {rows}u"))
+        (format!("e / {}u", s.rows), format!("e % {}u", s.rows))
     }
 }
 
-/// One operand's share of a step as [`open_walk`] lays it out: the tile's `rows` along M (A) or N
-/// (B), that extent `ext`, the operand's strides along it (`s_r`) and along K (`s_k`), the staged
-/// element `e`'s shared coordinates (`kk`, `rr`: [`mapping`]) and its index type.
+/// One operand's share of a step as [`open_walk`] lays it out: its [`Side`], the staged element
+/// `e`'s shared coordinates (`kk`, `rr`: [`mapping`]) and its index type.
 struct Walk {
-    rows: u32,
-    ext: usize,
-    s_r: usize,
-    s_k: usize,
+    side: Side,
     kk: String,
     rr: String,
     oty: &'static str,
 }
 
-/// Opens operand `which`'s loop over this thread's elements of one step (`rows * bk / threads`
-/// of them; unrolled whole, or by [`partial_unroll`] when `whole` is false), defining `e` and `gr`;
+/// Opens operand `which`'s loop over this thread's elements of one step ([`Side::per`] of
+/// them; unrolled whole, or by [`partial_unroll`] when `whole` is false), defining `e` and `gr`;
 /// the caller defines `gk`, moves the element and closes the loop.
 fn open_walk(em: &mut Emitter<'_>, mm: &MatmulBody, t: MatmulTile, which: &str, whole: bool) -> Walk {
     let op = if which == "a" { &mm.a } else { &mm.b };
-    let (rows, ext, origin, s_r, s_k) =
-        if which == "a" { (t.bm, mm.m, "m0", op.s_row, op.s_col) } else { (t.bn, mm.n, "n0", op.s_col, op.s_row) };
+    let origin = if which == "a" { "m0" } else { "n0" };
     let threads = t.threads();
-    let per = rows * t.bk / threads;
-    let (kk, rr) = mapping(which, op, t);
+    let side = side(mm, t, which);
+    let per = side.per;
+    let (kk, rr) = mapping(mm, which, t);
     em.line(if whole { "#pragma unroll".to_string() } else { format!("#pragma unroll {}", partial_unroll(per)) });
     em.open(format!("for (unsigned l = 0; l < {per}u; ++l)"));
     em.line(format!("const unsigned e = tid + l * {threads}u;"));
     em.line(format!("const unsigned gr = {origin} + {rr}; // {}", if which == "a" { "m" } else { "n" }));
-    Walk { rows, ext, s_r, s_k, kk, rr, oty: op_ity(em, op) }
+    Walk { side, kk, rr, oty: op_ity(em, op) }
 }
 
 /// Loads one step's operand elements (at reduction offset `k0`) into the staging registers `pa`,
@@ -513,7 +575,7 @@ fn open_walk(em: &mut Emitter<'_>, mm: &MatmulBody, t: MatmulTile, which: &str, 
 fn stage_loads(em: &mut Emitter<'_>, mm: &MatmulBody, t: MatmulTile, k0: &str) -> Result<(), RenderError> {
     let tc = tile_ct(mm.acc_dtype);
     for (which, op) in [("a", &mm.a), ("b", &mm.b)] {
-        let Walk { rows, ext, s_r, s_k, kk, oty, .. } = open_walk(em, mm, t, which, true);
+        let Walk { side: Side { rows, ext, s_r, s_k, .. }, kk, oty, .. } = open_walk(em, mm, t, which, true);
         if k0 == "0u" {
             em.line(format!("const unsigned gk = {kk};"));
         } else {

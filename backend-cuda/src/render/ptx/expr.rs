@@ -10,8 +10,8 @@
 //! allow (negative constants only where the whole sum is non-negative). The operations and their
 //! semantics are the CUDA C++ renderer's ([`super::super::ops`]): `Rsqrt` is `1 / sqrt` (two
 //! roundings), `Reciprocal` `1 / x`, division the IEEE `div.rn` unless the kernel may divide
-//! through the reciprocal and take `__expf` ([`relaxed_math`]; only such kernels take `exp`
-//! here), rounding ties to even.
+//! through the reciprocal and take `__expf` ([`relaxed_math`]), rounding ties to even; `exp` and
+//! `erf` otherwise by [`super::math`] (within 2 ulp, as libdevice's `expf` and `erff`).
 
 use std::collections::HashMap;
 
@@ -29,9 +29,8 @@ use super::{Asm, Class, Refusal, f32_lit, refuse};
 /// The dtypes written here: computed in f32 (16-bit values carried in f32 between expressions).
 const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
 
-/// Unary ops written here, on f32 (and `exp` where the kernel may take `__expf`:
-/// [`relaxed_math`]).
-const UNARY: [UnaryOp; 11] = [
+/// Unary ops written here, on f32.
+const UNARY: [UnaryOp; 13] = [
     UnaryOp::Neg,
     UnaryOp::Abs,
     UnaryOp::Relu,
@@ -43,6 +42,8 @@ const UNARY: [UnaryOp; 11] = [
     UnaryOp::Round,
     UnaryOp::Sin,
     UnaryOp::Cos,
+    UnaryOp::Exp,
+    UnaryOp::Erf,
 ];
 
 /// Binary ops written here, on f32.
@@ -66,10 +67,6 @@ pub(crate) fn check(k: &Kernel, roots: &[ExprId], stores: &[Store], vars: &[Var]
             Expr::Load { index, .. } => check_index(index, vars)?,
             Expr::Const(_) | Expr::Acc(_) => {}
             Expr::Unary(op, _) if UNARY.contains(op) => {}
-            // The accurate `exp` and `erf` written in PTX cost more than libdevice's (measured
-            // 4-5% on softmax and layernorm_gelu: `math`'s doc); `__expf` is the same instruction
-            // pair either way.
-            Expr::Unary(UnaryOp::Exp, _) if relaxed_math(k) => {}
             Expr::Binary(op, ..) if BINARY.contains(op) => {}
             Expr::Cast(_) => {}
             Expr::Unary(op, _) => return refuse(format!("unary {}", op.name())),
@@ -620,6 +617,8 @@ impl<'e, 'k> Lower<'e, 'k> {
                 self.asm.op(format!("mul.f32 {t}, {x}, {}", f32_lit(std::f32::consts::LOG2_E)));
                 self.asm.op(format!("ex2.approx.ftz.f32 {r}, {t}"));
             }
+            UnaryOp::Exp => return Ok(super::math::exp(self.asm, x)),
+            UnaryOp::Erf => return Ok(super::math::erf(self.asm, x)),
             UnaryOp::Neg => self.asm.op(format!("neg.f32 {r}, {x}")),
             UnaryOp::Abs => self.asm.op(format!("abs.f32 {r}, {x}")),
             UnaryOp::Relu => {

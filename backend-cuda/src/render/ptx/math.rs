@@ -1,233 +1,174 @@
-//! `exp` and `erf` of `f32` in PTX, inline at each use, branch-free, with host emulations.
-//!
-//! **Not used by the renderer yet** (the module is compiled for its tests only): in kernels that
-//! compute them per element they cost more than libdevice's (24 and 34 instructions against about
-//! 8 and 20): `softmax_8192x8192_f32` ran 3.9% and `layernorm_gelu_8192x4096_f32` 5% slower
-//! than through NVRTC on an H200 (BENCHMARKS.md, session 37, call 4), so kernels with accurate
-//! `exp` or `erf` stay CUDA C++. Kept, with their exhaustive tests, as the reference a cheaper
-//! version (the hardware `ex2.approx` on the reduced argument) must match in accuracy.
+//! `exp` and `erf` of `f32` in PTX, inline at each use, branch-free, with host models.
 //!
 //! Why own functions: PTX written directly is not linked against libdevice (that is bitcode for
 //! NVVM, which NVRTC runs and `ptxas` does not), so `expf` and `erff` must be spelled out, as
-//! [`super::trig_slow`] spells out the slow path of `sinf`.
+//! [`super::trig_slow`] spells out the slow path of `sinf`. They must also cost what libdevice's
+//! cost: kernels like `softmax_8192x8192_f32` compute two `exp` an element, and an own accurate
+//! `exp` of 24 instructions (a Cody–Waite reduction and a degree-6 polynomial, within 0.9 ulp)
+//! made it 3.9% slower, an `erf` of 34 made `layernorm_gelu_8192x4096_f32` 5% slower (H200,
+//! BENCHMARKS.md session 37, call 4). So both rest on the hardware's `ex2.approx` (the SFU's
+//! base-2 exponential, one instruction) with an exact argument reduction, as libdevice's do.
 //!
 //! Contract:
-//! * [`exp`] emits e^x of an `.f32` register: within 1 ulp of `f64`'s `exp` rounded for every
-//!   input, subnormal results included (rounded once); +inf from x = 88.72284 up (the first
-//!   float whose e^x rounds past `f32::MAX`), +0 from x = -103.972084 down (e^x at most half the
-//!   smallest subnormal), NaN for NaN (the input itself), +inf for +inf and +0 for -inf.
-//! * [`erf`] emits erf(x): within 1 ulp of the exact value for every input; odd exactly
-//!   (erf(-x) = -erf(x) bit for bit, erf(±0) = ±0), exactly ±1 for |x| >= 3.9155 (where erf
-//!   rounds to 1 in `f32`), NaN for NaN.
-//! * Every floating operation carries `.rn` (no contraction into fused multiply-adds beyond the
-//!   explicit `fma.rn`, no `.ftz`), so the kernel computes exactly what `host_exp` and
-//!   `host_erf` compute on the host with Rust's `f32` (IEEE operations and `mul_add`), statement
-//!   for instruction. A constant stands second in each product (`fma.rn.f32 d, %reg, C, ...`).
+//! * [`exp`] (10 PTX instructions, 8 in SASS): e^x within 2 ulp of the exact value for every input
+//!   (1.93 measured over all 2^32 on an H200, see below; CUDA documents 2 for `expf`), subnormal results included; +inf where
+//!   x log2 e >= 128, +0 far below the subnormals, NaN for NaN, +inf for +inf, +0 for -inf.
+//! * [`erf`] (25 PTX instructions): erf(x) within 2 ulp for every input (1.16 measured; CUDA documents 2 for `erff`); odd bit for bit
+//!   (erf(-x) = -erf(x), erf(±0) = ±0); exactly ±1 from |x| >= 3.9192 (where erf rounds to 1 in
+//!   `f32`), NaN for NaN.
+//! * `ex2.approx.ftz.f32` is the only approximate instruction; every other floating operation
+//!   carries `.rn` (nothing contracts beyond the explicit `fma.rn`), so the host models
+//!   `host_exp` and `host_erf` compute statement for instruction what the kernel does, with the
+//!   exact 2^f rounded to `f32` in place of `ex2.approx` (the host cannot emulate the SFU; its
+//!   relative error is what separates the host's accuracy from the device's).
 //!
-//! `exp` (24 instructions): clamp x to [-104, 89] (every result outside is +0 or +inf already),
-//! `j = round(x log2 e)` by the 1.5 * 2^23 shift (one `fma.rn`, one `sub.rn`), Cody–Waite
-//! reduction `r = x - j ln2_hi - j ln2_lo` (`ln2_hi` has at most 16 significant bits: the first
-//! step is exact for |j| <= 150), a degree-6 polynomial of e^r on |r| <= ln2/2 ([`EXP_POLY`]), then
-//! `e^r * 2^j1 * 2^j2` with `j1 = j >> 1`, `j2 = j - j1`, each power built from integer bits and
-//! within the normal range: the first product is exact and the second rounds once (into the
-//! subnormals, or to +inf). A final `selp` on `setp.nan` returns a NaN input itself (the clamp's
-//! `max`/`min` would have dropped it).
+//! `exp`: with `n = floor(x log2 e)` clamped to [-126, 126], e^x = 2^f * 2^n where
+//! `f = x log2 e - n` (two `fma.rn` with log2 e split in two `f32`: `x * LOG2E_HI - n` is exact
+//! inside the fma, so f is x log2 e - n rounded once, plus the low part's product). n comes from
+//! `t = sat(x log2 e / 252 + 1/2)` in [0, 1]: `floor(252 t)` in the low bits of
+//! `252 t + 1.5 * 2^23 + 1` (one `fma.rm`, the magic constant's unit in the last place being 1),
+//! n itself by subtracting `1.5 * 2^23 + 127`, and the bits of that sum shifted left by 23 are
+//! the `f32` 2^n (biased exponent n + 127 in [1, 253], the magic's high bits shifted out). Within
+//! the clamp f stays in [0, 1) up to the rounding of t (any n is exact: f is computed from it);
+//! past it f carries the rest (x log2 e >= 128 overflows `ex2` to +inf, x log2 e < -252 gives
+//! `ex2`'s flushed 0, between the two the product rounds once into the subnormals). NaN
+//! saturates t to 0 and propagates through f.
 //!
-//! `erf` (34 instructions) evaluates both branches and picks one with `selp` (no divergence; the
-//! helper sits inside unrolled per-element loops):
-//! * |x| < [`ERF_SPLIT`] = 0.90625: `erf(x) = x + x P(x^2)`, `P` of degree 6 ([`ERF_SMALL`]); a
-//!   tiny or subnormal x gives `fma(x, P(0), x)`, one rounding, and -0 stays -0;
-//! * |x| >= 0.90625: `erf(|x|) = 1 - e^u`, `u = L(min(|x|, 4))` a degree-6 polynomial for
-//!   `ln erfc` ([`ERF_LARGE`]), e^u by `exp`'s reduction and polynomial, and `1 - 2^j (1 + r q)`
-//!   evaluated as `fma(-2^j r, q, 1 - 2^j)` (both factors exact) so that e^u is never rounded
-//!   on its own; the sign of x is copied on last. Past 4 the clamp gives e^u = 1.5e-8, under half
-//!   an ulp of 1, so the result is exactly ±1.
-//! * NaN fails `|x| >= 0.90625` (`setp.ltu`) and takes the small branch, which propagates it.
+//! `erf`: one Horner polynomial of degree 6 whose coefficients and argument are selected by
+//! the branch (`selp`, no divergence: the helper sits inside unrolled per-element loops):
+//! * |x| < 1: `erf(x) = x + x S(x^2)` ([`ERF_SMALL`], S(0) = 2/sqrt(pi) - 1), one final `fma.rn`,
+//!   so a tiny or subnormal x rounds once and -0 stays -0; NaN fails `|x| >= 1` and lands here.
+//! * |x| >= 1: `erf(|x|) = 1 - 2^u`, `u = -m (1 + L(m))`, `m = min(|x|, 4)` ([`ERF_LARGE`]:
+//!   `L(m) = -log2(erfc m) / m - 1`), the same final `fma.rn` with `-m` for x, then `ex2.approx`,
+//!   `1 - 2^u` and the sign of x copied on. Past 4, 1 - erf(4) = 1.5e-8 is under 2^-25 (half an
+//!   ulp of 1 below it): the result is exactly ±1.
 //!
 //! The coefficients were fitted for this file (a scratch script, not kept): weighted minimax by
-//! Lawson's iteratively reweighted least squares on 5000 points (uniform and Chebyshev) of the
-//! interval, the targets and weights in `f64` from `mpmath` at 30 digits; `EXP_POLY` against the
-//! relative error of `1 + r + r^2 q(r)` to e^r, `ERF_SMALL` against the relative error of erf,
-//! `ERF_LARGE` against the error it causes in erf (`|δu| erfc(x)`); each rounded to `f32` one
-//! coefficient at a time from the low orders up (`ERF_LARGE`'s constant term last), refitting the
-//! rest after each. The test `polynomials_fit` checks the approximation errors they reach.
+//! Lawson's iteratively reweighted least squares in `f64` on 12000 points (uniform and
+//! Chebyshev) of each interval, `ERF_SMALL` against the relative error of erf, `ERF_LARGE`
+//! against the relative error it causes in erf (`ln 2 erfc(m) m |δL| / erf(m)`), rounded to
+//! `f32` one coefficient at a time from the constant term up, refitting the rest after each.
+//! Their approximation errors (test `polynomials_fit`) are a few hundredths of an ulp: the
+//! results' errors are the roundings and `ex2.approx`'s.
 //!
-//! Accuracy measured against `f64` over every input (`exhaustive`, ignored: every |x| < 104 for
-//! `exp`, every 0 <= x < 6 for `erf`, the rest being the clamped constants): `exp` 0.891 ulp at
-//! -5.848642 (0xc0bb2813), `erf` 0.962 ulp at ±1.069939 (0x3f88f3c3). The default tests check
-//! every 61st bit pattern (0.873 and 0.917 ulp), every pattern of `erf` on [0.5, 4.5] in release
-//! (every 7th in debug) and of `exp`'s subnormal results, and the edges. On an H200 the PTX,
-//! JIT-compiled by the driver (123 ms for both functions in a two-entry module), agreed with
-//! `host_exp` and `host_erf` bit for bit on all 2^32 inputs, NaN as NaN (a one-off check
-//! when this file was written).
+//! Accuracy: on the host (exact 2^f) `exp` within 1.44 ulp of `f64`'s (the worst near overflow,
+//! where f spans [0, 2)) and `erf` within 1.02 (tests below: every 61st bit pattern, every
+//! pattern of erf on [0.5, 4.5], the edges). On an H200 over all 2^32 inputs against `f64` (a
+//! one-off device check when this file was written, BENCHMARKS.md session 38, call 1): `exp`
+//! 1.931 ulp at -13.899315 (0xc15e6398), 95,287 inputs past 1.5; `erf` 1.157 ulp at 1.0130225
+//! (0x3f81aab9); every NaN input gave NaN. libdevice's `expf` is the same reduction (8 SASS
+//! instructions either way).
 
 use super::{Asm, Class, f32_lit};
 
-/// 1.5 * 2^23: adding it rounds a float of magnitude under 2^22 to an integer in the low
-/// mantissa bits (`MAGIC_BITS + j` are the bits of `MAGIC + j`).
-const MAGIC: f32 = 12_582_912.0;
-/// The bits of [`MAGIC`].
-const MAGIC_BITS: u32 = 0x4b40_0000;
 /// log2(e) rounded to `f32`.
-const LOG2E: f32 = std::f32::consts::LOG2_E;
-/// ln 2 truncated to 16 significant bits (the low 8 of the `f32` significand zero): `j * LN2_HI`
-/// is exact for |j| < 2^8, so `x - j * LN2_HI` is exact by the closeness of x to `j ln 2`.
-const LN2_HI: f32 = f32::from_bits(0x3f31_7200);
-/// ln 2 - [`LN2_HI`] rounded to `f32`.
-const LN2_LO: f32 = f32::from_bits(0x35bf_be8e);
-/// The clamp of `exp`'s argument: e^-104 is under half the smallest subnormal (rounds to +0)
-/// and e^89 over `f32::MAX` (+inf), and `j` stays within [-150, 128].
-const EXP_LO: f32 = -104.0;
-/// The upper clamp, see [`EXP_LO`].
-const EXP_HI: f32 = 89.0;
-/// `e^r = 1 + r (1 + r (Q[0] + r (Q[1] + ...)))` on |r| <= ln2/2: relative error 2^-28.2 in
-/// `f64` (weighted minimax of `(e^r - 1 - r) / r^2`, see the module doc).
-const EXP_POLY: [f32; 5] = [4.999_999_4e-1, 1.666_652_3e-1, 4.166_829_2e-2, 8.368_532e-3, 1.381_830_2e-3];
+const LOG2E_HI: f32 = std::f32::consts::LOG2_E;
+/// log2(e) - [`LOG2E_HI`] rounded to `f32`.
+const LOG2E_LO: f32 = f32::from_bits(0x32a5_7060);
+/// log2(e) / 252 rounded to `f32`: `x * EXP_SCALE + 1/2` saturated is n's position in [0, 1].
+const EXP_SCALE: f32 = f32::from_bits(0x3bbb_989e);
+/// 1.5 * 2^23 + 1: `252 t` added to it (rounding down) puts `floor(252 t) + 1` in the low bits,
+/// the biased exponent of 2^n.
+const EXP_MAGIC: f32 = 12_582_913.0;
+/// `EXP_MAGIC + 126`: subtracted from the sum, it leaves n.
+const EXP_BIAS: f32 = 12_583_039.0;
 
 /// The split of `erf`'s branches: |x| below it takes the series-like polynomial.
-const ERF_SPLIT: f32 = 0.906_25;
-/// `erf(x) = x + x (S[0] + z (S[1] + ...))`, `z = x^2`, for |x| < [`ERF_SPLIT`]: relative error
-/// 2^-30.1 in `f64` (`S[0]` is 2/sqrt(pi) - 1).
-const ERF_SMALL: [f32; 7] =
-    [1.283_791_7e-1, -3.761_263_2e-1, 1.128_368_15e-1, -2.685_901_9e-2, 5.200_698e-3, -8.143_688e-4, 8.389_327_6e-5];
-/// `ln erfc(x) = L[0] + x (L[1] + x (L[2] + ...))` on [`ERF_SPLIT`, `ERF_CLAMP`], fitted against
-/// `|δ| erfc(x)`, the error it causes in erf (at most 0.03 of 2^-24 in `f64`).
-const ERF_LARGE: [f32; 7] =
-    [-1.864_388_9e-4, -1.127_712_4, -6.371_227_5e-1, -1.039_817_8e-1, 2.225_016_6e-2, -3.048_824_8e-3, 1.964_875_7e-4];
-/// |x| past this is taken as this in the large branch: 1 - erf(4) = 1.5e-8 is under 2^-25, half an
-/// ulp of 1 below it, so the result is exactly 1 (and the polynomial stays on its interval).
+const ERF_SPLIT: f32 = 1.0;
+/// |x| past this is taken as this in the large branch (see the module doc).
 const ERF_CLAMP: f32 = 4.0;
+/// `S` of `erf(x) = x + x S(x^2)` on |x| < 1, constant term first.
+const ERF_SMALL: [f32; 7] =
+    [0.128_379_17, -0.376_126_26, 0.112_835_79, -0.026_853_347, 0.005_187_162, -0.000_799_785_3, 7.806_903e-5];
+/// `L` of `erf(m) = 1 - 2^(-m (1 + L(m)))` on [1, 4], constant term first.
+const ERF_LARGE: [f32; 7] =
+    [0.628_361_7, 0.916_067_5, 0.153_691_4, -0.034_639_06, 0.005_420_816, -0.000_505_776_14, 2.014_117_1e-5];
 
-/// `e^x` of the `.f32` register `x`; returns the result's register (24 instructions, see the
-/// module doc). Instruction for instruction `host_exp`.
+/// `e^x` of the `.f32` register `x`; returns the result's register (10 PTX instructions, 8 after
+/// ptxas drops the bit moves; see the module doc). Instruction for instruction `host_exp`.
 pub(crate) fn exp(asm: &mut Asm, x: &str) -> String {
     let f = |asm: &mut Asm| asm.reg(Class::F32);
-    let i = |asm: &mut Asm| asm.reg(Class::B32);
-    asm.comment(format!("exp of {x}: clamp, j = round(x log2 e), Cody-Waite, polynomial, * 2^j1 * 2^j2"));
-    let (c0, c) = (f(asm), f(asm));
-    asm.op(format!("max.f32 {c0}, {x}, {}", f32_lit(EXP_LO)));
-    asm.op(format!("min.f32 {c}, {c0}, {}", f32_lit(EXP_HI)));
-    let (t, r, q) = reduce(asm, &c);
-    let p = f(asm);
-    asm.op(format!("fma.rn.f32 {p}, {q}, {r}, {}", f32_lit(1.0)));
-    // j = bits(t) - MAGIC_BITS; 2^j1 and 2^j2 from their biased exponents (MAGIC_BITS << 23 wraps
-    // to 0, so bits(t) - j1 serves for j2 = j - j1).
-    let (ti, j, j1, k2, b1, b2) = (i(asm), i(asm), i(asm), i(asm), i(asm), i(asm));
-    asm.op(format!("mov.b32 {ti}, {t}"));
-    asm.op(format!("sub.s32 {j}, {ti}, 0x{MAGIC_BITS:08X}"));
-    asm.op(format!("shr.s32 {j1}, {j}, 1"));
-    asm.op(format!("sub.s32 {k2}, {ti}, {j1}"));
-    asm.op(format!("mad.lo.u32 {b1}, {j1}, 0x00800000, 0x3F800000"));
-    asm.op(format!("mad.lo.u32 {b2}, {k2}, 0x00800000, 0x3F800000"));
-    let (s1, s2, y1, y, res) = (f(asm), f(asm), f(asm), f(asm), f(asm));
-    asm.op(format!("mov.b32 {s1}, {b1}"));
-    asm.op(format!("mov.b32 {s2}, {b2}"));
-    asm.op(format!("mul.rn.f32 {y1}, {p}, {s1}"));
-    asm.op(format!("mul.rn.f32 {y}, {y1}, {s2}"));
-    let nan = asm.reg(Class::Pred);
-    asm.op(format!("setp.nan.f32 {nan}, {x}, {x}"));
-    asm.op(format!("selp.f32 {res}, {x}, {y}, {nan}"));
-    res
+    asm.comment(format!("exp of {x}: 2^(x log2 e - n) * 2^n, n = floor(x log2 e) within [-126, 126]"));
+    let (t, s, nn, f1, fr, p, e, y) = (f(asm), f(asm), f(asm), f(asm), f(asm), f(asm), f(asm), f(asm));
+    let (sb, pb) = (asm.reg(Class::B32), asm.reg(Class::B32));
+    asm.op(format!("fma.rn.sat.f32 {t}, {x}, {}, {}", f32_lit(EXP_SCALE), f32_lit(0.5)));
+    asm.op(format!("fma.rm.f32 {s}, {t}, {}, {}", f32_lit(252.0), f32_lit(EXP_MAGIC)));
+    asm.op(format!("sub.rn.f32 {nn}, {}, {s}", f32_lit(EXP_BIAS)));
+    asm.op(format!("fma.rn.f32 {f1}, {x}, {}, {nn}", f32_lit(LOG2E_HI)));
+    asm.op(format!("fma.rn.f32 {fr}, {x}, {}, {f1}", f32_lit(LOG2E_LO)));
+    asm.op(format!("mov.b32 {sb}, {s}"));
+    asm.op(format!("shl.b32 {pb}, {sb}, 23"));
+    asm.op(format!("mov.b32 {p}, {pb}"));
+    asm.op(format!("ex2.approx.ftz.f32 {e}, {fr}"));
+    asm.op(format!("mul.rn.f32 {y}, {e}, {p}"));
+    y
 }
 
-/// `erf(x)` of the `.f32` register `x`; returns the result's register (34 instructions, both
-/// branches and a `selp`, see the module doc). Instruction for instruction `host_erf`.
+/// `erf(x)` of the `.f32` register `x`; returns the result's register (25 PTX instructions: both
+/// branches share one Horner polynomial, see the module doc). Instruction for instruction
+/// `host_erf`.
 pub(crate) fn erf(asm: &mut Asm, x: &str) -> String {
     let f = |asm: &mut Asm| asm.reg(Class::F32);
-    asm.comment(format!("erf of {x}: x + x P(x^2) below {ERF_SPLIT}, else 1 - exp(L(min(|x|, {ERF_CLAMP})))"));
-    let (a, z, small) = (f(asm), f(asm), f(asm));
+    asm.comment(format!(
+        "erf of {x}: x + x S(x^2) below {ERF_SPLIT}, else 1 - 2^(-m (1 + L(m))), m = min(|x|, {ERF_CLAMP})"
+    ));
+    let (a, z, m, v) = (f(asm), f(asm), f(asm), f(asm));
+    let big = asm.reg(Class::Pred);
     asm.op(format!("abs.f32 {a}, {x}"));
     asm.op(format!("mul.rn.f32 {z}, {x}, {x}"));
-    let ps = horner(asm, &z, &ERF_SMALL);
-    asm.op(format!("fma.rn.f32 {small}, {x}, {ps}, {x}"));
-    let m = f(asm);
+    // NaN fails the comparison and takes the small branch, which propagates it.
+    asm.op(format!("setp.ge.f32 {big}, {a}, {}", f32_lit(ERF_SPLIT)));
     asm.op(format!("min.f32 {m}, {a}, {}", f32_lit(ERF_CLAMP)));
-    let u = horner(asm, &m, &ERF_LARGE);
-    let (t, r, q) = reduce(asm, &u);
-    // -2^j from its bits (sign set, biased exponent j + 127; MAGIC_BITS << 23 wraps to 0), then
-    // 1 - 2^j (1 + r q) = fma(-2^j r, q, 1 - 2^j): both exact, one rounding.
-    let (ti, bn) = (asm.reg(Class::B32), asm.reg(Class::B32));
-    asm.op(format!("mov.b32 {ti}, {t}"));
-    asm.op(format!("mad.lo.u32 {bn}, {ti}, 0x00800000, 0xBF800000"));
-    let (sn, nsr, oms, big, signed, res) = (f(asm), f(asm), f(asm), f(asm), f(asm), f(asm));
-    asm.op(format!("mov.b32 {sn}, {bn}"));
-    asm.op(format!("mul.rn.f32 {nsr}, {r}, {sn}"));
-    asm.op(format!("add.rn.f32 {oms}, {sn}, {}", f32_lit(1.0)));
-    asm.op(format!("fma.rn.f32 {big}, {nsr}, {q}, {oms}"));
+    asm.op(format!("selp.f32 {v}, {m}, {z}, {big}"));
+    let c: Vec<String> = ERF_LARGE
+        .iter()
+        .zip(ERF_SMALL)
+        .map(|(&l, s)| {
+            let r = f(asm);
+            asm.op(format!("selp.f32 {r}, {}, {}, {big}", f32_lit(l), f32_lit(s)));
+            r
+        })
+        .collect();
+    let mut h = f(asm);
+    asm.op(format!("fma.rn.f32 {h}, {v}, {}, {}", c[6], c[5]));
+    for k in c[..5].iter().rev() {
+        let next = f(asm);
+        asm.op(format!("fma.rn.f32 {next}, {h}, {v}, {k}"));
+        h = next;
+    }
+    let (nm, w, y, e, o, sgn, res) = (f(asm), f(asm), f(asm), f(asm), f(asm), f(asm), f(asm));
+    asm.op(format!("neg.f32 {nm}, {m}"));
+    asm.op(format!("selp.f32 {w}, {nm}, {x}, {big}"));
+    // Small: x + x S(x^2). Large: u = -m - m L(m).
+    asm.op(format!("fma.rn.f32 {y}, {h}, {w}, {w}"));
+    asm.op(format!("ex2.approx.ftz.f32 {e}, {y}"));
+    asm.op(format!("sub.rn.f32 {o}, {}, {e}", f32_lit(1.0)));
     // PTX's copysign takes the sign from its first source.
-    asm.op(format!("copysign.f32 {signed}, {x}, {big}"));
-    let lt = asm.reg(Class::Pred);
-    asm.op(format!("setp.ltu.f32 {lt}, {a}, {}", f32_lit(ERF_SPLIT)));
-    asm.op(format!("selp.f32 {res}, {small}, {signed}, {lt}"));
+    asm.op(format!("copysign.f32 {sgn}, {x}, {o}"));
+    asm.op(format!("selp.f32 {res}, {sgn}, {y}, {big}"));
     res
 }
 
-/// The shared core of e^c: `t` holding j in its low bits, the reduced `r` and `q` with
-/// `e^r = 1 + r q` (9 instructions). `host_reduce` on the host.
-fn reduce(asm: &mut Asm, c: &str) -> (String, String, String) {
-    let f = |asm: &mut Asm| asm.reg(Class::F32);
-    let (t, j, r1, r) = (f(asm), f(asm), f(asm), f(asm));
-    asm.op(format!("fma.rn.f32 {t}, {c}, {}, {}", f32_lit(LOG2E), f32_lit(MAGIC)));
-    asm.op(format!("sub.rn.f32 {j}, {t}, {}", f32_lit(MAGIC)));
-    asm.op(format!("fma.rn.f32 {r1}, {j}, {}, {c}", f32_lit(-LN2_HI)));
-    asm.op(format!("fma.rn.f32 {r}, {j}, {}, {r1}", f32_lit(-LN2_LO)));
-    let q = horner(asm, &r, &[1.0, EXP_POLY[0], EXP_POLY[1], EXP_POLY[2], EXP_POLY[3], EXP_POLY[4]]);
-    (t, r, q)
-}
-
-/// `c[0] + v (c[1] + v (c[2] + ...))` by `fma.rn` (`c.len() - 1` instructions, at least two
-/// coefficients). `host_horner` on the host.
-fn horner(asm: &mut Asm, v: &str, c: &[f32]) -> String {
-    let n = c.len();
-    let mut acc = asm.reg(Class::F32);
-    asm.op(format!("fma.rn.f32 {acc}, {v}, {}, {}", f32_lit(c[n - 1]), f32_lit(c[n - 2])));
-    for &k in c[..n - 2].iter().rev() {
-        let next = asm.reg(Class::F32);
-        asm.op(format!("fma.rn.f32 {next}, {acc}, {v}, {}", f32_lit(k)));
-        acc = next;
-    }
-    acc
-}
-
-/// [`horner`] on the host.
+/// `ex2.approx.ftz.f32` on the host: the exact 2^f rounded to `f32`, subnormal results flushed.
 #[cfg(test)]
-fn host_horner(v: f32, c: &[f32]) -> f32 {
-    let n = c.len();
-    let mut acc = v.mul_add(c[n - 1], c[n - 2]);
-    for &k in c[..n - 2].iter().rev() {
-        acc = acc.mul_add(v, k);
-    }
-    acc
-}
-
-/// [`reduce`] on the host: `(t, r, q)`.
-#[cfg(test)]
-fn host_reduce(c: f32) -> (f32, f32, f32) {
-    let t = c.mul_add(LOG2E, MAGIC); // fma.rn
-    let j = t - MAGIC; // sub.rn
-    let r1 = j.mul_add(-LN2_HI, c); // fma.rn (exact)
-    let r = j.mul_add(-LN2_LO, r1); // fma.rn
-    let q = host_horner(r, &[1.0, EXP_POLY[0], EXP_POLY[1], EXP_POLY[2], EXP_POLY[3], EXP_POLY[4]]);
-    (t, r, q)
+fn host_ex2(f: f32) -> f32 {
+    let r = (f as f64).exp2() as f32;
+    if r < f32::MIN_POSITIVE { 0.0 } else { r }
 }
 
 /// [`exp`] on the host, operation for operation.
 #[cfg(test)]
 pub(crate) fn host_exp(x: f32) -> f32 {
-    // max.f32 and min.f32 return the other operand for a NaN, as Rust's max and min do (clamp
-    // would keep the NaN; the final select returns it either way).
-    #[allow(clippy::manual_clamp)]
-    let c = x.max(EXP_LO).min(EXP_HI);
-    let (t, r, q) = host_reduce(c);
-    let p = q.mul_add(r, 1.0); // fma.rn
-    let ti = t.to_bits(); // mov.b32
-    let j = ti.wrapping_sub(MAGIC_BITS) as i32; // sub.s32
-    let j1 = j >> 1; // shr.s32
-    let k2 = ti.wrapping_sub(j1 as u32); // sub.s32
-    let s1 = f32::from_bits((j1 as u32).wrapping_mul(1 << 23).wrapping_add(0x3f80_0000)); // mad.lo.u32
-    let s2 = f32::from_bits(k2.wrapping_mul(1 << 23).wrapping_add(0x3f80_0000)); // mad.lo.u32
-    let y = p * s1 * s2; // mul.rn, mul.rn
-    if x.is_nan() { x } else { y } // setp.nan, selp
+    // fma.rn.sat: NaN saturates to 0.
+    let t = x.mul_add(EXP_SCALE, 0.5);
+    let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) };
+    // fma.rm: 252 t is exact in f64 (a 24-bit t times 252), and so is the sum below 2^53.
+    let s = ((t as f64) * 252.0 + EXP_MAGIC as f64).floor() as f32;
+    let nn = EXP_BIAS - s; // sub.rn (exact)
+    let f1 = x.mul_add(LOG2E_HI, nn); // fma.rn
+    let fr = x.mul_add(LOG2E_LO, f1); // fma.rn
+    let p = f32::from_bits(s.to_bits() << 23); // mov, shl, mov
+    host_ex2(fr) * p // ex2.approx.ftz, mul.rn
 }
 
 /// [`erf`] on the host, operation for operation.
@@ -235,15 +176,18 @@ pub(crate) fn host_exp(x: f32) -> f32 {
 pub(crate) fn host_erf(x: f32) -> f32 {
     let a = x.abs(); // abs.f32
     let z = x * x; // mul.rn
-    let small = x.mul_add(host_horner(z, &ERF_SMALL), x); // fma.rn
+    let big = a >= ERF_SPLIT; // setp.ge (false for NaN)
     let m = a.min(ERF_CLAMP); // min.f32
-    let u = host_horner(m, &ERF_LARGE);
-    let (t, r, q) = host_reduce(u);
-    let sn = f32::from_bits(t.to_bits().wrapping_mul(1 << 23).wrapping_add(0xbf80_0000)); // mad.lo.u32
-    let big = (r * sn).mul_add(q, sn + 1.0); // mul.rn, add.rn, fma.rn
-    let signed = big.copysign(x); // copysign.f32
-    // setp.ltu: less than, or unordered (NaN takes the small branch).
-    if a >= ERF_SPLIT { signed } else { small } // selp
+    let v = if big { m } else { z }; // selp
+    let c: Vec<f32> = ERF_LARGE.iter().zip(ERF_SMALL).map(|(&l, s)| if big { l } else { s }).collect();
+    let mut h = v.mul_add(c[6], c[5]); // fma.rn
+    for &k in c[..5].iter().rev() {
+        h = h.mul_add(v, k); // fma.rn
+    }
+    let w = if big { -m } else { x }; // neg, selp
+    let y = h.mul_add(w, w); // fma.rn
+    let sgn = (1.0 - host_ex2(y)).copysign(x); // ex2.approx.ftz, sub.rn, copysign
+    if big { sgn } else { y } // selp
 }
 
 #[cfg(test)]
@@ -339,77 +283,69 @@ mod tests {
 
     #[test]
     fn constants_are_what_they_claim() {
-        assert_eq!(MAGIC.to_bits(), MAGIC_BITS);
-        assert_eq!(MAGIC, 1.5 * (1u32 << 23) as f32);
-        // LN2_HI: ln 2 in f32 with the low 8 significand bits cleared (truncated), so j * LN2_HI is
-        // exact for every j of the clamped range.
-        assert_eq!(LN2_HI.to_bits() & 0xff, 0);
-        assert_eq!(LN2_HI.to_bits(), std::f32::consts::LN_2.to_bits() & !0xff);
-        assert!((LN2_HI as f64) < std::f64::consts::LN_2);
-        assert_eq!(LN2_LO, (std::f64::consts::LN_2 - LN2_HI as f64) as f32);
-        for j in -150i32..=128 {
-            let p = j as f64 * LN2_HI as f64;
-            assert_eq!(p as f32 as f64, p, "{j}");
+        assert_eq!(LOG2E_LO, (std::f64::consts::LOG2_E - LOG2E_HI as f64) as f32);
+        assert_eq!(EXP_SCALE, (std::f64::consts::LOG2_E / 252.0) as f32);
+        assert_eq!(EXP_MAGIC, 1.5 * (1u32 << 23) as f32 + 1.0);
+        assert_eq!(EXP_BIAS, EXP_MAGIC + 126.0);
+        // The sum's bits shifted by 23 are 2^n: biased exponent floor(252 t) + 1 = n + 127.
+        for n in -126i32..=126 {
+            let s = EXP_MAGIC + (n + 126) as f32;
+            assert_eq!(f32::from_bits(s.to_bits() << 23), 2f32.powi(n), "{n}");
+            assert_eq!(-(EXP_BIAS - s), n as f32);
         }
-        // The clamps change no result, and j stays in the range the scaling covers.
-        assert_eq!((EXP_LO as f64).exp() as f32, 0.0);
-        assert!(((EXP_HI as f64).exp() as f32).is_infinite());
-        let j = |c: f32| c.mul_add(LOG2E, MAGIC) - MAGIC;
-        assert_eq!((j(EXP_LO), j(EXP_HI)), (-150.0, 128.0));
         // erf rounds to 1 at the clamp already: 1 - erf(4) under half an ulp of 1 below it.
         assert_eq!(ref_erf(ERF_CLAMP as f64) as f32, 1.0);
         assert!(ref_erfc(ERF_CLAMP as f64) < 2f64.powi(-25));
-        assert_eq!(f32_lit(-LN2_HI), "0fBF317200");
+        assert_eq!(ERF_SMALL[0], (std::f64::consts::FRAC_2_SQRT_PI - 1.0) as f32);
     }
 
-    /// The polynomials in `f64` (coefficients as stored): the approximation error alone, which
-    /// the module doc quotes.
+    /// The polynomials in `f64` (coefficients as stored): the approximation error alone, in
+    /// units of 2^-24 relative to erf, which the module doc quotes.
     #[test]
     fn polynomials_fit() {
         let horner64 = |v: f64, c: &[f32]| c.iter().rev().fold(0.0, |acc, &k| acc * v + k as f64);
         let grid = |a: f64, b: f64| (0..=20_000).map(move |i| a + (b - a) * i as f64 / 20_000.0);
-        let h = std::f64::consts::LN_2 / 2.0;
-        let e =
-            grid(-h, h).map(|r| ((1.0 + r + r * r * horner64(r, &EXP_POLY)) / r.exp() - 1.0).abs()).fold(0.0, f64::max);
-        assert!(e < 2f64.powi(-28), "exp: 2^{:.2}", e.log2());
+        let unit = 2f64.powi(-24);
         let s = grid(1e-6, ERF_SPLIT as f64)
-            .map(|x| ((x + x * horner64(x * x, &ERF_SMALL)) / ref_erf(x) - 1.0).abs())
+            .map(|x| ((x + x * horner64(x * x, &ERF_SMALL)) / ref_erf(x) - 1.0).abs() / unit)
             .fold(0.0, f64::max);
-        assert!(s < 2f64.powi(-30), "erf small: 2^{:.2}", s.log2());
         let l = grid(ERF_SPLIT as f64, ERF_CLAMP as f64)
-            .map(|x| {
-                let erfc = ref_erfc(x);
-                (horner64(x, &ERF_LARGE) - erfc.ln()).abs() * erfc / 2f64.powi(-24)
+            .map(|m| {
+                let (erfc, erf) = (ref_erfc(m), ref_erf(m));
+                let want = -erfc.log2() / m - 1.0;
+                (horner64(m, &ERF_LARGE) - want).abs() * m * std::f64::consts::LN_2 * erfc / erf / unit
             })
             .fold(0.0, f64::max);
-        assert!(l < 0.03, "erf large: {l} of 2^-24");
-        eprintln!(
-            "approximation errors: exp 2^{:.2}, erf small 2^{:.2}, erf large {l:.4} of 2^-24",
-            e.log2(),
-            s.log2()
-        );
+        eprintln!("approximation errors of 2^-24: erf small {s:.4}, erf large {l:.4}");
+        assert!(s < 0.05 && l < 0.05, "small {s}, large {l}");
     }
 
-    /// Every 61st bit pattern of all 2^32 (70 million, both signs, every exponent) against `f64`.
+    /// Every 61st bit pattern of all 2^32 (70 million, both signs, every exponent) against `f64`,
+    /// the host model (exact 2^f).
     #[test]
-    fn exp_within_one_ulp_sweep() {
+    fn exp_sweep() {
         let w = sweep(0, u32::MAX, 61, host_exp, f64::exp);
         eprintln!("exp, every 61st pattern: worst {} ulp at {:e} ({:#010x})", w.0, w.1, w.1.to_bits());
-        assert!(w.0 <= 1.0, "exp: {} ulp at {:e}", w.0, w.1);
+        assert!(w.0 <= HOST_EXP_ULPS, "exp: {} ulp at {:e}", w.0, w.1);
     }
 
     /// Every 61st bit pattern, and every pattern of [0.5, 4.5] (where both branches and their
-    /// split lie; every 7th in a debug build), against `f64`.
+    /// split lie; every 7th in a debug build), against `f64`, the host model.
     #[test]
-    fn erf_within_one_ulp_sweep() {
+    fn erf_sweep() {
         let w = sweep(0, u32::MAX, 61, host_erf, ref_erf);
         eprintln!("erf, every 61st pattern: worst {} ulp at {:e} ({:#010x})", w.0, w.1, w.1.to_bits());
-        assert!(w.0 <= 1.0, "erf: {} ulp at {:e}", w.0, w.1);
+        assert!(w.0 <= HOST_ERF_ULPS, "erf: {} ulp at {:e}", w.0, w.1);
         let step = if cfg!(debug_assertions) { 7 } else { 1 };
         let w = sweep(0.5f32.to_bits(), 4.5f32.to_bits(), step, host_erf, ref_erf);
         eprintln!("erf on [0.5, 4.5], every {step}: worst {} ulp at {:e} ({:#010x})", w.0, w.1, w.1.to_bits());
-        assert!(w.0 <= 1.0, "erf: {} ulp at {:e}", w.0, w.1);
+        assert!(w.0 <= HOST_ERF_ULPS, "erf: {} ulp at {:e}", w.0, w.1);
     }
+
+    /// The host models' bounds: the algorithm's error with an exact 2^f.
+    const HOST_EXP_ULPS: f64 = 1.5;
+    /// See [`HOST_EXP_ULPS`].
+    const HOST_ERF_ULPS: f64 = 1.5;
 
     /// The floats around `x`, `n` ulps either way (same sign).
     fn around(x: f32, n: i32) -> impl Iterator<Item = f32> {
@@ -429,25 +365,26 @@ mod tests {
             assert_eq!(host_exp(x).to_bits(), 0, "{x:e}");
         }
         for x in [f32::NAN, -f32::NAN, f32::from_bits(0x7f80_0001), f32::from_bits(0xffc0_1234)] {
-            assert_eq!(host_exp(x).to_bits(), x.to_bits());
+            assert!(host_exp(x).is_nan());
         }
-        // The overflow and underflow boundaries and the subnormal results: +inf and +0 exactly
-        // where f64 rounds there, and within an ulp (of the smallest normal) around them.
+        // Around overflow, underflow and the smallest normal result, and every pattern of the
+        // subnormal results: within the bound, +inf exactly where f64 rounds there.
         let over = f32::from_bits(0x42b1_7218); // 88.72284, the first to overflow
-        assert!(host_exp(over).is_infinite() && host_exp(f32::from_bits(over.to_bits() - 1)).is_finite());
         let under = f32::from_bits(0xc2cf_f1b4); // -103.97208, the last to give 2^-149
-        assert_eq!(host_exp(under).to_bits(), 1);
-        assert_eq!(host_exp(f32::from_bits(under.to_bits() + 1)).to_bits(), 0);
         let normal = -87.336_55f32; // e^x near the smallest normal
         for x in around(over, 64).chain(around(under, 64)).chain(around(normal, 64)) {
             let want = (x as f64).exp();
             assert_eq!(host_exp(x).is_infinite(), (want as f32).is_infinite(), "{x:e}");
-            assert_eq!(host_exp(x) == 0.0, want as f32 == 0.0, "{x:e}");
-            assert!(ulps(host_exp(x), want) <= 1.0, "{x:e}: {} against {want:e}", host_exp(x));
+            assert!(ulps(host_exp(x), want) <= HOST_EXP_ULPS, "{x:e}: {} against {want:e}", host_exp(x));
         }
-        // Every pattern of the subnormal results.
         let w = sweep((-87.34f32).to_bits(), (-104.0f32).to_bits(), 1, host_exp, f64::exp);
-        assert!(w.0 <= 1.0, "{} ulp at {:e}", w.0, w.1);
+        assert!(w.0 <= HOST_EXP_ULPS, "{} ulp at {:e}", w.0, w.1);
+        // Where the clamp of n is reached: x log2 e just under 126 and -126, and past them.
+        for x in [87.0f32, 87.4, 87.5, 88.0, 88.7, -87.0, -87.4, -87.5, -88.0, -100.0] {
+            for x in around(x, 16) {
+                assert!(ulps(host_exp(x), (x as f64).exp()) <= HOST_EXP_ULPS, "{x:e}");
+            }
+        }
     }
 
     #[test]
@@ -460,19 +397,21 @@ mod tests {
         for x in [f32::NAN, -f32::NAN, f32::from_bits(0x7f80_0001), f32::from_bits(0xffc0_1234)] {
             assert!(host_erf(x).is_nan());
         }
-        // Exactly ±1 from where erf rounds to 1 on, infinities included.
+        // Exactly ±1 a little past where erf rounds to 1, infinities included, and within the
+        // bound in between.
         let last = (0x4070_0000u32..0x4080_0000).rev().find(|&b| ref_erf(f32::from_bits(b) as f64) as f32 != 1.0);
         let first_one = f32::from_bits(last.unwrap() + 1);
         assert!((3.91..3.92).contains(&first_one), "{first_one}");
-        for x in
-            around(first_one, 1000).filter(|&x| x >= first_one).chain([4.0, 4.5, 10.0, 1e30, f32::MAX, f32::INFINITY])
-        {
+        for x in around(first_one, 1000).chain([4.0, 4.5, 10.0, 1e30, f32::MAX, f32::INFINITY]) {
+            assert!(ulps(host_erf(x), ref_erf(x as f64)) <= HOST_ERF_ULPS, "{x:e}");
+            assert_eq!(host_erf(-x).to_bits(), (-host_erf(x)).to_bits(), "{x:e}");
+        }
+        for x in [3.95f32, 4.0, 4.5, 10.0, 1e30, f32::MAX, f32::INFINITY] {
             assert_eq!(host_erf(x), 1.0, "{x:e}");
-            assert_eq!(host_erf(-x), -1.0, "{x:e}");
         }
         // Both sides of the split and of the clamp.
         for x in around(ERF_SPLIT, 4096).chain(around(ERF_CLAMP, 64)) {
-            assert!(ulps(host_erf(x), ref_erf(x as f64)) <= 1.0, "{x:e}: {}", host_erf(x));
+            assert!(ulps(host_erf(x), ref_erf(x as f64)) <= HOST_ERF_ULPS, "{x:e}: {}", host_erf(x));
         }
     }
 
@@ -485,23 +424,6 @@ mod tests {
         }
     }
 
-    /// Every input with |x| < 104 for exp and every positive one below 6 for erf (erf is odd bit
-    /// for bit, `erf_is_odd`); larger |x| are the constant results that `*_edges` check. About 4
-    /// minutes on 2 cores in release: `--release -- --ignored exhaustive`.
-    #[test]
-    #[ignore]
-    fn exhaustive() {
-        let (lo, hi) = (0, 104f32.to_bits());
-        let w = sweep(lo, hi, 1, host_exp, f64::exp);
-        let n = sweep(lo | 0x8000_0000, hi | 0x8000_0000, 1, host_exp, f64::exp);
-        let w = if n.0 > w.0 { n } else { w };
-        eprintln!("exp, every |x| < 104: worst {} ulp at {:e} ({:#010x})", w.0, w.1, w.1.to_bits());
-        assert!(w.0 <= 1.0);
-        let w = sweep(0, 6f32.to_bits(), 1, host_erf, ref_erf);
-        eprintln!("erf, every 0 <= x < 6: worst {} ulp at {:e} ({:#010x})", w.0, w.1, w.1.to_bits());
-        assert!(w.0 <= 1.0);
-    }
-
     /// The instructions of `asm`'s body (lines ending in `;`).
     fn instructions(asm: &Asm) -> usize {
         asm.lines.iter().filter(|l| l.ends_with(';')).count()
@@ -512,11 +434,11 @@ mod tests {
         let mut asm = Asm::new();
         let x = asm.reg(Class::F32);
         exp(&mut asm, &x);
-        assert_eq!(instructions(&asm), 24);
+        assert_eq!(instructions(&asm), 10);
         let mut asm = Asm::new();
         let x = asm.reg(Class::F32);
         erf(&mut asm, &x);
-        assert_eq!(instructions(&asm), 34);
+        assert_eq!(instructions(&asm), 25);
     }
 
     /// A module with two entries: `sinter_math_test(src, dst, n)` stores exp(src[i]) and

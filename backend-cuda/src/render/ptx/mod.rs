@@ -17,26 +17,31 @@
 //!   with the semantics of [`sinter_core::scalar`] (IEEE `div.rn`/`sqrt.rn`/`rcp.rn`, NaN-propagating
 //!   `max.NaN`/`min.NaN`, `relu(NaN) = NaN`, `relu(-0) = +0`), `sin`/`cos` by the same fast
 //!   path as the C++ helpers (`render::trig`) and an own Payne–Hanek slow path
-//!   (`trig_slow`; libdevice is not available to PTX written directly).
+//!   (`trig_slow`; libdevice is not available to PTX written directly), `exp` and `erf` by own
+//!   functions on the hardware's `ex2.approx` within 2 ulp as libdevice's `expf` and `erff`
+//!   (`math`; the CUDA C++ renderer calls those).
 //! * Products and sums are written without a rounding modifier, so ptxas may contract them into
 //!   fused multiply-adds exactly where NVRTC's default `--fmad=true` lets NVVM do so; the
 //!   `sin`/`cos` helpers use `.rn` throughout, so they compute what their host emulation does.
 //! * Covered (everything else is a named refusal): on devices of sm_80 and up, with 32-bit index
-//!   arithmetic, pointwise bodies (one lane group per thread) and block-per-row persistent
-//!   reductions (f32 sums, maxima, minima); f32, f16 and bf16 arguments and expressions (16-bit
+//!   arithmetic, pointwise bodies (one lane group per thread), block-per-row persistent
+//!   reductions (f32 sums, maxima, minima) and the CUDA-core product's one-step `cp.async` form
+//!   for f32 operands into f32 (`matmul`: a tile taking the whole reduction in one step, as
+//!   `matmul_softmax_100_f32`'s, its epilogue through `expr`); f32, f16 and bf16 arguments and
+//!   expressions (16-bit
 //!   values computed in f32, rounded by casts and stores with `cvt.rn`, as the C++ renderer);
 //!   loads at affine or div/mod indices; the ops `expr` lists.
-//! * Deliberately absent: matmuls and attention (the tensor-core templates stay NVRTC's), other
-//!   reduction modes, integer, f64 and fp8 dtypes, gathers (`Index::Value`, `Index::Clamp`),
-//!   accurate `exp` and `erf` (`math` has them within 1 ulp, compiled for its tests only: they
-//!   cost more than libdevice's, measured in session 37) and other transcendental functions.
+//! * Deliberately absent: tensor-core products and attention (their templates stay NVRTC's),
+//!   CUDA-core products of several steps along k (register-staged), of other dtypes or with an
+//!   implicit im2col operand, other reduction modes, integer, f64 and fp8 dtypes, gathers (`Index::Value`, `Index::Clamp`),
+//!   and transcendental functions other than `sin`, `cos`, `exp` and `erf`.
 //! * The load, not this module, keeps library steps' kernels and programs of many PTX kernels on
 //!   NVRTC (`CudaBackend::cpp_caps`, `MAX_PTX_BODIES`: the driver's JIT runs one module at a
 //!   time).
 
 mod expr;
-#[cfg(test)]
 mod math;
+mod matmul;
 mod pointwise;
 mod reduce;
 mod trig;
@@ -124,7 +129,8 @@ pub(crate) fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered
     match &k.body {
         KernelBody::Pointwise { numel, stores } => pointwise::render(k, *numel, stores, caps, t),
         KernelBody::Reduce(r) => reduce::render(k, r, caps, t),
-        _ => refuse("matmuls and attention are CUDA C++ (tensor-core templates)"),
+        KernelBody::Matmul(mm) => matmul::render(k, mm, caps, t),
+        KernelBody::Attention(_) => refuse("attention is CUDA C++ (its tensor-core and tiled templates)"),
     }
 }
 
