@@ -182,30 +182,3 @@ fn one_step_products_are_written_in_ptx() {
     let f64 = matmul_bias_relu(1, 37, 41, 29, DType::F64, DType::F64, false);
     refused(&f64.kernels[0], &Tuning::default(), "operands f64");
 }
-
-/// A kernel evaluating `erf` at more than `ptx::math::INLINE_ERFS` values a thread calls one
-/// module function instead of writing it inline each time (the driver's JIT time grows with the
-/// module's instructions): full-size layernorm_gelu keeps 16 values a thread and calls it 16
-/// times, the reduced one keeps 2 and writes them inline. Combined modules carry it once.
-#[test]
-fn many_erfs_call_one_function() {
-    let source = |scale| {
-        let w = workloads::get("layernorm_gelu_8192x4096_f32").expect("workload");
-        let g = sinter_core::passes::optimize(&w.build(scale).expect("build")).expect("passes");
-        let p = schedule(&g, &cuda_caps(), &cuda_options()).expect("schedule");
-        render::render(&p.kernels[0], &CudaCaps::hopper(), &Tuning::default()).expect("render").source
-    };
-    let func = ".func (.param .f32 ret) sinter_erf(";
-    let full = source(Scale::Full);
-    assert!(render::ptx::is_ptx(&full));
-    assert_eq!(full.matches(func).count(), 1);
-    assert_eq!(full.matches("call.uni (er), sinter_erf, (ex);").count(), 16);
-    let reduced = source(Scale::Reduced);
-    assert!(!reduced.contains("sinter_erf") && reduced.matches("// erf of").count() == 2, "{reduced}");
-    let other = full.replace("k0_layer_norm_gelu", "k1_layer_norm_gelu");
-    let both = render::ptx::combine(&[&full, &other]);
-    assert_eq!(both.matches(func).count(), 1);
-    if let Some(r) = ptxas(&both, "two layernorm_gelu modules combined") {
-        r.unwrap_or_else(|log| panic!("ptxas:\n{log}"));
-    }
-}

@@ -192,9 +192,6 @@ pub(crate) struct Lower<'e, 'k> {
     /// division multiplies by them; NVVM hoists `__frcp_rn` of a row's sum the same way).
     rcp: HashMap<u32, String>,
     relaxed: bool,
-    /// Whether `erf` calls [`super::math::ERF_FUNC`] instead of being written inline (the caller
-    /// sets it from [`super::math::erf_calls`]).
-    pub(crate) erf_calls: bool,
 }
 
 impl<'e, 'k> Lower<'e, 'k> {
@@ -222,7 +219,6 @@ impl<'e, 'k> Lower<'e, 'k> {
             acc: HashMap::new(),
             rcp: HashMap::new(),
             relaxed,
-            erf_calls: false,
         }
     }
 
@@ -622,7 +618,6 @@ impl<'e, 'k> Lower<'e, 'k> {
                 self.asm.op(format!("ex2.approx.ftz.f32 {r}, {t}"));
             }
             UnaryOp::Exp => return Ok(super::math::exp(self.asm, x)),
-            UnaryOp::Erf if self.erf_calls => return Ok(super::math::erf_call(self.asm, x)),
             UnaryOp::Erf => return Ok(super::math::erf(self.asm, x)),
             UnaryOp::Neg => self.asm.op(format!("neg.f32 {r}, {x}")),
             UnaryOp::Abs => self.asm.op(format!("abs.f32 {r}, {x}")),

@@ -59,55 +59,7 @@
 //! (0x3f81aab9); every NaN input gave NaN. libdevice's `expf` is the same reduction (8 SASS
 //! instructions either way).
 
-use sinter_core::ir::UnaryOp;
-use sinter_core::kernel::{Expr, Kernel};
-
 use super::{Asm, Class, f32_lit};
-
-/// The module-scope function computing [`erf`] (`.func (.param .f32 ret) sinter_erf(.param .f32
-/// x)`), for kernels that evaluate it at many values a thread ([`erf_calls`]).
-pub(crate) const ERF_FUNC: &str = "sinter_erf";
-
-/// The most `erf` evaluations a thread of a kernel writes inline; past it every one calls
-/// [`ERF_FUNC`]. The driver's JIT time grows with a module's instructions (ptxas on this
-/// machine: ~19 ms a process plus ~0.055 ms a PTX instruction); `layernorm_gelu_8192x4096_f32`
-/// keeps 16 values a thread, and its 16 inline copies of `erf` were half its 803 instructions
-/// (ptxas 64 ms; with calls 43 ms, 784 -> 488 SASS instructions, no stack frame).
-pub(crate) const INLINE_ERFS: usize = 4;
-
-/// Whether a kernel computing every expression at `values_per_thread` values a thread calls
-/// [`ERF_FUNC`] rather than writing `erf` inline ([`INLINE_ERFS`]).
-pub(crate) fn erf_calls(k: &Kernel, values_per_thread: usize) -> bool {
-    let erfs = k.exprs.iter().filter(|e| matches!(e.expr, Expr::Unary(UnaryOp::Erf, _))).count();
-    erfs * values_per_thread > INLINE_ERFS
-}
-
-/// The module-scope text of [`ERF_FUNC`]: [`erf`]'s instructions between a parameter load and a
-/// return. Module-local (no `.visible`): it goes once into every module that calls it, before the
-/// first call ([`super::module`], [`super::combine`]).
-pub(crate) fn erf_module_text() -> String {
-    let mut asm = Asm::new();
-    let x = asm.reg(Class::F32);
-    asm.op(format!("ld.param.f32 {x}, [x]"));
-    let r = erf(&mut asm, &x);
-    asm.op(format!("st.param.f32 [ret], {r}"));
-    asm.op("ret");
-    format!(
-        "// erf(x) for kernels that evaluate it at more than {INLINE_ERFS} values a thread\n.func (.param .f32 ret) \
-         {ERF_FUNC}(.param .f32 x)\n{{\n{}}}\n",
-        asm.body()
-    )
-}
-
-/// `erf(x)` of the `.f32` register `x` by a call of [`ERF_FUNC`]; returns the result's register.
-pub(crate) fn erf_call(asm: &mut Asm, x: &str) -> String {
-    let r = asm.reg(Class::F32);
-    asm.erf_func = true;
-    asm.raw(format!(
-        "\t{{\n\t.param .f32 ex;\n\t.param .f32 er;\n\tst.param.f32 [ex], {x};\n\tcall.uni (er), {ERF_FUNC}, (ex);\n\tld.param.f32 {r}, [er];\n\t}}"
-    ));
-    r
-}
 
 /// log2(e) rounded to `f32`.
 const LOG2E_HI: f32 = std::f32::consts::LOG2_E;
@@ -493,8 +445,7 @@ mod tests {
     /// erf(src[i]) to dst[2i] and dst[2i + 1]; `sinter_math_sweep(dst, base)` does the same for
     /// the input whose bits are `base + i` (a device check over every input).
     pub(crate) fn test_module() -> String {
-        let mut s = String::from(".version 7.8\n.target sm_90\n.address_size 64\n\n");
-        s.push_str(&erf_module_text());
+        let mut s = String::from(".version 7.8\n.target sm_90\n.address_size 64\n");
         for (name, params, sweep) in [
             ("sinter_math_test", ".param .u64 src, .param .u64 dst, .param .u32 n", false),
             ("sinter_math_sweep", ".param .u64 dst, .param .u32 base", true),
@@ -524,10 +475,7 @@ mod tests {
                 asm.op(format!("mad.wide.u32 {at}, {i}, 4, {src}"));
                 asm.op(format!("ld.global.f32 {x}, [{at}]"));
             }
-            // The sweep takes erf through the function (the form of kernels with many values a
-            // thread), the test entry inline: the device check covers both.
-            let e = exp(&mut asm, &x);
-            let r = if sweep { erf_call(&mut asm, &x) } else { erf(&mut asm, &x) };
+            let (e, r) = (exp(&mut asm, &x), erf(&mut asm, &x));
             let (dst, at) = (asm.reg(Class::B64), asm.reg(Class::B64));
             asm.op(format!("ld.param.u64 {dst}, [dst]"));
             asm.op(format!("cvta.to.global.u64 {dst}, {dst}"));

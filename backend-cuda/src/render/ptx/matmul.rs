@@ -394,7 +394,6 @@ fn epilogue(
         {
             let fixed = HashMap::from([(Var::Batch, c.batch.clone()), (Var::M, m)]);
             let mut low = Lower::new(em, asm, base.to_vec(), (Var::N, 1), fixed);
-            low.erf_calls = super::math::erf_calls(k, (tm * tn) as usize);
             low.outer_exprs(&roots, &|e| !dep_n[e as usize] && accs[e as usize].is_none())?;
             for (j, n) in cols.iter().enumerate() {
                 let skip = n_guard.then(|| {

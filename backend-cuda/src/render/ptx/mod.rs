@@ -60,12 +60,11 @@ pub fn is_ptx(source: &str) -> bool {
 }
 
 /// Several PTX modules of this renderer as one (their entries, each module's shared arrays, the
-/// `sin`/`cos` slow path and the `erf` function once): the driver's JIT then pays its fixed cost per module once, as
+/// `sin`/`cos` slow path once): the driver's JIT then pays its fixed cost per module once, as
 /// NVRTC's light sources share a translation unit (`nvrtc::compile_parallel`). The entries' names
 /// must be distinct (the caller groups only such sources).
 pub fn combine(sources: &[&str]) -> String {
-    // The module-scope functions a module may carry, each written once into the combined one.
-    let funcs = [trig_slow::module_text(), math::erf_module_text()];
+    let slow = trig_slow::module_text();
     let header = |l: &str| l.starts_with(".version") || l.starts_with(".target") || l.starts_with(".address_size");
     let mut out = format!("{PTX_MARK}\n// {} modules in one\n", sources.len());
     if let Some(first) = sources.first() {
@@ -75,25 +74,22 @@ pub fn combine(sources: &[&str]) -> String {
         }
     }
     let mut bodies = String::new();
-    let mut need = [false; 2];
+    let mut need_slow = false;
     for src in sources {
-        let mut src = src.to_string();
-        for (f, need) in funcs.iter().zip(need.iter_mut()) {
-            if src.contains(f.as_str()) {
-                *need = true;
-                src = src.replacen(f.as_str(), "", 1);
-            }
-        }
+        let src = if src.contains(&slow) {
+            need_slow = true;
+            src.replacen(&slow, "", 1)
+        } else {
+            src.to_string()
+        };
         for l in src.lines().filter(|l| !header(l)) {
             bodies.push_str(l);
             bodies.push('\n');
         }
     }
-    for (f, need) in funcs.iter().zip(need) {
-        if need {
-            out.push('\n');
-            out.push_str(f);
-        }
+    if need_slow {
+        out.push('\n');
+        out.push_str(&slow);
     }
     out.push_str(&bodies);
     out
@@ -200,15 +196,13 @@ pub(crate) struct Asm {
     labels: u32,
     /// Whether the body calls [`trig_slow::FUNC`].
     pub(crate) trig_slow: bool,
-    /// Whether the body calls [`math::ERF_FUNC`].
-    pub(crate) erf_func: bool,
     /// Module-scope declarations the body uses (shared arrays).
     pub(crate) decls: Vec<String>,
 }
 
 impl Asm {
     pub(crate) fn new() -> Asm {
-        Asm { lines: Vec::new(), counts: [0; 5], labels: 0, trig_slow: false, erf_func: false, decls: Vec::new() }
+        Asm { lines: Vec::new(), counts: [0; 5], labels: 0, trig_slow: false, decls: Vec::new() }
     }
 
     /// A fresh virtual register.
@@ -296,10 +290,6 @@ pub(crate) fn module(k: &Kernel, caps: &CudaCaps, comments: &[String], block: u3
     s.push_str(&format!(".version {version}\n.target sm_{}{}\n.address_size 64\n\n", caps.sm.0, caps.sm.1));
     if asm.trig_slow {
         s.push_str(&trig_slow::module_text());
-        s.push('\n');
-    }
-    if asm.erf_func {
-        s.push_str(&math::erf_module_text());
         s.push('\n');
     }
     for d in &asm.decls {

@@ -54,7 +54,6 @@ pub(crate) fn render(
     }
     {
         let mut low = Lower::new(&em, &mut asm, base, (Var::Lane, p.width), HashMap::new());
-        low.erf_calls = super::math::erf_calls(k, p.width as usize);
         low.start_group(&lane0);
         low.exprs(&p.roots)?;
         for s in stores {

@@ -120,7 +120,6 @@ pub(crate) fn render(k: &Kernel, r: &ReduceBody, caps: &CudaCaps, t: &Tuning) ->
     {
         let fixed = HashMap::from([(Var::Row, row.clone())]);
         let mut low = Lower::new(&em, &mut asm, base, (Var::Red, width), fixed);
-        low.erf_calls = super::math::erf_calls(k, groups as usize * width as usize);
         let mut kept: HashMap<(u32, usize), Vec<String>> = HashMap::new();
         // Visits every group: `body(low, g)` between the group's guard and its end.
         let visit = |low: &mut Lower<'_, '_>,
