@@ -445,8 +445,20 @@ impl Executable for CudaExecutable {
             let b = self.check_device(i, t)?;
             wait_for(b, &self.stream, Some(&self.xevent))?;
             let s = &self.inputs[i];
-            if copy {
+            // At an extent below the bound (`set_extent`), library products and kernels without a
+            // grid split still run the bound's extent and read the input up to the own slot's
+            // capacity: a caller's smaller buffer is copied into that slot rather than read past
+            // its end (compute-sanitizer caught cuBLAS's sgemm reading 0.9 MB past a 256 KB input
+            // in `device_dynamic`, an illegal address about one run in four with a cold JIT cache).
+            let short = b.capacity() < s.capacity;
+            if copy || short {
                 self.stream.copy(self.mem[s.alloc].ptr(), b.ptr(), s.bytes, "input copy")?;
+                if !copy {
+                    let own = self.mem[s.alloc].ptr();
+                    for &(k, j) in &s.patches {
+                        self.kernels[k].launch.set_arg(j, own)?;
+                    }
+                }
             } else {
                 self.own_bound = false;
                 for &(k, j) in &s.patches {
