@@ -28,13 +28,13 @@
 //!   reductions (f32 sums, maxima, minima) and the CUDA-core product's one-step `cp.async` form
 //!   for f32 operands into f32 (`matmul`: a tile taking the whole reduction in one step, as
 //!   `matmul_softmax_100_f32`'s, its epilogue through `expr`); f32, f16 and bf16 arguments and
-//!   expressions (16-bit
-//!   values computed in f32, rounded by casts and stores with `cvt.rn`, as the C++ renderer);
-//!   loads at affine or div/mod indices; the ops `expr` lists.
+//!   expressions (16-bit values computed in f32, rounded by casts and stores with `cvt.rn`, as
+//!   the C++ renderer); loads at affine or div/mod indices; the ops `expr` lists.
 //! * Deliberately absent: tensor-core products and attention (their templates stay NVRTC's),
 //!   CUDA-core products of several steps along k (register-staged), of other dtypes or with an
-//!   implicit im2col operand, other reduction modes, integer, f64 and fp8 dtypes, gathers (`Index::Value`, `Index::Clamp`),
-//!   and transcendental functions other than `sin`, `cos`, `exp` and `erf`.
+//!   implicit im2col operand, other reduction modes, integer, f64 and fp8 dtypes, gathers
+//!   (`Index::Value`, `Index::Clamp`), and transcendental functions other than `sin`, `cos`,
+//!   `exp` and `erf`.
 //! * The load, not this module, keeps library steps' kernels and programs of many PTX kernels on
 //!   NVRTC (`CudaBackend::cpp_caps`, `MAX_PTX_BODIES`: the driver's JIT runs one module at a
 //!   time).
