@@ -161,6 +161,48 @@ pub(crate) fn magic(d: u32, nmax: u64) -> Magic {
     Magic::MulHi { m, shift: l - 1 }
 }
 
+/// `n / d` for a constant `d >= 1` and `n <= nmax` by a multiply-high and shifts ([`magic`]):
+/// ptxas writes a
+/// `div.u32` by an immediate as the general reciprocal-and-correct sequence (on the
+/// conversion and MUFU pipes), which NVVM would have replaced.
+pub(crate) fn divide(asm: &mut Asm, n: &str, d: u32, nmax: u64) -> String {
+    let q = asm.reg(Class::B32);
+    match magic(d, nmax) {
+        Magic::Identity => asm.op(format!("mov.u32 {q}, {n}")),
+        Magic::Shift(s) => asm.op(format!("shr.u32 {q}, {n}, {s}")),
+        Magic::Short { m, shift } => {
+            let t = asm.reg(Class::B32);
+            asm.op(format!("mul.hi.u32 {t}, {n}, {m}"));
+            asm.op(format!("shr.u32 {q}, {t}, {shift}"));
+        }
+        Magic::MulHi { m, shift } => {
+            let (t, u, v, w) = (asm.reg(Class::B32), asm.reg(Class::B32), asm.reg(Class::B32), asm.reg(Class::B32));
+            asm.op(format!("mul.hi.u32 {t}, {n}, {m}"));
+            asm.op(format!("sub.u32 {u}, {n}, {t}"));
+            asm.op(format!("shr.u32 {v}, {u}, 1"));
+            asm.op(format!("add.u32 {w}, {v}, {t}"));
+            asm.op(format!("shr.u32 {q}, {w}, {shift}"));
+        }
+    }
+    q
+}
+
+/// `(n / d, n % d)` for a constant `d >= 1` and `n <= nmax`: the quotient by [`divide`], the
+/// remainder `n - q d` (a mask where `d` is a power of two); fresh registers, which a caller may
+/// go on updating.
+pub(crate) fn div_rem(asm: &mut Asm, n: &str, d: u32, nmax: u64) -> (String, String) {
+    let r = asm.reg(Class::B32);
+    let q = divide(asm, n, d, nmax);
+    if d.is_power_of_two() {
+        asm.op(format!("and.b32 {r}, {n}, {}", d - 1));
+    } else {
+        let p = asm.reg(Class::B32);
+        asm.op(format!("mul.lo.u32 {p}, {q}, {d}"));
+        asm.op(format!("sub.u32 {r}, {n}, {p}"));
+    }
+    (q, r)
+}
+
 /// Writes a kernel's expressions and stores into an [`Asm`], one lane group at a time.
 ///
 /// Values live in three places: computed outside every group (`outer`: they do not depend on the
@@ -540,54 +582,22 @@ impl<'e, 'k> Lower<'e, 'k> {
             }
             Index::Div(x, c) => {
                 let n = self.index(x, j)?;
-                self.divide(&n, *c as u32, self.max_of(x))
+                divide(self.asm, &n, *c as u32, self.max_of(x))
             }
             Index::Mod(x, c) => {
                 let n = self.index(x, j)?;
                 let d = *c as u32;
-                let r = self.asm.reg(Class::B32);
                 if d.is_power_of_two() {
+                    let r = self.asm.reg(Class::B32);
                     self.asm.op(format!("and.b32 {r}, {n}, {}", d - 1));
+                    r
                 } else {
-                    let (q, p) = (self.divide(&n, d, self.max_of(x)), self.asm.reg(Class::B32));
-                    self.asm.op(format!("mul.lo.u32 {p}, {q}, {d}"));
-                    self.asm.op(format!("sub.u32 {r}, {n}, {p}"));
+                    div_rem(self.asm, &n, d, self.max_of(x)).1
                 }
-                r
             }
             Index::Var(_) | Index::Value(_) | Index::Clamp(..) => return refuse("index outside the covered forms"),
         };
         Ok(r)
-    }
-
-    /// `n / d` for a constant `d >= 1` by a multiply-high and shifts ([`magic`]): ptxas writes a
-    /// `div.u32` by an immediate as the general reciprocal-and-correct sequence (on the
-    /// conversion and MUFU pipes), which NVVM would have replaced.
-    fn divide(&mut self, n: &str, d: u32, nmax: u64) -> String {
-        let q = self.asm.reg(Class::B32);
-        match magic(d, nmax) {
-            Magic::Identity => self.asm.op(format!("mov.u32 {q}, {n}")),
-            Magic::Shift(s) => self.asm.op(format!("shr.u32 {q}, {n}, {s}")),
-            Magic::Short { m, shift } => {
-                let t = self.asm.reg(Class::B32);
-                self.asm.op(format!("mul.hi.u32 {t}, {n}, {m}"));
-                self.asm.op(format!("shr.u32 {q}, {t}, {shift}"));
-            }
-            Magic::MulHi { m, shift } => {
-                let (t, u, v, w) = (
-                    self.asm.reg(Class::B32),
-                    self.asm.reg(Class::B32),
-                    self.asm.reg(Class::B32),
-                    self.asm.reg(Class::B32),
-                );
-                self.asm.op(format!("mul.hi.u32 {t}, {n}, {m}"));
-                self.asm.op(format!("sub.u32 {u}, {n}, {t}"));
-                self.asm.op(format!("shr.u32 {v}, {u}, 1"));
-                self.asm.op(format!("add.u32 {w}, {v}, {t}"));
-                self.asm.op(format!("shr.u32 {q}, {w}, {shift}"));
-            }
-        }
-        q
     }
 
     /// The largest value `idx` takes over the kernel's loop ranges (`u32::MAX` where unknown).

@@ -37,7 +37,7 @@ use super::super::emit::Emitter;
 use super::super::index::needs_wide;
 use super::super::matmul::{MatmulTile, Plan, Side, Template, partial_unroll, plan, side};
 use super::super::{CudaCaps, Rendered, Tuning, entry_name};
-use super::expr::{Lower, check};
+use super::expr::{Lower, check, div_rem};
 use super::{Asm, Class, Refusal, module, refuse};
 
 /// Renders a matmul body (see [`super::render`]).
@@ -157,10 +157,11 @@ fn coordinates(asm: &mut Asm, mm: &MatmulBody, p: &Plan) -> Coords {
     asm.op(format!("mov.u32 {tile}, %ctaid.x"));
     asm.op(format!("mov.u32 {tid}, %tid.x"));
     // Grids are below 2^31 blocks (`matmul::plan`), so the tile counts fit 32 bits.
-    let (rows_of_tiles, col) = div_rem(asm, &tile, p.tiles_n as u32);
+    let last = u64::from(p.body.grid[0]) - 1;
+    let (rows_of_tiles, col) = div_rem(asm, &tile, p.tiles_n as u32, last);
     let n0 = asm.reg(Class::B32);
     asm.op(format!("mul.lo.u32 {n0}, {col}, {}", p.tile.bn));
-    let (_, row) = div_rem(asm, &rows_of_tiles, p.tiles_m as u32);
+    let (_, row) = div_rem(asm, &rows_of_tiles, p.tiles_m as u32, last / p.tiles_n);
     let m0 = asm.reg(Class::B32);
     asm.op(format!("mul.lo.u32 {m0}, {row}, {}", p.tile.bm));
     let batch = if mm.batch == 1 {
@@ -168,27 +169,10 @@ fn coordinates(asm: &mut Asm, mm: &MatmulBody, p: &Plan) -> Coords {
         asm.op(format!("mov.u32 {b}, 0"));
         b
     } else {
-        div_rem(asm, &tile, (p.tiles_n * p.tiles_m) as u32).0
+        div_rem(asm, &tile, (p.tiles_n * p.tiles_m) as u32, last).0
     };
-    let (ty, tx) = div_rem(asm, &tid, p.tile.bn / p.tile.tn);
+    let (ty, tx) = div_rem(asm, &tid, p.tile.bn / p.tile.tn, u64::from(p.tile.threads()) - 1);
     Coords { m0, n0, batch, tx, ty, tid }
-}
-
-/// `(x / d, x % d)` for a constant `d >= 1` (`.b32` registers, fresh, so a caller may update
-/// them): shifts for powers of two, else `div.u32` and a multiply-subtract. Only for values
-/// computed once per thread, outside every loop.
-fn div_rem(asm: &mut Asm, x: &str, d: u32) -> (String, String) {
-    let (q, r) = (asm.reg(Class::B32), asm.reg(Class::B32));
-    if d.is_power_of_two() {
-        asm.op(format!("shr.u32 {q}, {x}, {}", d.trailing_zeros()));
-        asm.op(format!("and.b32 {r}, {x}, {}", d - 1));
-    } else {
-        let p = asm.reg(Class::B32);
-        asm.op(format!("div.u32 {q}, {x}, {d}"));
-        asm.op(format!("mul.lo.u32 {p}, {q}, {d}"));
-        asm.op(format!("sub.u32 {r}, {x}, {p}"));
-    }
-    (q, r)
 }
 
 /// Copies thread `tid`'s [`Side::per`] elements of one operand into its shared tile (`global`:
@@ -207,7 +191,7 @@ fn copy_operand(
 ) {
     let threads = t.threads();
     let d = if s.contig_k { t.bk } else { s.rows };
-    let (major, minor) = div_rem(asm, tid, d);
+    let (major, minor) = div_rem(asm, tid, d, u64::from(threads) - 1);
     let (kk, rr) = if s.contig_k { (&minor, &major) } else { (&major, &minor) };
     let (step_major, step_minor) = (threads / d, threads % d);
     let guard_r = !s.ext.is_multiple_of(s.rows as usize);
