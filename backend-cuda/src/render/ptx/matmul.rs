@@ -258,6 +258,11 @@ fn copy_operand(
             advance(asm, (&major, &minor), (step_major, step_minor), d);
         }
     }
+    loop_back(asm, (&count, &top), trips);
+}
+
+/// The end of a loop of `trips` trips counted in `count` from `top` (nothing for one trip).
+fn loop_back(asm: &mut Asm, (count, top): (&str, &str), trips: u32) {
     if trips > 1 {
         let more = asm.reg(Class::Pred);
         asm.op(format!("add.u32 {count}, {count}, 1"));
@@ -324,13 +329,10 @@ fn product(asm: &mut Asm, t: MatmulTile, (sa, sb): (&str, &str), (ty, tx): (&str
         }
     }
     if trips > 1 {
-        let more = asm.reg(Class::Pred);
         asm.op(format!("add.u32 {pa}, {pa}, {}", unroll * row_a));
         asm.op(format!("add.u32 {pb}, {pb}, {}", unroll * row_b));
-        asm.op(format!("add.u32 {count}, {count}, 1"));
-        asm.op(format!("setp.lt.u32 {more}, {count}, {trips}"));
-        asm.op(format!("@{more} bra {top}"));
     }
+    loop_back(asm, (&count, &top), trips);
 }
 
 /// The epilogue per output element: per row `i` (guarded where `m` overhangs), the values that do
