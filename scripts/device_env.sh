@@ -33,3 +33,18 @@ zoo_export() {
     --bin "$B" --models "$1" --base --work /tmp/zoo --keep --exporters legacy --batch 8 \
     --no-torch-timing --iters 3 2>&1 | grep -E "^[a-z0-9_]+ +legacy +PASS" | cut -c1-100
 }
+# `ab_cold ROUNDS WORKLOADS [bench args...]`: the old/new cold-compile loop of the scripts since
+# session 37, shared: ROUNDS rounds of `old` then `new`, each a fresh process with its program
+# cache emptied and the driver's JIT cache off, printing `round version workload ms RUN cold S`
+# per workload and writing $OUT/{old,new}ROUND.json.
+ab_cold() {
+  local rounds=$1 w=$2; shift 2
+  for r in $(seq 1 "$rounds"); do
+    for v in old new; do
+      local b=$B; [ $v = old ] && b=$OLD
+      rm -rf /tmp/sc_$v
+      CUDA_CACHE_DISABLE=1 SINTER_CACHE_DIR=/tmp/sc_$v timeout 300 $b bench --backend cuda --workload "$w" --no-calibrate --json $OUT/$v$r.json "$@" 2>&1 \
+        | grep -E "^[a-z]" | grep -v "^workload" | awk -v r=$r -v v=$v '{print r" "v" "$1" ms "$4" cold "$8}'
+    done
+  done
+}
