@@ -21,18 +21,25 @@ fn kernel(c: &AttnCase) -> Kernel {
 /// Compiles `r`: no error, no warning, no spill, no stack frame, no serialized `wgmma`, and a
 /// warp-specialized tile at its register cap.
 fn compile(what: &str, r: &Rendered) -> String {
-    let c = nvrtc::compile(&r.name, &r.source, &Target::hopper())
-        .unwrap_or_else(|e| panic!("{what}: {} does not compile: {e}\n{}", r.name, r.source));
-    let warnings: Vec<&str> = c.log.lines().filter(|l| l.contains("warning")).collect();
-    assert!(warnings.is_empty(), "{what}: warnings:\n{}", c.log);
-    let res = nvrtc::resources(&c.log, &r.name).unwrap_or_else(|| panic!("{what}: no resources in\n{}", c.log));
-    if res.spill_bytes != 0 || !c.log.contains(" 0 bytes stack frame") {
+    // PTX (the decode template's common case, `render::ptx::decode`) is assembled by ptxas.
+    let log = if render::ptx::is_ptx(&r.source) {
+        let Some(res) = common::ptxas(&r.source, what) else { return format!("{what}: {} (PTX)", r.strategy) };
+        res.unwrap_or_else(|log| panic!("{what}: ptxas rejects {}: {log}\n{}", r.name, r.source))
+    } else {
+        let c = nvrtc::compile(&r.name, &r.source, &Target::hopper())
+            .unwrap_or_else(|e| panic!("{what}: {} does not compile: {e}\n{}", r.name, r.source));
+        c.log
+    };
+    let warnings: Vec<&str> = log.lines().filter(|l| l.contains("warning")).collect();
+    assert!(warnings.is_empty(), "{what}: warnings:\n{log}");
+    let res = nvrtc::resources(&log, &r.name).unwrap_or_else(|| panic!("{what}: no resources in\n{log}"));
+    if res.spill_bytes != 0 || !log.contains(" 0 bytes stack frame") {
         return format!("SPILL {what} ({}): {res:?}", r.strategy);
     }
     // ptxas's C7514: the wgmma pipeline serialized (accumulators read between issue and wait);
     // C7512: serialized for want of registers.
     for code in ["C7514", "C7512"] {
-        if c.log.contains(code) {
+        if log.contains(code) {
             return format!("SPILL {what} ({}): wgmma serialized ({code})", r.strategy);
         }
     }
@@ -130,14 +137,14 @@ fn templates_by_shape() {
     // rows (`wgmma` head dims, no GQA; else a block per head of the decode template); one query
     // over heads for four blocks an SM keeps the template (256 threads for one query slot); with
     // fewer heads the decode template with its keys split over blocks (four per SM, at least 256
-    // keys each, at most 16 splits).
-    assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 128, b)), "attention decode block 256");
-    assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 64, b)), "attention decode block 256");
+    // keys each, at most 16 splits). The template unsplit and unpacked is written in PTX (` ptx`).
+    assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 128, b)), "attention decode block 256 ptx");
+    assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 64, b)), "attention decode block 256 ptx");
     assert_eq!(strategy(&AttnCase::new(32, 32, 4, 4096, 64, b)), "attention wgmma-ov 64x128 wg1 s3");
     assert_eq!(strategy(&AttnCase::new(16, 16, 1, 4096, 128, b)), "attention wgmma-ov 64x128 wg1 s3");
-    assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 128, DType::F32)), "attention decode block 256");
-    assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 80, b)), "attention decode block 256");
-    assert_eq!(on_ampere(&AttnCase::new(32, 32, 1, 4096, 128, b)), "attention decode block 256");
+    assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 128, DType::F32)), "attention decode block 256 ptx");
+    assert_eq!(strategy(&AttnCase::new(32, 32, 1, 4096, 80, b)), "attention decode block 256 ptx");
+    assert_eq!(on_ampere(&AttnCase::new(32, 32, 1, 4096, 128, b)), "attention decode block 256 ptx");
     assert_eq!(strategy(&AttnCase::new(8, 16, 1, 4096, 128, b)), "attention wgmma-ov 64x128 wg1 s3");
     // GQA: one query with groups for three quarters of the SMs: the group's query heads as the
     // rows of the tensor-core tile (`pack-gqa`); else the decode template with a K/V head's query
@@ -152,7 +159,7 @@ fn templates_by_shape() {
     assert_eq!(strategy(&gqa4), "attention decode block 128 split 2 pack 2");
     assert_eq!(strategy(&AttnCase::new(1, 32, 1, 4096, 128, b)), "attention decode block 256 split 16");
     assert_eq!(strategy(&AttnCase::new(2, 2, 1, 4096, 64, DType::F32)), "attention decode block 256 split 16");
-    assert_eq!(strategy(&AttnCase::new(1, 8, 1, 300, 64, b)), "attention decode block 256");
+    assert_eq!(strategy(&AttnCase::new(1, 8, 1, 300, 64, b)), "attention decode block 256 ptx");
     // Tiled CUDA cores for what tensor cores do not take: the largest tile whose grid covers half
     // the SMs.
     assert_eq!(strategy(&AttnCase::new(2, 12, 197, 197, 64, DType::F32)), "attention fma 64x64");

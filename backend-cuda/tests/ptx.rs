@@ -38,6 +38,8 @@ fn memory_bound_workloads_are_written_in_ptx() {
         "pointwise_chain64_1024_f32",
         "softmax_8192x8192_f32",
         "layernorm_gelu_8192x4096_f32",
+        // The decode template's common case (`ptx::decode`).
+        "attention_decode_b32h32kv4096d128_bf16",
     ] {
         assert!(ptx(name), "{name}: {seen:?}");
     }
@@ -181,4 +183,121 @@ fn one_step_products_are_written_in_ptx() {
     refused(&bf16.kernels[0], &Tuning { tile: Some(whole), ..Tuning::default() }, "operands bf16");
     let f64 = matmul_bias_relu(1, 37, 41, 29, DType::F64, DType::F64, false);
     refused(&f64.kernels[0], &Tuning::default(), "operands f64");
+}
+
+/// The launch of the PTX rendering of `k` with `t` equals the CUDA C++ renderer's (grid, block,
+/// split, shared memory, scratch, strategy with " ptx"), and the module assembles without a
+/// warning, spilling only where NVRTC's build of the C++ spills: returns the rendering.
+fn same_launch_as_cpp(k: &sinter_core::kernel::Kernel, t: &Tuning, what: &str) -> render::Rendered {
+    let hopper = CudaCaps::hopper();
+    let r = render::render(k, &hopper, t).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let why = render::ptx::why_not(k, &hopper, t);
+    assert!(render::ptx::is_ptx(&r.source), "{what}: {why}");
+    let c = render::render(k, &CudaCaps { ptx: false, ..CudaCaps::hopper() }, t).unwrap();
+    assert!(!render::ptx::is_ptx(&c.source));
+    assert_eq!(r.strategy, format!("{} ptx", c.strategy), "{what}");
+    assert_eq!(
+        (r.grid, r.block, &r.split, r.dynamic_shared_bytes, r.scratch_bytes, r.compute, &r.name),
+        (c.grid, c.block, &c.split, c.dynamic_shared_bytes, c.scratch_bytes, c.compute, &c.name),
+        "{what}"
+    );
+    assert_eq!(r.source.matches(".param .u64 a").count(), k.args.len(), "{what}");
+    if let Some(res) = ptxas(&r.source, what) {
+        let log = res.unwrap_or_else(|log| panic!("{what}: ptxas: {log}\n{}", r.source));
+        assert!(!log.contains("warning"), "{what}: {log}");
+        let res = nvrtc::resources(&log, &r.name).expect("resources");
+        // Spills only where NVRTC's build of the C++ spills too (f32 rows at 512 threads, whose
+        // budget admits six keys in flight).
+        if res.spill_bytes != 0 && nvrtc_available(what) {
+            let cu = nvrtc::compile(&c.name, &c.source, &nvrtc::Target::hopper()).expect("NVRTC");
+            let theirs = nvrtc::resources(&cu.log, &c.name).expect("resources");
+            assert!(theirs.spill_bytes > 0, "{what}: PTX {res:?}, NVRTC {theirs:?}");
+            eprintln!("{what}: spills as NVRTC's build: PTX {res:?}, NVRTC {theirs:?}");
+        }
+    }
+    r
+}
+
+/// The attention decode template's common case is PTX (`ptx::decode`): the decode workload's
+/// kernel at full size and reduced shapes (keys 1, 7, 1023, 4097; head dims 64 and 128; f32, f16
+/// and bf16; causal or not; one and three queries; an additive mask, BSHD rows; every block size
+/// the candidates time), each with the C++ renderer's launch; split decodes, packed GQA heads
+/// and the other templates are refused with a reason (CUDA C++).
+#[test]
+fn decode_attention_is_written_in_ptx() {
+    use sinter_core::testsuite::programs::{AttnCase, AttnMask, attention};
+    let w = workloads::get("attention_decode_b32h32kv4096d128_bf16").expect("workload");
+    let g = sinter_core::passes::optimize(&w.build(Scale::Full).unwrap()).unwrap();
+    let p = schedule(&g, &cuda_caps(), &cuda_options()).unwrap();
+    assert_eq!(p.kernels.len(), 1);
+    let r = same_launch_as_cpp(&p.kernels[0], &Tuning::default(), w.name);
+    assert_eq!(r.strategy, "attention decode block 256 ptx");
+    assert!(r.source.contains("ld.global.nc.v4.u32") && r.source.contains("shfl.sync.bfly.b32"));
+    let kernel = |c: &AttnCase| attention(c).kernels.into_iter().next().expect("one kernel");
+    let split1 = |block: Option<u32>| Tuning { block, split_k: Some(1), ..Tuning::default() };
+    let mut written = 0;
+    for d in [DType::F32, DType::F16, DType::BF16] {
+        for kv in [1, 7, 1023, 4097] {
+            for hd in [64, 128] {
+                for m in [1, 3] {
+                    for causal in [None, Some(0), Some(2)] {
+                        let c = AttnCase { causal, ..AttnCase::new(2, 3, m, kv, hd, d) };
+                        let k = kernel(&c);
+                        // Few heads: the default splits keys past 511 (refused below); one split
+                        // is the template unsplit, at every block size the candidates time for
+                        // one query without a causal bound.
+                        let mut tunings = vec![Tuning::default(), split1(None)];
+                        if m == 1 && causal.is_none() {
+                            tunings.extend([Some(64), Some(128), Some(256), Some(512)].map(split1));
+                        }
+                        for t in tunings {
+                            let what = format!("{d} kv{kv} d{hd} m{m} causal {causal:?} {t:?}");
+                            let cpp = render::render(&k, &CudaCaps { ptx: false, ..CudaCaps::hopper() }, &t);
+                            let Ok(cpp) = cpp else { continue };
+                            assert!(cpp.strategy.starts_with("attention decode"), "{what}: {}", cpp.strategy);
+                            if cpp.strategy.contains(" split ") {
+                                let why = render::ptx::why_not(&k, &CudaCaps::hopper(), &t);
+                                assert!(why.starts_with("decode split "), "{what}: {why}");
+                                continue;
+                            }
+                            same_launch_as_cpp(&k, &t, &what);
+                            written += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(written >= 300, "{written} PTX decode kernels");
+    // An additive mask (loaded under the key guard), BSHD rows, f16 probabilities in a bf16
+    // kernel's place: PTX as well.
+    let masked = AttnCase { mask: AttnMask::Additive, causal: Some(1), ..AttnCase::new(1, 2, 3, 300, 64, DType::BF16) };
+    let r = same_launch_as_cpp(&kernel(&masked), &Tuning::default(), "additive mask");
+    assert!(r.source.contains("ld.global.nc.f32"), "the mask's loads");
+    let bshd = AttnCase { bshd: true, ..AttnCase::new(2, 4, 1, 100, 128, DType::F16) };
+    same_launch_as_cpp(&kernel(&bshd), &Tuning::default(), "bshd");
+    // Rows of vectors the lane groups do not divide (d80, a narrower dv), four queries.
+    for d in [DType::F32, DType::BF16] {
+        for (m, hd, dv) in [(1, 80, 80), (4, 128, 64), (2, 64, 128), (4, 80, 40)] {
+            let c = AttnCase { dv, causal: Some(1), ..AttnCase::new(2, 3, m, 300, hd, d) };
+            same_launch_as_cpp(&kernel(&c), &Tuning::default(), &format!("{d} m{m} d{hd} dv{dv}"));
+        }
+    }
+    // Refused: the split decode, packed GQA heads, the other templates, bool masks.
+    let refused = |k: &sinter_core::kernel::Kernel, t: &Tuning, why: &str| {
+        let r = render::render(k, &CudaCaps::hopper(), t).unwrap();
+        let got = render::ptx::why_not(k, &CudaCaps::hopper(), t);
+        assert!(!render::ptx::is_ptx(&r.source) && got.contains(why), "{}: {got:?}, not {why:?}", k.name);
+    };
+    let b = DType::BF16;
+    refused(&kernel(&AttnCase::new(1, 32, 1, 4096, 128, b)), &Tuning::default(), "decode split 16: the split combine");
+    let gqa = AttnCase { kv_heads: 8, ..AttnCase::new(8, 32, 1, 4096, 128, b) };
+    refused(&kernel(&gqa), &Tuning::default(), "decode split 9");
+    refused(&kernel(&gqa), &split1(None), "decode pack 4: query heads sharing their K and V");
+    refused(&kernel(&AttnCase::new(8, 16, 1024, 1024, 64, b)), &Tuning::default(), "the tensor-core tile");
+    refused(&kernel(&AttnCase::new(32, 32, 4, 4096, 64, b)), &Tuning::default(), "the tensor-core tile");
+    refused(&kernel(&AttnCase::new(2, 12, 197, 197, 64, DType::F32)), &Tuning::default(), "tiled CUDA-core");
+    refused(&kernel(&AttnCase::new(1, 1, 5, 6, 4, DType::F64)), &Tuning::default(), "the row template");
+    let bool_mask = AttnCase { mask: AttnMask::Bool, ..AttnCase::new(1, 2, 3, 50, 64, b) };
+    refused(&kernel(&bool_mask), &Tuning::default(), "argument of dtype bool");
 }

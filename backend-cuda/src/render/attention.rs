@@ -20,7 +20,9 @@
 //!   ([`decode_tile`]; one query under GQA through the rewrite of `attention_pack`, the group's
 //!   query heads as the tile's rows); one query over heads enough for four blocks an SM keeps
 //!   the template (eight keys in flight a lane group), which compiles in a third of the tile's
-//!   time and ran as fast (session 32).
+//!   time and ran as fast (session 32). Its common case (a block per flat batch, no packed
+//!   heads) is written in PTX (`ptx::decode`, the same plan: [`template`] and
+//!   `attention_rows::decode_plan`), so it costs only the driver's JIT.
 //! * **Tiled CUDA cores** (`attention_fma`, [`AttnEngine::Fma`]): f32, f16 and bf16 operands the
 //!   tensor-core templates do not take (f32 above all), value head dims up to 256. A block of 256
 //!   threads owns up to 64 query rows; Q, one K tile and one V tile in shared memory (f32), S and
@@ -423,13 +425,37 @@ pub(super) fn candidates(a: &AttentionBody, caps: &CudaCaps) -> Vec<Tuning> {
     out
 }
 
-/// Renders an attention body with the template the tuning and shape choose.
-pub(super) fn render(
-    em: &mut Emitter<'_>,
+/// The template [`render`] takes for an attention body and tuning: what both renderers follow
+/// (the CUDA C++ here; `ptx::decode` writes the decode template's common case in PTX).
+pub(super) enum Template {
+    /// A tensor-core tile (`attention_tc`).
+    TensorCores(AttnTile),
+    /// The tiled CUDA-core template (`attention_fma`).
+    Fma(AttnTile),
+    /// The decode template (`attention_rows::render_decode`): 16-byte vectors of `w` elements,
+    /// `block` threads, `splits` blocks per head, `pack` query heads per block.
+    Decode {
+        /// Elements per 16-byte vector ([`decode_width`]).
+        w: usize,
+        /// Threads per block.
+        block: u32,
+        /// Blocks per head ([`Tuning::split_k`], else [`default_decode_split`]).
+        splits: u32,
+        /// Query heads per block ([`decode_pack`]).
+        pack: usize,
+    },
+    /// The row template (`attention_rows::render_rows`) of `block` threads.
+    Rows(u32),
+}
+
+/// Which template renders `a` with `t`; `Err` exactly where [`render`] fails before a template
+/// writes anything.
+pub(super) fn template(
+    em: &Emitter<'_>,
     a: &AttentionBody,
     caps: &CudaCaps,
     t: &Tuning,
-) -> Result<Body, RenderError> {
+) -> Result<Template, RenderError> {
     let kname = em.k.name.clone();
     let invalid = |msg: String| RenderError::InvalidTuning { kernel: kname.clone(), msg };
     if t.vectorize.is_some() || t.persistent.is_some() || t.tile.is_some() || t.mma.is_some() {
@@ -445,19 +471,18 @@ pub(super) fn render(
         }
         if tile.engine == AttnEngine::Fma {
             check_attn(&tile, caps, a).map_err(|e| invalid(format!("no tiled attention: {e}")))?;
-            return super::attention_fma::render(em, a, &tile, t);
+            return Ok(Template::Fma(tile));
         }
         check_attn(&tile, caps, a).map_err(|e| invalid(format!("no tensor-core attention: {e}")))?;
-        return super::attention_tc::render(em, a, &tile, t, caps);
+        return Ok(Template::TensorCores(tile));
     }
     let decode = decode_width(a);
     if (decode.is_none() || a.m > DECODE_M) && t.block.is_none() {
         if tc_applies(a, caps).is_ok() {
-            let tile = default_attn(a, caps);
-            return super::attention_tc::render(em, a, &tile, t, caps);
+            return Ok(Template::TensorCores(default_attn(a, caps)));
         }
         if let Some(tile) = super::attention_fma::default_tile(a, caps) {
-            return super::attention_fma::render(em, a, &tile, t);
+            return Ok(Template::Fma(tile));
         }
     }
     if decode.is_some()
@@ -465,7 +490,7 @@ pub(super) fn render(
         && t.split_k.is_none()
         && let Some(tile) = decode_tile(a, caps)
     {
-        return super::attention_tc::render(em, a, &tile, t, caps);
+        return Ok(Template::TensorCores(tile));
     }
     let block = t.block.unwrap_or(if decode.is_some() { default_decode_block(a) } else { 128 });
     if block == 0 || !block.is_multiple_of(32) || block > caps.max_threads_per_block.min(1024) {
@@ -482,10 +507,27 @@ pub(super) fn render(
                     super::MAX_SPLIT_K
                 )));
             }
-            super::attention_rows::render_decode(em, a, w, block, splits, pack)
+            Ok(Template::Decode { w, block, splits, pack })
         }
         None if t.split_k.is_some() => Err(invalid("split_k: only the decode template splits its keys".into())),
-        None => super::attention_rows::render_rows(em, a, block),
+        None => Ok(Template::Rows(block)),
+    }
+}
+
+/// Renders an attention body with the template the tuning and shape choose ([`template`]).
+pub(super) fn render(
+    em: &mut Emitter<'_>,
+    a: &AttentionBody,
+    caps: &CudaCaps,
+    t: &Tuning,
+) -> Result<Body, RenderError> {
+    match template(em, a, caps, t)? {
+        Template::TensorCores(tile) => super::attention_tc::render(em, a, &tile, t, caps),
+        Template::Fma(tile) => super::attention_fma::render(em, a, &tile, t),
+        Template::Decode { w, block, splits, pack } => {
+            super::attention_rows::render_decode(em, a, w, block, splits, pack)
+        }
+        Template::Rows(block) => super::attention_rows::render_rows(em, a, block),
     }
 }
 

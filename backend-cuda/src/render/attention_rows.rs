@@ -42,79 +42,13 @@ pub(super) fn render_decode(
     splits: u32,
     pack: usize,
 ) -> Result<Body, RenderError> {
-    let warps = block / 32;
-    let (nd, nv) = (a.d / w, a.dv / w);
-    let lanes = nd.max(nv).next_power_of_two().min(32);
-    let (rq, rv) = (nd.div_ceil(lanes), nv.div_ceil(lanes));
-    let groups = 32 / lanes;
+    let p = decode_plan(em, a, w, block, splits, pack)?;
+    let DecodePlan { warps, nd, nv, lanes, rq, rv, groups, mq, unroll, step, groups_n, per_q, per_head, chunk, .. } = p;
+    let body = p.body;
+    if body.grid[0] == 0 {
+        return Ok(body);
+    }
     let m_n = a.m;
-    // Query slots: the queries of the block's `pack` flat batches.
-    let mq = m_n * pack;
-    // Registers: the queries and outputs (f32), then `U` K and V vectors per lane in flight.
-    let budget = (65536 / block as usize).min(255) * 3 / 4;
-    let (fixed, per) = (mq * (rq + rv) * w + 40, (rq + rv) * 4);
-    if fixed + per > budget {
-        return Err(RenderError::InvalidTuning {
-            kernel: em.k.name.clone(),
-            msg: format!("block {block}: {mq} queries of {}/{} columns need more registers", a.d, a.dv),
-        });
-    }
-    if pack == 0 || !a.heads.is_multiple_of(pack) || a.k.group != a.v.group || !a.k.group.is_multiple_of(pack) {
-        return Err(em.err(format!("{pack} query heads per block: not a divisor of the K/V groups of {}", a.k.group)));
-    }
-    // Eight keys in flight a lane group for one query slot (b32 h32 kv4096 d128 bf16 at 256
-    // threads: 0.4766 ms against 0.4800 at four, and against the tensor-core tile's 0.4772; H200,
-    // BENCHMARKS.md session 32 call 2), four with several slots (measured there, session 21).
-    let cap = if mq == 1 { 8 } else { 4 };
-    let unroll = ((budget - fixed) / per).clamp(1, cap);
-    let bh_n = (a.batch * a.heads) as u64;
-    // Blocks per split: one per `pack` flat batches.
-    let groups_n = bh_n / pack as u64;
-    let shared = (warps as usize * mq * (a.dv + 2) * 4) as u32;
-    if shared > 48 * 1024 {
-        return Err(RenderError::InvalidTuning {
-            kernel: em.k.name.clone(),
-            msg: format!("block {block}: {shared} bytes of shared memory for the decode combine"),
-        });
-    }
-    let blocks = if mq == 0 { 0 } else { groups_n * u64::from(splits) };
-    // Scratch of a split decode: per head, split and query the max, the sum and dv outputs.
-    let per_q = (a.dv + 2) as u64;
-    let per_head = u64::from(splits) * mq as u64 * per_q;
-    let scratch = groups_n * per_head * 4 + groups_n * 4;
-    if splits > 1 && scratch > 256 << 20 {
-        return Err(RenderError::InvalidTuning {
-            kernel: em.k.name.clone(),
-            msg: format!("split_k {splits}: {scratch} bytes of scratch for the partial states"),
-        });
-    }
-    let chunk = a.kv.div_ceil(splits as usize);
-    let summary = format!(
-        "decode attention {bh_n} heads x m {m_n} x kv {} , d {} dv {} ({}){}: {}, {warps} warps, \
-         {lanes} lanes x {w} elements per key, {groups} keys per warp, unrolled {unroll}",
-        a.kv,
-        a.d,
-        a.dv,
-        a.in_dtype,
-        if pack > 1 { format!(", {pack} query heads per block sharing their K and V") } else { String::new() },
-        if splits > 1 {
-            format!("{splits} blocks per head of {chunk} keys each, the last to finish combining them")
-        } else {
-            "a block per head".to_string()
-        }
-    );
-    let strategy = format!(
-        "attention decode block {block}{}{}",
-        if splits > 1 { format!(" split {splits}") } else { String::new() },
-        if pack > 1 { format!(" pack {pack}") } else { String::new() }
-    );
-    let body = match Body::launch(blocks, block, strategy, summary, None, 0) {
-        Ok(b) if splits > 1 => b
-            .with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: pack as u64, inner: u64::from(splits) })
-            .with_scratch(scratch),
-        Ok(b) => b.with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: pack as u64, inner: 1 }),
-        Err(empty) => return Ok(*empty),
-    };
     let ity = em.ity();
     let st = storage(a.in_dtype);
     let elem = |x: &str| load_conv(x, a.in_dtype);
@@ -177,10 +111,9 @@ pub(super) fn render_decode(
         hoist_score(em, a, false)?;
     }
     let kend = match a.causal {
-        Some(o) => format!("min({}u, {}u)", a.kv, (m_n - 1 + o + 1).min(a.kv)),
+        Some(_) => format!("min({}u, {}u)", a.kv, p.kend),
         None => format!("{}u", a.kv),
     };
-    let step = warps as usize * groups;
     let kstart = if splits > 1 {
         em.line(format!("const unsigned kstart = sp * {chunk}u;"));
         em.line(format!("const unsigned kend = min({kend}, kstart + {chunk}u);"));
@@ -355,6 +288,150 @@ pub(super) fn render_decode(
         super::scratch::reset_counter(em, "head_count[gi]");
     }
     Ok(body)
+}
+
+/// The decode template's mapping and launch for a kernel, vector width, block, split and pack:
+/// what both renderers follow (CUDA C++ in [`render_decode`], PTX in `ptx::decode`).
+pub(super) struct DecodePlan {
+    /// Warps per block.
+    pub(super) warps: u32,
+    /// 16-byte vectors of a query or key row.
+    pub(super) nd: usize,
+    /// 16-byte vectors of a value row.
+    pub(super) nv: usize,
+    /// Lanes per key (a power of two up to 32).
+    pub(super) lanes: usize,
+    /// Query (key) vectors per lane.
+    pub(super) rq: usize,
+    /// Value vectors (output columns) per lane.
+    pub(super) rv: usize,
+    /// Keys per warp at a time (`32 / lanes`).
+    pub(super) groups: usize,
+    /// Query slots per block (queries times packed query heads).
+    pub(super) mq: usize,
+    /// K and V vectors in flight per lane: the keys of one trip are `unroll` steps apart.
+    pub(super) unroll: usize,
+    /// Keys per block at a time (`warps * groups`).
+    pub(super) step: usize,
+    /// Blocks per split (one per `pack` flat batches).
+    pub(super) groups_n: u64,
+    /// Floats of one query's partial state in a split decode's scratch (`2 + dv`).
+    pub(super) per_q: u64,
+    /// Floats of one head's partial states in a split decode's scratch.
+    pub(super) per_head: u64,
+    /// Keys per split.
+    pub(super) chunk: usize,
+    /// The keys read: `kv`, or with a causal offset `o` at most `m + o` (query `m - 1` sees keys
+    /// up to `m - 1 + o`).
+    pub(super) kend: usize,
+    /// Grid, block, strategy, summary, split and scratch (a grid of `[0, 1, 1]` and no split
+    /// when there are no blocks).
+    pub(super) body: Body,
+}
+
+/// The decode template's plan (see [`render_decode`]); `Err` exactly where it fails before
+/// writing anything.
+pub(super) fn decode_plan(
+    em: &Emitter<'_>,
+    a: &AttentionBody,
+    w: usize,
+    block: u32,
+    splits: u32,
+    pack: usize,
+) -> Result<DecodePlan, RenderError> {
+    let warps = block / 32;
+    let (nd, nv) = (a.d / w, a.dv / w);
+    let lanes = nd.max(nv).next_power_of_two().min(32);
+    let (rq, rv) = (nd.div_ceil(lanes), nv.div_ceil(lanes));
+    let groups = 32 / lanes;
+    let m_n = a.m;
+    // Query slots: the queries of the block's `pack` flat batches.
+    let mq = m_n * pack;
+    // Registers: the queries and outputs (f32), then `U` K and V vectors per lane in flight.
+    let budget = (65536 / block as usize).min(255) * 3 / 4;
+    let (fixed, per) = (mq * (rq + rv) * w + 40, (rq + rv) * 4);
+    if fixed + per > budget {
+        return Err(RenderError::InvalidTuning {
+            kernel: em.k.name.clone(),
+            msg: format!("block {block}: {mq} queries of {}/{} columns need more registers", a.d, a.dv),
+        });
+    }
+    if pack == 0 || !a.heads.is_multiple_of(pack) || a.k.group != a.v.group || !a.k.group.is_multiple_of(pack) {
+        return Err(em.err(format!("{pack} query heads per block: not a divisor of the K/V groups of {}", a.k.group)));
+    }
+    // Eight keys in flight a lane group for one query slot (b32 h32 kv4096 d128 bf16 at 256
+    // threads: 0.4766 ms against 0.4800 at four, and against the tensor-core tile's 0.4772; H200,
+    // BENCHMARKS.md session 32 call 2), four with several slots (measured there, session 21).
+    let cap = if mq == 1 { 8 } else { 4 };
+    let unroll = ((budget - fixed) / per).clamp(1, cap);
+    let bh_n = (a.batch * a.heads) as u64;
+    // Blocks per split: one per `pack` flat batches.
+    let groups_n = bh_n / pack as u64;
+    let shared = (warps as usize * mq * (a.dv + 2) * 4) as u32;
+    if shared > 48 * 1024 {
+        return Err(RenderError::InvalidTuning {
+            kernel: em.k.name.clone(),
+            msg: format!("block {block}: {shared} bytes of shared memory for the decode combine"),
+        });
+    }
+    let blocks = if mq == 0 { 0 } else { groups_n * u64::from(splits) };
+    // Scratch of a split decode: per head, split and query the max, the sum and dv outputs.
+    let per_q = (a.dv + 2) as u64;
+    let per_head = u64::from(splits) * mq as u64 * per_q;
+    let scratch = groups_n * per_head * 4 + groups_n * 4;
+    if splits > 1 && scratch > 256 << 20 {
+        return Err(RenderError::InvalidTuning {
+            kernel: em.k.name.clone(),
+            msg: format!("split_k {splits}: {scratch} bytes of scratch for the partial states"),
+        });
+    }
+    let chunk = a.kv.div_ceil(splits as usize);
+    let summary = format!(
+        "decode attention {bh_n} heads x m {m_n} x kv {} , d {} dv {} ({}){}: {}, {warps} warps, \
+         {lanes} lanes x {w} elements per key, {groups} keys per warp, unrolled {unroll}",
+        a.kv,
+        a.d,
+        a.dv,
+        a.in_dtype,
+        if pack > 1 { format!(", {pack} query heads per block sharing their K and V") } else { String::new() },
+        if splits > 1 {
+            format!("{splits} blocks per head of {chunk} keys each, the last to finish combining them")
+        } else {
+            "a block per head".to_string()
+        }
+    );
+    let strategy = format!(
+        "attention decode block {block}{}{}",
+        if splits > 1 { format!(" split {splits}") } else { String::new() },
+        if pack > 1 { format!(" pack {pack}") } else { String::new() }
+    );
+    let body = match Body::launch(blocks, block, strategy, summary, None, 0) {
+        Ok(b) if splits > 1 => b
+            .with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: pack as u64, inner: u64::from(splits) })
+            .with_scratch(scratch),
+        Ok(b) => b.with_split(GridSplit { unit: OuterUnit::AttentionBatch, per: pack as u64, inner: 1 }),
+        Err(empty) => *empty,
+    };
+    let kend = a.causal.map_or(a.kv, |o| m_n.saturating_add(o).min(a.kv));
+    let step = warps as usize * groups;
+    Ok(DecodePlan {
+        warps,
+        nd,
+        nv,
+        lanes,
+        rq,
+        rv,
+        groups,
+        mq,
+        unroll,
+        step,
+        groups_n,
+        per_q,
+        per_head,
+        chunk,
+        kend,
+        body,
+    })
 }
 
 /// Names the query (`m`) and, with `pack > 1`, the flat batch (`bhq`) of query slot `qi` inside a

@@ -22,23 +22,30 @@
 //!   (`math`; the CUDA C++ renderer calls those).
 //! * Products and sums are written without a rounding modifier, so ptxas may contract them into
 //!   fused multiply-adds exactly where NVRTC's default `--fmad=true` lets NVVM do so; the
-//!   `sin`/`cos` helpers use `.rn` throughout, so they compute what their host emulation does.
+//!   `sin`/`cos` helpers use `.rn` throughout, so they compute what their host emulation does,
+//!   and so do the decode template's own operations (`decode`: NVVM's contractions of its C++
+//!   written out as `fma.rn`).
 //! * Covered (everything else is a named refusal): on devices of sm_80 and up, with 32-bit index
 //!   arithmetic, pointwise bodies (one lane group per thread), block-per-row persistent
-//!   reductions (f32 sums, maxima, minima) and the CUDA-core product's one-step `cp.async` form
+//!   reductions (f32 sums, maxima, minima), the CUDA-core product's one-step `cp.async` form
 //!   for f32 operands into f32 (`matmul`: a tile taking the whole reduction in one step, as
-//!   `matmul_softmax_100_f32`'s, its epilogue through `expr`); f32, f16 and bf16 arguments and
+//!   `matmul_softmax_100_f32`'s, its epilogue through `expr`) and the attention decode
+//!   template's common case (`decode`: a block per flat batch, no split, no packed GQA heads,
+//!   f32/f16/bf16 rows, its score and epilogue through `expr`, as
+//!   `attention_decode_b32h32kv4096d128_bf16`'s); f32, f16 and bf16 arguments and
 //!   expressions (16-bit values computed in f32, rounded by casts and stores with `cvt.rn`, as
 //!   the C++ renderer); loads at affine or div/mod indices; the ops `expr` lists.
-//! * Deliberately absent: tensor-core products and attention (their templates stay NVRTC's),
-//!   CUDA-core products of several steps along k (register-staged), of other dtypes or with an
-//!   implicit im2col operand, other reduction modes, integer, f64 and fp8 dtypes, gathers
-//!   (`Index::Value`, `Index::Clamp`), and transcendental functions other than `sin`, `cos`,
-//!   `exp` and `erf`.
+//! * Deliberately absent: tensor-core products; attention's tensor-core, tiled CUDA-core and
+//!   row templates, the split decode (its scratch combine) and the decode template with packed
+//!   GQA heads (all NVRTC's); CUDA-core products of several steps along k (register-staged), of
+//!   other dtypes or with an implicit im2col operand, other reduction modes, integer, f64 and
+//!   fp8 dtypes, gathers (`Index::Value`, `Index::Clamp`), and transcendental functions other
+//!   than `sin`, `cos`, `exp` and `erf`.
 //! * The load, not this module, keeps library steps' kernels and programs of many PTX kernels on
 //!   NVRTC (`CudaBackend::cpp_caps`, `MAX_PTX_BODIES`: the driver's JIT runs one module at a
 //!   time).
 
+mod decode;
 mod expr;
 mod math;
 mod matmul;
@@ -130,7 +137,7 @@ pub(crate) fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered
         KernelBody::Pointwise { numel, stores } => pointwise::render(k, *numel, stores, caps, t),
         KernelBody::Reduce(r) => reduce::render(k, r, caps, t),
         KernelBody::Matmul(mm) => matmul::render(k, mm, caps, t),
-        KernelBody::Attention(_) => refuse("attention is CUDA C++ (its tensor-core and tiled templates)"),
+        KernelBody::Attention(a) => decode::render(k, a, caps, t),
     }
 }
 
@@ -198,11 +205,13 @@ pub(crate) struct Asm {
     pub(crate) trig_slow: bool,
     /// Module-scope declarations the body uses (shared arrays).
     pub(crate) decls: Vec<String>,
+    /// The entry's `.maxnreg` (registers per thread at most), where the body sets one.
+    pub(crate) maxnreg: Option<u32>,
 }
 
 impl Asm {
     pub(crate) fn new() -> Asm {
-        Asm { lines: Vec::new(), counts: [0; 5], labels: 0, trig_slow: false, decls: Vec::new() }
+        Asm { lines: Vec::new(), counts: [0; 5], labels: 0, trig_slow: false, decls: Vec::new(), maxnreg: None }
     }
 
     /// A fresh virtual register.
@@ -302,7 +311,11 @@ pub(crate) fn module(k: &Kernel, caps: &CudaCaps, comments: &[String], block: u3
         let sep = if i + 1 < k.args.len() { "," } else { "" };
         s.push_str(&format!("\n\t.param .u64 a{i}{sep} // {}[{}] (b{}), {:?}", a.dtype, a.numel, a.buffer.0, a.access));
     }
-    s.push_str(&format!("\n)\n.maxntid {block}, 1, 1\n{{\n"));
+    s.push_str(&format!("\n)\n.maxntid {block}, 1, 1\n"));
+    if let Some(n) = asm.maxnreg {
+        s.push_str(&format!(".maxnreg {n}\n"));
+    }
+    s.push_str("{\n");
     s.push_str(&asm.body());
     s.push_str("}\n");
     s
