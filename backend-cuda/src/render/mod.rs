@@ -298,6 +298,23 @@ pub(crate) struct Body {
 }
 
 impl Body {
+    /// The [`Rendered`] of `k` launched as this body says, with `source` and the strategy followed
+    /// by `suffix` (the PTX renderers' ` ptx`): one place for what both renderers return.
+    fn into_rendered(self, k: &Kernel, caps: &CudaCaps, t: &Tuning, source: String, suffix: &str) -> Rendered {
+        Rendered {
+            name: entry_name(&k.name),
+            source,
+            grid: self.grid,
+            block: self.block,
+            dynamic_shared_bytes: self.dynamic_shared,
+            strategy: format!("{}{suffix}", self.strategy),
+            split: self.split,
+            scratch_bytes: self.scratch,
+            tensor_maps: self.tensor_maps,
+            compute: compute(k, caps, t),
+        }
+    }
+
     /// A one-dimensional launch of `blocks` blocks of `threads` threads (`min_blocks` per SM kept
     /// resident for registers, `shared` bytes of dynamic shared memory). `Err` holds the body of an
     /// empty launch (no blocks: nothing to render beyond the signature).
@@ -492,18 +509,7 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
     src.push_str("\n{\n");
     src.push_str(&body_src);
     src.push_str("}\n");
-    Ok(Rendered {
-        name,
-        source: src,
-        grid: body.grid,
-        block: body.block,
-        dynamic_shared_bytes: body.dynamic_shared,
-        strategy: body.strategy,
-        split: body.split,
-        scratch_bytes: body.scratch,
-        tensor_maps: body.tensor_maps,
-        compute: compute(k, caps, t),
-    })
+    Ok(body.into_rendered(k, caps, t, src, ""))
 }
 
 /// [`Rendered::compute`]: `tf32` exactly when [`render`] takes the tensor-core template (no

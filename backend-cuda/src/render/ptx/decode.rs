@@ -143,18 +143,8 @@ pub(crate) fn render(k: &Kernel, a: &AttentionBody, caps: &CudaCaps, t: &Tuning)
         body.summary.clone(),
         format!("the decode template: {block} threads a flat batch, {} keys in flight a lane group", p.unroll),
     ];
-    Ok(Rendered {
-        name,
-        source: module(k, caps, &comments, block, &asm),
-        grid: body.grid,
-        block: body.block,
-        dynamic_shared_bytes: body.dynamic_shared,
-        strategy: format!("{} ptx", body.strategy),
-        split: body.split,
-        scratch_bytes: body.scratch,
-        tensor_maps: body.tensor_maps,
-        compute: super::super::compute(k, caps, t),
-    })
+    let source = module(k, caps, &comments, block, &asm);
+    Ok(body.into_rendered(k, caps, t, source, " ptx"))
 }
 
 /// What the body's pieces share.

@@ -121,18 +121,8 @@ pub(crate) fn render(k: &Kernel, mm: &MatmulBody, caps: &CudaCaps, t: &Tuning) -
         body.summary.clone(),
         format!("one step of {} along k: cp.async to shared memory, then the FMAs", tile.bk),
     ];
-    Ok(Rendered {
-        name,
-        source: module(k, caps, &comments, body.block[0], &asm),
-        grid: body.grid,
-        block: body.block,
-        dynamic_shared_bytes: body.dynamic_shared,
-        strategy: format!("{} ptx", body.strategy),
-        split: body.split,
-        scratch_bytes: body.scratch,
-        tensor_maps: body.tensor_maps,
-        compute: super::super::compute(k, caps, t),
-    })
+    let source = module(k, caps, &comments, body.block[0], &asm);
+    Ok(body.into_rendered(k, caps, t, source, " ptx"))
 }
 
 /// The block's and thread's coordinates (`.b32` registers).

@@ -65,16 +65,6 @@ pub(crate) fn render(
     let b = body(numel, &p);
     let what = if p.width == 1 { "one lane".to_string() } else { format!("{} consecutive lanes", p.width) };
     let comments = vec![b.summary.clone(), format!("{what} per thread: {numel} lanes")];
-    Ok(Rendered {
-        name: super::super::entry_name(&k.name),
-        source: module(k, caps, &comments, p.block, &asm),
-        grid: b.grid,
-        block: b.block,
-        dynamic_shared_bytes: 0,
-        strategy: format!("{} ptx", b.strategy),
-        split: b.split,
-        scratch_bytes: 0,
-        tensor_maps: Vec::new(),
-        compute: None,
-    })
+    let source = module(k, caps, &comments, p.block, &asm);
+    Ok(b.into_rendered(k, caps, t, source, " ptx"))
 }
