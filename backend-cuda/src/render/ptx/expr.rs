@@ -166,14 +166,26 @@ pub(crate) fn magic(d: u32, nmax: u64) -> Magic {
 /// `div.u32` by an immediate as the general reciprocal-and-correct sequence (on the
 /// conversion and MUFU pipes), which NVVM would have replaced.
 pub(crate) fn divide(asm: &mut Asm, n: &str, d: u32, nmax: u64) -> String {
-    let q = asm.reg(Class::B32);
+    // `t >> shift` into a fresh register; `t` itself where the shift is 0.
+    let shifted = |asm: &mut Asm, t: String, shift: u32| {
+        if shift == 0 {
+            return t;
+        }
+        let q = asm.reg(Class::B32);
+        asm.op(format!("shr.u32 {q}, {t}, {shift}"));
+        q
+    };
     match magic(d, nmax) {
-        Magic::Identity => asm.op(format!("mov.u32 {q}, {n}")),
-        Magic::Shift(s) => asm.op(format!("shr.u32 {q}, {n}, {s}")),
+        Magic::Identity => {
+            let q = asm.reg(Class::B32);
+            asm.op(format!("mov.u32 {q}, {n}"));
+            q
+        }
+        Magic::Shift(s) => shifted(asm, n.to_string(), s),
         Magic::Short { m, shift } => {
             let t = asm.reg(Class::B32);
             asm.op(format!("mul.hi.u32 {t}, {n}, {m}"));
-            asm.op(format!("shr.u32 {q}, {t}, {shift}"));
+            shifted(asm, t, shift)
         }
         Magic::MulHi { m, shift } => {
             let (t, u, v, w) = (asm.reg(Class::B32), asm.reg(Class::B32), asm.reg(Class::B32), asm.reg(Class::B32));
@@ -181,10 +193,9 @@ pub(crate) fn divide(asm: &mut Asm, n: &str, d: u32, nmax: u64) -> String {
             asm.op(format!("sub.u32 {u}, {n}, {t}"));
             asm.op(format!("shr.u32 {v}, {u}, 1"));
             asm.op(format!("add.u32 {w}, {v}, {t}"));
-            asm.op(format!("shr.u32 {q}, {w}, {shift}"));
+            shifted(asm, w, shift)
         }
     }
-    q
 }
 
 /// `(n / d, n % d)` for a constant `d >= 1` and `n <= nmax`: the quotient by [`divide`], the
