@@ -46,7 +46,7 @@ use super::super::attention_rows::{DecodePlan, decode_plan};
 use super::super::emit::Emitter;
 use super::super::index::needs_wide;
 use super::super::{CudaCaps, RenderError, Rendered, Tuning, entry_name};
-use super::expr::{Lower, check, div_rem, divide};
+use super::expr::{Lower, check, div_rem, divide, element_address, round16, widen16};
 use super::{Asm, Class, Refusal, math, module, refuse};
 
 /// `-inf` and `+0` as PTX `f32` literals.
@@ -232,7 +232,7 @@ impl Ctx<'_> {
                         let off =
                             (qi as u64).wrapping_mul(a.q.s_row as u64).wrapping_add((r * p.lanes * w) as u64) as u32;
                         asm.op(format!("add.u32 {idx}, {first}, {off}"));
-                        let addr = address(asm, global, &idx, self.d.size_bytes() as u64);
+                        let addr = element_address(asm, global, &idx, self.d.size_bytes() as u64);
                         let words = load16(asm, &format!("[{addr}]"), inside[r].as_deref());
                         elems(asm, &words, self.d)
                     })
@@ -265,7 +265,7 @@ impl Ctx<'_> {
             .map(|(o, first)| {
                 let idx = asm.reg(Class::B32);
                 asm.op(format!("mad.lo.u32 {idx}, {kb}, {}, {first}", o.s_row as u32));
-                address(asm, &base[o.arg], &idx, size)
+                element_address(asm, &base[o.arg], &idx, size)
             })
             .collect();
         let ins_k: Vec<Option<String>> = (0..p.rq).map(|r| self.inside(asm, th, p.nd, r)).collect();
@@ -398,22 +398,10 @@ impl Ctx<'_> {
 
     /// `p` rounded to the probabilities' dtype and carried in f32 again (`round_p`).
     fn round_p(&self, asm: &mut Asm, x: &str) -> String {
-        let t = match self.a.p_dtype {
-            DType::F16 => "f16",
-            DType::BF16 => "bf16",
-            _ => return x.to_string(),
-        };
-        let (h, f) = (asm.reg(Class::B16), asm.reg(Class::F32));
-        asm.op(format!("cvt.rn.{t}.f32 {h}, {x}"));
-        if t == "f16" {
-            asm.op(format!("cvt.f32.f16 {f}, {h}"));
-        } else {
-            let (u, b) = (asm.reg(Class::B32), asm.reg(Class::B32));
-            asm.op(format!("cvt.u32.u16 {u}, {h}"));
-            asm.op(format!("shl.b32 {b}, {u}, 16"));
-            asm.op(format!("mov.b32 {f}, {b}"));
+        match self.a.p_dtype {
+            d @ (DType::F16 | DType::BF16) => round16(asm, x, d),
+            _ => x.to_string(),
         }
-        f
     }
 
     /// Merges the lane groups of each warp (butterflies over `lanes..32`).
@@ -627,14 +615,6 @@ fn operand_base(asm: &mut Asm, o: &AttnOperand, heads: usize, (b, h): (&str, &st
     r
 }
 
-/// `global + idx * size` (`.b64`) for the element index `idx` (`.b32`).
-fn address(asm: &mut Asm, global: &str, idx: &str, size: u64) -> String {
-    let (off, a) = (asm.reg(Class::B64), asm.reg(Class::B64));
-    asm.op(format!("mul.wide.u32 {off}, {idx}, {size}"));
-    asm.op(format!("add.s64 {a}, {global}, {off}"));
-    a
-}
-
 /// The operand `[ptr+bytes]` (`bytes` wrapping, as the address arithmetic).
 fn offset(asm: &mut Asm, ptr: &str, bytes: u64) -> String {
     if bytes == 0 {
@@ -673,11 +653,7 @@ fn elems(asm: &mut Asm, words: &[String], d: DType) -> Vec<String> {
             DType::F16 => {
                 let (lo, hi) = (asm.reg(Class::B16), asm.reg(Class::B16));
                 asm.op(format!("mov.b32 {{{lo}, {hi}}}, {word}"));
-                for h in [lo, hi] {
-                    let f = asm.reg(Class::F32);
-                    asm.op(format!("cvt.f32.f16 {f}, {h}"));
-                    out.push(f);
-                }
+                out.extend([lo, hi].map(|h| widen16(asm, &h, d)));
             }
             _ => {
                 // bf16 is the top half of an f32.

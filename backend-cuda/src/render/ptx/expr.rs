@@ -162,9 +162,8 @@ pub(crate) fn magic(d: u32, nmax: u64) -> Magic {
 }
 
 /// `n / d` for a constant `d >= 1` and `n <= nmax` by a multiply-high and shifts ([`magic`]):
-/// ptxas writes a
-/// `div.u32` by an immediate as the general reciprocal-and-correct sequence (on the
-/// conversion and MUFU pipes), which NVVM would have replaced.
+/// ptxas writes a `div.u32` by an immediate as the general reciprocal-and-correct sequence (on
+/// the conversion and MUFU pipes), which NVVM would have replaced.
 pub(crate) fn divide(asm: &mut Asm, n: &str, d: u32, nmax: u64) -> String {
     // `t >> shift` into a fresh register; `t` itself where the shift is 0.
     let shifted = |asm: &mut Asm, t: String, shift: u32| {
@@ -212,6 +211,44 @@ pub(crate) fn div_rem(asm: &mut Asm, n: &str, d: u32, nmax: u64) -> (String, Str
         asm.op(format!("sub.u32 {r}, {n}, {p}"));
     }
     (q, r)
+}
+
+/// `global + idx * size` (`.b64`) for the element index `idx` (`.b32`, unsigned): the address of
+/// an element of `size` bytes.
+pub(crate) fn element_address(asm: &mut Asm, global: &str, idx: &str, size: u64) -> String {
+    let (off, a) = (asm.reg(Class::B64), asm.reg(Class::B64));
+    asm.op(format!("mul.wide.u32 {off}, {idx}, {size}"));
+    asm.op(format!("add.s64 {a}, {global}, {off}"));
+    a
+}
+
+/// A 16-bit element (`.b16`) of dtype `d` as f32 (exact).
+pub(crate) fn widen16(asm: &mut Asm, h: &str, d: DType) -> String {
+    let f = asm.reg(Class::F32);
+    if d == DType::F16 {
+        asm.op(format!("cvt.f32.f16 {f}, {h}"));
+    } else {
+        // bf16 is the top half of an f32.
+        let (u, b) = (asm.reg(Class::B32), asm.reg(Class::B32));
+        asm.op(format!("cvt.u32.u16 {u}, {h}"));
+        asm.op(format!("shl.b32 {b}, {u}, 16"));
+        asm.op(format!("mov.b32 {f}, {b}"));
+    }
+    f
+}
+
+/// `x` (f32) rounded to the 16-bit dtype `d` (`.b16`, round to nearest even).
+pub(crate) fn narrow16(asm: &mut Asm, x: &str, d: DType) -> String {
+    let h = asm.reg(Class::B16);
+    let t = if d == DType::F16 { "f16" } else { "bf16" };
+    asm.op(format!("cvt.rn.{t}.f32 {h}, {x}"));
+    h
+}
+
+/// `x` rounded to the 16-bit dtype `d` and carried in f32 again.
+pub(crate) fn round16(asm: &mut Asm, x: &str, d: DType) -> String {
+    let h = narrow16(asm, x, d);
+    widen16(asm, &h, d)
 }
 
 /// Writes a kernel's expressions and stores into an [`Asm`], one lane group at a time.
@@ -385,7 +422,7 @@ impl<'e, 'k> Lower<'e, 'k> {
                 for j in 0..lanes {
                     let xv = self.val(*x, j)?;
                     // To f16/bf16: rounded once, then carried in f32; to f32: the value itself.
-                    out.push(if to == DType::F32 { xv } else { self.round16(&xv, to) });
+                    out.push(if to == DType::F32 { xv } else { round16(self.asm, &xv, to) });
                 }
                 out
             }
@@ -434,7 +471,7 @@ impl<'e, 'k> Lower<'e, 'k> {
             } else {
                 let h = low.asm.reg(Class::B16);
                 low.asm.op(format!("ld.global.nc.b16 {h}, [{a}]"));
-                low.widen16(&h, d)
+                widen16(low.asm, &h, d)
             })
         };
         match form {
@@ -454,41 +491,12 @@ impl<'e, 'k> Lower<'e, 'k> {
                 for word in &words {
                     let (lo, hi) = (self.asm.reg(Class::B16), self.asm.reg(Class::B16));
                     self.asm.op(format!("mov.b32 {{{lo}, {hi}}}, {word}"));
-                    regs.push(self.widen16(&lo, d));
-                    regs.push(self.widen16(&hi, d));
+                    regs.push(widen16(self.asm, &lo, d));
+                    regs.push(widen16(self.asm, &hi, d));
                 }
                 Ok(regs)
             }
         }
-    }
-
-    /// A 16-bit element (`.b16`) of dtype `d` as f32 (exact).
-    fn widen16(&mut self, h: &str, d: DType) -> String {
-        let f = self.asm.reg(Class::F32);
-        if d == DType::F16 {
-            self.asm.op(format!("cvt.f32.f16 {f}, {h}"));
-        } else {
-            // bf16 is the top half of an f32.
-            let (u, b) = (self.asm.reg(Class::B32), self.asm.reg(Class::B32));
-            self.asm.op(format!("cvt.u32.u16 {u}, {h}"));
-            self.asm.op(format!("shl.b32 {b}, {u}, 16"));
-            self.asm.op(format!("mov.b32 {f}, {b}"));
-        }
-        f
-    }
-
-    /// `x` (f32) rounded to the 16-bit dtype `d` (`.b16`, round to nearest even).
-    fn narrow16(&mut self, x: &str, d: DType) -> String {
-        let h = self.asm.reg(Class::B16);
-        let t = if d == DType::F16 { "f16" } else { "bf16" };
-        self.asm.op(format!("cvt.rn.{t}.f32 {h}, {x}"));
-        h
-    }
-
-    /// `x` rounded to the 16-bit dtype `d` and carried in f32 again.
-    fn round16(&mut self, x: &str, d: DType) -> String {
-        let h = self.narrow16(x, d);
-        self.widen16(&h, d)
     }
 
     /// Writes `s`: a vector store where contiguous, else one store per lane (a uniform store in a
@@ -506,7 +514,7 @@ impl<'e, 'k> Lower<'e, 'k> {
             } else {
                 let mut words = Vec::with_capacity(w / 2);
                 for pair in vals.chunks(2) {
-                    let (lo, hi) = (self.narrow16(&pair[0], d), self.narrow16(&pair[1], d));
+                    let (lo, hi) = (narrow16(self.asm, &pair[0], d), narrow16(self.asm, &pair[1], d));
                     let word = self.asm.reg(Class::B32);
                     self.asm.op(format!("mov.b32 {word}, {{{lo}, {hi}}}"));
                     words.push(word);
@@ -528,7 +536,7 @@ impl<'e, 'k> Lower<'e, 'k> {
         if d == DType::F32 {
             self.asm.op(format!("st.global.f32 [{a}], {v}"));
         } else {
-            let h = self.narrow16(v, d);
+            let h = narrow16(self.asm, v, d);
             self.asm.op(format!("st.global.b16 [{a}], {h}"));
         }
         Ok(())
@@ -543,11 +551,8 @@ impl<'e, 'k> Lower<'e, 'k> {
     /// The global address of element `index` of argument `arg` at lane `j`.
     fn address(&mut self, arg: usize, index: &Index, j: usize) -> Result<String, Refusal> {
         let i = self.index(index, j)?;
-        let size = self.em.k.args[arg].dtype.size_bytes();
-        let (off, a) = (self.asm.reg(Class::B64), self.asm.reg(Class::B64));
-        self.asm.op(format!("mul.wide.u32 {off}, {i}, {size}"));
-        self.asm.op(format!("add.s64 {a}, {}, {off}", self.base[arg]));
-        Ok(a)
+        let size = self.em.k.args[arg].dtype.size_bytes() as u64;
+        Ok(element_address(self.asm, &self.base[arg], &i, size))
     }
 
     /// `index` at lane `j` in a `.b32` register (wrapping unsigned arithmetic).

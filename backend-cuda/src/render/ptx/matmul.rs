@@ -37,7 +37,7 @@ use super::super::emit::Emitter;
 use super::super::index::needs_wide;
 use super::super::matmul::{MatmulTile, Plan, Side, Template, partial_unroll, plan, side};
 use super::super::{CudaCaps, Rendered, Tuning, entry_name};
-use super::expr::{Lower, check, div_rem};
+use super::expr::{Lower, check, div_rem, element_address};
 use super::{Asm, Class, Refusal, module, refuse};
 
 /// Renders a matmul body (see [`super::render`]).
@@ -235,9 +235,7 @@ fn copy_operand(
             }
             None => String::new(),
         };
-        let (wide, src) = (asm.reg(Class::B64), asm.reg(Class::B64));
-        asm.op(format!("mul.wide.u32 {wide}, {idx}, 4"));
-        asm.op(format!("add.s64 {src}, {global}, {wide}"));
+        let src = element_address(asm, global, &idx, 4);
         // Shared byte address of [kk][rr]: (kk * (rows + 4) + rr) * 4.
         let (cell, bytes, dst) = (asm.reg(Class::B32), asm.reg(Class::B32), asm.reg(Class::B32));
         asm.op(format!("mad.lo.u32 {cell}, {kk}, {}, {rr}", s.rows + 4));
