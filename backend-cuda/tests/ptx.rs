@@ -125,23 +125,9 @@ fn one_step_products_are_written_in_ptx() {
     use sinter_core::kernel::KernelBody;
     use sinter_cuda::render::MatmulTile;
     let hopper = CudaCaps::hopper();
-    let cpp_caps = CudaCaps { ptx: false, ..CudaCaps::hopper() };
     let same_launch = |k: &sinter_core::kernel::Kernel, t: &Tuning| {
-        let r = render::render(k, &hopper, t).unwrap();
-        let why = render::ptx::why_not(k, &hopper, t);
-        assert!(render::ptx::is_ptx(&r.source), "{}: {why}", k.name);
-        let c = render::render(k, &cpp_caps, t).unwrap();
-        assert!(!render::ptx::is_ptx(&c.source));
-        assert_eq!(r.strategy, format!("{} ptx", c.strategy), "{}", k.name);
-        assert_eq!(
-            (r.grid, r.block, &r.split, r.dynamic_shared_bytes, r.scratch_bytes, r.compute, &r.name),
-            (c.grid, c.block, &c.split, c.dynamic_shared_bytes, c.scratch_bytes, c.compute, &c.name),
-            "{}",
-            k.name
-        );
-        assert_eq!(r.source.matches(".param .u64 a").count(), k.args.len(), "{}", k.name);
-        if let Some(res) = ptxas(&r.source, &k.name) {
-            let log = res.unwrap_or_else(|log| panic!("{}: ptxas: {log}\n{}", k.name, r.source));
+        let r = same_launch_as_cpp(k, t, &k.name);
+        if let Some(log) = assembled(&r, &k.name) {
             let res = nvrtc::resources(&log, &r.name).expect("resources");
             assert_eq!(res.spill_bytes, 0, "{log}");
             // Two blocks an SM, as the C++'s `__launch_bounds__(threads, 2)` keeps.
@@ -185,9 +171,8 @@ fn one_step_products_are_written_in_ptx() {
     refused(&f64.kernels[0], &Tuning::default(), "operands f64");
 }
 
-/// The launch of the PTX rendering of `k` with `t` equals the CUDA C++ renderer's (grid, block,
-/// split, shared memory, scratch, strategy with " ptx"), and the module assembles without a
-/// warning, spilling only where NVRTC's build of the C++ spills: returns the rendering.
+/// The PTX rendering of `k` with `t`, whose launch equals the CUDA C++ renderer's (grid, block,
+/// split, shared memory, scratch, strategy with " ptx", one pointer parameter per argument).
 fn same_launch_as_cpp(k: &sinter_core::kernel::Kernel, t: &Tuning, what: &str) -> render::Rendered {
     let hopper = CudaCaps::hopper();
     let r = render::render(k, &hopper, t).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -202,13 +187,25 @@ fn same_launch_as_cpp(k: &sinter_core::kernel::Kernel, t: &Tuning, what: &str) -
         "{what}"
     );
     assert_eq!(r.source.matches(".param .u64 a").count(), k.args.len(), "{what}");
-    if let Some(res) = ptxas(&r.source, what) {
-        let log = res.unwrap_or_else(|log| panic!("{what}: ptxas: {log}\n{}", r.source));
-        assert!(!log.contains("warning"), "{what}: {log}");
+    r
+}
+
+/// ptxas's log of `r`'s module (`None` without ptxas), which it assembles without a warning.
+fn assembled(r: &render::Rendered, what: &str) -> Option<String> {
+    let log = ptxas(&r.source, what)?.unwrap_or_else(|log| panic!("{what}: ptxas: {log}\n{}", r.source));
+    assert!(!log.contains("warning"), "{what}: {log}");
+    Some(log)
+}
+
+/// [`same_launch_as_cpp`] for a decode kernel, its module assembled and spilling only where
+/// NVRTC's build of the C++ spills too (f32 rows at 512 threads, whose budget admits six keys in
+/// flight): returns the rendering.
+fn decode_as_cpp(k: &sinter_core::kernel::Kernel, t: &Tuning, what: &str) -> render::Rendered {
+    let r = same_launch_as_cpp(k, t, what);
+    if let Some(log) = assembled(&r, what) {
         let res = nvrtc::resources(&log, &r.name).expect("resources");
-        // Spills only where NVRTC's build of the C++ spills too (f32 rows at 512 threads, whose
-        // budget admits six keys in flight).
         if res.spill_bytes != 0 && nvrtc_available(what) {
+            let c = render::render(k, &CudaCaps { ptx: false, ..CudaCaps::hopper() }, t).unwrap();
             let cu = nvrtc::compile(&c.name, &c.source, &nvrtc::Target::hopper()).expect("NVRTC");
             let theirs = nvrtc::resources(&cu.log, &c.name).expect("resources");
             assert!(theirs.spill_bytes > 0, "{what}: PTX {res:?}, NVRTC {theirs:?}");
@@ -230,7 +227,7 @@ fn decode_attention_is_written_in_ptx() {
     let g = sinter_core::passes::optimize(&w.build(Scale::Full).unwrap()).unwrap();
     let p = schedule(&g, &cuda_caps(), &cuda_options()).unwrap();
     assert_eq!(p.kernels.len(), 1);
-    let r = same_launch_as_cpp(&p.kernels[0], &Tuning::default(), w.name);
+    let r = decode_as_cpp(&p.kernels[0], &Tuning::default(), w.name);
     assert_eq!(r.strategy, "attention decode block 256 ptx");
     assert!(r.source.contains("ld.global.nc.v4.u32") && r.source.contains("shfl.sync.bfly.b32"));
     let kernel = |c: &AttnCase| attention(c).kernels.into_iter().next().expect("one kernel");
@@ -260,7 +257,7 @@ fn decode_attention_is_written_in_ptx() {
                                 assert!(why.starts_with("decode split "), "{what}: {why}");
                                 continue;
                             }
-                            same_launch_as_cpp(&k, &t, &what);
+                            decode_as_cpp(&k, &t, &what);
                             written += 1;
                         }
                     }
@@ -269,18 +266,17 @@ fn decode_attention_is_written_in_ptx() {
         }
     }
     assert!(written >= 300, "{written} PTX decode kernels");
-    // An additive mask (loaded under the key guard), BSHD rows, f16 probabilities in a bf16
-    // kernel's place: PTX as well.
+    // An additive mask (loaded under the key guard) and BSHD rows: PTX as well.
     let masked = AttnCase { mask: AttnMask::Additive, causal: Some(1), ..AttnCase::new(1, 2, 3, 300, 64, DType::BF16) };
-    let r = same_launch_as_cpp(&kernel(&masked), &Tuning::default(), "additive mask");
+    let r = decode_as_cpp(&kernel(&masked), &Tuning::default(), "additive mask");
     assert!(r.source.contains("ld.global.nc.f32"), "the mask's loads");
     let bshd = AttnCase { bshd: true, ..AttnCase::new(2, 4, 1, 100, 128, DType::F16) };
-    same_launch_as_cpp(&kernel(&bshd), &Tuning::default(), "bshd");
+    decode_as_cpp(&kernel(&bshd), &Tuning::default(), "bshd");
     // Rows of vectors the lane groups do not divide (d80, a narrower dv), four queries.
     for d in [DType::F32, DType::BF16] {
         for (m, hd, dv) in [(1, 80, 80), (4, 128, 64), (2, 64, 128), (4, 80, 40)] {
             let c = AttnCase { dv, causal: Some(1), ..AttnCase::new(2, 3, m, 300, hd, d) };
-            same_launch_as_cpp(&kernel(&c), &Tuning::default(), &format!("{d} m{m} d{hd} dv{dv}"));
+            decode_as_cpp(&kernel(&c), &Tuning::default(), &format!("{d} m{m} d{hd} dv{dv}"));
         }
     }
     // Refused: the split decode, packed GQA heads, the other templates, bool masks.
