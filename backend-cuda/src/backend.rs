@@ -134,6 +134,9 @@ pub fn cuda_caps(info: &DeviceInfo) -> CudaCaps {
         max_dynamic_shared_bytes: info.max_shared_per_block_optin.max(info.max_shared_per_block),
         // `SINTER_PTX=0` renders every kernel as CUDA C++ (A/B runs, a way around a JIT problem).
         ptx: std::env::var("SINTER_PTX").map_or(true, |v| v != "0"),
+        // Shape-generic attention where this build compiled it ahead of time for the device's
+        // architecture (`SINTER_AOT=0`: every kernel specialized and JIT-compiled, A/B runs).
+        generic_attention: crate::aot::available(&crate::nvrtc::Target::sm(info.cc)) > 0,
     }
 }
 
@@ -149,9 +152,12 @@ pub fn plausible_tuning(t: &Tuning, caps: &CudaCaps) -> bool {
 }
 
 /// The launch of rendered kernel `r` (its loaded function `func`) with `args` (one device pointer
-/// per kernel argument) and the tensor maps it asks for, encoded from those pointers.
+/// per kernel argument, then its scratch), its by-value [`Rendered::params`] and the tensor maps
+/// it asks for, encoded from those pointers.
 pub fn rendered_launch(dev: &Device, func: CudaFunction, r: &Rendered, args: &[u64]) -> Result<Launch, BackendError> {
-    let mut launch = Launch::new(dev, func, &r.name, r.grid, r.block, r.dynamic_shared_bytes, args)?;
+    let mut values = args.to_vec();
+    values.extend(&r.params);
+    let mut launch = Launch::new(dev, func, &r.name, r.grid, r.block, r.dynamic_shared_bytes, &values)?;
     if !r.tensor_maps.is_empty() {
         launch.bind_tensor_maps(&r.tensor_maps)?;
     }
@@ -215,6 +221,8 @@ impl CudaBackend {
         };
         let warm = std::thread::Builder::new().name("sinter-cublaslt-warm".into()).spawn(warm).ok();
         let opened = Device::new(ordinal).and_then(|dev| {
+            // NVRTC is required even where kernels compiled ahead of time are embedded: they cover
+            // a few attention shapes, and everything else (epilogues, max-autotune) compiles here.
             crate::probe::nvrtc().map_err(|e| BackendError::NoDevice(format!("NVRTC (libnvrtc): {e}")))?;
             Ok(dev)
         });
@@ -520,7 +528,9 @@ mod tests {
             (64, u64::MAX, Some(32), 132)
         );
         assert_eq!(c.dtypes, DType::ALL.to_vec());
-        assert_eq!(cuda_caps(&info), CudaCaps::hopper());
+        // (Generic attention follows what this build compiled ahead of time.)
+        let generic = crate::aot::available(&crate::nvrtc::Target::hopper()) > 0;
+        assert_eq!(cuda_caps(&info), CudaCaps { generic_attention: generic, ..CudaCaps::hopper() });
         assert_eq!(info.key(), "nvidia-h100-80gb-hbm3-sm90-drv13000");
         assert_eq!(info.description(), "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 80.0 GiB, driver 13.0)");
         let caps = CudaCaps::hopper();

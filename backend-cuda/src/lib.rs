@@ -5,8 +5,12 @@
 //! cudarc is built with dynamic loading: the binary starts on machines without libcuda or
 //! libnvrtc, and [`probe`] checks for them before cudarc is touched (cudarc panics when a library
 //! is absent), so a missing driver is an error naming the library, never a panic.
+//!
+//! Kernels whose source is fixed ahead of time (`backend-cuda/aot/*.cu`) are compiled at build
+//! time and embedded ([`aot`]): those need no NVRTC at run time.
 #![warn(missing_docs)]
 
+pub mod aot;
 pub mod backend;
 pub mod cost;
 pub mod device;

@@ -15,14 +15,22 @@
 //!   softmax 50% and the attention kernels 1.3-2.9x slower for compiles within their spread, at
 //!   `mid` most kernels 1.6-35x slower (H200, session 30, call 1).
 //! * The log is kept: in [`NvrtcError::Compile`] on failure, in [`Cubin::log`] on success.
+//! * Kernels compiled ahead of time come first: [`compile_parallel`] and
+//!   [`CubinCache::compile_cached`] ask [`crate::aot::lookup`] before anything needs NVRTC (the
+//!   cache key asks NVRTC for its version), and a source byte-identical to an `aot/*.cu` file,
+//!   for the same architecture, is its embedded cubin and log (built by `build.rs` with these
+//!   same options: the fixed part is one list, `nvrtc/flags.rs`), with no NVRTC and no cubin
+//!   cache entry. [`compile`] itself always runs NVRTC (tests and measurements of NVRTC call it).
 
 mod batch;
 mod cache;
+mod flags;
 mod resources;
 mod worker;
 
 pub use batch::{COMPILE_ALONE, MAX_COMPILE_THREADS, compile_parallel, ptx_images};
 pub use cache::{CubinCache, EntryError, decode_entry, encode_entry};
+pub use flags::MINIMAL_SINCE;
 pub use resources::resources;
 pub use worker::{set_worker_command, worker_compiles, worker_main, workers_enabled};
 
@@ -71,8 +79,7 @@ impl Target {
     /// The `--gpu-architecture` value: `sm_90a` for sm 9.0 (the arch-specific features wgmma and
     /// setmaxnreg need), else `sm_XY`.
     pub fn arch(&self) -> String {
-        let (major, minor) = self.sm;
-        if self.sm == (9, 0) { format!("sm_{major}{minor}a") } else { format!("sm_{major}{minor}") }
+        flags::arch_name(self.sm)
     }
 }
 
@@ -176,20 +183,13 @@ pub fn supported_archs() -> Result<Vec<i32>, NvrtcError> {
     Ok(archs)
 }
 
-/// The NVRTC version from which `-minimal` is taken: NVRTC then leaves out of its built-in header
-/// what no sinter source uses (textures and surfaces, the device runtime's `cuda*` functions,
-/// launches from device code, the runtime's types). Measured on the CI-class machine (NVRTC 13.0,
-/// session 31, `nvrtc_one`): a trivial kernel 25-30 -> 20-23 ms, a reduced-size softmax 52-56 ->
-/// 48-50, the 64-op chain 127-150 -> 121-126; on the H200 hosts the gain was within the 20-40%
-/// spread between identical fresh processes. `SINTER_NVRTC_MINIMAL=0` leaves it out (A/B runs).
-pub const MINIMAL_SINCE: (i32, i32) = (12, 4);
-
 /// Whether the options take `-minimal` ([`MINIMAL_SINCE`]): decided once per process (every
 /// compile and every cubin-cache key asks).
 fn minimal() -> bool {
     static MINIMAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *MINIMAL.get_or_init(|| {
-        std::env::var("SINTER_NVRTC_MINIMAL").map_or(true, |v| v != "0") && version().is_ok_and(|v| v >= MINIMAL_SINCE)
+        let env = std::env::var(flags::MINIMAL_ENV).ok();
+        version().is_ok_and(|v| flags::takes_minimal(v, env.as_deref()))
     })
 }
 
@@ -198,15 +198,8 @@ fn minimal() -> bool {
 /// [`include_dirs`]. Errors when
 /// `source` has an `#include` and no folder holds `cuda_fp16.h` (naming the folders searched).
 pub fn options(target: &Target, source: &str) -> Result<Vec<String>, NvrtcError> {
-    let mut opts = vec![
-        format!("--gpu-architecture={}", target.arch()),
-        "-std=c++17".to_string(),
-        "--ptxas-options=-v".to_string(),
-        "-default-device".to_string(),
-    ];
-    if minimal() {
-        opts.push("-minimal".to_string());
-    }
+    // The fixed part is shared with build.rs (`flags`), which compiles `aot/*.cu` with it.
+    let mut opts = flags::fixed_options(&target.arch(), minimal());
     if !target.nvrtc_cache {
         opts.push("--no-cache".to_string());
     }
@@ -219,10 +212,7 @@ pub fn options(target: &Target, source: &str) -> Result<Vec<String>, NvrtcError>
             searched.join(", ")
         )));
     }
-    // Option strings become C strings: a path with a NUL byte cannot be passed (and cannot exist).
-    opts.extend(
-        dirs.iter().filter_map(|d| d.to_str()).filter(|d| !d.contains('\0')).map(|d| format!("--include-path={d}")),
-    );
+    opts.extend(flags::include_options(&dirs));
     Ok(opts)
 }
 
@@ -233,52 +223,15 @@ pub fn options(target: &Target, source: &str) -> Result<Vec<String>, NvrtcError>
 /// Python site-packages folder, `nvidia/cu13/include` (the CUDA 13 wheels `nvidia-cuda-runtime`,
 /// `nvidia-cuda-crt`, `nvidia-cuda-nvrtc` all install there) and the CUDA 12 wheels'
 /// `nvidia/cuda_runtime/include`, `nvidia/cuda_nvrtc/include`. Each folder's `cccl/`
-/// subfolder follows it where present.
+/// subfolder follows it where present. (The same lists as `build.rs` uses: `probe::dirs`.)
 pub fn include_dirs() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = Vec::new();
-    for d in include_candidates() {
-        if !d.is_dir() || out.contains(&d) {
-            continue;
-        }
-        let cccl = d.join("cccl");
-        out.push(d);
-        if cccl.is_dir() && !out.contains(&cccl) {
-            out.push(cccl);
-        }
-    }
-    out
+    crate::probe::include_dirs(include_candidates())
 }
 
 /// Every folder [`include_dirs`] considers, existing or not, in order.
 fn include_candidates() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::env::var("SINTER_CUDA_INCLUDE")
-        .unwrap_or_default()
-        .split(':')
-        .filter(|s| !s.is_empty())
-        .map(PathBuf::from)
-        .collect();
-    if let Some(dir) = nvrtc_include_dir() {
-        out.push(dir);
-    }
-    for home in crate::probe::toolkit_homes() {
-        out.push(home.join("include"));
-        out.push(home.join("targets/x86_64-linux/include"));
-    }
-    for site in crate::probe::python_site_dirs() {
-        for sub in ["nvidia/cu13/include", "nvidia/cuda_runtime/include", "nvidia/cuda_nvrtc/include"] {
-            out.push(site.join(sub));
-        }
-    }
-    out
-}
-
-/// `<lib>/../include` for the loaded libnvrtc in `<lib>`, where it holds `cuda_fp16.h`.
-fn nvrtc_include_dir() -> Option<PathBuf> {
-    let at = crate::probe::nvrtc_location().ok()?;
-    let lib_dir = Path::new(&at).parent()?;
-    let lib_dir = lib_dir.canonicalize().unwrap_or_else(|_| lib_dir.to_path_buf());
-    let include = lib_dir.parent()?.join("include");
-    include.join("cuda_fp16.h").is_file().then_some(include)
+    let nvrtc = crate::probe::nvrtc_location().ok();
+    crate::probe::include_candidates(nvrtc.as_deref().map(Path::new))
 }
 
 /// One NVRTC program, destroyed on drop, with its log.

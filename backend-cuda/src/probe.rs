@@ -13,12 +13,11 @@ use cudarc::driver::{result as cu, sys as cusys};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// The file name of the NVRTC this crate's bindings are built for (CUDA 13).
-pub const NVRTC_LIB: &str = "libnvrtc.so.13";
+mod dirs;
 
-/// Older NVRTC sonames also accepted in the well-known folders (the API this crate uses is
-/// unchanged since CUDA 12).
-const NVRTC_FALLBACK_LIBS: &[&str] = &["libnvrtc.so.12"];
+use dirs::{NVRTC_FALLBACK_LIBS, builtins_beside, mapped_nvrtc};
+pub use dirs::{NVRTC_LIB, nvrtc_search_dirs, python_site_dirs};
+pub(crate) use dirs::{dedup_existing, include_candidates, include_dirs, toolkit_homes};
 
 /// What [`driver`] found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,117 +154,15 @@ fn find_nvrtc() -> Result<String, String> {
 }
 
 /// Loads (and keeps) `libnvrtc-builtins.so.<major>.<minor>` from the folder of the libnvrtc at
-/// `nvrtc`: NVRTC opens it by file name at its first compile, which finds it only on the loader
-/// path, and a library already loaded under that soname satisfies that lookup.
+/// `nvrtc` ([`dirs::builtins_beside`]).
 fn preload_builtins(nvrtc: &Path) {
-    let Some(dir) = nvrtc.parent() else { return };
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for e in entries.filter_map(|e| e.ok()) {
-        let name = e.file_name();
-        if name.to_str().is_some_and(|n| n.starts_with("libnvrtc-builtins.so.")) {
-            // SAFETY: as for libnvrtc itself.
-            match unsafe { libloading::Library::new(e.path()) } {
-                Ok(handle) => std::mem::forget(handle),
-                Err(err) => tracing::debug!(target: "sinter::cuda", "could not load {}: {err}", e.path().display()),
-            }
+    for path in builtins_beside(nvrtc) {
+        // SAFETY: as for libnvrtc itself.
+        match unsafe { libloading::Library::new(&path) } {
+            Ok(handle) => std::mem::forget(handle),
+            Err(err) => tracing::debug!(target: "sinter::cuda", "could not load {}: {err}", path.display()),
         }
     }
-}
-
-/// The libnvrtc file mapped into this process, from `/proc/self/maps`.
-fn mapped_nvrtc() -> Option<PathBuf> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    maps.lines().filter_map(|l| l.split_whitespace().nth(5)).map(PathBuf::from).find(|p| {
-        p.file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("libnvrtc.") || n.starts_with("libnvrtc64"))
-    })
-}
-
-/// The folders (that exist) where a CUDA toolkit or the PyPI wheels put libnvrtc, in search
-/// order: `$CUDA_HOME/lib64`, `$CUDA_PATH/lib64`, `/usr/local/cuda/lib64`,
-/// `/usr/local/cuda/targets/x86_64-linux/lib`, then `nvidia/cu13/lib` (CUDA 13 wheels) and
-/// `nvidia/cuda_nvrtc/lib` (CUDA 12 wheels) under every Python site-packages folder of
-/// [`python_site_dirs`].
-pub fn nvrtc_search_dirs() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for home in toolkit_homes() {
-        out.push(home.join("lib64"));
-        out.push(home.join("targets/x86_64-linux/lib"));
-    }
-    for site in python_site_dirs() {
-        out.push(site.join("nvidia/cu13/lib"));
-        out.push(site.join("nvidia/cuda_nvrtc/lib"));
-    }
-    dedup_existing(out)
-}
-
-/// CUDA toolkit roots: `$CUDA_HOME`, `$CUDA_PATH`, `/usr/local/cuda`.
-pub(crate) fn toolkit_homes() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
-        .iter()
-        .filter_map(|v| std::env::var_os(v).filter(|s| !s.is_empty()).map(PathBuf::from))
-        .collect();
-    out.push(PathBuf::from("/usr/local/cuda"));
-    out
-}
-
-/// Python package folders where pip may have put the NVIDIA wheels: the active virtual
-/// environment and conda prefix, the user site (`~/.local/lib/python3.*/site-packages`), pyenv's
-/// interpreters (`$PYENV_ROOT/versions/*/lib/python3.*/site-packages`), and the system ones (`/usr/local/lib/python3.*/{site,dist}-packages`, `/usr/lib/python3/dist-packages`,
-/// `/usr/lib/python3.*/site-packages`, `/opt/conda/lib/python3.*/site-packages`). Only folders
-/// that exist.
-pub fn python_site_dirs() -> Vec<PathBuf> {
-    let mut prefixes: Vec<PathBuf> = ["VIRTUAL_ENV", "CONDA_PREFIX"]
-        .iter()
-        .filter_map(|v| std::env::var_os(v).filter(|s| !s.is_empty()).map(PathBuf::from))
-        .collect();
-    let home = std::env::var_os("HOME").filter(|s| !s.is_empty()).map(PathBuf::from);
-    if let Some(home) = &home {
-        prefixes.push(home.join(".local"));
-    }
-    // pyenv interpreters: `$PYENV_ROOT/versions/*`, else `~/.pyenv/versions/*`.
-    let pyenv = std::env::var_os("PYENV_ROOT").filter(|s| !s.is_empty()).map(PathBuf::from);
-    if let Some(root) = pyenv.or_else(|| home.map(|h| h.join(".pyenv")))
-        && let Ok(versions) = std::fs::read_dir(root.join("versions"))
-    {
-        let mut v: Vec<PathBuf> = versions.filter_map(|e| e.ok()).map(|e| e.path()).collect();
-        v.sort();
-        prefixes.extend(v);
-    }
-    prefixes.extend(["/usr/local", "/usr", "/opt/conda"].iter().map(PathBuf::from));
-    let mut out = Vec::new();
-    for prefix in prefixes {
-        for py in python_dirs(&prefix.join("lib")) {
-            out.push(py.join("site-packages"));
-            out.push(py.join("dist-packages"));
-        }
-    }
-    out.push(PathBuf::from("/usr/lib/python3/dist-packages"));
-    dedup_existing(out)
-}
-
-/// `lib/python3.*` folders under `lib`, newest name last.
-fn python_dirs(lib: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(lib) else { return Vec::new() };
-    let mut out: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("python3")))
-        .map(|e| e.path())
-        .collect();
-    out.sort();
-    out
-}
-
-/// Keeps the folders that exist, each once, in order.
-pub(crate) fn dedup_existing(dirs: Vec<PathBuf>) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = Vec::new();
-    for d in dirs {
-        if d.is_dir() && !out.contains(&d) {
-            out.push(d);
-        }
-    }
-    out
 }
 
 /// Loads cuBLASLt (once per process) so cudarc's `cublaslt` module finds it: the loader path

@@ -212,6 +212,86 @@ fn attention_matches_the_interpreter_with_every_tuning() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// The shape-generic kernels (`render::attention_generic`, what default tunings render where
+/// the build compiled them ahead of time) against the interpreter and the specialized default
+/// kernel of the same shape, on odd sizes, causal offsets, BSHD rows and GQA; each runs the
+/// embedded cubin where this build has one (`aot`), else compiles its source with NVRTC.
+#[test]
+fn generic_attention_matches_the_interpreter() {
+    let Some(dev) = device("generic attention") else { return };
+    let stream = dev.new_stream().unwrap();
+    let generic = sinter_cuda::render::CudaCaps { generic_attention: true, ..caps(&dev) };
+    let target = Target::sm(dev.info().cc);
+    if generic.sm != (9, 0) {
+        eprintln!("skipped generic attention: sm_90a only");
+        return;
+    }
+    let bf = DType::BF16;
+    let cases = [
+        ("bf16 d64 s1024", AttnCase::new(2, 4, 1024, 1024, 64, bf)),
+        ("bf16 d64 causal s1000", AttnCase { causal: Some(0), ..AttnCase::new(2, 3, 1000, 1000, 64, bf) }),
+        ("f16 d64 s4097", AttnCase::new(1, 1, 4097, 4097, 64, DType::F16)),
+        ("bf16 d64 gqa s513", AttnCase { kv_heads: 2, ..AttnCase::new(2, 8, 513, 513, 64, bf) }),
+        ("bf16 d64 m300 kv777", AttnCase::new(3, 5, 300, 777, 64, bf)),
+        ("bf16 d128 causal s1023", AttnCase { causal: Some(0), ..AttnCase::new(2, 16, 1023, 1023, 128, bf) }),
+        (
+            "f16 d128 causal+3 m500 kv503",
+            AttnCase { causal: Some(3), ..AttnCase::new(4, 40, 500, 503, 128, DType::F16) },
+        ),
+        ("bf16 d128 bshd s777", AttnCase { bshd: true, ..AttnCase::new(2, 24, 777, 777, 128, bf) }),
+        ("bf16 d128 m2048 kv129", AttnCase::new(1, 12, 2048, 129, 128, bf)),
+    ];
+    let mut failures = Vec::new();
+    let mut aot_runs = 0;
+    for (ci, (what, c)) in cases.into_iter().enumerate() {
+        if !case_selected(what) {
+            continue;
+        }
+        let p = attention(&c);
+        let k = &p.kernels[0];
+        let r = sinter_cuda::render::render(k, &generic, &Tuning::default()).unwrap();
+        assert!(
+            r.strategy.ends_with(" generic"),
+            "{what}: {} ({:?})",
+            r.strategy,
+            sinter_cuda::render::attention_generic::plan(k, &generic)
+        );
+        let cubin = match sinter_cuda::aot::lookup(&r.source, &target) {
+            Some(c) => {
+                aot_runs += 1;
+                c
+            }
+            None => nvrtc::compile(&r.name, &r.source, &target).unwrap(),
+        };
+        let ins = inputs(&c, 700 + 10 * ci as u64, false);
+        let want = run_program(&p, &ins).unwrap();
+        let bufs = Bufs {
+            inputs: ins.iter().map(|t| dev.upload_bytes(&t.to_le_bytes(), "input").unwrap()).collect(),
+            outputs: (0..p.outputs.len()).map(|i| stream.alloc(out_bytes(&p, i)).unwrap()).collect(),
+        };
+        let got = run_once(&dev, &stream, &p, &bufs, &r, &cubin.image);
+        let spec = build(&dev, &p, &[Tuning::default()]).pop().expect("the specialized default");
+        let special = run_once(&dev, &stream, &p, &bufs, &spec.1, &spec.2);
+        let tol = Tol::sum(c.kv + c.d, 1.0).times(4.0);
+        let same = got[0].to_le_bytes() == special[0].to_le_bytes();
+        println!(
+            "{what:32} {:40} {} (the specialized {}: {})",
+            r.strategy,
+            if compare(&got, &want, tol).is_ok() { "ok" } else { "FAILED" },
+            spec.1.strategy,
+            if same { "bit for bit" } else { "differs" }
+        );
+        if let Err(e) = compare(&got, &want, tol) {
+            failures.push(format!("{what}: {e}"));
+        }
+        if let Err(e) = compare(&got, &special, tol) {
+            failures.push(format!("{what} against the specialized kernel: {e}"));
+        }
+    }
+    println!("{aot_runs} cases ran the cubin compiled ahead of time");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
 const FILL: &str = r#"extern "C" __global__ void fill_bf16(unsigned short* p, unsigned long long n, unsigned long long seed) {
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
          i += (unsigned long long)gridDim.x * blockDim.x) {

@@ -467,6 +467,7 @@ pub(crate) fn library_loaded(
         scratch_bytes: 0,
         tensor_maps: Vec::new(),
         compute: tf32.then_some("tf32"),
+        params: Vec::new(),
     };
     LoadedKernel {
         name: k.name.clone(),

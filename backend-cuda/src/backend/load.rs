@@ -219,7 +219,7 @@ impl CudaBackend {
             let entries: Vec<String> = bodies.iter().map(|b| b.0.to_string()).collect();
             let own_bodies = bodies.len();
             bodies.extend(epilogues.iter().map(|r| (r.name.as_str(), r.source.as_str())));
-            let t0 = (std::time::Instant::now(), nvrtc::worker_compiles());
+            let t0 = (std::time::Instant::now(), nvrtc::worker_compiles(), crate::aot::hits());
             let plans_before = library::plan_seconds();
             // NVRTC on its own threads while this one builds the library steps' plans (held
             // until the steps below take them): both need only the program, and serially they

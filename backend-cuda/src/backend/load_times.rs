@@ -18,10 +18,13 @@ pub(super) struct LoadTimes {
     pub(super) constant_bytes: u64,
     /// Rendering every own kernel and library epilogue.
     pub(super) render_s: f64,
-    /// The parallel NVRTC batch (wall time), its program count and cache hits.
+    /// The parallel NVRTC batch (wall time), its program count and cubin cache hits.
     pub(super) nvrtc_s: f64,
     pub(super) programs: usize,
     pub(super) hits: usize,
+    /// Programs of the batch that were compiled ahead of time (`aot::hits` while it ran): no
+    /// NVRTC, not in `hits`.
+    pub(super) aot: usize,
     /// Whether NVRTC could use its own cache (the CUDA driver's, across processes): its compiles
     /// of sources it saw before are then 4-16x faster than cold ones (session 27).
     pub(super) nvrtc_cache: bool,
@@ -49,10 +52,10 @@ pub(super) struct LoadTimes {
 
 impl LoadTimes {
     /// Records the parallel batch of `sources` that started at `t0` (when worker processes had
-    /// answered `workers_before` compiles) with its `results`.
+    /// answered `workers_before` compiles and `aot::hits` was `aot_before`) with its `results`.
     pub(super) fn nvrtc(
         &mut self,
-        (t0, workers_before): (std::time::Instant, usize),
+        (t0, workers_before, aot_before): (std::time::Instant, usize, usize),
         sources: &[(&str, &str)],
         results: &[Result<nvrtc::Cubin, BackendError>],
     ) {
@@ -65,7 +68,9 @@ impl LoadTimes {
             .filter(|(_, (_, src))| !crate::render::ptx::is_ptx(src))
             .filter_map(|(r, (n, _))| r.as_ref().ok().map(|c| (c.seconds, n.to_string())))
             .collect();
-        self.hits = ok.iter().filter(|(s, _)| *s == 0.0).count();
+        // A kernel compiled ahead of time comes back as a cache hit would (0 s).
+        self.aot = crate::aot::hits().saturating_sub(aot_before);
+        self.hits = ok.iter().filter(|(s, _)| *s == 0.0).count().saturating_sub(self.aot);
         // Sources compiled as one translation unit share its time: one entry per unit, named by
         // its first source and how many it held.
         let mut units: Vec<(f64, String, usize)> = Vec::new();
@@ -88,7 +93,7 @@ impl LoadTimes {
         tracing::info!(
             target: "sinter::compile",
             "cuda load of {kernels} kernels in {:.3} s: setup {:.3} s; memory {:.3} s (constants: {} of {:.1} MB in {:.3} s); render {:.3} s; \
-             NVRTC {:.3} s for {} programs ({} from sinter's cubin cache, NVRTC's own cache {}, {} compiles in worker processes; slowest: {}); \
+             NVRTC {:.3} s for {} programs ({} from sinter's cubin cache, aot {}, NVRTC's own cache {}, {} compiles in worker processes; slowest: {}); \
              {} PTX modules JIT-compiled beside it in {:.3} s; own modules {:.3} s; {} library steps {:.3} s (plans {:.3} s); executable {:.3} s; other {:.3} s",
             self.total_s,
             self.setup_s,
@@ -100,6 +105,7 @@ impl LoadTimes {
             self.nvrtc_s,
             self.programs,
             self.hits,
+            self.aot,
             if self.nvrtc_cache { "on" } else { "off" },
             self.in_workers,
             slow.join(", "),

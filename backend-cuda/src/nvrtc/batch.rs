@@ -1,6 +1,6 @@
-//! Compiling many sources at once ([`compile_parallel`]): cache lookups first, then the misses as
-//! jobs on up to [`MAX_COMPILE_THREADS`] threads, light sources joined several to one translation
-//! unit.
+//! Compiling many sources at once ([`compile_parallel`]): the kernels compiled ahead of time and
+//! cache lookups first, then the misses as jobs on up to [`MAX_COMPILE_THREADS`] threads, light
+//! sources joined several to one translation unit.
 //!
 //! Why: every NVRTC program pays a fixed start (front end, built-in headers, ptxas) of about 20 ms
 //! on this project's CI machine, more than a pointwise kernel's own code costs. Measured there
@@ -21,6 +21,9 @@
 //!   tensor-core templates, walks unrolled whole) compile alone, longest first.
 //! * With two jobs or more, each compile thread hands its jobs to a pooled worker process where
 //!   the process registered a worker command (`worker`: NVRTC on threads of one process contends).
+//! * A source compiled ahead of time ([`crate::aot::lookup`]: byte-identical to an `aot/*.cu` file,
+//!   same architecture) is its embedded cubin, marked as from a cache, before the cache's key is
+//!   asked for (it needs NVRTC's version): no NVRTC, no cache entry read or written.
 //! * PTX modules (`render::ptx`) skip NVRTC and the cache: up to a group's size of them with
 //!   distinct entries join one module (`ptx::combine`), each member's result that module's text,
 //!   which the driver's JIT assembles when it is loaded.
@@ -83,7 +86,8 @@ pub fn ptx_images(sources: &[(&str, &str)]) -> Vec<Option<Cubin>> {
 type Job = Vec<usize>;
 
 /// Compiles `sources` (name, CUDA C++) for `target` through `cubins` (see the module doc): one
-/// result per source, in the order given, each with whether it came from the cache.
+/// result per source, in the order given, each with whether it came from a cache (the cubin cache,
+/// or the kernels compiled ahead of time: [`crate::aot`]).
 pub fn compile_parallel(
     sources: &[(&str, &str)],
     target: &Target,
@@ -97,6 +101,11 @@ pub fn compile_parallel(
     }
     for (i, (name, src)) in sources.iter().enumerate() {
         if out[i].is_some() {
+            continue;
+        }
+        // Before the key: it asks NVRTC for its version, and a hit needs no NVRTC.
+        if let Some(c) = crate::aot::lookup(src, target) {
+            out[i] = Some(Ok((c, true)));
             continue;
         }
         match CubinCache::key(src, target) {

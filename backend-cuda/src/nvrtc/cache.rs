@@ -209,12 +209,17 @@ impl CubinCache {
         written
     }
 
-    /// The cubin of `source` for `target`: from the cache when a valid entry exists (`true`),
-    /// else compiled with [`compile`] and stored (`false`). A failed store is logged, not
-    /// returned.
+    /// The cubin of `source` for `target`: the embedded one when it was compiled ahead of time
+    /// ([`crate::aot::lookup`]; `true`, no NVRTC, the cache untouched), else from the cache when a
+    /// valid entry exists (`true`), else compiled with [`compile`] and stored (`false`). A failed
+    /// store is logged, not returned.
     pub fn compile_cached(&self, name: &str, source: &str, target: &Target) -> Result<(Cubin, bool), NvrtcError> {
         if crate::render::ptx::is_ptx(source) {
             return Ok((super::ptx_image(source), false));
+        }
+        // Before the key: it asks NVRTC for its version, and a hit needs no NVRTC.
+        if let Some(c) = crate::aot::lookup(source, target) {
+            return Ok((c, true));
         }
         let key = Self::key(source, target)?;
         if let Some(c) = self.cached(name, &key) {

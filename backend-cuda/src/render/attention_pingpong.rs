@@ -284,7 +284,11 @@ fn work_tiles(a: &AttentionBody, t: &AttnTile) -> u64 {
 /// A persistent block's state: the count of work tiles, the current one (`w`, from `blockIdx.x`)
 /// and the key tiles of the ring before it (`it`).
 fn work_state(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
-    em.line(format!("const unsigned n_work = {}u;", work_tiles(a, t)));
+    if em.attn_generic {
+        em.line("const unsigned n_work = sx_n_work;");
+    } else {
+        em.line(format!("const unsigned n_work = {}u;", work_tiles(a, t)));
+    }
     em.line("unsigned w = blockIdx.x, it = 0u; // the work tile, the ring's key tiles before it");
 }
 
@@ -300,7 +304,12 @@ fn open_work_tile(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
 /// [`q_copies`] of work tile `w` (its rows and Q base declared in the current block).
 fn q_copies_of(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, w: &str) {
     super::attention_tc::tile_rows(em, a, t, w);
-    let qt = emit_base(em, "q", &a.q, a.heads);
+    let qt = if em.attn_generic {
+        super::attention_generic::emit_base(em, "q");
+        "unsigned"
+    } else {
+        emit_base(em, "q", &a.q, a.heads)
+    };
     q_copies(em, a, t, qt);
 }
 
@@ -313,8 +322,12 @@ fn q_copies(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile, qt: &str) {
     em.open(format!("for (unsigned l = 0; l < {per}u; ++l)"));
     em.line("const unsigned e = tid % 128u + l * 128u;");
     em.line(format!("const unsigned r = wg * 64u + e / {d8}u, c = e % {d8}u * 8u;"));
-    em.line(format!("const unsigned valid = m0 + r < {}u ? 16u : 0u;", a.m));
-    let qa = row_addr(qt, "q_base", "m0 + r", a.q.s_row, "c");
+    em.line(format!("const unsigned valid = m0 + r < {} ? 16u : 0u;", super::attention_generic::m(em, a)));
+    let qa = if em.attn_generic {
+        "q_base + (m0 + r) * sx_q_sr + c".to_string()
+    } else {
+        row_addr(qt, "q_base", "m0 + r", a.q.s_row, "c")
+    };
     em.line(format!("const {qt} off = valid ? {qa} : 0u;"));
     em.line(format!("sinter_cp_async16(s_base + sinter_swz128(r, c, {}u), &a{}[off], valid);", t.bm, a.q.arg));
     em.close();
@@ -354,13 +367,17 @@ fn tma_producer(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
         open_work_tile(em, a, t);
         em.line("const unsigned wn = atomicAdd(sched_ctr, 1u) + gridDim.x; // fetched before this tile's copies");
     }
-    let coord = |o: &AttnOperand| {
+    let generic = em.attn_generic;
+    let coord = |o: &AttnOperand, n: &str| {
+        if generic {
+            return (format!("(int)(bh % sx_heads / sx_{n}_g)"), "(int)(bh / sx_heads)".to_string());
+        }
         let g = o.group.max(1);
         let h = if a.heads / g > 1 { format!("(int)(bh % {}u / {g}u)", a.heads) } else { "0".into() };
         let b = if a.batch > 1 { format!("(int)(bh / {}u)", a.heads) } else { "0".into() };
         (h, b)
     };
-    let ((kh, kb), (vh, vb)) = (coord(&a.k), coord(&a.v));
+    let ((kh, kb), (vh, vb)) = (coord(&a.k, "k"), coord(&a.v, "v"));
     em.line(format!("const int kh = {kh}, kb = {kb}, vh = {vh}, vb = {vb};"));
     em.line("#pragma unroll 1");
     em.open("for (unsigned j = 0; j < n_tiles; ++j)");

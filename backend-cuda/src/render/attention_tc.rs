@@ -66,10 +66,12 @@ pub(super) fn render(
     } else {
         format!("attention mma {bm}x{bn} w{warps} s{stages}")
     };
+    // The generic kernel's text is the same for every shape: no extents in it.
+    let extents =
+        if em.attn_generic { "run-time extents".to_string() } else { format!("{bh_n} heads x m {m} x kv {kv}") };
     let summary = format!(
-        "tensor-core attention {} heads x m {m} x kv {kv}, d {d} dv {dv} ({} -> f32, {}), tile {bm}x{bn}, \
-         {} warps of {} rows{}, {stages} stages ({shared} bytes), Q in {}{}, {blocks} blocks",
-        bh_n,
+        "tensor-core attention {extents}, d {d} dv {dv} ({} -> f32, {}), tile {bm}x{bn}, \
+         {} warps of {} rows{}, {stages} stages ({shared} bytes), Q in {}{}{}",
         a.in_dtype,
         if wgmma { "wgmma m64nNk16, 128-byte swizzled tiles" } else { "mma.sync m16n8k16" },
         tile.row_warps(),
@@ -83,9 +85,11 @@ pub(super) fn render(
         },
         if qregs { "registers" } else { "shared memory" },
         match a.causal {
+            Some(_) if em.attn_generic => ", causal".to_string(),
             Some(o) => format!(", causal +{o}"),
             None => String::new(),
         },
+        if em.attn_generic { String::new() } else { format!(", {blocks} blocks") },
     );
     let min_blocks = if pingpong { super::attention_pingpong::min_blocks(bm / 64) } else { 1 };
     let maps = if tma { super::attention_pingpong::kv_maps(a, tile).map_err(|e| em.err(e))? } else { Vec::new() };
@@ -127,11 +131,15 @@ pub(super) fn render(
     em.line("// 2^x, flushing subnormal results to 0 (probabilities under 2^-126 round to 0 in bf16/f16 anyway)");
     em.line("auto sinter_ex2 = [](float x) { float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x)); return y; };");
     let fold = folded_scale(em.k, a);
-    let sl = super::types::float_lit((fold.unwrap_or(1.0) * std::f64::consts::LOG2_E) as f32);
-    em.line(format!(
-        "const float SL = {sl}; // log2(e){}: exp(x) = 2^(x SL)",
-        if fold.is_some() { " times the score's scale, folded in" } else { "" }
-    ));
+    if em.attn_generic {
+        em.line("const float SL = sx_sl; // log2(e) times the score's scale: exp(x) = 2^(x SL)");
+    } else {
+        let sl = super::types::float_lit((fold.unwrap_or(1.0) * std::f64::consts::LOG2_E) as f32);
+        em.line(format!(
+            "const float SL = {sl}; // log2(e){}: exp(x) = 2^(x SL)",
+            if fold.is_some() { " times the score's scale, folded in" } else { "" }
+        ));
+    }
     if !persistent {
         tile_rows(em, a, tile, "blockIdx.x");
     }
@@ -205,7 +213,11 @@ pub(super) fn render(
     // Epilogue.
     em.line("// ---- epilogue, per output element: rows g, g + 8 and columns 2t, 2t + 1 of each fragment");
     em.names.remove(&Var::Key);
-    hoist_epilogue(em, a, false)?;
+    if em.attn_generic {
+        super::attention_generic::emit_base(em, "y");
+    } else {
+        hoist_epilogue(em, a, false)?;
+    }
     em.line("#pragma unroll");
     em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
     em.line("#pragma unroll");
@@ -216,6 +228,12 @@ pub(super) fn render(
     // One division per row, then products (a sum of 0, a row without keys: 0 * inf = NaN, as 0 / 0).
     em.line("const float rl = 1.0f / lt;");
     em.decl("m", format!("const {ity} m = m0 + wm0 + i * 16u + h * 8u + g;"));
+    if em.attn_generic {
+        super::attention_generic::epilogue(em, a, dv8)?;
+        em.close();
+        em.close();
+        return Ok(close_tile(em, tile, body));
+    }
     let m_guard = !m.is_multiple_of(u64::from(bm));
     if m_guard {
         em.open(format!("if (m < {m}u)"));
@@ -244,13 +262,19 @@ pub(super) fn render(
     }
     em.close();
     em.close();
-    if persistent {
+    Ok(close_tile(em, tile, body))
+}
+
+/// The end of the tile after its epilogue: a persistent tile's next work tile, the consumers'
+/// branch of a warp-specialized one.
+fn close_tile(em: &mut Emitter<'_>, tile: &AttnTile, body: Body) -> Body {
+    if tile.persistent_blocks() {
         super::attention_pingpong::next_work_tile(em);
     }
-    if pingpong {
+    if tile.warp_specialized() {
         em.close(); // the consumers' branch
     }
-    Ok(body)
+    body
 }
 
 /// Bytes of keys and values the flat batches of one causal section may hold together in L2
@@ -288,6 +312,7 @@ pub(super) fn tile_rows(em: &mut Emitter<'_>, a: &AttentionBody, tile: &AttnTile
     let sec = causal_section(a);
     let ity = em.ity();
     let (mt, bh) = match (a.causal.is_some(), sec) {
+        _ if em.attn_generic => super::attention_generic::tile_rows(a, w),
         (false, _) => (format!("{w} % {tiles_m}u"), format!("{w} / {tiles_m}u")),
         (true, 1) => (format!("{} - {w} % {tiles_m}u", tiles_m - 1), format!("{w} / {tiles_m}u")),
         (true, s) => (
@@ -307,22 +332,32 @@ pub(super) fn tile_bases(
     a: &AttentionBody,
     tile: &AttnTile,
 ) -> (&'static str, &'static str, &'static str) {
-    let qt = emit_base(em, "q", &a.q, a.heads);
-    let kt = emit_base(em, "k", &a.k, a.heads);
-    let vt = emit_base(em, "v", &a.v, a.heads);
+    let types = if em.attn_generic {
+        for name in ["q", "k", "v"] {
+            super::attention_generic::emit_base(em, name);
+        }
+        ("unsigned", "unsigned", "unsigned")
+    } else {
+        (emit_base(em, "q", &a.q, a.heads), emit_base(em, "k", &a.k, a.heads), emit_base(em, "v", &a.v, a.heads))
+    };
     tile_key_tiles(em, a, tile);
-    (qt, kt, vt)
+    types
 }
 
 /// `n_tiles`: the key tiles of rows `m0 ..` (up to the last row's causal bound).
 pub(super) fn tile_key_tiles(em: &mut Emitter<'_>, a: &AttentionBody, tile: &AttnTile) {
-    let (bm, bn, m) = (tile.bm, tile.bn, a.m as u64);
-    let ktiles = (a.kv as u64).div_ceil(u64::from(bn));
-    match a.causal {
+    let (bm, bn) = (tile.bm, tile.bn);
+    let ktiles = if em.attn_generic {
+        format!("(sx_kv + {}u) / {bn}u", bn - 1)
+    } else {
+        format!("{}u", (a.kv as u64).div_ceil(u64::from(bn)))
+    };
+    let m = super::attention_generic::m(em, a);
+    match super::attention_generic::causal(em, a) {
         Some(o) => em.line(format!(
-            "const unsigned n_tiles = min({ktiles}u, (min(m0 + {bm}u, {m}u) - 1u + {o}u) / {bn}u + 1u); // the last row's keys"
+            "const unsigned n_tiles = min({ktiles}, (min(m0 + {bm}u, {m}) - 1u + {o}) / {bn}u + 1u); // the last row's keys"
         )),
-        None => em.line(format!("const unsigned n_tiles = {ktiles}u;")),
+        None => em.line(format!("const unsigned n_tiles = {ktiles};")),
     }
 }
 
@@ -547,11 +582,18 @@ pub(super) fn emit_scores(
     // Every tile whole (rows and keys in whole tiles, no causal bound): no guard at all, so the
     // source carries no masking branch it never takes (NVRTC's time on the d64 workload's source
     // 457 -> 394 ms, session 33).
-    let always_full = kv.is_multiple_of(u64::from(bn)) && m.is_multiple_of(u64::from(bm)) && a.causal.is_none();
+    // (The generic kernel knows neither: it tests every tile.)
+    let always_full =
+        kv.is_multiple_of(u64::from(bn)) && m.is_multiple_of(u64::from(bm)) && a.causal.is_none() && !em.attn_generic;
+    let (ms, kvs, co) = (
+        super::attention_generic::m(em, a),
+        super::attention_generic::kv(em, a),
+        super::attention_generic::causal(em, a),
+    );
     if !always_full {
-        let mut full = vec![format!("k0 + {bn}u <= {kv}u"), format!("m0 + {bm}u <= {m}u")];
-        if let Some(o) = a.causal {
-            full.push(format!("k0 + {} <= m0 + {o}u", bn - 1));
+        let mut full = vec![format!("k0 + {bn}u <= {kvs}"), format!("m0 + {bm}u <= {ms}")];
+        if let Some(o) = &co {
+            full.push(format!("k0 + {} <= m0 + {o}", bn - 1));
         }
         em.line(format!("const bool full = {};", full.join(" && ")));
     }
@@ -576,9 +618,9 @@ pub(super) fn emit_scores(
         em.decl("m", format!("const {ity} m = m0 + wm0 + i * 16u + c / 2u * 8u + g;"));
         em.decl("key", format!("const {ity} key = k0 + j * 8u + t4 * 2u + c % 2u;"));
         let guard = guarded.then(|| {
-            let mut g = format!("key < {kv}u && m < {m}u");
-            if let Some(o) = a.causal {
-                g.push_str(&format!(" && key <= m + {o}u"));
+            let mut g = format!("key < {kvs} && m < {ms}");
+            if let Some(o) = &co {
+                g.push_str(&format!(" && key <= m + {o}"));
             }
             g
         });

@@ -152,6 +152,9 @@ pub(crate) struct Emitter<'a> {
     pub(crate) acc_varies: bool,
     /// The kernel may use approximate `exp` and division ([`relaxed_math`]).
     pub(crate) relaxed: bool,
+    /// Attention: the extents, strides and scale are the generic kernel's run-time parameters
+    /// (`sx_*`, the `attention_generic` module), not literals of `k`'s shape.
+    pub(crate) attn_generic: bool,
 }
 
 impl<'a> Emitter<'a> {
@@ -172,6 +175,7 @@ impl<'a> Emitter<'a> {
             varying: vec![false; k.exprs.len()],
             acc_varies: false,
             relaxed: relaxed_math(k),
+            attn_generic: false,
         }
     }
 

@@ -70,5 +70,6 @@ pub fn render(
         scratch_bytes: 0,
         tensor_maps: Vec::new(),
         compute: None,
+        params: Vec::new(),
     }
 }

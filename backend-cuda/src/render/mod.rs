@@ -65,6 +65,7 @@
 mod analysis;
 mod attention;
 mod attention_fma;
+pub mod attention_generic;
 mod attention_pack;
 mod attention_pingpong;
 mod attention_rows;
@@ -126,6 +127,12 @@ pub struct CudaCaps {
     /// driver's JIT, no NVRTC); else every kernel is CUDA C++.
     #[serde(default)]
     pub ptx: bool,
+    /// The default tuning of an attention kernel that a shape-generic kernel covers renders that
+    /// ([`attention_generic`]: extents as run-time parameters, one source for every shape, so a
+    /// build that compiled it ahead of time loads it without NVRTC); else every kernel is
+    /// specialized to its shape.
+    #[serde(default)]
+    pub generic_attention: bool,
 }
 
 impl CudaCaps {
@@ -138,6 +145,7 @@ impl CudaCaps {
             sm_count: 132,
             max_dynamic_shared_bytes: 227 * 1024,
             ptx: true,
+            generic_attention: false,
         }
     }
 }
@@ -242,6 +250,11 @@ pub struct Rendered {
     /// compute ceiling of the profile ([`sinter_core::profile::Ceilings::matmul_tflops`]).
     #[serde(default)]
     pub compute: Option<&'static str>,
+    /// Values the kernel takes by value after its pointers and scratch, before its tensor maps
+    /// (8-byte launch values; a shape-generic kernel's extents, [`attention_generic::PARAMS`]).
+    /// Empty for kernels specialized to their shape.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub params: Vec<u64>,
 }
 
 /// Errors of the renderer.
@@ -312,6 +325,7 @@ impl Body {
             scratch_bytes: self.scratch,
             tensor_maps: self.tensor_maps,
             compute: compute(k, caps, t),
+            params: Vec::new(),
         }
     }
 
@@ -431,6 +445,12 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
         }
         r.strategy.push_str(&format!(" pack-gqa {g}"));
         return Ok(r);
+    }
+    if caps.generic_attention && *t == Tuning::default() && matches!(k.body, KernelBody::Attention(_)) {
+        match attention_generic::plan(k, caps) {
+            Ok(plan) => return attention_generic::render(k, caps, &plan),
+            Err(why) => tracing::trace!(target: "sinter::cuda", "{}: no generic attention kernel: {why}", k.name),
+        }
     }
     match ptx::render(k, caps, t) {
         Ok(r) => return Ok(r),

@@ -56,6 +56,29 @@ pub(super) fn eligible<'s>(em: &mut Emitter<'_>, stores: &'s [Store], dv8: u32) 
 /// the row starts at column 0). `t4` is the lane's place in its quad; every lane of the warp must
 /// run this.
 pub(super) fn emit(em: &mut Emitter<'_>, s: &Store, words: &str, dv8: u32) -> Result<(), RenderError> {
+    exchange(em, words, dv8);
+    em.h.need(H::Vec);
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned qs = 0; qs < {}u; ++qs)", dv8 / 4));
+    let ity = em.ity();
+    em.decl("nq", format!("const {ity} nq = (qs * 4u + t4) * 8u;"));
+    let outer = em.names.insert(Var::N, "nq".into());
+    let at = em.address(&s.index);
+    match outer {
+        Some(n) => em.names.insert(Var::N, n),
+        None => em.names.remove(&Var::N),
+    };
+    em.line("sinter_vec<unsigned, 4> w4;");
+    em.line("#pragma unroll");
+    em.line(format!("for (unsigned qc = 0; qc < 4u; ++qc) w4.v[qc] = {words}[qs * 4u + qc];"));
+    em.line(format!("*reinterpret_cast<sinter_vec<unsigned, 4>*>(a{} + {}) = w4;", s.arg, at?));
+    em.close();
+    Ok(())
+}
+
+/// The quad's exchange of [`emit`] (every lane of the warp runs it): lane `t4` ends with the four
+/// words of column groups `4 qs + t4` of `words` (`dv8` words).
+pub(super) fn exchange(em: &mut Emitter<'_>, words: &str, dv8: u32) {
     let blocks = dv8 / 4;
     em.line("// the quad's exchange: lane t4 ends with the four words of column groups 4 qs + t4");
     em.line("#pragma unroll");
@@ -72,21 +95,4 @@ pub(super) fn emit(em: &mut Emitter<'_>, s: &Store, words: &str, dv8: u32) -> Re
     em.close();
     em.close();
     em.close();
-    em.h.need(H::Vec);
-    em.line("#pragma unroll");
-    em.open(format!("for (unsigned qs = 0; qs < {blocks}u; ++qs)"));
-    let ity = em.ity();
-    em.decl("nq", format!("const {ity} nq = (qs * 4u + t4) * 8u;"));
-    let outer = em.names.insert(Var::N, "nq".into());
-    let at = em.address(&s.index);
-    match outer {
-        Some(n) => em.names.insert(Var::N, n),
-        None => em.names.remove(&Var::N),
-    };
-    em.line("sinter_vec<unsigned, 4> w4;");
-    em.line("#pragma unroll");
-    em.line(format!("for (unsigned qc = 0; qc < 4u; ++qc) w4.v[qc] = {words}[qs * 4u + qc];"));
-    em.line(format!("*reinterpret_cast<sinter_vec<unsigned, 4>*>(a{} + {}) = w4;", s.arg, at?));
-    em.close();
-    Ok(())
 }

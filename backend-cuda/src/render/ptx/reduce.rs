@@ -209,6 +209,7 @@ pub(crate) fn render(k: &Kernel, r: &ReduceBody, caps: &CudaCaps, t: &Tuning) ->
         scratch_bytes: 0,
         tensor_maps: Vec::new(),
         compute: None,
+        params: Vec::new(),
     })
 }
 

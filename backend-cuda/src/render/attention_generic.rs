@@ -1,0 +1,330 @@
+//! Shape-generic tensor-core attention: one kernel per (dtype, head dim, causal or not) whose
+//! extents, strides, causal offset and scale are run-time parameters (`sx_*`), so its source is
+//! the same for every shape and can be compiled before the process starts (`crate::aot`: NVRTC
+//! at build time, the cubin embedded in the binary). The JIT's shape-specialized kernels stay
+//! for everything else and for max-autotune.
+//!
+//! Why: a tensor-core attention tile costs NVRTC 0.5-1 s (H200 and the CI-class machine,
+//! BENCHMARKS.md session 39: d64 24 ms front end / 279 NVVM / 280 ptxas, causal d128 16 / 361 /
+//! 433; ptxas alone at -O1 still 0.14 / 0.26 s), so no JIT path reaches a tenth of
+//! torch.compile's 0.6-1.2 s cold compile, whose SDPA kernels are compiled into libtorch.
+//!
+//! # Contract
+//! * [`plan`] takes a kernel only where the generic kernel computes exactly what the specialized
+//!   default would ([`Refusal`] names why not): `wgmma` attention (sm_90a, bf16/f16 operands and
+//!   probabilities), more than `DECODE_M` queries, `d == dv` of 64 or 128, the default tile for the shape (the persistent TMA
+//!   tile 64x128 at d64 past two key tiles, the TMA ping-pong tile 128x128 at d128), the score
+//!   `Acc(1) * c` (casts around it looked through, `attention::folded_scale`), one store of `Acc(0)` in
+//!   the operands' dtype at `y + b * sb + h * sh + i * sr + n` (every stride and offset a
+//!   multiple of eight elements, like the operands'), arguments exactly Q, K, V, Y in that order
+//!   (Q, K, V read through their [`AttnOperand`]s, K and V possibly shared by GQA groups), every
+//!   index within 32 bits.
+//! * The kernel's parameters: the four pointers, the persistent tile's scratch, then the
+//!   [`PARAMS`] in order (each an 8-byte launch value whose low four bytes the kernel reads as an
+//!   `unsigned`, or for `sx_sl` as a `float`), then K's and V's tensor maps. [`params`] computes
+//!   them from the instance; the grid, tensor maps and grid split are the instance's as for the
+//!   specialized kernel.
+//! * The template code is `attention_tc`'s and `attention_pingpong`'s with the emitter's
+//!   `attn_generic` set: every place that wrote a literal of the shape reads a parameter
+//!   instead, a tile that may cross `m`, `kv` or the causal bound is always tested at run time,
+//!   and the epilogue is `epilogue` (the same packed 16-byte stores as `quad_store`, the row
+//!   test around the store only, so every lane still runs the exchange).
+
+use sinter_core::DType;
+use sinter_core::kernel::{AttentionBody, AttnOperand, Expr, Index, Kernel, KernelBody, Var};
+
+use super::attention::{AttnTile, DECODE_M, check_attn, default_attn, folded_scale, wgmma_applies};
+use super::attention_tc::causal_section;
+use super::emit::Emitter;
+use super::prelude::H;
+use super::{CudaCaps, RenderError, Rendered, Tuning};
+
+/// The run-time parameters after the pointers (and scratch), in order.
+pub const PARAMS: [&str; 26] = [
+    "sx_heads",
+    "sx_m",
+    "sx_kv",
+    "sx_tiles_m",
+    "sx_n_work",
+    "sx_sec",
+    "sx_co",
+    "sx_q_off",
+    "sx_q_sb",
+    "sx_q_sh",
+    "sx_q_sr",
+    "sx_k_off",
+    "sx_k_sb",
+    "sx_k_sh",
+    "sx_k_sr",
+    "sx_k_g",
+    "sx_v_off",
+    "sx_v_sb",
+    "sx_v_sh",
+    "sx_v_sr",
+    "sx_v_g",
+    "sx_y_off",
+    "sx_y_sb",
+    "sx_y_sh",
+    "sx_y_sr",
+    "sx_sl",
+];
+
+/// Why a kernel does not take the generic attention kernel.
+pub type Refusal = String;
+
+/// What the generic kernel of a kernel is: its tile and variant, the output's layout, the scale.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// The tile (the specialized default's for the shape).
+    pub tile: AttnTile,
+    /// The output's layout (as an attention operand: offset and strides of the flat batch's
+    /// batch and head, and of its rows).
+    pub y: AttnOperand,
+    /// The score's scale `c` (`Acc(1) * c`).
+    pub scale: f64,
+}
+
+/// The generic kernel for `k` on `caps`, or why not (see the module's contract).
+pub fn plan(k: &Kernel, caps: &CudaCaps) -> Result<Plan, Refusal> {
+    let KernelBody::Attention(a) = &k.body else { return Err("not an attention kernel".into()) };
+    wgmma_applies(a, caps)?;
+    if a.m <= DECODE_M {
+        return Err(format!("{} queries (at most {DECODE_M}: the decode templates)", a.m));
+    }
+    if a.d != a.dv || !matches!(a.d, 64 | 128) {
+        return Err(format!("head dims {}/{} (generic kernels: 64 or 128, equal)", a.d, a.dv));
+    }
+    if k.args.len() != 4 || (a.q.arg, a.k.arg, a.v.arg) != (0, 1, 2) || a.q.group != 1 {
+        return Err("arguments other than Q, K, V, Y in that order".into());
+    }
+    if k.args.iter().any(|x| x.dtype != a.in_dtype) {
+        return Err("an argument of another dtype than the operands'".into());
+    }
+    if k.args.iter().any(|x| x.numel > i32::MAX as usize) || super::index::needs_wide(k) {
+        return Err("an argument past 2^31 elements (the generic kernel indexes in 32 bits)".into());
+    }
+    let scale = folded_scale(k, a).ok_or("a score other than Acc(1) times a positive constant")?;
+    let [s] = a.stores.as_slice() else { return Err(format!("{} stores (one)", a.stores.len())) };
+    if s.arg != 3 {
+        return Err("the store is not to the fourth argument".into());
+    }
+    let mut v = s.value;
+    while let Expr::Cast(x) = &k.exprs[v.0 as usize].expr {
+        v = *x;
+    }
+    let carried = |d: DType| matches!(d, DType::F32) || d == a.in_dtype;
+    let chain_ok = {
+        let mut e = s.value;
+        let mut ok = true;
+        while let Expr::Cast(x) = &k.exprs[e.0 as usize].expr {
+            ok &= carried(k.exprs[e.0 as usize].dtype);
+            e = *x;
+        }
+        ok
+    };
+    if !matches!(k.exprs[v.0 as usize].expr, Expr::Acc(0)) || !chain_ok {
+        return Err("an epilogue other than the output stored in the operands' dtype".into());
+    }
+    let y = output_layout(&s.index, a).ok_or("an output index that is not affine in batch, head, row, column")?;
+    let aligned = |x: usize| x.is_multiple_of(8);
+    if !(aligned(y.offset) && aligned(y.s_batch) && aligned(y.s_head) && aligned(y.s_row)) {
+        return Err("output rows not 16-byte aligned".into());
+    }
+    let tile = if a.d == 64 { AttnTile::persistent(64, 128, 3) } else { AttnTile::pingpong_tma(128, 128, 3) };
+    if default_attn(a, caps) != tile {
+        return Err(format!("the shape's default tile is not {tile:?}"));
+    }
+    check_attn(&tile, caps, a)?;
+    Ok(Plan { tile, y: AttnOperand { arg: 3, group: 1, ..y }, scale })
+}
+
+/// The output's layout from its index: `offset + (b / heads) * s_batch + (b % heads) * s_head +
+/// M * s_row + N` with `b` the flat batch, or `None` where the index has another form.
+fn output_layout(index: &Index, a: &AttentionBody) -> Option<AttnOperand> {
+    #[derive(Default)]
+    struct C {
+        off: i64,
+        sb: i64,
+        sh: i64,
+        sr: i64,
+        sn: i64,
+    }
+    fn walk(i: &Index, heads: i64, coef: i64, c: &mut C) -> Option<()> {
+        match i {
+            Index::Const(x) => c.off += coef * x,
+            Index::Var(Var::M) => c.sr += coef,
+            Index::Var(Var::N) => c.sn += coef,
+            Index::Var(Var::Batch) => {
+                c.sb += coef * heads;
+                c.sh += coef;
+            }
+            Index::Sum(v) => v.iter().try_for_each(|t| walk(t, heads, coef, c))?,
+            Index::Mul(x, m) => walk(x, heads, coef.checked_mul(*m)?, c)?,
+            Index::Div(x, h) if **x == Index::Var(Var::Batch) && *h == heads => c.sb += coef,
+            Index::Mod(x, h) if **x == Index::Var(Var::Batch) && *h == heads => c.sh += coef,
+            _ => return None,
+        }
+        Some(())
+    }
+    let mut c = C::default();
+    walk(index, a.heads.max(1) as i64, 1, &mut c)?;
+    // A head or batch extent of 1 is never stepped over: its stride may be anything, 0 here.
+    let (sb, sh) = (if a.batch > 1 { c.sb } else { 0 }, if a.heads > 1 { c.sh } else { 0 });
+    let sr = if a.m > 1 { c.sr } else { 0 };
+    let ok = c.sn == 1 && [c.off, sb, sh, sr].iter().all(|&x| (0..=i64::from(u32::MAX)).contains(&x));
+    ok.then_some(AttnOperand {
+        arg: 3,
+        offset: c.off as usize,
+        s_batch: sb as usize,
+        s_head: sh as usize,
+        s_row: sr as usize,
+        group: 1,
+    })
+}
+
+/// The entry point's name: `sinter_attn_<dtype>_d<d>[_causal]`.
+pub fn entry(a: &AttentionBody) -> String {
+    format!("sinter_attn_{}_d{}{}", a.in_dtype, a.d, if a.causal.is_some() { "_causal" } else { "" })
+}
+
+/// The [`PARAMS`] values of `a` with `plan` (8-byte launch values; `sx_sl` as f32 bits).
+pub fn params(a: &AttentionBody, plan: &Plan) -> Vec<u64> {
+    let tiles_m = (a.m as u64).div_ceil(u64::from(plan.tile.bm));
+    let bh = (a.batch * a.heads) as u64;
+    let op = |o: &AttnOperand| [o.offset, o.s_batch, o.s_head, o.s_row].map(|x| x as u64);
+    let (q, k, v, y) = (op(&a.q), op(&a.k), op(&a.v), op(&plan.y));
+    let sl = (plan.scale * std::f64::consts::LOG2_E) as f32;
+    let mut out = vec![
+        a.heads as u64,
+        a.m as u64,
+        a.kv as u64,
+        tiles_m,
+        tiles_m * bh,
+        causal_section(a),
+        a.causal.unwrap_or(0) as u64,
+    ];
+    out.extend(q);
+    out.extend(k);
+    out.push(a.k.group.max(1) as u64);
+    out.extend(v);
+    out.push(a.v.group.max(1) as u64);
+    out.extend(y);
+    out.push(u64::from(sl.to_bits()));
+    debug_assert_eq!(out.len(), PARAMS.len());
+    out
+}
+
+/// Renders the generic kernel of `k` (planned by [`plan`]) with the instance's launch.
+pub fn render(k: &Kernel, caps: &CudaCaps, plan: &Plan) -> Result<Rendered, RenderError> {
+    let KernelBody::Attention(a) = &k.body else {
+        return Err(RenderError::Unsupported { kernel: k.name.clone(), what: "not attention".into() });
+    };
+    let mut em = Emitter::new(k, false);
+    em.attn_generic = true;
+    let body = super::attention_tc::render(&mut em, a, &plan.tile, &Tuning::default(), caps)?;
+    let name = entry(a);
+    let ty = super::types::storage(a.in_dtype);
+    let mut src = format!(
+        "// sinter generic kernel {name}: fused attention ({} operands, d {}{}), every extent a run-time parameter\n// {}\n",
+        a.in_dtype,
+        a.d,
+        if a.causal.is_some() { ", causal" } else { "" },
+        body.summary
+    );
+    let body_src = super::emit::prune_unused(&em.out);
+    let helpers = if em.h.is_empty() { String::new() } else { em.h.render() };
+    src.push_str(&super::half::declarations(&[a.in_dtype, DType::F32], &[&helpers, &body_src]));
+    src.push('\n');
+    src.push_str(&helpers);
+    let threads: u32 = body.block.iter().product();
+    let bounds = body.min_blocks.map_or(threads.to_string(), |m| format!("{threads}, {m}"));
+    src.push_str(&format!("extern \"C\" __global__ void __launch_bounds__({bounds}) {name}("));
+    let mut ps: Vec<String> = ["Q", "K", "V"]
+        .iter()
+        .enumerate()
+        .map(|(i, what)| format!("const {ty}* __restrict__ a{i} /* {what} */"))
+        .collect();
+    ps.push(format!("{ty}* __restrict__ a3 /* the output */"));
+    if body.scratch > 0 {
+        ps.push(format!("float* __restrict__ sinter_ws /* {} bytes of private scratch */", body.scratch));
+    }
+    ps.extend(PARAMS.iter().map(|p| format!("const {} {p}", if *p == "sx_sl" { "float" } else { "unsigned" })));
+    ps.extend((0..body.tensor_maps.len()).map(|i| format!("const __grid_constant__ sinter_tmap tm{i}")));
+    src.push_str(&ps.iter().map(|p| format!("\n    {p}")).collect::<Vec<_>>().join(","));
+    src.push_str(")\n{\n");
+    src.push_str(&body_src);
+    src.push_str("}\n");
+    let params = params(a, plan);
+    let mut r = body.into_rendered(k, caps, &Tuning::default(), src, " generic");
+    r.name = name;
+    r.params = params;
+    Ok(r)
+}
+
+/// `m`, `kv` and the causal offset as the template writes them: literals, or the generic
+/// kernel's parameters.
+pub(super) fn m(em: &Emitter<'_>, a: &AttentionBody) -> String {
+    if em.attn_generic { "sx_m".into() } else { format!("{}u", a.m) }
+}
+
+/// See [`m`].
+pub(super) fn kv(em: &Emitter<'_>, a: &AttentionBody) -> String {
+    if em.attn_generic { "sx_kv".into() } else { format!("{}u", a.kv) }
+}
+
+/// See [`m`] (`None` without a causal mask).
+pub(super) fn causal(em: &Emitter<'_>, a: &AttentionBody) -> Option<String> {
+    a.causal.map(|o| if em.attn_generic { "sx_co".into() } else { format!("{o}u") })
+}
+
+/// The declaration of `<name>_base` (operand `name` of `q`, `k`, `v`, `y`) from the parameters:
+/// `off + b / heads * sb + b % heads / g * sh` for flat batch `bh`.
+pub(super) fn emit_base(em: &mut Emitter<'_>, name: &str) {
+    let head = if name == "q" || name == "y" {
+        format!("bh % sx_heads * sx_{name}_sh")
+    } else {
+        format!("bh % sx_heads / sx_{name}_g * sx_{name}_sh")
+    };
+    em.decl(
+        &format!("{name}_base"),
+        format!("const unsigned {name}_base = sx_{name}_off + bh / sx_heads * sx_{name}_sb + {head};"),
+    );
+}
+
+/// The work tile's row tile `mt` and flat batch `bh` from its index `w` (as `attention_tc`'s
+/// `tile_rows` with the parameters: sections of `sx_sec` flat batches, longest row tiles first,
+/// when causal).
+pub(super) fn tile_rows(a: &AttentionBody, w: &str) -> (String, String) {
+    if a.causal.is_some() {
+        (
+            format!("sx_tiles_m - 1u - {w} % (sx_sec * sx_tiles_m) / sx_sec"),
+            format!("{w} / (sx_sec * sx_tiles_m) * sx_sec + {w} % sx_sec"),
+        )
+    } else {
+        (format!("{w} % sx_tiles_m"), format!("{w} / sx_tiles_m"))
+    }
+}
+
+/// The epilogue of one accumulator row half (`i`, `h` open, `rl` the row's reciprocal sum, `m`
+/// and `y_base` declared): the pairs packed into words, the quad's exchange (every lane), then each lane's
+/// 16-byte stores where its row is inside `sx_m`.
+pub(super) fn epilogue(em: &mut Emitter<'_>, a: &AttentionBody, dv8: u32) -> Result<(), RenderError> {
+    let pack = super::half::pack2(a.in_dtype);
+    em.line(format!("unsigned pk[{dv8}];"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned jf = 0; jf < {dv8}u; ++jf)"));
+    em.line(format!("pk[jf] = {pack}(o[i][jf][h * 2u] * rl, o[i][jf][h * 2u + 1u] * rl);"));
+    em.close();
+    super::quad_store::exchange(em, "pk", dv8);
+    em.h.need(H::Vec);
+    em.open("if (m < sx_m)");
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned qs = 0; qs < {}u; ++qs)", dv8 / 4));
+    em.line("sinter_vec<unsigned, 4> w4;");
+    em.line("#pragma unroll");
+    em.line("for (unsigned qc = 0; qc < 4u; ++qc) w4.v[qc] = pk[qs * 4u + qc];");
+    em.line("*reinterpret_cast<sinter_vec<unsigned, 4>*>(a3 + y_base + m * sx_y_sr + (qs * 4u + t4) * 8u) = w4;");
+    em.close();
+    em.close();
+    Ok(())
+}
