@@ -258,6 +258,19 @@ extern "C" __global__ void __launch_bounds__(256, 2) sinter_attn_bf16_d64_causal
     const unsigned sx_y_sh,
     const unsigned sx_y_sr,
     const float sx_sl,
+    const unsigned sx_sec_tiles,
+    const unsigned sx_heads_mul,
+    const unsigned sx_heads_sh,
+    const unsigned sx_tiles_m_mul,
+    const unsigned sx_tiles_m_sh,
+    const unsigned sx_sec_mul,
+    const unsigned sx_sec_sh,
+    const unsigned sx_sec_tiles_mul,
+    const unsigned sx_sec_tiles_sh,
+    const unsigned sx_k_g_mul,
+    const unsigned sx_k_g_sh,
+    const unsigned sx_v_g_mul,
+    const unsigned sx_v_g_sh,
     const __grid_constant__ sinter_tmap tm0,
     const __grid_constant__ sinter_tmap tm1)
 {
@@ -267,6 +280,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) sinter_attn_bf16_d64_causal
     // 2^x, flushing subnormal results to 0 (probabilities under 2^-126 round to 0 in bf16/f16 anyway)
     auto sinter_ex2 = [](float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; };
     const float SL = sx_sl; // log2(e) times the score's scale: exp(x) = 2^(x SL)
+    auto sinter_div = [](unsigned x, unsigned d, unsigned mul, unsigned sh) { return d == 1u ? x : __umulhi(x, mul) >> sh; };
     const unsigned tid = threadIdx.x, lane = tid % 32u, warp = tid / 32u;
     const unsigned wm0 = warp * 16u; // the warp's rows in the tile
     const unsigned g = lane / 4u, t4 = lane % 4u;
@@ -302,12 +316,12 @@ extern "C" __global__ void __launch_bounds__(256, 2) sinter_attn_bf16_d64_causal
             unsigned w = blockIdx.x, it = 0u; // the work tile, the ring's key tiles before it
             #pragma unroll 1
             for (unsigned wi = 0u;; ++wi) {
-                const unsigned mt = sx_tiles_m - 1u - w % (sx_sec * sx_tiles_m) / sx_sec;
-                const unsigned bh = w / (sx_sec * sx_tiles_m) * sx_sec + w % sx_sec;
+                const unsigned mt = sx_tiles_m - 1u - sinter_div((w - sinter_div(w, sx_sec_tiles, sx_sec_tiles_mul, sx_sec_tiles_sh) * sx_sec_tiles), sx_sec, sx_sec_mul, sx_sec_sh);
+                const unsigned bh = sinter_div(w, sx_sec_tiles, sx_sec_tiles_mul, sx_sec_tiles_sh) * sx_sec + (w - sinter_div(w, sx_sec, sx_sec_mul, sx_sec_sh) * sx_sec);
                 const unsigned m0 = mt * 64u;
                 const unsigned n_tiles = min((sx_kv + 127u) / 128u, (min(m0 + 64u, sx_m) - 1u + sx_co) / 128u + 1u); // the last row's keys
                 const unsigned wn = atomicAdd(sched_ctr, 1u) + gridDim.x; // fetched before this tile's copies
-                const int kh = (int)(bh % sx_heads / sx_k_g), kb = (int)(bh / sx_heads), vh = (int)(bh % sx_heads / sx_v_g), vb = (int)(bh / sx_heads);
+                const int kh = (int)sinter_div((bh - sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh) * sx_heads), sx_k_g, sx_k_g_mul, sx_k_g_sh), kb = (int)sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh), vh = (int)sinter_div((bh - sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh) * sx_heads), sx_v_g, sx_v_g_mul, sx_v_g_sh), vb = (int)sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh);
                 #pragma unroll 1
                 for (unsigned j = 0; j < n_tiles; ++j) {
                     const unsigned slot = (it + j) % 3u, full = full0 + slot * 8u;
@@ -339,10 +353,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) sinter_attn_bf16_d64_causal
         const unsigned n_work = sx_n_work;
         unsigned w = blockIdx.x, it = 0u; // the work tile, the ring's key tiles before it
         {
-            const unsigned mt = sx_tiles_m - 1u - w % (sx_sec * sx_tiles_m) / sx_sec;
-            const unsigned bh = w / (sx_sec * sx_tiles_m) * sx_sec + w % sx_sec;
+            const unsigned mt = sx_tiles_m - 1u - sinter_div((w - sinter_div(w, sx_sec_tiles, sx_sec_tiles_mul, sx_sec_tiles_sh) * sx_sec_tiles), sx_sec, sx_sec_mul, sx_sec_sh);
+            const unsigned bh = sinter_div(w, sx_sec_tiles, sx_sec_tiles_mul, sx_sec_tiles_sh) * sx_sec + (w - sinter_div(w, sx_sec, sx_sec_mul, sx_sec_sh) * sx_sec);
             const unsigned m0 = mt * 64u;
-            const unsigned q_base = sx_q_off + bh / sx_heads * sx_q_sb + bh % sx_heads * sx_q_sh;
+            const unsigned q_base = sx_q_off + sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh) * sx_q_sb + (bh - sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh) * sx_heads) * sx_q_sh;
             #pragma unroll
             for (unsigned l = 0; l < 4u; ++l) {
                 const unsigned e = tid % 128u + l * 128u;
@@ -355,8 +369,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) sinter_attn_bf16_d64_causal
         }
         #pragma unroll 1
         for (unsigned wi = 0u;; ++wi) {
-            const unsigned mt = sx_tiles_m - 1u - w % (sx_sec * sx_tiles_m) / sx_sec;
-            const unsigned bh = w / (sx_sec * sx_tiles_m) * sx_sec + w % sx_sec;
+            const unsigned mt = sx_tiles_m - 1u - sinter_div((w - sinter_div(w, sx_sec_tiles, sx_sec_tiles_mul, sx_sec_tiles_sh) * sx_sec_tiles), sx_sec, sx_sec_mul, sx_sec_sh);
+            const unsigned bh = sinter_div(w, sx_sec_tiles, sx_sec_tiles_mul, sx_sec_tiles_sh) * sx_sec + (w - sinter_div(w, sx_sec, sx_sec_mul, sx_sec_sh) * sx_sec);
             const unsigned m0 = mt * 64u;
             const unsigned n_tiles = min((sx_kv + 127u) / 128u, (min(m0 + 64u, sx_m) - 1u + sx_co) / 128u + 1u); // the last row's keys
             sinter_cp_async_wait<0>(); // this thread's Q copies
@@ -399,12 +413,14 @@ extern "C" __global__ void __launch_bounds__(256, 2) sinter_attn_bf16_d64_causal
                     #pragma unroll
                     for (unsigned i = 0; i < 1u; ++i) {
                         #pragma unroll
-                        for (unsigned j = 0; j < 16u; ++j) {
+                        for (unsigned h = 0; h < 2u; ++h) {
+                            const unsigned mr = m0 + wm0 + i * 16u + h * 8u + g;
+                            const int lim = mr < sx_m ? (int)(min(sx_kv - 1u, mr + sx_co)) : -1; // the row's last key
                             #pragma unroll
-                            for (unsigned c = 0; c < 4u; ++c) {
-                                const unsigned m = m0 + wm0 + i * 16u + c / 2u * 8u + g;
-                                const unsigned key = k0 + j * 8u + t4 * 2u + c % 2u;
-                                if (!(key < sx_kv && m < sx_m && key <= m + sx_co)) s[i][j][c] = NINF;
+                            for (unsigned j = 0; j < 16u; ++j) {
+                                const int key = (int)(k0 + j * 8u + t4 * 2u);
+                                if (key > lim) s[i][j][2u * h] = NINF;
+                                if (key + 1 > lim) s[i][j][2u * h + 1u] = NINF;
                             }
                         }
                     }
@@ -491,12 +507,14 @@ extern "C" __global__ void __launch_bounds__(256, 2) sinter_attn_bf16_d64_causal
                     #pragma unroll
                     for (unsigned i = 0; i < 1u; ++i) {
                         #pragma unroll
-                        for (unsigned j = 0; j < 16u; ++j) {
+                        for (unsigned h = 0; h < 2u; ++h) {
+                            const unsigned mr = m0 + wm0 + i * 16u + h * 8u + g;
+                            const int lim = mr < sx_m ? (int)(min(sx_kv - 1u, mr + sx_co)) : -1; // the row's last key
                             #pragma unroll
-                            for (unsigned c = 0; c < 4u; ++c) {
-                                const unsigned m = m0 + wm0 + i * 16u + c / 2u * 8u + g;
-                                const unsigned key = k0 + j * 8u + t4 * 2u + c % 2u;
-                                if (!(key < sx_kv && m < sx_m && key <= m + sx_co)) s[i][j][c] = NINF;
+                            for (unsigned j = 0; j < 16u; ++j) {
+                                const int key = (int)(k0 + j * 8u + t4 * 2u);
+                                if (key > lim) s[i][j][2u * h] = NINF;
+                                if (key + 1 > lim) s[i][j][2u * h + 1u] = NINF;
                             }
                         }
                     }
@@ -549,10 +567,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) sinter_attn_bf16_d64_causal
             sinter_mbar_arrive(sched0 + 16u + wi % 2u * 8u); // read
             if (wn < n_work) {
                 // its Q rows, copied while this tile's last P V and epilogue run
-                const unsigned mt = sx_tiles_m - 1u - wn % (sx_sec * sx_tiles_m) / sx_sec;
-                const unsigned bh = wn / (sx_sec * sx_tiles_m) * sx_sec + wn % sx_sec;
+                const unsigned mt = sx_tiles_m - 1u - sinter_div((wn - sinter_div(wn, sx_sec_tiles, sx_sec_tiles_mul, sx_sec_tiles_sh) * sx_sec_tiles), sx_sec, sx_sec_mul, sx_sec_sh);
+                const unsigned bh = sinter_div(wn, sx_sec_tiles, sx_sec_tiles_mul, sx_sec_tiles_sh) * sx_sec + (wn - sinter_div(wn, sx_sec, sx_sec_mul, sx_sec_sh) * sx_sec);
                 const unsigned m0 = mt * 64u;
-                const unsigned q_base = sx_q_off + bh / sx_heads * sx_q_sb + bh % sx_heads * sx_q_sh;
+                const unsigned q_base = sx_q_off + sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh) * sx_q_sb + (bh - sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh) * sx_heads) * sx_q_sh;
                 #pragma unroll
                 for (unsigned l = 0; l < 4u; ++l) {
                     const unsigned e = tid % 128u + l * 128u;
@@ -586,7 +604,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) sinter_attn_bf16_d64_causal
                 if (lane == 0u) sinter_mbar_arrive(empty0 + (it + n_tiles - 1u) % 3u * 8u); // the last tile read
             }
             // ---- epilogue, per output element: rows g, g + 8 and columns 2t, 2t + 1 of each fragment
-            const unsigned y_base = sx_y_off + bh / sx_heads * sx_y_sb + bh % sx_heads * sx_y_sh;
+            const unsigned y_base = sx_y_off + sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh) * sx_y_sb + (bh - sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh) * sx_heads) * sx_y_sh;
             #pragma unroll
             for (unsigned i = 0; i < 1u; ++i) {
                 #pragma unroll

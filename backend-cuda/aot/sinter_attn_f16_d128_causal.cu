@@ -247,6 +247,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) sinter_attn_f16_d128_causal
     const unsigned sx_y_sh,
     const unsigned sx_y_sr,
     const float sx_sl,
+    const unsigned sx_sec_tiles,
+    const unsigned sx_heads_mul,
+    const unsigned sx_heads_sh,
+    const unsigned sx_tiles_m_mul,
+    const unsigned sx_tiles_m_sh,
+    const unsigned sx_sec_mul,
+    const unsigned sx_sec_sh,
+    const unsigned sx_sec_tiles_mul,
+    const unsigned sx_sec_tiles_sh,
+    const unsigned sx_k_g_mul,
+    const unsigned sx_k_g_sh,
+    const unsigned sx_v_g_mul,
+    const unsigned sx_v_g_sh,
     const __grid_constant__ sinter_tmap tm0,
     const __grid_constant__ sinter_tmap tm1)
 {
@@ -256,13 +269,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) sinter_attn_f16_d128_causal
     // 2^x, flushing subnormal results to 0 (probabilities under 2^-126 round to 0 in bf16/f16 anyway)
     auto sinter_ex2 = [](float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; };
     const float SL = sx_sl; // log2(e) times the score's scale: exp(x) = 2^(x SL)
-    const unsigned mt = sx_tiles_m - 1u - blockIdx.x % (sx_sec * sx_tiles_m) / sx_sec;
-    const unsigned bh = blockIdx.x / (sx_sec * sx_tiles_m) * sx_sec + blockIdx.x % sx_sec;
+    auto sinter_div = [](unsigned x, unsigned d, unsigned mul, unsigned sh) { return d == 1u ? x : __umulhi(x, mul) >> sh; };
+    const unsigned mt = sx_tiles_m - 1u - sinter_div((blockIdx.x - sinter_div(blockIdx.x, sx_sec_tiles, sx_sec_tiles_mul, sx_sec_tiles_sh) * sx_sec_tiles), sx_sec, sx_sec_mul, sx_sec_sh);
+    const unsigned bh = sinter_div(blockIdx.x, sx_sec_tiles, sx_sec_tiles_mul, sx_sec_tiles_sh) * sx_sec + (blockIdx.x - sinter_div(blockIdx.x, sx_sec, sx_sec_mul, sx_sec_sh) * sx_sec);
     const unsigned m0 = mt * 128u;
     const unsigned tid = threadIdx.x, lane = tid % 32u, warp = tid / 32u;
     const unsigned wm0 = warp * 16u; // the warp's rows in the tile
     const unsigned g = lane / 4u, t4 = lane % 4u;
-    const unsigned q_base = sx_q_off + bh / sx_heads * sx_q_sb + bh % sx_heads * sx_q_sh;
+    const unsigned q_base = sx_q_off + sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh) * sx_q_sb + (bh - sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh) * sx_heads) * sx_q_sh;
     const unsigned n_tiles = min((sx_kv + 127u) / 128u, (min(m0 + 128u, sx_m) - 1u + sx_co) / 128u + 1u); // the last row's keys
     // the swizzle pattern repeats every 1024 bytes: tiles start on that period
     const unsigned s_base = ((unsigned)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;
@@ -295,7 +309,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) sinter_attn_f16_d128_causal
         if (tid == 256u) {
             sinter_tma_prefetch(&tm0);
             sinter_tma_prefetch(&tm1);
-            const int kh = (int)(bh % sx_heads / sx_k_g), kb = (int)(bh / sx_heads), vh = (int)(bh % sx_heads / sx_v_g), vb = (int)(bh / sx_heads);
+            const int kh = (int)sinter_div((bh - sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh) * sx_heads), sx_k_g, sx_k_g_mul, sx_k_g_sh), kb = (int)sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh), vh = (int)sinter_div((bh - sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh) * sx_heads), sx_v_g, sx_v_g_mul, sx_v_g_sh), vb = (int)sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh);
             #pragma unroll 1
             for (unsigned j = 0; j < n_tiles; ++j) {
                 const unsigned slot = j % 3u, full = full0 + slot * 8u;
@@ -355,12 +369,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) sinter_attn_f16_d128_causal
                 #pragma unroll
                 for (unsigned i = 0; i < 1u; ++i) {
                     #pragma unroll
-                    for (unsigned j = 0; j < 16u; ++j) {
+                    for (unsigned h = 0; h < 2u; ++h) {
+                        const unsigned mr = m0 + wm0 + i * 16u + h * 8u + g;
+                        const int lim = mr < sx_m ? (int)(min(sx_kv - 1u, mr + sx_co)) : -1; // the row's last key
                         #pragma unroll
-                        for (unsigned c = 0; c < 4u; ++c) {
-                            const unsigned m = m0 + wm0 + i * 16u + c / 2u * 8u + g;
-                            const unsigned key = k0 + j * 8u + t4 * 2u + c % 2u;
-                            if (!(key < sx_kv && m < sx_m && key <= m + sx_co)) s[i][j][c] = NINF;
+                        for (unsigned j = 0; j < 16u; ++j) {
+                            const int key = (int)(k0 + j * 8u + t4 * 2u);
+                            if (key > lim) s[i][j][2u * h] = NINF;
+                            if (key + 1 > lim) s[i][j][2u * h + 1u] = NINF;
                         }
                     }
                 }
@@ -449,12 +465,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) sinter_attn_f16_d128_causal
                 #pragma unroll
                 for (unsigned i = 0; i < 1u; ++i) {
                     #pragma unroll
-                    for (unsigned j = 0; j < 16u; ++j) {
+                    for (unsigned h = 0; h < 2u; ++h) {
+                        const unsigned mr = m0 + wm0 + i * 16u + h * 8u + g;
+                        const int lim = mr < sx_m ? (int)(min(sx_kv - 1u, mr + sx_co)) : -1; // the row's last key
                         #pragma unroll
-                        for (unsigned c = 0; c < 4u; ++c) {
-                            const unsigned m = m0 + wm0 + i * 16u + c / 2u * 8u + g;
-                            const unsigned key = k0 + j * 8u + t4 * 2u + c % 2u;
-                            if (!(key < sx_kv && m < sx_m && key <= m + sx_co)) s[i][j][c] = NINF;
+                        for (unsigned j = 0; j < 16u; ++j) {
+                            const int key = (int)(k0 + j * 8u + t4 * 2u);
+                            if (key > lim) s[i][j][2u * h] = NINF;
+                            if (key + 1 > lim) s[i][j][2u * h + 1u] = NINF;
                         }
                     }
                 }
@@ -527,7 +545,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) sinter_attn_f16_d128_causal
         }
         sinter_cp_async_wait<0>();
         // ---- epilogue, per output element: rows g, g + 8 and columns 2t, 2t + 1 of each fragment
-        const unsigned y_base = sx_y_off + bh / sx_heads * sx_y_sb + bh % sx_heads * sx_y_sh;
+        const unsigned y_base = sx_y_off + sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh) * sx_y_sb + (bh - sinter_div(bh, sx_heads, sx_heads_mul, sx_heads_sh) * sx_heads) * sx_y_sh;
         #pragma unroll
         for (unsigned i = 0; i < 1u; ++i) {
             #pragma unroll

@@ -40,7 +40,7 @@ use super::prelude::H;
 use super::{CudaCaps, RenderError, Rendered, Tuning};
 
 /// The run-time parameters after the pointers (and scratch), in order.
-pub const PARAMS: [&str; 26] = [
+pub const PARAMS: [&str; 39] = [
     "sx_heads",
     "sx_m",
     "sx_kv",
@@ -67,7 +67,38 @@ pub const PARAMS: [&str; 26] = [
     "sx_y_sh",
     "sx_y_sr",
     "sx_sl",
+    "sx_sec_tiles",
+    "sx_heads_mul",
+    "sx_heads_sh",
+    "sx_tiles_m_mul",
+    "sx_tiles_m_sh",
+    "sx_sec_mul",
+    "sx_sec_sh",
+    "sx_sec_tiles_mul",
+    "sx_sec_tiles_sh",
+    "sx_k_g_mul",
+    "sx_k_g_sh",
+    "sx_v_g_mul",
+    "sx_v_g_sh",
 ];
+
+/// The divisors the kernel divides by (each `sx_<name>` with its `_mul` and `_sh`, [`fast_div`]).
+const DIVISORS: [&str; 6] = ["heads", "tiles_m", "sec", "sec_tiles", "k_g", "v_g"];
+
+/// The multiplier and shift that divide any `x < 2^31` by `d` as `umulhi(x, mul) >> sh`
+/// (Granlund and Montgomery's round-up method, as CUTLASS's `FastDivmod`); `d <= 1` gives
+/// `(0, 0)`, which the kernel's `sinter_div` never uses (it returns `x` for `d == 1`). A division
+/// by a run-time divisor is ~20 instructions (a float reciprocal and corrections); the generic
+/// kernels divide work-tile and flat-batch indices several times per work tile.
+pub fn fast_div(d: u32) -> (u32, u32) {
+    if d <= 1 {
+        return (0, 0);
+    }
+    let l = 32 - (d - 1).leading_zeros(); // ceil(log2 d), at least 1
+    let p = 31 + l;
+    let mul = ((1u64 << p) + u64::from(d) - 1) / u64::from(d);
+    (mul as u32, l - 1)
+}
 
 /// Why a kernel does not take the generic attention kernel.
 pub type Refusal = String;
@@ -82,6 +113,9 @@ pub struct Plan {
     pub y: AttnOperand,
     /// The score's scale `c` (`Acc(1) * c`).
     pub scale: f64,
+    /// Every tile whole: keys and rows in whole tiles, no causal mask (the `_whole` variant, which
+    /// writes no mask and no row guard, as the specialized kernel of such a shape).
+    pub whole: bool,
 }
 
 /// The generic kernel for `k` on `caps`, or why not (see the module's contract).
@@ -130,12 +164,16 @@ pub fn plan(k: &Kernel, caps: &CudaCaps) -> Result<Plan, Refusal> {
     if !(aligned(y.offset) && aligned(y.s_batch) && aligned(y.s_head) && aligned(y.s_row)) {
         return Err("output rows not 16-byte aligned".into());
     }
+    if (a.m as u64).div_ceil(64) * (a.batch * a.heads) as u64 > i32::MAX as u64 {
+        return Err("more than 2^31 work tiles (the kernel's divisions take 31-bit indices)".into());
+    }
     let tile = if a.d == 64 { AttnTile::persistent(64, 128, 3) } else { AttnTile::pingpong_tma(128, 128, 3) };
     if default_attn(a, caps) != tile {
         return Err(format!("the shape's default tile is not {tile:?}"));
     }
     check_attn(&tile, caps, a)?;
-    Ok(Plan { tile, y: AttnOperand { arg: 3, group: 1, ..y }, scale })
+    let whole = a.causal.is_none() && a.kv.is_multiple_of(tile.bn as usize) && a.m.is_multiple_of(tile.bm as usize);
+    Ok(Plan { tile, y: AttnOperand { arg: 3, group: 1, ..y }, scale, whole })
 }
 
 /// The output's layout from its index: `offset + (b / heads) * s_batch + (b % heads) * s_head +
@@ -182,9 +220,14 @@ fn output_layout(index: &Index, a: &AttentionBody) -> Option<AttnOperand> {
     })
 }
 
-/// The entry point's name: `sinter_attn_<dtype>_d<d>[_causal]`.
-pub fn entry(a: &AttentionBody) -> String {
-    format!("sinter_attn_{}_d{}{}", a.in_dtype, a.d, if a.causal.is_some() { "_causal" } else { "" })
+/// The entry point's name: `sinter_attn_<dtype>_d<d>[_causal|_whole]`.
+pub fn entry(a: &AttentionBody, plan: &Plan) -> String {
+    let variant = match (a.causal, plan.whole) {
+        (Some(_), _) => "_causal",
+        (None, true) => "_whole",
+        (None, false) => "",
+    };
+    format!("sinter_attn_{}_d{}{variant}", a.in_dtype, a.d)
 }
 
 /// The [`PARAMS`] values of `a` with `plan` (8-byte launch values; `sx_sl` as f32 bits).
@@ -210,6 +253,12 @@ pub fn params(a: &AttentionBody, plan: &Plan) -> Vec<u64> {
     out.push(a.v.group.max(1) as u64);
     out.extend(y);
     out.push(u64::from(sl.to_bits()));
+    let sec = causal_section(a);
+    out.push(sec * tiles_m);
+    for d in [a.heads as u64, tiles_m, sec, sec * tiles_m, a.k.group.max(1) as u64, a.v.group.max(1) as u64] {
+        let (mul, sh) = fast_div(d as u32);
+        out.extend([u64::from(mul), u64::from(sh)]);
+    }
     debug_assert_eq!(out.len(), PARAMS.len());
     out
 }
@@ -221,14 +270,19 @@ pub fn render(k: &Kernel, caps: &CudaCaps, plan: &Plan) -> Result<Rendered, Rend
     };
     let mut em = Emitter::new(k, false);
     em.attn_generic = true;
+    em.attn_whole = plan.whole;
     let body = super::attention_tc::render(&mut em, a, &plan.tile, &Tuning::default(), caps)?;
-    let name = entry(a);
+    let name = entry(a, plan);
     let ty = super::types::storage(a.in_dtype);
     let mut src = format!(
         "// sinter generic kernel {name}: fused attention ({} operands, d {}{}), every extent a run-time parameter\n// {}\n",
         a.in_dtype,
         a.d,
-        if a.causal.is_some() { ", causal" } else { "" },
+        match (a.causal.is_some(), plan.whole) {
+            (true, _) => ", causal",
+            (false, true) => ", keys and rows in whole tiles",
+            (false, false) => "",
+        },
         body.summary
     );
     let body_src = super::emit::prune_unused(&em.out);
@@ -280,14 +334,14 @@ pub(super) fn causal(em: &Emitter<'_>, a: &AttentionBody) -> Option<String> {
 /// The declaration of `<name>_base` (operand `name` of `q`, `k`, `v`, `y`) from the parameters:
 /// `off + b / heads * sb + b % heads / g * sh` for flat batch `bh`.
 pub(super) fn emit_base(em: &mut Emitter<'_>, name: &str) {
-    let head = if name == "q" || name == "y" {
-        format!("bh % sx_heads * sx_{name}_sh")
-    } else {
-        format!("bh % sx_heads / sx_{name}_g * sx_{name}_sh")
-    };
+    let h = rem("bh", "heads");
+    let head = if name == "q" || name == "y" { h } else { div(&h, &format!("{name}_g")) };
     em.decl(
         &format!("{name}_base"),
-        format!("const unsigned {name}_base = sx_{name}_off + bh / sx_heads * sx_{name}_sb + {head};"),
+        format!(
+            "const unsigned {name}_base = sx_{name}_off + {} * sx_{name}_sb + {head} * sx_{name}_sh;",
+            div("bh", "heads")
+        ),
     );
 }
 
@@ -297,12 +351,35 @@ pub(super) fn emit_base(em: &mut Emitter<'_>, name: &str) {
 pub(super) fn tile_rows(a: &AttentionBody, w: &str) -> (String, String) {
     if a.causal.is_some() {
         (
-            format!("sx_tiles_m - 1u - {w} % (sx_sec * sx_tiles_m) / sx_sec"),
-            format!("{w} / (sx_sec * sx_tiles_m) * sx_sec + {w} % sx_sec"),
+            format!("sx_tiles_m - 1u - {}", div(&rem(w, "sec_tiles"), "sec")),
+            format!("{} * sx_sec + {}", div(w, "sec_tiles"), rem(w, "sec")),
         )
     } else {
-        (format!("{w} % sx_tiles_m"), format!("{w} / sx_tiles_m"))
+        (rem(w, "tiles_m"), div(w, "tiles_m"))
     }
+}
+
+/// `x / sx_<d>` through the divisor's multiplier and shift (`sinter_div`, [`fast_div`]).
+fn div(x: &str, d: &str) -> String {
+    debug_assert!(DIVISORS.contains(&d));
+    format!("sinter_div({x}, sx_{d}, sx_{d}_mul, sx_{d}_sh)")
+}
+
+/// `x % sx_<d>` through [`div`].
+fn rem(x: &str, d: &str) -> String {
+    format!("({x} - {} * sx_{d})", div(x, d))
+}
+
+/// The `sinter_div` the generic kernel's divisions call ([`fast_div`]; a divisor of 1 returns `x`).
+pub(super) fn emit_div(em: &mut Emitter<'_>) {
+    em.line(
+        "auto sinter_div = [](unsigned x, unsigned d, unsigned mul, unsigned sh) { return d == 1u ? x : __umulhi(x, mul) >> sh; };",
+    );
+}
+
+/// Operand `name`'s (`k` or `v`) head and batch coordinates of flat batch `bh` for its tensor map.
+pub(super) fn map_coords(name: &str) -> (String, String) {
+    (format!("(int){}", div(&rem("bh", "heads"), &format!("{name}_g"))), format!("(int){}", div("bh", "heads")))
 }
 
 /// The epilogue of one accumulator row half (`i`, `h` open, `rl` the row's reciprocal sum, `m`
@@ -317,7 +394,9 @@ pub(super) fn epilogue(em: &mut Emitter<'_>, a: &AttentionBody, dv8: u32) -> Res
     em.close();
     super::quad_store::exchange(em, "pk", dv8);
     em.h.need(H::Vec);
-    em.open("if (m < sx_m)");
+    if !em.attn_whole {
+        em.open("if (m < sx_m)");
+    }
     em.line("#pragma unroll");
     em.open(format!("for (unsigned qs = 0; qs < {}u; ++qs)", dv8 / 4));
     em.line("sinter_vec<unsigned, 4> w4;");
@@ -325,6 +404,71 @@ pub(super) fn epilogue(em: &mut Emitter<'_>, a: &AttentionBody, dv8: u32) -> Res
     em.line("for (unsigned qc = 0; qc < 4u; ++qc) w4.v[qc] = pk[qs * 4u + qc];");
     em.line("*reinterpret_cast<sinter_vec<unsigned, 4>*>(a3 + y_base + m * sx_y_sr + (qs * 4u + t4) * 8u) = w4;");
     em.close();
-    em.close();
+    if !em.attn_whole {
+        em.close();
+    }
     Ok(())
+}
+
+/// The mask of a key tile that may cross `kv`, `m` or the causal bound (scores of key tile `k0`
+/// in `s`, the scale folded): per row one limit, the last key it sees (`-1` for a row past `m`),
+/// then one comparison per score, as FlashAttention does, where the specialized kernels test each
+/// score against every bound (session 40: the generic kernels with those tests ran 3-7% slower).
+pub(super) fn mask(em: &mut Emitter<'_>, a: &AttentionBody, tile: &AttnTile) {
+    let (mi, bn8) = (tile.mi(), tile.bn / 8);
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));
+    em.line("#pragma unroll");
+    em.open("for (unsigned h = 0; h < 2u; ++h)");
+    em.line("const unsigned mr = m0 + wm0 + i * 16u + h * 8u + g;");
+    let last = if a.causal.is_some() { "min(sx_kv - 1u, mr + sx_co)" } else { "sx_kv - 1u" };
+    em.line(format!("const int lim = mr < sx_m ? (int)({last}) : -1; // the row's last key"));
+    em.line("#pragma unroll");
+    em.open(format!("for (unsigned j = 0; j < {bn8}u; ++j)"));
+    em.line("const int key = (int)(k0 + j * 8u + t4 * 2u);");
+    em.line("if (key > lim) s[i][j][2u * h] = NINF;");
+    em.line("if (key + 1 > lim) s[i][j][2u * h + 1u] = NINF;");
+    em.close();
+    em.close();
+    em.close();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fast_div;
+
+    /// The kernel's `sinter_div` on the host.
+    fn kernel_div(x: u32, d: u32) -> u32 {
+        let (mul, sh) = fast_div(d);
+        if d == 1 { x } else { ((u64::from(x) * u64::from(mul)) >> 32) as u32 >> sh }
+    }
+
+    #[test]
+    fn fast_division_is_exact_below_2_pow_31() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let big = [1 << 20, (1 << 20) + 7, 1 << 30, (1 << 30) + 1, (1u32 << 31) - 1, 1u32 << 31];
+        for d in (1..=4096u32).chain(big) {
+            let mut xs = vec![
+                0,
+                1,
+                d - 1,
+                d,
+                d.saturating_add(1),
+                d.saturating_mul(2) - 1,
+                d.saturating_mul(2),
+                (1 << 31) - 1,
+                (1 << 31) - 2,
+            ];
+            xs.extend((0..64).map(|_| (next() as u32) >> 1));
+            for x in xs.into_iter().filter(|&x| x < 1 << 31) {
+                assert_eq!(kernel_div(x, d), x / d, "{x} / {d}");
+            }
+        }
+    }
 }

@@ -370,7 +370,7 @@ fn tma_producer(em: &mut Emitter<'_>, a: &AttentionBody, t: &AttnTile) {
     let generic = em.attn_generic;
     let coord = |o: &AttnOperand, n: &str| {
         if generic {
-            return (format!("(int)(bh % sx_heads / sx_{n}_g)"), "(int)(bh / sx_heads)".to_string());
+            return super::attention_generic::map_coords(n);
         }
         let g = o.group.max(1);
         let h = if a.heads / g > 1 { format!("(int)(bh % {}u / {g}u)", a.heads) } else { "0".into() };

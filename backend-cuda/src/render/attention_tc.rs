@@ -133,6 +133,7 @@ pub(super) fn render(
     let fold = folded_scale(em.k, a);
     if em.attn_generic {
         em.line("const float SL = sx_sl; // log2(e) times the score's scale: exp(x) = 2^(x SL)");
+        super::attention_generic::emit_div(em);
     } else {
         let sl = super::types::float_lit((fold.unwrap_or(1.0) * std::f64::consts::LOG2_E) as f32);
         em.line(format!(
@@ -582,9 +583,12 @@ pub(super) fn emit_scores(
     // Every tile whole (rows and keys in whole tiles, no causal bound): no guard at all, so the
     // source carries no masking branch it never takes (NVRTC's time on the d64 workload's source
     // 457 -> 394 ms, session 33).
-    // (The generic kernel knows neither: it tests every tile.)
-    let always_full =
-        kv.is_multiple_of(u64::from(bn)) && m.is_multiple_of(u64::from(bm)) && a.causal.is_none() && !em.attn_generic;
+    // (The generic kernel knows only its variant: whole tiles, or tested at run time.)
+    let always_full = if em.attn_generic {
+        em.attn_whole
+    } else {
+        kv.is_multiple_of(u64::from(bn)) && m.is_multiple_of(u64::from(bm)) && a.causal.is_none()
+    };
     let (ms, kvs, co) = (
         super::attention_generic::m(em, a),
         super::attention_generic::kv(em, a),
@@ -608,6 +612,12 @@ pub(super) fn emit_scores(
         (false, false) => &[(false, "if (full)"), (true, "else")],
     };
     for &(guarded, header) in blocks {
+        if em.attn_generic && guarded && fold.is_some() {
+            em.open(header);
+            super::attention_generic::mask(em, a, tile);
+            em.close();
+            continue;
+        }
         em.open(header);
         em.line("#pragma unroll");
         em.open(format!("for (unsigned i = 0; i < {mi}u; ++i)"));

@@ -155,6 +155,9 @@ pub(crate) struct Emitter<'a> {
     /// Attention: the extents, strides and scale are the generic kernel's run-time parameters
     /// (`sx_*`, the `attention_generic` module), not literals of `k`'s shape.
     pub(crate) attn_generic: bool,
+    /// Generic attention: every tile whole (keys and rows in whole tiles, no causal mask), so no
+    /// mask and no row guard are written (the kernel's `_whole` variant).
+    pub(crate) attn_whole: bool,
 }
 
 impl<'a> Emitter<'a> {
@@ -176,6 +179,7 @@ impl<'a> Emitter<'a> {
             acc_varies: false,
             relaxed: relaxed_math(k),
             attn_generic: false,
+            attn_whole: false,
         }
     }
 
