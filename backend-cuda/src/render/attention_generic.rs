@@ -96,7 +96,7 @@ pub fn fast_div(d: u32) -> (u32, u32) {
     }
     let l = 32 - (d - 1).leading_zeros(); // ceil(log2 d), at least 1
     let p = 31 + l;
-    let mul = ((1u64 << p) + u64::from(d) - 1) / u64::from(d);
+    let mul = (1u64 << p).div_ceil(u64::from(d));
     (mul as u32, l - 1)
 }
 
