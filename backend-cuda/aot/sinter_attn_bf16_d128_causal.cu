@@ -260,6 +260,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) sinter_attn_bf16_d128_causa
     const unsigned sx_k_g_sh,
     const unsigned sx_v_g_mul,
     const unsigned sx_v_g_sh,
+    const float sx_scale,
     const __grid_constant__ sinter_tmap tm0,
     const __grid_constant__ sinter_tmap tm1)
 {

@@ -214,7 +214,8 @@ fn attention_matches_the_interpreter_with_every_tuning() {
 
 /// The shape-generic kernels (`render::attention_generic`, what default tunings render where
 /// the build compiled them ahead of time) against the interpreter and the specialized default
-/// kernel of the same shape, on odd sizes, causal offsets, BSHD rows and GQA; each runs the
+/// kernel of the same shape (the decode's: PTX), on odd sizes, causal offsets, BSHD rows, GQA and
+/// one-query decode steps (one key, a causal bound that leaves one); each runs the
 /// embedded cubin where this build has one (`aot`), else compiles its source with NVRTC.
 #[test]
 fn generic_attention_matches_the_interpreter() {
@@ -241,6 +242,14 @@ fn generic_attention_matches_the_interpreter() {
         ("bf16 d128 bshd s200", AttnCase { bshd: true, ..AttnCase::new(1, 66, 200, 200, 128, bf) }),
         ("bf16 d128 whole s256", AttnCase::new(1, 66, 256, 256, 128, bf)),
         ("bf16 d128 m2048 kv129", AttnCase::new(1, 12, 2048, 129, 128, bf)),
+        ("bf16 decode d128 kv4096", AttnCase::new(32, 32, 1, 4096, 128, bf)),
+        (
+            "f16 decode d128 causal kv777",
+            AttnCase { causal: Some(776), ..AttnCase::new(16, 40, 1, 777, 128, DType::F16) },
+        ),
+        ("bf16 decode d64 causal+0 kv300", AttnCase { causal: Some(0), ..AttnCase::new(32, 32, 1, 300, 64, bf) }),
+        ("bf16 decode d64 kv1", AttnCase::new(32, 32, 1, 1, 64, bf)),
+        ("bf16 decode d128 bshd kv1023", AttnCase { bshd: true, ..AttnCase::new(16, 40, 1, 1023, 128, bf) }),
     ];
     let mut failures = Vec::new();
     let mut aot_runs = 0;

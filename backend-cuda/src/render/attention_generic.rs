@@ -11,7 +11,10 @@
 //!
 //! # Contract
 //! * [`plan`] takes a kernel only where the generic kernel computes exactly what the specialized
-//!   default would ([`Refusal`] names why not): `wgmma` attention (sm_90a, bf16/f16 operands and
+//!   default would ([`Refusal`] names why not). One query (a generation step) where the default
+//!   is the decode template with a block per flat batch, no split and no packed GQA heads: the
+//!   decode template ([`Template::Decode`]) with the same rules on dtypes, head dims, score, output
+//!   and arguments. Otherwise: `wgmma` attention (sm_90a, bf16/f16 operands and
 //!   probabilities), more than `DECODE_M` queries, `d == dv` of 64 or 128, the default tile for the shape (the persistent TMA
 //!   tile 64x128 at d64 past two key tiles, the TMA ping-pong tile 128x128 at d128), the score
 //!   `Acc(1) * c` (casts around it looked through, `attention::folded_scale`), one store of `Acc(0)` in
@@ -21,7 +24,7 @@
 //!   index within 32 bits.
 //! * The kernel's parameters: the four pointers, the persistent tile's scratch, then the
 //!   [`PARAMS`] in order (each an 8-byte launch value whose low four bytes the kernel reads as an
-//!   `unsigned`, or for `sx_sl` as a `float`), then K's and V's tensor maps. [`params`] computes
+//!   `unsigned`, or for `sx_sl` and `sx_scale` as a `float`), then K's and V's tensor maps. [`params`] computes
 //!   them from the instance; the grid, tensor maps and grid split are the instance's as for the
 //!   specialized kernel.
 //! * The template code is `attention_tc`'s and `attention_pingpong`'s with the emitter's
@@ -40,7 +43,7 @@ use super::prelude::H;
 use super::{CudaCaps, RenderError, Rendered, Tuning};
 
 /// The run-time parameters after the pointers (and scratch), in order.
-pub const PARAMS: [&str; 39] = [
+pub const PARAMS: [&str; 40] = [
     "sx_heads",
     "sx_m",
     "sx_kv",
@@ -80,6 +83,7 @@ pub const PARAMS: [&str; 39] = [
     "sx_k_g_sh",
     "sx_v_g_mul",
     "sx_v_g_sh",
+    "sx_scale",
 ];
 
 /// The divisors the kernel divides by (each `sx_<name>` with its `_mul` and `_sh`, [`fast_div`]).
@@ -106,25 +110,41 @@ pub type Refusal = String;
 /// What the generic kernel of a kernel is: its tile and variant, the output's layout, the scale.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
-    /// The tile (the specialized default's for the shape).
-    pub tile: AttnTile,
+    /// The template (the specialized default's for the shape).
+    pub template: Template,
     /// The output's layout (as an attention operand: offset and strides of the flat batch's
     /// batch and head, and of its rows).
     pub y: AttnOperand,
-    /// The score's scale `c` (`Acc(1) * c`).
+    /// The score's scale `c` (`Acc(1) * c`): as the tensor-core template folds it (`sx_sl`, times
+    /// log2(e)) and as the decode template multiplies by it (`sx_scale`: the constant rounded to
+    /// its dtype, as the specialized kernel's literal).
     pub scale: f64,
+    /// The scale as the decode template's score multiplies by it.
+    pub scale_lit: f32,
     /// Every tile whole: keys and rows in whole tiles, no causal mask (the `_whole` variant, which
     /// writes no mask and no row guard, as the specialized kernel of such a shape).
     pub whole: bool,
+}
+
+/// Which template a generic kernel is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Template {
+    /// A tensor-core tile (`attention_tc`).
+    Tile(AttnTile),
+    /// The decode template (`attention_rows::render_decode`) for one query, a block per flat batch,
+    /// no split, no packed heads: `w` elements per 16-byte vector, `block` threads.
+    Decode {
+        /// Elements per 16-byte vector.
+        w: usize,
+        /// Threads per block.
+        block: u32,
+    },
 }
 
 /// The generic kernel for `k` on `caps`, or why not (see the module's contract).
 pub fn plan(k: &Kernel, caps: &CudaCaps) -> Result<Plan, Refusal> {
     let KernelBody::Attention(a) = &k.body else { return Err("not an attention kernel".into()) };
     wgmma_applies(a, caps)?;
-    if a.m <= DECODE_M {
-        return Err(format!("{} queries (at most {DECODE_M}: the decode templates)", a.m));
-    }
     if a.d != a.dv || !matches!(a.d, 64 | 128) {
         return Err(format!("head dims {}/{} (generic kernels: 64 or 128, equal)", a.d, a.dv));
     }
@@ -167,13 +187,43 @@ pub fn plan(k: &Kernel, caps: &CudaCaps) -> Result<Plan, Refusal> {
     if (a.m as u64).div_ceil(64) * (a.batch * a.heads) as u64 > i32::MAX as u64 {
         return Err("more than 2^31 work tiles (the kernel's divisions take 31-bit indices)".into());
     }
+    let scale_lit = scale_literal(k, a).ok_or("a score other than Acc(1) times a constant")?;
+    let y = AttnOperand { arg: 3, group: 1, ..y };
+    if a.m <= DECODE_M {
+        // The decode template where the default tuning takes it for one query without split or
+        // packed heads (`attention::template`), else the specialized kernels.
+        let em = Emitter::new(k, false);
+        return match super::attention::template(&em, a, caps, &Tuning::default()) {
+            Ok(super::attention::Template::Decode { w, block, splits: 1, pack: 1 }) if a.m == 1 => {
+                Ok(Plan { template: Template::Decode { w, block }, y, scale, scale_lit, whole: false })
+            }
+            _ => Err(format!("{} queries: not the one-query decode template without split or packed heads", a.m)),
+        };
+    }
     let tile = if a.d == 64 { AttnTile::persistent(64, 128, 3) } else { AttnTile::pingpong_tma(128, 128, 3) };
     if default_attn(a, caps) != tile {
         return Err(format!("the shape's default tile is not {tile:?}"));
     }
     check_attn(&tile, caps, a)?;
     let whole = a.causal.is_none() && a.kv.is_multiple_of(tile.bn as usize) && a.m.is_multiple_of(tile.bm as usize);
-    Ok(Plan { tile, y: AttnOperand { arg: 3, group: 1, ..y }, scale, whole })
+    Ok(Plan { template: Template::Tile(tile), y, scale, scale_lit, whole })
+}
+
+/// The score's constant as the renderer writes its literal (rounded to the constant's dtype, as
+/// `types::const_lit`): the decode template multiplies the dot product by it in f32.
+fn scale_literal(k: &Kernel, a: &AttentionBody) -> Option<f32> {
+    let e = |id: sinter_core::kernel::ExprId| k.exprs.get(id.0 as usize);
+    let mut root = a.score;
+    while let Expr::Cast(x) = &e(root)?.expr {
+        root = *x;
+    }
+    let Expr::Binary(sinter_core::ir::BinaryOp::Mul, x, y) = &e(root)?.expr else { return None };
+    let c = [*x, *y].into_iter().find(|&id| matches!(e(id).map(|x| &x.expr), Some(Expr::Const(_))))?;
+    let Expr::Const(v) = e(c)?.expr else { return None };
+    match sinter_core::scalar::cast(sinter_core::scalar::Scalar::F(v), DType::F64, e(c)?.dtype) {
+        sinter_core::scalar::Scalar::F(x) => Some(x as f32),
+        sinter_core::scalar::Scalar::I(_) => None,
+    }
 }
 
 /// The output's layout from its index: `offset + (b / heads) * s_batch + (b % heads) * s_head +
@@ -227,12 +277,17 @@ pub fn entry(a: &AttentionBody, plan: &Plan) -> String {
         (None, true) => "_whole",
         (None, false) => "",
     };
-    format!("sinter_attn_{}_d{}{variant}", a.in_dtype, a.d)
+    let kind = if matches!(plan.template, Template::Decode { .. }) { "decode_" } else { "" };
+    format!("sinter_attn_{kind}{}_d{}{variant}", a.in_dtype, a.d)
 }
 
 /// The [`PARAMS`] values of `a` with `plan` (8-byte launch values; `sx_sl` as f32 bits).
 pub fn params(a: &AttentionBody, plan: &Plan) -> Vec<u64> {
-    let tiles_m = (a.m as u64).div_ceil(u64::from(plan.tile.bm));
+    let bm = match plan.template {
+        Template::Tile(t) => t.bm,
+        Template::Decode { .. } => 1,
+    };
+    let tiles_m = (a.m as u64).div_ceil(u64::from(bm));
     let bh = (a.batch * a.heads) as u64;
     let op = |o: &AttnOperand| [o.offset, o.s_batch, o.s_head, o.s_row].map(|x| x as u64);
     let (q, k, v, y) = (op(&a.q), op(&a.k), op(&a.v), op(&plan.y));
@@ -259,6 +314,7 @@ pub fn params(a: &AttentionBody, plan: &Plan) -> Vec<u64> {
         let (mul, sh) = fast_div(d as u32);
         out.extend([u64::from(mul), u64::from(sh)]);
     }
+    out.push(u64::from(plan.scale_lit.to_bits()));
     debug_assert_eq!(out.len(), PARAMS.len());
     out
 }
@@ -271,7 +327,10 @@ pub fn render(k: &Kernel, caps: &CudaCaps, plan: &Plan) -> Result<Rendered, Rend
     let mut em = Emitter::new(k, false);
     em.attn_generic = true;
     em.attn_whole = plan.whole;
-    let body = super::attention_tc::render(&mut em, a, &plan.tile, &Tuning::default(), caps)?;
+    let body = match plan.template {
+        Template::Tile(tile) => super::attention_tc::render(&mut em, a, &tile, &Tuning::default(), caps)?,
+        Template::Decode { w, block } => super::attention_rows::render_decode(&mut em, a, w, block, 1, 1)?,
+    };
     let name = entry(a, plan);
     let ty = super::types::storage(a.in_dtype);
     let mut src = format!(
@@ -302,7 +361,11 @@ pub fn render(k: &Kernel, caps: &CudaCaps, plan: &Plan) -> Result<Rendered, Rend
     if body.scratch > 0 {
         ps.push(format!("float* __restrict__ sinter_ws /* {} bytes of private scratch */", body.scratch));
     }
-    ps.extend(PARAMS.iter().map(|p| format!("const {} {p}", if *p == "sx_sl" { "float" } else { "unsigned" })));
+    ps.extend(
+        PARAMS
+            .iter()
+            .map(|p| format!("const {} {p}", if matches!(*p, "sx_sl" | "sx_scale") { "float" } else { "unsigned" })),
+    );
     ps.extend((0..body.tensor_maps.len()).map(|i| format!("const __grid_constant__ sinter_tmap tm{i}")));
     src.push_str(&ps.iter().map(|p| format!("\n    {p}")).collect::<Vec<_>>().join(","));
     src.push_str(")\n{\n");

@@ -69,9 +69,24 @@ pub(super) fn render_decode(
     }
     em.line("const unsigned tid = threadIdx.x, lane = tid % 32u, warp = tid / 32u;");
     em.line(format!("const unsigned sub = lane % {lanes}u, grp = lane / {lanes}u;"));
-    let qt = emit_base(em, "q", &a.q, a.heads);
-    let kt = emit_base(em, "k", &a.k, a.heads);
-    let vt = emit_base(em, "v", &a.v, a.heads);
+    // (The generic kernel's bases and strides are its parameters: `attention_generic`.)
+    let generic = em.attn_generic;
+    let (qt, kt, vt) = if generic {
+        super::attention_generic::emit_div(em);
+        for name in ["q", "k", "v"] {
+            super::attention_generic::emit_base(em, name);
+        }
+        ("unsigned", "unsigned", "unsigned")
+    } else {
+        (emit_base(em, "q", &a.q, a.heads), emit_base(em, "k", &a.k, a.heads), emit_base(em, "v", &a.v, a.heads))
+    };
+    let addr = |ty: &str, name: &str, row: &str, o: &sinter_core::kernel::AttnOperand| {
+        if generic {
+            format!("{name}_base + {row} * sx_{name}_sr + ch * {w}u")
+        } else {
+            row_addr(ty, &format!("{name}_base"), row, o.s_row, &format!("ch * {w}u"))
+        }
+    };
     em.line(format!("typedef {st} T;"));
     // Queries in registers (f32).
     em.line(format!("float qv[{mq}][{rq}][{w}];"));
@@ -86,7 +101,7 @@ pub(super) fn render_decode(
         let head = super::matmul::lit(qt, a.q.s_head as u64);
         format!("{} + qg * {head}", row_addr(qt, "q_base", "qm", a.q.s_row, &format!("ch * {w}u")))
     } else {
-        row_addr(qt, "q_base", "qi", a.q.s_row, &format!("ch * {w}u"))
+        addr(qt, "q", "qi", &a.q)
     };
     em.line(format!("if (ch < {nd}u) x = __ldg(reinterpret_cast<const uint4*>(a{} + ({qa})));", a.q.arg));
     em.line("#pragma unroll");
@@ -107,10 +122,12 @@ pub(super) fn render_decode(
     em.close();
     em.close();
     em.names.insert(Var::Batch, "bh".into());
-    if pack == 1 {
+    if pack == 1 && !generic {
         hoist_score(em, a, false)?;
     }
     let kend = match a.causal {
+        Some(_) if generic => "min(sx_kv, sx_m + sx_co)".to_string(),
+        None if generic => "sx_kv".to_string(),
         Some(_) => format!("min({}u, {}u)", a.kv, p.kend),
         None => format!("{}u", a.kv),
     };
@@ -135,7 +152,7 @@ pub(super) fn render_decode(
         em.open(format!("for (unsigned r = 0; r < {r}u; ++r)"));
         em.line(format!("const unsigned ch = sub + r * {lanes}u;"));
         em.line(format!("{name}x[u][r] = make_uint4(0u, 0u, 0u, 0u);"));
-        let addr = row_addr(ty, &format!("{name}_base"), "j", o.s_row, &format!("ch * {w}u"));
+        let addr = addr(ty, name, "j", o);
         em.line(format!(
             "if (in && ch < {n}u) {name}x[u][r] = __ldg(reinterpret_cast<const uint4*>(a{} + ({addr})));",
             o.arg
@@ -163,10 +180,15 @@ pub(super) fn render_decode(
     em.decl("key", format!("const {ity} key = kb + u * {step}u;"));
     slot_names(em, m_n, pack);
     let mut guard = "key < kend".to_string();
-    if let Some(o) = a.causal {
-        guard.push_str(&format!(" && key <= m + {o}u"));
+    if let Some(o) = super::attention_generic::causal(em, a) {
+        guard.push_str(&format!(" && key <= m + {o}"));
     }
-    emit_score(em, a, "dot", "sc[u]", Some(&guard))?;
+    if generic {
+        // The score `Acc(1) * c` with `c` the parameter (`attention_generic::plan` checked the form).
+        em.line(format!("sc[u] = {guard} ? dot * sx_scale : NINF;"));
+    } else {
+        emit_score(em, a, "dot", "sc[u]", Some(&guard))?;
+    }
     em.close();
     em.line("float mn = mx[qi];");
     em.line("#pragma unroll");
@@ -267,7 +289,9 @@ pub(super) fn render_decode(
         em.close();
         super::scratch::last_block_gate(em, "head_count[gi]", splits);
     }
-    if pack == 1 {
+    if generic {
+        super::attention_generic::emit_base(em, "y");
+    } else if pack == 1 {
         hoist_epilogue(em, a, false)?;
     }
     em.open(&outputs);
@@ -282,7 +306,12 @@ pub(super) fn render_decode(
     } else {
         merge(em, warps, &warp_state("n".into()));
     }
-    emit_epilogue(em, a, "ot / lt")?;
+    if generic {
+        let v = super::ops::store_conv("(ot / lt)", DType::F32, a.in_dtype, &mut em.h);
+        em.line(format!("a3[y_base + m * sx_y_sr + n] = {v};"));
+    } else {
+        emit_epilogue(em, a, "ot / lt")?;
+    }
     em.close();
     if splits > 1 {
         super::scratch::reset_counter(em, "head_count[gi]");
@@ -386,10 +415,12 @@ pub(super) fn decode_plan(
         });
     }
     let chunk = a.kv.div_ceil(splits as usize);
+    // (The generic kernel's text holds no extent: `attention_generic`.)
+    let extents =
+        if em.attn_generic { "run-time extents".to_string() } else { format!("{bh_n} heads x m {m_n} x kv {} ", a.kv) };
     let summary = format!(
-        "decode attention {bh_n} heads x m {m_n} x kv {} , d {} dv {} ({}){}: {}, {warps} warps, \
+        "decode attention {extents}, d {} dv {} ({}){}: {}, {warps} warps, \
          {lanes} lanes x {w} elements per key, {groups} keys per warp, unrolled {unroll}",
-        a.kv,
         a.d,
         a.dv,
         a.in_dtype,
