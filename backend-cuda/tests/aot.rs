@@ -10,6 +10,8 @@
 //! with the same text, either way. With no files in `aot/` (or no folder) there is nothing to
 //! check and the test passes.
 
+mod common;
+
 use sinter_cuda::aot;
 use sinter_cuda::nvrtc::{self, CubinCache, Target};
 use sinter_cuda::probe;
@@ -137,28 +139,7 @@ fn hits_need_no_nvrtc() {
     if std::env::var_os(CHILD_VAR).is_some() || aot::table().is_empty() || !aot::enabled() {
         return;
     }
-    let home = tempfile::tempdir().expect("tempdir");
-    let mut cmd = std::process::Command::new(std::env::current_exe().expect("test binary path"));
-    cmd.args(["--exact", "child_aot_without_nvrtc", "--nocapture", "--test-threads=1"])
-        .env("SINTER_NVRTC_SEARCH", "0")
-        .env("HOME", home.path())
-        .env(CHILD_VAR, "1");
-    for var in [
-        "LD_LIBRARY_PATH",
-        "SINTER_CUDA_INCLUDE",
-        "CUDA_HOME",
-        "CUDA_PATH",
-        "VIRTUAL_ENV",
-        "CONDA_PREFIX",
-        "PYENV_ROOT",
-    ] {
-        cmd.env_remove(var);
-    }
-    let out = cmd.output().expect("run the child");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "child failed:\n{text}");
-    assert!(text.contains("CHILD: checked") || text.contains("CHILD: skipped"), "child did not run:\n{text}");
-    eprintln!("{}", text.lines().filter(|l| l.contains("CHILD: ")).collect::<Vec<_>>().join("\n"));
+    common::run_without_nvrtc("child_aot_without_nvrtc", CHILD_VAR);
 }
 
 #[test]

@@ -3,6 +3,8 @@
 //! `SINTER_REQUIRE_CUDA=1` (the device run) makes a failed driver probe a failure;
 //! `SINTER_REQUIRE_NVRTC=1` (CI, `scripts/test.sh`) does the same for NVRTC.
 
+mod common;
+
 use sinter_cuda::nvrtc::{self, CubinCache, NvrtcError, Target};
 use sinter_cuda::probe;
 
@@ -76,23 +78,7 @@ fn nvrtc_missing_is_an_error_not_a_panic() {
     if std::env::var_os(CHILD_VAR).is_some() {
         return;
     }
-    let exe = std::env::current_exe().expect("test binary path");
-    // HOME elsewhere and no toolkit variables: the user site-packages (where pip puts the wheels
-    // without root) is not searched for headers either.
-    let home = tempfile::tempdir().expect("tempdir");
-    let mut cmd = std::process::Command::new(exe);
-    cmd.args(["--exact", "child_without_nvrtc", "--nocapture", "--test-threads=1"])
-        .env("SINTER_NVRTC_SEARCH", "0")
-        .env("HOME", home.path())
-        .env(CHILD_VAR, "1");
-    for var in ["LD_LIBRARY_PATH", "SINTER_CUDA_INCLUDE", "CUDA_HOME", "CUDA_PATH", "VIRTUAL_ENV", "CONDA_PREFIX"] {
-        cmd.env_remove(var);
-    }
-    let out = cmd.output().expect("run the child");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "child failed:\n{text}");
-    assert!(text.contains("CHILD: checked") || text.contains("CHILD: skipped"), "child did not run:\n{text}");
-    eprintln!("{}", text.lines().filter(|l| l.contains("CHILD: ")).collect::<Vec<_>>().join("\n"));
+    common::run_without_nvrtc("child_without_nvrtc", CHILD_VAR);
 }
 
 #[test]

@@ -437,3 +437,32 @@ pub fn conv_case(
     ];
     (g, ins)
 }
+
+/// Runs test `child` of this test binary again in a process where libnvrtc cannot be found (the
+/// loader path emptied, the folder search off, HOME elsewhere and no toolkit or Python prefix
+/// variables, so neither headers nor wheels are searched), marked by `child_var`; asserts it ran
+/// (its output says `CHILD: checked` or `CHILD: skipped`) and passed, and prints its `CHILD:` lines.
+pub fn run_without_nvrtc(child: &str, child_var: &str) {
+    let home = tempfile::tempdir().expect("tempdir");
+    let mut cmd = std::process::Command::new(std::env::current_exe().expect("test binary path"));
+    cmd.args(["--exact", child, "--nocapture", "--test-threads=1"])
+        .env("SINTER_NVRTC_SEARCH", "0")
+        .env("HOME", home.path())
+        .env(child_var, "1");
+    for var in [
+        "LD_LIBRARY_PATH",
+        "SINTER_CUDA_INCLUDE",
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "VIRTUAL_ENV",
+        "CONDA_PREFIX",
+        "PYENV_ROOT",
+    ] {
+        cmd.env_remove(var);
+    }
+    let out = cmd.output().expect("run the child");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "child failed:\n{text}");
+    assert!(text.contains("CHILD: checked") || text.contains("CHILD: skipped"), "child did not run:\n{text}");
+    eprintln!("{}", text.lines().filter(|l| l.contains("CHILD: ")).collect::<Vec<_>>().join("\n"));
+}
