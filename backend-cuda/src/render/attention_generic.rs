@@ -162,20 +162,12 @@ pub fn plan(k: &Kernel, caps: &CudaCaps) -> Result<Plan, Refusal> {
     if s.arg != 3 {
         return Err("the store is not to the fourth argument".into());
     }
-    let mut v = s.value;
+    // The stored value: `Acc(0)` under casts through f32 or the operands' dtype only.
+    let (mut v, mut chain_ok) = (s.value, true);
     while let Expr::Cast(x) = &k.exprs[v.0 as usize].expr {
+        chain_ok &= matches!(k.exprs[v.0 as usize].dtype, DType::F32) || k.exprs[v.0 as usize].dtype == a.in_dtype;
         v = *x;
     }
-    let carried = |d: DType| matches!(d, DType::F32) || d == a.in_dtype;
-    let chain_ok = {
-        let mut e = s.value;
-        let mut ok = true;
-        while let Expr::Cast(x) = &k.exprs[e.0 as usize].expr {
-            ok &= carried(k.exprs[e.0 as usize].dtype);
-            e = *x;
-        }
-        ok
-    };
     if !matches!(k.exprs[v.0 as usize].expr, Expr::Acc(0)) || !chain_ok {
         return Err("an epilogue other than the output stored in the operands' dtype".into());
     }
@@ -344,14 +336,7 @@ pub fn render(k: &Kernel, caps: &CudaCaps, plan: &Plan) -> Result<Rendered, Rend
         },
         body.summary
     );
-    let body_src = super::emit::prune_unused(&em.out);
-    let helpers = if em.h.is_empty() { String::new() } else { em.h.render() };
-    src.push_str(&super::half::declarations(&[a.in_dtype, DType::F32], &[&helpers, &body_src]));
-    src.push('\n');
-    src.push_str(&helpers);
-    let threads: u32 = body.block.iter().product();
-    let bounds = body.min_blocks.map_or(threads.to_string(), |m| format!("{threads}, {m}"));
-    src.push_str(&format!("extern \"C\" __global__ void __launch_bounds__({bounds}) {name}("));
+    let body_src = super::head(&mut src, &em, &body, &[a.in_dtype, DType::F32], &name);
     let mut ps: Vec<String> = ["Q", "K", "V"]
         .iter()
         .enumerate()

@@ -479,19 +479,7 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
     if let KernelBody::Attention(a) = &k.body {
         dts.extend([a.in_dtype, a.p_dtype]);
     }
-    let body_src = emit::prune_unused(&em.out);
-    let helpers = if em.h.is_empty() { String::new() } else { em.h.render() };
-    src.push_str(&half::declarations(&dts, &[&helpers, &body_src]));
-    src.push('\n');
-    src.push_str(&prelude::fp8_helpers(&body_src));
-    src.push_str(&helpers);
-    let [bx, by, bz] = body.block;
-    let bounds = match body.min_blocks {
-        Some(m) => format!("{}, {m}", bx * by * bz),
-        None => (bx * by * bz).to_string(),
-    };
-    let cluster = if body.cluster > 1 { format!(" __cluster_dims__({}, 1, 1)", body.cluster) } else { String::new() };
-    src.push_str(&format!("extern \"C\" __global__ void __launch_bounds__({bounds}){cluster} {name}("));
+    let body_src = head(&mut src, &em, &body, &dts, &name);
     let scratch = body.scratch > 0;
     let n = k.args.len() + scratch as usize + body.tensor_maps.len();
     for (i, a) in k.args.iter().enumerate() {
@@ -530,6 +518,27 @@ pub fn render(k: &Kernel, caps: &CudaCaps, t: &Tuning) -> Result<Rendered, Rende
     src.push_str(&body_src);
     src.push_str("}\n");
     Ok(body.into_rendered(k, caps, t, src, ""))
+}
+
+/// Appends what a kernel's source has before its parameters to `src`: the 16-bit declarations and
+/// helpers the body (`em`'s output, pruned) uses, then the entry point up to its `(` with the
+/// body's launch bounds and cluster; returns the pruned body. One place for both the
+/// shape-specialized kernels ([`render`]) and the generic ones (`attention_generic`).
+fn head(src: &mut String, em: &Emitter<'_>, body: &Body, dts: &[DType], name: &str) -> String {
+    let body_src = emit::prune_unused(&em.out);
+    let helpers = if em.h.is_empty() { String::new() } else { em.h.render() };
+    src.push_str(&half::declarations(dts, &[&helpers, &body_src]));
+    src.push('\n');
+    src.push_str(&prelude::fp8_helpers(&body_src));
+    src.push_str(&helpers);
+    let [bx, by, bz] = body.block;
+    let bounds = match body.min_blocks {
+        Some(m) => format!("{}, {m}", bx * by * bz),
+        None => (bx * by * bz).to_string(),
+    };
+    let cluster = if body.cluster > 1 { format!(" __cluster_dims__({}, 1, 1)", body.cluster) } else { String::new() };
+    src.push_str(&format!("extern \"C\" __global__ void __launch_bounds__({bounds}){cluster} {name}("));
+    body_src
 }
 
 /// [`Rendered::compute`]: `tf32` exactly when [`render`] takes the tensor-core template (no
